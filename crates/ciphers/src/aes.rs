@@ -1,0 +1,10 @@
+//! AES-128/192/256 (FIPS-197).
+//!
+//! [`FastAes`] is the hardware path (RustCrypto `aes`: AES-NI, VAES-256 or VAES-512, chosen
+//! at run time); [`ReferenceAes`] is our own table code, the CPU twin of the GPU kernels.
+
+mod fast;
+mod reference;
+
+pub use fast::FastAes;
+pub use reference::ReferenceAes;

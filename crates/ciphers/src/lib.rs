@@ -1,0 +1,163 @@
+//! Block ciphers behind one batch interface.
+//!
+//! Every cipher here encrypts and decrypts *many blocks per call*: the modes above hand
+//! over whole runs of blocks, so each implementation can keep several blocks in flight
+//! (VAES lanes for AES, interleaved rounds for Blowfish and RC6).
+//!
+//! Two implementations exist for AES: [`Implementation::Fast`] uses the hardware through the
+//! RustCrypto `aes` crate (AES-NI / VAES, picked at run time), [`Implementation::Reference`] is
+//! our own T-table code written the way the GPU kernels are, so that the kernels have a CPU
+//! twin to be compared with. Blowfish and RC6 are our own code on both paths.
+
+pub mod aes;
+pub mod blowfish;
+pub mod rc6;
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A keyed block cipher that processes many blocks per call, in place.
+///
+/// `blocks.len()` must be a multiple of [`BlockCipher::block_size`]; implementations panic
+/// otherwise, because a caller passing a partial block is a bug in the mode above, not bad
+/// user input (modes validate lengths before calling down).
+pub trait BlockCipher: Send + Sync {
+    /// Block size in bytes: 16 for AES and RC6, 8 for Blowfish.
+    fn block_size(&self) -> usize;
+    /// Encrypts every block of `blocks` in place.
+    fn encrypt_blocks(&self, blocks: &mut [u8]);
+    /// Decrypts every block of `blocks` in place.
+    fn decrypt_blocks(&self, blocks: &mut [u8]);
+    /// How many blocks the implementation likes to have in flight per call; modes size their
+    /// scratch buffers as a multiple of this.
+    fn preferred_batch(&self) -> usize {
+        64
+    }
+}
+
+/// The cipher algorithms parcrypt knows, with their key size where it is fixed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    Aes128,
+    Aes192,
+    Aes256,
+    /// Blowfish with a key of 4 to 56 bytes.
+    Blowfish,
+    Rc6_128,
+    Rc6_192,
+    Rc6_256,
+}
+
+/// Which implementation of a cipher to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Implementation {
+    /// The fastest code on this machine (hardware AES where present).
+    #[default]
+    Fast,
+    /// Our own portable code, structured like the GPU kernels.
+    Reference,
+}
+
+/// Why a cipher could not be created.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error("{algorithm} needs a key of {expected}, got {got} bytes")]
+    WrongLength {
+        algorithm: Algorithm,
+        expected: &'static str,
+        got: usize,
+    },
+}
+
+impl Algorithm {
+    pub const ALL: [Algorithm; 7] = [
+        Algorithm::Aes128,
+        Algorithm::Aes192,
+        Algorithm::Aes256,
+        Algorithm::Blowfish,
+        Algorithm::Rc6_128,
+        Algorithm::Rc6_192,
+        Algorithm::Rc6_256,
+    ];
+
+    /// Block size in bytes.
+    pub fn block_size(self) -> usize {
+        match self {
+            Algorithm::Blowfish => 8,
+            _ => 16,
+        }
+    }
+
+    /// The accepted key lengths in bytes, inclusive.
+    pub fn key_lengths(self) -> (usize, usize) {
+        match self {
+            Algorithm::Aes128 | Algorithm::Rc6_128 => (16, 16),
+            Algorithm::Aes192 | Algorithm::Rc6_192 => (24, 24),
+            Algorithm::Aes256 | Algorithm::Rc6_256 => (32, 32),
+            Algorithm::Blowfish => (4, 56),
+        }
+    }
+
+    /// The name used on the command line, without the mode suffix.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Aes128 => "aes-128",
+            Algorithm::Aes192 => "aes-192",
+            Algorithm::Aes256 => "aes-256",
+            Algorithm::Blowfish => "bf",
+            Algorithm::Rc6_128 => "rc6-128",
+            Algorithm::Rc6_192 => "rc6-192",
+            Algorithm::Rc6_256 => "rc6-256",
+        }
+    }
+
+    /// Checks `key` against this algorithm's accepted lengths.
+    pub fn check_key(self, key: &[u8]) -> Result<(), KeyError> {
+        let (low, high) = self.key_lengths();
+        if key.len() < low || key.len() > high {
+            let expected = match self {
+                Algorithm::Aes128 | Algorithm::Rc6_128 => "16 bytes",
+                Algorithm::Aes192 | Algorithm::Rc6_192 => "24 bytes",
+                Algorithm::Aes256 | Algorithm::Rc6_256 => "32 bytes",
+                Algorithm::Blowfish => "4 to 56 bytes",
+            };
+            return Err(KeyError::WrongLength { algorithm: self, expected, got: key.len() });
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Algorithm {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        Algorithm::ALL.into_iter().find(|a| a.name() == s).ok_or(())
+    }
+}
+
+/// Creates a keyed cipher. The key bytes are copied into the key schedule; the schedule is
+/// wiped when the returned value is dropped. The caller should wipe its own copy of `key`.
+pub fn new_cipher(
+    algorithm: Algorithm,
+    implementation: Implementation,
+    key: &[u8],
+) -> Result<Box<dyn BlockCipher>, KeyError> {
+    algorithm.check_key(key)?;
+    Ok(match (algorithm, implementation) {
+        (Algorithm::Aes128 | Algorithm::Aes192 | Algorithm::Aes256, Implementation::Fast) => {
+            Box::new(aes::FastAes::new(key))
+        }
+        (Algorithm::Aes128 | Algorithm::Aes192 | Algorithm::Aes256, Implementation::Reference) => {
+            Box::new(aes::ReferenceAes::new(key))
+        }
+        (Algorithm::Blowfish, _) => Box::new(blowfish::Blowfish::new(key)),
+        (Algorithm::Rc6_128 | Algorithm::Rc6_192 | Algorithm::Rc6_256, _) => {
+            Box::new(rc6::Rc6::new(key))
+        }
+    })
+}

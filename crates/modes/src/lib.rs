@@ -1,0 +1,2 @@
+//! Modes of operation over the batch cipher API.
+pub mod ghash;

@@ -1,1 +1,10 @@
-fn main() {}
+//! The `parcrypt` command line. All logic lives in the library crates under `crates/`;
+//! this binary parses arguments, opens files safely and reports errors in one line.
+
+mod cli;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    cli::main()
+}

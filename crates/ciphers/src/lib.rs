@@ -161,3 +161,27 @@ pub fn new_cipher(
         }
     })
 }
+
+/// A one-line summary of the CPU features the fast paths use, for `parcrypt devices` and
+/// benchmark reports.
+pub fn cpu_features() -> String {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let flags = [
+            ("AES-NI", std::arch::is_x86_feature_detected!("aes")),
+            ("VAES", std::arch::is_x86_feature_detected!("vaes")),
+            ("PCLMULQDQ", std::arch::is_x86_feature_detected!("pclmulqdq")),
+            ("VPCLMULQDQ", std::arch::is_x86_feature_detected!("vpclmulqdq")),
+            ("AVX2", std::arch::is_x86_feature_detected!("avx2")),
+            ("AVX-512F", std::arch::is_x86_feature_detected!("avx512f")),
+        ];
+        let present: Vec<&str> = flags.iter().filter(|(_, on)| *on).map(|(name, _)| *name).collect();
+        let aes = if ::aes::hardware_accelerated() { "hardware AES" } else { "software AES" };
+        format!("{aes}; features: {}", if present.is_empty() { "none".into() } else { present.join(" ") })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let aes = if ::aes::hardware_accelerated() { "hardware AES" } else { "software AES" };
+        aes.to_string()
+    }
+}

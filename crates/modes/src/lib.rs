@@ -1,2 +1,155 @@
-//! Modes of operation over the batch cipher API.
+//! Modes of operation over the batch cipher API of `parcrypt-ciphers`.
+//!
+//! Each mode is written as functions over a *range* of the message, so that the engine can
+//! split a job into work items and run them on any backend. What parallelises:
+//! - ECB: every block is independent.
+//! - CTR: block `i` uses counter `IV + i`, so a range only needs its first block index.
+//! - CBC decryption: block `i` needs ciphertext block `i - 1`, which is known up front.
+//! - CBC encryption: block `i` needs the *output* of block `i - 1`: sequential per stream.
+//! - GCM: the CTR part splits like CTR; GHASH partial sums of ranges are joined with powers
+//!   of H (`Y_{A||B} = Y_A * H^{|B|} + Y_B`).
+
+pub mod cbc;
+pub mod ctr;
+pub mod ecb;
+pub mod gcm;
 pub mod ghash;
+pub mod padding;
+
+use std::fmt;
+use std::str::FromStr;
+
+use parcrypt_ciphers::Algorithm;
+
+/// A mode of operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    Ecb,
+    Cbc,
+    Ctr,
+    Gcm,
+}
+
+/// Encrypt or decrypt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    Encrypt,
+    Decrypt,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 4] = [Mode::Ecb, Mode::Cbc, Mode::Ctr, Mode::Gcm];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Ecb => "ecb",
+            Mode::Cbc => "cbc",
+            Mode::Ctr => "ctr",
+            Mode::Gcm => "gcm",
+        }
+    }
+
+    /// Whether the mode pads to whole blocks (PKCS#7) unless told not to.
+    pub fn pads(self) -> bool {
+        matches!(self, Mode::Ecb | Mode::Cbc)
+    }
+
+    /// Whether work in this direction can be split over threads.
+    pub fn parallel(self, direction: Direction) -> bool {
+        !(self == Mode::Cbc && direction == Direction::Encrypt)
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A cipher and a mode, as named on the command line (`aes-128-gcm`, `bf-cbc`, `rc6-256-ctr`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CipherSpec {
+    pub algorithm: Algorithm,
+    pub mode: Mode,
+}
+
+/// Why a cipher name was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error("unknown cipher '{0}' (try aes-128-ctr, aes-256-gcm, bf-cbc, rc6-128-ecb; `parcrypt raw --help` lists all)")]
+    Unknown(String),
+    #[error("{0} is not available: GCM needs a 128-bit block cipher (AES or RC6)")]
+    GcmNeeds128BitBlock(String),
+}
+
+impl CipherSpec {
+    /// Every valid combination, in a stable order (used by help texts and tests).
+    pub fn all() -> Vec<CipherSpec> {
+        let mut specs = Vec::new();
+        for algorithm in Algorithm::ALL {
+            for mode in Mode::ALL {
+                if mode == Mode::Gcm && algorithm.block_size() != 16 {
+                    continue;
+                }
+                specs.push(CipherSpec { algorithm, mode });
+            }
+        }
+        specs
+    }
+
+    /// IV length in bytes the mode needs for the fixed-IV modes; `None` for ECB (no IV) and
+    /// GCM (any length of one byte or more).
+    pub fn iv_length(self) -> Option<usize> {
+        match self.mode {
+            Mode::Ecb | Mode::Gcm => None,
+            Mode::Cbc | Mode::Ctr => Some(self.algorithm.block_size()),
+        }
+    }
+}
+
+impl fmt::Display for CipherSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.algorithm, self.mode)
+    }
+}
+
+impl FromStr for CipherSpec {
+    type Err = SpecError;
+    fn from_str(name: &str) -> Result<Self, SpecError> {
+        let lower = name.to_ascii_lowercase();
+        let (algorithm, mode) = lower
+            .rsplit_once('-')
+            .ok_or_else(|| SpecError::Unknown(name.to_string()))?;
+        let algorithm: Algorithm =
+            algorithm.parse().map_err(|()| SpecError::Unknown(name.to_string()))?;
+        let mode = Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == mode)
+            .ok_or_else(|| SpecError::Unknown(name.to_string()))?;
+        if mode == Mode::Gcm && algorithm.block_size() != 16 {
+            return Err(SpecError::GcmNeeds128BitBlock(name.to_string()));
+        }
+        Ok(CipherSpec { algorithm, mode })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_spec_name_parses_back() {
+        for spec in CipherSpec::all() {
+            assert_eq!(spec.to_string().parse::<CipherSpec>(), Ok(spec));
+        }
+        assert_eq!(CipherSpec::all().len(), 7 * 4 - 1);
+    }
+
+    #[test]
+    fn bad_names_are_refused() {
+        for bad in ["aes-128", "aes-512-ctr", "bf-gcm", "des-cbc", "", "-", "aes-128-xts"] {
+            assert!(bad.parse::<CipherSpec>().is_err(), "{bad} accepted");
+        }
+        assert!(matches!("bf-gcm".parse::<CipherSpec>(), Err(SpecError::GcmNeeds128BitBlock(_))));
+    }
+}

@@ -1,0 +1,266 @@
+//! One message through one cipher and mode, on an engine, in as many calls as the caller
+//! likes: [`Crypter::update`] takes whole blocks, [`Crypter::finish`] the rest.
+
+use parcrypt_ciphers::{new_cipher, BlockCipher, Implementation, KeyError};
+use parcrypt_modes::ctr::{Counter, CounterRule};
+use parcrypt_modes::gcm::{Gcm, GcmAccumulator, GcmError, TAG_BYTES};
+use parcrypt_modes::{cbc, ctr, ecb, padding, CipherSpec, Direction, Mode};
+use zeroize::Zeroize;
+
+use crate::Engine;
+
+/// Why a job could not be set up or finished. Each message is one line written for people.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error("bad key: {0}")]
+    Key(#[from] KeyError),
+    #[error("{spec} needs an IV of {expected} bytes (--iv), got {got}")]
+    IvLength { spec: CipherSpec, expected: usize, got: usize },
+    #[error("{0} needs an IV (--iv)")]
+    IvMissing(CipherSpec),
+    #[error("{0} takes no IV")]
+    IvNotUsed(CipherSpec),
+    #[error("--aad is only for GCM")]
+    AadNotUsed,
+    #[error("input is {length} bytes, not a whole number of {block_size}-byte blocks (use padding, or a stream mode such as CTR)")]
+    PartialBlock { length: u64, block_size: usize },
+    #[error("bad padding: wrong key or IV, or the data is not {0} ciphertext")]
+    BadPadding(CipherSpec),
+    #[error("input is {0} bytes, too short to hold a 16-byte GCM tag")]
+    MissingTag(u64),
+    #[error("{0}")]
+    Gcm(#[from] GcmError),
+}
+
+/// What a job needs besides the engine.
+pub struct JobSpec<'a> {
+    pub spec: CipherSpec,
+    pub direction: Direction,
+    pub key: &'a [u8],
+    pub iv: Option<&'a [u8]>,
+    pub aad: Option<&'a [u8]>,
+    /// PKCS#7 for ECB and CBC; ignored by the stream modes.
+    pub padding: bool,
+    pub implementation: Implementation,
+}
+
+enum ModeState {
+    Ecb,
+    Cbc { chain: Vec<u8> },
+    Ctr { next: Counter },
+    Gcm { gcm: Gcm, accumulator: GcmAccumulator },
+}
+
+pub struct Crypter<'e> {
+    engine: &'e Engine,
+    cipher: Box<dyn BlockCipher>,
+    spec: CipherSpec,
+    direction: Direction,
+    padding: bool,
+    state: ModeState,
+    /// Bytes given to `update` so far.
+    processed: u64,
+}
+
+impl<'e> Crypter<'e> {
+    pub fn new(engine: &'e Engine, job: &JobSpec<'_>) -> Result<Self, JobError> {
+        let spec = job.spec;
+        let cipher = new_cipher(spec.algorithm, job.implementation, job.key)?;
+        if job.aad.is_some() && spec.mode != Mode::Gcm {
+            return Err(JobError::AadNotUsed);
+        }
+        let iv = match (spec.mode, job.iv) {
+            (Mode::Ecb, Some(_)) => return Err(JobError::IvNotUsed(spec)),
+            (Mode::Ecb, None) => &[][..],
+            (_, None) => return Err(JobError::IvMissing(spec)),
+            (_, Some(iv)) => iv,
+        };
+        if let Some(expected) = spec.iv_length() {
+            if iv.len() != expected {
+                return Err(JobError::IvLength { spec, expected, got: iv.len() });
+            }
+        }
+        let state = match spec.mode {
+            Mode::Ecb => ModeState::Ecb,
+            Mode::Cbc => ModeState::Cbc { chain: iv.to_vec() },
+            Mode::Ctr => ModeState::Ctr { next: Counter::new(iv, CounterRule::Full) },
+            Mode::Gcm => {
+                let gcm = Gcm::new(cipher.as_ref(), iv)?;
+                let accumulator = GcmAccumulator::new(&gcm, job.aad.unwrap_or_default());
+                ModeState::Gcm { gcm, accumulator }
+            }
+        };
+        Ok(Crypter {
+            engine,
+            cipher,
+            spec,
+            direction: job.direction,
+            padding: job.padding && spec.mode.pads(),
+            state,
+            processed: 0,
+        })
+    }
+
+    pub fn spec(&self) -> CipherSpec {
+        self.spec
+    }
+
+    pub fn direction(&self) -> Direction {
+        self.direction
+    }
+
+    /// How many bytes at the end of the input [`Crypter::finish`] must see: the padded last
+    /// block when removing padding, the tag when decrypting GCM. A streaming caller keeps
+    /// this many bytes back until it knows the input has ended.
+    pub fn holdback(&self) -> usize {
+        match (self.spec.mode, self.direction) {
+            (Mode::Gcm, Direction::Decrypt) => TAG_BYTES,
+            (_, Direction::Decrypt) if self.padding => self.cipher.block_size(),
+            _ => 0,
+        }
+    }
+
+    /// The alignment every `update` length must have.
+    pub fn block_size(&self) -> usize {
+        self.cipher.block_size()
+    }
+
+    /// Encrypts or decrypts `data` in place; its length must be a whole number of blocks.
+    pub fn update(&mut self, data: &mut [u8]) -> Result<(), JobError> {
+        let block_size = self.cipher.block_size();
+        if data.len() % block_size != 0 {
+            return Err(JobError::PartialBlock { length: data.len() as u64, block_size });
+        }
+        self.process(data)?;
+        self.processed += data.len() as u64;
+        Ok(())
+    }
+
+    /// Processes the last piece of the input (any length) and ends the message.
+    ///
+    /// `data` holds the final input bytes and is replaced by the final output bytes:
+    /// encryption appends the padding or the GCM tag; decryption removes the padding or
+    /// checks and removes the tag. On a GCM tag mismatch `data` is wiped and an error is
+    /// returned: output already handed out by `update` must then be discarded by the caller
+    /// (the command line writes it to a temporary file that it deletes).
+    pub fn finish(mut self, data: &mut Vec<u8>) -> Result<(), JobError> {
+        let block_size = self.cipher.block_size();
+        let total = self.processed + data.len() as u64;
+        match (self.spec.mode, self.direction) {
+            (Mode::Gcm, Direction::Encrypt) => {
+                self.process(data)?;
+                if let ModeState::Gcm { gcm, accumulator } = &self.state {
+                    data.extend_from_slice(&gcm.tag(accumulator));
+                }
+            }
+            (Mode::Gcm, Direction::Decrypt) => {
+                if data.len() < TAG_BYTES {
+                    return Err(JobError::MissingTag(total));
+                }
+                let tag = data.split_off(data.len() - TAG_BYTES);
+                self.process(data)?;
+                if let ModeState::Gcm { gcm, accumulator } = &self.state {
+                    if let Err(error) = gcm.verify(accumulator, &tag) {
+                        data.zeroize();
+                        data.clear();
+                        return Err(error.into());
+                    }
+                }
+            }
+            (Mode::Ctr, _) => self.process(data)?,
+            (_, Direction::Encrypt) if self.padding => {
+                padding::pad(data, block_size);
+                self.process(data)?;
+            }
+            (_, Direction::Decrypt) if self.padding => {
+                if total == 0 || data.len() % block_size != 0 {
+                    return Err(JobError::PartialBlock { length: total, block_size });
+                }
+                self.process(data)?;
+                let last = &data[data.len() - block_size..];
+                let kept = padding::unpadded_length(last).ok_or(JobError::BadPadding(self.spec))?;
+                data.truncate(data.len() - block_size + kept);
+            }
+            _ => {
+                if data.len() % block_size != 0 {
+                    return Err(JobError::PartialBlock { length: total, block_size });
+                }
+                self.process(data)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the mode over `data`, which is whole blocks except possibly at the end of a
+    /// stream mode's message.
+    fn process(&mut self, data: &mut [u8]) -> Result<(), JobError> {
+        let cipher = self.cipher.as_ref();
+        let block_size = cipher.block_size();
+        let engine = self.engine;
+        let direction = self.direction;
+        match &mut self.state {
+            ModeState::Ecb => {
+                let lengths = engine.plan(data.len(), block_size);
+                engine.run(data, &lengths, |_, _, range| ecb::apply(cipher, direction, range));
+            }
+            ModeState::Cbc { chain } => match direction {
+                Direction::Encrypt => cbc::encrypt(cipher, chain, data),
+                Direction::Decrypt => {
+                    if data.is_empty() {
+                        return Ok(());
+                    }
+                    let lengths = engine.plan(data.len(), block_size);
+                    // Each range chains on the ciphertext block before it: copy those out
+                    // before any range is decrypted in place.
+                    let mut previous = Vec::with_capacity(lengths.len() * block_size);
+                    previous.extend_from_slice(chain);
+                    let mut offset = 0;
+                    for length in &lengths[..lengths.len() - 1] {
+                        offset += length;
+                        previous.extend_from_slice(&data[offset - block_size..offset]);
+                    }
+                    chain.copy_from_slice(&data[data.len() - block_size..]);
+                    engine.run(data, &lengths, |index, _, range| {
+                        let before = &previous[index * block_size..(index + 1) * block_size];
+                        cbc::decrypt(cipher, before, range)
+                    });
+                }
+            },
+            ModeState::Ctr { next } => {
+                let start = *next;
+                let lengths = engine.plan(data.len(), block_size);
+                engine.run(data, &lengths, |_, offset, range| {
+                    ctr::apply(cipher, start.advanced((offset / block_size) as u64), range)
+                });
+                *next = start.advanced((data.len() / block_size) as u64);
+            }
+            ModeState::Gcm { gcm, accumulator } => {
+                let first_block = accumulator.text_bytes() / 16;
+                let lengths = engine.plan(data.len(), 16);
+                let gcm_ref: &Gcm = gcm;
+                let partials = engine.run(data, &lengths, |_, offset, range| {
+                    gcm_ref.process_range(cipher, direction, first_block + (offset / 16) as u64, range)
+                });
+                for (partial, length) in partials.into_iter().zip(&lengths) {
+                    accumulator.append(gcm, partial, *length as u64)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs a whole message held in memory: convenience for tests, benchmarks and libraries.
+pub fn process_buffer(engine: &Engine, job: &JobSpec<'_>, mut data: Vec<u8>) -> Result<Vec<u8>, JobError> {
+    let mut crypter = Crypter::new(engine, job)?;
+    let keep = crypter.holdback();
+    let block_size = crypter.block_size();
+    // Everything but the held-back tail in whole blocks goes through `update` (parallel),
+    // the rest through `finish`.
+    let body = data.len().saturating_sub(keep) / block_size * block_size;
+    let mut tail = data.split_off(body);
+    crypter.update(&mut data)?;
+    crypter.finish(&mut tail)?;
+    data.extend_from_slice(&tail);
+    Ok(data)
+}

@@ -1,0 +1,19 @@
+//! `parcrypt devices`: what can run here, and why anything cannot.
+
+use parcrypt_ciphers::cpu_features;
+use parcrypt_engine::available_threads;
+
+use super::Failure;
+
+pub fn run() -> Result<(), Failure> {
+    let threads = available_threads();
+    println!("CPU: {} hardware threads; {}", threads, cpu_features());
+    println!("backends:");
+    println!("  seq      available   one thread");
+    println!("  threads  available   static equal split over {threads} threads (--threads N)");
+    println!("  pool     available   work stealing over {threads} threads (--threads N)");
+    println!("  auto     available   seq below 256 KiB, pool above");
+    println!("  opencl   unavailable the GPU engine is not part of this build yet");
+    println!("  cuda     unavailable the GPU engine is not part of this build yet");
+    Ok(())
+}

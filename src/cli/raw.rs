@@ -1,0 +1,129 @@
+//! `parcrypt raw encrypt|decrypt`: one cipher and mode, explicit key and IV.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use parcrypt_ciphers::Implementation;
+use parcrypt_engine::crypter::JobSpec;
+use parcrypt_engine::stream::{process_stream, DEFAULT_CHUNK_BYTES};
+use parcrypt_engine::{Backend, Crypter, Engine};
+use parcrypt_modes::{CipherSpec, Direction, Mode};
+use zeroize::{Zeroize, Zeroizing};
+
+use super::files::{open_input, Output};
+use super::Failure;
+
+const CIPHER_HELP: &str = "Cipher and mode: aes-128|aes-192|aes-256 + -ecb|-cbc|-ctr|-gcm; \
+bf-ecb|bf-cbc|bf-ctr (key 4..56 bytes); rc6-128|rc6-192|rc6-256 + -ecb|-cbc|-ctr|-gcm";
+
+const AFTER_HELP: &str = "\
+Modes:
+  ecb, cbc   PKCS#7 padding unless --no-pad. ECB leaks patterns: for experiments only.
+  ctr        The whole IV is one big-endian counter that wraps (as OpenSSL does).
+  gcm        Any IV of 1 byte or more (12 bytes is the fast path); output is the
+             ciphertext followed by the 16-byte tag. Decryption releases nothing
+             unless the tag matches.
+Parallelism:
+  ECB, CTR, GCM and CBC decryption are split over threads. CBC encryption chains
+  every block on the previous one, so it runs on one thread whatever --backend says.
+Keys:
+  --key on the command line is visible to other users of this machine (ps); it is
+  meant for testing and interoperability. The key is wiped from memory after use.
+Compatibility:
+  Output equals `openssl enc -<cipher> -K <key> -iv <iv> -nosalt` for every cipher
+  and mode OpenSSL has (OpenSSL zero-pads Blowfish keys shorter than 16 bytes).";
+
+#[derive(Subcommand)]
+pub enum RawCommand {
+    /// Encrypt INPUT (or stdin) to OUTPUT (or stdout)
+    #[command(after_help = AFTER_HELP)]
+    Encrypt(RawArgs),
+    /// Decrypt INPUT (or stdin) to OUTPUT (or stdout)
+    #[command(after_help = AFTER_HELP)]
+    Decrypt(RawArgs),
+}
+
+#[derive(Args)]
+pub struct RawArgs {
+    #[arg(long, value_name = "NAME", help = CIPHER_HELP)]
+    cipher: String,
+    /// Key in hex (for testing: visible in the process list)
+    #[arg(long, value_name = "HEX")]
+    key: String,
+    /// IV in hex: one block for CBC and CTR, 1 byte or more for GCM, none for ECB
+    #[arg(long, value_name = "HEX")]
+    iv: Option<String>,
+    /// Additional authenticated data in hex (GCM only)
+    #[arg(long, value_name = "HEX")]
+    aad: Option<String>,
+    /// No PKCS#7 padding for ECB/CBC: the input must be whole blocks
+    #[arg(long)]
+    no_pad: bool,
+    /// Where to run: seq, threads, pool, opencl, cuda or auto
+    #[arg(long, value_name = "NAME", default_value = "auto")]
+    backend: String,
+    /// Threads for threads/pool/auto (default: all cores)
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Use the portable table AES (the GPU kernels' CPU twin) instead of hardware AES
+    #[arg(long)]
+    reference: bool,
+    /// Replace OUTPUT if it exists
+    #[arg(long)]
+    force: bool,
+    /// Input file; missing or - means stdin
+    #[arg(value_name = "INPUT")]
+    input: Option<PathBuf>,
+    /// Output file; missing or - means stdout
+    #[arg(short = 'o', long = "output", value_name = "OUTPUT")]
+    output: Option<PathBuf>,
+}
+
+fn parse_hex(what: &str, text: &str) -> Result<Zeroizing<Vec<u8>>, Failure> {
+    let bytes = hex::decode(text.trim()).map_err(|error| {
+        let reason = match error {
+            hex::FromHexError::OddLength => "an odd number of hex digits".to_string(),
+            hex::FromHexError::InvalidHexCharacter { c, index } => {
+                format!("'{c}' at position {index} is not a hex digit")
+            }
+            other => other.to_string(),
+        };
+        Failure(format!("{what} is not valid hex: {reason}"))
+    })?;
+    Ok(Zeroizing::new(bytes))
+}
+
+pub fn run(command: RawCommand) -> Result<(), Failure> {
+    let (direction, mut args) = match command {
+        RawCommand::Encrypt(args) => (Direction::Encrypt, args),
+        RawCommand::Decrypt(args) => (Direction::Decrypt, args),
+    };
+    let key = parse_hex("--key", &args.key);
+    // The argument string is ours to wipe once parsed.
+    args.key.zeroize();
+    let key = key?;
+    let spec: CipherSpec = args.cipher.parse()?;
+    let backend: Backend = args.backend.parse()?;
+    let iv = args.iv.as_deref().map(|iv| parse_hex("--iv", iv)).transpose()?;
+    let aad = args.aad.as_deref().map(|aad| parse_hex("--aad", aad)).transpose()?;
+    if spec.mode == Mode::Ecb {
+        eprintln!("parcrypt: warning: ECB encrypts equal blocks to equal blocks and leaks patterns; use it only for experiments");
+    }
+    let engine = Engine::new(backend, args.threads)?;
+    let job = JobSpec {
+        spec,
+        direction,
+        key: &key,
+        iv: iv.as_deref().map(|v| v.as_slice()),
+        aad: aad.as_deref().map(|v| v.as_slice()),
+        padding: !args.no_pad,
+        implementation: if args.reference { Implementation::Reference } else { Implementation::Fast },
+    };
+    let crypter = Crypter::new(&engine, &job)?;
+    let mut input = open_input(args.input.as_deref())?;
+    // GCM decryption must not release plaintext before the tag is checked: hold stdout.
+    let hold = spec.mode == Mode::Gcm && direction == Direction::Decrypt;
+    let mut output = Output::create(args.output.as_deref(), args.input.as_deref(), args.force, hold)?;
+    process_stream(crypter, &mut input, output.writer(), DEFAULT_CHUNK_BYTES)?;
+    output.commit()
+}

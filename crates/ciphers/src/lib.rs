@@ -33,6 +33,16 @@ pub trait BlockCipher: Send + Sync {
     fn preferred_batch(&self) -> usize {
         64
     }
+    /// Fused CTR for 16-byte blocks: XORs E(c), E(c+1), ... into `data` (any length; a final
+    /// partial block uses the front of its keystream block), where `c` is `counter` and only
+    /// its last 32-bit big-endian word is incremented. The caller guarantees that word does
+    /// not wrap within `data`, so the full-width and `inc32` rules agree.
+    ///
+    /// Returns `false`, touching nothing, when the implementation has no fused path; the
+    /// mode then builds counter blocks itself and calls [`BlockCipher::encrypt_blocks`].
+    fn ctr32_xor(&self, _counter: &[u8; 16], _data: &mut [u8]) -> bool {
+        false
+    }
 }
 
 /// The cipher algorithms parcrypt knows, with their key size where it is fixed.

@@ -65,6 +65,9 @@ impl Counter {
 pub fn apply(cipher: &dyn BlockCipher, counter: Counter, data: &mut [u8]) {
     let block_size = cipher.block_size();
     assert_eq!(counter.block_size(), block_size);
+    if block_size == 16 && apply_fused(cipher, counter, data) {
+        return;
+    }
     let mut keystream = [0u8; KEYSTREAM_BATCH_BYTES];
     let mut counter = counter;
     for piece in data.chunks_mut(KEYSTREAM_BATCH_BYTES) {
@@ -74,6 +77,29 @@ pub fn apply(cipher: &dyn BlockCipher, counter: Counter, data: &mut [u8]) {
         cipher.encrypt_blocks(keystream);
         xor_in_place(piece, &keystream[..piece.len()]);
         counter = counter.advanced(blocks as u64);
+    }
+}
+
+/// Hands `data` to the cipher's fused CTR path in runs that do not wrap the counter's low
+/// 32 bits, stepping over each wrap with the mode's own rule. Returns `false` when the
+/// cipher has no fused path.
+fn apply_fused(cipher: &dyn BlockCipher, counter: Counter, data: &mut [u8]) -> bool {
+    let mut counter = counter;
+    let mut rest = data;
+    loop {
+        let mut block = [0u8; 16];
+        counter.write(&mut block);
+        let until_wrap = (1u64 << 32) - u64::from(counter.value as u32);
+        let run_bytes = (until_wrap.saturating_mul(16)).min(rest.len() as u64) as usize;
+        let (run, tail) = rest.split_at_mut(run_bytes);
+        if !cipher.ctr32_xor(&block, run) {
+            return false;
+        }
+        if tail.is_empty() {
+            return true;
+        }
+        counter = counter.advanced(until_wrap);
+        rest = tail;
     }
 }
 

@@ -1,17 +1,465 @@
-//! GHASH (SP 800-38D section 6.4): placeholder, being written.
+//! GHASH (NIST SP 800-38D sections 6.3 and 6.4).
 //!
 //! Field elements are 16-byte blocks in the spec's bit order (the first byte holds x^0..x^7,
-//! most significant bit first), represented here as `u128` read big-endian from the block.
+//! most significant bit first), represented here as `u128` read big-endian from the block, so
+//! the GHASH output block is `state.to_be_bytes()`.
+//!
+//! # How the arithmetic works
+//!
+//! Read as an integer, an element puts x^k at bit 127 - k: the bit order is reflected. The
+//! carry-less product of two such integers is the 255-bit product with x^k at bit 254 - k, so
+//! all implementations work in the reflected picture instead of reversing bits: with `y` for
+//! the integer's bit weight (`y = x^-1`), the field is GF(2)[y] / (y^128 + y^127 + y^126 +
+//! y^121 + 1), and a carry-less product followed by a Montgomery reduction (multiplication by
+//! y^-128, see [`soft::reduce`]) yields A * B * x. Keys are stored multiplied by x^-1
+//! ([`prepare`]: a one-bit left shift of the integer) to cancel that extra x. On x86 the
+//! blocks are loaded byte-swapped, which gives exactly this integer in a vector register.
+//!
+//! # Implementations
+//!
+//! - [`Implementation::Soft`]: portable and constant time, one multiplication per block.
+//! - [`Implementation::Pclmul`]: x86-64 PCLMULQDQ, 16 blocks per reduction.
+//! - [`Implementation::Vpclmul`]: x86-64 AVX-512 VPCLMULQDQ, 32 blocks (4 per register) per
+//!   reduction.
+//!
+//! Both x86 paths sum the unreduced products of a group of blocks with H^n..H^1 and reduce
+//! once per group (aggregated reduction), and use Karatsuba (three carry-less multiplications
+//! per block instead of four): on the Zen 5 this was tuned on, the carry-less multiplier's
+//! throughput is the limit once a group is long enough to hide the latency of the reduction
+//! that links one group to the next. Measured there (64 KiB, one core): VPCLMULQDQ with 16
+//! blocks per group 27 GB/s, 32 blocks 44 GB/s, 64 blocks 45 GB/s.
+//!
+//! The fastest one the CPU supports is picked when a key is made.
 
-/// H and its first powers, precomputed once per key.
-pub struct GhashKey;
+use std::fmt;
+
+use zeroize::Zeroize;
+
+mod soft;
+#[cfg(target_arch = "x86_64")]
+mod x86_pclmul;
+#[cfg(target_arch = "x86_64")]
+mod x86_vpclmul;
+
+/// How many powers of H a key keeps: the most blocks any implementation hashes per reduction.
+/// Powers of two only: the vector code loads them four at a time.
+const POWERS: usize = 32;
+
+/// `element * x^-1`: the form in which the right operand of every multiplication is kept (see
+/// the module documentation). Shifting out x^0 needs x^-1 = x^127 + x^6 + x + 1, which is the
+/// constant; the mask keeps the choice free of branches.
+fn prepare(element: u128) -> u128 {
+    const X_INVERSE: u128 = 0xc200_0000_0000_0000_0000_0000_0000_0001;
+    let carry_mask = 0u128.wrapping_sub(element >> 127);
+    (element << 1) ^ (X_INVERSE & carry_mask)
+}
+
+/// The code that does the multiplications.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Implementation {
+    /// Portable, constant-time integer code.
+    Soft,
+    /// x86-64 PCLMULQDQ on 128-bit registers.
+    Pclmul,
+    /// x86-64 AVX-512 with VPCLMULQDQ on 512-bit registers.
+    Vpclmul,
+}
+
+impl Implementation {
+    /// Every implementation, slowest first.
+    pub const ALL: [Implementation; 3] =
+        [Implementation::Soft, Implementation::Pclmul, Implementation::Vpclmul];
+
+    /// Whether this CPU can run it.
+    pub fn is_available(self) -> bool {
+        match self {
+            Implementation::Soft => true,
+            #[cfg(target_arch = "x86_64")]
+            Implementation::Pclmul => x86_pclmul::is_available(),
+            #[cfg(target_arch = "x86_64")]
+            Implementation::Vpclmul => x86_vpclmul::is_available(),
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+
+    /// The fastest implementation this CPU can run.
+    pub fn fastest() -> Self {
+        Self::ALL.into_iter().rev().find(|implementation| implementation.is_available()).unwrap_or(Self::Soft)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Implementation::Soft => "soft",
+            Implementation::Pclmul => "pclmul",
+            Implementation::Vpclmul => "vpclmul",
+        }
+    }
+}
+
+impl fmt::Display for Implementation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// H and its first powers, precomputed once per key; wiped on drop.
+#[derive(Clone)]
+pub struct GhashKey {
+    h: u128,
+    /// `powers[i]` is `prepare(H^(POWERS - i))`: the power that block `i` of a group of
+    /// `POWERS` blocks is multiplied by, so a group of any `n <= POWERS` blocks uses the
+    /// last `n` entries.
+    powers: [u128; POWERS],
+    implementation: Implementation,
+}
 
 impl GhashKey {
     /// `h` is E_K(0^128).
-    pub fn new(_h: &[u8; 16]) -> Self { todo!() }
+    pub fn new(h: &[u8; 16]) -> Self {
+        Self::with_implementation(h, Implementation::fastest())
+            .expect("the fastest implementation is available")
+    }
+
+    /// A key that uses the given implementation, or `None` if this CPU cannot run it. Meant
+    /// for tests and measurements; [`GhashKey::new`] picks the fastest.
+    pub fn with_implementation(h: &[u8; 16], implementation: Implementation) -> Option<Self> {
+        if !implementation.is_available() {
+            return None;
+        }
+        let mut key = GhashKey { h: u128::from_be_bytes(*h), powers: [0; POWERS], implementation };
+        let h_prepared = prepare(key.h);
+        let mut power = key.h;
+        key.powers[POWERS - 1] = h_prepared;
+        for index in (0..POWERS - 1).rev() {
+            power = key.mul_prepared(power, h_prepared);
+            key.powers[index] = prepare(power);
+        }
+        power.zeroize();
+        Some(key)
+    }
+
+    /// The implementation this key runs.
+    pub fn implementation(&self) -> Implementation {
+        self.implementation
+    }
+
     /// state = (state XOR X_1) * H, then the same for each further block X_i of `blocks`
     /// (`blocks.len()` a multiple of 16): the running GHASH of the spec.
-    pub fn update(&self, _state: &mut u128, _blocks: &[u8]) { todo!() }
+    pub fn update(&self, state: &mut u128, blocks: &[u8]) {
+        assert!(blocks.len() % 16 == 0, "GHASH input of {} bytes is not whole blocks", blocks.len());
+        match self.implementation {
+            #[cfg(target_arch = "x86_64")]
+            Implementation::Vpclmul => {
+                // SAFETY: keys only get this implementation after `is_available` confirmed
+                // every CPU feature that `x86_vpclmul::update` enables.
+                unsafe { x86_vpclmul::update(&self.powers, state, blocks) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Implementation::Pclmul => {
+                // SAFETY: keys only get this implementation after `is_available` confirmed
+                // every CPU feature that `x86_pclmul::update` enables.
+                unsafe { x86_pclmul::update(&self.powers, state, blocks) }
+            }
+            _ => soft::update(self.powers[POWERS - 1], state, blocks),
+        }
+    }
+
     /// Returns x * H^n (n = 0 returns x): used to join partial sums of consecutive ranges.
-    pub fn mul_h_pow(&self, _x: u128, _n: u64) -> u128 { todo!() }
+    pub fn mul_h_pow(&self, x: u128, n: u64) -> u128 {
+        if n == 0 {
+            return x;
+        }
+        if n <= POWERS as u64 {
+            return self.mul_prepared(x, self.powers[POWERS - n as usize]);
+        }
+        // Square-and-multiply over the bits of n, lowest first. n is a block count, not a
+        // secret, so branching on its bits leaks nothing.
+        let mut result = x;
+        let mut power = self.h;
+        let mut power_prepared = self.powers[POWERS - 1];
+        let mut remaining = n;
+        loop {
+            if remaining & 1 == 1 {
+                result = self.mul_prepared(result, power_prepared);
+            }
+            remaining >>= 1;
+            if remaining == 0 {
+                break;
+            }
+            power = self.mul_prepared(power, power_prepared);
+            power_prepared = prepare(power);
+        }
+        power.zeroize();
+        power_prepared.zeroize();
+        result
+    }
+
+    /// `left * right` for a `right` made by [`prepare`].
+    fn mul_prepared(&self, left: u128, right_prepared: u128) -> u128 {
+        match self.implementation {
+            #[cfg(target_arch = "x86_64")]
+            Implementation::Pclmul | Implementation::Vpclmul => {
+                // SAFETY: both implementations are only chosen after `is_available` confirmed
+                // PCLMULQDQ and SSSE3, the features `x86_pclmul::mul_prepared` enables.
+                unsafe { x86_pclmul::mul_prepared(left, right_prepared) }
+            }
+            _ => soft::mul_prepared(left, right_prepared),
+        }
+    }
+}
+
+impl Drop for GhashKey {
+    fn drop(&mut self) {
+        self.h.zeroize();
+        self.powers.zeroize();
+    }
+}
+
+impl fmt::Debug for GhashKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GhashKey")
+            .field("implementation", &self.implementation)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ::ghash::universal_hash::UniversalHash;
+    use rand::rngs::StdRng;
+    use rand::{Rng, RngExt, SeedableRng};
+
+    const VECTORS: &str = include_str!("../../../tests/vectors/ghash.txt");
+
+    /// Records of the vector file as (section, fields).
+    fn parse_vectors(text: &str) -> Vec<(String, Vec<(String, Vec<u8>)>)> {
+        let mut records: Vec<(String, Vec<(String, Vec<u8>)>)> = Vec::new();
+        let mut section = String::new();
+        let mut fields = Vec::new();
+        for line in text.lines().chain([""]) {
+            let line = line.trim();
+            if line.starts_with('#') {
+                continue;
+            }
+            if line.is_empty() {
+                if !fields.is_empty() {
+                    records.push((section.clone(), std::mem::take(&mut fields)));
+                }
+            } else if let Some(name) = line.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
+                section = name.to_string();
+            } else {
+                let (name, value) = line.split_once('=').expect("`name = hex` line");
+                let value = hex::decode(value.trim()).expect("hex value");
+                fields.push((name.trim().to_string(), value));
+            }
+        }
+        records
+    }
+
+    fn field<'a>(fields: &'a [(String, Vec<u8>)], name: &str) -> &'a [u8] {
+        &fields.iter().find(|(field, _)| field == name).unwrap_or_else(|| panic!("no field {name}")).1
+    }
+
+    fn zero_padded(bytes: &[u8]) -> Vec<u8> {
+        let mut padded = bytes.to_vec();
+        padded.resize(bytes.len().div_ceil(16) * 16, 0);
+        padded
+    }
+
+    fn available_implementations() -> Vec<Implementation> {
+        let available: Vec<_> =
+            Implementation::ALL.into_iter().filter(|implementation| implementation.is_available()).collect();
+        for implementation in Implementation::ALL {
+            if !available.contains(&implementation) {
+                eprintln!("GHASH implementation {implementation} not available here: not tested");
+            }
+        }
+        available
+    }
+
+    fn key(h: &[u8; 16], implementation: Implementation) -> GhashKey {
+        GhashKey::with_implementation(h, implementation).expect("implementation available")
+    }
+
+    /// A seeded generator whose seed is printed on failure, so a failing case can be rerun.
+    fn seeded_rng() -> (StdRng, u64) {
+        let seed: u64 = rand::random();
+        (StdRng::seed_from_u64(seed), seed)
+    }
+
+    fn ghash_one_pass(key: &GhashKey, data: &[u8]) -> u128 {
+        let mut state = 0;
+        key.update(&mut state, data);
+        state
+    }
+
+    #[test]
+    fn gcm_specification_vectors() {
+        let records = parse_vectors(VECTORS);
+        assert_eq!(records.len(), 6, "test cases 1-6");
+        for implementation in available_implementations() {
+            for (name, fields) in &records {
+                let h: [u8; 16] = field(fields, "h").try_into().unwrap();
+                let (aad, ciphertext) = (field(fields, "a"), field(fields, "c"));
+                let lengths = field(fields, "lengths");
+                let mut expected_lengths = ((aad.len() as u64) * 8).to_be_bytes().to_vec();
+                expected_lengths.extend_from_slice(&((ciphertext.len() as u64) * 8).to_be_bytes());
+                assert_eq!(lengths, expected_lengths, "{name}: length block");
+
+                let key = key(&h, implementation);
+                let mut state = 0;
+                key.update(&mut state, &zero_padded(aad));
+                key.update(&mut state, &zero_padded(ciphertext));
+                key.update(&mut state, lengths);
+                assert_eq!(state.to_be_bytes(), field(fields, "ghash"), "{name} with {implementation}");
+            }
+        }
+    }
+
+    #[test]
+    fn matches_rustcrypto_ghash_on_random_inputs() {
+        let (mut rng, seed) = seeded_rng();
+        for implementation in available_implementations() {
+            // Every short length (each tail shape), then random lengths up to 300 blocks.
+            let lengths: Vec<usize> = (0..=40).chain((0..100).map(|_| rng.random_range(0..=300))).collect();
+            for blocks in lengths {
+                let h: [u8; 16] = rng.random();
+                let mut data = vec![0u8; blocks * 16];
+                rng.fill_bytes(&mut data);
+
+                let mut reference = ::ghash::GHash::new(&h.into());
+                reference.update_padded(&data);
+                let expected = reference.finalize();
+
+                let actual = ghash_one_pass(&key(&h, implementation), &data);
+                assert_eq!(
+                    actual.to_be_bytes().as_slice(),
+                    expected.as_slice(),
+                    "{implementation}, {blocks} blocks, seed {seed}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn implementations_agree_on_edge_values() {
+        let available = available_implementations();
+        let elements = [0u128, 1, 1 << 127, u128::MAX, 0xc2 << 120, (1 << 127) | 1];
+        for h in elements {
+            let keys: Vec<_> = available.iter().map(|&implementation| key(&h.to_be_bytes(), implementation)).collect();
+            for x in elements {
+                let data: Vec<u8> = (0..37).flat_map(|index| (x.rotate_left(index)).to_be_bytes()).collect();
+                let results: Vec<_> = keys.iter().map(|key| ghash_one_pass(key, &data)).collect();
+                assert!(results.windows(2).all(|pair| pair[0] == pair[1]), "h {h:x} x {x:x}: {results:x?}");
+                let powers: Vec<_> = keys.iter().map(|key| key.mul_h_pow(x, 1_000_003)).collect();
+                assert!(powers.windows(2).all(|pair| pair[0] == pair[1]), "h {h:x} x {x:x}: {powers:x?}");
+            }
+        }
+    }
+
+    #[test]
+    fn updates_in_pieces_continue_the_state() {
+        let (mut rng, seed) = seeded_rng();
+        for implementation in available_implementations() {
+            for _ in 0..50 {
+                let key = key(&rng.random(), implementation);
+                let blocks = rng.random_range(0..=300usize);
+                let mut data = vec![0u8; blocks * 16];
+                rng.fill_bytes(&mut data);
+                let expected = ghash_one_pass(&key, &data);
+
+                let mut state = 0;
+                let mut rest = data.as_slice();
+                while !rest.is_empty() {
+                    let piece = rng.random_range(0..=rest.len() / 16) * 16;
+                    let (head, tail) = rest.split_at(piece);
+                    key.update(&mut state, head);
+                    rest = tail;
+                }
+                assert_eq!(state, expected, "{implementation}, {blocks} blocks, seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn partial_sums_join_with_powers_of_h() {
+        let (mut rng, seed) = seeded_rng();
+        for implementation in available_implementations() {
+            for _ in 0..50 {
+                let key = key(&rng.random(), implementation);
+                let blocks = rng.random_range(0..=300usize);
+                let mut data = vec![0u8; blocks * 16];
+                rng.fill_bytes(&mut data);
+                let expected = ghash_one_pass(&key, &data);
+
+                let mut cuts: Vec<usize> = (0..rng.random_range(0..6)).map(|_| rng.random_range(0..=blocks)).collect();
+                cuts.extend([0, blocks]);
+                cuts.sort_unstable();
+                let mut joined = 0;
+                for range in cuts.windows(2) {
+                    let partial = ghash_one_pass(&key, &data[range[0] * 16..range[1] * 16]);
+                    joined = key.mul_h_pow(joined, (range[1] - range[0]) as u64) ^ partial;
+                }
+                assert_eq!(joined, expected, "{implementation}, cuts {cuts:?}, seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn mul_h_pow_matches_repeated_multiplication() {
+        let (mut rng, seed) = seeded_rng();
+        for implementation in available_implementations() {
+            let key = key(&rng.random(), implementation);
+            let x: u128 = rng.random();
+            assert_eq!(key.mul_h_pow(x, 0), x);
+            // Hashing a zero block multiplies the state by H.
+            let mut repeated = x;
+            for n in 1..=100u64 {
+                key.update(&mut repeated, &[0; 16]);
+                assert_eq!(key.mul_h_pow(x, n), repeated, "{implementation}, n = {n}, seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn mul_h_pow_with_large_exponents() {
+        let (mut rng, seed) = seeded_rng();
+        let available = available_implementations();
+        for _ in 0..20 {
+            let h: [u8; 16] = rng.random();
+            let x: u128 = rng.random();
+            let keys: Vec<_> = available.iter().map(|&implementation| key(&h, implementation)).collect();
+
+            // H^(2^40) by forty squarings, each a one-block hash: state H, block 0, key H^(2^i).
+            let mut power = u128::from_be_bytes(h);
+            for _ in 0..40 {
+                let square_key = key(&power.to_be_bytes(), Implementation::Soft);
+                square_key.update(&mut power, &[0; 16]);
+            }
+            let x_key = key(&x.to_be_bytes(), Implementation::Soft);
+            let mut expected = power;
+            x_key.update(&mut expected, &[0; 16]);
+
+            let (first, second) = (rng.next_u64() >> 2, rng.next_u64() >> 2);
+            for key in &keys {
+                let name = key.implementation();
+                assert_eq!(key.mul_h_pow(x, 1 << 40), expected, "{name}, seed {seed}");
+                assert_eq!(
+                    key.mul_h_pow(key.mul_h_pow(x, first), second),
+                    key.mul_h_pow(x, first + second),
+                    "{name}, {first} + {second}, seed {seed}"
+                );
+                assert_eq!(key.mul_h_pow(x, u64::MAX), keys[0].mul_h_pow(x, u64::MAX), "{name}, seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "not whole blocks")]
+    fn partial_blocks_are_refused() {
+        let key = GhashKey::new(&[7; 16]);
+        key.update(&mut 0, &[0; 17]);
+    }
 }

@@ -1,0 +1,133 @@
+//! Fused AES-CTR on 128-bit AES-NI, for CPUs without 512-bit VAES: one block per xmm
+//! register, [`BLOCKS_PER_STEP`] in flight, the data read and written once.
+//!
+//! The counter layout is the one of [`super::ctr_vaes512`]: byte-reversed blocks, so that
+//! stepping the big-endian low word is a `paddd` and a `pshufb` restores block order.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use core::arch::x86_64::*;
+
+use super::fast::{RoundKeys, MAX_ROUND_KEYS};
+
+/// Independent blocks per main-loop step: AES-NI has a latency of about four cycles at up
+/// to two per cycle on current cores, and 8 blocks plus 15 round keys still fit the 16 xmm
+/// registers closely enough (AES-256 reloads a few keys from L1).
+const BLOCKS_PER_STEP: usize = 8;
+
+const STEP_BYTES: usize = BLOCKS_PER_STEP * 16;
+
+/// XORs the CTR keystream starting at `counter` into `data`; the contract is
+/// [`crate::BlockCipher::ctr32_xor`]'s.
+///
+/// # Safety
+/// The CPU must support AES-NI and SSSE3.
+#[target_feature(enable = "aes,ssse3")]
+pub(super) unsafe fn ctr32_xor(round_keys: &RoundKeys, counter: &[u8; 16], data: &mut [u8]) {
+    match round_keys.rounds {
+        10 => ctr32_xor_rounds::<10>(&round_keys.keys, counter, data),
+        12 => ctr32_xor_rounds::<12>(&round_keys.keys, counter, data),
+        14 => ctr32_xor_rounds::<14>(&round_keys.keys, counter, data),
+        other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
+    }
+}
+
+#[target_feature(enable = "aes,ssse3")]
+fn ctr32_xor_rounds<const ROUNDS: usize>(
+    round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
+    counter: &[u8; 16],
+    data: &mut [u8],
+) {
+    let mut keys = [_mm_setzero_si128(); MAX_ROUND_KEYS];
+    for (register, key) in keys.iter_mut().zip(round_keys).take(ROUNDS + 1) {
+        // SAFETY: `key` is a 16-byte array; `loadu` has no alignment requirement.
+        *register = unsafe { _mm_loadu_si128(key.as_ptr().cast()) };
+    }
+
+    // Byte j takes byte 15 - j: block order <-> counter-as-integer order.
+    let reverse = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    // SAFETY: `counter` is a 16-byte array; `loadu` has no alignment requirement.
+    let mut counters = _mm_shuffle_epi8(unsafe { _mm_loadu_si128(counter.as_ptr().cast()) }, reverse);
+    let one_block = _mm_set_epi32(0, 0, 0, 1);
+
+    let (steps, rest) = data.as_chunks_mut::<STEP_BYTES>();
+    for step in steps {
+        let mut blocks = [_mm_setzero_si128(); BLOCKS_PER_STEP];
+        for block in &mut blocks {
+            *block = _mm_xor_si128(_mm_shuffle_epi8(counters, reverse), keys[0]);
+            counters = _mm_add_epi32(counters, one_block);
+        }
+        for key in &keys[1..ROUNDS] {
+            for block in &mut blocks {
+                *block = _mm_aesenc_si128(*block, *key);
+            }
+        }
+        // The last round ends with a key XOR, so XORing the data into that key instead
+        // takes the data XOR off the end of each chain.
+        let (chunks, _) = step.as_chunks_mut::<16>();
+        for (block, bytes) in blocks.iter().zip(chunks) {
+            // SAFETY: `bytes` is a 16-byte array, read and written whole; `loadu`/`storeu`
+            // have no alignment requirement.
+            unsafe {
+                let input = _mm_loadu_si128(bytes.as_ptr().cast());
+                let last_key = _mm_xor_si128(keys[ROUNDS], input);
+                _mm_storeu_si128(bytes.as_mut_ptr().cast(), _mm_aesenclast_si128(*block, last_key));
+            }
+        }
+    }
+
+    let (chunks, partial) = rest.as_chunks_mut::<16>();
+    for bytes in chunks {
+        let block = _mm_shuffle_epi8(counters, reverse);
+        counters = _mm_add_epi32(counters, one_block);
+        // SAFETY: `bytes` is a 16-byte array, read and written whole; no alignment needed.
+        unsafe {
+            let input = _mm_loadu_si128(bytes.as_ptr().cast());
+            _mm_storeu_si128(bytes.as_mut_ptr().cast(), encrypt_xor::<ROUNDS>(&keys, block, input));
+        }
+    }
+
+    if !partial.is_empty() {
+        // SSE has no byte-masked loads: go through a whole block on the stack.
+        let mut buffer = [0u8; 16];
+        buffer[..partial.len()].copy_from_slice(partial);
+        let block = _mm_shuffle_epi8(counters, reverse);
+        // SAFETY: `buffer` is a 16-byte array, read and written whole; no alignment needed.
+        unsafe {
+            let input = _mm_loadu_si128(buffer.as_ptr().cast());
+            _mm_storeu_si128(buffer.as_mut_ptr().cast(), encrypt_xor::<ROUNDS>(&keys, block, input));
+        }
+        partial.copy_from_slice(&buffer[..partial.len()]);
+    }
+}
+
+/// AES of the counter block `block`, XORed with `input`.
+#[inline]
+#[target_feature(enable = "aes,ssse3")]
+fn encrypt_xor<const ROUNDS: usize>(
+    keys: &[__m128i; MAX_ROUND_KEYS],
+    block: __m128i,
+    input: __m128i,
+) -> __m128i {
+    let mut state = _mm_xor_si128(block, keys[0]);
+    for key in &keys[1..ROUNDS] {
+        state = _mm_aesenc_si128(state, *key);
+    }
+    _mm_aesenclast_si128(state, _mm_xor_si128(keys[ROUNDS], input))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::aes::ctr_vaes512::tests::{agrees_with_generic_ctr, matches_sp800_38a};
+    use crate::aes::fast::CtrPath;
+
+    #[test]
+    fn aesni_agrees_with_generic_ctr() {
+        agrees_with_generic_ctr(CtrPath::AesNi);
+    }
+
+    #[test]
+    fn aesni_matches_sp800_38a() {
+        matches_sp800_38a(CtrPath::AesNi);
+    }
+}

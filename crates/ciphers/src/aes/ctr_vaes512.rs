@@ -1,0 +1,319 @@
+//! Fused AES-CTR on 512-bit VAES: four blocks per zmm register, counters kept in registers,
+//! the data read and written once.
+//!
+//! Counters live as byte-reversed blocks, so the big-endian low 32-bit word of each block is
+//! the lowest little-endian dword of its 128-bit lane and stepping is one `vpaddd`; a
+//! `vpshufb` turns them back into big-endian blocks per use. The caller guarantees the low
+//! word does not wrap, so no carry into the upper 96 bits is ever needed.
+//!
+//! The main loop keeps [`VECTORS_PER_STEP`] independent zmm chains in flight, enough to cover
+//! the latency of `vaesenc` at two per cycle; every round key is broadcast to all four lanes
+//! once per call and stays in a register (11 to 15 of the 32 zmm registers).
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use core::arch::x86_64::*;
+
+use super::fast::{RoundKeys, MAX_ROUND_KEYS};
+
+/// Bytes in one zmm register: four AES blocks.
+const VECTOR_BYTES: usize = 64;
+
+/// zmm registers in flight per main-loop step. Measured on Zen 5 (see
+/// `examples/aes_ctr_speed.rs`): fewer leaves the AES units idle waiting on latency, more
+/// gains nothing and spills round keys for AES-256.
+const VECTORS_PER_STEP: usize = 12;
+
+const STEP_BYTES: usize = VECTORS_PER_STEP * VECTOR_BYTES;
+
+/// XORs the CTR keystream starting at `counter` into `data`; the contract is
+/// [`crate::BlockCipher::ctr32_xor`]'s.
+///
+/// # Safety
+/// The CPU must support AES-NI, VAES, AVX-512F and AVX-512BW.
+#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
+pub(super) unsafe fn ctr32_xor(round_keys: &RoundKeys, counter: &[u8; 16], data: &mut [u8]) {
+    // Separate instances per key size so that the round loops unroll completely and every
+    // round key is a register operand.
+    match round_keys.rounds {
+        10 => ctr32_xor_rounds::<10>(&round_keys.keys, counter, data),
+        12 => ctr32_xor_rounds::<12>(&round_keys.keys, counter, data),
+        14 => ctr32_xor_rounds::<14>(&round_keys.keys, counter, data),
+        other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
+    }
+}
+
+#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
+fn ctr32_xor_rounds<const ROUNDS: usize>(
+    round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
+    counter: &[u8; 16],
+    data: &mut [u8],
+) {
+    let mut keys = [_mm512_setzero_si512(); MAX_ROUND_KEYS];
+    for (wide, key) in keys.iter_mut().zip(round_keys).take(ROUNDS + 1) {
+        // SAFETY: `key` is a 16-byte array; `loadu` has no alignment requirement.
+        *wide = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(key.as_ptr().cast()) });
+    }
+
+    // Byte j of each lane takes byte 15 - j: block order <-> counter-as-integer order.
+    let reverse_lane = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    let reverse = _mm512_broadcast_i32x4(reverse_lane);
+    // SAFETY: `counter` is a 16-byte array; `loadu` has no alignment requirement.
+    let first = _mm_shuffle_epi8(unsafe { _mm_loadu_si128(counter.as_ptr().cast()) }, reverse_lane);
+    let mut counters = _mm512_add_epi32(
+        _mm512_broadcast_i32x4(first),
+        _mm512_set_epi32(0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0),
+    );
+    let four_blocks = _mm512_set_epi32(0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4);
+
+    let (steps, rest) = data.as_chunks_mut::<STEP_BYTES>();
+    for step in steps {
+        let mut blocks = [_mm512_setzero_si512(); VECTORS_PER_STEP];
+        for block in &mut blocks {
+            *block = _mm512_xor_si512(_mm512_shuffle_epi8(counters, reverse), keys[0]);
+            counters = _mm512_add_epi32(counters, four_blocks);
+        }
+        for key in &keys[1..ROUNDS] {
+            for block in &mut blocks {
+                *block = _mm512_aesenc_epi128(*block, *key);
+            }
+            keep_round_order(&mut blocks);
+        }
+        // The last round ends with a key XOR, so XORing the data into that key instead
+        // takes the data XOR off the end of each chain.
+        let (vectors, _) = step.as_chunks_mut::<VECTOR_BYTES>();
+        for (block, bytes) in blocks.iter().zip(vectors) {
+            // SAFETY: `bytes` is a 64-byte array, read and written whole; `loadu`/`storeu`
+            // have no alignment requirement.
+            unsafe {
+                let input = _mm512_loadu_si512(bytes.as_ptr().cast());
+                let last_key = _mm512_xor_si512(keys[ROUNDS], input);
+                _mm512_storeu_si512(bytes.as_mut_ptr().cast(), _mm512_aesenclast_epi128(*block, last_key));
+            }
+        }
+    }
+
+    let (vectors, partial) = rest.as_chunks_mut::<VECTOR_BYTES>();
+    for bytes in vectors {
+        let keystream_input = _mm512_shuffle_epi8(counters, reverse);
+        counters = _mm512_add_epi32(counters, four_blocks);
+        // SAFETY: `bytes` is a 64-byte array, read and written whole; no alignment needed.
+        unsafe {
+            let input = _mm512_loadu_si512(bytes.as_ptr().cast());
+            let output = encrypt_xor::<ROUNDS>(&keys, keystream_input, input);
+            _mm512_storeu_si512(bytes.as_mut_ptr().cast(), output);
+        }
+    }
+
+    if !partial.is_empty() {
+        // Up to 63 bytes: whole blocks and the front of one more, all through byte masks.
+        let mask: __mmask64 = (1u64 << partial.len()) - 1;
+        let keystream_input = _mm512_shuffle_epi8(counters, reverse);
+        // SAFETY: `mask` selects exactly the `partial.len()` bytes of `partial`; AVX-512
+        // masked loads and stores do not touch (or fault on) the bytes they mask off.
+        unsafe {
+            let input = _mm512_maskz_loadu_epi8(mask, partial.as_ptr().cast());
+            let output = encrypt_xor::<ROUNDS>(&keys, keystream_input, input);
+            _mm512_mask_storeu_epi8(partial.as_mut_ptr().cast(), mask, output);
+        }
+    }
+}
+
+/// Makes the compiler issue the steps round by round across all vectors.
+///
+/// Left alone, LLVM sometimes (AES-256 in particular) emits each vector's whole round chain
+/// before the next one's, to save registers. The out-of-order window then holds only a few
+/// chains at once and throughput falls to about 60%. An empty `asm!` that takes and returns
+/// every vector makes round r+1 of any vector depend on round r of all of them, which pins
+/// the round-major order and costs no instruction.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn keep_round_order(blocks: &mut [__m512i; VECTORS_PER_STEP]) {
+    for group in blocks.chunks_exact_mut(4) {
+        let [b0, b1, b2, b3] = group else { unreachable!() };
+        // SAFETY: the template is empty: it executes nothing and leaves every register as it was.
+        unsafe {
+            core::arch::asm!(
+                "/* {0} {1} {2} {3} */",
+                inout(zmm_reg) *b0,
+                inout(zmm_reg) *b1,
+                inout(zmm_reg) *b2,
+                inout(zmm_reg) *b3,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+    }
+}
+
+/// AES of the four counter blocks in `blocks`, XORed with `input`.
+#[inline]
+#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
+fn encrypt_xor<const ROUNDS: usize>(
+    keys: &[__m512i; MAX_ROUND_KEYS],
+    blocks: __m512i,
+    input: __m512i,
+) -> __m512i {
+    let mut state = _mm512_xor_si512(blocks, keys[0]);
+    for key in &keys[1..ROUNDS] {
+        state = _mm512_aesenc_epi128(state, *key);
+    }
+    _mm512_aesenclast_epi128(state, _mm512_xor_si512(keys[ROUNDS], input))
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    //! Checks shared by both fused kernels (`ctr_aesni` calls them with its own path).
+
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    use crate::aes::fast::{CtrPath, FastAes};
+    use crate::BlockCipher;
+
+    const VECTORS: &str = include_str!("../../../../tests/vectors/aes_sp800_38a.txt");
+
+    /// The unfused path, written independently of the kernels: counter blocks built one by
+    /// one with the `inc32` rule, encrypted by the `aes` crate, XORed in.
+    fn generic_ctr32_xor(cipher: &FastAes, counter: &[u8; 16], data: &mut [u8]) {
+        let mut keystream = Vec::with_capacity(data.len().next_multiple_of(16));
+        let start = u128::from_be_bytes(*counter);
+        for index in 0..data.len().div_ceil(16) {
+            let low = (start as u32).wrapping_add(index as u32);
+            let block = (start & !0xFFFF_FFFF) | u128::from(low);
+            keystream.extend_from_slice(&block.to_be_bytes());
+        }
+        cipher.encrypt_blocks(&mut keystream);
+        for (byte, key_byte) in data.iter_mut().zip(&keystream) {
+            *byte ^= key_byte;
+        }
+    }
+
+    /// Runs `path` on one case and compares it with the generic path. Returns `false` when
+    /// this CPU lacks `path`.
+    fn check_case(path: CtrPath, cipher: &FastAes, counter: &[u8; 16], input: &[u8]) -> bool {
+        let mut fused = input.to_vec();
+        if !cipher.ctr32_xor_with(path, counter, &mut fused) {
+            assert_eq!(fused, input, "{path:?}: a refused call must not touch the data");
+            return false;
+        }
+        let mut expected = input.to_vec();
+        generic_ctr32_xor(cipher, counter, &mut expected);
+        if fused != expected {
+            let first = fused.iter().zip(&expected).position(|(a, b)| a != b).unwrap_or(0);
+            panic!(
+                "{path:?}: {} bytes, counter {}: first difference at byte {first}",
+                input.len(),
+                hex::encode(counter)
+            );
+        }
+        true
+    }
+
+    /// Random keys of all three sizes, random counters (some with the low word as close to
+    /// wrapping as the length allows), every length 0..=600 and a few large ones.
+    pub(in crate::aes) fn agrees_with_generic_ctr(path: CtrPath) {
+        let mut rng = StdRng::seed_from_u64(0xC7A0_0512);
+        let large = [64 * 1024 + 5, 1024 * 1024 + 3];
+        for key_length in [16, 24, 32] {
+            let mut key = vec![0u8; key_length];
+            rng.fill_bytes(&mut key);
+            let cipher = FastAes::new(&key);
+            for length in (0..=600).chain(large) {
+                let mut input = vec![0u8; length];
+                rng.fill_bytes(&mut input);
+                let mut counter = [0u8; 16];
+                rng.fill_bytes(&mut counter);
+                let blocks = length.div_ceil(16) as u64;
+                if length % 3 == 0 {
+                    // The last block uses 0xFFFFFFFF exactly.
+                    let low = ((1u64 << 32) - blocks.max(1)) as u32;
+                    counter[12..].copy_from_slice(&low.to_be_bytes());
+                } else {
+                    let low = u32::from_be_bytes(counter[12..].try_into().expect("4 bytes"));
+                    let room = u64::from(u32::MAX - low) + 1;
+                    if room < blocks {
+                        counter[12..].copy_from_slice(&0u32.to_be_bytes());
+                    }
+                }
+                if !check_case(path, &cipher, &counter, &input) {
+                    eprintln!("{path:?} kernel not available on this CPU; skipped");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// SP 800-38A F.5.1, F.5.3, F.5.5 (CTR-AES128/192/256.Encrypt), whole and as every
+    /// prefix, so that partial blocks meet known answers too.
+    pub(in crate::aes) fn matches_sp800_38a(path: CtrPath) {
+        let mut checked = 0;
+        for section in ["ctr-aes128", "ctr-aes192", "ctr-aes256"] {
+            let fields = section_fields(section);
+            let field = |name: &str| {
+                let (_, value) = fields
+                    .iter()
+                    .find(|(field, _)| *field == name)
+                    .unwrap_or_else(|| panic!("[{section}] has no {name}"));
+                hex::decode(value).expect("vector hex")
+            };
+            let cipher = FastAes::new(&field("key"));
+            let counter: [u8; 16] = field("iv").try_into().expect("16-byte iv");
+            let plaintext = field("plaintext");
+            let ciphertext = field("ciphertext");
+            for length in 0..=plaintext.len() {
+                let mut data = plaintext[..length].to_vec();
+                if !cipher.ctr32_xor_with(path, &counter, &mut data) {
+                    eprintln!("{path:?} kernel not available on this CPU; skipped");
+                    return;
+                }
+                assert_eq!(data, ciphertext[..length], "{path:?} [{section}] {length} bytes");
+                // CTR is its own inverse.
+                assert!(cipher.ctr32_xor_with(path, &counter, &mut data));
+                assert_eq!(data, plaintext[..length], "{path:?} [{section}] decrypt");
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, 3);
+    }
+
+    /// The `name = hex` fields of the one record in `[section]` of the vector file.
+    fn section_fields(section: &str) -> Vec<(&'static str, &'static str)> {
+        let header = format!("[{section}]");
+        VECTORS
+            .lines()
+            .map(str::trim)
+            .skip_while(|line| *line != header)
+            .skip(1)
+            .take_while(|line| !line.is_empty() && !line.starts_with('['))
+            .filter(|line| !line.starts_with('#'))
+            .map(|line| {
+                let (name, value) = line.split_once('=').expect("`name = hex` line");
+                (name.trim(), value.trim())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn vaes512_agrees_with_generic_ctr() {
+        agrees_with_generic_ctr(CtrPath::Vaes512);
+    }
+
+    #[test]
+    fn vaes512_matches_sp800_38a() {
+        matches_sp800_38a(CtrPath::Vaes512);
+    }
+
+    #[test]
+    fn block_cipher_trait_uses_a_fused_path_where_available() {
+        let cipher = FastAes::new(&[7u8; 16]);
+        let mut data = [0u8; 100];
+        let fused = cipher.ctr32_xor(&[0u8; 16], &mut data);
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(fused, std::arch::is_x86_feature_detected!("aes"));
+        if fused {
+            let mut expected = [0u8; 100];
+            generic_ctr32_xor(&cipher, &[0u8; 16], &mut expected);
+            assert_eq!(data, expected);
+        }
+    }
+}

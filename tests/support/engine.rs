@@ -1,0 +1,69 @@
+//! Running whole messages through the engine on every backend, for the integration tests.
+
+#![allow(dead_code)]
+
+use parcrypt_ciphers::Implementation;
+use parcrypt_engine::crypter::{process_buffer, JobSpec};
+use parcrypt_engine::{Backend, Engine, JobError};
+use parcrypt_modes::{CipherSpec, Direction};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+/// One engine of each CPU backend; three threads so that splits are uneven on any machine.
+pub fn all_engines() -> Vec<Engine> {
+    Backend::ALL.iter().map(|&backend| Engine::new(backend, Some(3)).expect("engine")).collect()
+}
+
+/// A seeded generator: the seed is printed so that a failure can be replayed with
+/// PARCRYPT_TEST_SEED=<seed>.
+pub fn seeded_rng(test: &str) -> StdRng {
+    let seed = std::env::var("PARCRYPT_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random::<u64>);
+    eprintln!("{test}: PARCRYPT_TEST_SEED={seed}");
+    StdRng::seed_from_u64(seed)
+}
+
+pub struct Message<'a> {
+    pub spec: CipherSpec,
+    pub key: &'a [u8],
+    pub iv: Option<&'a [u8]>,
+    pub aad: Option<&'a [u8]>,
+    pub padding: bool,
+    pub implementation: Implementation,
+}
+
+impl<'a> Message<'a> {
+    pub fn new(spec: &str, key: &'a [u8], iv: Option<&'a [u8]>) -> Self {
+        Message {
+            spec: spec.parse().expect("cipher name"),
+            key,
+            iv,
+            aad: None,
+            padding: true,
+            implementation: Implementation::Fast,
+        }
+    }
+
+    pub fn run(&self, engine: &Engine, direction: Direction, input: &[u8]) -> Result<Vec<u8>, JobError> {
+        let job = JobSpec {
+            spec: self.spec,
+            direction,
+            key: self.key,
+            iv: self.iv,
+            aad: self.aad,
+            padding: self.padding,
+            implementation: self.implementation,
+        };
+        process_buffer(engine, &job, input.to_vec())
+    }
+
+    pub fn encrypt(&self, engine: &Engine, input: &[u8]) -> Result<Vec<u8>, JobError> {
+        self.run(engine, Direction::Encrypt, input)
+    }
+
+    pub fn decrypt(&self, engine: &Engine, input: &[u8]) -> Result<Vec<u8>, JobError> {
+        self.run(engine, Direction::Decrypt, input)
+    }
+}

@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use super::Failure;
 
 /// `None` or `-` means standard input.
-pub fn open_input(path: Option<&Path>) -> Result<Box<dyn Read>, Failure> {
+pub fn open_input(path: Option<&Path>) -> Result<Box<dyn Read + Send>, Failure> {
     match path {
-        None => Ok(Box::new(io::stdin().lock())),
-        Some(path) if path == Path::new("-") => Ok(Box::new(io::stdin().lock())),
+        None => Ok(Box::new(io::stdin())),
+        Some(path) if path == Path::new("-") => Ok(Box::new(io::stdin())),
         Some(path) => {
             let file = File::open(path)
                 .map_err(|error| Failure(format!("cannot open input '{}': {}", path.display(), plain(&error))))?;
@@ -90,7 +90,7 @@ impl Output {
         Ok(Output::File { temporary, target: target.to_path_buf(), replace })
     }
 
-    pub fn writer(&mut self) -> &mut dyn Write {
+    pub fn writer(&mut self) -> &mut (dyn Write + Send) {
         match self {
             Output::Stdout { held: Some(file), .. } => file,
             Output::Stdout { held: None, stdout } => stdout,

@@ -124,6 +124,6 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
     // GCM decryption must not release plaintext before the tag is checked: hold stdout.
     let hold = spec.mode == Mode::Gcm && direction == Direction::Decrypt;
     let mut output = Output::create(args.output.as_deref(), args.input.as_deref(), args.force, hold)?;
-    process_stream(crypter, &mut input, output.writer(), DEFAULT_CHUNK_BYTES)?;
+    process_stream(crypter, input.as_mut(), output.writer(), DEFAULT_CHUNK_BYTES)?;
     output.commit()
 }

@@ -27,7 +27,8 @@ fn measure(mut hash_buffer: impl FnMut()) -> (f64, f64) {
         hash_buffer();
         calls_in_warm_up += 1;
     }
-    let calls_per_run = (calls_in_warm_up * RUN_TIME.as_nanos() as u64 / WARM_UP_TIME.as_nanos() as u64).max(1);
+    let calls_per_run =
+        (calls_in_warm_up * RUN_TIME.as_nanos() as u64 / WARM_UP_TIME.as_nanos() as u64).max(1);
 
     let mut rates: Vec<f64> = (0..RUNS)
         .map(|_| {
@@ -48,7 +49,10 @@ fn main() {
     rng.fill_bytes(&mut buffer);
     let h: [u8; 16] = rng.random();
 
-    println!("GHASH over a {} KiB buffer, median of {RUNS} runs, one thread", BUFFER_BYTES / 1024);
+    println!(
+        "GHASH over a {} KiB buffer, median of {RUNS} runs, one thread",
+        BUFFER_BYTES / 1024
+    );
     println!("default implementation here: {}", Implementation::fastest());
     for implementation in Implementation::ALL {
         let Some(key) = GhashKey::with_implementation(&h, implementation) else {
@@ -65,7 +69,10 @@ fn main() {
     let mut reference = ghash::GHash::new(&h.into());
     let (median, best) = measure(|| reference.update_padded(black_box(&buffer)));
     black_box(reference.finalize());
-    println!("{:>24}: {median:6.2} GB/s (best run {best:.2})", "RustCrypto ghash 0.6");
+    println!(
+        "{:>24}: {median:6.2} GB/s (best run {best:.2})",
+        "RustCrypto ghash 0.6"
+    );
 
     // GCM may hash in pieces between batches of AES: the cost of many short calls.
     let key = GhashKey::new(&h);
@@ -90,5 +97,8 @@ fn main() {
     }
     black_box(x);
     let nanoseconds = start.elapsed().as_nanos() as f64 / f64::from(calls);
-    println!("mul_h_pow(x, 2^26) with {}: {nanoseconds:.0} ns per call", key.implementation());
+    println!(
+        "mul_h_pow(x, 2^26) with {}: {nanoseconds:.0} ns per call",
+        key.implementation()
+    );
 }

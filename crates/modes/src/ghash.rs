@@ -67,8 +67,11 @@ pub enum Implementation {
 
 impl Implementation {
     /// Every implementation, slowest first.
-    pub const ALL: [Implementation; 3] =
-        [Implementation::Soft, Implementation::Pclmul, Implementation::Vpclmul];
+    pub const ALL: [Implementation; 3] = [
+        Implementation::Soft,
+        Implementation::Pclmul,
+        Implementation::Vpclmul,
+    ];
 
     /// Whether this CPU can run it.
     pub fn is_available(self) -> bool {
@@ -85,7 +88,11 @@ impl Implementation {
 
     /// The fastest implementation this CPU can run.
     pub fn fastest() -> Self {
-        Self::ALL.into_iter().rev().find(|implementation| implementation.is_available()).unwrap_or(Self::Soft)
+        Self::ALL
+            .into_iter()
+            .rev()
+            .find(|implementation| implementation.is_available())
+            .unwrap_or(Self::Soft)
     }
 
     pub fn name(self) -> &'static str {
@@ -127,7 +134,11 @@ impl GhashKey {
         if !implementation.is_available() {
             return None;
         }
-        let mut key = GhashKey { h: u128::from_be_bytes(*h), powers: [0; POWERS], implementation };
+        let mut key = GhashKey {
+            h: u128::from_be_bytes(*h),
+            powers: [0; POWERS],
+            implementation,
+        };
         let h_prepared = prepare(key.h);
         let mut power = key.h;
         key.powers[POWERS - 1] = h_prepared;
@@ -147,7 +158,11 @@ impl GhashKey {
     /// state = (state XOR X_1) * H, then the same for each further block X_i of `blocks`
     /// (`blocks.len()` a multiple of 16): the running GHASH of the spec.
     pub fn update(&self, state: &mut u128, blocks: &[u8]) {
-        assert!(blocks.len() % 16 == 0, "GHASH input of {} bytes is not whole blocks", blocks.len());
+        assert!(
+            blocks.len().is_multiple_of(16),
+            "GHASH input of {} bytes is not whole blocks",
+            blocks.len()
+        );
         match self.implementation {
             #[cfg(target_arch = "x86_64")]
             Implementation::Vpclmul => {
@@ -233,9 +248,11 @@ mod tests {
 
     const VECTORS: &str = include_str!("../../../tests/vectors/ghash.txt");
 
-    /// Records of the vector file as (section, fields).
-    fn parse_vectors(text: &str) -> Vec<(String, Vec<(String, Vec<u8>)>)> {
-        let mut records: Vec<(String, Vec<(String, Vec<u8>)>)> = Vec::new();
+    /// A record of the vector file: its section and its `name = value` fields.
+    type Record = (String, Vec<(String, Vec<u8>)>);
+
+    fn parse_vectors(text: &str) -> Vec<Record> {
+        let mut records: Vec<Record> = Vec::new();
         let mut section = String::new();
         let mut fields = Vec::new();
         for line in text.lines().chain([""]) {
@@ -247,7 +264,10 @@ mod tests {
                 if !fields.is_empty() {
                     records.push((section.clone(), std::mem::take(&mut fields)));
                 }
-            } else if let Some(name) = line.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
+            } else if let Some(name) = line
+                .strip_prefix('[')
+                .and_then(|rest| rest.strip_suffix(']'))
+            {
                 section = name.to_string();
             } else {
                 let (name, value) = line.split_once('=').expect("`name = hex` line");
@@ -259,7 +279,11 @@ mod tests {
     }
 
     fn field<'a>(fields: &'a [(String, Vec<u8>)], name: &str) -> &'a [u8] {
-        &fields.iter().find(|(field, _)| field == name).unwrap_or_else(|| panic!("no field {name}")).1
+        &fields
+            .iter()
+            .find(|(field, _)| field == name)
+            .unwrap_or_else(|| panic!("no field {name}"))
+            .1
     }
 
     fn zero_padded(bytes: &[u8]) -> Vec<u8> {
@@ -269,8 +293,10 @@ mod tests {
     }
 
     fn available_implementations() -> Vec<Implementation> {
-        let available: Vec<_> =
-            Implementation::ALL.into_iter().filter(|implementation| implementation.is_available()).collect();
+        let available: Vec<_> = Implementation::ALL
+            .into_iter()
+            .filter(|implementation| implementation.is_available())
+            .collect();
         for implementation in Implementation::ALL {
             if !available.contains(&implementation) {
                 eprintln!("GHASH implementation {implementation} not available here: not tested");
@@ -313,7 +339,11 @@ mod tests {
                 key.update(&mut state, &zero_padded(aad));
                 key.update(&mut state, &zero_padded(ciphertext));
                 key.update(&mut state, lengths);
-                assert_eq!(state.to_be_bytes(), field(fields, "ghash"), "{name} with {implementation}");
+                assert_eq!(
+                    state.to_be_bytes(),
+                    field(fields, "ghash"),
+                    "{name} with {implementation}"
+                );
             }
         }
     }
@@ -323,7 +353,9 @@ mod tests {
         let (mut rng, seed) = seeded_rng();
         for implementation in available_implementations() {
             // Every short length (each tail shape), then random lengths up to 300 blocks.
-            let lengths: Vec<usize> = (0..=40).chain((0..100).map(|_| rng.random_range(0..=300))).collect();
+            let lengths: Vec<usize> = (0..=40)
+                .chain((0..100).map(|_| rng.random_range(0..=300)))
+                .collect();
             for blocks in lengths {
                 let h: [u8; 16] = rng.random();
                 let mut data = vec![0u8; blocks * 16];
@@ -348,13 +380,24 @@ mod tests {
         let available = available_implementations();
         let elements = [0u128, 1, 1 << 127, u128::MAX, 0xc2 << 120, (1 << 127) | 1];
         for h in elements {
-            let keys: Vec<_> = available.iter().map(|&implementation| key(&h.to_be_bytes(), implementation)).collect();
+            let keys: Vec<_> = available
+                .iter()
+                .map(|&implementation| key(&h.to_be_bytes(), implementation))
+                .collect();
             for x in elements {
-                let data: Vec<u8> = (0..37).flat_map(|index| (x.rotate_left(index)).to_be_bytes()).collect();
+                let data: Vec<u8> = (0..37)
+                    .flat_map(|index| (x.rotate_left(index)).to_be_bytes())
+                    .collect();
                 let results: Vec<_> = keys.iter().map(|key| ghash_one_pass(key, &data)).collect();
-                assert!(results.windows(2).all(|pair| pair[0] == pair[1]), "h {h:x} x {x:x}: {results:x?}");
+                assert!(
+                    results.windows(2).all(|pair| pair[0] == pair[1]),
+                    "h {h:x} x {x:x}: {results:x?}"
+                );
                 let powers: Vec<_> = keys.iter().map(|key| key.mul_h_pow(x, 1_000_003)).collect();
-                assert!(powers.windows(2).all(|pair| pair[0] == pair[1]), "h {h:x} x {x:x}: {powers:x?}");
+                assert!(
+                    powers.windows(2).all(|pair| pair[0] == pair[1]),
+                    "h {h:x} x {x:x}: {powers:x?}"
+                );
             }
         }
     }
@@ -378,7 +421,10 @@ mod tests {
                     key.update(&mut state, head);
                     rest = tail;
                 }
-                assert_eq!(state, expected, "{implementation}, {blocks} blocks, seed {seed}");
+                assert_eq!(
+                    state, expected,
+                    "{implementation}, {blocks} blocks, seed {seed}"
+                );
             }
         }
     }
@@ -394,7 +440,9 @@ mod tests {
                 rng.fill_bytes(&mut data);
                 let expected = ghash_one_pass(&key, &data);
 
-                let mut cuts: Vec<usize> = (0..rng.random_range(0..6)).map(|_| rng.random_range(0..=blocks)).collect();
+                let mut cuts: Vec<usize> = (0..rng.random_range(0..6))
+                    .map(|_| rng.random_range(0..=blocks))
+                    .collect();
                 cuts.extend([0, blocks]);
                 cuts.sort_unstable();
                 let mut joined = 0;
@@ -402,7 +450,10 @@ mod tests {
                     let partial = ghash_one_pass(&key, &data[range[0] * 16..range[1] * 16]);
                     joined = key.mul_h_pow(joined, (range[1] - range[0]) as u64) ^ partial;
                 }
-                assert_eq!(joined, expected, "{implementation}, cuts {cuts:?}, seed {seed}");
+                assert_eq!(
+                    joined, expected,
+                    "{implementation}, cuts {cuts:?}, seed {seed}"
+                );
             }
         }
     }
@@ -418,7 +469,11 @@ mod tests {
             let mut repeated = x;
             for n in 1..=100u64 {
                 key.update(&mut repeated, &[0; 16]);
-                assert_eq!(key.mul_h_pow(x, n), repeated, "{implementation}, n = {n}, seed {seed}");
+                assert_eq!(
+                    key.mul_h_pow(x, n),
+                    repeated,
+                    "{implementation}, n = {n}, seed {seed}"
+                );
             }
         }
     }
@@ -430,7 +485,10 @@ mod tests {
         for _ in 0..20 {
             let h: [u8; 16] = rng.random();
             let x: u128 = rng.random();
-            let keys: Vec<_> = available.iter().map(|&implementation| key(&h, implementation)).collect();
+            let keys: Vec<_> = available
+                .iter()
+                .map(|&implementation| key(&h, implementation))
+                .collect();
 
             // H^(2^40) by forty squarings, each a one-block hash: state H, block 0, key H^(2^i).
             let mut power = u128::from_be_bytes(h);
@@ -451,7 +509,11 @@ mod tests {
                     key.mul_h_pow(x, first + second),
                     "{name}, {first} + {second}, seed {seed}"
                 );
-                assert_eq!(key.mul_h_pow(x, u64::MAX), keys[0].mul_h_pow(x, u64::MAX), "{name}, seed {seed}");
+                assert_eq!(
+                    key.mul_h_pow(x, u64::MAX),
+                    keys[0].mul_h_pow(x, u64::MAX),
+                    "{name}, seed {seed}"
+                );
             }
         }
     }

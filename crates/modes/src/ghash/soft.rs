@@ -41,14 +41,14 @@ pub(crate) fn clmul64(left: u64, right: u64) -> u128 {
     let left_classes = MASKS_64.map(|mask| u128::from(left & mask));
     let right_classes = MASKS_64.map(|mask| u128::from(right & mask));
     let mut product = 0u128;
-    for result_class in 0..CLASSES {
+    for (result_class, result_mask) in MASKS_128.iter().enumerate() {
         let mut sum = 0u128;
-        for left_class in 0..CLASSES {
+        for (left_class, left_part) in left_classes.iter().enumerate() {
             // Class a times class b only has nonzero columns in class (a + b) % CLASSES.
             let right_class = (result_class + CLASSES - left_class) % CLASSES;
-            sum ^= left_classes[left_class] * right_classes[right_class];
+            sum ^= left_part * right_classes[right_class];
         }
-        product |= sum & MASKS_128[result_class];
+        product |= sum & result_mask;
     }
     product
 }
@@ -66,7 +66,9 @@ pub(crate) fn clmul128(left: u128, right: u128) -> (u128, u128) {
 }
 
 /// `y^63 + y^62 + y^57`: the terms of the reflected polynomial
-/// `y^128 + y^127 + y^126 + y^121 + 1` above `y^64`, divided by `y^64`.
+/// `y^128 + y^127 + y^126 + y^121 + 1` above `y^64`, divided by `y^64`. The vector code
+/// multiplies by it; [`clmul_fold_constant`] spells it out as shifts.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) const FOLD_CONSTANT: u64 = 0xc200_0000_0000_0000;
 
 /// Carry-less product of a 64-bit word with [`FOLD_CONSTANT`], which has only three terms.
@@ -139,17 +141,36 @@ mod tests {
         }
         for _ in 0..10_000 {
             let (left, right) = (rng.next_u64(), rng.next_u64());
-            assert_eq!(clmul64(left, right), clmul64_reference(left, right), "{left:x} {right:x}");
+            assert_eq!(
+                clmul64(left, right),
+                clmul64_reference(left, right),
+                "{left:x} {right:x}"
+            );
+        }
+    }
+
+    #[test]
+    fn fold_constant_shifts_match_the_constant() {
+        for word in [1, u64::MAX, 0x0123_4567_89ab_cdef] {
+            assert_eq!(
+                clmul_fold_constant(word),
+                clmul64_reference(word, FOLD_CONSTANT)
+            );
         }
     }
 
     #[test]
     fn all_ones_columns_do_not_carry_into_kept_bits() {
         // The worst case for carries: every class fully set on both sides.
-        for class in 0..CLASSES {
-            let operand = MASKS_64[class];
-            assert_eq!(clmul64(operand, operand), clmul64_reference(operand, operand));
-            assert_eq!(clmul64(u64::MAX, operand), clmul64_reference(u64::MAX, operand));
+        for operand in MASKS_64 {
+            assert_eq!(
+                clmul64(operand, operand),
+                clmul64_reference(operand, operand)
+            );
+            assert_eq!(
+                clmul64(u64::MAX, operand),
+                clmul64_reference(u64::MAX, operand)
+            );
         }
     }
 }

@@ -93,14 +93,21 @@ fn reduce(products: Products) -> __m128i {
         _mm_xor_si128(_mm_shuffle_epi32::<0x4e>(products.low), fold),
     );
     let fold = _mm_clmulepi64_si128::<0x00>(middle, constant);
-    _mm_xor_si128(_mm_xor_si128(products.high, _mm_shuffle_epi32::<0x4e>(middle)), fold)
+    _mm_xor_si128(
+        _mm_xor_si128(products.high, _mm_shuffle_epi32::<0x4e>(middle)),
+        fold,
+    )
 }
 
 /// `left * right` for a `right` made by `super::prepare`.
 #[target_feature(enable = "pclmulqdq,ssse3")]
 pub(super) fn mul_prepared(left: u128, right_prepared: u128) -> u128 {
     let right = load_element(&right_prepared);
-    to_element(reduce(product(load_element(&left), right, halves_sum(right))))
+    to_element(reduce(product(
+        load_element(&left),
+        right,
+        halves_sum(right),
+    )))
 }
 
 /// Hashes `group` (whole blocks, one per entry of `powers`) into `accumulator` with a single

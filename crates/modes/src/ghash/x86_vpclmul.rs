@@ -95,7 +95,10 @@ struct Power {
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2")]
 fn with_halves_sum(value: __m512i) -> Power {
-    Power { value, halves_sum: _mm512_xor_si512(value, _mm512_shuffle_epi32::<0x4e>(value)) }
+    Power {
+        value,
+        halves_sum: _mm512_xor_si512(value, _mm512_shuffle_epi32::<0x4e>(value)),
+    }
 }
 
 /// Karatsuba: three carry-less multiplications per block instead of four. `middle` holds
@@ -130,7 +133,10 @@ fn reduce(products: Products) -> __m128i {
     let constant = _mm512_set1_epi64(FOLD_CONSTANT as i64);
     let fold = _mm512_clmulepi64_epi128::<0x00>(products.low, constant);
     let middle = _mm512_xor_si512(
-        _mm512_xor_si512(products.middle, _mm512_xor_si512(products.low, products.high)),
+        _mm512_xor_si512(
+            products.middle,
+            _mm512_xor_si512(products.low, products.high),
+        ),
         _mm512_xor_si512(_mm512_shuffle_epi32::<0x4e>(products.low), fold),
     );
     let fold = _mm512_clmulepi64_epi128::<0x00>(middle, constant);
@@ -138,8 +144,14 @@ fn reduce(products: Products) -> __m128i {
         _mm512_xor_si512(products.high, _mm512_shuffle_epi32::<0x4e>(middle)),
         fold,
     );
-    let halves = _mm256_xor_si256(_mm512_castsi512_si256(lanes), _mm512_extracti64x4_epi64::<1>(lanes));
-    _mm_xor_si128(_mm256_castsi256_si128(halves), _mm256_extracti128_si256::<1>(halves))
+    let halves = _mm256_xor_si256(
+        _mm512_castsi512_si256(lanes),
+        _mm512_extracti64x4_epi64::<1>(lanes),
+    );
+    _mm_xor_si128(
+        _mm256_castsi256_si128(halves),
+        _mm256_extracti128_si256::<1>(halves),
+    )
 }
 
 /// The running GHASH over `blocks` (whole blocks), continuing from `state`.
@@ -149,7 +161,7 @@ pub(super) fn update(powers: &[u128; POWERS], state: &mut u128, blocks: &[u8]) {
     let mut accumulator = unsafe { _mm_loadu_si128((state as *const u128).cast()) };
 
     let mut groups = blocks.chunks_exact(GROUP_BYTES);
-    // Short inputs skip loading the whole table: GCM hashes many one-block pieces.
+    // Short inputs (GCM hashes AAD and the length block separately) skip loading the table.
     if blocks.len() >= GROUP_BYTES {
         let group_powers: [Power; REGISTERS_PER_GROUP] = core::array::from_fn(|register| {
             with_halves_sum(load_powers(&powers[register * LANES..]))

@@ -163,6 +163,9 @@ fn ctr_counter_wraps_like_openssl() {
     }
 }
 
+/// One block encrypted in place by an independent implementation.
+type BlockFunction = Box<dyn Fn(&mut [u8])>;
+
 /// Reference modes written out over any single-block function, to check ours against
 /// RustCrypto's block ciphers.
 fn reference_mode(mode: Mode, block_size: usize, iv: &[u8], data: &[u8], encrypt_block: &dyn Fn(&mut [u8])) -> Vec<u8> {
@@ -209,7 +212,7 @@ fn blowfish_and_rc6_modes_match_rustcrypto_block_ciphers() {
             let mut message = Message::new(&spec.to_string(), &key, iv.as_deref());
             message.padding = false;
             let ours = message.encrypt(&engine, &plaintext).unwrap();
-            let encrypt_block: Box<dyn Fn(&mut [u8])> = match spec.algorithm.name() {
+            let encrypt_block: BlockFunction = match spec.algorithm.name() {
                 "bf" => {
                     let cipher: blowfish::Blowfish = blowfish::Blowfish::new_from_slice(&key).unwrap();
                     Box::new(move |block: &mut [u8]| cipher.encrypt_block(block.try_into().unwrap()))

@@ -215,7 +215,7 @@ fn file_table(args: &BenchArgs, engines: &[Engine]) -> Result<(), Failure> {
         scratch_folder().display(),
         args.repeat
     );
-    println!("{:<14} {:<9} {:>9} {:>9}  {}", "cipher", "backend", "encrypt", "decrypt", "check");
+    println!("{:<14} {:<9} {:>9} {:>9}  check", "cipher", "backend", "encrypt", "decrypt");
     let size = args.file_size as u64;
     for spec in ["aes-128-ctr", "aes-128-gcm", "aes-128-cbc"] {
         let spec: CipherSpec = spec.parse()?;

@@ -34,9 +34,7 @@ pub fn speed(spec: &str, bytes: usize, seconds: u32, processes: usize) -> Option
 /// Reads the `+F:index:NAME:bytes_per_second` line of `openssl speed -mr` (the summed line
 /// comes last under `-multi`).
 pub fn parse_speed(text: &str) -> Option<f64> {
-    text.lines()
-        .filter(|line| line.starts_with("+F:"))
-        .last()
+    text.lines().rfind(|line| line.starts_with("+F:"))
         .and_then(|line| line.rsplit(':').next())
         .and_then(|value| value.trim().parse().ok())
 }

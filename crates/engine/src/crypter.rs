@@ -48,7 +48,7 @@ enum ModeState {
     Ecb,
     Cbc { chain: Vec<u8> },
     Ctr { next: Counter },
-    Gcm { gcm: Gcm, accumulator: GcmAccumulator },
+    Gcm { gcm: Box<Gcm>, accumulator: GcmAccumulator },
 }
 
 pub struct Crypter<'e> {
@@ -87,7 +87,7 @@ impl<'e> Crypter<'e> {
             Mode::Gcm => {
                 let gcm = Gcm::new(cipher.as_ref(), iv)?;
                 let accumulator = GcmAccumulator::new(&gcm, job.aad.unwrap_or_default());
-                ModeState::Gcm { gcm, accumulator }
+                ModeState::Gcm { gcm: Box::new(gcm), accumulator }
             }
         };
         Ok(Crypter {
@@ -128,7 +128,7 @@ impl<'e> Crypter<'e> {
     /// Encrypts or decrypts `data` in place; its length must be a whole number of blocks.
     pub fn update(&mut self, data: &mut [u8]) -> Result<(), JobError> {
         let block_size = self.cipher.block_size();
-        if data.len() % block_size != 0 {
+        if !data.len().is_multiple_of(block_size) {
             return Err(JobError::PartialBlock { length: data.len() as u64, block_size });
         }
         self.process(data)?;
@@ -173,7 +173,7 @@ impl<'e> Crypter<'e> {
                 self.process(data)?;
             }
             (_, Direction::Decrypt) if self.padding => {
-                if total == 0 || data.len() % block_size != 0 {
+                if total == 0 || !data.len().is_multiple_of(block_size) {
                     return Err(JobError::PartialBlock { length: total, block_size });
                 }
                 self.process(data)?;
@@ -182,7 +182,7 @@ impl<'e> Crypter<'e> {
                 data.truncate(data.len() - block_size + kept);
             }
             _ => {
-                if data.len() % block_size != 0 {
+                if !data.len().is_multiple_of(block_size) {
                     return Err(JobError::PartialBlock { length: total, block_size });
                 }
                 self.process(data)?;

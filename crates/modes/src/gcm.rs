@@ -166,7 +166,7 @@ impl GcmAccumulator {
     /// Appends the partial sum of the next range of `bytes` ciphertext bytes (a whole number
     /// of blocks except for the message's last range).
     pub fn append(&mut self, gcm: &Gcm, partial: u128, bytes: u64) -> Result<(), GcmError> {
-        debug_assert!(self.text_bytes % 16 == 0, "a partial block must end the message");
+        debug_assert!(self.text_bytes.is_multiple_of(16), "a partial block must end the message");
         let total = self.text_bytes.checked_add(bytes).ok_or(GcmError::TooLong)?;
         if total > MAX_TEXT_BYTES {
             return Err(GcmError::TooLong);

@@ -42,7 +42,7 @@ mod x86_pclmul;
 mod x86_vpclmul;
 
 /// How many powers of H a key keeps: the most blocks any implementation hashes per reduction.
-/// Powers of two only: the vector code loads them four at a time.
+/// The vector modules check at compile time that their group sizes fit.
 const POWERS: usize = 32;
 
 /// `element * x^-1`: the form in which the right operand of every multiplication is kept (see
@@ -95,6 +95,7 @@ impl Implementation {
             .unwrap_or(Self::Soft)
     }
 
+    /// Short lower-case name, for reports.
     pub fn name(self) -> &'static str {
         match self {
             Implementation::Soft => "soft",

@@ -10,6 +10,7 @@ use super::soft::FOLD_CONSTANT;
 use super::POWERS;
 
 const BLOCKS_PER_GROUP: usize = 16;
+const _: () = assert!(BLOCKS_PER_GROUP <= POWERS);
 
 pub(super) fn is_available() -> bool {
     is_x86_feature_detected!("pclmulqdq") && is_x86_feature_detected!("ssse3")

@@ -14,6 +14,7 @@ use super::POWERS;
 const LANES: usize = 4;
 const REGISTERS_PER_GROUP: usize = POWERS / LANES;
 const GROUP_BYTES: usize = 16 * POWERS;
+const _: () = assert!(POWERS.is_multiple_of(LANES) && REGISTERS_PER_GROUP >= 2);
 
 pub(super) fn is_available() -> bool {
     is_x86_feature_detected!("avx512f")
@@ -21,6 +22,8 @@ pub(super) fn is_available() -> bool {
         && is_x86_feature_detected!("vpclmulqdq")
         && is_x86_feature_detected!("pclmulqdq")
         && is_x86_feature_detected!("avx2")
+        // `GhashKey::mul_prepared` runs the PCLMULQDQ code, which needs it.
+        && is_x86_feature_detected!("ssse3")
 }
 
 /// Unreduced sums of products, per lane: `high * y^128 + middle * y^64 + low`.

@@ -9,7 +9,7 @@ use std::time::Instant;
 use clap::Args;
 use parcrypt_bench::openssl;
 use parcrypt_bench::stats::{measure, SystemClock};
-use parcrypt_bench::throughput::{bench_key_iv, file_pass, in_memory, touched_buffer};
+use parcrypt_bench::throughput::{bench_key_iv, file_pass, in_memory, in_memory_batched, memcpy, touched_buffer};
 use parcrypt_ciphers::Implementation;
 use parcrypt_engine::crypter::{process_buffer, JobSpec};
 use parcrypt_engine::{available_threads, Backend, Engine};
@@ -83,6 +83,7 @@ pub fn run(mut args: BenchArgs) -> Result<(), Failure> {
 
     verify_backends(&specs, &engines)?;
     memory_table(&args, &specs, &engines, threads)?;
+    auto_table(&args, threads)?;
     if args.file_size > 0 {
         file_table(&args, &engines)?;
     }
@@ -189,8 +190,62 @@ fn memory_table(args: &BenchArgs, specs: &[CipherSpec], engines: &[Engine], thre
             println!("{line}");
         }
     }
-    println!("(scaling: pool over seq x {threads} threads; CBC encryption is sequential by nature)\n");
+    let mut line = format!("{:<14} {:<4}", "memcpy", "-");
+    for engine in engines {
+        let rate = memcpy(engine, args.size, 1, args.repeat).rate(args.size as u64) / 1e9;
+        line += &format!(" {rate:>9.2}");
+    }
+    println!("{line}");
+    println!("(scaling: pool over seq x {threads} threads; CBC encryption is sequential by nature;");
+    println!(" memcpy: the same buffer size copied on each backend, the memory ceiling of an in-place pass)\n");
     Ok(())
+}
+
+/// Sizes from 1 KiB up: how `auto` compares with the best fixed backend at each size.
+fn auto_table(args: &BenchArgs, threads: usize) -> Result<(), Failure> {
+    let sizes: &[usize] = if args.quick {
+        &[1 << 10, 64 << 10, 1 << 20, 8 << 20]
+    } else {
+        &[1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 64 << 20]
+    };
+    let backends = [Backend::Seq, Backend::Threads, Backend::Pool, Backend::Auto];
+    let engines: Vec<Engine> = backends.iter().map(|&b| Engine::new(b, Some(threads))).collect::<Result<_, _>>()?;
+    println!("auto against fixed backends by input size (GB/s, median of {}, key setup included)", args.repeat);
+    println!("{:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11}", "cipher", "size", "seq", "threads", "pool", "auto", "auto/best");
+    for spec in ["aes-128-gcm", "aes-128-ctr"] {
+        let spec: CipherSpec = spec.parse()?;
+        for &size in sizes {
+            // Enough jobs per sample for about 32 MiB of work.
+            let jobs = ((32usize << 20) / size).max(1);
+            let mut rates = Vec::new();
+            for engine in &engines {
+                let stats = in_memory_batched(spec, Direction::Encrypt, engine, size, jobs, 1, args.repeat)?;
+                rates.push(stats.rate((size * jobs) as u64) / 1e9);
+            }
+            let best = rates[..3].iter().cloned().fold(0.0, f64::max);
+            println!(
+                "{:<14} {:>9} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>10.0}%",
+                spec.to_string(),
+                human_size(size),
+                rates[0],
+                rates[1],
+                rates[2],
+                rates[3],
+                100.0 * rates[3] / best
+            );
+        }
+    }
+    println!();
+    Ok(())
+}
+
+fn human_size(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
 }
 
 /// A folder for the generated file: memory-backed when the machine has one.

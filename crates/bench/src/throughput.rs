@@ -46,6 +46,20 @@ pub fn in_memory(
     warmup: usize,
     repeats: usize,
 ) -> Result<Stats, JobError> {
+    in_memory_batched(spec, direction, engine, bytes, 1, warmup, repeats)
+}
+
+/// Like [`in_memory`], but each timed sample runs `jobs` whole jobs back to back, so that
+/// small inputs are timed over a measurable span; divide the median by `jobs`.
+pub fn in_memory_batched(
+    spec: CipherSpec,
+    direction: Direction,
+    engine: &Engine,
+    bytes: usize,
+    jobs: usize,
+    warmup: usize,
+    repeats: usize,
+) -> Result<Stats, JobError> {
     let block_size = spec.algorithm.block_size();
     let mut buffer = touched_buffer(bytes / block_size * block_size);
     let (key, iv) = bench_key_iv(spec);
@@ -54,9 +68,11 @@ pub fn in_memory(
     Crypter::new(engine, &job)?;
     let mut failure = None;
     let stats = measure(&mut SystemClock::default(), warmup, repeats, || {
-        let result = Crypter::new(engine, &job).and_then(|mut crypter| crypter.update(&mut buffer));
-        if let Err(error) = result {
-            failure.get_or_insert(error);
+        for _ in 0..jobs.max(1) {
+            let result = Crypter::new(engine, &job).and_then(|mut crypter| crypter.update(&mut buffer));
+            if let Err(error) = result {
+                failure.get_or_insert(error);
+            }
         }
     });
     match failure {
@@ -81,4 +97,17 @@ pub fn file_pass(
     let mut reader = BufReader::with_capacity(1 << 20, File::open(input).map_err(StreamError::Read)?);
     let mut writer = BufWriter::with_capacity(1 << 20, File::create(output).map_err(StreamError::Write)?);
     process_stream(crypter, &mut reader, &mut writer, DEFAULT_CHUNK_BYTES)
+}
+
+/// Times a plain copy of `bytes` bytes split over the engine's threads the way a job would
+/// be: the memory ceiling that an in-place pass (read and write every byte) cannot beat.
+pub fn memcpy(engine: &Engine, bytes: usize, warmup: usize, repeats: usize) -> Stats {
+    let source = touched_buffer(bytes);
+    let mut target = touched_buffer(bytes);
+    let lengths = engine.plan(bytes, 64);
+    measure(&mut SystemClock::default(), warmup, repeats, || {
+        engine.run(&mut target, &lengths, |_, offset, range| {
+            range.copy_from_slice(&source[offset..offset + range.len()]);
+        });
+    })
 }

@@ -23,7 +23,9 @@ const OPENSSL_BLOCK: usize = 16 * 1024;
 fn main() {
     println!("CPU: {}", parcrypt_ciphers::cpu_features());
     for (name, key_length) in [("aes-128-ctr", 16), ("aes-256-ctr", 32)] {
-        let key: Vec<u8> = (0..key_length as u8).map(|byte| byte.wrapping_mul(37) ^ 0x5A).collect();
+        let key: Vec<u8> = (0..key_length as u8)
+            .map(|byte| byte.wrapping_mul(37) ^ 0x5A)
+            .collect();
         let cipher = FastAes::new(&key);
         let openssl = openssl_bytes_per_second(name);
 
@@ -50,7 +52,9 @@ struct Rate {
 }
 
 fn report(label: &str, rate: Rate, openssl: Option<f64>) {
-    let ratio = openssl.map(|openssl| format!("  {:5.2}x openssl", rate.median / openssl)).unwrap_or_default();
+    let ratio = openssl
+        .map(|openssl| format!("  {:5.2}x openssl", rate.median / openssl))
+        .unwrap_or_default();
     println!(
         "  {label:<29} {:7.2} GB/s (best {:6.2}){ratio}",
         rate.median / 1e9,
@@ -60,7 +64,10 @@ fn report(label: &str, rate: Rate, openssl: Option<f64>) {
 
 fn fused(cipher: &FastAes, data: &mut [u8]) {
     let counter = [0x42u8; 16];
-    assert!(cipher.ctr32_xor(&counter, data), "no fused CTR kernel on this CPU");
+    assert!(
+        cipher.ctr32_xor(&counter, data),
+        "no fused CTR kernel on this CPU"
+    );
 }
 
 /// What `parcrypt_modes::ctr::apply` does when a cipher has no fused path.
@@ -101,7 +108,10 @@ fn measure(size: usize, mut work: impl FnMut(&mut [u8])) -> Rate {
     one_run();
     let mut rates: Vec<f64> = (0..RUNS).map(|_| one_run()).collect();
     rates.sort_by(f64::total_cmp);
-    Rate { median: rates[RUNS / 2], best: rates[RUNS - 1] }
+    Rate {
+        median: rates[RUNS / 2],
+        best: rates[RUNS - 1],
+    }
 }
 
 /// OpenSSL's figure for `cipher` over 16 KiB buffers, from the `+F:` line of its
@@ -109,7 +119,9 @@ fn measure(size: usize, mut work: impl FnMut(&mut [u8])) -> Rate {
 fn openssl_bytes_per_second(cipher: &str) -> Option<f64> {
     let bytes = OPENSSL_BLOCK.to_string();
     let output = Command::new("openssl")
-        .args(["speed", "-evp", cipher, "-bytes", &bytes, "-seconds", "1", "-mr"])
+        .args([
+            "speed", "-evp", cipher, "-bytes", &bytes, "-seconds", "1", "-mr",
+        ])
         .output()
         .ok()?;
     let text = String::from_utf8_lossy(&output.stdout);

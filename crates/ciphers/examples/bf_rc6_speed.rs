@@ -40,7 +40,9 @@ fn rustcrypto_encrypt<C: BlockCipherEncrypt>(cipher: &C, data: &mut [u8]) {
 
 fn main() {
     // Written byte by byte so every page is faulted in before any timing starts.
-    let mut buffer: Vec<u8> = (0..BUFFER_BYTES).map(|index| (index * 131 + 7) as u8).collect();
+    let mut buffer: Vec<u8> = (0..BUFFER_BYTES)
+        .map(|index| (index * 131 + 7) as u8)
+        .collect();
     let key: [u8; 16] = core::array::from_fn(|index| (index * 17 + 1) as u8);
 
     let ours_blowfish = Blowfish::new(&key);
@@ -68,7 +70,9 @@ fn main() {
         ),
         (
             "RustCrypto blowfish 0.10",
-            median_gigabytes_per_second(&mut buffer, |data| rustcrypto_encrypt(&theirs_blowfish, data)),
+            median_gigabytes_per_second(&mut buffer, |data| {
+                rustcrypto_encrypt(&theirs_blowfish, data)
+            }),
         ),
         (
             "parcrypt RC6-128",

@@ -109,7 +109,12 @@ macro_rules! simd_backend {
             for (index, group) in groups.iter_mut().enumerate() {
                 store_group(
                     group,
-                    [words[0][index], words[1][index], words[2][index], words[3][index]],
+                    [
+                        words[0][index],
+                        words[1][index],
+                        words[2][index],
+                        words[3][index],
+                    ],
                 );
             }
         }
@@ -229,8 +234,9 @@ type RoundKeys = [u32; ROUND_KEY_WORDS];
 const P32: u32 = 0xB7E1_5163;
 const Q32: u32 = 0x9E37_79B9;
 
-/// Blocks in flight per iteration of the portable loop: four blocks' sixteen words nearly
-/// fill the general-purpose registers.
+/// Blocks in flight per iteration of the portable loop. Four blocks' sixteen words nearly
+/// fill the general-purpose registers; on a Zen 5 core 2, 4 and 8 lanes ran at 0.83, 0.99
+/// and 0.96 GB/s.
 const LANES: usize = 4;
 
 /// RC6-32/20/b.
@@ -299,7 +305,10 @@ impl Rc6 {
     }
 
     fn with_backend(key: &[u8], backend: Backend) -> Self {
-        Rc6 { round_keys: key_schedule(key), backend }
+        Rc6 {
+            round_keys: key_schedule(key),
+            backend,
+        }
     }
 }
 
@@ -321,26 +330,30 @@ fn key_schedule(key: &[u8]) -> Box<RoundKeys> {
 
     let mut a = 0u32;
     let mut b = 0u32;
+    let mut sum = 0u32;
     let mut i = 0;
     let mut j = 0;
     for _ in 0..3 * word_count.max(ROUND_KEY_WORDS) {
         a = round_keys[i].wrapping_add(a).wrapping_add(b).rotate_left(3);
         round_keys[i] = a;
-        let sum = a.wrapping_add(b);
+        sum = a.wrapping_add(b);
         b = key_words[j].wrapping_add(sum).rotate_left(sum);
         key_words[j] = b;
         i = (i + 1) % ROUND_KEY_WORDS;
         j = (j + 1) % word_count;
     }
+    // `key_words` wipes itself on drop; these hold the last key-dependent values.
     a.zeroize();
     b.zeroize();
+    sum.zeroize();
     round_keys
 }
 
 /// RC6's quadratic function f(x) = x(2x + 1) mod 2^32, rotated left by lg w = 5.
 #[inline(always)]
 fn quadratic(x: u32) -> u32 {
-    x.wrapping_mul(x.wrapping_mul(2).wrapping_add(1)).rotate_left(5)
+    x.wrapping_mul(x.wrapping_mul(2).wrapping_add(1))
+        .rotate_left(5)
 }
 
 /// One encryption round on `N` blocks, before the word rotation (A, B, C, D) = (B, C, D, A);
@@ -556,19 +569,25 @@ mod tests {
             if line.is_empty() || line.starts_with('[') {
                 vectors.extend(current.take());
                 if let Some(name) = line.strip_prefix('[') {
-                    section = name.strip_suffix(']').expect("section header ends with ]").into();
+                    section = name
+                        .strip_suffix(']')
+                        .expect("section header ends with ]")
+                        .into();
                 }
                 continue;
             }
             if line.starts_with('#') {
                 continue;
             }
-            let (field, value) =
-                line.split_once('=').unwrap_or_else(|| panic!("line {}: no '='", number + 1));
+            let (field, value) = line
+                .split_once('=')
+                .unwrap_or_else(|| panic!("line {}: no '='", number + 1));
             let bytes = hex::decode(value.trim())
                 .unwrap_or_else(|error| panic!("line {}: {error}", number + 1));
-            let vector = current
-                .get_or_insert_with(|| Vector { section: section.clone(), ..Default::default() });
+            let vector = current.get_or_insert_with(|| Vector {
+                section: section.clone(),
+                ..Default::default()
+            });
             match field.trim() {
                 "key" => vector.key = bytes,
                 "plaintext" => vector.plaintext = bytes,
@@ -588,8 +607,9 @@ mod tests {
 
     /// Block counts that exercise the portable tail alone, whole portable groups, whole and
     /// partial AVX2 and AVX-512 groups, and every tail after them.
-    const BLOCK_COUNTS: [usize; 23] =
-        [0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 223, 300, 511, 1000];
+    const BLOCK_COUNTS: [usize; 23] = [
+        0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 223, 300, 511, 1000,
+    ];
 
     #[test]
     fn vector_file_has_every_published_vector() {
@@ -613,7 +633,10 @@ mod tests {
                 let cipher = Rc6::with_backend(&vector.key, backend);
                 let mut block = vector.plaintext.clone();
                 cipher.encrypt_blocks(&mut block);
-                assert_eq!(block, vector.ciphertext, "{backend:?} encrypting {vector:?}");
+                assert_eq!(
+                    block, vector.ciphertext,
+                    "{backend:?} encrypting {vector:?}"
+                );
                 cipher.decrypt_blocks(&mut block);
                 assert_eq!(block, vector.plaintext, "{backend:?} decrypting {vector:?}");
 
@@ -621,10 +644,36 @@ mod tests {
                 let copies = 64 + 16 + 8 + 4 + 3;
                 let mut batch = vector.plaintext.repeat(copies);
                 cipher.encrypt_blocks(&mut batch);
-                assert_eq!(batch, vector.ciphertext.repeat(copies), "{backend:?} {vector:?}");
+                assert_eq!(
+                    batch,
+                    vector.ciphertext.repeat(copies),
+                    "{backend:?} {vector:?}"
+                );
                 cipher.decrypt_blocks(&mut batch);
-                assert_eq!(batch, vector.plaintext.repeat(copies), "{backend:?} {vector:?}");
+                assert_eq!(
+                    batch,
+                    vector.plaintext.repeat(copies),
+                    "{backend:?} {vector:?}"
+                );
             }
+        }
+    }
+
+    #[test]
+    fn preferred_batch_is_whole_iterations_of_at_least_64_blocks() {
+        for backend in Backend::supported() {
+            let batch = Rc6::with_backend(&[1; 16], backend).preferred_batch();
+            let iteration = match backend {
+                Backend::Portable => LANES,
+                #[cfg(target_arch = "x86_64")]
+                Backend::Avx2 => 64,
+                #[cfg(target_arch = "x86_64")]
+                Backend::Avx512 => 96,
+            };
+            assert!(
+                batch >= 64 && batch.is_multiple_of(iteration),
+                "{backend:?}: {batch}"
+            );
         }
     }
 
@@ -655,7 +704,10 @@ mod tests {
                 for block in single.chunks_exact_mut(BLOCK_SIZE) {
                     cipher.decrypt_blocks(block);
                 }
-                assert_eq!(single, plaintext, "{backend:?} decrypting {count} single blocks");
+                assert_eq!(
+                    single, plaintext,
+                    "{backend:?} decrypting {count} single blocks"
+                );
                 cipher.decrypt_blocks(&mut batch);
                 assert_eq!(batch, plaintext, "{backend:?} decrypting {count} blocks");
             }
@@ -730,7 +782,10 @@ mod tests {
             ours.encrypt_blocks(&mut our_ciphertext);
             let mut their_ciphertext = plaintext;
             rustcrypto_encrypt(&theirs, &mut their_ciphertext);
-            assert_eq!(our_ciphertext, their_ciphertext, "key of {key_length} bytes");
+            assert_eq!(
+                our_ciphertext, their_ciphertext,
+                "key of {key_length} bytes"
+            );
         }
         check::<rc6::RC6<u32, U20, U1>>(1);
         check::<rc6::RC6<u32, U20, U5>>(5);

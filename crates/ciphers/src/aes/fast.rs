@@ -175,14 +175,23 @@ impl FastAes {
             32 => CrateCipher::Aes256(aes::Aes256::new_from_slice(key).expect("32-byte key")),
             other => panic!("AES key of {other} bytes reached FastAes::new"),
         };
-        FastAes { cipher, round_keys: RoundKeys::expand(key), ctr_path: CtrPath::detect() }
+        FastAes {
+            cipher,
+            round_keys: RoundKeys::expand(key),
+            ctr_path: CtrPath::detect(),
+        }
     }
 
     /// Runs the fused CTR kernel `path` instead of the detected one, so that tests check
     /// every kernel this CPU supports. Returns `false`, touching nothing, when the CPU lacks
     /// `path`'s features.
     #[cfg(test)]
-    pub(super) fn ctr32_xor_with(&self, path: CtrPath, counter: &[u8; 16], data: &mut [u8]) -> bool {
+    pub(super) fn ctr32_xor_with(
+        &self,
+        path: CtrPath,
+        counter: &[u8; 16],
+        data: &mut [u8],
+    ) -> bool {
         // SAFETY: `is_available` has just confirmed `path`'s features.
         path.is_available() && unsafe { self.run_ctr_kernel(path, counter, data) }
     }

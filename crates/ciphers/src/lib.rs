@@ -43,6 +43,14 @@ pub trait BlockCipher: Send + Sync {
     fn ctr32_xor(&self, _counter: &[u8; 16], _data: &mut [u8]) -> bool {
         false
     }
+    /// Fused CBC encryption: for each block of `data` (whole blocks), XOR `chain`, encrypt
+    /// in place and make the result the new `chain`. CBC encryption is sequential, so the
+    /// gain is keeping the chain in a register instead of one call per block.
+    ///
+    /// Returns `false`, touching nothing, when the implementation has no fused path.
+    fn cbc_encrypt(&self, _chain: &mut [u8], _data: &mut [u8]) -> bool {
+        false
+    }
 }
 
 /// The cipher algorithms parcrypt knows, with their key size where it is fixed.

@@ -15,6 +15,9 @@ pub fn encrypt(cipher: &dyn BlockCipher, chain: &mut [u8], data: &mut [u8]) {
     let block_size = cipher.block_size();
     assert_eq!(chain.len(), block_size);
     assert_eq!(data.len() % block_size, 0, "CBC input is not a whole number of blocks");
+    if cipher.cbc_encrypt(chain, data) {
+        return;
+    }
     for block in data.chunks_exact_mut(block_size) {
         xor_in_place(block, chain);
         cipher.encrypt_blocks(block);

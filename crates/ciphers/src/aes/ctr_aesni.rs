@@ -112,6 +112,9 @@ fn ctr32_xor_rounds<const ROUNDS: usize>(
     }
 }
 
+// `keep_round_order` names each block of a step as an `asm!` operand.
+const _: () = assert!(BLOCKS_PER_STEP == 8, "update keep_round_order's operands");
+
 /// Pins the round-major order across the step's blocks; see
 /// `super::ctr_vaes512::keep_round_order` for why (LLVM otherwise emits whole chains one after
 /// another, leaving only about three in flight).

@@ -126,7 +126,10 @@ fn ctr32_xor_rounds<const ROUNDS: usize>(
     }
 }
 
-/// Makes the compiler issue the steps round by round across all vectors.
+// `keep_round_order` names each vector of a step as an `asm!` operand.
+const _: () = assert!(VECTORS_PER_STEP == 12, "update keep_round_order's operands");
+
+/// Makes the compiler issue a step round by round across all of its vectors.
 ///
 /// Left alone, LLVM sometimes (AES-256 in particular) emits each vector's whole round chain
 /// before the next one's, to save registers. The out-of-order window then holds only a few
@@ -230,7 +233,8 @@ pub(super) mod tests {
     }
 
     /// Random keys of all three sizes, random counters (some with the low word as close to
-    /// wrapping as the length allows), every length 0..=600 and a few large ones.
+    /// wrapping as the length allows), every length 0..=1600 (past two VAES main-loop steps
+    /// of 768 bytes, so that each step count meets every tail) and a few large ones.
     pub(in crate::aes) fn agrees_with_generic_ctr(path: CtrPath) {
         let mut rng = StdRng::seed_from_u64(0xC7A0_0512);
         let large = [64 * 1024 + 5, 1024 * 1024 + 3];
@@ -238,7 +242,7 @@ pub(super) mod tests {
             let mut key = vec![0u8; key_length];
             rng.fill_bytes(&mut key);
             let cipher = FastAes::new(&key);
-            for length in (0..=600).chain(large) {
+            for length in (0..=1600).chain(large) {
                 let mut input = vec![0u8; length];
                 rng.fill_bytes(&mut input);
                 let mut counter = [0u8; 16];

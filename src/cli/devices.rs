@@ -12,7 +12,7 @@ pub fn run() -> Result<(), Failure> {
     println!("  seq      available   one thread");
     println!("  threads  available   static equal split over {threads} threads (--threads N)");
     println!("  pool     available   work stealing over {threads} threads (--threads N)");
-    println!("  auto     available   seq below 256 KiB, pool above");
+    println!("  auto     available   one thread or the pool, chosen per job by a cost model measured on this machine");
     println!("  opencl   unavailable the GPU engine is not part of this build yet");
     println!("  cuda     unavailable the GPU engine is not part of this build yet");
     Ok(())

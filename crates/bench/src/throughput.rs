@@ -101,13 +101,16 @@ pub fn file_pass(
 
 /// Times a plain copy of `bytes` bytes split over the engine's threads the way a job would
 /// be: the memory ceiling that an in-place pass (read and write every byte) cannot beat.
-pub fn memcpy(engine: &Engine, bytes: usize, warmup: usize, repeats: usize) -> Stats {
+/// Each timed sample copies `jobs` times.
+pub fn memcpy(engine: &Engine, bytes: usize, jobs: usize, warmup: usize, repeats: usize) -> Stats {
     let source = touched_buffer(bytes);
     let mut target = touched_buffer(bytes);
-    let lengths = engine.plan(bytes, 64);
+    let lengths = engine.plan(bytes, 64, None);
     measure(&mut SystemClock::default(), warmup, repeats, || {
-        engine.run(&mut target, &lengths, |_, offset, range| {
-            range.copy_from_slice(&source[offset..offset + range.len()]);
-        });
+        for _ in 0..jobs.max(1) {
+            engine.run(&mut target, &lengths, |_, offset, range| {
+                range.copy_from_slice(&source[offset..offset + range.len()]);
+            });
+        }
     })
 }

@@ -48,6 +48,17 @@ impl Blowfish {
             schedule: key_schedule(key),
         }
     }
+
+    /// The keyed P-array (18 round keys), for code that runs the rounds elsewhere (the GPU
+    /// kernels). Callers that copy it should wipe their copy.
+    pub fn p_array(&self) -> &[u32; 18] {
+        &self.schedule.p
+    }
+
+    /// The four keyed S-boxes, for the same callers as [`Blowfish::p_array`].
+    pub fn sboxes(&self) -> &[[u32; 256]; 4] {
+        &self.schedule.s
+    }
 }
 
 /// Schneier's key schedule: XOR the key cyclically into P, then replace P and the S-boxes,

@@ -304,6 +304,12 @@ impl Rc6 {
         Self::with_backend(key, Backend::detect())
     }
 
+    /// The expanded key S[0..2r+4], for code that runs the rounds elsewhere (the GPU
+    /// kernels). Callers that copy it should wipe their copy.
+    pub fn round_keys(&self) -> &[u32; ROUND_KEY_WORDS] {
+        &self.round_keys
+    }
+
     fn with_backend(key: &[u8], backend: Backend) -> Self {
         Rc6 {
             round_keys: key_schedule(key),

@@ -7,7 +7,7 @@ use parcrypt_modes::gcm::{Gcm, GcmAccumulator, GcmError, TAG_BYTES};
 use parcrypt_modes::{cbc, ctr, ecb, padding, CipherSpec, Direction, Mode};
 use zeroize::Zeroize;
 
-use crate::Engine;
+use crate::{Backend, CostModel, Engine};
 
 /// Why a job could not be set up or finished. Each message is one line written for people.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +60,8 @@ pub struct Crypter<'e> {
     state: ModeState,
     /// Bytes given to `update` so far.
     processed: u64,
+    /// How fast one thread runs this job, when the engine's `auto` wants to know.
+    cost_model: Option<CostModel>,
 }
 
 impl<'e> Crypter<'e> {
@@ -98,6 +100,7 @@ impl<'e> Crypter<'e> {
             padding: job.padding && spec.mode.pads(),
             state,
             processed: 0,
+            cost_model: engine.cost_model(spec, job.direction),
         })
     }
 
@@ -198,9 +201,10 @@ impl<'e> Crypter<'e> {
         let block_size = cipher.block_size();
         let engine = self.engine;
         let direction = self.direction;
+        let model = self.cost_model;
         match &mut self.state {
             ModeState::Ecb => {
-                let lengths = engine.plan(data.len(), block_size);
+                let lengths = engine.plan(data.len(), block_size, model);
                 engine.run(data, &lengths, |_, _, range| ecb::apply(cipher, direction, range));
             }
             ModeState::Cbc { chain } => match direction {
@@ -209,7 +213,7 @@ impl<'e> Crypter<'e> {
                     if data.is_empty() {
                         return Ok(());
                     }
-                    let lengths = engine.plan(data.len(), block_size);
+                    let lengths = engine.plan(data.len(), block_size, model);
                     // Each range chains on the ciphertext block before it: copy those out
                     // before any range is decrypted in place.
                     let mut previous = Vec::with_capacity(lengths.len() * block_size);
@@ -228,7 +232,7 @@ impl<'e> Crypter<'e> {
             },
             ModeState::Ctr { next } => {
                 let start = *next;
-                let lengths = engine.plan(data.len(), block_size);
+                let lengths = engine.plan(data.len(), block_size, model);
                 engine.run(data, &lengths, |_, offset, range| {
                     ctr::apply(cipher, start.advanced((offset / block_size) as u64), range)
                 });
@@ -236,7 +240,7 @@ impl<'e> Crypter<'e> {
             }
             ModeState::Gcm { gcm, accumulator } => {
                 let first_block = accumulator.text_bytes() / 16;
-                let lengths = engine.plan(data.len(), 16);
+                let lengths = engine.plan(data.len(), 16, model);
                 let gcm_ref: &Gcm = gcm;
                 let partials = engine.run(data, &lengths, |_, offset, range| {
                     gcm_ref.process_range(cipher, direction, first_block + (offset / 16) as u64, range)
@@ -263,4 +267,37 @@ pub fn process_buffer(engine: &Engine, job: &JobSpec<'_>, mut data: Vec<u8>) -> 
     crypter.finish(&mut tail)?;
     data.extend_from_slice(&tail);
     Ok(data)
+}
+
+/// Bytes the calibration of `auto` times on one thread.
+const CALIBRATION_BYTES: usize = 256 << 10;
+
+/// Times one thread over [`CALIBRATION_BYTES`] with a throwaway all-zero key and IV (best
+/// of two runs), for `auto`'s cost model.
+pub(crate) fn measure_one_thread(spec: CipherSpec, direction: Direction) -> Option<CostModel> {
+    let seq = Engine::new(Backend::Seq, None).ok()?;
+    let key = vec![0u8; spec.algorithm.key_lengths().0];
+    let iv = match spec.mode {
+        Mode::Ecb => None,
+        Mode::Gcm => Some(vec![0u8; 12]),
+        _ => Some(vec![0u8; spec.algorithm.block_size()]),
+    };
+    let job = JobSpec {
+        spec,
+        direction,
+        key: &key,
+        iv: iv.as_deref(),
+        aad: None,
+        padding: false,
+        implementation: Implementation::Fast,
+    };
+    let mut scratch = vec![0u8; CALIBRATION_BYTES];
+    let mut best = f64::INFINITY;
+    for _ in 0..2 {
+        let mut crypter = Crypter::new(&seq, &job).ok()?;
+        let start = std::time::Instant::now();
+        crypter.update(&mut scratch).ok()?;
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    Some(CostModel { seq_bytes_per_second: CALIBRATION_BYTES as f64 / best.max(1e-9) })
 }

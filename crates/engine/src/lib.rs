@@ -6,7 +6,8 @@
 //!   `Thread`s do (seeds S0).
 //! - `pool`: work stealing on rayon, as Java's ForkJoin does: the job is cut into many work
 //!   items and idle threads steal them, so a slow core does not hold the others back.
-//! - `auto`: picks by input size (see [`AUTO_PARALLEL_THRESHOLD`]).
+//! - `auto`: picks by a calibrated cost model (see [`CostModel`]): one thread for inputs
+//!   too small to repay waking the pool, the pool above.
 //!
 //! [`Crypter`] runs one message through a cipher and mode on an engine, in as many calls as
 //! the caller likes; [`stream::process_stream`] drives it from a reader to a writer in bounded
@@ -15,16 +16,22 @@
 pub mod crypter;
 pub mod stream;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
 
 use rayon::prelude::*;
 
 pub use crypter::{Crypter, JobError};
 
-/// Inputs shorter than this stay on one thread under `auto`: below it, waking the pool costs
-/// more than the work (measured on the 2-core development machine; see README).
-pub const AUTO_PARALLEL_THRESHOLD: usize = 256 * 1024;
+/// Under `auto`, inputs shorter than this stay on one thread when no cost model is known
+/// for the job (a conservative figure for the fastest cipher; see [`CostModel`]).
+pub const AUTO_PARALLEL_THRESHOLD: usize = 1 << 20;
+
+/// The share of linear speed-up the cost model counts on from the pool.
+const ASSUMED_POOL_EFFICIENCY: f64 = 0.9;
 
 /// The smallest work item `pool` cuts a job into.
 const POOL_MIN_ITEM_BYTES: usize = 64 * 1024;
@@ -88,11 +95,25 @@ pub fn available_threads() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
+/// What `auto` knows about a job: how fast one thread runs it, measured on this machine.
+///
+/// Splitting pays when the pool's fixed cost of waking its threads (`dispatch_seconds`,
+/// also measured) plus the work spread over `threads` is shorter than the work on one
+/// thread: `dispatch + n / (rate * threads * 0.9) < n / rate`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CostModel {
+    pub seq_bytes_per_second: f64,
+}
+
 /// A backend with its threads, ready to run work.
 pub struct Engine {
     backend: Backend,
     threads: usize,
     pool: Option<rayon::ThreadPool>,
+    /// Seconds to wake the pool and join it with no work, measured once.
+    dispatch_seconds: OnceLock<f64>,
+    /// One-thread rates per cipher, mode and direction, measured once per engine.
+    calibration: Mutex<HashMap<(parcrypt_modes::CipherSpec, parcrypt_modes::Direction), CostModel>>,
 }
 
 impl Engine {
@@ -114,7 +135,13 @@ impl Engine {
             Backend::Seq | Backend::Threads => None,
         };
         let threads = if backend == Backend::Seq { 1 } else { threads };
-        Ok(Engine { backend, threads, pool })
+        Ok(Engine {
+            backend,
+            threads,
+            pool,
+            dispatch_seconds: OnceLock::new(),
+            calibration: Mutex::new(HashMap::new()),
+        })
     }
 
     pub fn backend(&self) -> Backend {
@@ -126,18 +153,66 @@ impl Engine {
     }
 
     /// The backend that will actually run a job of `length` bytes.
-    pub fn resolve(&self, length: usize) -> Backend {
+    pub fn resolve(&self, length: usize, model: Option<CostModel>) -> Backend {
         match self.backend {
-            Backend::Auto if length < AUTO_PARALLEL_THRESHOLD || self.threads == 1 => Backend::Seq,
-            Backend::Auto => Backend::Pool,
+            Backend::Auto if self.threads == 1 => Backend::Seq,
+            Backend::Auto => {
+                let parallel = match model {
+                    Some(model) => {
+                        let rate = model.seq_bytes_per_second.max(1.0);
+                        let alone = length as f64 / rate;
+                        let shared = self.dispatch_seconds()
+                            + length as f64 / (rate * self.threads as f64 * ASSUMED_POOL_EFFICIENCY);
+                        shared < alone
+                    }
+                    None => length >= AUTO_PARALLEL_THRESHOLD,
+                };
+                if parallel {
+                    Backend::Pool
+                } else {
+                    Backend::Seq
+                }
+            }
             other => other,
         }
     }
 
+    /// The pool's fixed cost per job: the best of a few empty runs.
+    fn dispatch_seconds(&self) -> f64 {
+        *self.dispatch_seconds.get_or_init(|| {
+            let Some(pool) = &self.pool else { return 0.0 };
+            (0..5)
+                .map(|_| {
+                    let start = Instant::now();
+                    pool.install(|| (0..self.threads).into_par_iter().for_each(|index| {
+                        std::hint::black_box(index);
+                    }));
+                    start.elapsed().as_secs_f64()
+                })
+                .fold(f64::INFINITY, f64::min)
+        })
+    }
+
+    /// The cost model of a cipher, mode and direction on this machine, measured on first use
+    /// (a throwaway key over 256 KiB on one thread) and remembered by the engine. Only
+    /// `auto` needs it; other backends return `None` without measuring.
+    pub fn cost_model(&self, spec: parcrypt_modes::CipherSpec, direction: parcrypt_modes::Direction) -> Option<CostModel> {
+        if self.backend != Backend::Auto || self.threads == 1 {
+            return None;
+        }
+        let mut calibration = self.calibration.lock().unwrap_or_else(|poison| poison.into_inner());
+        if let Some(model) = calibration.get(&(spec, direction)) {
+            return Some(*model);
+        }
+        let model = crypter::measure_one_thread(spec, direction)?;
+        calibration.insert((spec, direction), model);
+        Some(model)
+    }
+
     /// Cuts `length` bytes into work items, each a multiple of `align` bytes except the
-    /// last, and returns their lengths in order.
-    pub fn plan(&self, length: usize, align: usize) -> Vec<usize> {
-        let pieces = match self.resolve(length) {
+    /// last, and returns their lengths in order. `model` lets `auto` choose well.
+    pub fn plan(&self, length: usize, align: usize, model: Option<CostModel>) -> Vec<usize> {
+        let pieces = match self.resolve(length, model) {
             Backend::Seq => 1,
             Backend::Threads => self.threads,
             // Several items per thread so that stealing can even out uneven progress.
@@ -167,8 +242,9 @@ impl Engine {
             let (offset, range) = ranges.pop().expect("one range");
             return vec![work(0, offset, range)];
         }
-        match (self.resolve(offset), &self.pool) {
-            (Backend::Pool, Some(pool)) => pool.install(|| {
+        // Several ranges mean the plan chose to split: `auto` splits onto the pool.
+        match (self.backend, &self.pool) {
+            (Backend::Pool | Backend::Auto, Some(pool)) => pool.install(|| {
                 ranges
                     .into_par_iter()
                     .enumerate()
@@ -239,7 +315,7 @@ mod tests {
         for backend in Backend::ALL {
             let engine = Engine::new(backend, Some(3)).unwrap();
             let mut data = vec![0u8; 3 << 20];
-            let lengths = engine.plan(data.len(), 16);
+            let lengths = engine.plan(data.len(), 16, None);
             let offsets = engine.run(&mut data, &lengths, |index, offset, range| {
                 range.iter_mut().for_each(|b| *b = b.wrapping_add(1));
                 (index, offset, range.len())
@@ -252,6 +328,24 @@ mod tests {
             }
             assert_eq!(expected_offset, data.len());
         }
+    }
+
+    #[test]
+    fn auto_keeps_small_jobs_on_one_thread_and_splits_large_ones() {
+        let engine = Engine::new(Backend::Auto, Some(2)).unwrap();
+        let fast = Some(CostModel { seq_bytes_per_second: 50e9 });
+        let slow = Some(CostModel { seq_bytes_per_second: 1e6 });
+        assert_eq!(engine.resolve(1024, fast), Backend::Seq);
+        assert_eq!(engine.resolve(1 << 30, fast), Backend::Pool);
+        // A slow cipher repays the pool much sooner than a fast one.
+        assert_eq!(engine.resolve(256 << 10, slow), Backend::Pool);
+        assert_eq!(engine.plan(1024, 16, fast).len(), 1);
+        let single = Engine::new(Backend::Auto, Some(1)).unwrap();
+        assert_eq!(single.resolve(1 << 30, fast), Backend::Seq);
+        // Calibration measures a positive rate for a real cipher.
+        let model = engine.cost_model("aes-128-gcm".parse().unwrap(), parcrypt_modes::Direction::Encrypt).unwrap();
+        assert!(model.seq_bytes_per_second > 0.0);
+        assert!(Engine::new(Backend::Pool, Some(2)).unwrap().cost_model("aes-128-gcm".parse().unwrap(), parcrypt_modes::Direction::Encrypt).is_none());
     }
 
     #[test]

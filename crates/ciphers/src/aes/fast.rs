@@ -1,13 +1,15 @@
-//! Hardware AES: block encryption through the RustCrypto `aes` crate, CTR through our own
-//! fused kernels.
+//! Hardware AES: our own kernels for CTR, ECB and CBC encryption, the RustCrypto `aes` crate
+//! where no kernel fits this CPU (and as the reference the kernels are tested against).
 //!
-//! The crate picks AES-NI, VAES-256 or VAES-512 at run time and keeps up to 64 blocks in
-//! flight per call, which serves ECB and CBC well. CTR through it, though, means writing
-//! counter blocks to memory, encrypting them and XORing them into the data in a second pass;
-//! the fused kernels ([`super::ctr_vaes512`], [`super::ctr_aesni`]) keep the counters in
-//! registers and touch the data once, which is what reaches the speed of the hardware. They
-//! need the plain FIPS-197 encryption round keys, which the crate does not expose, so this
-//! file expands the key a second time into [`RoundKeys`].
+//! The crate picks AES-NI, VAES-256 or VAES-512 at run time, but goes through memory where
+//! a mode needs more than whole blocks: CTR through it means writing counter blocks out,
+//! encrypting them and XORing them into the data in a second pass, and CBC encryption means
+//! one call per block. The fused kernels ([`super::ctr_vaes512`], [`super::ctr_aesni`],
+//! [`super::cbc_aesni`]) keep counters or the chain in registers and touch the data once; the
+//! VAES-512 ECB kernel ([`super::ecb_vaes512`]) keeps 48 blocks in flight, about three times
+//! the crate's rate. They need the plain FIPS-197 round keys, which the crate does not
+//! expose, so this file expands the key a second time into [`RoundKeys`] (and, for ECB
+//! decryption, derives the equivalent-inverse-cipher keys from them).
 
 use aes::cipher::{Array, BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
 use zeroize::{Zeroize, ZeroizeOnDrop};
@@ -159,12 +161,86 @@ impl CtrPath {
     }
 }
 
-/// AES with any of the three key sizes: the `aes` crate for whole-block work, our fused
-/// kernels for CTR.
+/// Which ECB kernel [`FastAes::encrypt_blocks`] and [`FastAes::decrypt_blocks`] use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum EcbPath {
+    /// Our 512-bit VAES kernel, 48 blocks in flight.
+    Vaes512,
+    /// The `aes` crate (itself AES-NI or VAES where present).
+    Crate,
+}
+
+impl EcbPath {
+    fn detect() -> Self {
+        if Self::Vaes512.is_available() {
+            EcbPath::Vaes512
+        } else {
+            EcbPath::Crate
+        }
+    }
+
+    fn is_available(self) -> bool {
+        match self {
+            // The same features as the VAES-512 CTR kernel.
+            EcbPath::Vaes512 => CtrPath::Vaes512.is_available(),
+            EcbPath::Crate => true,
+        }
+    }
+}
+
+/// Which fused CBC encryption kernel this CPU can run. CBC encryption is one block at a time
+/// whatever the register width, so there is no VAES variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CbcPath {
+    /// AES-NI with VEX encoding (three-operand forms, no register copies).
+    AesNiAvx,
+    /// AES-NI with legacy SSE encoding.
+    AesNi,
+    /// No AES instructions: the mode falls back to one `encrypt_blocks` call per block.
+    None,
+}
+
+impl CbcPath {
+    fn detect() -> Self {
+        if Self::AesNiAvx.is_available() {
+            CbcPath::AesNiAvx
+        } else if Self::AesNi.is_available() {
+            CbcPath::AesNi
+        } else {
+            CbcPath::None
+        }
+    }
+
+    fn is_available(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected;
+            match self {
+                CbcPath::AesNiAvx => {
+                    is_x86_feature_detected!("aes") && is_x86_feature_detected!("avx")
+                }
+                CbcPath::AesNi => is_x86_feature_detected!("aes"),
+                CbcPath::None => false,
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+}
+
+/// AES with any of the three key sizes: our kernels where this CPU has their features, the
+/// `aes` crate otherwise.
 pub struct FastAes {
     cipher: CrateCipher,
     round_keys: RoundKeys,
+    /// Equivalent-inverse-cipher round keys for the ECB decryption kernel; present exactly
+    /// when `ecb_path` is [`EcbPath::Vaes512`]. Wiped on drop like `round_keys`.
+    decrypt_round_keys: Option<RoundKeys>,
     ctr_path: CtrPath,
+    ecb_path: EcbPath,
+    cbc_path: CbcPath,
 }
 
 impl FastAes {
@@ -176,10 +252,133 @@ impl FastAes {
             32 => CrateCipher::Aes256(aes::Aes256::new_from_slice(key).expect("32-byte key")),
             other => panic!("AES key of {other} bytes reached FastAes::new"),
         };
+        let round_keys = RoundKeys::expand(key);
+        let ecb_path = EcbPath::detect();
+        let decrypt_round_keys = match ecb_path {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the VAES-512 path is only detected on CPUs with AES-NI.
+            EcbPath::Vaes512 => Some(unsafe { super::ecb_vaes512::inverse_round_keys(&round_keys) }),
+            _ => None,
+        };
         FastAes {
             cipher,
-            round_keys: RoundKeys::expand(key),
+            round_keys,
+            decrypt_round_keys,
             ctr_path: CtrPath::detect(),
+            ecb_path,
+            cbc_path: CbcPath::detect(),
+        }
+    }
+
+    /// Encrypts whole blocks through the `aes` crate, whatever kernel is detected: the
+    /// fallback, and the reference the kernels are tested against.
+    pub(super) fn crate_encrypt_blocks(&self, blocks: &mut [u8]) {
+        let blocks = as_blocks(blocks);
+        match &self.cipher {
+            CrateCipher::Aes128(c) => c.encrypt_blocks(blocks),
+            CrateCipher::Aes192(c) => c.encrypt_blocks(blocks),
+            CrateCipher::Aes256(c) => c.encrypt_blocks(blocks),
+        }
+    }
+
+    /// Decrypts whole blocks through the `aes` crate; see [`Self::crate_encrypt_blocks`].
+    pub(super) fn crate_decrypt_blocks(&self, blocks: &mut [u8]) {
+        let blocks = as_blocks(blocks);
+        match &self.cipher {
+            CrateCipher::Aes128(c) => c.decrypt_blocks(blocks),
+            CrateCipher::Aes192(c) => c.decrypt_blocks(blocks),
+            CrateCipher::Aes256(c) => c.decrypt_blocks(blocks),
+        }
+    }
+
+    /// Encrypts through ECB path `path` instead of the detected one, so that tests check
+    /// every path this CPU supports. Returns `false`, touching nothing, when the CPU lacks
+    /// `path`'s features.
+    #[cfg(test)]
+    pub(super) fn ecb_encrypt_with(&self, path: EcbPath, blocks: &mut [u8]) -> bool {
+        // SAFETY: `is_available` has just confirmed `path`'s features.
+        path.is_available() && unsafe { self.run_ecb(path, false, blocks) }
+    }
+
+    /// Decryption twin of [`Self::ecb_encrypt_with`].
+    #[cfg(test)]
+    pub(super) fn ecb_decrypt_with(&self, path: EcbPath, blocks: &mut [u8]) -> bool {
+        // SAFETY: as above.
+        path.is_available() && unsafe { self.run_ecb(path, true, blocks) }
+    }
+
+    /// Runs ECB path `path` in place, decrypting if `decrypt`. Returns `false`, touching
+    /// nothing, only when the kernel's decryption keys are missing (the path was not the
+    /// detected one).
+    ///
+    /// # Safety
+    /// The CPU must have `path`'s features ([`EcbPath::is_available`]).
+    unsafe fn run_ecb(&self, path: EcbPath, decrypt: bool, blocks: &mut [u8]) -> bool {
+        match path {
+            #[cfg(target_arch = "x86_64")]
+            EcbPath::Vaes512 => {
+                assert!(blocks.len() % 16 == 0, "AES input is not a whole number of blocks");
+                if !decrypt {
+                    // SAFETY: the caller guarantees the kernel's features; the kernel reads
+                    // and writes only inside `blocks`.
+                    unsafe { super::ecb_vaes512::encrypt(&self.round_keys, blocks) };
+                    return true;
+                }
+                let Some(inverse_keys) = &self.decrypt_round_keys else {
+                    return false;
+                };
+                // SAFETY: as above; `inverse_keys` came from `inverse_round_keys`.
+                unsafe { super::ecb_vaes512::decrypt(inverse_keys, blocks) };
+                true
+            }
+            _ if decrypt => {
+                self.crate_decrypt_blocks(blocks);
+                true
+            }
+            _ => {
+                self.crate_encrypt_blocks(blocks);
+                true
+            }
+        }
+    }
+
+    /// Runs CBC kernel `path` instead of the detected one; see [`Self::ecb_encrypt_with`].
+    #[cfg(test)]
+    pub(super) fn cbc_encrypt_with(&self, path: CbcPath, chain: &mut [u8], data: &mut [u8]) -> bool {
+        // SAFETY: `is_available` has just confirmed `path`'s features.
+        path.is_available() && unsafe { self.run_cbc_kernel(path, chain, data) }
+    }
+
+    /// Returns `false` for [`CbcPath::None`], otherwise runs the kernel and returns `true`.
+    ///
+    /// # Safety
+    /// The CPU must have `path`'s features ([`CbcPath::is_available`]).
+    unsafe fn run_cbc_kernel(&self, path: CbcPath, chain: &mut [u8], data: &mut [u8]) -> bool {
+        if path == CbcPath::None {
+            return false;
+        }
+        let chain: &mut [u8; 16] = chain.try_into().expect("the CBC chain is one 16-byte block");
+        let (blocks, rest) = data.as_chunks_mut::<16>();
+        assert!(rest.is_empty(), "CBC input is not a whole number of blocks");
+        match path {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the caller guarantees the kernel's features; the kernel reads and
+            // writes only `chain` and `blocks`.
+            CbcPath::AesNiAvx => unsafe {
+                super::cbc_aesni::cbc_encrypt_avx(&self.round_keys, chain, blocks);
+                true
+            },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            CbcPath::AesNi => unsafe {
+                super::cbc_aesni::cbc_encrypt(&self.round_keys, chain, blocks);
+                true
+            },
+            _ => {
+                // See `run_ctr_kernel`: keeps other architectures free of unused warnings.
+                let _ = (&self.round_keys, chain, blocks);
+                false
+            }
         }
     }
 
@@ -239,27 +438,28 @@ impl BlockCipher for FastAes {
     }
 
     fn encrypt_blocks(&self, blocks: &mut [u8]) {
-        let blocks = as_blocks(blocks);
-        match &self.cipher {
-            CrateCipher::Aes128(c) => c.encrypt_blocks(blocks),
-            CrateCipher::Aes192(c) => c.encrypt_blocks(blocks),
-            CrateCipher::Aes256(c) => c.encrypt_blocks(blocks),
-        }
+        // SAFETY: `ecb_path` came from `EcbPath::detect`, which only picks a kernel whose
+        // features this CPU has. Encryption never refuses.
+        let done = unsafe { self.run_ecb(self.ecb_path, false, blocks) };
+        debug_assert!(done);
     }
 
     fn decrypt_blocks(&self, blocks: &mut [u8]) {
-        let blocks = as_blocks(blocks);
-        match &self.cipher {
-            CrateCipher::Aes128(c) => c.decrypt_blocks(blocks),
-            CrateCipher::Aes192(c) => c.decrypt_blocks(blocks),
-            CrateCipher::Aes256(c) => c.decrypt_blocks(blocks),
-        }
+        // SAFETY: as in `encrypt_blocks`; the detected path always has its decryption keys.
+        let done = unsafe { self.run_ecb(self.ecb_path, true, blocks) };
+        debug_assert!(done);
     }
 
     fn ctr32_xor(&self, counter: &[u8; 16], data: &mut [u8]) -> bool {
         // SAFETY: `ctr_path` came from `CtrPath::detect`, which only picks a kernel whose
         // features this CPU has.
         unsafe { self.run_ctr_kernel(self.ctr_path, counter, data) }
+    }
+
+    fn cbc_encrypt(&self, chain: &mut [u8], data: &mut [u8]) -> bool {
+        // SAFETY: `cbc_path` came from `CbcPath::detect`, which only picks a kernel whose
+        // features this CPU has.
+        unsafe { self.run_cbc_kernel(self.cbc_path, chain, data) }
     }
 }
 

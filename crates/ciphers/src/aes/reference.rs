@@ -241,6 +241,27 @@ impl ReferenceAes {
         &self.decryption_round_keys[..4 * (self.rounds + 1)]
     }
 
+    /// The S-box, for code that builds its own tables from it (the GPU kernels' host side).
+    pub fn sbox() -> &'static [u8; 256] {
+        &SBOX
+    }
+
+    /// The inverse S-box, which the decryption kernels' last round looks bytes up in.
+    pub fn inverse_sbox() -> &'static [u8; 256] {
+        &INVERSE_SBOX
+    }
+
+    /// `Te0`; `Te1..Te3` are its words rotated right by 8, 16 and 24 bits, so a kernel that
+    /// keeps one table in fast memory derives the other three with a rotation.
+    pub fn encryption_table() -> &'static [u32; 256] {
+        &ENCRYPTION_TABLES[0]
+    }
+
+    /// `Td0`; `Td1..Td3` are its rotations, as for [`ReferenceAes::encryption_table`].
+    pub fn decryption_table() -> &'static [u32; 256] {
+        &DECRYPTION_TABLES[0]
+    }
+
     /// FIPS-197 section 5.2, KeyExpansion.
     fn expand_encryption_key(&mut self, key: &[u8]) {
         let key_words = key.len() / 4;

@@ -1,0 +1,198 @@
+//! AES-ECB and AES-CBC on one core: our kernels against `openssl speed`, measured in the same
+//! run so that clock and load conditions are shared.
+//!
+//! Run with `cargo run --release -p parcrypt-ciphers --example aes_ecb_cbc_speed`.
+//!
+//! For AES-128 and AES-256 it runs `openssl speed -evp aes-N-ecb` and `aes-N-cbc` (encrypt,
+//! and CBC with `-decrypt`) over 16 KiB buffers, then through `FastAes` on a 16 KiB buffer
+//! (stays in L1/L2, as OpenSSL's does) and a 16 MiB one (streams through memory): ECB
+//! encryption and decryption (`encrypt_blocks` / `decrypt_blocks`), CBC encryption
+//! (`BlockCipher::cbc_encrypt`, the fused kernel) and CBC decryption the way
+//! `parcrypt_modes::cbc::decrypt` does it (256-block `decrypt_blocks` batches plus the XOR).
+//! For scale, the `aes` crate's own block functions on 16 KiB. Each figure is the median of
+//! several timed runs after a warm-up, with the best run alongside.
+
+use std::hint::black_box;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use aes::cipher::{Array, BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
+use parcrypt_ciphers::aes::FastAes;
+use parcrypt_ciphers::BlockCipher;
+
+const RUNS: usize = 9;
+const RUN_TIME: Duration = Duration::from_millis(200);
+const OPENSSL_BLOCK: usize = 16 * 1024;
+const LARGE: usize = 16 << 20;
+
+fn main() {
+    println!("CPU: {}", parcrypt_ciphers::cpu_features());
+    for key_length in [16, 32] {
+        let bits = key_length * 8;
+        let key: Vec<u8> = (0..key_length as u8)
+            .map(|byte| byte.wrapping_mul(37) ^ 0x5A)
+            .collect();
+        let cipher = FastAes::new(&key);
+        let crate_cipher = CrateCipher::new(&key);
+
+        println!("\naes-{bits}");
+        let openssl_ecb = openssl_bytes_per_second(&format!("aes-{bits}-ecb"), false);
+        let openssl_cbc = openssl_bytes_per_second(&format!("aes-{bits}-cbc"), false);
+        let openssl_cbc_decrypt = openssl_bytes_per_second(&format!("aes-{bits}-cbc"), true);
+        report_openssl(&format!("openssl aes-{bits}-ecb"), openssl_ecb);
+        report_openssl(&format!("openssl aes-{bits}-cbc"), openssl_cbc);
+        report_openssl(&format!("openssl aes-{bits}-cbc -decrypt"), openssl_cbc_decrypt);
+
+        for size in [OPENSSL_BLOCK, LARGE] {
+            let label = if size == OPENSSL_BLOCK { "16 KiB" } else { "16 MiB" };
+            let rate = measure(size, |data| cipher.encrypt_blocks(data));
+            report(&format!("ECB encrypt, {label}"), rate, openssl_ecb);
+            let rate = measure(size, |data| cipher.decrypt_blocks(data));
+            report(&format!("ECB decrypt, {label}"), rate, openssl_ecb);
+            let rate = measure(size, |data| cbc_encrypt(&cipher, data));
+            report(&format!("CBC encrypt, {label}"), rate, openssl_cbc);
+            let rate = measure(size, |data| cbc_decrypt(&cipher, data));
+            report(&format!("CBC decrypt, {label}"), rate, openssl_cbc_decrypt);
+        }
+        let rate = measure(OPENSSL_BLOCK, |data| crate_cipher.encrypt(data));
+        report("aes crate ECB encrypt, 16 KiB", rate, openssl_ecb);
+        let rate = measure(OPENSSL_BLOCK, |data| crate_cipher.decrypt(data));
+        report("aes crate ECB decrypt, 16 KiB", rate, openssl_ecb);
+    }
+}
+
+/// The `aes` crate on its own, as `FastAes` used it for ECB before our kernel.
+enum CrateCipher {
+    Aes128(aes::Aes128),
+    Aes256(aes::Aes256),
+}
+
+impl CrateCipher {
+    fn new(key: &[u8]) -> Self {
+        match key.len() {
+            16 => CrateCipher::Aes128(aes::Aes128::new_from_slice(key).expect("16-byte key")),
+            _ => CrateCipher::Aes256(aes::Aes256::new_from_slice(key).expect("32-byte key")),
+        }
+    }
+
+    fn encrypt(&self, data: &mut [u8]) {
+        let blocks = Array::cast_slice_from_core_mut(data.as_chunks_mut::<16>().0);
+        match self {
+            CrateCipher::Aes128(cipher) => cipher.encrypt_blocks(blocks),
+            CrateCipher::Aes256(cipher) => cipher.encrypt_blocks(blocks),
+        }
+    }
+
+    fn decrypt(&self, data: &mut [u8]) {
+        let blocks = Array::cast_slice_from_core_mut(data.as_chunks_mut::<16>().0);
+        match self {
+            CrateCipher::Aes128(cipher) => cipher.decrypt_blocks(blocks),
+            CrateCipher::Aes256(cipher) => cipher.decrypt_blocks(blocks),
+        }
+    }
+}
+
+fn cbc_encrypt(cipher: &FastAes, data: &mut [u8]) {
+    let mut chain = [0x42u8; 16];
+    assert!(
+        cipher.cbc_encrypt(&mut chain, data),
+        "no fused CBC kernel on this CPU"
+    );
+}
+
+/// What `parcrypt_modes::cbc::decrypt` does: batches of 256 blocks through `decrypt_blocks`,
+/// then the XOR with the saved ciphertext.
+fn cbc_decrypt(cipher: &FastAes, data: &mut [u8]) {
+    const BATCH: usize = 256 * 16;
+    let mut saved = [0u8; BATCH];
+    let mut chain = [0x42u8; 16];
+    for batch in data.chunks_mut(BATCH) {
+        let saved = &mut saved[..batch.len()];
+        saved.copy_from_slice(batch);
+        cipher.decrypt_blocks(batch);
+        xor_in_place(&mut batch[..16], &chain);
+        xor_in_place(&mut batch[16..], &saved[..saved.len() - 16]);
+        chain.copy_from_slice(&saved[saved.len() - 16..]);
+    }
+}
+
+fn xor_in_place(target: &mut [u8], source: &[u8]) {
+    for (t, s) in target.iter_mut().zip(source) {
+        *t ^= s;
+    }
+}
+
+/// Bytes per second over the timed runs.
+struct Rate {
+    median: f64,
+    /// The fastest run: on a shared machine the one least disturbed by other work.
+    best: f64,
+}
+
+fn report_openssl(label: &str, rate: Option<f64>) {
+    match rate {
+        Some(rate) => println!("  {label:<31} {:7.2} GB/s", rate / 1e9),
+        None => println!("  {label:<31} not available"),
+    }
+}
+
+fn report(label: &str, rate: Rate, openssl: Option<f64>) {
+    let ratio = openssl
+        .map(|openssl| {
+            format!(
+                "  {:5.2}x openssl (best {:5.2}x)",
+                rate.median / openssl,
+                rate.best / openssl
+            )
+        })
+        .unwrap_or_default();
+    println!(
+        "  {label:<31} {:7.2} GB/s (best {:6.2}){ratio}",
+        rate.median / 1e9,
+        rate.best / 1e9
+    );
+}
+
+/// Rate of `work` over a pre-touched buffer of `size` bytes, from [`RUNS`] runs of at least
+/// [`RUN_TIME`] each after one warm-up run.
+fn measure(size: usize, mut work: impl FnMut(&mut [u8])) -> Rate {
+    let mut buffer = vec![0x17u8; size];
+    // Clock reads between calls cost as much as a few hundred bytes of ECB: read it once per
+    // batch of at least 1 MiB.
+    let calls_per_check = (1usize << 20).div_ceil(size);
+    let mut one_run = || {
+        let start = Instant::now();
+        let mut bytes = 0usize;
+        while start.elapsed() < RUN_TIME {
+            for _ in 0..calls_per_check {
+                work(black_box(&mut buffer));
+            }
+            bytes += size * calls_per_check;
+        }
+        bytes as f64 / start.elapsed().as_secs_f64()
+    };
+    one_run();
+    let mut rates: Vec<f64> = (0..RUNS).map(|_| one_run()).collect();
+    rates.sort_by(f64::total_cmp);
+    Rate {
+        median: rates[RUNS / 2],
+        best: rates[RUNS - 1],
+    }
+}
+
+/// OpenSSL's figure for `cipher` over 16 KiB buffers, from the last `+F:` line of its
+/// machine-readable output (`+F:index:name:bytes-per-second`).
+fn openssl_bytes_per_second(cipher: &str, decrypt: bool) -> Option<f64> {
+    let bytes = OPENSSL_BLOCK.to_string();
+    let mut command = Command::new("openssl");
+    command.args([
+        "speed", "-evp", cipher, "-bytes", &bytes, "-seconds", "1", "-mr",
+    ]);
+    if decrypt {
+        command.arg("-decrypt");
+    }
+    let output = command.output().ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let line = text.lines().rev().find(|line| line.starts_with("+F:"))?;
+    line.rsplit(':').next()?.trim().parse().ok()
+}

@@ -1,0 +1,380 @@
+//! AES block encryption and decryption (ECB) on 512-bit VAES: four blocks per zmm register,
+//! [`VECTORS_PER_STEP`] registers in flight, every round key broadcast once per call.
+//!
+//! The structure is the CTR kernel's ([`super::ctr_vaes512`]) with the data as the input of
+//! the rounds instead of counters. Decryption uses the equivalent inverse cipher (FIPS-197
+//! section 5.3.5), which is what `vaesdec` computes: the encryption round keys in reverse
+//! order, the middle ones passed through InvMixColumns ([`inverse_round_keys`]).
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use core::arch::x86_64::*;
+
+use super::fast::{RoundKeys, MAX_ROUND_KEYS};
+
+/// Bytes in one zmm register: four AES blocks.
+const VECTOR_BYTES: usize = 64;
+
+/// zmm registers in flight per main-loop step (48 blocks), as in the CTR kernel: 8
+/// independent chains cover the `vaesenc` latency at two per cycle on Zen 5, 12 leave
+/// headroom for the loads and stores, and 12 plus 15 broadcast round keys still fit the 32
+/// zmm registers.
+const VECTORS_PER_STEP: usize = 12;
+
+const STEP_BYTES: usize = VECTORS_PER_STEP * VECTOR_BYTES;
+
+/// Width of the group that finishes a short tail (up to this many vectors): four chains are
+/// only half the port rate, but they finish a one-block call in about one block's latency
+/// instead of spending a full step's worth of AES instructions on masked-off lanes.
+const SHORT_TAIL_VECTORS: usize = 4;
+
+/// Encrypts every 16-byte block of `data` in place with the FIPS-197 round keys.
+///
+/// # Safety
+/// The CPU must support AES-NI, VAES, AVX-512F and AVX-512BW. `data.len()` should be a
+/// multiple of 16 (a partial final block would be encrypted as if zero-padded, and only its
+/// own bytes written back).
+#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
+pub(super) unsafe fn encrypt(round_keys: &RoundKeys, data: &mut [u8]) {
+    // Separate instances per key size so that the round loops unroll completely and every
+    // round key is a register operand.
+    match round_keys.rounds {
+        10 => ecb_rounds::<10, false>(&round_keys.keys, data),
+        12 => ecb_rounds::<12, false>(&round_keys.keys, data),
+        14 => ecb_rounds::<14, false>(&round_keys.keys, data),
+        other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
+    }
+}
+
+/// Decrypts every 16-byte block of `data` in place; `inverse_keys` must come from
+/// [`inverse_round_keys`].
+///
+/// # Safety
+/// As for [`encrypt`].
+#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
+pub(super) unsafe fn decrypt(inverse_keys: &RoundKeys, data: &mut [u8]) {
+    match inverse_keys.rounds {
+        10 => ecb_rounds::<10, true>(&inverse_keys.keys, data),
+        12 => ecb_rounds::<12, true>(&inverse_keys.keys, data),
+        14 => ecb_rounds::<14, true>(&inverse_keys.keys, data),
+        other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
+    }
+}
+
+/// The round keys of the equivalent inverse cipher: encryption key `rounds - i` for
+/// decryption round `i`, with InvMixColumns applied to all but the first and last, because
+/// `aesdec` applies InvMixColumns before its key XOR rather than after.
+///
+/// # Safety
+/// The CPU must support AES-NI.
+#[target_feature(enable = "aes")]
+pub(super) unsafe fn inverse_round_keys(round_keys: &RoundKeys) -> RoundKeys {
+    let rounds = round_keys.rounds;
+    let mut inverse = RoundKeys {
+        keys: [[0u8; 16]; MAX_ROUND_KEYS],
+        rounds,
+    };
+    inverse.keys[0] = round_keys.keys[rounds];
+    inverse.keys[rounds] = round_keys.keys[0];
+    for (target, source) in inverse.keys[1..rounds]
+        .iter_mut()
+        .zip(round_keys.keys[1..rounds].iter().rev())
+    {
+        // SAFETY: `source` and `target` are 16-byte arrays, read and written whole;
+        // `loadu`/`storeu` have no alignment requirement.
+        unsafe {
+            let key = _mm_loadu_si128(source.as_ptr().cast());
+            _mm_storeu_si128(target.as_mut_ptr().cast(), _mm_aesimc_si128(key));
+        }
+    }
+    inverse
+}
+
+#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
+fn ecb_rounds<const ROUNDS: usize, const DECRYPT: bool>(
+    round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
+    data: &mut [u8],
+) {
+    let mut keys = [_mm512_setzero_si512(); MAX_ROUND_KEYS];
+    for (wide, key) in keys.iter_mut().zip(round_keys).take(ROUNDS + 1) {
+        // SAFETY: `key` is a 16-byte array; `loadu` has no alignment requirement.
+        *wide = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(key.as_ptr().cast()) });
+    }
+
+    let (steps, rest) = data.as_chunks_mut::<STEP_BYTES>();
+    for step in steps {
+        let (vectors, _) = step.as_chunks_mut::<VECTOR_BYTES>();
+        let mut blocks = [_mm512_setzero_si512(); VECTORS_PER_STEP];
+        for (block, bytes) in blocks.iter_mut().zip(vectors.iter()) {
+            // SAFETY: `bytes` is a 64-byte array, read whole; no alignment needed.
+            *block = unsafe { _mm512_loadu_si512(bytes.as_ptr().cast()) };
+        }
+        cipher_group::<ROUNDS, DECRYPT, VECTORS_PER_STEP>(&keys, &mut blocks);
+        for (block, bytes) in blocks.iter().zip(vectors) {
+            // SAFETY: `bytes` is a 64-byte array, written whole; no alignment needed.
+            unsafe { _mm512_storeu_si512(bytes.as_mut_ptr().cast(), *block) };
+        }
+    }
+
+    if rest.len() > SHORT_TAIL_VECTORS * VECTOR_BYTES {
+        masked_group::<ROUNDS, DECRYPT, VECTORS_PER_STEP>(&keys, rest);
+    } else if !rest.is_empty() {
+        masked_group::<ROUNDS, DECRYPT, SHORT_TAIL_VECTORS>(&keys, rest);
+    }
+}
+
+/// Runs one group of `WIDTH` vectors over `bytes` (at most `WIDTH * 64` of them) through
+/// byte-masked loads and stores, which neither touch nor fault on the bytes they mask off.
+#[inline]
+#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
+fn masked_group<const ROUNDS: usize, const DECRYPT: bool, const WIDTH: usize>(
+    keys: &[__m512i; MAX_ROUND_KEYS],
+    bytes: &mut [u8],
+) {
+    debug_assert!(bytes.len() <= WIDTH * VECTOR_BYTES);
+    let length = bytes.len();
+    let piece = |index: usize| {
+        let start = (index * VECTOR_BYTES).min(length);
+        (start, byte_mask((length - start).min(VECTOR_BYTES)))
+    };
+    let mut blocks = [_mm512_setzero_si512(); WIDTH];
+    for (index, block) in blocks.iter_mut().enumerate() {
+        let (start, mask) = piece(index);
+        // SAFETY: `start <= bytes.len()`, so the pointer is inside `bytes` or one past its
+        // end, and `mask` selects only bytes below `bytes.len()`; masked-off bytes are not
+        // accessed.
+        *block = unsafe { _mm512_maskz_loadu_epi8(mask, bytes.as_ptr().add(start).cast()) };
+    }
+    cipher_group::<ROUNDS, DECRYPT, WIDTH>(keys, &mut blocks);
+    for (index, block) in blocks.iter().enumerate() {
+        let (start, mask) = piece(index);
+        // SAFETY: as for the loads above.
+        unsafe { _mm512_mask_storeu_epi8(bytes.as_mut_ptr().add(start).cast(), mask, *block) };
+    }
+}
+
+/// The low `length` bits set, for `length` in 0..=64.
+#[inline]
+fn byte_mask(length: usize) -> __mmask64 {
+    if length >= VECTOR_BYTES {
+        u64::MAX
+    } else {
+        (1u64 << length) - 1
+    }
+}
+
+/// All rounds of AES encryption (or, with `DECRYPT`, of the equivalent inverse cipher) on
+/// `WIDTH` independent vectors, round by round across the vectors.
+#[inline]
+#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
+fn cipher_group<const ROUNDS: usize, const DECRYPT: bool, const WIDTH: usize>(
+    keys: &[__m512i; MAX_ROUND_KEYS],
+    blocks: &mut [__m512i; WIDTH],
+) {
+    for block in blocks.iter_mut() {
+        *block = _mm512_xor_si512(*block, keys[0]);
+    }
+    for key in &keys[1..ROUNDS] {
+        for block in blocks.iter_mut() {
+            *block = if DECRYPT {
+                _mm512_aesdec_epi128(*block, *key)
+            } else {
+                _mm512_aesenc_epi128(*block, *key)
+            };
+        }
+        keep_round_order(blocks);
+    }
+    for block in blocks.iter_mut() {
+        *block = if DECRYPT {
+            _mm512_aesdeclast_epi128(*block, keys[ROUNDS])
+        } else {
+            _mm512_aesenclast_epi128(*block, keys[ROUNDS])
+        };
+    }
+}
+
+// `keep_round_order` names each vector of a group as an `asm!` operand.
+const _: () = assert!(VECTORS_PER_STEP == 12 && SHORT_TAIL_VECTORS == 4);
+
+/// Makes the compiler issue a group round by round across all of its vectors; see
+/// `super::ctr_vaes512::keep_round_order` for why (LLVM otherwise may emit whole chains one
+/// after another, leaving too few in flight).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn keep_round_order(blocks: &mut [__m512i]) {
+    match blocks {
+        [b0, b1, b2, b3] => {
+            // SAFETY: the template is a comment: it executes nothing and leaves every
+            // register as it was.
+            unsafe {
+                core::arch::asm!(
+                    "/* {0} {1} {2} {3} */",
+                    inout(zmm_reg) *b0,
+                    inout(zmm_reg) *b1,
+                    inout(zmm_reg) *b2,
+                    inout(zmm_reg) *b3,
+                    options(pure, nomem, nostack, preserves_flags),
+                );
+            }
+        }
+        [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11] => {
+            // SAFETY: as above.
+            unsafe {
+                core::arch::asm!(
+                    "/* {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} */",
+                    inout(zmm_reg) *b0,
+                    inout(zmm_reg) *b1,
+                    inout(zmm_reg) *b2,
+                    inout(zmm_reg) *b3,
+                    inout(zmm_reg) *b4,
+                    inout(zmm_reg) *b5,
+                    inout(zmm_reg) *b6,
+                    inout(zmm_reg) *b7,
+                    inout(zmm_reg) *b8,
+                    inout(zmm_reg) *b9,
+                    inout(zmm_reg) *b10,
+                    inout(zmm_reg) *b11,
+                    options(pure, nomem, nostack, preserves_flags),
+                );
+            }
+        }
+        other => unreachable!("no round-order barrier for {} vectors", other.len()),
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    //! Also holds the vector-file reader that the CBC kernel's tests share.
+
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    use crate::aes::fast::{EcbPath, FastAes};
+    use crate::BlockCipher;
+
+    const VECTORS: &str = include_str!("../../../../tests/vectors/aes_sp800_38a.txt");
+
+    /// Field `name` of the one record in `[section]` of the SP 800-38A vector file, decoded.
+    pub(in crate::aes) fn vector_field(section: &str, name: &str) -> Vec<u8> {
+        let header = format!("[{section}]");
+        let value = VECTORS
+            .lines()
+            .map(str::trim)
+            .skip_while(|line| *line != header)
+            .skip(1)
+            .take_while(|line| !line.is_empty() && !line.starts_with('['))
+            .filter(|line| !line.starts_with('#'))
+            .filter_map(|line| line.split_once('='))
+            .find(|(field, _)| field.trim() == name)
+            .map(|(_, value)| value.trim())
+            .unwrap_or_else(|| panic!("[{section}] has no {name}"));
+        hex::decode(value).expect("vector hex")
+    }
+
+    /// Runs `path` both ways on `input` and compares with the `aes` crate's block
+    /// functions. Returns `false` when this CPU lacks `path`.
+    fn check_case(path: EcbPath, cipher: &FastAes, input: &[u8]) -> bool {
+        let mut encrypted = input.to_vec();
+        if !cipher.ecb_encrypt_with(path, &mut encrypted) {
+            assert_eq!(encrypted, input, "{path:?}: a refused call must not touch the data");
+            return false;
+        }
+        let mut expected = input.to_vec();
+        cipher.crate_encrypt_blocks(&mut expected);
+        assert_same(path, "encrypt", &encrypted, &expected);
+
+        let mut decrypted = input.to_vec();
+        assert!(cipher.ecb_decrypt_with(path, &mut decrypted));
+        let mut expected = input.to_vec();
+        cipher.crate_decrypt_blocks(&mut expected);
+        assert_same(path, "decrypt", &decrypted, &expected);
+
+        assert!(cipher.ecb_decrypt_with(path, &mut encrypted));
+        assert_same(path, "round trip", &encrypted, input);
+        true
+    }
+
+    fn assert_same(path: EcbPath, what: &str, actual: &[u8], expected: &[u8]) {
+        if actual != expected {
+            let first = actual.iter().zip(expected).position(|(a, b)| a != b).unwrap_or(0);
+            panic!(
+                "{path:?} {what}: {} bytes: first difference at byte {first}",
+                expected.len()
+            );
+        }
+    }
+
+    /// Random keys of all three sizes, every whole-block length up to 1600 bytes (past two
+    /// main-loop steps of 768 bytes, so that each step count meets both tail widths and
+    /// every tail length) and a few large ones.
+    fn agrees_with_crate(path: EcbPath) {
+        let mut rng = StdRng::seed_from_u64(0xECB0_0512);
+        let large = [64 * 1024 + 16, 1024 * 1024 + 48];
+        for key_length in [16, 24, 32] {
+            let mut key = vec![0u8; key_length];
+            rng.fill_bytes(&mut key);
+            let cipher = FastAes::new(&key);
+            for length in (0..=1600).step_by(16).chain(large) {
+                let mut input = vec![0u8; length];
+                rng.fill_bytes(&mut input);
+                if !check_case(path, &cipher, &input) {
+                    eprintln!("{path:?} kernel not available on this CPU; skipped");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// SP 800-38A F.1.1, F.1.3, F.1.5 (ECB-AES128/192/256), both directions (F.1.2, F.1.4
+    /// and F.1.6 are the same data decrypted), whole and block by block.
+    fn matches_sp800_38a(path: EcbPath) {
+        for section in ["ecb-aes128", "ecb-aes192", "ecb-aes256"] {
+            let cipher = FastAes::new(&vector_field(section, "key"));
+            let plaintext = vector_field(section, "plaintext");
+            let ciphertext = vector_field(section, "ciphertext");
+            let mut data = plaintext.clone();
+            if !cipher.ecb_encrypt_with(path, &mut data) {
+                eprintln!("{path:?} kernel not available on this CPU; skipped");
+                return;
+            }
+            assert_eq!(data, ciphertext, "{path:?} [{section}] encrypt");
+            assert!(cipher.ecb_decrypt_with(path, &mut data));
+            assert_eq!(data, plaintext, "{path:?} [{section}] decrypt");
+            for (plain, cipher_block) in plaintext.chunks_exact(16).zip(ciphertext.chunks_exact(16)) {
+                let mut block = plain.to_vec();
+                assert!(cipher.ecb_encrypt_with(path, &mut block));
+                assert_eq!(block, cipher_block, "{path:?} [{section}] one block");
+                assert!(cipher.ecb_decrypt_with(path, &mut block));
+                assert_eq!(block, plain, "{path:?} [{section}] one block back");
+            }
+        }
+    }
+
+    #[test]
+    fn vaes512_agrees_with_crate() {
+        agrees_with_crate(EcbPath::Vaes512);
+    }
+
+    #[test]
+    fn vaes512_matches_sp800_38a() {
+        matches_sp800_38a(EcbPath::Vaes512);
+    }
+
+    /// The fallback path through the same checks, so that the hooks themselves are tested.
+    #[test]
+    fn crate_path_matches_sp800_38a() {
+        matches_sp800_38a(EcbPath::Crate);
+    }
+
+    #[test]
+    fn block_cipher_trait_matches_vectors_whichever_path_is_detected() {
+        for section in ["ecb-aes128", "ecb-aes192", "ecb-aes256"] {
+            let cipher = FastAes::new(&vector_field(section, "key"));
+            let mut data = vector_field(section, "plaintext");
+            cipher.encrypt_blocks(&mut data);
+            assert_eq!(data, vector_field(section, "ciphertext"), "[{section}]");
+            cipher.decrypt_blocks(&mut data);
+            assert_eq!(data, vector_field(section, "plaintext"), "[{section}]");
+        }
+    }
+}

@@ -1,0 +1,618 @@
+/* parcrypt kernels: AES-128/192/256, Blowfish and RC6-32/20 in ECB, CTR and CBC decryption.
+ *
+ * One source text for every compiler. The host puts vendor_opencl.h (OpenCL C 1.2) or
+ * vendor_cuda.h (NVRTC) in front of it; this file only uses the names those headers define
+ * (KERNEL, GLOBAL, LOCAL, CONSTANT, RESTRICT, DEVICE_FUNCTION, DECLARE_SHARED_WORDS,
+ * LOCAL_ID, GROUP_SIZE, GLOBAL_ID, GLOBAL_SIZE, BARRIER, MAKE_U32X2, MAKE_U32X4,
+ * ROTATE_LEFT32, ROTATE_RIGHT32, SWAP_BYTES32, u8, u32, u64, u32x2, u32x4), never a
+ * built-in of either platform, and it is C that both compile (no C++ features, no OpenCL
+ * vector operators).
+ *
+ * WHAT IS AND IS NOT CONSTANT TIME
+ *
+ * T-table AES and Blowfish look tables up at indices that depend on the data and the key.
+ * On a GPU the tables sit in local (shared) memory, which is split into 32 banks of 4-byte
+ * words; when lanes of one warp hit different words of the same bank, the access is
+ * replayed, and the number of replays (visible in the kernel's run time) tells an attacker
+ * which indices collided. That is a known key-recovery channel for GPU AES.
+ *
+ * Closed here: with TABLE_COPIES = 32 every table is stored 32 times interleaved, entry e
+ * of copy c at word e * 32 + c, and lane l of a warp reads only copy l % 32. Word
+ * e * 32 + l lies in bank l whatever e is, so the 32 lanes of a warp always hit 32 distinct
+ * banks: a lookup costs the same for every index, and the bank-conflict channel is gone.
+ *
+ * Not closed:
+ * - With fewer than 32 copies (chosen when the device's local memory is too small, e.g.
+ *   Blowfish on 48 KiB), lanes l and l + copies share a copy and can conflict: the channel
+ *   is narrowed, not closed. The host reports the copy counts it chose.
+ * - On devices whose "local memory" is ordinary cached memory (CPU OpenCL such as PoCL,
+ *   some integrated GPUs) table lookups leak through the data cache exactly as CPU T-table
+ *   AES does; there the host uses one copy, since replication buys nothing. Do not use
+ *   these kernels on a CPU device where other, untrusted code shares the caches.
+ * - AMD wavefronts of 64 lanes: lanes l and l + 32 read the same copy; the LDS serves a
+ *   wavefront in two halves of 32 lanes, so this should not conflict, but it is not verified.
+ * - RC6 uses no tables. Its data-dependent rotations are single funnel-shift / rotate
+ *   instructions and its multiplications are fixed-latency on the GPUs we know of; RC6
+ *   is as constant time as the hardware's rotate and multiply.
+ * - Global memory traffic, the counter arithmetic and the branch structure depend only on
+ *   public sizes and positions, never on data or key.
+ * - Round keys sit in device memory for the duration of a call (the host overwrites them
+ *   afterwards); the key-dependent Blowfish S-boxes copied into local memory are wiped by
+ *   each work-group before it ends. Registers cannot be wiped from here.
+ *
+ * DATA LAYOUT
+ * - AES state: four big-endian column words (byte 0 of a column in the top bits), as in
+ *   parcrypt-ciphers' ReferenceAes, whose tables and schedules the host uploads.
+ * - Blowfish: two big-endian words. RC6: four little-endian words (loaded as they are).
+ * - Blocks are loaded as u32x2 / u32x4 in the device's byte order, which the host checks
+ *   is little-endian; SWAP_BYTES32 turns them into big-endian words where the cipher says so.
+ * - CTR counters arrive as big-endian words, most significant first (x, y, z, w), already
+ *   advanced by the host to the first block of this launch; block i of the launch uses
+ *   counter + i under the rule COUNTER_RULE_FULL (wraps at the block width) or
+ *   COUNTER_RULE_LOW32 (GCM's inc32: only the last word counts).
+ * - CBC decryption reads ciphertext from `input` and writes plaintext to a separate
+ *   `output`, so block i can read ciphertext block i - 1 whatever other threads do.
+ *
+ * LAUNCH GEOMETRY is the host's choice: any one-dimensional group size and grid. Every
+ * kernel copies its tables cooperatively, waits at a barrier that every thread reaches, then
+ * walks the blocks in a grid-stride loop, so a smaller grid simply gives each thread more
+ * blocks.
+ */
+
+#ifndef AES_ENCRYPT_TABLE_COPIES
+#define AES_ENCRYPT_TABLE_COPIES 32
+#endif
+#ifndef AES_DECRYPT_TABLE_COPIES
+#define AES_DECRYPT_TABLE_COPIES 32
+#endif
+#ifndef BLOWFISH_TABLE_COPIES
+#define BLOWFISH_TABLE_COPIES 32
+#endif
+
+/* Copies must be powers of two up to 32: lane % copies is then a mask, and with 32 each
+ * lane has its own bank. */
+#if AES_ENCRYPT_TABLE_COPIES < 1 || AES_ENCRYPT_TABLE_COPIES > 32 \
+    || (AES_ENCRYPT_TABLE_COPIES & (AES_ENCRYPT_TABLE_COPIES - 1)) != 0
+#error "AES_ENCRYPT_TABLE_COPIES must be 1, 2, 4, 8, 16 or 32"
+#endif
+#if AES_DECRYPT_TABLE_COPIES < 1 || AES_DECRYPT_TABLE_COPIES > 32 \
+    || (AES_DECRYPT_TABLE_COPIES & (AES_DECRYPT_TABLE_COPIES - 1)) != 0
+#error "AES_DECRYPT_TABLE_COPIES must be 1, 2, 4, 8, 16 or 32"
+#endif
+#if BLOWFISH_TABLE_COPIES < 1 || BLOWFISH_TABLE_COPIES > 32 \
+    || (BLOWFISH_TABLE_COPIES & (BLOWFISH_TABLE_COPIES - 1)) != 0
+#error "BLOWFISH_TABLE_COPIES must be 1, 2, 4, 8, 16 or 32"
+#endif
+
+#define COUNTER_RULE_FULL 0u
+#define COUNTER_RULE_LOW32 1u
+
+/* The AES table buffer the host uploads once per device: Te0 (256 words), Td0 (256 words),
+ * then the inverse S-box packed four entries per word, entry 4k + j in byte j of word k. */
+#define AES_TABLE_WORDS 256u
+#define AES_INVERSE_SBOX_WORDS 64u
+#define AES_SOURCE_ENCRYPTION_TABLE 0u
+#define AES_SOURCE_DECRYPTION_TABLE 256u
+#define AES_SOURCE_INVERSE_SBOX 512u
+
+#define AES_ENCRYPT_SHARED_WORDS (AES_TABLE_WORDS * AES_ENCRYPT_TABLE_COPIES)
+#define AES_DECRYPT_SHARED_WORDS \
+    ((AES_TABLE_WORDS + AES_INVERSE_SBOX_WORDS) * AES_DECRYPT_TABLE_COPIES)
+
+/* Blowfish: four key-dependent S-boxes of 256 words, S-box b entry e at word 256 b + e of
+ * the source buffer. */
+#define BLOWFISH_SBOX_WORDS 1024u
+#define BLOWFISH_SHARED_WORDS (BLOWFISH_SBOX_WORDS * BLOWFISH_TABLE_COPIES)
+
+/* RC6-32/20: 2r + 4 = 44 round-key words. */
+#define RC6_ROUNDS 20u
+
+/* ------------------------------------------------------------------------------------- */
+/* Shared helpers                                                                         */
+/* ------------------------------------------------------------------------------------- */
+
+/* Fills `copies` interleaved replicas of `words` source words: word e of copy c goes to
+ * e * copies + c. Consecutive threads write consecutive words (no bank conflicts) and
+ * read the same source word in groups (a broadcast). */
+DEVICE_FUNCTION void replicate_table(LOCAL u32 *destination, GLOBAL const u32 *RESTRICT source,
+                                     const u32 words, const u32 copies)
+{
+    const u32 total = words * copies;
+    for (u32 index = LOCAL_ID(); index < total; index += GROUP_SIZE()) {
+        destination[index] = source[index / copies];
+    }
+}
+
+/* Overwrites key-dependent tables before the work-group ends, so that they are not left
+ * in local memory for whatever runs next on the compute unit. Volatile, because stores to
+ * local memory that nothing reads afterwards are otherwise dead and may be removed. */
+DEVICE_FUNCTION void wipe_table(LOCAL u32 *table, const u32 total)
+{
+    volatile LOCAL u32 *target = table;
+    for (u32 index = LOCAL_ID(); index < total; index += GROUP_SIZE()) {
+        target[index] = 0u;
+    }
+}
+
+DEVICE_FUNCTION u32x4 swap_bytes_u32x4(const u32x4 value)
+{
+    return MAKE_U32X4(SWAP_BYTES32(value.x), SWAP_BYTES32(value.y), SWAP_BYTES32(value.z),
+                      SWAP_BYTES32(value.w));
+}
+
+DEVICE_FUNCTION u32x2 swap_bytes_u32x2(const u32x2 value)
+{
+    return MAKE_U32X2(SWAP_BYTES32(value.x), SWAP_BYTES32(value.y));
+}
+
+DEVICE_FUNCTION u32x4 xor_u32x4(const u32x4 left, const u32x4 right)
+{
+    return MAKE_U32X4(left.x ^ right.x, left.y ^ right.y, left.z ^ right.z, left.w ^ right.w);
+}
+
+DEVICE_FUNCTION u32x2 xor_u32x2(const u32x2 left, const u32x2 right)
+{
+    return MAKE_U32X2(left.x ^ right.x, left.y ^ right.y);
+}
+
+/* The 16-byte counter block `offset` steps after `start`. Full: a 128-bit big-endian add,
+ * the carry rippling from the last word to the first. Low32: only the last word. */
+DEVICE_FUNCTION u32x4 counter_block16(const u32x4 start, const u32 offset, const u32 rule)
+{
+    const u32 word3 = start.w + offset;
+    if (rule == COUNTER_RULE_LOW32) {
+        return MAKE_U32X4(start.x, start.y, start.z, word3);
+    }
+    u32 carry = word3 < offset ? 1u : 0u;
+    const u32 word2 = start.z + carry;
+    carry = word2 < carry ? 1u : 0u;
+    const u32 word1 = start.y + carry;
+    carry = word1 < carry ? 1u : 0u;
+    const u32 word0 = start.x + carry;
+    return MAKE_U32X4(word0, word1, word2, word3);
+}
+
+/* The 8-byte counter block `offset` steps after `start` (x high, y low): Full wraps at
+ * 2^64, Low32 at 2^32 in the low word. */
+DEVICE_FUNCTION u32x2 counter_block8(const u32x2 start, const u32 offset, const u32 rule)
+{
+    const u32 low = start.y + offset;
+    if (rule == COUNTER_RULE_LOW32) {
+        return MAKE_U32X2(start.x, low);
+    }
+    const u32 carry = low < offset ? 1u : 0u;
+    return MAKE_U32X2(start.x + carry, low);
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* AES (FIPS-197), the table formulation of parcrypt-ciphers' ReferenceAes                */
+/* ------------------------------------------------------------------------------------- */
+
+/* Te0[entry] from this lane's copy; Te1..Te3 are its rotations right by 8, 16, 24 bits
+ * (rotations left by 24, 16, 8), which saves three quarters of the local memory. */
+#define AES_ENCRYPT_ENTRY(table, lane, entry) \
+    ((table)[(entry) * AES_ENCRYPT_TABLE_COPIES + (lane)])
+#define AES_DECRYPT_ENTRY(table, lane, entry) \
+    ((table)[(entry) * AES_DECRYPT_TABLE_COPIES + (lane)])
+
+DEVICE_FUNCTION u32 aes_encrypt_column(LOCAL const u32 *table, const u32 lane, const u32 a,
+                                       const u32 b, const u32 c, const u32 d)
+{
+    return AES_ENCRYPT_ENTRY(table, lane, a >> 24)
+         ^ ROTATE_LEFT32(AES_ENCRYPT_ENTRY(table, lane, (b >> 16) & 0xffu), 24u)
+         ^ ROTATE_LEFT32(AES_ENCRYPT_ENTRY(table, lane, (c >> 8) & 0xffu), 16u)
+         ^ ROTATE_LEFT32(AES_ENCRYPT_ENTRY(table, lane, d & 0xffu), 8u);
+}
+
+/* Output column c takes row r from input column c + r: ShiftRows is the choice of inputs,
+ * SubBytes and MixColumns are in the table. */
+DEVICE_FUNCTION u32x4 aes_encrypt_round(const u32x4 state, CONSTANT u32 *RESTRICT key,
+                                        LOCAL const u32 *table, const u32 lane)
+{
+    return MAKE_U32X4(
+        aes_encrypt_column(table, lane, state.x, state.y, state.z, state.w) ^ key[0],
+        aes_encrypt_column(table, lane, state.y, state.z, state.w, state.x) ^ key[1],
+        aes_encrypt_column(table, lane, state.z, state.w, state.x, state.y) ^ key[2],
+        aes_encrypt_column(table, lane, state.w, state.x, state.y, state.z) ^ key[3]);
+}
+
+/* The last round has no MixColumns: it needs S[x], which is byte 1 (and byte 2) of
+ * Te0[x] = (2 S[x], S[x], S[x], 3 S[x]), so no separate S-box table is kept. */
+DEVICE_FUNCTION u32 aes_encrypt_last_column(LOCAL const u32 *table, const u32 lane,
+                                            const u32 a, const u32 b, const u32 c,
+                                            const u32 d)
+{
+    return ((AES_ENCRYPT_ENTRY(table, lane, a >> 24) << 8) & 0xff000000u)
+         | (AES_ENCRYPT_ENTRY(table, lane, (b >> 16) & 0xffu) & 0x00ff0000u)
+         | (AES_ENCRYPT_ENTRY(table, lane, (c >> 8) & 0xffu) & 0x0000ff00u)
+         | ((AES_ENCRYPT_ENTRY(table, lane, d & 0xffu) >> 8) & 0x000000ffu);
+}
+
+/* `rounds` is 10, 12 or 14. The first nine full rounds are common to all key sizes and
+ * written with a fixed trip count, so that the compiler can unroll them and address the
+ * round keys with constants; the two or four extra rounds of AES-192/256 follow. */
+DEVICE_FUNCTION u32x4 aes_encrypt_block(u32x4 state, CONSTANT u32 *RESTRICT keys,
+                                        const u32 rounds, LOCAL const u32 *table,
+                                        const u32 lane)
+{
+    state = MAKE_U32X4(state.x ^ keys[0], state.y ^ keys[1], state.z ^ keys[2],
+                       state.w ^ keys[3]);
+    for (u32 round = 1; round < 10; round++) {
+        state = aes_encrypt_round(state, keys + 4 * round, table, lane);
+    }
+    for (u32 round = 10; round < rounds; round++) {
+        state = aes_encrypt_round(state, keys + 4 * round, table, lane);
+    }
+    CONSTANT u32 *RESTRICT key = keys + 4 * rounds;
+    return MAKE_U32X4(
+        aes_encrypt_last_column(table, lane, state.x, state.y, state.z, state.w) ^ key[0],
+        aes_encrypt_last_column(table, lane, state.y, state.z, state.w, state.x) ^ key[1],
+        aes_encrypt_last_column(table, lane, state.z, state.w, state.x, state.y) ^ key[2],
+        aes_encrypt_last_column(table, lane, state.w, state.x, state.y, state.z) ^ key[3]);
+}
+
+DEVICE_FUNCTION u32 aes_decrypt_column(LOCAL const u32 *table, const u32 lane, const u32 a,
+                                       const u32 b, const u32 c, const u32 d)
+{
+    return AES_DECRYPT_ENTRY(table, lane, a >> 24)
+         ^ ROTATE_LEFT32(AES_DECRYPT_ENTRY(table, lane, (b >> 16) & 0xffu), 24u)
+         ^ ROTATE_LEFT32(AES_DECRYPT_ENTRY(table, lane, (c >> 8) & 0xffu), 16u)
+         ^ ROTATE_LEFT32(AES_DECRYPT_ENTRY(table, lane, d & 0xffu), 8u);
+}
+
+/* The equivalent inverse cipher: InvShiftRows moves row r right by r, so output column c
+ * takes row r from input column c - r. */
+DEVICE_FUNCTION u32x4 aes_decrypt_round(const u32x4 state, CONSTANT u32 *RESTRICT key,
+                                        LOCAL const u32 *table, const u32 lane)
+{
+    return MAKE_U32X4(
+        aes_decrypt_column(table, lane, state.x, state.w, state.z, state.y) ^ key[0],
+        aes_decrypt_column(table, lane, state.y, state.x, state.w, state.z) ^ key[1],
+        aes_decrypt_column(table, lane, state.z, state.y, state.x, state.w) ^ key[2],
+        aes_decrypt_column(table, lane, state.w, state.z, state.y, state.x) ^ key[3]);
+}
+
+/* The inverse S-box is packed four entries per word, so that each lane's copy is 256 bytes
+ * and still one bank per lane: entry e is byte e % 4 of word e / 4. */
+DEVICE_FUNCTION u32 aes_inverse_sbox(LOCAL const u32 *inverse_sbox, const u32 lane,
+                                     const u32 entry)
+{
+    const u32 word = AES_DECRYPT_ENTRY(inverse_sbox, lane, entry >> 2);
+    return (word >> ((entry & 3u) * 8u)) & 0xffu;
+}
+
+DEVICE_FUNCTION u32 aes_decrypt_last_column(LOCAL const u32 *inverse_sbox, const u32 lane,
+                                            const u32 a, const u32 b, const u32 c,
+                                            const u32 d)
+{
+    return (aes_inverse_sbox(inverse_sbox, lane, a >> 24) << 24)
+         | (aes_inverse_sbox(inverse_sbox, lane, (b >> 16) & 0xffu) << 16)
+         | (aes_inverse_sbox(inverse_sbox, lane, (c >> 8) & 0xffu) << 8)
+         | aes_inverse_sbox(inverse_sbox, lane, d & 0xffu);
+}
+
+DEVICE_FUNCTION u32x4 aes_decrypt_block(u32x4 state, CONSTANT u32 *RESTRICT keys,
+                                        const u32 rounds, LOCAL const u32 *table,
+                                        LOCAL const u32 *inverse_sbox, const u32 lane)
+{
+    state = MAKE_U32X4(state.x ^ keys[0], state.y ^ keys[1], state.z ^ keys[2],
+                       state.w ^ keys[3]);
+    for (u32 round = 1; round < 10; round++) {
+        state = aes_decrypt_round(state, keys + 4 * round, table, lane);
+    }
+    for (u32 round = 10; round < rounds; round++) {
+        state = aes_decrypt_round(state, keys + 4 * round, table, lane);
+    }
+    CONSTANT u32 *RESTRICT key = keys + 4 * rounds;
+    return MAKE_U32X4(
+        aes_decrypt_last_column(inverse_sbox, lane, state.x, state.w, state.z, state.y) ^ key[0],
+        aes_decrypt_last_column(inverse_sbox, lane, state.y, state.x, state.w, state.z) ^ key[1],
+        aes_decrypt_last_column(inverse_sbox, lane, state.z, state.y, state.x, state.w) ^ key[2],
+        aes_decrypt_last_column(inverse_sbox, lane, state.w, state.z, state.y, state.x) ^ key[3]);
+}
+
+/* Every AES kernel takes: input, output, the number of 16-byte blocks, the round keys
+ * (encryption or equivalent-inverse schedule, 4 (rounds + 1) words), the round count and
+ * the table buffer described at AES_SOURCE_*. */
+
+KERNEL void aes_ecb_encrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+                            const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
+                            const u32 rounds, GLOBAL const u32 *RESTRICT tables)
+{
+    DECLARE_SHARED_WORDS(shared, AES_ENCRYPT_SHARED_WORDS);
+    replicate_table(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_TABLE_WORDS,
+                    AES_ENCRYPT_TABLE_COPIES);
+    BARRIER();
+    const u32 lane = LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES;
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x4 state = swap_bytes_u32x4(input[block]);
+        output[block] =
+            swap_bytes_u32x4(aes_encrypt_block(state, round_keys, rounds, shared, lane));
+    }
+}
+
+KERNEL void aes_ecb_decrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+                            const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
+                            const u32 rounds, GLOBAL const u32 *RESTRICT tables)
+{
+    DECLARE_SHARED_WORDS(shared, AES_DECRYPT_SHARED_WORDS);
+    LOCAL u32 *inverse_sbox = shared + AES_TABLE_WORDS * AES_DECRYPT_TABLE_COPIES;
+    replicate_table(shared, tables + AES_SOURCE_DECRYPTION_TABLE, AES_TABLE_WORDS,
+                    AES_DECRYPT_TABLE_COPIES);
+    replicate_table(inverse_sbox, tables + AES_SOURCE_INVERSE_SBOX, AES_INVERSE_SBOX_WORDS,
+                    AES_DECRYPT_TABLE_COPIES);
+    BARRIER();
+    const u32 lane = LOCAL_ID() % AES_DECRYPT_TABLE_COPIES;
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x4 state = swap_bytes_u32x4(input[block]);
+        output[block] = swap_bytes_u32x4(
+            aes_decrypt_block(state, round_keys, rounds, shared, inverse_sbox, lane));
+    }
+}
+
+/* CTR: output = input XOR E(counter + block). Encryption and decryption are the same. */
+KERNEL void aes_ctr(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+                    const u32 block_count, CONSTANT u32 *RESTRICT round_keys, const u32 rounds,
+                    GLOBAL const u32 *RESTRICT tables, const u32x4 counter,
+                    const u32 counter_rule)
+{
+    DECLARE_SHARED_WORDS(shared, AES_ENCRYPT_SHARED_WORDS);
+    replicate_table(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_TABLE_WORDS,
+                    AES_ENCRYPT_TABLE_COPIES);
+    BARRIER();
+    const u32 lane = LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES;
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x4 counter_block = counter_block16(counter, block, counter_rule);
+        const u32x4 keystream = swap_bytes_u32x4(
+            aes_encrypt_block(counter_block, round_keys, rounds, shared, lane));
+        output[block] = xor_u32x4(input[block], keystream);
+    }
+}
+
+/* CBC decryption: output[i] = D(input[i]) XOR input[i - 1], with `previous` (in memory
+ * byte order, like the data) standing in for input[-1]. */
+KERNEL void aes_cbc_decrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+                            const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
+                            const u32 rounds, GLOBAL const u32 *RESTRICT tables,
+                            const u32x4 previous)
+{
+    DECLARE_SHARED_WORDS(shared, AES_DECRYPT_SHARED_WORDS);
+    LOCAL u32 *inverse_sbox = shared + AES_TABLE_WORDS * AES_DECRYPT_TABLE_COPIES;
+    replicate_table(shared, tables + AES_SOURCE_DECRYPTION_TABLE, AES_TABLE_WORDS,
+                    AES_DECRYPT_TABLE_COPIES);
+    replicate_table(inverse_sbox, tables + AES_SOURCE_INVERSE_SBOX, AES_INVERSE_SBOX_WORDS,
+                    AES_DECRYPT_TABLE_COPIES);
+    BARRIER();
+    const u32 lane = LOCAL_ID() % AES_DECRYPT_TABLE_COPIES;
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x4 chain = block == 0 ? previous : input[block - 1];
+        const u32x4 state = swap_bytes_u32x4(input[block]);
+        const u32x4 plain = swap_bytes_u32x4(
+            aes_decrypt_block(state, round_keys, rounds, shared, inverse_sbox, lane));
+        output[block] = xor_u32x4(plain, chain);
+    }
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Blowfish (Schneier 1993), as parcrypt-ciphers' Blowfish                                */
+/* ------------------------------------------------------------------------------------- */
+
+#define BLOWFISH_ENTRY(sboxes, lane, box, entry) \
+    ((sboxes)[((box) * 256u + (entry)) * BLOWFISH_TABLE_COPIES + (lane)])
+
+/* F(x) = ((S0[a] + S1[b]) ^ S2[c]) + S3[d] over the bytes of x, most significant first. */
+DEVICE_FUNCTION u32 blowfish_f(LOCAL const u32 *sboxes, const u32 lane, const u32 x)
+{
+    const u32 a = BLOWFISH_ENTRY(sboxes, lane, 0u, x >> 24);
+    const u32 b = BLOWFISH_ENTRY(sboxes, lane, 1u, (x >> 16) & 0xffu);
+    const u32 c = BLOWFISH_ENTRY(sboxes, lane, 2u, (x >> 8) & 0xffu);
+    const u32 d = BLOWFISH_ENTRY(sboxes, lane, 3u, x & 0xffu);
+    return ((a + b) ^ c) + d;
+}
+
+/* Sixteen rounds as eight double rounds that XOR the next P word into the half being
+ * updated, so the halves never swap; the result comes out as (right, left), which is the
+ * order Blowfish's last round leaves the block in. `block` holds big-endian words. */
+DEVICE_FUNCTION u32x2 blowfish_encrypt_block(const u32x2 block, CONSTANT u32 *RESTRICT p,
+                                             LOCAL const u32 *sboxes, const u32 lane)
+{
+    u32 left = block.x ^ p[0];
+    u32 right = block.y;
+    for (u32 round = 1; round < 16; round += 2) {
+        right ^= blowfish_f(sboxes, lane, left) ^ p[round];
+        left ^= blowfish_f(sboxes, lane, right) ^ p[round + 1];
+    }
+    return MAKE_U32X2(right ^ p[17], left);
+}
+
+/* The same rounds with the P-array read backwards. */
+DEVICE_FUNCTION u32x2 blowfish_decrypt_block(const u32x2 block, CONSTANT u32 *RESTRICT p,
+                                             LOCAL const u32 *sboxes, const u32 lane)
+{
+    u32 left = block.x ^ p[17];
+    u32 right = block.y;
+    for (u32 round = 16; round > 1; round -= 2) {
+        right ^= blowfish_f(sboxes, lane, left) ^ p[round];
+        left ^= blowfish_f(sboxes, lane, right) ^ p[round - 1];
+    }
+    return MAKE_U32X2(right ^ p[0], left);
+}
+
+/* Every Blowfish kernel takes: input, output, the number of 8-byte blocks, the P-array
+ * (18 words) and the four keyed S-boxes (1024 words). */
+
+KERNEL void blowfish_ecb_encrypt(GLOBAL const u32x2 *RESTRICT input,
+                                 GLOBAL u32x2 *RESTRICT output, const u32 block_count,
+                                 CONSTANT u32 *RESTRICT p_array,
+                                 GLOBAL const u32 *RESTRICT sboxes)
+{
+    DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
+    replicate_table(shared, sboxes, BLOWFISH_SBOX_WORDS, BLOWFISH_TABLE_COPIES);
+    BARRIER();
+    const u32 lane = LOCAL_ID() % BLOWFISH_TABLE_COPIES;
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x2 words = swap_bytes_u32x2(input[block]);
+        output[block] = swap_bytes_u32x2(blowfish_encrypt_block(words, p_array, shared, lane));
+    }
+    BARRIER();
+    wipe_table(shared, BLOWFISH_SHARED_WORDS);
+}
+
+KERNEL void blowfish_ecb_decrypt(GLOBAL const u32x2 *RESTRICT input,
+                                 GLOBAL u32x2 *RESTRICT output, const u32 block_count,
+                                 CONSTANT u32 *RESTRICT p_array,
+                                 GLOBAL const u32 *RESTRICT sboxes)
+{
+    DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
+    replicate_table(shared, sboxes, BLOWFISH_SBOX_WORDS, BLOWFISH_TABLE_COPIES);
+    BARRIER();
+    const u32 lane = LOCAL_ID() % BLOWFISH_TABLE_COPIES;
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x2 words = swap_bytes_u32x2(input[block]);
+        output[block] = swap_bytes_u32x2(blowfish_decrypt_block(words, p_array, shared, lane));
+    }
+    BARRIER();
+    wipe_table(shared, BLOWFISH_SHARED_WORDS);
+}
+
+KERNEL void blowfish_ctr(GLOBAL const u32x2 *RESTRICT input, GLOBAL u32x2 *RESTRICT output,
+                         const u32 block_count, CONSTANT u32 *RESTRICT p_array,
+                         GLOBAL const u32 *RESTRICT sboxes, const u32x2 counter,
+                         const u32 counter_rule)
+{
+    DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
+    replicate_table(shared, sboxes, BLOWFISH_SBOX_WORDS, BLOWFISH_TABLE_COPIES);
+    BARRIER();
+    const u32 lane = LOCAL_ID() % BLOWFISH_TABLE_COPIES;
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x2 counter_block = counter_block8(counter, block, counter_rule);
+        const u32x2 keystream =
+            swap_bytes_u32x2(blowfish_encrypt_block(counter_block, p_array, shared, lane));
+        output[block] = xor_u32x2(input[block], keystream);
+    }
+    BARRIER();
+    wipe_table(shared, BLOWFISH_SHARED_WORDS);
+}
+
+KERNEL void blowfish_cbc_decrypt(GLOBAL const u32x2 *RESTRICT input,
+                                 GLOBAL u32x2 *RESTRICT output, const u32 block_count,
+                                 CONSTANT u32 *RESTRICT p_array,
+                                 GLOBAL const u32 *RESTRICT sboxes, const u32x2 previous)
+{
+    DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
+    replicate_table(shared, sboxes, BLOWFISH_SBOX_WORDS, BLOWFISH_TABLE_COPIES);
+    BARRIER();
+    const u32 lane = LOCAL_ID() % BLOWFISH_TABLE_COPIES;
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x2 chain = block == 0 ? previous : input[block - 1];
+        const u32x2 words = swap_bytes_u32x2(input[block]);
+        const u32x2 plain =
+            swap_bytes_u32x2(blowfish_decrypt_block(words, p_array, shared, lane));
+        output[block] = xor_u32x2(plain, chain);
+    }
+    BARRIER();
+    wipe_table(shared, BLOWFISH_SHARED_WORDS);
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* RC6-32/20/b (Rivest, Robshaw, Sidney, Yin 1998), as parcrypt-ciphers' Rc6              */
+/* ------------------------------------------------------------------------------------- */
+
+/* f(x) = x (2x + 1) mod 2^32, rotated left by lg w = 5. */
+DEVICE_FUNCTION u32 rc6_quadratic(const u32 x)
+{
+    return ROTATE_LEFT32(x * (2u * x + 1u), 5u);
+}
+
+/* Words A, B, C, D are the block's little-endian words, i.e. the loaded words as they are.
+ * Four rounds per iteration bring the word rotation (A, B, C, D) = (B, C, D, A) back to
+ * the start, so each round just names the words in its own order. */
+#define RC6_ENCRYPT_ROUND(a, b, c, d, key)                \
+    do {                                                  \
+        const u32 t = rc6_quadratic(b);                   \
+        const u32 u = rc6_quadratic(d);                   \
+        a = ROTATE_LEFT32(a ^ t, u) + (key)[0];           \
+        c = ROTATE_LEFT32(c ^ u, t) + (key)[1];           \
+    } while (0)
+
+#define RC6_DECRYPT_ROUND(a, b, c, d, key)                \
+    do {                                                  \
+        const u32 t = rc6_quadratic(b);                   \
+        const u32 u = rc6_quadratic(d);                   \
+        c = ROTATE_RIGHT32(c - (key)[1], t) ^ u;          \
+        a = ROTATE_RIGHT32(a - (key)[0], u) ^ t;          \
+    } while (0)
+
+DEVICE_FUNCTION u32x4 rc6_encrypt_block(const u32x4 block, CONSTANT u32 *RESTRICT keys)
+{
+    u32 a = block.x;
+    u32 b = block.y + keys[0];
+    u32 c = block.z;
+    u32 d = block.w + keys[1];
+    for (u32 round = 0; round < RC6_ROUNDS; round += 4) {
+        CONSTANT u32 *RESTRICT key = keys + 2 + 2 * round;
+        RC6_ENCRYPT_ROUND(a, b, c, d, key);
+        RC6_ENCRYPT_ROUND(b, c, d, a, key + 2);
+        RC6_ENCRYPT_ROUND(c, d, a, b, key + 4);
+        RC6_ENCRYPT_ROUND(d, a, b, c, key + 6);
+    }
+    return MAKE_U32X4(a + keys[2 * RC6_ROUNDS + 2], b, c + keys[2 * RC6_ROUNDS + 3], d);
+}
+
+DEVICE_FUNCTION u32x4 rc6_decrypt_block(const u32x4 block, CONSTANT u32 *RESTRICT keys)
+{
+    u32 a = block.x - keys[2 * RC6_ROUNDS + 2];
+    u32 b = block.y;
+    u32 c = block.z - keys[2 * RC6_ROUNDS + 3];
+    u32 d = block.w;
+    for (u32 round = RC6_ROUNDS; round > 0; round -= 4) {
+        CONSTANT u32 *RESTRICT key = keys + 2 + 2 * (round - 4);
+        RC6_DECRYPT_ROUND(d, a, b, c, key + 6);
+        RC6_DECRYPT_ROUND(c, d, a, b, key + 4);
+        RC6_DECRYPT_ROUND(b, c, d, a, key + 2);
+        RC6_DECRYPT_ROUND(a, b, c, d, key);
+    }
+    return MAKE_U32X4(a, b - keys[0], c, d - keys[1]);
+}
+
+/* Every RC6 kernel takes: input, output, the number of 16-byte blocks and the 44 round-key
+ * words. No tables, so no local memory and no barrier. */
+
+KERNEL void rc6_ecb_encrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+                            const u32 block_count, CONSTANT u32 *RESTRICT round_keys)
+{
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        output[block] = rc6_encrypt_block(input[block], round_keys);
+    }
+}
+
+KERNEL void rc6_ecb_decrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+                            const u32 block_count, CONSTANT u32 *RESTRICT round_keys)
+{
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        output[block] = rc6_decrypt_block(input[block], round_keys);
+    }
+}
+
+/* The counter block is big-endian bytes; RC6 reads them as little-endian words, so the
+ * counter words are byte-swapped on the way in. */
+KERNEL void rc6_ctr(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+                    const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
+                    const u32x4 counter, const u32 counter_rule)
+{
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x4 counter_block =
+            swap_bytes_u32x4(counter_block16(counter, block, counter_rule));
+        output[block] = xor_u32x4(input[block], rc6_encrypt_block(counter_block, round_keys));
+    }
+}
+
+KERNEL void rc6_cbc_decrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+                            const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
+                            const u32x4 previous)
+{
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x4 chain = block == 0 ? previous : input[block - 1];
+        output[block] = xor_u32x4(rc6_decrypt_block(input[block], round_keys), chain);
+    }
+}

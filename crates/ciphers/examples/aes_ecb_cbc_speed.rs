@@ -41,10 +41,17 @@ fn main() {
         let openssl_cbc_decrypt = openssl_bytes_per_second(&format!("aes-{bits}-cbc"), true);
         report_openssl(&format!("openssl aes-{bits}-ecb"), openssl_ecb);
         report_openssl(&format!("openssl aes-{bits}-cbc"), openssl_cbc);
-        report_openssl(&format!("openssl aes-{bits}-cbc -decrypt"), openssl_cbc_decrypt);
+        report_openssl(
+            &format!("openssl aes-{bits}-cbc -decrypt"),
+            openssl_cbc_decrypt,
+        );
 
         for size in [OPENSSL_BLOCK, LARGE] {
-            let label = if size == OPENSSL_BLOCK { "16 KiB" } else { "16 MiB" };
+            let label = if size == OPENSSL_BLOCK {
+                "16 KiB"
+            } else {
+                "16 MiB"
+            };
             let rate = measure(size, |data| cipher.encrypt_blocks(data));
             report(&format!("ECB encrypt, {label}"), rate, openssl_ecb);
             let rate = measure(size, |data| cipher.decrypt_blocks(data));

@@ -4,10 +4,12 @@
 //! over whole runs of blocks, so each implementation can keep several blocks in flight
 //! (VAES lanes for AES, interleaved rounds for Blowfish and RC6).
 //!
-//! Two implementations exist for AES: [`Implementation::Fast`] uses the hardware through the
-//! RustCrypto `aes` crate (AES-NI / VAES, picked at run time), [`Implementation::Reference`] is
-//! our own T-table code written the way the GPU kernels are, so that the kernels have a CPU
-//! twin to be compared with. Blowfish and RC6 are our own code on both paths.
+//! Two implementations exist for AES: [`Implementation::Fast`] uses the hardware: our own
+//! fused VAES-512 / AES-NI kernels where they exist (CTR, and more, see `aes.rs`) and the
+//! RustCrypto `aes` crate (AES-NI / VAES, picked at run time) for the rest;
+//! [`Implementation::Reference`] is our own T-table code written the way the GPU kernels
+//! are, so that the kernels have a CPU twin to be compared with. Blowfish and RC6 are our
+//! own code on both paths (portable, AVX2 and AVX-512 for RC6).
 
 pub mod aes;
 pub mod blowfish;
@@ -49,6 +51,15 @@ pub trait BlockCipher: Send + Sync {
     ///
     /// Returns `false`, touching nothing, when the implementation has no fused path.
     fn cbc_encrypt(&self, _chain: &mut [u8], _data: &mut [u8]) -> bool {
+        false
+    }
+    /// Fused CBC decryption of whole blocks in place: block `i` becomes
+    /// `D(C_i) XOR C_{i-1}`, with `previous` as `C_{-1}` (the IV, or the ciphertext block
+    /// before this range). The gain is XORing with the previous ciphertext in registers
+    /// instead of saving a copy of the batch.
+    ///
+    /// Returns `false`, touching nothing, when the implementation has no fused path.
+    fn cbc_decrypt(&self, _previous: &[u8], _data: &mut [u8]) -> bool {
         false
     }
 }

@@ -31,6 +31,9 @@ pub fn decrypt(cipher: &dyn BlockCipher, previous: &[u8], data: &mut [u8]) {
     let block_size = cipher.block_size();
     assert_eq!(previous.len(), block_size);
     assert_eq!(data.len() % block_size, 0, "CBC input is not a whole number of blocks");
+    if cipher.cbc_decrypt(previous, data) {
+        return;
+    }
     let mut saved = vec![0u8; DECRYPT_BATCH_BLOCKS * block_size];
     let mut chain = previous.to_vec();
     for batch in data.chunks_mut(DECRYPT_BATCH_BLOCKS * block_size) {

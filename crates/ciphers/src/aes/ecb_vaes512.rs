@@ -209,10 +209,10 @@ fn keep_round_order(blocks: &mut [__m512i]) {
             unsafe {
                 core::arch::asm!(
                     "/* {0} {1} {2} {3} */",
-                    inout(zmm_reg) *b0,
-                    inout(zmm_reg) *b1,
-                    inout(zmm_reg) *b2,
-                    inout(zmm_reg) *b3,
+                    inout(zmm_reg) * b0,
+                    inout(zmm_reg) * b1,
+                    inout(zmm_reg) * b2,
+                    inout(zmm_reg) * b3,
                     options(pure, nomem, nostack, preserves_flags),
                 );
             }
@@ -222,18 +222,18 @@ fn keep_round_order(blocks: &mut [__m512i]) {
             unsafe {
                 core::arch::asm!(
                     "/* {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} */",
-                    inout(zmm_reg) *b0,
-                    inout(zmm_reg) *b1,
-                    inout(zmm_reg) *b2,
-                    inout(zmm_reg) *b3,
-                    inout(zmm_reg) *b4,
-                    inout(zmm_reg) *b5,
-                    inout(zmm_reg) *b6,
-                    inout(zmm_reg) *b7,
-                    inout(zmm_reg) *b8,
-                    inout(zmm_reg) *b9,
-                    inout(zmm_reg) *b10,
-                    inout(zmm_reg) *b11,
+                    inout(zmm_reg) * b0,
+                    inout(zmm_reg) * b1,
+                    inout(zmm_reg) * b2,
+                    inout(zmm_reg) * b3,
+                    inout(zmm_reg) * b4,
+                    inout(zmm_reg) * b5,
+                    inout(zmm_reg) * b6,
+                    inout(zmm_reg) * b7,
+                    inout(zmm_reg) * b8,
+                    inout(zmm_reg) * b9,
+                    inout(zmm_reg) * b10,
+                    inout(zmm_reg) * b11,
                     options(pure, nomem, nostack, preserves_flags),
                 );
             }
@@ -276,7 +276,10 @@ pub(super) mod tests {
     fn check_case(path: EcbPath, cipher: &FastAes, input: &[u8]) -> bool {
         let mut encrypted = input.to_vec();
         if !cipher.ecb_encrypt_with(path, &mut encrypted) {
-            assert_eq!(encrypted, input, "{path:?}: a refused call must not touch the data");
+            assert_eq!(
+                encrypted, input,
+                "{path:?}: a refused call must not touch the data"
+            );
             return false;
         }
         let mut expected = input.to_vec();
@@ -296,7 +299,11 @@ pub(super) mod tests {
 
     fn assert_same(path: EcbPath, what: &str, actual: &[u8], expected: &[u8]) {
         if actual != expected {
-            let first = actual.iter().zip(expected).position(|(a, b)| a != b).unwrap_or(0);
+            let first = actual
+                .iter()
+                .zip(expected)
+                .position(|(a, b)| a != b)
+                .unwrap_or(0);
             panic!(
                 "{path:?} {what}: {} bytes: first difference at byte {first}",
                 expected.len()
@@ -340,7 +347,8 @@ pub(super) mod tests {
             assert_eq!(data, ciphertext, "{path:?} [{section}] encrypt");
             assert!(cipher.ecb_decrypt_with(path, &mut data));
             assert_eq!(data, plaintext, "{path:?} [{section}] decrypt");
-            for (plain, cipher_block) in plaintext.chunks_exact(16).zip(ciphertext.chunks_exact(16)) {
+            for (plain, cipher_block) in plaintext.chunks_exact(16).zip(ciphertext.chunks_exact(16))
+            {
                 let mut block = plain.to_vec();
                 assert!(cipher.ecb_encrypt_with(path, &mut block));
                 assert_eq!(block, cipher_block, "{path:?} [{section}] one block");

@@ -2,6 +2,7 @@
 
 mod bench;
 mod devices;
+mod encrypt;
 mod files;
 mod raw;
 
@@ -28,6 +29,10 @@ enum Command {
     /// One cipher and mode with an explicit key and IV, byte-compatible with `openssl enc -nosalt`
     #[command(subcommand)]
     Raw(raw::RawCommand),
+    /// Encrypt a file: Cobblestone chunks (AES-GCM) under a passphrase or a key
+    Encrypt(encrypt::EncryptArgs),
+    /// Decrypt a file made by `parcrypt encrypt`, or a bare Cobblestone message
+    Decrypt(encrypt::DecryptArgs),
     /// List backends and devices, and why any is unavailable
     Devices,
     /// Encrypt and decrypt generated data on every backend and print the speed table
@@ -67,6 +72,8 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Raw(command) => raw::run(command),
+        Command::Encrypt(args) => encrypt::run_encrypt(args),
+        Command::Decrypt(args) => encrypt::run_decrypt(args),
         Command::Devices => devices::run(),
         Command::Bench(args) => bench::run(args),
     };

@@ -13,7 +13,16 @@ pub fn run() -> Result<(), Failure> {
     println!("  threads  available   static equal split over {threads} threads (--threads N)");
     println!("  pool     available   work stealing over {threads} threads (--threads N)");
     println!("  auto     available   one thread or the pool, chosen per job by a cost model measured on this machine");
-    println!("  opencl   unavailable the GPU engine is not part of this build yet");
-    println!("  cuda     unavailable the GPU engine is not part of this build yet");
+    match parcrypt_gpu::OpenClDevice::list() {
+        Ok(devices) if !devices.is_empty() => {
+            println!("  opencl   available   {} device(s); --backend opencl uses #0", devices.len());
+            for device in devices {
+                println!("             {device}");
+            }
+        }
+        Ok(_) => println!("  opencl   unavailable no OpenCL device found (install a driver, or pocl-opencl-icd for the CPU)"),
+        Err(error) => println!("  opencl   unavailable {error}"),
+    }
+    println!("  cuda     unavailable the CUDA host is not part of this build yet");
     Ok(())
 }

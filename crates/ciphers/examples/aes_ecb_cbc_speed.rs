@@ -7,8 +7,10 @@
 //! and CBC with `-decrypt`) over 16 KiB buffers, then through `FastAes` on a 16 KiB buffer
 //! (stays in L1/L2, as OpenSSL's does) and a 16 MiB one (streams through memory): ECB
 //! encryption and decryption (`encrypt_blocks` / `decrypt_blocks`), CBC encryption
-//! (`BlockCipher::cbc_encrypt`, the fused kernel) and CBC decryption the way
-//! `parcrypt_modes::cbc::decrypt` does it (256-block `decrypt_blocks` batches plus the XOR).
+//! (`BlockCipher::cbc_encrypt`, the fused kernel), CBC decryption through the fused kernel
+//! (`BlockCipher::cbc_decrypt`, what `parcrypt_modes::cbc::decrypt` calls first) and the
+//! mode's fallback for ciphers without one (256-block `decrypt_blocks` batches, a saved copy,
+//! the XOR).
 //! For scale, the `aes` crate's own block functions on 16 KiB. Each figure is the median of
 //! several timed runs after a warm-up, with the best run alongside.
 
@@ -58,8 +60,14 @@ fn main() {
             report(&format!("ECB decrypt, {label}"), rate, openssl_ecb);
             let rate = measure(size, |data| cbc_encrypt(&cipher, data));
             report(&format!("CBC encrypt, {label}"), rate, openssl_cbc);
-            let rate = measure(size, |data| cbc_decrypt(&cipher, data));
+            let rate = measure(size, |data| cbc_decrypt_fused(&cipher, data));
             report(&format!("CBC decrypt, {label}"), rate, openssl_cbc_decrypt);
+            let rate = measure(size, |data| cbc_decrypt_batched(&cipher, data));
+            report(
+                &format!("CBC decrypt unfused, {label}"),
+                rate,
+                openssl_cbc_decrypt,
+            );
         }
         let rate = measure(OPENSSL_BLOCK, |data| crate_cipher.encrypt(data));
         report("aes crate ECB encrypt, 16 KiB", rate, openssl_ecb);
@@ -107,9 +115,16 @@ fn cbc_encrypt(cipher: &FastAes, data: &mut [u8]) {
     );
 }
 
-/// What `parcrypt_modes::cbc::decrypt` does: batches of 256 blocks through `decrypt_blocks`,
-/// then the XOR with the saved ciphertext.
-fn cbc_decrypt(cipher: &FastAes, data: &mut [u8]) {
+fn cbc_decrypt_fused(cipher: &FastAes, data: &mut [u8]) {
+    assert!(
+        cipher.cbc_decrypt(&[0x42u8; 16], data),
+        "no fused CBC decryption kernel on this CPU"
+    );
+}
+
+/// What `parcrypt_modes::cbc::decrypt` does without a fused kernel: batches of 256 blocks
+/// through `decrypt_blocks`, then the XOR with the saved ciphertext.
+fn cbc_decrypt_batched(cipher: &FastAes, data: &mut [u8]) {
     const BATCH: usize = 256 * 16;
     let mut saved = [0u8; BATCH];
     let mut chain = [0x42u8; 16];
@@ -138,8 +153,8 @@ struct Rate {
 
 fn report_openssl(label: &str, rate: Option<f64>) {
     match rate {
-        Some(rate) => println!("  {label:<31} {:7.2} GB/s", rate / 1e9),
-        None => println!("  {label:<31} not available"),
+        Some(rate) => println!("  {label:<35} {:7.2} GB/s", rate / 1e9),
+        None => println!("  {label:<35} not available"),
     }
 }
 
@@ -154,7 +169,7 @@ fn report(label: &str, rate: Rate, openssl: Option<f64>) {
         })
         .unwrap_or_default();
     println!(
-        "  {label:<31} {:7.2} GB/s (best {:6.2}){ratio}",
+        "  {label:<35} {:7.2} GB/s (best {:6.2}){ratio}",
         rate.median / 1e9,
         rate.best / 1e9
     );

@@ -30,6 +30,8 @@ pub enum JobError {
     MissingTag(u64),
     #[error("{0}")]
     Gcm(#[from] GcmError),
+    #[error("GPU: {0}")]
+    Gpu(#[from] parcrypt_gpu::GpuError),
 }
 
 /// What a job needs besides the engine.
@@ -62,6 +64,8 @@ pub struct Crypter<'e> {
     processed: u64,
     /// How fast one thread runs this job, when the engine's `auto` wants to know.
     cost_model: Option<CostModel>,
+    /// The key schedule in the form the GPU kernels take, for GPU backends.
+    gpu_key: Option<parcrypt_gpu::KeyMaterial>,
 }
 
 impl<'e> Crypter<'e> {
@@ -101,6 +105,10 @@ impl<'e> Crypter<'e> {
             state,
             processed: 0,
             cost_model: engine.cost_model(spec, job.direction),
+            gpu_key: match engine.gpu() {
+                Some(_) => Some(parcrypt_gpu::KeyMaterial::new(spec.algorithm, job.key)?),
+                None => None,
+            },
         })
     }
 
@@ -197,6 +205,9 @@ impl<'e> Crypter<'e> {
     /// Runs the mode over `data`, which is whole blocks except possibly at the end of a
     /// stream mode's message.
     fn process(&mut self, data: &mut [u8]) -> Result<(), JobError> {
+        if let Some(gpu) = self.engine.gpu() {
+            return self.process_on_gpu(gpu, data);
+        }
         let cipher = self.cipher.as_ref();
         let block_size = cipher.block_size();
         let engine = self.engine;
@@ -245,6 +256,66 @@ impl<'e> Crypter<'e> {
                 let partials = engine.run(data, &lengths, |_, offset, range| {
                     gcm_ref.process_range(cipher, direction, first_block + (offset / 16) as u64, range)
                 });
+                for (partial, length) in partials.into_iter().zip(&lengths) {
+                    accumulator.append(gcm, partial, *length as u64)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Crypter<'_> {
+    /// The GPU backends' share of [`Crypter::process`]: the device runs every block-parallel
+    /// part; CBC encryption (sequential) and GCM's GHASH run on the CPU pool.
+    fn process_on_gpu(&mut self, gpu: &dyn parcrypt_gpu::GpuDevice, data: &mut [u8]) -> Result<(), JobError> {
+        use parcrypt_gpu::GpuOperation;
+        let key = self.gpu_key.as_ref().expect("GPU engines build GPU key material");
+        let cipher = self.cipher.as_ref();
+        let block_size = cipher.block_size();
+        let engine = self.engine;
+        let direction = self.direction;
+        if data.is_empty() {
+            return Ok(());
+        }
+        match &mut self.state {
+            ModeState::Ecb => {
+                let operation = match direction {
+                    Direction::Encrypt => GpuOperation::EcbEncrypt,
+                    Direction::Decrypt => GpuOperation::EcbDecrypt,
+                };
+                gpu.process(key, &operation, data)?;
+            }
+            ModeState::Cbc { chain } => match direction {
+                Direction::Encrypt => cbc::encrypt(cipher, chain, data),
+                Direction::Decrypt => {
+                    let last = data[data.len() - block_size..].to_vec();
+                    gpu.process(key, &GpuOperation::CbcDecrypt { previous: chain.clone() }, data)?;
+                    *chain = last;
+                }
+            },
+            ModeState::Ctr { next } => {
+                let mut counter = vec![0u8; block_size];
+                next.write(&mut counter);
+                gpu.process(key, &GpuOperation::Ctr { counter, rule: CounterRule::Full }, data)?;
+                *next = next.advanced(data.len().div_ceil(block_size) as u64);
+            }
+            ModeState::Gcm { gcm, accumulator } => {
+                let mut counter = vec![0u8; 16];
+                gcm.text_counter(accumulator.text_bytes() / 16).write(&mut counter);
+                let operation = GpuOperation::Ctr { counter, rule: CounterRule::Low32 };
+                let lengths = engine.plan(data.len(), 16, None);
+                let gcm_ref: &Gcm = gcm;
+                let hash = |data: &mut [u8]| engine.run(data, &lengths, |_, _, range| gcm_ref.hash_range(range));
+                // GHASH covers the ciphertext: after encrypting, before decrypting.
+                let partials = if direction == Direction::Encrypt {
+                    gpu.process(key, &operation, data)?;
+                    hash(data)
+                } else {
+                    let partials = hash(data);
+                    gpu.process(key, &operation, data)?;
+                    partials
+                };
                 for (partial, length) in partials.into_iter().zip(&lengths) {
                     accumulator.append(gcm, partial, *length as u64)?;
                 }

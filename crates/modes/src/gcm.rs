@@ -104,6 +104,21 @@ impl Gcm {
         state
     }
 
+    /// The counter block of text block `first_block` (for a GPU or other CTR engine).
+    pub fn text_counter(&self, first_block: u64) -> Counter {
+        self.first_text_counter.advanced(first_block)
+    }
+
+    /// The GHASH partial sum of a range of ciphertext from a zero state (a final partial
+    /// block zero-padded), for engines that run the CTR part elsewhere.
+    pub fn hash_range(&self, ciphertext: &[u8]) -> u128 {
+        let mut state = 0u128;
+        for piece in ciphertext.chunks(FUSED_PIECE_BYTES) {
+            hash_padded(&self.ghash, &mut state, piece);
+        }
+        state
+    }
+
     /// The tag for a finished accumulator.
     pub fn tag(&self, accumulator: &GcmAccumulator) -> [u8; 16] {
         let mut state = accumulator.state;

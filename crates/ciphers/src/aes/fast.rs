@@ -1,15 +1,19 @@
-//! Hardware AES: our own kernels for CTR, ECB and CBC encryption, the RustCrypto `aes` crate
-//! where no kernel fits this CPU (and as the reference the kernels are tested against).
+//! Hardware AES: our own kernels for CTR, ECB and CBC, the RustCrypto `aes` crate where no
+//! kernel fits this CPU (and as the reference the kernels are tested against).
 //!
 //! The crate picks AES-NI, VAES-256 or VAES-512 at run time, but goes through memory where
 //! a mode needs more than whole blocks: CTR through it means writing counter blocks out,
-//! encrypting them and XORing them into the data in a second pass, and CBC encryption means
-//! one call per block. The fused kernels ([`super::ctr_vaes512`], [`super::ctr_aesni`],
-//! [`super::cbc_aesni`]) keep counters or the chain in registers and touch the data once; the
-//! VAES-512 ECB kernel ([`super::ecb_vaes512`]) keeps 48 blocks in flight, about three times
-//! the crate's rate. They need the plain FIPS-197 round keys, which the crate does not
-//! expose, so this file expands the key a second time into [`RoundKeys`] (and, for ECB
-//! decryption, derives the equivalent-inverse-cipher keys from them).
+//! encrypting them and XORing them into the data in a second pass, CBC encryption means
+//! one call per block, and CBC decryption a saved copy of the ciphertext. The fused kernels
+//! ([`super::ctr_vaes512`], [`super::ctr_aesni`], [`super::cbc_aesni`],
+//! [`super::cbc_vaes512`]) keep counters, the chain or the previous ciphertext in registers
+//! and touch the data once; the VAES-512 ECB kernel ([`super::ecb_vaes512`]) keeps 48 blocks
+//! in flight, about three times the crate's rate. They need the plain FIPS-197 round keys,
+//! which the crate does not expose, so this file expands the key itself into [`RoundKeys`]
+//! (and, for decryption, derives the equivalent-inverse-cipher keys from them); the crate's
+//! own schedule is only built where it is used.
+
+use std::sync::OnceLock;
 
 use aes::cipher::{Array, BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
 use zeroize::{Zeroize, ZeroizeOnDrop};
@@ -29,49 +33,111 @@ pub(super) const MAX_ROUND_KEYS: usize = 15;
 
 /// FIPS-197 encryption round keys, each in the byte order the AES instructions take.
 ///
-/// Cache-line aligned, so that the 240 bytes of keys the kernels load per call span the fewest
-/// lines (four).
-#[derive(Zeroize, ZeroizeOnDrop)]
-#[repr(C, align(64))]
+/// Aligned to 16 bytes, not to a cache line: the kernels load the keys once per call, where
+/// a fifth line costs nothing measurable, while a 64-byte alignment makes every
+/// `Box<dyn BlockCipher>` holding a [`FastAes`] go through `posix_memalign`, about 25 ns
+/// more per key (`examples/aes_key_setup_speed.rs`).
+#[repr(C, align(16))]
 pub(super) struct RoundKeys {
     pub(super) keys: [[u8; 16]; MAX_ROUND_KEYS],
     /// 10, 12 or 14.
     pub(super) rounds: usize,
 }
 
+impl Zeroize for RoundKeys {
+    fn zeroize(&mut self) {
+        // One volatile store per round key: the `zeroize` crate's array wipe stores byte by
+        // byte, which is 240 stores and, per message, as much as the whole key expansion.
+        for key in &mut self.keys {
+            // SAFETY: `key` comes from a `&mut`, so it is valid, aligned and not aliased.
+            // Volatile, so that the compiler cannot drop the wipe as a dead store.
+            unsafe { core::ptr::write_volatile(key, [0u8; 16]) };
+        }
+        // As in the `zeroize` crate: keeps later accesses from moving before the wipe.
+        core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Drop for RoundKeys {
+    fn drop(&mut self) {
+        self.zeroize();
+    }
+}
+
+impl ZeroizeOnDrop for RoundKeys {}
+
 impl RoundKeys {
-    /// FIPS-197 section 5.2 key expansion, word by word, for 16-, 24- and 32-byte keys.
+    /// FIPS-197 section 5.2 key expansion for 16-, 24- and 32-byte keys, SubWord by
+    /// `aeskeygenassist` where the CPU has AES-NI and by the computed S-box otherwise.
     pub(super) fn expand(key: &[u8]) -> Self {
-        let key_words = key.len() / 4;
-        let rounds = key_words + 6;
-        let total_words = 4 * (rounds + 1);
-        // Words hold their four bytes in memory order (little-endian integers), so a round
-        // key is four consecutive words written back with `to_le_bytes`.
-        let mut words = [0u32; 4 * MAX_ROUND_KEYS];
-        for (word, bytes) in words.iter_mut().zip(key.chunks_exact(4)) {
-            *word = u32::from_le_bytes(bytes.try_into().expect("4-byte chunk"));
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("aes") {
+            // SAFETY: AES-NI has just been detected.
+            return unsafe { Self::expand_with_aesni(key) };
+        }
+        Self::expand_portable(key)
+    }
+
+    /// [`Self::expand`] with the computed S-box, whatever the CPU.
+    pub(super) fn expand_portable(key: &[u8]) -> Self {
+        match key.len() {
+            16 => Self::expand_words::<4>(key),
+            24 => Self::expand_words::<6>(key),
+            32 => Self::expand_words::<8>(key),
+            other => panic!("AES key of {other} bytes"),
+        }
+    }
+
+    /// [`Self::expand`] with `aeskeygenassist`; see [`aesni_expansion`].
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "aes")]
+    pub(super) fn expand_with_aesni(key: &[u8]) -> Self {
+        let rounds = key.len() / 4 + 6;
+        let mut expanded = RoundKeys {
+            keys: [[0u8; 16]; MAX_ROUND_KEYS],
+            rounds,
+        };
+        let schedule = &mut expanded.keys.as_flattened_mut()[..16 * (rounds + 1)];
+        match key.len() {
+            16 => aesni_expansion::expand_128(key, schedule),
+            24 => aesni_expansion::expand_192(key, schedule),
+            32 => aesni_expansion::expand_256(key, schedule),
+            other => panic!("AES key of {other} bytes"),
+        }
+        expanded
+    }
+
+    /// The FIPS-197 word loop for a key of `KEY_WORDS` words. The word count is a constant
+    /// so that `index % KEY_WORDS` is not a division per word.
+    fn expand_words<const KEY_WORDS: usize>(key: &[u8]) -> Self {
+        assert_eq!(key.len(), 4 * KEY_WORDS, "AES key length");
+        let rounds = KEY_WORDS + 6;
+        // Built in place, so that no other copy of the schedule is left to wipe. Words hold
+        // their four bytes in memory order (little-endian integers), so the schedule is the
+        // words written out one after another with `to_le_bytes`.
+        let mut expanded = RoundKeys {
+            keys: [[0u8; 16]; MAX_ROUND_KEYS],
+            rounds,
+        };
+        let (words, _) = expanded.keys.as_flattened_mut().as_chunks_mut::<4>();
+        for (word, bytes) in words.iter_mut().zip(key.as_chunks::<4>().0) {
+            *word = *bytes;
         }
         let mut round_constant = 1u8;
-        for index in key_words..total_words {
-            let mut temp = words[index - 1];
-            if index % key_words == 0 {
+        let mut temp = u32::from_le_bytes(words[KEY_WORDS - 1]);
+        for index in KEY_WORDS..4 * (rounds + 1) {
+            if index % KEY_WORDS == 0 {
                 // RotWord moves byte 0 to the end: in a little-endian integer that is a
                 // right rotation by one byte.
                 temp = sub_word(temp.rotate_right(8)) ^ u32::from(round_constant);
                 round_constant = multiply_by_x(round_constant);
-            } else if key_words > 6 && index % key_words == 4 {
+            } else if KEY_WORDS > 6 && index % KEY_WORDS == 4 {
                 temp = sub_word(temp);
             }
-            words[index] = words[index - key_words] ^ temp;
+            temp ^= u32::from_le_bytes(words[index - KEY_WORDS]);
+            words[index] = temp.to_le_bytes();
         }
-        let mut keys = [[0u8; 16]; MAX_ROUND_KEYS];
-        for (round_key, four_words) in keys.iter_mut().zip(words[..total_words].chunks_exact(4)) {
-            for (bytes, word) in round_key.chunks_exact_mut(4).zip(four_words) {
-                bytes.copy_from_slice(&word.to_le_bytes());
-            }
-        }
-        words.zeroize();
-        RoundKeys { keys, rounds }
+        expanded
     }
 }
 
@@ -92,7 +158,8 @@ fn gf_multiply(mut left: u8, right: u8) -> u8 {
 }
 
 /// The AES S-box computed, not looked up: the multiplicative inverse as x^254 (0 maps to 0),
-/// then the FIPS-197 affine map. Slow, but it runs only 40 to 60 times per key.
+/// then the FIPS-197 affine map. 1.5 to 2.5 µs per key, so only the fallback for CPUs without
+/// AES-NI (where no kernel runs either); [`aesni_expansion`] is the usual path.
 fn sub_byte(value: u8) -> u8 {
     // x^254 = x^(2+4+8+16+32+64+128): square repeatedly, multiplying in each square.
     let mut square = gf_multiply(value, value);
@@ -111,6 +178,152 @@ fn sub_byte(value: u8) -> u8 {
 
 fn sub_word(word: u32) -> u32 {
     u32::from_le_bytes(word.to_le_bytes().map(sub_byte))
+}
+
+/// The FIPS-197 key expansion a group of `Nk` words at a time in xmm registers, SubWord by
+/// `aeskeygenassist`: constant time, and about three times as fast as the word loop with the
+/// same instruction, whose every word waited on the one before and on two moves between
+/// register files.
+///
+/// Each group follows from the one before by the same rule: with `P` the previous group
+/// and `s` the SubWord (with RotWord and the round constant where FIPS-197 applies them) of
+/// the word before the new one's first, word `j` of the new group is `P[0] ^ ... ^ P[j] ^
+/// s`. The prefix XOR of `P` ([`prefix_xor`]) does not wait on `s`, so a group costs one
+/// `aeskeygenassist`, a broadcast and an XOR in sequence. `aeskeygenassist` with a zero round
+/// constant gives SubWord of dwords 1 and 3 in dwords 0 and 2 and their RotWords in dwords 1
+/// and 3; the round constant is XORed in separately because the instruction only takes it
+/// as an immediate.
+#[cfg(target_arch = "x86_64")]
+mod aesni_expansion {
+    use std::arch::x86_64::*;
+
+    /// `[v0, v0^v1, v0^v1^v2, v0^v1^v2^v3]`.
+    #[inline]
+    #[target_feature(enable = "aes")]
+    fn prefix_xor(vector: __m128i) -> __m128i {
+        let vector = _mm_xor_si128(vector, _mm_slli_si128::<4>(vector));
+        _mm_xor_si128(vector, _mm_slli_si128::<8>(vector))
+    }
+
+    /// The round constant in every dword, to be XORed into a group's words.
+    #[inline]
+    #[target_feature(enable = "aes")]
+    fn round_constant(value: u8) -> __m128i {
+        _mm_set1_epi32(i32::from(value))
+    }
+
+    /// Loads 16 bytes from the front of `bytes`.
+    #[inline]
+    #[target_feature(enable = "aes")]
+    fn load(bytes: &[u8]) -> __m128i {
+        let bytes: &[u8; 16] = bytes[..16].try_into().expect("16 bytes");
+        // SAFETY: `bytes` is a 16-byte array, read whole; `loadu` has no alignment
+        // requirement.
+        unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) }
+    }
+
+    /// Stores `vector` to the 16 bytes at `offset`.
+    #[inline]
+    #[target_feature(enable = "aes")]
+    fn store(schedule: &mut [u8], offset: usize, vector: __m128i) {
+        let target: &mut [u8; 16] = (&mut schedule[offset..offset + 16])
+            .try_into()
+            .expect("16 bytes");
+        // SAFETY: `target` is a 16-byte array, written whole; `storeu` has no alignment
+        // requirement.
+        unsafe { _mm_storeu_si128(target.as_mut_ptr().cast(), vector) };
+    }
+
+    /// `schedule`: 176 bytes, 11 round keys.
+    #[target_feature(enable = "aes")]
+    pub(super) fn expand_128(key: &[u8], schedule: &mut [u8]) {
+        let mut group = load(key);
+        store(schedule, 0, group);
+        let mut constant = 1u8;
+        for round in 1..=10 {
+            // The previous group's last word is dword 3: RotWord(SubWord) is dword 3.
+            let assist = _mm_shuffle_epi32::<0xFF>(_mm_aeskeygenassist_si128::<0>(group));
+            group = _mm_xor_si128(
+                _mm_xor_si128(prefix_xor(group), round_constant(constant)),
+                assist,
+            );
+            store(schedule, 16 * round, group);
+            constant = super::multiply_by_x(constant);
+        }
+    }
+
+    /// `schedule`: 208 bytes, 13 round keys. A group of six words is a vector of four and a
+    /// vector whose low two dwords are the other two; the groups are stored 24 bytes apart,
+    /// so round keys straddle them.
+    #[target_feature(enable = "aes")]
+    pub(super) fn expand_192(key: &[u8], schedule: &mut [u8]) {
+        let mut front = load(key);
+        let tail: &[u8; 8] = key[16..24].try_into().expect("8 bytes");
+        // SAFETY: `tail` is an 8-byte array; `loadl_epi64` reads exactly 8 bytes, unaligned.
+        let mut back = unsafe { _mm_loadl_epi64(tail.as_ptr().cast()) };
+        store(schedule, 0, front);
+        store_low_half(schedule, 16, back);
+        let mut constant = 1u8;
+        // 52 words: eight more groups of six, the last one cut to its first four.
+        for group in 1..=8 {
+            // The previous group's last word is dword 1 of `back`: RotWord(SubWord) is
+            // dword 1.
+            let assist = _mm_shuffle_epi32::<0x55>(_mm_aeskeygenassist_si128::<0>(back));
+            front = _mm_xor_si128(
+                _mm_xor_si128(prefix_xor(front), round_constant(constant)),
+                assist,
+            );
+            store(schedule, 24 * group, front);
+            if group == 8 {
+                break;
+            }
+            // Words 4 and 5 continue the chain from word 3 with no SubWord.
+            let chained = _mm_shuffle_epi32::<0xFF>(front);
+            back = _mm_xor_si128(_mm_xor_si128(back, _mm_slli_si128::<4>(back)), chained);
+            store_low_half(schedule, 24 * group + 16, back);
+            constant = super::multiply_by_x(constant);
+        }
+    }
+
+    /// Stores the low 8 bytes of `vector` at `offset`.
+    #[inline]
+    #[target_feature(enable = "aes")]
+    fn store_low_half(schedule: &mut [u8], offset: usize, vector: __m128i) {
+        let target: &mut [u8; 8] = (&mut schedule[offset..offset + 8])
+            .try_into()
+            .expect("8 bytes");
+        // SAFETY: `target` is an 8-byte array; `storel_epi64` writes exactly 8 bytes,
+        // unaligned.
+        unsafe { _mm_storel_epi64(target.as_mut_ptr().cast(), vector) };
+    }
+
+    /// `schedule`: 240 bytes, 15 round keys, in groups of eight words: two round keys.
+    #[target_feature(enable = "aes")]
+    pub(super) fn expand_256(key: &[u8], schedule: &mut [u8]) {
+        let mut front = load(key);
+        let mut back = load(&key[16..]);
+        store(schedule, 0, front);
+        store(schedule, 16, back);
+        let mut constant = 1u8;
+        // 60 words: seven more groups of eight, the last one cut to its first four.
+        for group in 1..=7 {
+            // Word 7 of the previous group is dword 3 of `back`: RotWord(SubWord) is dword 3.
+            let assist = _mm_shuffle_epi32::<0xFF>(_mm_aeskeygenassist_si128::<0>(back));
+            front = _mm_xor_si128(
+                _mm_xor_si128(prefix_xor(front), round_constant(constant)),
+                assist,
+            );
+            store(schedule, 32 * group, front);
+            if group == 7 {
+                break;
+            }
+            // Word 4 takes SubWord (no RotWord, no constant) of word 3: dword 2.
+            let assist = _mm_shuffle_epi32::<0xAA>(_mm_aeskeygenassist_si128::<0>(front));
+            back = _mm_xor_si128(prefix_xor(back), assist);
+            store(schedule, 32 * group + 16, back);
+            constant = super::multiply_by_x(constant);
+        }
+    }
 }
 
 /// Which fused CTR kernel this CPU can run, decided once per key.
@@ -226,12 +439,22 @@ impl CbcPath {
 
 /// AES with any of the three key sizes: our kernels where this CPU has their features, the
 /// `aes` crate otherwise.
+///
+/// Keyed once per message and per job, so keying is kept cheap (tens of nanoseconds, see
+/// `examples/aes_key_setup_speed.rs`): the round keys come from `aeskeygenassist`, and what
+/// only some calls need is built on first use: the equivalent-inverse-cipher keys (any
+/// decryption through our kernels) and the `aes` crate's schedule (the fallback wherever no
+/// kernel fits this CPU, and the reference the tests compare with). Everything is wiped on
+/// drop.
 pub struct FastAes {
-    cipher: CrateCipher,
     round_keys: RoundKeys,
-    /// Equivalent-inverse-cipher round keys for the ECB decryption kernel; present exactly
-    /// when `ecb_path` is [`EcbPath::Vaes512`]. Wiped on drop like `round_keys`.
-    decrypt_round_keys: Option<RoundKeys>,
+    /// For the VAES-512 ECB and CBC decryption kernels, built by their first call.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    decrypt_round_keys: OnceLock<RoundKeys>,
+    /// Boxed: the crate's schedule is about 1 KiB (AES-NI keys and its software fallback's
+    /// share one union), which would otherwise be copied and allocated with every
+    /// `Box<dyn BlockCipher>` whether used or not.
+    crate_cipher: OnceLock<Box<CrateCipher>>,
     ctr_path: CtrPath,
     ecb_path: EcbPath,
     cbc_path: CbcPath,
@@ -240,37 +463,52 @@ pub struct FastAes {
 impl FastAes {
     /// `key` must be 16, 24 or 32 bytes long (checked by [`crate::new_cipher`]).
     pub fn new(key: &[u8]) -> Self {
-        let cipher = match key.len() {
-            16 => CrateCipher::Aes128(aes::Aes128::new_from_slice(key).expect("16-byte key")),
-            24 => CrateCipher::Aes192(aes::Aes192::new_from_slice(key).expect("24-byte key")),
-            32 => CrateCipher::Aes256(aes::Aes256::new_from_slice(key).expect("32-byte key")),
-            other => panic!("AES key of {other} bytes reached FastAes::new"),
-        };
-        let round_keys = RoundKeys::expand(key);
-        let ecb_path = EcbPath::detect();
-        let decrypt_round_keys = match ecb_path {
-            #[cfg(target_arch = "x86_64")]
-            EcbPath::Vaes512 => {
-                // SAFETY: the VAES-512 path is only detected on CPUs with AES-NI.
-                Some(unsafe { super::ecb_vaes512::inverse_round_keys(&round_keys) })
-            }
-            _ => None,
-        };
+        assert!(
+            matches!(key.len(), 16 | 24 | 32),
+            "AES key of {} bytes reached FastAes::new",
+            key.len()
+        );
         FastAes {
-            cipher,
-            round_keys,
-            decrypt_round_keys,
+            round_keys: RoundKeys::expand(key),
+            decrypt_round_keys: OnceLock::new(),
+            crate_cipher: OnceLock::new(),
             ctr_path: CtrPath::detect(),
-            ecb_path,
+            ecb_path: EcbPath::detect(),
             cbc_path: CbcPath::detect(),
         }
+    }
+
+    /// The `aes` crate's schedule for this key, built on first use.
+    fn crate_cipher(&self) -> &CrateCipher {
+        self.crate_cipher.get_or_init(|| {
+            // The expansion starts with the key's own words, so the key need not be kept.
+            let key_length = 4 * (self.round_keys.rounds - 6);
+            let key = &self.round_keys.keys.as_flattened()[..key_length];
+            Box::new(match key_length {
+                16 => CrateCipher::Aes128(aes::Aes128::new_from_slice(key).expect("16-byte key")),
+                24 => CrateCipher::Aes192(aes::Aes192::new_from_slice(key).expect("24-byte key")),
+                _ => CrateCipher::Aes256(aes::Aes256::new_from_slice(key).expect("32-byte key")),
+            })
+        })
+    }
+
+    /// The equivalent-inverse-cipher keys, built on first use.
+    ///
+    /// # Safety
+    /// The CPU must support AES-NI.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn decrypt_round_keys(&self) -> &RoundKeys {
+        self.decrypt_round_keys.get_or_init(|| {
+            // SAFETY: the caller guarantees AES-NI.
+            unsafe { super::ecb_vaes512::inverse_round_keys(&self.round_keys) }
+        })
     }
 
     /// Encrypts whole blocks through the `aes` crate, whatever kernel is detected: the
     /// fallback, and the reference the kernels are tested against.
     pub(super) fn crate_encrypt_blocks(&self, blocks: &mut [u8]) {
         let blocks = as_blocks(blocks);
-        match &self.cipher {
+        match self.crate_cipher() {
             CrateCipher::Aes128(c) => c.encrypt_blocks(blocks),
             CrateCipher::Aes192(c) => c.encrypt_blocks(blocks),
             CrateCipher::Aes256(c) => c.encrypt_blocks(blocks),
@@ -280,7 +518,7 @@ impl FastAes {
     /// Decrypts whole blocks through the `aes` crate; see [`Self::crate_encrypt_blocks`].
     pub(super) fn crate_decrypt_blocks(&self, blocks: &mut [u8]) {
         let blocks = as_blocks(blocks);
-        match &self.cipher {
+        match self.crate_cipher() {
             CrateCipher::Aes128(c) => c.decrypt_blocks(blocks),
             CrateCipher::Aes192(c) => c.decrypt_blocks(blocks),
             CrateCipher::Aes256(c) => c.decrypt_blocks(blocks),
@@ -292,24 +530,30 @@ impl FastAes {
     /// `path`'s features.
     #[cfg(test)]
     pub(super) fn ecb_encrypt_with(&self, path: EcbPath, blocks: &mut [u8]) -> bool {
+        if !path.is_available() {
+            return false;
+        }
         // SAFETY: `is_available` has just confirmed `path`'s features.
-        path.is_available() && unsafe { self.run_ecb(path, false, blocks) }
+        unsafe { self.run_ecb(path, false, blocks) };
+        true
     }
 
     /// Decryption twin of [`Self::ecb_encrypt_with`].
     #[cfg(test)]
     pub(super) fn ecb_decrypt_with(&self, path: EcbPath, blocks: &mut [u8]) -> bool {
+        if !path.is_available() {
+            return false;
+        }
         // SAFETY: as above.
-        path.is_available() && unsafe { self.run_ecb(path, true, blocks) }
+        unsafe { self.run_ecb(path, true, blocks) };
+        true
     }
 
-    /// Runs ECB path `path` in place, decrypting if `decrypt`. Returns `false`, touching
-    /// nothing, only when the kernel's decryption keys are missing (the path was not the
-    /// detected one).
+    /// Runs ECB path `path` in place, decrypting if `decrypt`.
     ///
     /// # Safety
     /// The CPU must have `path`'s features ([`EcbPath::is_available`]).
-    unsafe fn run_ecb(&self, path: EcbPath, decrypt: bool, blocks: &mut [u8]) -> bool {
+    unsafe fn run_ecb(&self, path: EcbPath, decrypt: bool, blocks: &mut [u8]) {
         match path {
             #[cfg(target_arch = "x86_64")]
             EcbPath::Vaes512 => {
@@ -317,27 +561,45 @@ impl FastAes {
                     blocks.len().is_multiple_of(16),
                     "AES input is not a whole number of blocks"
                 );
-                if !decrypt {
+                if decrypt {
+                    // SAFETY: the caller guarantees the kernel's features, AES-NI among
+                    // them; the keys come from `inverse_round_keys`; the kernel reads and
+                    // writes only inside `blocks`.
+                    unsafe { super::ecb_vaes512::decrypt(self.decrypt_round_keys(), blocks) };
+                } else {
                     // SAFETY: the caller guarantees the kernel's features; the kernel reads
                     // and writes only inside `blocks`.
                     unsafe { super::ecb_vaes512::encrypt(&self.round_keys, blocks) };
-                    return true;
                 }
-                let Some(inverse_keys) = &self.decrypt_round_keys else {
-                    return false;
+            }
+            _ if decrypt => self.crate_decrypt_blocks(blocks),
+            _ => self.crate_encrypt_blocks(blocks),
+        }
+    }
+
+    /// Runs the fused CBC decryption kernel if this CPU has its features, returning whether
+    /// it did; the contract is [`BlockCipher::cbc_decrypt`]'s. There is one kernel, on
+    /// VAES-512: it shares the ECB kernel's rounds and features, so the ECB path decides.
+    fn run_cbc_decrypt(&self, previous: &[u8], data: &mut [u8]) -> bool {
+        let previous: &[u8; 16] = previous
+            .try_into()
+            .expect("the CBC previous block is one 16-byte block");
+        assert!(
+            data.len().is_multiple_of(16),
+            "CBC input is not a whole number of blocks"
+        );
+        match self.ecb_path {
+            #[cfg(target_arch = "x86_64")]
+            EcbPath::Vaes512 => {
+                // SAFETY: `ecb_path` came from `EcbPath::detect`, so this CPU has the VAES-512
+                // features, AES-NI among them; the kernel reads `previous` and reads and
+                // writes only inside `data`.
+                unsafe {
+                    super::cbc_vaes512::cbc_decrypt(self.decrypt_round_keys(), previous, data)
                 };
-                // SAFETY: as above; `inverse_keys` came from `inverse_round_keys`.
-                unsafe { super::ecb_vaes512::decrypt(inverse_keys, blocks) };
                 true
             }
-            _ if decrypt => {
-                self.crate_decrypt_blocks(blocks);
-                true
-            }
-            _ => {
-                self.crate_encrypt_blocks(blocks);
-                true
-            }
+            _ => false,
         }
     }
 
@@ -439,15 +701,13 @@ impl BlockCipher for FastAes {
 
     fn encrypt_blocks(&self, blocks: &mut [u8]) {
         // SAFETY: `ecb_path` came from `EcbPath::detect`, which only picks a kernel whose
-        // features this CPU has. Encryption never refuses.
-        let done = unsafe { self.run_ecb(self.ecb_path, false, blocks) };
-        debug_assert!(done);
+        // features this CPU has.
+        unsafe { self.run_ecb(self.ecb_path, false, blocks) };
     }
 
     fn decrypt_blocks(&self, blocks: &mut [u8]) {
-        // SAFETY: as in `encrypt_blocks`; the detected path always has its decryption keys.
-        let done = unsafe { self.run_ecb(self.ecb_path, true, blocks) };
-        debug_assert!(done);
+        // SAFETY: as in `encrypt_blocks`.
+        unsafe { self.run_ecb(self.ecb_path, true, blocks) };
     }
 
     fn ctr32_xor(&self, counter: &[u8; 16], data: &mut [u8]) -> bool {
@@ -460,6 +720,10 @@ impl BlockCipher for FastAes {
         // SAFETY: `cbc_path` came from `CbcPath::detect`, which only picks a kernel whose
         // features this CPU has.
         unsafe { self.run_cbc_kernel(self.cbc_path, chain, data) }
+    }
+
+    fn cbc_decrypt(&self, previous: &[u8], data: &mut [u8]) -> bool {
+        self.run_cbc_decrypt(previous, data)
     }
 }
 
@@ -489,12 +753,74 @@ mod tests {
         ];
         for (key, second, last) in cases {
             let key = hex::decode(key).expect("test hex");
-            let expanded = RoundKeys::expand(&key);
-            assert_eq!(expanded.rounds, key.len() / 4 + 6);
-            assert_eq!(expanded.keys[0], key[..16]);
-            assert_eq!(hex::encode(expanded.keys[1]), second);
-            assert_eq!(hex::encode(expanded.keys[expanded.rounds]), last);
+            for expanded in expansions(&key) {
+                assert_eq!(expanded.rounds, key.len() / 4 + 6);
+                assert_eq!(expanded.keys[0], key[..16]);
+                assert_eq!(hex::encode(expanded.keys[1]), second);
+                assert_eq!(hex::encode(expanded.keys[expanded.rounds]), last);
+            }
         }
+    }
+
+    /// `key` expanded by every implementation this CPU can run.
+    fn expansions(key: &[u8]) -> Vec<RoundKeys> {
+        let mut all = vec![RoundKeys::expand_portable(key), RoundKeys::expand(key)];
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("aes") {
+            // SAFETY: AES-NI has just been detected.
+            all.push(unsafe { RoundKeys::expand_with_aesni(key) });
+        }
+        all
+    }
+
+    #[test]
+    fn aesni_expansion_matches_the_word_loop() {
+        use rand::rngs::StdRng;
+        use rand::{Rng, SeedableRng};
+
+        let mut rng = StdRng::seed_from_u64(0x4E5_0000);
+        for key_length in [16, 24, 32] {
+            for _ in 0..2000 {
+                let mut key = vec![0u8; key_length];
+                rng.fill_bytes(&mut key);
+                let [reference, rest @ ..] = &expansions(&key)[..] else {
+                    unreachable!("the portable expansion is always there");
+                };
+                for other in rest {
+                    assert_eq!(other.rounds, reference.rounds);
+                    // All slots, the unused ones past `rounds` included (zero in both).
+                    assert_eq!(other.keys, reference.keys, "key {}", hex::encode(&key));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn round_keys_are_wiped_by_zeroize() {
+        let mut round_keys = RoundKeys::expand(&[0xA5; 32]);
+        assert!(round_keys.keys.as_flattened().iter().any(|&byte| byte != 0));
+        round_keys.zeroize();
+        assert!(round_keys.keys.as_flattened().iter().all(|&byte| byte == 0));
+    }
+
+    #[test]
+    fn lazily_built_schedules_match_the_vectors() {
+        // Decryption first, then encryption, then the crate on a fresh key, so that each
+        // lazily built schedule is first built by a different caller.
+        let key = hex::decode("2b7e151628aed2a6abf7158809cf4f3c").expect("test hex");
+        let plaintext = hex::decode("6bc1bee22e409f96e93d7e117393172a").expect("test hex");
+        let ciphertext = hex::decode("3ad77bb40d7a3660a89ecaf32466ef97").expect("test hex");
+        let cipher = FastAes::new(&key);
+        let mut block = ciphertext.clone();
+        cipher.decrypt_blocks(&mut block);
+        assert_eq!(block, plaintext);
+        cipher.encrypt_blocks(&mut block);
+        assert_eq!(block, ciphertext);
+        let cipher = FastAes::new(&key);
+        cipher.crate_decrypt_blocks(&mut block);
+        assert_eq!(block, plaintext);
+        cipher.crate_encrypt_blocks(&mut block);
+        assert_eq!(block, ciphertext);
     }
 
     #[test]

@@ -1,0 +1,381 @@
+//! Fused AES-CBC decryption on 512-bit VAES: 48 blocks in flight, the chaining XOR done in
+//! registers.
+//!
+//! Unlike encryption, CBC decryption has no chain through the cipher: `P_i = D(C_i) ^
+//! C_(i-1)` needs only ciphertext, so it runs as fast as ECB decryption if the XOR operand
+//! does not cost a pass over memory. Without a kernel, the mode saves a copy of each batch
+//! before decrypting it in place, then XORs the copy back in: about 40% of the ECB rate.
+//! Here each step loads all of its ciphertext before storing anything, so in-place
+//! decryption needs no copy, and the operand for a vector of four blocks is the same
+//! vector moved up by one block, the block below coming from the top lane of the vector
+//! before (one `valignq`). The XOR itself is folded into the last round key, as in the CTR
+//! kernel: `vaesdeclast` ends with a key XOR, so `D(C) ^ X` is `vaesdeclast(state, K ^ X)`.
+//!
+//! The rounds are those of [`super::ecb_vaes512`] (equivalent inverse cipher, keys from
+//! [`super::ecb_vaes512::inverse_round_keys`]), with the same step of 12 vectors and the same
+//! masked tails.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use core::arch::x86_64::*;
+
+use super::fast::{RoundKeys, MAX_ROUND_KEYS};
+
+/// Bytes in one zmm register: four AES blocks.
+const VECTOR_BYTES: usize = 64;
+
+/// zmm registers in flight per main-loop step (48 blocks), as in the ECB and CTR kernels.
+const VECTORS_PER_STEP: usize = 12;
+
+const STEP_BYTES: usize = VECTORS_PER_STEP * VECTOR_BYTES;
+
+/// Width of the group that finishes a short tail; see `super::ecb_vaes512`.
+const SHORT_TAIL_VECTORS: usize = 4;
+
+/// Decrypts the whole blocks of `data` in CBC mode, in place, with `previous` as the
+/// ciphertext block before them; the contract is [`crate::BlockCipher::cbc_decrypt`]'s.
+/// `inverse_keys` must come from [`super::ecb_vaes512::inverse_round_keys`].
+///
+/// # Safety
+/// The CPU must support AES-NI, VAES, AVX-512F and AVX-512BW. `data.len()` should be a
+/// multiple of 16 (a partial final block would come out as garbage, only its own bytes
+/// written).
+#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
+pub(super) unsafe fn cbc_decrypt(inverse_keys: &RoundKeys, previous: &[u8; 16], data: &mut [u8]) {
+    // Separate instances per key size so that the round loops unroll completely and every
+    // round key is a register operand.
+    match inverse_keys.rounds {
+        10 => cbc_decrypt_rounds::<10>(&inverse_keys.keys, previous, data),
+        12 => cbc_decrypt_rounds::<12>(&inverse_keys.keys, previous, data),
+        14 => cbc_decrypt_rounds::<14>(&inverse_keys.keys, previous, data),
+        other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
+    }
+}
+
+#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
+fn cbc_decrypt_rounds<const ROUNDS: usize>(
+    inverse_keys: &[[u8; 16]; MAX_ROUND_KEYS],
+    previous: &[u8; 16],
+    data: &mut [u8],
+) {
+    let mut keys = [_mm512_setzero_si512(); MAX_ROUND_KEYS];
+    for (wide, key) in keys.iter_mut().zip(inverse_keys).take(ROUNDS + 1) {
+        // SAFETY: `key` is a 16-byte array; `loadu` has no alignment requirement.
+        *wide = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(key.as_ptr().cast()) });
+    }
+
+    // The ciphertext vector before the current one: only its top lane (the block just
+    // before) is ever used.
+    // SAFETY: `previous` is a 16-byte array; `loadu` has no alignment requirement.
+    let mut below = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(previous.as_ptr().cast()) });
+
+    let (steps, rest) = data.as_chunks_mut::<STEP_BYTES>();
+    for step in steps {
+        let (vectors, _) = step.as_chunks_mut::<VECTOR_BYTES>();
+        let mut ciphertext = [_mm512_setzero_si512(); VECTORS_PER_STEP];
+        for (block, bytes) in ciphertext.iter_mut().zip(vectors.iter()) {
+            // SAFETY: `bytes` is a 64-byte array, read whole; no alignment needed.
+            *block = unsafe { _mm512_loadu_si512(bytes.as_ptr().cast()) };
+        }
+        let mut blocks = ciphertext;
+        decrypt_rounds::<ROUNDS, VECTORS_PER_STEP>(&keys, &mut blocks);
+        let plaintext = finish::<ROUNDS, VECTORS_PER_STEP>(&keys, &blocks, &ciphertext, &mut below);
+        for (block, bytes) in plaintext.iter().zip(vectors) {
+            // SAFETY: `bytes` is a 64-byte array, written whole; no alignment needed.
+            unsafe { _mm512_storeu_si512(bytes.as_mut_ptr().cast(), *block) };
+        }
+    }
+
+    if rest.len() > SHORT_TAIL_VECTORS * VECTOR_BYTES {
+        masked_group::<ROUNDS, VECTORS_PER_STEP>(&keys, below, rest);
+    } else if !rest.is_empty() {
+        masked_group::<ROUNDS, SHORT_TAIL_VECTORS>(&keys, below, rest);
+    }
+}
+
+/// Decrypts one group of `WIDTH` vectors over `bytes` (at most `WIDTH * 64` of them) through
+/// byte-masked loads and stores, which neither touch nor fault on the bytes they mask off.
+#[inline]
+#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
+fn masked_group<const ROUNDS: usize, const WIDTH: usize>(
+    keys: &[__m512i; MAX_ROUND_KEYS],
+    mut below: __m512i,
+    bytes: &mut [u8],
+) {
+    debug_assert!(bytes.len() <= WIDTH * VECTOR_BYTES);
+    let length = bytes.len();
+    let piece = |index: usize| {
+        let start = (index * VECTOR_BYTES).min(length);
+        (start, byte_mask((length - start).min(VECTOR_BYTES)))
+    };
+    let mut ciphertext = [_mm512_setzero_si512(); WIDTH];
+    for (index, block) in ciphertext.iter_mut().enumerate() {
+        let (start, mask) = piece(index);
+        // SAFETY: `start <= bytes.len()`, so the pointer is inside `bytes` or one past its
+        // end, and `mask` selects only bytes below `bytes.len()`; masked-off bytes are not
+        // accessed.
+        *block = unsafe { _mm512_maskz_loadu_epi8(mask, bytes.as_ptr().add(start).cast()) };
+    }
+    let mut blocks = ciphertext;
+    decrypt_rounds::<ROUNDS, WIDTH>(keys, &mut blocks);
+    let plaintext = finish::<ROUNDS, WIDTH>(keys, &blocks, &ciphertext, &mut below);
+    for (index, block) in plaintext.iter().enumerate() {
+        let (start, mask) = piece(index);
+        // SAFETY: as for the loads above.
+        unsafe { _mm512_mask_storeu_epi8(bytes.as_mut_ptr().add(start).cast(), mask, *block) };
+    }
+}
+
+/// The low `length` bits set, for `length` in 0..=64.
+#[inline]
+fn byte_mask(length: usize) -> __mmask64 {
+    if length >= VECTOR_BYTES {
+        u64::MAX
+    } else {
+        (1u64 << length) - 1
+    }
+}
+
+/// The initial key XOR and every round but the last on `WIDTH` independent vectors, round
+/// by round across the vectors.
+#[inline]
+#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
+fn decrypt_rounds<const ROUNDS: usize, const WIDTH: usize>(
+    keys: &[__m512i; MAX_ROUND_KEYS],
+    blocks: &mut [__m512i; WIDTH],
+) {
+    for block in blocks.iter_mut() {
+        *block = _mm512_xor_si512(*block, keys[0]);
+    }
+    for key in &keys[1..ROUNDS] {
+        for block in blocks.iter_mut() {
+            *block = _mm512_aesdec_epi128(*block, *key);
+        }
+        keep_round_order(blocks);
+    }
+}
+
+/// The last round, with the chaining XOR folded into its key: each vector's operand is its
+/// own ciphertext moved up one block, the block below taken from the top lane of `below`,
+/// which is left holding the group's last ciphertext vector for the next group.
+#[inline]
+#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
+fn finish<const ROUNDS: usize, const WIDTH: usize>(
+    keys: &[__m512i; MAX_ROUND_KEYS],
+    blocks: &[__m512i; WIDTH],
+    ciphertext: &[__m512i; WIDTH],
+    below: &mut __m512i,
+) -> [__m512i; WIDTH] {
+    let mut plaintext = [_mm512_setzero_si512(); WIDTH];
+    for ((output, block), current) in plaintext.iter_mut().zip(blocks).zip(ciphertext) {
+        // Quadwords 6..8 of `below` then 0..6 of `current`: the block before each of
+        // `current`'s four.
+        let chained = _mm512_alignr_epi64::<6>(*current, *below);
+        *below = *current;
+        *output = _mm512_aesdeclast_epi128(*block, _mm512_xor_si512(keys[ROUNDS], chained));
+    }
+    plaintext
+}
+
+// `keep_round_order` names each vector of a group as an `asm!` operand.
+const _: () = assert!(VECTORS_PER_STEP == 12 && SHORT_TAIL_VECTORS == 4);
+
+/// Makes the compiler issue a group round by round across all of its vectors; see
+/// `super::ctr_vaes512::keep_round_order` for why (LLVM otherwise may emit whole chains one
+/// after another, leaving too few in flight).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn keep_round_order(blocks: &mut [__m512i]) {
+    match blocks {
+        [b0, b1, b2, b3] => {
+            // SAFETY: the template is a comment: it executes nothing and leaves every
+            // register as it was.
+            unsafe {
+                core::arch::asm!(
+                    "/* {0} {1} {2} {3} */",
+                    inout(zmm_reg) * b0,
+                    inout(zmm_reg) * b1,
+                    inout(zmm_reg) * b2,
+                    inout(zmm_reg) * b3,
+                    options(pure, nomem, nostack, preserves_flags),
+                );
+            }
+        }
+        [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11] => {
+            // SAFETY: as above.
+            unsafe {
+                core::arch::asm!(
+                    "/* {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} */",
+                    inout(zmm_reg) * b0,
+                    inout(zmm_reg) * b1,
+                    inout(zmm_reg) * b2,
+                    inout(zmm_reg) * b3,
+                    inout(zmm_reg) * b4,
+                    inout(zmm_reg) * b5,
+                    inout(zmm_reg) * b6,
+                    inout(zmm_reg) * b7,
+                    inout(zmm_reg) * b8,
+                    inout(zmm_reg) * b9,
+                    inout(zmm_reg) * b10,
+                    inout(zmm_reg) * b11,
+                    options(pure, nomem, nostack, preserves_flags),
+                );
+            }
+        }
+        other => unreachable!("no round-order barrier for {} vectors", other.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::rngs::StdRng;
+    use rand::{Rng, RngExt, SeedableRng};
+
+    use crate::aes::ecb_vaes512::tests::vector_field;
+    use crate::aes::fast::FastAes;
+    use crate::BlockCipher;
+
+    /// CBC decryption built from the `aes` crate's single-block decryption, independently of
+    /// the kernel.
+    fn generic_cbc_decrypt(cipher: &FastAes, previous: &[u8; 16], data: &mut [u8]) {
+        let mut chain = *previous;
+        for block in data.chunks_exact_mut(16) {
+            let ciphertext: [u8; 16] = block.try_into().expect("16-byte block");
+            cipher.crate_decrypt_blocks(block);
+            for (byte, chain_byte) in block.iter_mut().zip(chain) {
+                *byte ^= chain_byte;
+            }
+            chain = ciphertext;
+        }
+    }
+
+    /// Decrypts `input` in the calls `pieces` describes (byte lengths, whole blocks, summing
+    /// to the input's length), each given the ciphertext block before it, starting `shift`
+    /// bytes into a buffer so that the data is not aligned the same way every time; compares
+    /// with the generic path. Returns `false` when this CPU has no kernel.
+    fn check_case(
+        cipher: &FastAes,
+        iv: &[u8; 16],
+        input: &[u8],
+        pieces: &[usize],
+        shift: usize,
+    ) -> bool {
+        let mut buffer = vec![0u8; shift + input.len()];
+        buffer[shift..].copy_from_slice(input);
+        let fused = &mut buffer[shift..];
+        let mut offset = 0;
+        for &piece in pieces {
+            let previous = if offset == 0 {
+                *iv
+            } else {
+                input[offset - 16..offset].try_into().expect("16 bytes")
+            };
+            if !cipher.cbc_decrypt(&previous, &mut fused[offset..offset + piece]) {
+                assert_eq!(fused, input, "a refused call must not touch the data");
+                return false;
+            }
+            offset += piece;
+        }
+        assert_eq!(offset, input.len());
+        let mut expected = input.to_vec();
+        generic_cbc_decrypt(cipher, iv, &mut expected);
+        if fused != expected {
+            let first = fused
+                .iter()
+                .zip(&expected)
+                .position(|(a, b)| a != b)
+                .unwrap_or(0);
+            panic!(
+                "{} bytes in pieces {pieces:?}, shift {shift}: first difference at byte {first}",
+                input.len()
+            );
+        }
+        true
+    }
+
+    /// Random keys of all three sizes, every whole-block length up to 1600 bytes (past two
+    /// main-loop steps, so that each step count meets both tail widths and every tail
+    /// length) and two large ones, in one call and then split into calls of random sizes
+    /// (empty ones included), so that every position within a step starts a call.
+    #[test]
+    fn agrees_with_generic_cbc() {
+        let mut rng = StdRng::seed_from_u64(0xCBC0_D512);
+        let large = [64 * 1024 + 16, 1024 * 1024 + 48];
+        for key_length in [16, 24, 32] {
+            let mut key = vec![0u8; key_length];
+            rng.fill_bytes(&mut key);
+            let cipher = FastAes::new(&key);
+            for length in (0..=1600).step_by(16).chain(large) {
+                let mut input = vec![0u8; length];
+                rng.fill_bytes(&mut input);
+                let mut iv = [0u8; 16];
+                rng.fill_bytes(&mut iv);
+                let shift = rng.random_range(0..64);
+                if !check_case(&cipher, &iv, &input, &[length], shift) {
+                    eprintln!("VAES-512 CBC decryption not available on this CPU; skipped");
+                    return;
+                }
+                let mut pieces = Vec::new();
+                let mut left = length / 16;
+                let longest = if length > 4096 { 400 } else { 60 };
+                while left > 0 {
+                    let blocks = rng.random_range(0..=left.min(longest));
+                    pieces.push(16 * blocks);
+                    left -= blocks;
+                }
+                assert!(check_case(&cipher, &iv, &input, &pieces, shift));
+            }
+        }
+    }
+
+    /// SP 800-38A F.2.2, F.2.4, F.2.6 (CBC-AES128/192/256.Decrypt), in one call and one
+    /// block per call.
+    #[test]
+    fn matches_sp800_38a() {
+        for section in ["cbc-aes128", "cbc-aes192", "cbc-aes256"] {
+            let field = |name: &str| vector_field(section, name);
+            let cipher = FastAes::new(&field("key"));
+            let iv = field("iv");
+            let plaintext = field("plaintext");
+            let ciphertext = field("ciphertext");
+
+            let mut data = ciphertext.clone();
+            if !cipher.cbc_decrypt(&iv, &mut data) {
+                eprintln!("VAES-512 CBC decryption not available on this CPU; skipped");
+                return;
+            }
+            assert_eq!(data, plaintext, "[{section}]");
+
+            let mut data = ciphertext.clone();
+            let mut previous = iv.clone();
+            for block in data.chunks_exact_mut(16) {
+                let saved = block.to_vec();
+                assert!(cipher.cbc_decrypt(&previous, block));
+                previous = saved;
+            }
+            assert_eq!(data, plaintext, "[{section}] block by block");
+        }
+    }
+
+    #[test]
+    fn block_cipher_trait_uses_the_fused_path_where_available() {
+        let cipher = FastAes::new(&[7u8; 16]);
+        let mut data = [0x5Au8; 160];
+        let fused = cipher.cbc_decrypt(&[0x11; 16], &mut data);
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected;
+            let expected = is_x86_feature_detected!("aes")
+                && is_x86_feature_detected!("vaes")
+                && is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw");
+            assert_eq!(fused, expected);
+        }
+        if !fused {
+            assert_eq!(
+                data, [0x5Au8; 160],
+                "a refused call must not touch the data"
+            );
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Why a file could not be encrypted or decrypted, in words for the person who ran it.
+
+use std::io;
+
+use crate::cobblestone::{CHUNK_BYTES, TAG_BYTES};
+
+/// Every failure of this crate. Each message is one line that says what went wrong and,
+/// where there is one, what to do next.
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    #[error("not a parcrypt file (it does not start with a parcrypt header; a bare Cobblestone message needs the cobblestone format and its key)")]
+    NotParcrypt,
+    #[error("this file was written by a newer parcrypt (format version {0}); this parcrypt reads version 1")]
+    UnsupportedVersion(u8),
+    #[error("damaged header: {0}")]
+    DamagedHeader(&'static str),
+    #[error("truncated: the file ends inside its {0} header")]
+    TruncatedHeader(&'static str),
+    #[error("the key must be 16 bytes (AES-128) or 32 bytes (AES-256), got {0} bytes")]
+    KeyLength(usize),
+    #[error("this message needs a {expected}-byte key ({suite}), got {got} bytes")]
+    KeySuiteMismatch { suite: &'static str, expected: usize, got: usize },
+    #[error("wrong key or passphrase (key commitment mismatch)")]
+    WrongKey,
+    #[error("this file was encrypted with a passphrase, not a key: give the passphrase")]
+    NeedsPassphrase,
+    #[error("this file was encrypted with a key, not a passphrase: give the key")]
+    NeedsKey,
+    #[error("the passphrase is empty")]
+    EmptyPassphrase,
+    #[error("passphrase key derivation (argon2id) failed: {0}")]
+    Kdf(String),
+    #[error("argon2id parameters out of range: {0}")]
+    KdfLimits(String),
+    #[error("damaged: chunk {index} (plaintext bytes {start}..{end}) failed authentication; the file was modified, truncated or extended", start = chunk_start(*index), end = chunk_start(*index) + CHUNK_BYTES as u64)]
+    DamagedChunk { index: u64 },
+    #[error("{}", truncated_after(*chunks))]
+    TruncatedAfter { chunks: u64 },
+    #[error("{}", truncated_chunk(*index, *bytes))]
+    TruncatedChunk { index: u64, bytes: usize },
+    #[error("message too long: Cobblestone allows at most 2^38 chunks (4 PiB)")]
+    TooLong,
+    #[error("{0}")]
+    Range(String),
+    #[error("cannot read input: {}", plain(.0))]
+    Read(io::Error),
+    #[error("cannot write output: {}", plain(.0))]
+    Write(io::Error),
+    #[error("cannot get random bytes from the operating system: {0}")]
+    Random(String),
+    #[error("{0}")]
+    Backend(String),
+}
+
+fn chunk_start(index: u64) -> u64 {
+    index.saturating_mul(CHUNK_BYTES as u64)
+}
+
+fn truncated_after(chunks: u64) -> String {
+    if chunks == 0 {
+        "truncated after the header: a message has at least one chunk".to_string()
+    } else {
+        format!(
+            "truncated after chunk {}: the short final chunk that ends every message is missing",
+            chunks - 1
+        )
+    }
+}
+
+fn truncated_chunk(index: u64, bytes: usize) -> String {
+    let place = if index == 0 { "after the header".to_string() } else { format!("after chunk {}", index - 1) };
+    format!("truncated {place}: chunk {index} has {bytes} bytes, fewer than its {TAG_BYTES}-byte tag")
+}
+
+/// The OS error text without Rust's " (os error N)" suffix.
+fn plain(error: &io::Error) -> String {
+    let text = error.to_string();
+    match text.find(" (os error") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
+    }
+}

@@ -1,0 +1,251 @@
+//! The parcrypt header: 40 bytes in front of a Cobblestone message that say which AEAD the
+//! message uses and how its input key is obtained (given directly, or derived from a
+//! passphrase with argon2id, whose parameters and salt it stores). The whole header is bound
+//! into the Cobblestone context, so changing any byte of it fails the key commitment.
+//! docs/FORMAT.md specifies it; the tests below pin the layout.
+//!
+//! ```text
+//! offset size field
+//!  0      8   magic "parcrypt"
+//!  8      1   version, 1
+//!  9      1   AEAD: 1 = AES-128-GCM (Cobblestone-128), 2 = AES-256-GCM (Cobblestone-256)
+//! 10      1   key source: 1 = input key given directly, 2 = argon2id v1.3 of a passphrase
+//! 11      1   reserved, 0
+//! 12      4   argon2id memory in KiB, big-endian (0 for key source 1)
+//! 16      4   argon2id passes (0 for key source 1)
+//! 20      4   argon2id lanes (0 for key source 1)
+//! 24     16   argon2id salt (zeros for key source 1)
+//! ```
+
+use zeroize::Zeroizing;
+
+use crate::cobblestone::Suite;
+use crate::error::FormatError;
+
+/// The first bytes of every parcrypt file.
+pub const MAGIC: &[u8; 8] = b"parcrypt";
+/// The only version this code writes and reads.
+pub const VERSION: u8 = 1;
+/// Bytes of the header.
+pub const HEADER_BYTES: usize = 40;
+/// Bytes of the argon2id salt.
+pub const KDF_SALT_BYTES: usize = 16;
+
+const SUITE_128: u8 = 1;
+const SUITE_256: u8 = 2;
+const SOURCE_KEY: u8 = 1;
+const SOURCE_ARGON2ID: u8 = 2;
+
+/// argon2id cost parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Argon2Params {
+    /// Memory in KiB.
+    pub memory_kib: u32,
+    /// Passes over the memory (argon2's t).
+    pub passes: u32,
+    /// Lanes (argon2's p); lanes are computed in parallel where cores allow.
+    pub lanes: u32,
+}
+
+impl Argon2Params {
+    /// The second recommended option of RFC 9106 (section 4): 64 MiB, 3 passes, 4 lanes.
+    /// About a tenth of a second on a current laptop core.
+    pub const DEFAULT: Argon2Params = Argon2Params { memory_kib: 64 * 1024, passes: 3, lanes: 4 };
+    /// The most memory a header may ask for: 4 GiB. A header is read before anything is
+    /// authenticated, so these limits bound what a malicious file can make a reader spend.
+    pub const MAX_MEMORY_KIB: u32 = 4 * 1024 * 1024;
+    pub const MAX_PASSES: u32 = 100;
+    pub const MAX_LANES: u32 = 64;
+
+    /// Checks the limits above and argon2's own (at least 8 KiB of memory per lane).
+    pub fn check(&self) -> Result<(), FormatError> {
+        let Argon2Params { memory_kib, passes, lanes } = *self;
+        if lanes == 0 || lanes > Self::MAX_LANES {
+            return Err(FormatError::KdfLimits(format!("{lanes} lanes (1 to {})", Self::MAX_LANES)));
+        }
+        if passes == 0 || passes > Self::MAX_PASSES {
+            return Err(FormatError::KdfLimits(format!("{passes} passes (1 to {})", Self::MAX_PASSES)));
+        }
+        if memory_kib < 8 * lanes || memory_kib > Self::MAX_MEMORY_KIB {
+            return Err(FormatError::KdfLimits(format!(
+                "{memory_kib} KiB of memory (8 KiB per lane, so {} KiB here, to {} KiB)",
+                8 * lanes,
+                Self::MAX_MEMORY_KIB
+            )));
+        }
+        Ok(())
+    }
+
+    /// Derives an input key of `key_bytes` from `passphrase` (parcrypt's salts are
+    /// [`KDF_SALT_BYTES`] long; argon2 takes 8 bytes or more).
+    pub fn derive(&self, passphrase: &[u8], salt: &[u8], key_bytes: usize) -> Result<Zeroizing<Vec<u8>>, FormatError> {
+        self.check()?;
+        let params = argon2::Params::new(self.memory_kib, self.passes, self.lanes, Some(key_bytes))
+            .map_err(|error| FormatError::Kdf(error.to_string()))?;
+        let argon2 = argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
+        let mut key = Zeroizing::new(vec![0u8; key_bytes]);
+        argon2
+            .hash_password_into(passphrase, salt, &mut key)
+            .map_err(|error| FormatError::Kdf(error.to_string()))?;
+        Ok(key)
+    }
+}
+
+impl Default for Argon2Params {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// How the Cobblestone input key is obtained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeySource {
+    /// The user gives the input key itself.
+    Key,
+    /// argon2id of a passphrase with these parameters and salt.
+    Argon2id { params: Argon2Params, salt: [u8; KDF_SALT_BYTES] },
+}
+
+/// A parsed parcrypt header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParcryptHeader {
+    pub suite: Suite,
+    pub key_source: KeySource,
+}
+
+impl ParcryptHeader {
+    pub fn to_bytes(&self) -> [u8; HEADER_BYTES] {
+        let mut bytes = [0u8; HEADER_BYTES];
+        bytes[..8].copy_from_slice(MAGIC);
+        bytes[8] = VERSION;
+        bytes[9] = match self.suite {
+            Suite::Cobblestone128 => SUITE_128,
+            Suite::Cobblestone256 => SUITE_256,
+        };
+        match self.key_source {
+            KeySource::Key => bytes[10] = SOURCE_KEY,
+            KeySource::Argon2id { params, salt } => {
+                bytes[10] = SOURCE_ARGON2ID;
+                bytes[12..16].copy_from_slice(&params.memory_kib.to_be_bytes());
+                bytes[16..20].copy_from_slice(&params.passes.to_be_bytes());
+                bytes[20..24].copy_from_slice(&params.lanes.to_be_bytes());
+                bytes[24..40].copy_from_slice(&salt);
+            }
+        }
+        bytes
+    }
+
+    /// Whether `bytes` (the start of a file, any length) begins like a parcrypt file.
+    pub fn has_magic(bytes: &[u8]) -> bool {
+        bytes.len() >= MAGIC.len() && &bytes[..MAGIC.len()] == MAGIC
+    }
+
+    /// Parses a header, strictly: unknown values and non-zero reserved or unused fields are
+    /// refused, so that every valid header has exactly one encoding.
+    pub fn parse(bytes: &[u8]) -> Result<ParcryptHeader, FormatError> {
+        if !Self::has_magic(bytes) {
+            return Err(FormatError::NotParcrypt);
+        }
+        if bytes.len() <= 8 {
+            return Err(FormatError::TruncatedHeader("parcrypt"));
+        }
+        if bytes[8] != VERSION {
+            return Err(FormatError::UnsupportedVersion(bytes[8]));
+        }
+        if bytes.len() < HEADER_BYTES {
+            return Err(FormatError::TruncatedHeader("parcrypt"));
+        }
+        let suite = match bytes[9] {
+            SUITE_128 => Suite::Cobblestone128,
+            SUITE_256 => Suite::Cobblestone256,
+            _ => return Err(FormatError::DamagedHeader("unknown AEAD")),
+        };
+        if bytes[11] != 0 {
+            return Err(FormatError::DamagedHeader("reserved byte is not zero"));
+        }
+        let word = |offset: usize| u32::from_be_bytes([bytes[offset], bytes[offset + 1], bytes[offset + 2], bytes[offset + 3]]);
+        let key_source = match bytes[10] {
+            SOURCE_KEY => {
+                if bytes[12..HEADER_BYTES].iter().any(|&b| b != 0) {
+                    return Err(FormatError::DamagedHeader("key-derivation fields are set for a file encrypted with a key"));
+                }
+                KeySource::Key
+            }
+            SOURCE_ARGON2ID => {
+                let params = Argon2Params { memory_kib: word(12), passes: word(16), lanes: word(20) };
+                params.check()?;
+                let mut salt = [0u8; KDF_SALT_BYTES];
+                salt.copy_from_slice(&bytes[24..40]);
+                KeySource::Argon2id { params, salt }
+            }
+            _ => return Err(FormatError::DamagedHeader("unknown key source")),
+        };
+        Ok(ParcryptHeader { suite, key_source })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_layout_is_as_documented() {
+        let header = ParcryptHeader {
+            suite: Suite::Cobblestone256,
+            key_source: KeySource::Argon2id {
+                params: Argon2Params { memory_kib: 0x0001_0000, passes: 3, lanes: 4 },
+                salt: [0xaa; 16],
+            },
+        };
+        let bytes = header.to_bytes();
+        assert_eq!(
+            hex::encode(bytes),
+            "7061726372797074\
+             01 02 02 00 00010000 00000003 00000004 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                .replace(' ', "")
+        );
+        assert_eq!(ParcryptHeader::parse(&bytes).unwrap(), header);
+        let keyed = ParcryptHeader { suite: Suite::Cobblestone128, key_source: KeySource::Key };
+        let bytes = keyed.to_bytes();
+        assert_eq!(hex::encode(&bytes[..12]), "706172637279707401010100");
+        assert!(bytes[12..].iter().all(|&b| b == 0));
+        assert_eq!(ParcryptHeader::parse(&bytes).unwrap(), keyed);
+    }
+
+    #[test]
+    fn bad_headers_are_refused_with_a_reason() {
+        let good = ParcryptHeader { suite: Suite::Cobblestone128, key_source: KeySource::Argon2id { params: Argon2Params::DEFAULT, salt: [1; 16] } }.to_bytes();
+        assert!(matches!(ParcryptHeader::parse(b"hello world, this is not it at all......"), Err(FormatError::NotParcrypt)));
+        assert!(matches!(ParcryptHeader::parse(b"parc"), Err(FormatError::NotParcrypt)));
+        assert!(matches!(ParcryptHeader::parse(&good[..8]), Err(FormatError::TruncatedHeader(_))));
+        assert!(matches!(ParcryptHeader::parse(&good[..39]), Err(FormatError::TruncatedHeader(_))));
+        let mut newer = good;
+        newer[8] = 2;
+        assert!(matches!(ParcryptHeader::parse(&newer[..9]), Err(FormatError::UnsupportedVersion(2))));
+        for (offset, value) in [(9usize, 3u8), (10, 0), (10, 3), (11, 1)] {
+            let mut bad = good;
+            bad[offset] = value;
+            assert!(matches!(ParcryptHeader::parse(&bad), Err(FormatError::DamagedHeader(_))), "{offset}");
+        }
+        // Costs a malicious header could use to exhaust the reader.
+        for (offset, value) in [(12usize, 0xffu8), (16, 0x10), (20, 0x10), (23, 0), (19, 0)] {
+            let mut bad = good;
+            bad[offset] = value;
+            assert!(matches!(ParcryptHeader::parse(&bad), Err(FormatError::KdfLimits(_))), "{offset}");
+        }
+        let mut keyed = ParcryptHeader { suite: Suite::Cobblestone128, key_source: KeySource::Key }.to_bytes();
+        keyed[30] = 1;
+        assert!(matches!(ParcryptHeader::parse(&keyed), Err(FormatError::DamagedHeader(_))));
+    }
+
+    #[test]
+    fn argon2id_matches_the_reference_implementation() {
+        // phc-winner-argon2 src/test.c, argon2id v1.3: t=2, m=2^16 KiB, p=1, "password",
+        // "somesalt", 32-byte output.
+        let params = Argon2Params { memory_kib: 1 << 16, passes: 2, lanes: 1 };
+        let key = params.derive(b"password", b"somesalt", 32).unwrap();
+        assert_eq!(hex::encode(&*key), "09316115d5cf24ed5a15a31a3ba326e5cf32edc24702987c02b6566f61913cf7");
+        let too_much = Argon2Params { memory_kib: Argon2Params::MAX_MEMORY_KIB + 1, ..params };
+        assert!(matches!(too_much.derive(b"password", b"somesalt", 32), Err(FormatError::KdfLimits(_))));
+    }
+}

@@ -1,0 +1,304 @@
+//! What precedes the chunks: the optional parcrypt header, the salt and the commitment.
+//!
+//! Decryption reads this [`Envelope`] first, learns from it whether a key or a passphrase is
+//! needed (so a front end asks for the right one), then [`Envelope::unlock`]s it, which
+//! checks the key commitment before a single chunk is touched.
+
+use std::io::Read;
+
+use zeroize::Zeroizing;
+
+use crate::cobblestone::{MessageKeys, Suite, COMMITMENT_BYTES, PREFIX_BYTES, SALT_BYTES};
+use crate::error::FormatError;
+use crate::header::{Argon2Params, KeySource, ParcryptHeader, HEADER_BYTES, KDF_SALT_BYTES};
+
+/// How a file is laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Format {
+    /// A parcrypt header, then a Cobblestone message whose context binds the header.
+    #[default]
+    Parcrypt,
+    /// A bare Cobblestone message (salt, commitment, chunks), as other implementations
+    /// write and read it.
+    Cobblestone,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(name: &str) -> Result<Self, String> {
+        match name.to_ascii_lowercase().as_str() {
+            "parcrypt" => Ok(Format::Parcrypt),
+            "cobblestone" => Ok(Format::Cobblestone),
+            _ => Err(format!("unknown format '{name}' (choose parcrypt or cobblestone)")),
+        }
+    }
+}
+
+/// What the input key is made from.
+#[derive(Clone, Copy)]
+pub enum Secret<'a> {
+    /// The input key itself: 16 or 32 uniformly random bytes.
+    Key(&'a [u8]),
+    /// A passphrase, stretched with argon2id (parcrypt format only).
+    Passphrase(&'a [u8]),
+}
+
+/// The bytes before chunk 0, parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Envelope {
+    header: Option<ParcryptHeader>,
+    salt: [u8; SALT_BYTES],
+    commitment: [u8; COMMITMENT_BYTES],
+}
+
+/// How to set up a new message.
+#[derive(Clone, Copy, Debug)]
+pub struct Setup<'a> {
+    pub format: Format,
+    pub suite: Suite,
+    /// Application data bound into the key derivation; decryption must give the same.
+    pub context: &'a [u8],
+    /// Cost of the passphrase KDF (ignored for keys).
+    pub argon2: Argon2Params,
+}
+
+impl Default for Setup<'_> {
+    fn default() -> Self {
+        Setup { format: Format::Parcrypt, suite: Suite::Cobblestone128, context: b"", argon2: Argon2Params::DEFAULT }
+    }
+}
+
+/// Salts for a new message. Random unless a test or a vector needs them fixed.
+#[derive(Clone, Copy, Debug)]
+pub struct Salts {
+    pub cobblestone: [u8; SALT_BYTES],
+    pub argon2: [u8; KDF_SALT_BYTES],
+}
+
+impl Salts {
+    /// Fresh salts from the operating system's generator.
+    pub fn random() -> Result<Salts, FormatError> {
+        let mut salts = Salts { cobblestone: [0; SALT_BYTES], argon2: [0; KDF_SALT_BYTES] };
+        getrandom::fill(&mut salts.cobblestone).map_err(|error| FormatError::Random(error.to_string()))?;
+        getrandom::fill(&mut salts.argon2).map_err(|error| FormatError::Random(error.to_string()))?;
+        Ok(salts)
+    }
+}
+
+impl Envelope {
+    /// Sets up a new message with random salts: returns its envelope (to be written before
+    /// the chunks) and the keys to seal the chunks with.
+    pub fn create(setup: &Setup<'_>, secret: Secret<'_>) -> Result<(Envelope, MessageKeys), FormatError> {
+        Self::create_with_salts(setup, secret, Salts::random()?)
+    }
+
+    /// [`Envelope::create`] with given salts. A salt must never repeat under one key: this
+    /// exists for known-answer tests (Wycheproof's vectors) and reproducible comparisons.
+    pub fn create_with_salts(setup: &Setup<'_>, secret: Secret<'_>, salts: Salts) -> Result<(Envelope, MessageKeys), FormatError> {
+        let header = match (setup.format, secret) {
+            (Format::Cobblestone, Secret::Passphrase(_)) => {
+                return Err(FormatError::Kdf(
+                    "a bare Cobblestone message has no room for passphrase parameters: use a key, or the parcrypt format".into(),
+                ))
+            }
+            (Format::Cobblestone, Secret::Key(_)) => None,
+            (Format::Parcrypt, Secret::Key(_)) => Some(ParcryptHeader { suite: setup.suite, key_source: KeySource::Key }),
+            (Format::Parcrypt, Secret::Passphrase(passphrase)) => {
+                if passphrase.is_empty() {
+                    return Err(FormatError::EmptyPassphrase);
+                }
+                setup.argon2.check()?;
+                Some(ParcryptHeader {
+                    suite: setup.suite,
+                    key_source: KeySource::Argon2id { params: setup.argon2, salt: salts.argon2 },
+                })
+            }
+        };
+        let mut envelope = Envelope { header, salt: salts.cobblestone, commitment: [0; COMMITMENT_BYTES] };
+        let keys = envelope.derive(setup.suite, secret, setup.context)?;
+        envelope.commitment = *keys.commitment();
+        Ok((envelope, keys))
+    }
+
+    /// Reads an envelope from the start of a file. With [`Format::Parcrypt`], input that
+    /// does not start with the parcrypt magic is [`FormatError::NotParcrypt`].
+    pub fn read(format: Format, reader: &mut dyn Read) -> Result<Envelope, FormatError> {
+        let header_bytes = if format == Format::Parcrypt { HEADER_BYTES } else { 0 };
+        let mut bytes = [0u8; HEADER_BYTES + PREFIX_BYTES];
+        let wanted = header_bytes + PREFIX_BYTES;
+        let got = read_up_to(reader, &mut bytes[..wanted])?;
+        Self::parse(format, &bytes[..got]).map(|(envelope, _)| envelope)
+    }
+
+    /// Parses an envelope from the start of `bytes` and returns it with its length.
+    pub fn parse(format: Format, bytes: &[u8]) -> Result<(Envelope, usize), FormatError> {
+        let (header, rest) = match format {
+            Format::Parcrypt => {
+                let header = ParcryptHeader::parse(bytes)?;
+                (Some(header), &bytes[HEADER_BYTES..])
+            }
+            Format::Cobblestone => (None, bytes),
+        };
+        if rest.len() < PREFIX_BYTES {
+            return Err(FormatError::TruncatedHeader("Cobblestone"));
+        }
+        let mut salt = [0u8; SALT_BYTES];
+        salt.copy_from_slice(&rest[..SALT_BYTES]);
+        let mut commitment = [0u8; COMMITMENT_BYTES];
+        commitment.copy_from_slice(&rest[SALT_BYTES..PREFIX_BYTES]);
+        let envelope = Envelope { header, salt, commitment };
+        let length = envelope.len();
+        Ok((envelope, length))
+    }
+
+    /// The envelope as written in a file.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.len());
+        if let Some(header) = &self.header {
+            bytes.extend_from_slice(&header.to_bytes());
+        }
+        bytes.extend_from_slice(&self.salt);
+        bytes.extend_from_slice(&self.commitment);
+        bytes
+    }
+
+    /// Bytes before chunk 0.
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        PREFIX_BYTES + if self.header.is_some() { HEADER_BYTES } else { 0 }
+    }
+
+    pub fn header(&self) -> Option<&ParcryptHeader> {
+        self.header.as_ref()
+    }
+
+    /// Whether unlocking takes a passphrase (rather than a key).
+    pub fn needs_passphrase(&self) -> bool {
+        matches!(self.header, Some(ParcryptHeader { key_source: KeySource::Argon2id { .. }, .. }))
+    }
+
+    /// Derives the message keys from `secret` and `context` and checks the commitment.
+    /// A bare Cobblestone message takes its suite from the key's length.
+    pub fn unlock(&self, secret: Secret<'_>, context: &[u8]) -> Result<MessageKeys, FormatError> {
+        let suite = match (&self.header, secret) {
+            (Some(header), _) => header.suite,
+            (None, Secret::Key(key)) => Suite::for_key_length(key.len())?,
+            (None, Secret::Passphrase(_)) => return Err(FormatError::NeedsKey),
+        };
+        self.unlock_as(suite, secret, context)
+    }
+
+    /// [`Envelope::unlock`] for a bare Cobblestone message of a known suite (a key of the
+    /// other suite's length is refused rather than tried).
+    pub fn unlock_as(&self, suite: Suite, secret: Secret<'_>, context: &[u8]) -> Result<MessageKeys, FormatError> {
+        if let Some(header) = &self.header {
+            if header.suite != suite {
+                return Err(FormatError::KeySuiteMismatch { suite: header.suite.name(), expected: header.suite.key_bytes(), got: suite.key_bytes() });
+            }
+        }
+        let keys = self.derive(suite, secret, context)?;
+        keys.check_commitment(&self.commitment)?;
+        Ok(keys)
+    }
+
+    fn derive(&self, suite: Suite, secret: Secret<'_>, context: &[u8]) -> Result<MessageKeys, FormatError> {
+        let input_key: Zeroizing<Vec<u8>> = match (&self.header, secret) {
+            (None, Secret::Key(key)) | (Some(ParcryptHeader { key_source: KeySource::Key, .. }), Secret::Key(key)) => {
+                suite.check_key(key)?;
+                Zeroizing::new(key.to_vec())
+            }
+            (Some(ParcryptHeader { key_source: KeySource::Argon2id { params, salt }, .. }), Secret::Passphrase(passphrase)) => {
+                params.derive(passphrase, salt, suite.key_bytes())?
+            }
+            (Some(ParcryptHeader { key_source: KeySource::Key, .. }), Secret::Passphrase(_)) | (None, Secret::Passphrase(_)) => {
+                return Err(FormatError::NeedsKey)
+            }
+            (Some(ParcryptHeader { key_source: KeySource::Argon2id { .. }, .. }), Secret::Key(_)) => {
+                return Err(FormatError::NeedsPassphrase)
+            }
+        };
+        // The header is bound into the context, so no byte of it can change unnoticed.
+        let mut full_context = Vec::with_capacity(HEADER_BYTES + context.len());
+        if let Some(header) = &self.header {
+            full_context.extend_from_slice(&header.to_bytes());
+        }
+        full_context.extend_from_slice(context);
+        MessageKeys::derive(suite, &input_key, &self.salt, &full_context)
+    }
+}
+
+/// Reads until `buffer` is full or the input ends; returns the bytes read.
+pub(crate) fn read_up_to(reader: &mut dyn Read, buffer: &mut [u8]) -> Result<usize, FormatError> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match reader.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(read) => filled += read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(FormatError::Read(error)),
+        }
+    }
+    Ok(filled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CHEAP: Argon2Params = Argon2Params { memory_kib: 64, passes: 1, lanes: 1 };
+
+    #[test]
+    fn envelopes_round_trip_and_check_the_secret() {
+        let key = [5u8; 16];
+        for format in [Format::Parcrypt, Format::Cobblestone] {
+            let setup = Setup { format, argon2: CHEAP, context: b"ctx", ..Setup::default() };
+            let (envelope, keys) = Envelope::create(&setup, Secret::Key(&key)).unwrap();
+            let bytes = envelope.to_bytes();
+            assert_eq!(bytes.len(), envelope.len());
+            let read = Envelope::read(format, &mut &bytes[..]).unwrap();
+            assert_eq!(read, envelope);
+            assert_eq!(read.unlock(Secret::Key(&key), b"ctx").unwrap().key(), keys.key());
+            assert!(matches!(read.unlock(Secret::Key(&[6u8; 16]), b"ctx"), Err(FormatError::WrongKey)));
+            assert!(matches!(read.unlock(Secret::Key(&key), b"ctY"), Err(FormatError::WrongKey)));
+            assert!(matches!(read.unlock(Secret::Key(&[5u8; 32]), b"ctx"), Err(FormatError::KeySuiteMismatch { .. } | FormatError::WrongKey)));
+            assert!(!read.needs_passphrase());
+        }
+        let setup = Setup { argon2: CHEAP, ..Setup::default() };
+        let (envelope, _) = Envelope::create(&setup, Secret::Passphrase(b"correct horse")).unwrap();
+        assert!(envelope.needs_passphrase());
+        assert!(envelope.unlock(Secret::Passphrase(b"correct horse"), b"").is_ok());
+        assert!(matches!(envelope.unlock(Secret::Passphrase(b"correct horsE"), b""), Err(FormatError::WrongKey)));
+        assert!(matches!(envelope.unlock(Secret::Key(&key), b""), Err(FormatError::NeedsPassphrase)));
+        assert!(matches!(Envelope::create(&setup, Secret::Passphrase(b"")), Err(FormatError::EmptyPassphrase)));
+        let bare = Setup { format: Format::Cobblestone, ..setup };
+        assert!(Envelope::create(&bare, Secret::Passphrase(b"x")).is_err());
+    }
+
+    #[test]
+    fn every_header_byte_is_bound_to_the_key() {
+        let setup = Setup { argon2: CHEAP, ..Setup::default() };
+        let (envelope, _) = Envelope::create(&setup, Secret::Passphrase(b"pass")).unwrap();
+        let bytes = envelope.to_bytes();
+        for position in 0..bytes.len() {
+            for bit in [0x01u8, 0x80] {
+                let mut changed = bytes.clone();
+                changed[position] ^= bit;
+                let refused = match Envelope::parse(Format::Parcrypt, &changed) {
+                    Err(_) => true,
+                    Ok((changed, _)) => changed.unlock(Secret::Passphrase(b"pass"), b"").is_err(),
+                };
+                assert!(refused, "flipping bit {bit:#x} of byte {position} went unnoticed");
+            }
+        }
+    }
+
+    #[test]
+    fn short_or_foreign_input_is_named() {
+        assert!(matches!(Envelope::read(Format::Parcrypt, &mut &b"PK\x03\x04 a zip file"[..]), Err(FormatError::NotParcrypt)));
+        assert!(matches!(Envelope::read(Format::Parcrypt, &mut &b""[..]), Err(FormatError::NotParcrypt)));
+        assert!(matches!(Envelope::read(Format::Cobblestone, &mut &[0u8; 55][..]), Err(FormatError::TruncatedHeader(_))));
+        let (envelope, _) = Envelope::create(&Setup { argon2: CHEAP, ..Setup::default() }, Secret::Key(&[1; 16])).unwrap();
+        let bytes = envelope.to_bytes();
+        assert!(matches!(Envelope::read(Format::Parcrypt, &mut &bytes[..60]), Err(FormatError::TruncatedHeader(_))));
+    }
+}

@@ -1,0 +1,323 @@
+//! Streaming the chunks of a message from a reader to a writer in bounded memory.
+//!
+//! Three threads form a pipeline over [`PIPELINE_BUFFERS`] batch buffers, as in
+//! `parcrypt_engine::stream`: one reads batch k+1, the caller's thread seals or opens batch
+//! k on the backend (all cores, or a GPU), one writes batch k-1. Memory stays at three
+//! batches (12 MiB with the default of 256 chunks per batch) whatever the input size.
+//!
+//! Buffers hold chunks in their sealed layout (16 KiB of text, then room for the tag), so
+//! the backend works in place: encryption reads plaintext straight into each chunk's text
+//! (vectored reads) and writes the sealed batch in one piece; decryption reads the sealed
+//! batch in one piece and writes each chunk's text (vectored writes).
+//!
+//! Decryption writes only chunks that authenticated: when a chunk fails, the chunks before
+//! it are written, and the call returns the error. Nothing after a failed chunk, and no
+//! byte of an unauthenticated chunk, ever reaches the writer.
+
+use std::io::{self, IoSlice, IoSliceMut, Read, Write};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+
+use crate::chunks::{batch_chunks, ChunkBatcher};
+use crate::cobblestone::{MessageKeys, CHUNK_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
+use crate::error::FormatError;
+
+/// Chunks per batch by default: 4 MiB of plaintext. Backends say what suits them best
+/// ([`ChunkBatcher::preferred_batch_chunks`]).
+pub const DEFAULT_BATCH_CHUNKS: usize = 256;
+
+/// Batch buffers in flight: one being read, one being processed, one being written.
+pub const PIPELINE_BUFFERS: usize = 3;
+
+/// Tuning and reporting for a streaming call.
+#[derive(Clone, Copy)]
+pub struct StreamOptions<'a> {
+    /// Chunks per batch; 0 (the default) takes the backend's
+    /// [`ChunkBatcher::preferred_batch_chunks`].
+    pub batch_chunks: usize,
+    /// Called on the processing thread after each batch with the plaintext bytes done so far.
+    pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
+}
+
+impl Default for StreamOptions<'_> {
+    fn default() -> Self {
+        StreamOptions { batch_chunks: 0, progress: None }
+    }
+}
+
+impl StreamOptions<'_> {
+    pub(crate) fn batch_chunks(&self, batcher: &dyn ChunkBatcher) -> usize {
+        match self.batch_chunks {
+            0 => batcher.preferred_batch_chunks().max(1),
+            chunks => chunks,
+        }
+    }
+
+    pub(crate) fn report(&self, bytes: u64) {
+        if let Some(progress) = self.progress {
+            progress(bytes);
+        }
+    }
+}
+
+/// A batch buffer and what the reader put in it.
+struct Buffer {
+    bytes: Vec<u8>,
+    /// Bytes read (plaintext for encryption, sealed bytes for decryption).
+    filled: usize,
+    /// The input ended within this buffer.
+    ended: bool,
+}
+
+/// How the reader fills a buffer.
+#[derive(Clone, Copy)]
+enum Fill {
+    /// Plaintext into the text part of each chunk slot.
+    Slots { chunks: usize },
+    /// Sealed bytes, contiguously.
+    Whole,
+}
+
+/// What the writer writes from a processed buffer.
+enum Emit {
+    /// The first `n` bytes, as they are.
+    Prefix(usize),
+    /// The text of each chunk in the first `n` bytes of a sealed layout.
+    Texts(usize),
+}
+
+/// What the processing stage decided about a buffer.
+struct Step {
+    emit: Emit,
+    /// `None`: go on; `Some(Ok)`: the message is complete; `Some(Err)`: stop with this error
+    /// once `emit` is written.
+    outcome: Option<Result<(), FormatError>>,
+}
+
+/// Encrypts everything `reader` yields into the chunks of a message (the envelope must
+/// already be written) and returns the plaintext bytes.
+pub fn encrypt_chunks(
+    batcher: &dyn ChunkBatcher,
+    keys: &MessageKeys,
+    reader: &mut (dyn Read + Send),
+    writer: &mut (dyn Write + Send),
+    options: &StreamOptions<'_>,
+) -> Result<u64, FormatError> {
+    let batch = options.batch_chunks(batcher);
+    let mut next_chunk = 0u64;
+    let mut plaintext = 0u64;
+    run_pipeline(reader, writer, batch * SEALED_CHUNK_BYTES, Fill::Slots { chunks: batch }, |buffer| {
+        let full = buffer.filled / CHUNK_BYTES;
+        let sealed = if buffer.ended {
+            // The final chunk: whatever is left, possibly nothing; its tag follows its text.
+            full * SEALED_CHUNK_BYTES + buffer.filled % CHUNK_BYTES + TAG_BYTES
+        } else {
+            full * SEALED_CHUNK_BYTES
+        };
+        let batch_bytes = &mut buffer.bytes[..sealed];
+        let chunks = batch_chunks(next_chunk, batch_bytes)?;
+        batcher.seal_batch(keys, next_chunk, batch_bytes)?;
+        next_chunk += chunks;
+        plaintext += buffer.filled as u64;
+        options.report(plaintext);
+        Ok(Step { emit: Emit::Prefix(sealed), outcome: buffer.ended.then_some(Ok(())) })
+    })?;
+    Ok(plaintext)
+}
+
+/// Decrypts the chunks of a message (the envelope must already be read and unlocked) and
+/// returns the plaintext bytes. Only authenticated chunks reach `writer`; on error, what
+/// was written is a prefix of the message that the caller must treat as incomplete.
+pub fn decrypt_chunks(
+    batcher: &dyn ChunkBatcher,
+    keys: &MessageKeys,
+    reader: &mut (dyn Read + Send),
+    writer: &mut (dyn Write + Send),
+    options: &StreamOptions<'_>,
+) -> Result<u64, FormatError> {
+    let batch = options.batch_chunks(batcher);
+    let mut next_chunk = 0u64;
+    let mut plaintext = 0u64;
+    run_pipeline(reader, writer, batch * SEALED_CHUNK_BYTES, Fill::Whole, |buffer| {
+        let filled = buffer.filled;
+        let full = filled / SEALED_CHUNK_BYTES;
+        let tail = filled % SEALED_CHUNK_BYTES;
+        // A buffer that is not the last holds only full chunks. The last one must end with
+        // the short final chunk: at least a tag. Whole chunks before a bad ending are
+        // still opened first, so that damage is reported before truncation.
+        let (openable, ending) = match (buffer.ended, tail) {
+            (false, _) => (filled, None),
+            (true, 0) => (filled, Some(FormatError::TruncatedAfter { chunks: next_chunk + full as u64 })),
+            (true, tail) if tail < TAG_BYTES => {
+                (full * SEALED_CHUNK_BYTES, Some(FormatError::TruncatedChunk { index: next_chunk + full as u64, bytes: tail }))
+            }
+            (true, _) => (filled, None),
+        };
+        let batch_bytes = &mut buffer.bytes[..openable];
+        let chunks = batch_chunks(next_chunk, batch_bytes)?;
+        match batcher.open_batch(keys, next_chunk, batch_bytes) {
+            Ok(()) => {}
+            Err(FormatError::DamagedChunk { index }) if index >= next_chunk && index < next_chunk + chunks => {
+                // Release the chunks before the damaged one, and nothing else.
+                let good = (index - next_chunk) as usize * SEALED_CHUNK_BYTES;
+                plaintext += (index - next_chunk) * CHUNK_BYTES as u64;
+                options.report(plaintext);
+                return Ok(Step { emit: Emit::Texts(good), outcome: Some(Err(FormatError::DamagedChunk { index })) });
+            }
+            Err(error) => return Err(error),
+        }
+        next_chunk += chunks;
+        plaintext += openable as u64 - chunks * TAG_BYTES as u64;
+        options.report(plaintext);
+        let outcome = match (buffer.ended, ending) {
+            (_, Some(error)) => Some(Err(error)),
+            (true, None) => Some(Ok(())),
+            (false, None) => None,
+        };
+        Ok(Step { emit: Emit::Texts(openable), outcome })
+    })?;
+    Ok(plaintext)
+}
+
+/// Reads until `buffer` is full or the input ends.
+fn fill_whole(reader: &mut dyn Read, buffer: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match reader.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(read) => filled += read,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(filled)
+}
+
+/// Reads plaintext into the text part of each chunk slot of `buffer`, in order, until every
+/// slot is full or the input ends; returns the plaintext bytes read.
+fn fill_slots(reader: &mut dyn Read, buffer: &mut [u8]) -> io::Result<usize> {
+    let mut slices: Vec<IoSliceMut<'_>> =
+        buffer.chunks_mut(SEALED_CHUNK_BYTES).map(|slot| IoSliceMut::new(&mut slot[..CHUNK_BYTES])).collect();
+    let mut remaining = &mut slices[..];
+    let mut filled = 0;
+    while !remaining.is_empty() {
+        match reader.read_vectored(remaining) {
+            Ok(0) => break,
+            Ok(read) => {
+                filled += read;
+                IoSliceMut::advance_slices(&mut remaining, read);
+            }
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(filled)
+}
+
+/// Writes the text of every chunk in `sealed` (a sealed layout of whole chunks and at most
+/// one short final chunk).
+fn write_texts(writer: &mut dyn Write, sealed: &[u8]) -> io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> = sealed
+        .chunks(SEALED_CHUNK_BYTES)
+        .map(|chunk| IoSlice::new(&chunk[..chunk.len().saturating_sub(TAG_BYTES)]))
+        .collect();
+    let mut remaining = &mut slices[..];
+    IoSlice::advance_slices(&mut remaining, 0);
+    while !remaining.is_empty() {
+        match writer.write_vectored(remaining) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "the output accepts no more bytes")),
+            Ok(written) => IoSlice::advance_slices(&mut remaining, written),
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
+}
+
+fn read_stage(reader: &mut (dyn Read + Send), fill: Fill, free: Receiver<Buffer>, filled: SyncSender<io::Result<Buffer>>) {
+    for mut buffer in free {
+        let result = match fill {
+            Fill::Slots { chunks } => fill_slots(reader, &mut buffer.bytes).map(|read| (read, read < chunks * CHUNK_BYTES)),
+            Fill::Whole => fill_whole(reader, &mut buffer.bytes).map(|read| (read, read < buffer.bytes.len())),
+        };
+        let last = !matches!(result, Ok((_, false)));
+        let message = result.map(|(read, ended)| {
+            buffer.filled = read;
+            buffer.ended = ended;
+            buffer
+        });
+        if filled.send(message).is_err() || last {
+            return;
+        }
+    }
+}
+
+fn write_stage(writer: &mut (dyn Write + Send), processed: Receiver<(Buffer, Emit)>, free: SyncSender<Buffer>) -> io::Result<()> {
+    for (buffer, emit) in processed {
+        match emit {
+            Emit::Prefix(length) => writer.write_all(&buffer.bytes[..length])?,
+            Emit::Texts(length) => write_texts(writer, &buffer.bytes[..length])?,
+        }
+        // The reader may have stopped already: a closed channel is not an error here.
+        let _ = free.send(buffer);
+    }
+    writer.flush()
+}
+
+/// Runs the read / process / write pipeline until `process` reports an outcome.
+fn run_pipeline<P>(
+    reader: &mut (dyn Read + Send),
+    writer: &mut (dyn Write + Send),
+    buffer_bytes: usize,
+    fill: Fill,
+    mut process: P,
+) -> Result<(), FormatError>
+where
+    P: FnMut(&mut Buffer) -> Result<Step, FormatError>,
+{
+    let (free_sender, free_receiver) = sync_channel::<Buffer>(PIPELINE_BUFFERS);
+    let (filled_sender, filled_receiver) = sync_channel::<io::Result<Buffer>>(PIPELINE_BUFFERS);
+    let (processed_sender, processed_receiver) = sync_channel::<(Buffer, Emit)>(PIPELINE_BUFFERS);
+    for _ in 0..PIPELINE_BUFFERS {
+        let buffer = Buffer { bytes: vec![0u8; buffer_bytes], filled: 0, ended: false };
+        free_sender.send(buffer).expect("the channel holds every buffer");
+    }
+    std::thread::scope(|scope| {
+        scope.spawn(move || read_stage(reader, fill, free_receiver, filled_sender));
+        let writer_thread = scope.spawn(move || write_stage(writer, processed_receiver, free_sender));
+
+        let outcome = (|| -> Result<(), FormatError> {
+            for message in filled_receiver.iter() {
+                let mut buffer = message.map_err(FormatError::Read)?;
+                let step = match process(&mut buffer) {
+                    Ok(step) => step,
+                    Err(error) => {
+                        wipe(&mut buffer.bytes);
+                        return Err(error);
+                    }
+                };
+                if processed_sender.send((buffer, step.emit)).is_err() {
+                    break;
+                }
+                if let Some(outcome) = step.outcome {
+                    return outcome;
+                }
+            }
+            // Reached only when a stage stopped early: the writer's error explains it.
+            Err(FormatError::Write(io::Error::other("the writer stopped")))
+        })();
+        drop(processed_sender);
+        drop(filled_receiver);
+        let written = writer_thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        match (outcome, written) {
+            (Ok(()), Ok(())) => Ok(()),
+            (Ok(()), Err(error)) => Err(FormatError::Write(error)),
+            (Err(FormatError::Write(_)), Err(error)) => Err(FormatError::Write(error)),
+            (Err(error), _) => Err(error),
+        }
+    })
+}
+
+fn wipe(bytes: &mut [u8]) {
+    use zeroize::Zeroize;
+    bytes.zeroize();
+}

@@ -1,0 +1,116 @@
+//! The fuzz properties (`parcrypt_format::fuzzing`, also run by cargo-fuzz from `fuzz/`) on
+//! stable Rust: random bytes, the kept fuzz corpus, and mutations of valid envelopes, for a
+//! bounded time. PARCRYPT_FUZZ_SECONDS sets the time per property (default 3);
+//! PARCRYPT_TEST_SEED replays a run.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use parcrypt_format::fuzzing;
+use parcrypt_format::{Argon2Params, Envelope, Format, Secret, Setup, Suite};
+use rand::rngs::StdRng;
+use rand::{Rng, RngExt, SeedableRng};
+
+fn budget() -> Duration {
+    let seconds = std::env::var("PARCRYPT_FUZZ_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3.0);
+    Duration::from_secs_f64(seconds)
+}
+
+fn seeded(test: &str) -> StdRng {
+    let seed = std::env::var("PARCRYPT_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random::<u64>);
+    eprintln!("{test}: PARCRYPT_TEST_SEED={seed}");
+    StdRng::seed_from_u64(seed)
+}
+
+/// The inputs cargo-fuzz found interesting and kept, so the stable suite replays them.
+fn corpus(target: &str) -> Vec<Vec<u8>> {
+    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target);
+    let Ok(entries) = std::fs::read_dir(&folder) else { return Vec::new() };
+    entries.filter_map(|entry| std::fs::read(entry.ok()?.path()).ok()).collect()
+}
+
+/// Starting points that get past the first checks: valid envelopes of every kind.
+fn seeds() -> Vec<Vec<u8>> {
+    let cheap = Argon2Params { memory_kib: 8, passes: 1, lanes: 1 };
+    let mut seeds = Vec::new();
+    for suite in Suite::ALL {
+        for format in [Format::Parcrypt, Format::Cobblestone] {
+            let setup = Setup { format, suite, argon2: cheap, ..Setup::default() };
+            let key = vec![3u8; suite.key_bytes()];
+            seeds.push(Envelope::create(&setup, Secret::Key(&key)).unwrap().0.to_bytes());
+        }
+        let setup = Setup { suite, argon2: cheap, ..Setup::default() };
+        seeds.push(Envelope::create(&setup, Secret::Passphrase(b"pass")).unwrap().0.to_bytes());
+    }
+    seeds
+}
+
+fn mutate(rng: &mut StdRng, input: &mut Vec<u8>) {
+    for _ in 0..rng.random_range(1..=4) {
+        match rng.random_range(0..4) {
+            0 if !input.is_empty() => {
+                let position = rng.random_range(0..input.len());
+                input[position] ^= 1 << rng.random_range(0..8);
+            }
+            1 if !input.is_empty() => {
+                let position = rng.random_range(0..input.len());
+                input[position] = [0, 1, 2, 0x7f, 0x80, 0xff][rng.random_range(0..6)];
+            }
+            2 => input.truncate(rng.random_range(0..=input.len())),
+            _ => {
+                let mut tail = vec![0u8; rng.random_range(0..=70)];
+                rng.fill_bytes(&mut tail);
+                input.extend_from_slice(&tail);
+            }
+        }
+    }
+}
+
+#[test]
+fn parsing_arbitrary_and_mutated_input_never_panics_or_accepts_forgeries() {
+    let mut rng = seeded("parse");
+    for input in corpus("parse") {
+        fuzzing::parse(&input);
+    }
+    let seeds = seeds();
+    let started = Instant::now();
+    let mut runs = 0u64;
+    while started.elapsed() < budget() {
+        let mut input = if rng.random_range(0..3) == 0 {
+            let mut bytes = vec![0u8; rng.random_range(0..=200)];
+            rng.fill_bytes(&mut bytes);
+            bytes
+        } else {
+            seeds[rng.random_range(0..seeds.len())].clone()
+        };
+        mutate(&mut rng, &mut input);
+        if rng.random_range(0..4) == 0 {
+            // Room for chunks: whole, cut and padded ones.
+            let mut chunks = vec![0u8; rng.random_range(0..40_000)];
+            rng.fill_bytes(&mut chunks);
+            input.extend_from_slice(&chunks);
+        }
+        fuzzing::parse(&input);
+        runs += 1;
+    }
+    eprintln!("parse: {runs} inputs");
+    assert!(runs > 100);
+}
+
+#[test]
+fn edited_messages_are_refused_and_releases_are_genuine() {
+    let mut rng = seeded("edit_and_open");
+    for input in corpus("edit_and_open") {
+        fuzzing::edit_and_open(&input);
+    }
+    let started = Instant::now();
+    let mut runs = 0u64;
+    while started.elapsed() < budget() {
+        let mut input = vec![0u8; rng.random_range(0..=48)];
+        rng.fill_bytes(&mut input);
+        fuzzing::edit_and_open(&input);
+        runs += 1;
+    }
+    eprintln!("edit_and_open: {runs} inputs");
+    assert!(runs > 100);
+}

@@ -1,0 +1,333 @@
+//! The kernel source text and the compile-time choices (`-D` defines) made for a device.
+//!
+//! `kernels/parcrypt.cl` is written once; the vendor header in front of it maps its
+//! qualifiers and built-ins to OpenCL C or CUDA. A `#line` directive after the header keeps
+//! compiler messages pointing at lines of `parcrypt.cl`.
+
+use std::fmt;
+
+use parcrypt_ciphers::Algorithm;
+
+/// The kernels, without a vendor header.
+pub const KERNEL_SOURCE: &str = include_str!("../kernels/parcrypt.cl");
+/// Maps the kernels' names to OpenCL C 1.2.
+pub const VENDOR_OPENCL: &str = include_str!("../kernels/vendor_opencl.h");
+/// Maps the kernels' names to CUDA C++ as NVRTC compiles it.
+pub const VENDOR_CUDA: &str = include_str!("../kernels/vendor_cuda.h");
+
+/// The full text the OpenCL compiler is given.
+pub fn opencl_source() -> String {
+    with_header(VENDOR_OPENCL)
+}
+
+/// The full text NVRTC is to be given (the CUDA host is a later step; the text is kept
+/// compilable by NVRTC now).
+pub fn cuda_source() -> String {
+    with_header(VENDOR_CUDA)
+}
+
+fn with_header(header: &str) -> String {
+    format!("{header}\n#line 1 \"parcrypt.cl\"\n{KERNEL_SOURCE}")
+}
+
+/// Which kernels serve a cipher.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CipherFamily {
+    Aes,
+    Blowfish,
+    Rc6,
+}
+
+impl CipherFamily {
+    pub const ALL: [CipherFamily; 3] =
+        [CipherFamily::Aes, CipherFamily::Blowfish, CipherFamily::Rc6];
+
+    pub fn of(algorithm: Algorithm) -> Self {
+        match algorithm {
+            Algorithm::Aes128 | Algorithm::Aes192 | Algorithm::Aes256 => CipherFamily::Aes,
+            Algorithm::Blowfish => CipherFamily::Blowfish,
+            Algorithm::Rc6_128 | Algorithm::Rc6_192 | Algorithm::Rc6_256 => CipherFamily::Rc6,
+        }
+    }
+}
+
+/// What a kernel does to its blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelOperation {
+    EcbEncrypt,
+    EcbDecrypt,
+    Ctr,
+    CbcDecrypt,
+}
+
+impl KernelOperation {
+    pub const ALL: [KernelOperation; 4] = [
+        KernelOperation::EcbEncrypt,
+        KernelOperation::EcbDecrypt,
+        KernelOperation::Ctr,
+        KernelOperation::CbcDecrypt,
+    ];
+
+    /// Whether the kernel runs the cipher backwards (and so, for AES, wants the equivalent
+    /// inverse cipher's round keys).
+    pub fn decrypts(self) -> bool {
+        matches!(
+            self,
+            KernelOperation::EcbDecrypt | KernelOperation::CbcDecrypt
+        )
+    }
+}
+
+/// The name of the kernel function for a cipher family and operation, e.g. `aes_ctr`.
+pub fn kernel_name(family: CipherFamily, operation: KernelOperation) -> &'static str {
+    // A table rather than format!, so that names are `&'static str` and every one is
+    // written out for grep.
+    match (family, operation) {
+        (CipherFamily::Aes, KernelOperation::EcbEncrypt) => "aes_ecb_encrypt",
+        (CipherFamily::Aes, KernelOperation::EcbDecrypt) => "aes_ecb_decrypt",
+        (CipherFamily::Aes, KernelOperation::Ctr) => "aes_ctr",
+        (CipherFamily::Aes, KernelOperation::CbcDecrypt) => "aes_cbc_decrypt",
+        (CipherFamily::Blowfish, KernelOperation::EcbEncrypt) => "blowfish_ecb_encrypt",
+        (CipherFamily::Blowfish, KernelOperation::EcbDecrypt) => "blowfish_ecb_decrypt",
+        (CipherFamily::Blowfish, KernelOperation::Ctr) => "blowfish_ctr",
+        (CipherFamily::Blowfish, KernelOperation::CbcDecrypt) => "blowfish_cbc_decrypt",
+        (CipherFamily::Rc6, KernelOperation::EcbEncrypt) => "rc6_ecb_encrypt",
+        (CipherFamily::Rc6, KernelOperation::EcbDecrypt) => "rc6_ecb_decrypt",
+        (CipherFamily::Rc6, KernelOperation::Ctr) => "rc6_ctr",
+        (CipherFamily::Rc6, KernelOperation::CbcDecrypt) => "rc6_cbc_decrypt",
+    }
+}
+
+/// Bytes of local memory one table copy takes: Te0; Td0 plus the packed inverse S-box;
+/// the four Blowfish S-boxes.
+const AES_ENCRYPT_BYTES_PER_COPY: u64 = 256 * 4;
+const AES_DECRYPT_BYTES_PER_COPY: u64 = (256 + 64) * 4;
+const BLOWFISH_BYTES_PER_COPY: u64 = 1024 * 4;
+
+/// How many interleaved copies of each table the kernels keep in local memory.
+///
+/// 32 copies give every lane of a 32-wide warp its own bank, which closes the bank-conflict
+/// timing channel (see the top of `parcrypt.cl`); fewer copies are used only when 32 do not
+/// fit. Each count is a power of two from 1 to 32.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TableCopies {
+    pub aes_encrypt: u32,
+    pub aes_decrypt: u32,
+    pub blowfish: u32,
+}
+
+impl TableCopies {
+    /// One copy per lane of a warp: the constant-time layout.
+    pub const PER_LANE: u32 = 32;
+    /// Every count the kernels accept, for compile checks.
+    pub const VALID_COUNTS: [u32; 6] = [1, 2, 4, 8, 16, 32];
+
+    /// The same count for every table.
+    pub fn uniform(copies: u32) -> Self {
+        TableCopies {
+            aes_encrypt: copies,
+            aes_decrypt: copies,
+            blowfish: copies,
+        }
+    }
+
+    /// The counts for a device. GPUs get the largest power of two up to 32 that fits its
+    /// local memory, per table. CPU devices get one copy: their local memory is ordinary
+    /// cached memory with no banks, so copies would only cost cache space and copying time
+    /// (and the cache channel they leave open is the same either way).
+    pub fn for_device(kind: crate::DeviceKind, local_memory_bytes: u64) -> Self {
+        if kind == crate::DeviceKind::Cpu {
+            return TableCopies::uniform(1);
+        }
+        let fitting = |bytes_per_copy: u64| {
+            let mut copies = Self::PER_LANE;
+            while copies > 1 && u64::from(copies) * bytes_per_copy > local_memory_bytes {
+                copies /= 2;
+            }
+            copies
+        };
+        TableCopies {
+            aes_encrypt: fitting(AES_ENCRYPT_BYTES_PER_COPY),
+            aes_decrypt: fitting(AES_DECRYPT_BYTES_PER_COPY),
+            blowfish: fitting(BLOWFISH_BYTES_PER_COPY),
+        }
+    }
+
+    /// Checks that every count is one the kernels accept.
+    pub fn validate(self) -> Result<(), crate::GpuError> {
+        for (name, copies) in self.defines() {
+            if !Self::VALID_COUNTS.contains(&copies) {
+                return Err(crate::GpuError::InvalidInput(format!(
+                    "{name} = {copies}: table copies must be 1, 2, 4, 8, 16 or 32"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether every table has a copy per lane, i.e. the bank-conflict channel is closed.
+    pub fn per_lane(self) -> bool {
+        self.defines()
+            .iter()
+            .all(|&(_, copies)| copies == Self::PER_LANE)
+    }
+
+    /// The `-D` defines the kernels read, as (name, value).
+    pub fn defines(self) -> [(&'static str, u32); 3] {
+        [
+            ("AES_ENCRYPT_TABLE_COPIES", self.aes_encrypt),
+            ("AES_DECRYPT_TABLE_COPIES", self.aes_decrypt),
+            ("BLOWFISH_TABLE_COPIES", self.blowfish),
+        ]
+    }
+
+    /// The compiler options for these counts, e.g. `-D AES_ENCRYPT_TABLE_COPIES=32 ...`
+    /// (the same spelling works for the OpenCL compiler and NVRTC).
+    pub fn compiler_options(self) -> String {
+        self.defines()
+            .iter()
+            .map(|(name, copies)| format!("-D {name}={copies}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+impl fmt::Display for TableCopies {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            formatter,
+            "table copies: AES encrypt {}, AES decrypt {}, Blowfish {}",
+            self.aes_encrypt, self.aes_decrypt, self.blowfish
+        )
+    }
+}
+
+/// The AES table buffer the kernels copy into local memory, laid out as `parcrypt.cl`'s
+/// `AES_SOURCE_*` say: Te0, Td0, then the inverse S-box packed four entries per word
+/// (entry `4k + j` in byte `j` of word `k`). Built from the CPU reference's tables, which are
+/// computed from the S-box's definition.
+pub fn aes_table_words() -> Vec<u32> {
+    use parcrypt_ciphers::aes::ReferenceAes;
+    let mut words = Vec::with_capacity(256 + 256 + 64);
+    words.extend_from_slice(ReferenceAes::encryption_table());
+    words.extend_from_slice(ReferenceAes::decryption_table());
+    words.extend(
+        ReferenceAes::inverse_sbox()
+            .chunks_exact(4)
+            .map(|entries| u32::from_le_bytes([entries[0], entries[1], entries[2], entries[3]])),
+    );
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DeviceKind;
+
+    #[test]
+    fn every_kernel_name_is_defined_in_the_source() {
+        for family in CipherFamily::ALL {
+            for operation in KernelOperation::ALL {
+                let name = kernel_name(family, operation);
+                assert!(
+                    KERNEL_SOURCE.contains(&format!("KERNEL void {name}(")),
+                    "{name} missing from parcrypt.cl"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn source_uses_no_platform_built_ins_directly() {
+        // The vendor headers exist so that the kernels name nothing of either platform.
+        let code: String = KERNEL_SOURCE
+            .lines()
+            .filter(|line| {
+                let trimmed = line.trim_start();
+                !(trimmed.starts_with("/*") || trimmed.starts_with('*'))
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        for built_in in [
+            "get_global_id",
+            "get_local_id",
+            "get_local_size",
+            "barrier(",
+            "__kernel",
+            "__global",
+            "__local",
+            "__constant",
+            "__shared__",
+            "__syncthreads",
+            "threadIdx",
+            "blockIdx",
+            "uint4",
+            "uint2",
+            "(uint)",
+            "rotate(",
+            "__funnelshift",
+        ] {
+            assert!(
+                !code.contains(built_in),
+                "parcrypt.cl uses {built_in} directly"
+            );
+        }
+    }
+
+    #[test]
+    fn copies_follow_local_memory() {
+        assert_eq!(
+            TableCopies::for_device(DeviceKind::Cpu, 1 << 20),
+            TableCopies::uniform(1)
+        );
+        // NVIDIA through OpenCL: 48 KiB.
+        assert_eq!(
+            TableCopies::for_device(DeviceKind::Gpu, 48 * 1024),
+            TableCopies {
+                aes_encrypt: 32,
+                aes_decrypt: 32,
+                blowfish: 8
+            }
+        );
+        assert_eq!(
+            TableCopies::for_device(DeviceKind::Gpu, 32 * 1024),
+            TableCopies {
+                aes_encrypt: 32,
+                aes_decrypt: 16,
+                blowfish: 8
+            }
+        );
+        assert_eq!(
+            TableCopies::for_device(DeviceKind::Gpu, 160 * 1024),
+            TableCopies::uniform(32)
+        );
+        assert_eq!(
+            TableCopies::for_device(DeviceKind::Gpu, 100),
+            TableCopies::uniform(1)
+        );
+        assert!(TableCopies::uniform(32).per_lane());
+        assert!(TableCopies::uniform(3).validate().is_err());
+        assert_eq!(
+            TableCopies::uniform(8).compiler_options(),
+            "-D AES_ENCRYPT_TABLE_COPIES=8 -D AES_DECRYPT_TABLE_COPIES=8 -D BLOWFISH_TABLE_COPIES=8"
+        );
+    }
+
+    #[test]
+    fn aes_table_words_match_the_reference() {
+        let words = aes_table_words();
+        assert_eq!(words.len(), 576);
+        assert_eq!(words[0], 0xc66363a5, "Te0[0]");
+        assert_eq!(words[256], 0x51f4a750, "Td0[0]");
+        // Inverse S-box: InvS[0] = 0x52, InvS[1] = 0x09, InvS[2] = 0x6a, InvS[3] = 0xd5.
+        assert_eq!(words[512], 0xd56a0952);
+    }
+
+    #[test]
+    fn sources_start_with_their_header_and_keep_line_numbers() {
+        let opencl = opencl_source();
+        assert!(opencl.starts_with(VENDOR_OPENCL));
+        assert!(opencl.contains("#line 1 \"parcrypt.cl\"\n/* parcrypt kernels"));
+        assert!(cuda_source().starts_with(VENDOR_CUDA));
+    }
+}

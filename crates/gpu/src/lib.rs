@@ -1,0 +1,149 @@
+//! The GPU layer: block-cipher kernels compiled at run time, and the OpenCL backend.
+//!
+//! There is one kernel source text, `kernels/parcrypt.cl`, for every compiler: the host puts
+//! a small vendor header in front of it (`kernels/vendor_opencl.h` for OpenCL C,
+//! `kernels/vendor_cuda.h` for NVRTC) and compiles the result for the device at hand; see
+//! [`kernel_source`]. Key schedules are expanded once on the host with the CPU crate's code
+//! ([`KeyMaterial`]), so a kernel and its CPU twin cannot disagree on the schedule.
+//!
+//! [`OpenClDevice`] runs ECB, CTR and CBC decryption for AES, Blowfish and RC6 on any
+//! OpenCL device. libOpenCL is loaded at run time: on a machine without it every call returns
+//! [`GpuError::NoOpenClLibrary`], and nothing else is affected. Output is bit-identical to the
+//! CPU path (`parcrypt-modes` over `parcrypt-ciphers`); the tests compare every operation.
+//!
+//! Each device runs a known-answer self-test of every kernel when it is opened and is refused
+//! if any result is wrong, so a miscompiled kernel or a broken driver never encrypts data.
+
+mod error;
+pub mod kernel_source;
+mod key_material;
+pub mod opencl;
+mod operation;
+mod program_cache;
+mod self_test;
+
+use std::fmt;
+
+pub use error::GpuError;
+pub use kernel_source::TableCopies;
+pub use key_material::KeyMaterial;
+pub use opencl::{KernelCache, OpenClDevice, OpenOptions, ProgramOrigin};
+pub use operation::GpuOperation;
+
+/// What kind of processor an OpenCL device is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceKind {
+    Cpu,
+    Gpu,
+    Accelerator,
+    Other,
+}
+
+impl fmt::Display for DeviceKind {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(match self {
+            DeviceKind::Cpu => "CPU",
+            DeviceKind::Gpu => "GPU",
+            DeviceKind::Accelerator => "accelerator",
+            DeviceKind::Other => "other",
+        })
+    }
+}
+
+/// One device as `parcrypt devices` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The number to pass to [`OpenClDevice::open`]: devices of all platforms, in order.
+    pub index: usize,
+    pub name: String,
+    pub vendor: String,
+    pub platform: String,
+    /// The device's OpenCL version string.
+    pub version: String,
+    pub driver_version: String,
+    pub kind: DeviceKind,
+    pub compute_units: u32,
+    pub clock_mhz: u32,
+    pub global_memory_bytes: u64,
+    /// Local (shared) memory per work-group; decides how many table copies fit.
+    pub local_memory_bytes: u64,
+    /// The largest single buffer the device allows; slabs are kept below it.
+    pub max_allocation_bytes: u64,
+    pub little_endian: bool,
+}
+
+impl fmt::Display for DeviceInfo {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            formatter,
+            "#{} {} ({}, {}; {} compute units, {:.1} GiB, {} KiB local memory; {}, driver {})",
+            self.index,
+            self.name.trim(),
+            self.platform.trim(),
+            self.kind,
+            self.compute_units,
+            self.global_memory_bytes as f64 / (1u64 << 30) as f64,
+            self.local_memory_bytes / 1024,
+            self.version.trim(),
+            self.driver_version.trim(),
+        )
+    }
+}
+
+/// How a kernel launch is shaped: a later tuner sweeps these.
+///
+/// Every kernel walks its blocks in a grid-stride loop, so any shape is correct; the shape
+/// only trades the per-group cost of copying tables into local memory (fewer, fuller
+/// threads) against parallelism (more threads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LaunchGeometry {
+    /// Work-items per work-group (CUDA: threads per block). Clamped per kernel to what the
+    /// device allows for it.
+    pub threads_per_group: usize,
+    /// Blocks each work-item processes, on average: the grid is sized to
+    /// `blocks / blocks_per_thread` work-items, rounded up to whole groups.
+    pub blocks_per_thread: usize,
+}
+
+impl LaunchGeometry {
+    /// A starting point per kind of device, before any tuning: GPUs want many resident
+    /// warps; CPU OpenCL runs a work-group as a loop on one core, so fewer, longer groups
+    /// keep the table copy cheap.
+    pub fn default_for(kind: DeviceKind) -> Self {
+        match kind {
+            DeviceKind::Cpu => LaunchGeometry {
+                threads_per_group: 64,
+                blocks_per_thread: 64,
+            },
+            _ => LaunchGeometry {
+                threads_per_group: 256,
+                blocks_per_thread: 16,
+            },
+        }
+    }
+}
+
+/// What the engine needs from a GPU, whichever API drives it (OpenCL, CUDA).
+pub trait GpuDevice: Send + Sync {
+    /// The API's name: "opencl" or "cuda".
+    fn api(&self) -> &'static str;
+    /// One line for `parcrypt devices` and benchmark reports.
+    fn description(&self) -> String;
+    /// Runs `operation` over host `data` in place: copies in, launches, copies out and
+    /// synchronises before returning, so the caller may use `data` at once.
+    fn process(&self, key: &KeyMaterial, operation: &GpuOperation, data: &mut [u8]) -> Result<(), GpuError>;
+}
+
+impl GpuDevice for OpenClDevice {
+    fn api(&self) -> &'static str {
+        "opencl"
+    }
+
+    fn description(&self) -> String {
+        self.info().to_string()
+    }
+
+    fn process(&self, key: &KeyMaterial, operation: &GpuOperation, data: &mut [u8]) -> Result<(), GpuError> {
+        OpenClDevice::process(self, key, operation, data)
+    }
+}

@@ -1,0 +1,800 @@
+//! The OpenCL backend, on the `opencl3` crate with libOpenCL loaded at run time.
+//!
+//! A device is opened once: its kernels are compiled (or loaded from the binary cache),
+//! self-tested, and given reusable buffers. [`OpenClDevice::process`] then copies host data
+//! in, runs a kernel and copies the result back, slab by slab: slab `k` goes to queue
+//! `k % 2` with that queue's own input and output buffers, so on a device with separate
+//! copy engines the copies of one slab overlap the kernel of the other (PoCL runs them one
+//! after the other, which is still correct).
+
+mod devices;
+mod program;
+
+use std::path::PathBuf;
+use std::ptr;
+use std::sync::{Mutex, PoisonError};
+
+use opencl3::command_queue::CommandQueue;
+use opencl3::context::Context;
+use opencl3::device::Device;
+use opencl3::kernel::Kernel;
+use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_ONLY, CL_MEM_WRITE_ONLY};
+use opencl3::program::Program;
+use opencl3::types::{cl_device_id, CL_BLOCKING, CL_NON_BLOCKING};
+
+pub use program::ProgramOrigin;
+
+use crate::error::ApiResultExt;
+use crate::kernel_source::{self, kernel_name, CipherFamily, KernelOperation};
+use crate::operation::{ModeArguments, SlabChain};
+use crate::{
+    program_cache, self_test, DeviceInfo, GpuError, GpuOperation, KeyMaterial, LaunchGeometry,
+    TableCopies,
+};
+
+/// Host data is moved through the device in slabs of at most this many bytes, so that the
+/// device memory a call needs is bounded (four slab buffers) whatever the input size.
+pub const DEFAULT_SLAB_BYTES: usize = 64 << 20;
+
+/// The largest slab: keeps every block index of a launch well inside the kernels' 32-bit
+/// counters (2^27 blocks of 8 bytes).
+const MAX_SLAB_BYTES: usize = 1 << 30;
+
+/// Round-key words the key buffer holds: AES-256's 60 is the most any cipher needs.
+const ROUND_KEY_WORDS: usize = 64;
+/// Key-dependent table words: Blowfish's four S-boxes.
+const KEY_TABLE_WORDS: usize = 1024;
+
+/// Where compiled kernel binaries are kept between runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum KernelCache {
+    /// `$XDG_CACHE_HOME/parcrypt/kernels` or `~/.cache/parcrypt/kernels`.
+    #[default]
+    Default,
+    Directory(PathBuf),
+    /// Always compile from source.
+    Disabled,
+}
+
+/// Choices made when a device is opened; the defaults suit normal use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Table copies in local memory; `None` chooses from the device
+    /// ([`TableCopies::for_device`]).
+    pub table_copies: Option<TableCopies>,
+    /// Launch shape; `None` uses [`LaunchGeometry::default_for`] the device's kind.
+    pub geometry: Option<LaunchGeometry>,
+    /// Bytes per slab (rounded down to whole 16-byte blocks, kept below the device's largest
+    /// buffer).
+    pub slab_bytes: usize,
+    pub kernel_cache: KernelCache,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            table_copies: None,
+            geometry: None,
+            slab_bytes: DEFAULT_SLAB_BYTES,
+            kernel_cache: KernelCache::Default,
+        }
+    }
+}
+
+/// One compiled kernel and the largest work-group the device allows for it (which depends
+/// on the kernel's local memory and registers).
+struct LoadedKernel {
+    family: CipherFamily,
+    operation: KernelOperation,
+    kernel: Kernel,
+    max_group_size: usize,
+}
+
+/// A queue's pair of slab buffers, grown on demand and kept for later calls.
+#[derive(Default)]
+struct Slot {
+    input: Option<Buffer<u8>>,
+    output: Option<Buffer<u8>>,
+    capacity: usize,
+}
+
+impl Slot {
+    /// Makes both buffers hold at least `bytes`. Small inputs get small buffers (rounded up
+    /// to a power of two so that growing inputs do not reallocate every call); nothing grows
+    /// past `limit`, the slab size.
+    fn reserve(&mut self, context: &Context, bytes: usize, limit: usize) -> Result<(), GpuError> {
+        if self.capacity >= bytes && self.input.is_some() && self.output.is_some() {
+            return Ok(());
+        }
+        let capacity = bytes.next_power_of_two().min(limit).max(bytes);
+        // Dropping the old buffers first lets the device reuse their memory. A buffer still
+        // used by an enqueued command is only freed once that command completes.
+        self.input = None;
+        self.output = None;
+        self.capacity = 0;
+        // SAFETY: no host pointer is passed and no flag asks for one, so the driver
+        // allocates device memory of `capacity` bytes that only it accesses.
+        let input =
+            unsafe { Buffer::<u8>::create(context, CL_MEM_READ_ONLY, capacity, ptr::null_mut()) }
+                .or_api("clCreateBuffer")?;
+        // SAFETY: as above.
+        let output =
+            unsafe { Buffer::<u8>::create(context, CL_MEM_WRITE_ONLY, capacity, ptr::null_mut()) }
+                .or_api("clCreateBuffer")?;
+        self.input = Some(input);
+        self.output = Some(output);
+        self.capacity = capacity;
+        Ok(())
+    }
+}
+
+/// What a call changes: kernels (their arguments are set per launch), buffers, geometry.
+struct DeviceState {
+    geometry: LaunchGeometry,
+    kernels: Vec<LoadedKernel>,
+    slots: [Slot; 2],
+    round_keys: Buffer<u32>,
+    key_tables: Buffer<u32>,
+    aes_tables: Buffer<u32>,
+}
+
+/// An opened, self-tested OpenCL device.
+///
+/// `process` may be called from several threads; calls on one device run one at a time.
+pub struct OpenClDevice {
+    info: DeviceInfo,
+    table_copies: TableCopies,
+    origin: ProgramOrigin,
+    slab_bytes: usize,
+    state: Mutex<DeviceState>,
+    queues: [CommandQueue; 2],
+    // Kept alive for the kernels made from it.
+    _program: Program,
+    context: Context,
+}
+
+impl std::fmt::Debug for OpenClDevice {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("OpenClDevice")
+            .field("info", &self.info)
+            .field("table_copies", &self.table_copies)
+            .field("origin", &self.origin)
+            .field("slab_bytes", &self.slab_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Sets kernel arguments in order, as `clSetKernelArg` errors rather than panics.
+struct ArgumentList<'a> {
+    kernel: &'a Kernel,
+    next: u32,
+}
+
+impl ArgumentList<'_> {
+    /// # Safety
+    /// `T` must have the size and layout of the kernel's parameter at this position:
+    /// `cl_mem` for pointers, `u32` for `u32`, `[u32; 2]` / `[u32; 4]` for `u32x2` / `u32x4`.
+    unsafe fn push<T>(&mut self, value: &T) -> Result<(), GpuError> {
+        // SAFETY: the caller guarantees the type matches the parameter.
+        unsafe { self.kernel.set_arg(self.next, value) }.or_api("clSetKernelArg")?;
+        self.next += 1;
+        Ok(())
+    }
+}
+
+fn create_queue(context: &Context, device_id: cl_device_id) -> Result<CommandQueue, GpuError> {
+    // SAFETY: `device_id` is the device `context` was created for.
+    let queue = unsafe { CommandQueue::create_with_properties(context, device_id, 0, 0) };
+    match queue {
+        Ok(queue) => Ok(queue),
+        // OpenCL 1.2 drivers lack clCreateCommandQueueWithProperties.
+        // SAFETY: as above.
+        Err(_) => {
+            unsafe { CommandQueue::create(context, device_id, 0) }.or_api("clCreateCommandQueue")
+        }
+    }
+}
+
+/// A read-only device buffer of `words` u32.
+fn word_buffer(context: &Context, words: usize) -> Result<Buffer<u32>, GpuError> {
+    // SAFETY: no host pointer, no host-pointer flags: the driver allocates the memory.
+    unsafe { Buffer::<u32>::create(context, CL_MEM_READ_ONLY, words, ptr::null_mut()) }
+        .or_api("clCreateBuffer")
+}
+
+/// Copies `words` into `buffer` and returns once the device has them: a finished command,
+/// which is what OpenCL requires before commands on the other queue may read the buffer.
+fn write_words(
+    queue: &CommandQueue,
+    buffer: &mut Buffer<u32>,
+    words: &[u32],
+) -> Result<(), GpuError> {
+    // SAFETY: the write is blocking, so `words` is read before this returns; the buffer was
+    // created with at least `words.len()` words (callers pass at most its size).
+    unsafe { queue.enqueue_write_buffer(buffer, CL_BLOCKING, 0, words, &[]) }
+        .or_api("clEnqueueWriteBuffer")?;
+    Ok(())
+}
+
+impl OpenClDevice {
+    /// Every OpenCL device of every platform, for `parcrypt devices`.
+    pub fn list() -> Result<Vec<DeviceInfo>, GpuError> {
+        Ok(devices::find_all()?
+            .into_iter()
+            .map(|found| found.info)
+            .collect())
+    }
+
+    /// Opens device `index` of [`OpenClDevice::list`] with the default options.
+    pub fn open(index: usize) -> Result<Self, GpuError> {
+        Self::open_with(index, &OpenOptions::default())
+    }
+
+    /// Opens device `index`: compiles (or loads) the kernels, runs the self-test and refuses
+    /// the device if any kernel gives a wrong answer.
+    pub fn open_with(index: usize, options: &OpenOptions) -> Result<Self, GpuError> {
+        let found = devices::find_all()?;
+        let count = found.len();
+        let device = found
+            .into_iter()
+            .nth(index)
+            .ok_or(GpuError::NoDevice { index, count })?;
+        let info = &device.info;
+        if !info.little_endian {
+            return Err(GpuError::BigEndianDevice {
+                device: info.name.clone(),
+            });
+        }
+        let table_copies = options
+            .table_copies
+            .unwrap_or_else(|| TableCopies::for_device(info.kind, info.local_memory_bytes));
+        table_copies.validate()?;
+        let geometry = options
+            .geometry
+            .unwrap_or_else(|| LaunchGeometry::default_for(info.kind));
+        validate_geometry(geometry)?;
+
+        let source = kernel_source::opencl_source();
+        let build_options = build_options(table_copies);
+        let cache_entry = cache_entry(&options.kernel_cache, &device, &build_options, &source);
+
+        let context = Context::from_device(&Device::new(device.id)).or_api("clCreateContext")?;
+        let (program, origin) = program::load_or_compile(
+            &context,
+            device.id,
+            &info.name,
+            &source,
+            &build_options,
+            cache_entry.as_deref(),
+        )?;
+        let slab_bytes = slab_size(options.slab_bytes, info.max_allocation_bytes);
+        let opened = Self::assemble(
+            &device,
+            context,
+            program,
+            origin,
+            table_copies,
+            geometry,
+            slab_bytes,
+        )?;
+        match opened.self_test() {
+            Ok(()) => Ok(opened),
+            // A cached binary that loads but computes wrong results (a stale or damaged
+            // file the driver accepted) gets one more chance, compiled from source.
+            Err(GpuError::SelfTest { .. }) if origin == ProgramOrigin::Cache => {
+                drop(opened);
+                let context =
+                    Context::from_device(&Device::new(device.id)).or_api("clCreateContext")?;
+                let program = program::compile_and_store(
+                    &context,
+                    device.id,
+                    &info.name,
+                    &source,
+                    &build_options,
+                    cache_entry.as_deref(),
+                )?;
+                let rebuilt = Self::assemble(
+                    &device,
+                    context,
+                    program,
+                    ProgramOrigin::Compiled,
+                    table_copies,
+                    geometry,
+                    slab_bytes,
+                )?;
+                rebuilt.self_test()?;
+                Ok(rebuilt)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Compiles the kernels for device `index` with `table_copies`, creating every kernel,
+    /// without the cache or a self-test: the check that each `-D` variant builds.
+    pub fn compile_check(index: usize, table_copies: TableCopies) -> Result<(), GpuError> {
+        table_copies.validate()?;
+        let found = devices::find_all()?;
+        let count = found.len();
+        let device = found
+            .into_iter()
+            .nth(index)
+            .ok_or(GpuError::NoDevice { index, count })?;
+        let context = Context::from_device(&Device::new(device.id)).or_api("clCreateContext")?;
+        let program = program::compile(
+            &context,
+            device.id,
+            &device.info.name,
+            &kernel_source::opencl_source(),
+            &build_options(table_copies),
+        )?;
+        for family in CipherFamily::ALL {
+            for operation in KernelOperation::ALL {
+                Kernel::create(&program, kernel_name(family, operation))
+                    .or_api("clCreateKernel")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates queues, kernels and buffers around a built program.
+    fn assemble(
+        device: &devices::FoundDevice,
+        context: Context,
+        program: Program,
+        origin: ProgramOrigin,
+        table_copies: TableCopies,
+        geometry: LaunchGeometry,
+        slab_bytes: usize,
+    ) -> Result<Self, GpuError> {
+        let queues = [
+            create_queue(&context, device.id)?,
+            create_queue(&context, device.id)?,
+        ];
+        let mut kernels = Vec::new();
+        for family in CipherFamily::ALL {
+            for operation in KernelOperation::ALL {
+                let kernel = Kernel::create(&program, kernel_name(family, operation))
+                    .or_api("clCreateKernel")?;
+                let max_group_size = kernel
+                    .get_work_group_size(device.id)
+                    .or_api("clGetKernelWorkGroupInfo")?;
+                kernels.push(LoadedKernel {
+                    family,
+                    operation,
+                    kernel,
+                    max_group_size,
+                });
+            }
+        }
+        let mut aes_tables = word_buffer(&context, 576)?;
+        write_words(
+            &queues[0],
+            &mut aes_tables,
+            &kernel_source::aes_table_words(),
+        )?;
+        let state = DeviceState {
+            geometry,
+            kernels,
+            slots: Default::default(),
+            round_keys: word_buffer(&context, ROUND_KEY_WORDS)?,
+            key_tables: word_buffer(&context, KEY_TABLE_WORDS)?,
+            aes_tables,
+        };
+        Ok(OpenClDevice {
+            info: device.info.clone(),
+            table_copies,
+            origin,
+            slab_bytes,
+            state: Mutex::new(state),
+            queues,
+            _program: program,
+            context,
+        })
+    }
+
+    fn self_test(&self) -> Result<(), GpuError> {
+        self_test::run(&self.info.name, |key, operation, data| {
+            self.process(key, operation, data)
+        })
+    }
+
+    /// The device's name as its driver reports it.
+    pub fn name(&self) -> String {
+        self.info.name.trim().to_string()
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// The table copies the kernels were compiled with (see the top of `parcrypt.cl` for
+    /// what fewer than 32 means for timing).
+    pub fn table_copies(&self) -> TableCopies {
+        self.table_copies
+    }
+
+    pub fn program_origin(&self) -> ProgramOrigin {
+        self.origin
+    }
+
+    pub fn slab_bytes(&self) -> usize {
+        self.slab_bytes
+    }
+
+    pub fn launch_geometry(&self) -> LaunchGeometry {
+        self.lock_state().geometry
+    }
+
+    /// Changes the launch shape for later calls (for tuning); any shape gives the same
+    /// output.
+    pub fn set_launch_geometry(&self, geometry: LaunchGeometry) -> Result<(), GpuError> {
+        validate_geometry(geometry)?;
+        self.lock_state().geometry = geometry;
+        Ok(())
+    }
+
+    fn lock_state(&self) -> std::sync::MutexGuard<'_, DeviceState> {
+        // A panic while holding the lock leaves only scratch buffers and kernel arguments
+        // behind, all of which every call sets afresh.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `operation` under `key` over `data` in place: copies in, computes, copies out,
+    /// and returns when the result is in `data`. ECB and CBC need whole blocks; CTR takes
+    /// any length.
+    pub fn process(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+    ) -> Result<(), GpuError> {
+        operation.validate(key.algorithm(), data.len())?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        let mut state = self.lock_state();
+        let decrypting = operation.kernel_operation().decrypts();
+        let uploaded = self.upload_key(&mut state, key, decrypting);
+        let ran = uploaded.and_then(|()| self.run_slabs(&mut state, key, operation, data));
+        self.wait_for_queues();
+        let wiped = self.wipe_key(&mut state, key);
+        ran.and(wiped)
+    }
+
+    fn upload_key(
+        &self,
+        state: &mut DeviceState,
+        key: &KeyMaterial,
+        decrypting: bool,
+    ) -> Result<(), GpuError> {
+        write_words(
+            &self.queues[0],
+            &mut state.round_keys,
+            key.round_keys(decrypting),
+        )?;
+        if !key.key_tables().is_empty() {
+            write_words(&self.queues[0], &mut state.key_tables, key.key_tables())?;
+        }
+        Ok(())
+    }
+
+    /// Overwrites the device's copy of the key, so that it does not outlive the call.
+    fn wipe_key(&self, state: &mut DeviceState, key: &KeyMaterial) -> Result<(), GpuError> {
+        write_words(
+            &self.queues[0],
+            &mut state.round_keys,
+            &[0; ROUND_KEY_WORDS],
+        )?;
+        if !key.key_tables().is_empty() {
+            write_words(
+                &self.queues[0],
+                &mut state.key_tables,
+                &[0; KEY_TABLE_WORDS],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Waits until both queues are idle, so that no copy still reads or writes host memory.
+    fn wait_for_queues(&self) {
+        for queue in &self.queues {
+            if queue.finish().is_err() {
+                // The device may still be copying into the caller's buffer, and there is no
+                // other way to know when it stops; returning would hand that memory back
+                // while it can still change under safe code.
+                eprintln!("parcrypt: OpenCL queue could not be drained (device lost?); aborting");
+                std::process::abort();
+            }
+        }
+    }
+
+    /// Enqueues every slab: write, kernel, read on alternating queues. Returns as soon as
+    /// everything is enqueued or an enqueue fails; the caller waits for the queues.
+    fn run_slabs(
+        &self,
+        state: &mut DeviceState,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+    ) -> Result<(), GpuError> {
+        let DeviceState {
+            geometry,
+            kernels,
+            slots,
+            round_keys,
+            key_tables,
+            aes_tables,
+        } = state;
+        let family = CipherFamily::of(key.algorithm());
+        let kernel_operation = operation.kernel_operation();
+        let loaded = kernels
+            .iter()
+            .find(|loaded| loaded.family == family && loaded.operation == kernel_operation)
+            .expect("a kernel exists for every family and operation");
+        let block_size = key.algorithm().block_size();
+        let group_size = geometry.threads_per_group.min(loaded.max_group_size).max(1);
+        let mut chain = SlabChain::new(operation);
+
+        for (slab_index, slab) in data.chunks_mut(self.slab_bytes).enumerate() {
+            let queue = &self.queues[slab_index % 2];
+            let slot = &mut slots[slab_index % 2];
+            let blocks = slab.len().div_ceil(block_size);
+            slot.reserve(&self.context, blocks * block_size, self.slab_bytes)?;
+            let (Some(input), Some(output)) = (slot.input.as_mut(), slot.output.as_ref()) else {
+                unreachable!("reserve leaves both buffers allocated");
+            };
+            // Taken before this slab's read-back is enqueued: for CBC it copies the slab's
+            // last ciphertext block, which the read-back overwrites.
+            let mode_arguments = chain.next(slab, block_size);
+
+            // SAFETY: non-blocking, so the device reads `slab` after this returns. `slab` is a
+            // disjoint piece of `data`, which stays borrowed (and is not touched by this
+            // function again) until `process` has waited for both queues; the buffer holds
+            // at least `slab.len()` bytes (reserved above).
+            unsafe { queue.enqueue_write_buffer(input, CL_NON_BLOCKING, 0, slab, &[]) }
+                .or_api("clEnqueueWriteBuffer")?;
+
+            let mut arguments = ArgumentList {
+                kernel: &loaded.kernel,
+                next: 0,
+            };
+            let block_count = blocks as u32;
+            // SAFETY: the order and types follow the kernel signatures in parcrypt.cl: input,
+            // output, block count, round keys, then per family the round count and table
+            // buffer (AES) or the S-box buffer (Blowfish), then the mode's counter and rule
+            // or previous block as u32x4 (16-byte blocks) or u32x2 (8-byte blocks).
+            unsafe {
+                arguments.push(&input.get())?;
+                arguments.push(&output.get())?;
+                arguments.push(&block_count)?;
+                arguments.push(&round_keys.get())?;
+                match family {
+                    CipherFamily::Aes => {
+                        arguments.push(&key.rounds())?;
+                        arguments.push(&aes_tables.get())?;
+                    }
+                    CipherFamily::Blowfish => arguments.push(&key_tables.get())?,
+                    CipherFamily::Rc6 => {}
+                }
+                match mode_arguments {
+                    ModeArguments::None => {}
+                    ModeArguments::Counter { words, rule } => {
+                        push_block_words(&mut arguments, words, block_size)?;
+                        arguments.push(&rule)?;
+                    }
+                    ModeArguments::Previous { words } => {
+                        push_block_words(&mut arguments, words, block_size)?;
+                    }
+                }
+            }
+
+            let threads = blocks.div_ceil(geometry.blocks_per_thread);
+            let global_size = threads.div_ceil(group_size) * group_size;
+            // SAFETY: every argument was set above; the sizes are one-dimensional, with the
+            // global size a multiple of the group size as OpenCL 1.2 requires.
+            unsafe {
+                queue.enqueue_nd_range_kernel(
+                    loaded.kernel.get(),
+                    1,
+                    ptr::null(),
+                    [global_size].as_ptr(),
+                    [group_size].as_ptr(),
+                    &[],
+                )
+            }
+            .or_api("clEnqueueNDRangeKernel")?;
+
+            // SAFETY: non-blocking; the device writes `slab` after the kernel, in queue order.
+            // As for the write, `slab` stays borrowed and untouched until both queues are
+            // drained, and the buffer holds at least `slab.len()` bytes.
+            unsafe { queue.enqueue_read_buffer(output, CL_NON_BLOCKING, 0, slab, &[]) }
+                .or_api("clEnqueueReadBuffer")?;
+            // Starts the device on this slab while the next one is enqueued.
+            queue.flush().or_api("clFlush")?;
+        }
+        Ok(())
+    }
+}
+
+/// Pushes a counter or previous block as `u32x4` or, for 8-byte blocks, `u32x2`.
+///
+/// # Safety
+/// The kernel's next parameter must be `u32x4` for 16-byte blocks and `u32x2` for 8-byte.
+unsafe fn push_block_words(
+    arguments: &mut ArgumentList<'_>,
+    words: [u32; 4],
+    block_size: usize,
+) -> Result<(), GpuError> {
+    // SAFETY: the caller guarantees the parameter type that matches `block_size`.
+    unsafe {
+        if block_size == 16 {
+            arguments.push(&words)
+        } else {
+            arguments.push(&[words[0], words[1]])
+        }
+    }
+}
+
+/// The cache file for this device, driver, options and source; `None` when caching is off
+/// or there is no cache directory.
+fn cache_entry(
+    cache: &KernelCache,
+    device: &devices::FoundDevice,
+    build_options: &str,
+    source: &str,
+) -> Option<PathBuf> {
+    let directory = match cache {
+        KernelCache::Default => program_cache::default_directory()?,
+        KernelCache::Directory(directory) => directory.clone(),
+        KernelCache::Disabled => return None,
+    };
+    let info = &device.info;
+    Some(program_cache::entry_path(
+        &directory,
+        &[
+            &info.platform,
+            &device.platform_version,
+            &info.name,
+            &info.version,
+            &info.driver_version,
+            build_options,
+            source,
+        ],
+    ))
+}
+
+fn build_options(table_copies: TableCopies) -> String {
+    format!("-cl-std=CL1.2 {}", table_copies.compiler_options())
+}
+
+fn validate_geometry(geometry: LaunchGeometry) -> Result<(), GpuError> {
+    if geometry.threads_per_group == 0 || geometry.blocks_per_thread == 0 {
+        return Err(GpuError::InvalidInput(format!(
+            "launch geometry needs at least one thread per group and one block per thread, \
+             got {geometry:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// The slab size actually used: whole 16-byte blocks (so every cipher's blocks and CBC
+/// chaining line up at slab edges), at least one block, within the device's largest buffer.
+fn slab_size(requested: usize, max_allocation_bytes: u64) -> usize {
+    let device_limit = usize::try_from(max_allocation_bytes).unwrap_or(usize::MAX);
+    let bytes = requested.min(device_limit).min(MAX_SLAB_BYTES);
+    (bytes / 16 * 16).max(16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slabs_are_whole_blocks_within_limits() {
+        assert_eq!(slab_size(DEFAULT_SLAB_BYTES, 2 << 30), DEFAULT_SLAB_BYTES);
+        assert_eq!(slab_size(1000, 2 << 30), 992);
+        assert_eq!(slab_size(3, 2 << 30), 16);
+        assert_eq!(slab_size(DEFAULT_SLAB_BYTES, 1 << 20), 1 << 20);
+        assert_eq!(slab_size(usize::MAX, u64::MAX), MAX_SLAB_BYTES);
+    }
+
+    #[test]
+    fn device_is_shareable_between_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<OpenClDevice>();
+    }
+
+    /// The first device, or `None` after saying why (a failure under CI, which has PoCL).
+    fn first_device() -> Option<devices::FoundDevice> {
+        match devices::find_all() {
+            Ok(found) if !found.is_empty() => found.into_iter().next(),
+            outcome => {
+                let reason = outcome.map(|found| found.len());
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "CI needs an OpenCL device: {reason:?}"
+                );
+                println!("SKIPPED: no OpenCL device (install pocl-opencl-icd)");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn a_build_failure_carries_the_whole_log() {
+        let Some(device) = first_device() else { return };
+        let context = Context::from_device(&Device::new(device.id)).unwrap();
+        // 12 copies get past no host check here, so the kernels' own #error must stop them.
+        let options = "-D BLOWFISH_TABLE_COPIES=12";
+        let Err(error) = program::compile(
+            &context,
+            device.id,
+            &device.info.name,
+            &kernel_source::opencl_source(),
+            options,
+        ) else {
+            panic!("12 table copies must not compile");
+        };
+        let message = error.to_string();
+        assert!(matches!(error, GpuError::Build { .. }), "{message}");
+        assert!(message.contains(options), "{message}");
+        assert!(
+            message.contains("BLOWFISH_TABLE_COPIES must be 1, 2, 4, 8, 16 or 32"),
+            "{message}"
+        );
+        // The #line directive makes the compiler name the kernel file, not the header.
+        assert!(message.contains("parcrypt.cl"), "{message}");
+    }
+
+    #[test]
+    fn a_cached_binary_that_fails_the_self_test_is_replaced() {
+        let Some(device) = first_device() else { return };
+        let directory = tempfile::tempdir().unwrap();
+        let cache = KernelCache::Directory(directory.path().to_path_buf());
+        let copies = TableCopies::for_device(device.info.kind, device.info.local_memory_bytes);
+        let options = build_options(copies);
+        let source = kernel_source::opencl_source();
+        // A binary of subtly wrong kernels (one round-key word swapped) stored under the
+        // name of the real ones: it loads, but every AES encryption is wrong.
+        let wrong_source = source.replacen("^ key[0],", "^ key[1],", 1);
+        assert_ne!(wrong_source, source);
+        let context = Context::from_device(&Device::new(device.id)).unwrap();
+        let path = cache_entry(&cache, &device, &options, &source).unwrap();
+        program::compile_and_store(
+            &context,
+            device.id,
+            "test",
+            &wrong_source,
+            &options,
+            Some(&path),
+        )
+        .unwrap();
+        let stale = std::fs::read(&path).unwrap();
+
+        let opened = OpenClDevice::open_with(
+            0,
+            &OpenOptions {
+                table_copies: Some(copies),
+                kernel_cache: cache,
+                ..OpenOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(opened.program_origin(), ProgramOrigin::Compiled);
+        assert_ne!(
+            std::fs::read(&path).unwrap(),
+            stale,
+            "the stale binary was replaced"
+        );
+    }
+
+    #[test]
+    fn zero_geometry_is_refused() {
+        let bad = LaunchGeometry {
+            threads_per_group: 0,
+            blocks_per_thread: 4,
+        };
+        assert!(validate_geometry(bad).is_err());
+    }
+}

@@ -1,0 +1,115 @@
+//! Compiled kernel binaries kept on disk, one file per device and source.
+//!
+//! Compiling the kernels takes about a second on PoCL and can take several on GPU drivers;
+//! the binary the driver hands back is stored under a name that hashes everything it depends
+//! on (source text, compiler options, platform, device and driver versions), so a changed
+//! source, option or driver simply misses. Every failure here — no cache directory, an
+//! unreadable or truncated file, a driver that rejects the binary — falls back to compiling
+//! from source: the cache can make loading faster, never make it fail. A binary that loads
+//! but computes wrong results is caught by the self-test, which then recompiles.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Bumped when the cache file's meaning changes, so that old files are never read.
+const CACHE_FORMAT: &str = "parcrypt-kernel-cache-1";
+
+/// The default cache directory: `$XDG_CACHE_HOME/parcrypt/kernels`, else
+/// `$HOME/.cache/parcrypt/kernels`; `None` when neither variable is set.
+pub(crate) fn default_directory() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|value| !value.is_empty())
+                .map(|home| PathBuf::from(home).join(".cache"))
+        })?;
+    Some(base.join("parcrypt").join("kernels"))
+}
+
+/// 128-bit FNV-1a: no cryptographic strength is needed (a wrong hit is caught by the
+/// self-test), only a stable, dependency-free name.
+fn fnv1a_128(parts: &[&str]) -> u128 {
+    const OFFSET_BASIS: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
+    let mut hash = OFFSET_BASIS;
+    for part in parts {
+        // A separator that cannot occur in text keeps ("ab", "c") and ("a", "bc") apart.
+        for &byte in part.as_bytes().iter().chain(&[0xff]) {
+            hash ^= u128::from(byte);
+            hash = hash.wrapping_mul(PRIME);
+        }
+    }
+    hash
+}
+
+/// The cache file for a program identified by `identity` (device, driver, options, source).
+pub(crate) fn entry_path(directory: &Path, identity: &[&str]) -> PathBuf {
+    let mut parts = vec![CACHE_FORMAT];
+    parts.extend_from_slice(identity);
+    directory.join(format!("{:032x}.bin", fnv1a_128(&parts)))
+}
+
+/// The stored binary, or `None` when there is none or it cannot be read.
+pub(crate) fn load(path: &Path) -> Option<Vec<u8>> {
+    fs::read(path).ok().filter(|bytes| !bytes.is_empty())
+}
+
+/// Stores `binary` at `path`, creating the directory. Written to a temporary name and
+/// renamed, so that a concurrent reader sees the whole file or none; failures are ignored,
+/// since the next run just compiles again.
+pub(crate) fn store(path: &Path, binary: &[u8]) {
+    let Some(directory) = path.parent() else {
+        return;
+    };
+    if fs::create_dir_all(directory).is_err() {
+        return;
+    }
+    let temporary = path.with_extension(format!("tmp{}", std::process::id()));
+    let written = fs::File::create(&temporary)
+        .and_then(|mut file| file.write_all(binary).and_then(|()| file.sync_all()));
+    if written.is_err() || fs::rename(&temporary, path).is_err() {
+        let _ = fs::remove_file(&temporary);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_depend_on_every_part() {
+        let directory = Path::new("/cache");
+        let base = entry_path(directory, &["device", "driver", "options", "source"]);
+        assert_eq!(
+            base,
+            entry_path(directory, &["device", "driver", "options", "source"])
+        );
+        assert_ne!(
+            base,
+            entry_path(directory, &["device", "driver", "options", "source!"])
+        );
+        assert_ne!(
+            base,
+            entry_path(directory, &["device", "driver2", "options", "source"])
+        );
+        assert_ne!(
+            base,
+            entry_path(directory, &["devic", "edriver", "options", "source"])
+        );
+        assert!(base.to_string_lossy().ends_with(".bin"));
+    }
+
+    #[test]
+    fn store_then_load_round_trips_and_missing_files_are_none() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = entry_path(&directory.path().join("nested"), &["x"]);
+        assert_eq!(load(&path), None);
+        store(&path, b"binary bytes");
+        assert_eq!(load(&path).as_deref(), Some(&b"binary bytes"[..]));
+        // Nothing left over from the temporary file.
+        assert_eq!(fs::read_dir(path.parent().unwrap()).unwrap().count(), 1);
+    }
+}

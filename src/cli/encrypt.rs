@@ -1,0 +1,424 @@
+//! `parcrypt encrypt|decrypt`: files people can trust. A thin layer over `parcrypt-format`:
+//! it finds the key or passphrase, opens files so that nothing is lost, and shows progress.
+
+use std::fs::File;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use parcrypt_engine::{Backend, Engine};
+use parcrypt_format::cobblestone::{CHUNK_BYTES, SEALED_CHUNK_BYTES};
+use parcrypt_format::range::decrypt_range;
+use parcrypt_format::stream::{decrypt_chunks, encrypt_chunks, StreamOptions};
+use parcrypt_format::{Argon2Params, ByteRange, CpuChunks, Envelope, Format, FormatError, Secret, Setup, Suite};
+use zeroize::{Zeroize, Zeroizing};
+
+use super::files::{open_input, plain, Output};
+use super::Failure;
+
+/// The variable a passphrase may come from (argv never carries one).
+const PASSPHRASE_VARIABLE: &str = "PARCRYPT_PASSPHRASE";
+
+const AFTER_HELP: &str = "\
+Secrets (one of):
+  --passphrase-file PATH   the file's content, less one trailing newline
+  PARCRYPT_PASSPHRASE      the variable's value
+  (neither)                asked on the terminal (twice when encrypting)
+  --key HEX                16 or 32 bytes in hex; visible in the process list, for testing
+  --key-file PATH          16 or 32 bytes, raw or in hex
+Formats:
+  parcrypt     (default) a 40-byte header (AEAD, argon2id parameters and salt), then a
+               Cobblestone message whose context binds the header. docs/FORMAT.md.
+  cobblestone  a bare Cobblestone message (c2sp.org/chunked-encryption) under --key or
+               --key-file: 16 bytes for Cobblestone-128, 32 for Cobblestone-256.
+               Other Cobblestone implementations read and write the same bytes.
+Safety:
+  Output to a file goes to a temporary file beside it and is renamed only after the whole
+  message authenticated; an existing file is replaced only with --force. Decrypting to
+  stdout streams authenticated 16 KiB chunks only, and ends with an error and a non-zero
+  exit if a later chunk fails.";
+
+#[derive(Args)]
+pub struct CommonArgs {
+    /// Key in hex, 16 or 32 bytes (for testing: visible in the process list)
+    #[arg(long, value_name = "HEX", group = "secret")]
+    key: Option<String>,
+    /// File holding the key: 16 or 32 bytes, raw or in hex
+    #[arg(long, value_name = "PATH", group = "secret")]
+    key_file: Option<PathBuf>,
+    /// File holding the passphrase (less one trailing newline)
+    #[arg(long, value_name = "PATH", group = "secret")]
+    passphrase_file: Option<PathBuf>,
+    /// parcrypt (header, then Cobblestone) or cobblestone (bare, needs a key)
+    #[arg(long, value_name = "NAME", default_value = "parcrypt")]
+    format: String,
+    /// Context in hex, bound into the key derivation; decryption must give the same
+    #[arg(long, value_name = "HEX")]
+    context: Option<String>,
+    /// Where to run: seq, threads, pool, opencl, cuda or auto
+    #[arg(long, value_name = "NAME", default_value = "auto")]
+    backend: String,
+    /// Threads for threads/pool/auto (default: all cores)
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Replace OUTPUT if it exists
+    #[arg(long)]
+    force: bool,
+    /// No progress bar
+    #[arg(short, long)]
+    quiet: bool,
+    /// Input file; missing or - means stdin
+    #[arg(value_name = "INPUT")]
+    input: Option<PathBuf>,
+    /// Output file; missing or - means stdout
+    #[arg(short = 'o', long = "output", value_name = "OUTPUT")]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct EncryptArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// aes-128-gcm (Cobblestone-128, the default) or aes-256-gcm (Cobblestone-256); a key's length decides for keys
+    #[arg(long, value_name = "NAME")]
+    cipher: Option<String>,
+    /// argon2id memory for a passphrase, in MiB [default: 64]
+    #[arg(long, value_name = "MIB")]
+    kdf_memory: Option<u32>,
+    /// argon2id passes over the memory [default: 3]
+    #[arg(long, value_name = "N")]
+    kdf_passes: Option<u32>,
+    /// argon2id lanes, computed in parallel [default: 4]
+    #[arg(long, value_name = "N")]
+    kdf_lanes: Option<u32>,
+}
+
+#[derive(Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct DecryptArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Decrypt only plaintext bytes START:END (end excluded; -N counts from the end; K/M/G
+    /// suffixes). Needs a seekable INPUT file. A range relative to the end authenticates
+    /// the final chunk first.
+    #[arg(long, value_name = "START:END", allow_hyphen_values = true)]
+    range: Option<String>,
+}
+
+pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
+    let common = &mut args.common;
+    let format: Format = common.format.parse()?;
+    let context = parse_hex("--context", common.context.as_deref().unwrap_or(""))?;
+    let key = take_key(common)?;
+    let suite = match (&args.cipher, &key) {
+        (None, None) => Suite::Cobblestone128,
+        (None, Some(key)) => Suite::for_key_length(key.len())?,
+        (Some(name), key) => {
+            let suite = parse_cipher(name)?;
+            if let Some(key) = key {
+                if key.len() != suite.key_bytes() {
+                    return Err(Failure(format!("--cipher {name} needs a {}-byte key, the key has {} bytes", suite.key_bytes(), key.len())));
+                }
+            }
+            suite
+        }
+    };
+    if format == Format::Cobblestone && key.is_none() {
+        return Err(Failure("--format cobblestone needs --key or --key-file (a bare Cobblestone message has no room for passphrase parameters)".into()));
+    }
+    let defaults = Argon2Params::DEFAULT;
+    let argon2 = Argon2Params {
+        memory_kib: match args.kdf_memory {
+            Some(mebibytes) => mebibytes.checked_mul(1024).ok_or_else(|| Failure(format!("--kdf-memory {mebibytes} MiB is too large")))?,
+            None => defaults.memory_kib,
+        },
+        passes: args.kdf_passes.unwrap_or(defaults.passes),
+        lanes: args.kdf_lanes.unwrap_or(defaults.lanes),
+    };
+    if key.is_none() {
+        argon2.check()?;
+    }
+    let engine = new_engine(common)?;
+    let input_size = file_size(common.input.as_deref());
+    let mut input = open_input(common.input.as_deref())?;
+    let mut output = Output::create(common.output.as_deref(), common.input.as_deref(), common.force, false)?;
+    let passphrase = match key {
+        Some(_) => None,
+        None => Some(read_passphrase(common.passphrase_file.as_deref(), true)?),
+    };
+    let secret = secret_of(&key, &passphrase)?;
+    let setup = Setup { format, suite, context: &context, argon2 };
+    let (envelope, keys) = Envelope::create(&setup, secret)?;
+    drop(passphrase);
+    drop(key);
+    let progress = Progress::new(common.quiet, input_size, "encrypting");
+    let report = |bytes: u64| progress.update(bytes);
+    let options = StreamOptions { progress: Some(&report), ..StreamOptions::default() };
+    let writer = output.writer();
+    writer.write_all(&envelope.to_bytes()).map_err(FormatError::Write)?;
+    encrypt_chunks(&CpuChunks::new(&engine), &keys, input.as_mut(), writer, &options)?;
+    progress.finish();
+    output.commit()
+}
+
+pub fn run_decrypt(mut args: DecryptArgs) -> Result<(), Failure> {
+    let common = &mut args.common;
+    let format: Format = common.format.parse()?;
+    let context = parse_hex("--context", common.context.as_deref().unwrap_or(""))?;
+    let key = take_key(common)?;
+    if format == Format::Cobblestone && key.is_none() {
+        return Err(Failure("--format cobblestone needs --key or --key-file".into()));
+    }
+    let range: Option<ByteRange> = args.range.as_deref().map(str::parse).transpose()?;
+    let engine = new_engine(common)?;
+    let input_size = file_size(common.input.as_deref());
+    // Random access needs to seek: a file, not a pipe.
+    let mut seekable = match (&range, common.input.as_deref()) {
+        (None, _) => None,
+        (Some(_), Some(path)) if path != Path::new("-") => Some(open_seekable(path)?),
+        (Some(_), _) => return Err(Failure("--range needs an INPUT file that can seek, not stdin".into())),
+    };
+    let mut input = match seekable.take() {
+        Some(file) => Input::Seekable(file),
+        None => Input::Stream(open_input(common.input.as_deref())?),
+    };
+    let mut output = Output::create(common.output.as_deref(), common.input.as_deref(), common.force, false)?;
+
+    let envelope = match Envelope::read(format, input.reader()) {
+        Err(FormatError::NotParcrypt) => {
+            return Err(Failure(
+                "not a parcrypt file (no parcrypt header; for a bare Cobblestone message use --format cobblestone with --key)".into(),
+            ))
+        }
+        other => other?,
+    };
+    let passphrase = match (envelope.needs_passphrase(), &key, common.passphrase_file.is_some()) {
+        (true, Some(_), _) => {
+            return Err(Failure("this file was encrypted with a passphrase, not a key: drop --key/--key-file".into()))
+        }
+        (true, None, _) => Some(read_passphrase(common.passphrase_file.as_deref(), false)?),
+        (false, None, _) => return Err(Failure("this file was encrypted with a key: give --key or --key-file".into())),
+        (false, Some(_), _) => None,
+    };
+    let secret = secret_of(&key, &passphrase)?;
+    let keys = envelope.unlock(secret, &context)?;
+    drop(passphrase);
+    drop(key);
+
+    let batcher = CpuChunks::new(&engine);
+    let plaintext_estimate = input_size.map(|size| {
+        let sealed = size.saturating_sub(envelope.len() as u64);
+        sealed / SEALED_CHUNK_BYTES as u64 * CHUNK_BYTES as u64 + sealed % SEALED_CHUNK_BYTES as u64
+    });
+    let progress = Progress::new(common.quiet, if range.is_some() { None } else { plaintext_estimate }, "decrypting");
+    let report = |bytes: u64| progress.update(bytes);
+    let options = StreamOptions { progress: Some(&report), ..StreamOptions::default() };
+    match (range, &mut input) {
+        (Some(range), Input::Seekable(file)) => {
+            decrypt_range(&batcher, &keys, file, envelope.len() as u64, range, output.writer(), &options)?;
+        }
+        (_, input) => {
+            decrypt_chunks(&batcher, &keys, input.reader(), output.writer(), &options)?;
+        }
+    }
+    progress.finish();
+    output.commit()
+}
+
+enum Input {
+    Stream(Box<dyn std::io::Read + Send>),
+    Seekable(File),
+}
+
+impl Input {
+    fn reader(&mut self) -> &mut (dyn std::io::Read + Send) {
+        match self {
+            Input::Stream(reader) => reader.as_mut(),
+            Input::Seekable(file) => file,
+        }
+    }
+}
+
+fn secret_of<'a>(key: &'a Option<Zeroizing<Vec<u8>>>, passphrase: &'a Option<Zeroizing<Vec<u8>>>) -> Result<Secret<'a>, Failure> {
+    match (key, passphrase) {
+        (Some(key), _) => Ok(Secret::Key(key)),
+        (None, Some(passphrase)) => Ok(Secret::Passphrase(passphrase)),
+        (None, None) => Err(Failure("no key or passphrase".into())),
+    }
+}
+
+fn open_seekable(path: &Path) -> Result<File, Failure> {
+    let file = File::open(path).map_err(|error| Failure(format!("cannot open input '{}': {}", path.display(), plain(&error))))?;
+    match file.metadata() {
+        Ok(metadata) if metadata.is_file() => Ok(file),
+        _ => Err(Failure(format!("--range needs a regular INPUT file; '{}' is not one", path.display()))),
+    }
+}
+
+fn new_engine(common: &CommonArgs) -> Result<Engine, Failure> {
+    let backend: Backend = common.backend.parse()?;
+    Ok(Engine::new(backend, common.threads)?)
+}
+
+/// The size of a regular input file, for the progress bar.
+fn file_size(input: Option<&Path>) -> Option<u64> {
+    let path = input.filter(|path| *path != Path::new("-"))?;
+    std::fs::metadata(path).ok().filter(|metadata| metadata.is_file()).map(|metadata| metadata.len())
+}
+
+fn parse_cipher(name: &str) -> Result<Suite, Failure> {
+    match name.to_ascii_lowercase().as_str() {
+        "aes-128-gcm" | "cobblestone-128" => Ok(Suite::Cobblestone128),
+        "aes-256-gcm" | "cobblestone-256" => Ok(Suite::Cobblestone256),
+        _ => Err(Failure(format!("unknown --cipher '{name}' for encrypt (choose aes-128-gcm or aes-256-gcm)"))),
+    }
+}
+
+fn parse_hex(what: &str, text: &str) -> Result<Zeroizing<Vec<u8>>, Failure> {
+    let bytes = hex::decode(text.trim()).map_err(|error| {
+        let reason = match error {
+            hex::FromHexError::OddLength => "an odd number of hex digits".to_string(),
+            hex::FromHexError::InvalidHexCharacter { c, index } => format!("'{c}' at position {index} is not a hex digit"),
+            other => other.to_string(),
+        };
+        Failure(format!("{what} is not valid hex: {reason}"))
+    })?;
+    Ok(Zeroizing::new(bytes))
+}
+
+/// The key from `--key` (whose argument string is wiped) or `--key-file`, checked for length.
+fn take_key(common: &mut CommonArgs) -> Result<Option<Zeroizing<Vec<u8>>>, Failure> {
+    let key = if let Some(mut text) = common.key.take() {
+        let key = parse_hex("--key", &text);
+        text.zeroize();
+        key?
+    } else if let Some(path) = &common.key_file {
+        read_key_file(path)?
+    } else {
+        return Ok(None);
+    };
+    if key.len() != 16 && key.len() != 32 {
+        return Err(Failure(format!("the key must be 16 bytes (AES-128) or 32 bytes (AES-256), got {} bytes", key.len())));
+    }
+    Ok(Some(key))
+}
+
+/// A key file holds the key in hex (32 or 64 digits, surrounding whitespace ignored) or as
+/// 16 or 32 raw bytes. Hex wins when both readings fit (a raw 32-byte key made only of hex
+/// digits: about one chance in 10^34 for a random key).
+fn read_key_file(path: &Path) -> Result<Zeroizing<Vec<u8>>, Failure> {
+    let contents = Zeroizing::new(
+        std::fs::read(path).map_err(|error| Failure(format!("cannot read key file '{}': {}", path.display(), plain(&error))))?,
+    );
+    let trimmed = contents.trim_ascii();
+    if (trimmed.len() == 32 || trimmed.len() == 64) && trimmed.iter().all(u8::is_ascii_hexdigit) {
+        let mut key = Zeroizing::new(vec![0u8; trimmed.len() / 2]);
+        hex::decode_to_slice(trimmed, &mut key).map_err(|error| Failure(format!("key file '{}': {error}", path.display())))?;
+        return Ok(key);
+    }
+    if contents.len() == 16 || contents.len() == 32 {
+        return Ok(Zeroizing::new(contents.to_vec()));
+    }
+    Err(Failure(format!(
+        "key file '{}' must hold 16 or 32 bytes, raw or in hex; it has {} bytes",
+        path.display(),
+        contents.len()
+    )))
+}
+
+/// The passphrase from `--passphrase-file`, then PARCRYPT_PASSPHRASE, then the terminal
+/// (asked twice when `confirm`).
+fn read_passphrase(file: Option<&Path>, confirm: bool) -> Result<Zeroizing<Vec<u8>>, Failure> {
+    if let Some(path) = file {
+        let mut contents = Zeroizing::new(
+            std::fs::read(path).map_err(|error| Failure(format!("cannot read passphrase file '{}': {}", path.display(), plain(&error))))?,
+        );
+        // One trailing newline is how editors and `echo` end a file, not part of the secret.
+        if contents.last() == Some(&b'\n') {
+            contents.pop();
+            if contents.last() == Some(&b'\r') {
+                contents.pop();
+            }
+        }
+        if contents.is_empty() {
+            return Err(Failure(format!("passphrase file '{}' is empty", path.display())));
+        }
+        return Ok(contents);
+    }
+    if let Some(value) = std::env::var_os(PASSPHRASE_VARIABLE) {
+        use std::os::unix::ffi::OsStringExt;
+        let value = Zeroizing::new(value.into_vec());
+        if value.is_empty() {
+            return Err(Failure(format!("{PASSPHRASE_VARIABLE} is set but empty")));
+        }
+        return Ok(value);
+    }
+    let no_terminal = |error: std::io::Error| {
+        Failure(format!(
+            "no passphrase: use --passphrase-file or {PASSPHRASE_VARIABLE}, or run on a terminal to be asked ({})",
+            plain(&error)
+        ))
+    };
+    let first = Zeroizing::new(rpassword::prompt_password("parcrypt: passphrase: ").map_err(no_terminal)?.into_bytes());
+    if first.is_empty() {
+        return Err(Failure("the passphrase is empty".into()));
+    }
+    if confirm {
+        let second = Zeroizing::new(rpassword::prompt_password("parcrypt: passphrase again: ").map_err(no_terminal)?.into_bytes());
+        if !bool::from(subtle::ConstantTimeEq::ct_eq(first.as_slice(), second.as_slice())) {
+            return Err(Failure("the two passphrases differ; nothing was written".into()));
+        }
+    }
+    Ok(first)
+}
+
+/// A progress bar on stderr, only when stderr is a terminal, only without --quiet, and only
+/// once the work has run for half a second (quick jobs print nothing).
+struct Progress {
+    bar: Option<ProgressBar>,
+    started: Instant,
+    shown: AtomicBool,
+}
+
+impl Progress {
+    const DELAY: Duration = Duration::from_millis(500);
+
+    fn new(quiet: bool, total: Option<u64>, what: &'static str) -> Progress {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let template = if total.is_some() {
+                "{msg} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}"
+            } else {
+                "{msg} {bytes} {binary_bytes_per_sec} {elapsed}"
+            };
+            let style = ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> ");
+            ProgressBar::with_draw_target(total, ProgressDrawTarget::hidden()).with_style(style).with_message(what)
+        });
+        Progress { bar, started: Instant::now(), shown: AtomicBool::new(false) }
+    }
+
+    fn update(&self, bytes: u64) {
+        let Some(bar) = &self.bar else { return };
+        bar.set_position(bytes);
+        if !self.shown.load(Ordering::Relaxed) && self.started.elapsed() >= Self::DELAY {
+            self.shown.store(true, Ordering::Relaxed);
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        // An error is about to be printed: leave its line clean.
+        self.finish();
+    }
+}

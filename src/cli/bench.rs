@@ -22,8 +22,9 @@ pub struct BenchArgs {
     /// Ciphers to measure, comma-separated
     #[arg(long, value_delimiter = ',', default_value = "aes-128-ctr,aes-256-ctr,aes-128-gcm,aes-128-ecb,aes-128-cbc,bf-ctr,rc6-128-ctr")]
     ciphers: Vec<String>,
-    /// Backends to measure, comma-separated
-    #[arg(long, value_delimiter = ',', default_value = "seq,threads,pool")]
+    /// Backends to measure, comma-separated (default: seq, threads, pool and every GPU
+    /// backend that this machine has)
+    #[arg(long, value_delimiter = ',')]
     backends: Vec<String>,
     /// Bytes per in-memory job (suffixes K, M, G); the default fits in the L3 cache, so the
     /// table shows the cores' speed rather than the memory's (the memcpy row tells which)
@@ -73,14 +74,26 @@ pub fn run(mut args: BenchArgs) -> Result<(), Failure> {
     }
     let specs: Vec<CipherSpec> =
         args.ciphers.iter().map(|name| name.parse()).collect::<Result<_, _>>()?;
-    let backends: Vec<Backend> =
-        args.backends.iter().map(|name| name.parse()).collect::<Result<_, _>>()?;
     let threads = args.threads.unwrap_or_else(available_threads);
-    let engines: Vec<Engine> = backends
-        .iter()
-        .map(|&backend| Engine::new(backend, Some(threads)))
-        .collect::<Result<_, _>>()?;
     println!("parcrypt bench: {} threads; {}", threads, parcrypt_ciphers::cpu_features());
+    let engines: Vec<Engine> = if args.backends.is_empty() {
+        let mut engines = Vec::new();
+        for backend in [Backend::Seq, Backend::Threads, Backend::Pool].into_iter().chain(Backend::GPU) {
+            match Engine::new(backend, Some(threads)) {
+                Ok(engine) => engines.push(engine),
+                Err(error) => println!("skipping {backend}: {error}"),
+            }
+        }
+        engines
+    } else {
+        let backends: Vec<Backend> = args.backends.iter().map(|name| name.parse()).collect::<Result<_, _>>()?;
+        backends.iter().map(|&backend| Engine::new(backend, Some(threads))).collect::<Result<_, _>>()?
+    };
+    for engine in &engines {
+        if let Some(gpu) = engine.gpu() {
+            println!("{}: {}", engine.backend(), gpu.description());
+        }
+    }
 
     verify_backends(&specs, &engines)?;
     memory_table(&args, &specs, &engines, threads)?;

@@ -23,6 +23,15 @@ pub fn run() -> Result<(), Failure> {
         Ok(_) => println!("  opencl   unavailable no OpenCL device found (install a driver, or pocl-opencl-icd for the CPU)"),
         Err(error) => println!("  opencl   unavailable {error}"),
     }
-    println!("  cuda     unavailable the CUDA host is not part of this build yet");
+    match parcrypt_gpu::CudaDevice::list() {
+        Ok(devices) if !devices.is_empty() => {
+            println!("  cuda     available   {} device(s); --backend cuda uses #0", devices.len());
+            for device in devices {
+                println!("             {device}");
+            }
+        }
+        Ok(_) => println!("  cuda     unavailable the CUDA driver found no device"),
+        Err(error) => println!("  cuda     unavailable {error}"),
+    }
     Ok(())
 }

@@ -144,8 +144,13 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
     }
     let engine = new_engine(common)?;
     let input_size = file_size(common.input.as_deref());
+    let to_stdout = common.output.as_deref().is_none_or(|path| path == Path::new("-"));
+    if to_stdout && std::io::stdout().is_terminal() {
+        return Err(Failure("refusing to write encrypted bytes to the terminal: use -o FILE or a pipe".into()));
+    }
     let mut input = open_input(common.input.as_deref())?;
-    let mut output = Output::create(common.output.as_deref(), common.input.as_deref(), common.force, false)?;
+    // The secret comes before the output file is made, so that a prompt abandoned with
+    // Ctrl-C leaves no temporary file behind.
     let passphrase = match key {
         Some(_) => None,
         None => Some(read_passphrase(common.passphrase_file.as_deref(), true)?),
@@ -155,6 +160,7 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
     let (envelope, keys) = Envelope::create(&setup, secret)?;
     drop(passphrase);
     drop(key);
+    let mut output = Output::create(common.output.as_deref(), common.input.as_deref(), common.force, false)?;
     let progress = Progress::new(common.quiet, input_size, "encrypting");
     let report = |bytes: u64| progress.update(bytes);
     let options = StreamOptions { progress: Some(&report), ..StreamOptions::default() };
@@ -177,16 +183,11 @@ pub fn run_decrypt(mut args: DecryptArgs) -> Result<(), Failure> {
     let engine = new_engine(common)?;
     let input_size = file_size(common.input.as_deref());
     // Random access needs to seek: a file, not a pipe.
-    let mut seekable = match (&range, common.input.as_deref()) {
-        (None, _) => None,
-        (Some(_), Some(path)) if path != Path::new("-") => Some(open_seekable(path)?),
+    let mut input = match (&range, common.input.as_deref()) {
+        (None, path) => Input::Stream(open_input(path)?),
+        (Some(_), Some(path)) if path != Path::new("-") => Input::Seekable(open_seekable(path)?),
         (Some(_), _) => return Err(Failure("--range needs an INPUT file that can seek, not stdin".into())),
     };
-    let mut input = match seekable.take() {
-        Some(file) => Input::Seekable(file),
-        None => Input::Stream(open_input(common.input.as_deref())?),
-    };
-    let mut output = Output::create(common.output.as_deref(), common.input.as_deref(), common.force, false)?;
 
     let envelope = match Envelope::read(format, input.reader()) {
         Err(FormatError::NotParcrypt) => {
@@ -196,18 +197,18 @@ pub fn run_decrypt(mut args: DecryptArgs) -> Result<(), Failure> {
         }
         other => other?,
     };
-    let passphrase = match (envelope.needs_passphrase(), &key, common.passphrase_file.is_some()) {
-        (true, Some(_), _) => {
-            return Err(Failure("this file was encrypted with a passphrase, not a key: drop --key/--key-file".into()))
-        }
-        (true, None, _) => Some(read_passphrase(common.passphrase_file.as_deref(), false)?),
-        (false, None, _) => return Err(Failure("this file was encrypted with a key: give --key or --key-file".into())),
-        (false, Some(_), _) => None,
+    let passphrase = match (envelope.needs_passphrase(), &key) {
+        (true, Some(_)) => return Err(Failure("this file was encrypted with a passphrase, not a key: drop --key/--key-file".into())),
+        (true, None) => Some(read_passphrase(common.passphrase_file.as_deref(), false)?),
+        (false, None) => return Err(Failure("this file was encrypted with a key: give --key or --key-file".into())),
+        (false, Some(_)) => None,
     };
     let secret = secret_of(&key, &passphrase)?;
     let keys = envelope.unlock(secret, &context)?;
     drop(passphrase);
     drop(key);
+    // Made only now: a wrong key or passphrase, or a foreign file, leaves nothing behind.
+    let mut output = Output::create(common.output.as_deref(), common.input.as_deref(), common.force, false)?;
 
     let batcher = CpuChunks::new(&engine);
     let plaintext_estimate = input_size.map(|size| {

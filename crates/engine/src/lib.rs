@@ -308,7 +308,8 @@ fn open_gpu(backend: Backend) -> Result<Box<dyn parcrypt_gpu::GpuDevice>, Engine
     let reason = |error: parcrypt_gpu::GpuError| EngineError::Gpu { backend, reason: error.to_string() };
     match backend {
         Backend::Opencl => Ok(Box::new(parcrypt_gpu::OpenClDevice::open(0).map_err(reason)?)),
-        _ => Err(EngineError::Gpu { backend, reason: "the CUDA host is not part of this build yet".into() }),
+        Backend::Cuda => Ok(Box::new(parcrypt_gpu::CudaDevice::open(0).map_err(reason)?)),
+        other => unreachable!("{other} is not a GPU backend"),
     }
 }
 

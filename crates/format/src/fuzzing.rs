@@ -43,7 +43,7 @@ impl Choices<'_> {
 
 /// A range picked from fuzz input: any mix of absolute and end-relative bounds.
 fn range_from(choices: &mut Choices<'_>, scale: usize) -> ByteRange {
-    let mut bound = |choices: &mut Choices<'_>| {
+    let bound = |choices: &mut Choices<'_>| {
         let offset = choices.number(scale + 2) as u64;
         if choices.byte() & 1 == 0 {
             Bound::FromStart(offset)

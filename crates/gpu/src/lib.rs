@@ -14,6 +14,7 @@
 //! Each device runs a known-answer self-test of every kernel when it is opened and is refused
 //! if any result is wrong, so a miscompiled kernel or a broken driver never encrypts data.
 
+pub mod cuda;
 mod error;
 pub mod kernel_source;
 mod key_material;
@@ -24,6 +25,7 @@ mod self_test;
 
 use std::fmt;
 
+pub use cuda::{CudaDevice, CudaDeviceInfo};
 pub use error::GpuError;
 pub use kernel_source::TableCopies;
 pub use key_material::KeyMaterial;

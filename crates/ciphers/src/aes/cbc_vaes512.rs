@@ -11,9 +11,11 @@
 //! before (one `valignq`). The XOR itself is folded into the last round key, as in the CTR
 //! kernel: `vaesdeclast` ends with a key XOR, so `D(C) ^ X` is `vaesdeclast(state, K ^ X)`.
 //!
-//! The rounds are those of [`super::ecb_vaes512`] (equivalent inverse cipher, keys from
-//! [`super::ecb_vaes512::inverse_round_keys`]), with the same step of 12 vectors and the same
-//! masked tails.
+//! The rounds are those of [`super::ecb_vaes512`] (the equivalent inverse cipher), with the
+//! same step of 12 vectors and the same masked tails. The kernel takes the encryption round
+//! keys and derives the inverse ones in registers, 9 to 13 `aesimc` per call: cheaper than
+//! storing a second schedule per key (built and wiped per message whether used or not), and
+//! it leaves no second copy of key material to wipe.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -34,35 +36,46 @@ const SHORT_TAIL_VECTORS: usize = 4;
 
 /// Decrypts the whole blocks of `data` in CBC mode, in place, with `previous` as the
 /// ciphertext block before them; the contract is [`crate::BlockCipher::cbc_decrypt`]'s.
-/// `inverse_keys` must come from [`super::ecb_vaes512::inverse_round_keys`].
+/// `round_keys` are the FIPS-197 encryption round keys.
 ///
 /// # Safety
 /// The CPU must support AES-NI, VAES, AVX-512F and AVX-512BW. `data.len()` should be a
 /// multiple of 16 (a partial final block would come out as garbage, only its own bytes
 /// written).
 #[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-pub(super) unsafe fn cbc_decrypt(inverse_keys: &RoundKeys, previous: &[u8; 16], data: &mut [u8]) {
+pub(super) unsafe fn cbc_decrypt(round_keys: &RoundKeys, previous: &[u8; 16], data: &mut [u8]) {
     // Separate instances per key size so that the round loops unroll completely and every
     // round key is a register operand.
-    match inverse_keys.rounds {
-        10 => cbc_decrypt_rounds::<10>(&inverse_keys.keys, previous, data),
-        12 => cbc_decrypt_rounds::<12>(&inverse_keys.keys, previous, data),
-        14 => cbc_decrypt_rounds::<14>(&inverse_keys.keys, previous, data),
+    match round_keys.rounds {
+        10 => cbc_decrypt_rounds::<10>(&round_keys.keys, previous, data),
+        12 => cbc_decrypt_rounds::<12>(&round_keys.keys, previous, data),
+        14 => cbc_decrypt_rounds::<14>(&round_keys.keys, previous, data),
         other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
     }
 }
 
 #[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
 fn cbc_decrypt_rounds<const ROUNDS: usize>(
-    inverse_keys: &[[u8; 16]; MAX_ROUND_KEYS],
+    round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
     previous: &[u8; 16],
     data: &mut [u8],
 ) {
-    let mut keys = [_mm512_setzero_si512(); MAX_ROUND_KEYS];
-    for (wide, key) in keys.iter_mut().zip(inverse_keys).take(ROUNDS + 1) {
+    // The equivalent inverse cipher's keys, as `super::ecb_vaes512::inverse_round_keys`
+    // builds them: the encryption keys in reverse order, InvMixColumns applied to all but
+    // the first and last (`vaesdec` applies InvMixColumns before its key XOR, not after).
+    let load = |key: &[u8; 16]| {
         // SAFETY: `key` is a 16-byte array; `loadu` has no alignment requirement.
-        *wide = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(key.as_ptr().cast()) });
+        unsafe { _mm_loadu_si128(key.as_ptr().cast()) }
+    };
+    let mut keys = [_mm512_setzero_si512(); MAX_ROUND_KEYS];
+    keys[0] = _mm512_broadcast_i32x4(load(&round_keys[ROUNDS]));
+    for (wide, key) in keys[1..ROUNDS]
+        .iter_mut()
+        .zip(round_keys[1..ROUNDS].iter().rev())
+    {
+        *wide = _mm512_broadcast_i32x4(_mm_aesimc_si128(load(key)));
     }
+    keys[ROUNDS] = _mm512_broadcast_i32x4(load(&round_keys[0]));
 
     // The ciphertext vector before the current one: only its top lane (the block just
     // before) is ever used.

@@ -69,75 +69,67 @@ impl ZeroizeOnDrop for RoundKeys {}
 impl RoundKeys {
     /// FIPS-197 section 5.2 key expansion for 16-, 24- and 32-byte keys, SubWord by
     /// `aeskeygenassist` where the CPU has AES-NI and by the computed S-box otherwise.
+    ///
+    /// The expansions write through a reference rather than return their schedule: the
+    /// return would go through a copy made with 64-byte loads straight after the 16-byte
+    /// stores, which waits for the stores to retire (store forwarding fails) and cost about
+    /// as much as the expansion. Inlined, so that the remaining move is the caller's.
+    #[inline]
     pub(super) fn expand(key: &[u8]) -> Self {
+        let mut expanded = Self::empty();
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("aes") {
             // SAFETY: AES-NI has just been detected.
-            return unsafe { Self::expand_with_aesni(key) };
+            unsafe { aesni_expansion::expand(key, &mut expanded) };
+            return expanded;
         }
-        Self::expand_portable(key)
-    }
-
-    /// [`Self::expand`] with the computed S-box, whatever the CPU.
-    pub(super) fn expand_portable(key: &[u8]) -> Self {
-        match key.len() {
-            16 => Self::expand_words::<4>(key),
-            24 => Self::expand_words::<6>(key),
-            32 => Self::expand_words::<8>(key),
-            other => panic!("AES key of {other} bytes"),
-        }
-    }
-
-    /// [`Self::expand`] with `aeskeygenassist`; see [`aesni_expansion`].
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "aes")]
-    pub(super) fn expand_with_aesni(key: &[u8]) -> Self {
-        let rounds = key.len() / 4 + 6;
-        let mut expanded = RoundKeys {
-            keys: [[0u8; 16]; MAX_ROUND_KEYS],
-            rounds,
-        };
-        let schedule = &mut expanded.keys.as_flattened_mut()[..16 * (rounds + 1)];
-        match key.len() {
-            16 => aesni_expansion::expand_128(key, schedule),
-            24 => aesni_expansion::expand_192(key, schedule),
-            32 => aesni_expansion::expand_256(key, schedule),
-            other => panic!("AES key of {other} bytes"),
-        }
+        portable_expansion(key, &mut expanded);
         expanded
     }
 
-    /// The FIPS-197 word loop for a key of `KEY_WORDS` words. The word count is a constant
-    /// so that `index % KEY_WORDS` is not a division per word.
-    fn expand_words<const KEY_WORDS: usize>(key: &[u8]) -> Self {
-        assert_eq!(key.len(), 4 * KEY_WORDS, "AES key length");
-        let rounds = KEY_WORDS + 6;
-        // Built in place, so that no other copy of the schedule is left to wipe. Words hold
-        // their four bytes in memory order (little-endian integers), so the schedule is the
-        // words written out one after another with `to_le_bytes`.
-        let mut expanded = RoundKeys {
+    /// All zero: what the expansions write into (`rounds` included).
+    fn empty() -> Self {
+        RoundKeys {
             keys: [[0u8; 16]; MAX_ROUND_KEYS],
-            rounds,
-        };
-        let (words, _) = expanded.keys.as_flattened_mut().as_chunks_mut::<4>();
-        for (word, bytes) in words.iter_mut().zip(key.as_chunks::<4>().0) {
-            *word = *bytes;
+            rounds: 0,
         }
-        let mut round_constant = 1u8;
-        let mut temp = u32::from_le_bytes(words[KEY_WORDS - 1]);
-        for index in KEY_WORDS..4 * (rounds + 1) {
-            if index % KEY_WORDS == 0 {
-                // RotWord moves byte 0 to the end: in a little-endian integer that is a
-                // right rotation by one byte.
-                temp = sub_word(temp.rotate_right(8)) ^ u32::from(round_constant);
-                round_constant = multiply_by_x(round_constant);
-            } else if KEY_WORDS > 6 && index % KEY_WORDS == 4 {
-                temp = sub_word(temp);
-            }
-            temp ^= u32::from_le_bytes(words[index - KEY_WORDS]);
-            words[index] = temp.to_le_bytes();
+    }
+}
+
+/// [`RoundKeys::expand`] with the computed S-box, whatever the CPU.
+fn portable_expansion(key: &[u8], expanded: &mut RoundKeys) {
+    match key.len() {
+        16 => expand_words::<4>(key, expanded),
+        24 => expand_words::<6>(key, expanded),
+        32 => expand_words::<8>(key, expanded),
+        other => panic!("AES key of {other} bytes"),
+    }
+}
+
+/// The FIPS-197 word loop for a key of `KEY_WORDS` words. The word count is a constant so
+/// that `index % KEY_WORDS` is not a division per word.
+fn expand_words<const KEY_WORDS: usize>(key: &[u8], expanded: &mut RoundKeys) {
+    assert_eq!(key.len(), 4 * KEY_WORDS, "AES key length");
+    expanded.rounds = KEY_WORDS + 6;
+    // Words hold their four bytes in memory order (little-endian integers), so the schedule
+    // is the words written out one after another with `to_le_bytes`.
+    let (words, _) = expanded.keys.as_flattened_mut().as_chunks_mut::<4>();
+    for (word, bytes) in words.iter_mut().zip(key.as_chunks::<4>().0) {
+        *word = *bytes;
+    }
+    let mut round_constant = 1u8;
+    let mut temp = u32::from_le_bytes(words[KEY_WORDS - 1]);
+    for index in KEY_WORDS..4 * (KEY_WORDS + 7) {
+        if index % KEY_WORDS == 0 {
+            // RotWord moves byte 0 to the end: in a little-endian integer that is a right
+            // rotation by one byte.
+            temp = sub_word(temp.rotate_right(8)) ^ u32::from(round_constant);
+            round_constant = multiply_by_x(round_constant);
+        } else if KEY_WORDS > 6 && index % KEY_WORDS == 4 {
+            temp = sub_word(temp);
         }
-        expanded
+        temp ^= u32::from_le_bytes(words[index - KEY_WORDS]);
+        words[index] = temp.to_le_bytes();
     }
 }
 
@@ -234,9 +226,22 @@ mod aesni_expansion {
         unsafe { _mm_storeu_si128(target.as_mut_ptr().cast(), vector) };
     }
 
+    /// [`super::RoundKeys::expand`] with `aeskeygenassist`.
+    #[target_feature(enable = "aes")]
+    pub(super) fn expand(key: &[u8], expanded: &mut super::RoundKeys) {
+        expanded.rounds = key.len() / 4 + 6;
+        let schedule = &mut expanded.keys.as_flattened_mut()[..16 * (expanded.rounds + 1)];
+        match key.len() {
+            16 => expand_128(key, schedule),
+            24 => expand_192(key, schedule),
+            32 => expand_256(key, schedule),
+            other => panic!("AES key of {other} bytes"),
+        }
+    }
+
     /// `schedule`: 176 bytes, 11 round keys.
     #[target_feature(enable = "aes")]
-    pub(super) fn expand_128(key: &[u8], schedule: &mut [u8]) {
+    fn expand_128(key: &[u8], schedule: &mut [u8]) {
         let mut group = load(key);
         store(schedule, 0, group);
         let mut constant = 1u8;
@@ -256,7 +261,7 @@ mod aesni_expansion {
     /// vector whose low two dwords are the other two; the groups are stored 24 bytes apart,
     /// so round keys straddle them.
     #[target_feature(enable = "aes")]
-    pub(super) fn expand_192(key: &[u8], schedule: &mut [u8]) {
+    fn expand_192(key: &[u8], schedule: &mut [u8]) {
         let mut front = load(key);
         let tail: &[u8; 8] = key[16..24].try_into().expect("8 bytes");
         // SAFETY: `tail` is an 8-byte array; `loadl_epi64` reads exactly 8 bytes, unaligned.
@@ -299,7 +304,7 @@ mod aesni_expansion {
 
     /// `schedule`: 240 bytes, 15 round keys, in groups of eight words: two round keys.
     #[target_feature(enable = "aes")]
-    pub(super) fn expand_256(key: &[u8], schedule: &mut [u8]) {
+    fn expand_256(key: &[u8], schedule: &mut [u8]) {
         let mut front = load(key);
         let mut back = load(&key[16..]);
         store(schedule, 0, front);
@@ -441,16 +446,12 @@ impl CbcPath {
 /// `aes` crate otherwise.
 ///
 /// Keyed once per message and per job, so keying is kept cheap (tens of nanoseconds, see
-/// `examples/aes_key_setup_speed.rs`): the round keys come from `aeskeygenassist`, and what
-/// only some calls need is built on first use: the equivalent-inverse-cipher keys (any
-/// decryption through our kernels) and the `aes` crate's schedule (the fallback wherever no
-/// kernel fits this CPU, and the reference the tests compare with). Everything is wiped on
-/// drop.
+/// `examples/aes_key_setup_speed.rs`): the round keys come from `aeskeygenassist`, the
+/// decryption kernels derive the equivalent-inverse-cipher keys per call, and the `aes`
+/// crate's schedule (the fallback wherever no kernel fits this CPU, and the reference the
+/// tests compare with) is built on first use. Everything is wiped on drop.
 pub struct FastAes {
     round_keys: RoundKeys,
-    /// For the VAES-512 ECB and CBC decryption kernels, built by their first call.
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    decrypt_round_keys: OnceLock<RoundKeys>,
     /// Boxed: the crate's schedule is about 1 KiB (AES-NI keys and its software fallback's
     /// share one union), which would otherwise be copied and allocated with every
     /// `Box<dyn BlockCipher>` whether used or not.
@@ -470,7 +471,6 @@ impl FastAes {
         );
         FastAes {
             round_keys: RoundKeys::expand(key),
-            decrypt_round_keys: OnceLock::new(),
             crate_cipher: OnceLock::new(),
             ctr_path: CtrPath::detect(),
             ecb_path: EcbPath::detect(),
@@ -489,18 +489,6 @@ impl FastAes {
                 24 => CrateCipher::Aes192(aes::Aes192::new_from_slice(key).expect("24-byte key")),
                 _ => CrateCipher::Aes256(aes::Aes256::new_from_slice(key).expect("32-byte key")),
             })
-        })
-    }
-
-    /// The equivalent-inverse-cipher keys, built on first use.
-    ///
-    /// # Safety
-    /// The CPU must support AES-NI.
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn decrypt_round_keys(&self) -> &RoundKeys {
-        self.decrypt_round_keys.get_or_init(|| {
-            // SAFETY: the caller guarantees AES-NI.
-            unsafe { super::ecb_vaes512::inverse_round_keys(&self.round_keys) }
         })
     }
 
@@ -562,10 +550,9 @@ impl FastAes {
                     "AES input is not a whole number of blocks"
                 );
                 if decrypt {
-                    // SAFETY: the caller guarantees the kernel's features, AES-NI among
-                    // them; the keys come from `inverse_round_keys`; the kernel reads and
-                    // writes only inside `blocks`.
-                    unsafe { super::ecb_vaes512::decrypt(self.decrypt_round_keys(), blocks) };
+                    // SAFETY: the caller guarantees the kernel's features; the kernel reads
+                    // and writes only inside `blocks`.
+                    unsafe { ecb_decrypt_vaes512(&self.round_keys, blocks) };
                 } else {
                     // SAFETY: the caller guarantees the kernel's features; the kernel reads
                     // and writes only inside `blocks`.
@@ -592,11 +579,9 @@ impl FastAes {
             #[cfg(target_arch = "x86_64")]
             EcbPath::Vaes512 => {
                 // SAFETY: `ecb_path` came from `EcbPath::detect`, so this CPU has the VAES-512
-                // features, AES-NI among them; the kernel reads `previous` and reads and
-                // writes only inside `data`.
-                unsafe {
-                    super::cbc_vaes512::cbc_decrypt(self.decrypt_round_keys(), previous, data)
-                };
+                // features; the kernel reads `previous` and reads and writes only inside
+                // `data`.
+                unsafe { super::cbc_vaes512::cbc_decrypt(&self.round_keys, previous, data) };
                 true
             }
             _ => false,
@@ -687,6 +672,27 @@ impl FastAes {
     }
 }
 
+/// ECB decryption through the VAES-512 kernel, the equivalent-inverse-cipher keys derived
+/// for the call rather than stored with the key: 9 to 13 `aesimc` cost less than building,
+/// copying and wiping a second schedule with every key, most of which never decrypt
+/// (`examples/aes_key_setup_speed.rs`). The temporary is wiped when dropped. Compiled with
+/// the kernel's features so that `inverse_round_keys` inlines and writes straight into
+/// `inverse_keys`: returned through a copy, it stalled on store forwarding for as long as
+/// a 1 KiB decryption takes.
+///
+/// # Safety
+/// The CPU must support AES-NI, VAES, AVX-512F and AVX-512BW.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
+unsafe fn ecb_decrypt_vaes512(round_keys: &RoundKeys, blocks: &mut [u8]) {
+    // SAFETY: the caller guarantees the features of both; the kernel reads and writes only
+    // inside `blocks`.
+    unsafe {
+        let inverse_keys = super::ecb_vaes512::inverse_round_keys(round_keys);
+        super::ecb_vaes512::decrypt(&inverse_keys, blocks);
+    }
+}
+
 /// Views whole 16-byte blocks of `bytes` as the crate's block type.
 fn as_blocks(bytes: &mut [u8]) -> &mut [aes::Block] {
     let (blocks, rest) = bytes.as_chunks_mut::<16>();
@@ -764,11 +770,15 @@ mod tests {
 
     /// `key` expanded by every implementation this CPU can run.
     fn expansions(key: &[u8]) -> Vec<RoundKeys> {
-        let mut all = vec![RoundKeys::expand_portable(key), RoundKeys::expand(key)];
+        let mut portable = RoundKeys::empty();
+        portable_expansion(key, &mut portable);
+        let mut all = vec![portable, RoundKeys::expand(key)];
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("aes") {
+            let mut expanded = RoundKeys::empty();
             // SAFETY: AES-NI has just been detected.
-            all.push(unsafe { RoundKeys::expand_with_aesni(key) });
+            unsafe { aesni_expansion::expand(key, &mut expanded) };
+            all.push(expanded);
         }
         all
     }

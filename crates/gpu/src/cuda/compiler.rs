@@ -113,7 +113,7 @@ pub(crate) enum ImageKind {
 }
 
 impl ImageKind {
-    fn of(architecture: &str) -> Result<Self, GpuError> {
+    pub(crate) fn of(architecture: &str) -> Result<Self, GpuError> {
         let (kind, number) = if let Some(number) = architecture.strip_prefix("sm_") {
             (ImageKind::Cubin, number)
         } else if let Some(number) = architecture.strip_prefix("compute_") {
@@ -143,18 +143,6 @@ impl ImageKind {
     }
 }
 
-/// The library names cudarc tries for NVRTC, shortened for a message.
-fn nvrtc_names() -> String {
-    let names = cudarc::get_lib_name_candidates("nvrtc");
-    let shown: Vec<&str> = names
-        .iter()
-        .filter(|name| name.contains(".so") || name.ends_with(".dll"))
-        .take(3)
-        .map(String::as_str)
-        .collect();
-    format!("{} (or {} other names)", shown.join(", "), names.len() - shown.len())
-}
-
 /// Finds libnvrtc. Must come before any other NVRTC call: cudarc panics on first use of a
 /// library it cannot open.
 pub fn check_nvrtc() -> Result<(), GpuError> {
@@ -163,7 +151,7 @@ pub fn check_nvrtc() -> Result<(), GpuError> {
         Ok(())
     } else {
         Err(GpuError::NoNvrtc {
-            looked_for: nvrtc_names(),
+            looked_for: super::devices::library_names("nvrtc"),
         })
     }
 }
@@ -207,7 +195,12 @@ pub(crate) fn architecture_for(major: u32, minor: u32) -> Result<String, GpuErro
         return Ok(format!("sm_{wanted}"));
     }
     // PTX of a lower architecture runs on a higher one of the same or a later major.
-    match supported.iter().copied().filter(|&arch| arch <= wanted).max() {
+    match supported
+        .iter()
+        .copied()
+        .filter(|&arch| arch <= wanted)
+        .max()
+    {
         Some(arch) => Ok(format!("compute_{arch}")),
         None => Err(GpuError::InvalidInput(format!(
             "this NVRTC cannot compile for compute capability {major}.{minor} (it supports \
@@ -272,10 +265,13 @@ impl Program {
 
     fn ptx(&self) -> Result<Vec<u8>, GpuError> {
         // SAFETY: the program is live and compiled.
-        let characters = unsafe { nvrtc::get_ptx(self.0) }
-            .map_err(|error| nvrtc_error("nvrtcGetPTX", error))?;
+        let characters =
+            unsafe { nvrtc::get_ptx(self.0) }.map_err(|error| nvrtc_error("nvrtcGetPTX", error))?;
         // Kept with its terminating NUL: the driver loads PTX as a C string.
-        Ok(characters.iter().map(|&character| character as u8).collect())
+        Ok(characters
+            .iter()
+            .map(|&character| character as u8)
+            .collect())
     }
 }
 
@@ -350,7 +346,10 @@ pub fn compile_check(architecture: &str) -> Result<Vec<u8>, GpuError> {
         for family in CipherFamily::ALL {
             for operation in KernelOperation::ALL {
                 let name = kernel_name(family, operation);
-                if !image.windows(name.len()).any(|window| window == name.as_bytes()) {
+                if !image
+                    .windows(name.len())
+                    .any(|window| window == name.as_bytes())
+                {
                     return Err(GpuError::InvalidInput(format!(
                         "the {architecture} image of {variant:?} lacks kernel {name}"
                     )));
@@ -385,8 +384,14 @@ mod tests {
         assert_eq!(bytes(CipherFamily::Rc6, KernelOperation::Ctr), 0);
 
         let eight = KernelVariant::for_table_copies(TableCopies::uniform(8));
-        assert!(!eight.dynamic_shared, "32 KiB of Blowfish tables fit statically");
-        assert_eq!(eight.launch_shared_bytes(CipherFamily::Blowfish, KernelOperation::Ctr), 0);
+        assert!(
+            !eight.dynamic_shared,
+            "32 KiB of Blowfish tables fit statically"
+        );
+        assert_eq!(
+            eight.launch_shared_bytes(CipherFamily::Blowfish, KernelOperation::Ctr),
+            0
+        );
         // What for_device gives a 48 KiB device must compile statically.
         let small = TableCopies::for_device(crate::DeviceKind::Gpu, 48 * 1024);
         assert!(!KernelVariant::for_table_copies(small).dynamic_shared);
@@ -394,13 +399,16 @@ mod tests {
 
     #[test]
     fn options_name_the_architecture_and_every_define() {
-        let options = KernelVariant::for_table_copies(TableCopies::uniform(32)).nvrtc_options("sm_90");
+        let options =
+            KernelVariant::for_table_copies(TableCopies::uniform(32)).nvrtc_options("sm_90");
         assert_eq!(options[0], "--gpu-architecture=sm_90");
         assert!(options.contains(&"--define-macro=BLOWFISH_TABLE_COPIES=32".to_string()));
         assert!(options.contains(&"--define-macro=PARCRYPT_CUDA_DYNAMIC_SHARED".to_string()));
         let static_options =
             KernelVariant::for_table_copies(TableCopies::uniform(4)).nvrtc_options("compute_90");
-        assert!(!static_options.iter().any(|option| option.contains("DYNAMIC")));
+        assert!(!static_options
+            .iter()
+            .any(|option| option.contains("DYNAMIC")));
     }
 
     #[test]
@@ -452,8 +460,8 @@ mod tests {
             .filter(|option| !option.contains("BLOWFISH_TABLE_COPIES"))
             .collect();
         options.push("--define-macro=BLOWFISH_TABLE_COPIES=12".to_string());
-        let error = compile_source(&kernel_source::cuda_source(), "compute_90", &options)
-            .unwrap_err();
+        let error =
+            compile_source(&kernel_source::cuda_source(), "compute_90", &options).unwrap_err();
         let message = error.to_string();
         assert!(matches!(error, GpuError::NvrtcCompile { .. }), "{message}");
         assert!(
@@ -462,7 +470,10 @@ mod tests {
         );
         // The #line directive makes NVRTC name the kernel file, not the header.
         assert!(message.contains("parcrypt.cl"), "{message}");
-        assert!(message.contains("--gpu-architecture=compute_90"), "{message}");
+        assert!(
+            message.contains("--gpu-architecture=compute_90"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -76,15 +76,23 @@ fn describe_error(error: DriverError) -> String {
     }
 }
 
-/// The library names cudarc tries for the driver, shortened for a message.
-fn driver_names() -> String {
-    let names = cudarc::get_lib_name_candidates("cuda");
-    let shown: Vec<&str> = names
-        .iter()
-        .filter(|name| name.ends_with(".so") || name.ends_with(".so.1"))
-        .map(String::as_str)
-        .collect();
-    format!("{} (or {} other names)", shown.join(", "), names.len() - shown.len())
+/// The usual file names of library `name` among those cudarc tries, for a message: the
+/// full list also holds Windows-style spellings nobody looks for on Linux.
+pub(crate) fn library_names(name: &str) -> String {
+    use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
+    let candidates = cudarc::get_lib_name_candidates(name);
+    let plain = format!("{DLL_PREFIX}{name}{DLL_SUFFIX}");
+    let mut shown: Vec<&str> = Vec::new();
+    for candidate in &candidates {
+        if candidate.starts_with(&plain) && !shown.contains(&candidate.as_str()) {
+            shown.push(candidate);
+        }
+    }
+    format!(
+        "{} (or {} other spellings)",
+        shown.join(", "),
+        candidates.len() - shown.len()
+    )
 }
 
 /// Finds libcuda and initialises it; returns how many devices it sees. Must come before any
@@ -93,7 +101,7 @@ pub(crate) fn initialise() -> Result<usize, GpuError> {
     // SAFETY: only tries to open the library under each candidate name; no symbol is used.
     if !unsafe { sys::is_culib_present() } {
         return Err(GpuError::NoCudaDriver {
-            looked_for: driver_names(),
+            looked_for: library_names("cuda"),
         });
     }
     // A driver without a usable GPU (no device, a container without the device files, a

@@ -1,0 +1,1449 @@
+//! The CUDA backend: the driver API through `cudarc`, with libcuda and libnvrtc opened at run
+//! time, so that this crate builds and its other tests run on machines without CUDA; there
+//! every call returns [`GpuError::NoCudaDriver`] or [`GpuError::NoNvrtc`].
+//!
+//! A device is opened once: the kernels are compiled by NVRTC for its architecture (an
+//! `sm_XY` CUBIN, or PTX when NVRTC does not know the GPU) or loaded from the disk cache,
+//! self-tested, and given reusable buffers. Three ways in:
+//! - [`CudaDevice::process`]: ordinary host memory. Slabs are staged through pinned buffers,
+//!   because only pinned memory can be copied asynchronously.
+//! - [`CudaDevice::process_pinned`]: host memory that is already pinned (see
+//!   [`CudaDevice::alloc_pinned`]); copied straight to and from the device.
+//! - [`CudaDevice::process_device_buffer`]: data already on the GPU, processed in place with
+//!   no host round trip.
+//!
+//! The host paths pipeline slabs over [`STREAMS`] streams: slab `k` goes to stream
+//! `k % STREAMS` with that stream's own device buffers, so the upload of one slab, the kernel
+//! of another and the download of a third run at the same time on GPUs with separate copy
+//! engines. With three streams the upload of slab `k + 3` never waits for anything but the
+//! download of slab `k`, which has long finished when kernels are faster than the bus.
+
+mod compiler;
+mod devices;
+
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use cudarc::driver::sys::{
+    CUdeviceptr, CUevent_flags, CUfunction_attribute, CU_MEMHOSTALLOC_PORTABLE,
+};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut,
+    DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice, LaunchConfig, PinnedHostSlice, PushKernelArg,
+    ValidAsZeroBits,
+};
+use cudarc::nvrtc::Ptx;
+use parcrypt_modes::ctr::Counter;
+use zeroize::Zeroize;
+
+/// The cudarc this crate was built with, for callers that hand it device buffers.
+pub use cudarc;
+
+pub use compiler::{
+    check_nvrtc, compile_check, compile_variant, host_variants, nvrtc_version, KernelVariant,
+    STATIC_SHARED_LIMIT_BYTES,
+};
+pub use devices::CudaDeviceInfo;
+
+use crate::kernel_source::{self, kernel_name, CipherFamily, KernelOperation};
+use crate::operation::{ModeArguments, SlabChain};
+use crate::{
+    program_cache, self_test, DeviceKind, GpuDevice, GpuError, GpuOperation, KernelCache,
+    KeyMaterial, LaunchGeometry, OpenOptions, ProgramOrigin, TableCopies,
+};
+use compiler::ImageKind;
+use devices::CudaResultExt;
+
+/// Streams, each with its own slab buffers, that consecutive slabs rotate over.
+pub const STREAMS: usize = 3;
+
+/// The largest slab or launch: keeps every block index of a launch well inside the kernels'
+/// 32-bit counters (2^27 blocks of 8 bytes).
+const MAX_SLAB_BYTES: usize = 1 << 30;
+
+/// Round-key words the key buffer holds: AES-256's 60 is the most any cipher needs.
+const ROUND_KEY_WORDS: usize = 64;
+/// Key-dependent table words: Blowfish's four S-boxes.
+const KEY_TABLE_WORDS: usize = 1024;
+
+/// The kernels' `u32x4` (vendor_cuda.h): a 16-byte aligned by-value parameter.
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+struct Words4([u32; 4]);
+/// The kernels' `u32x2`: an 8-byte aligned by-value parameter.
+#[repr(C, align(8))]
+#[derive(Clone, Copy)]
+struct Words2([u32; 2]);
+
+// SAFETY: plain words with exactly the size and alignment of the CUDA structs they stand
+// for; the driver copies the parameter's size in bytes from them.
+unsafe impl DeviceRepr for Words4 {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for Words2 {}
+
+/// One kernel of the loaded module and how it must be launched.
+struct LoadedKernel {
+    family: CipherFamily,
+    operation: KernelOperation,
+    function: CudaFunction,
+    /// The most threads per block the kernel's registers allow.
+    max_threads_per_block: usize,
+    /// Dynamic shared memory to request at launch (0 in a static variant).
+    shared_bytes: u32,
+}
+
+/// A stream's slab buffers, grown on demand and kept for later calls.
+#[derive(Default)]
+struct Slot {
+    input: Option<CudaSlice<u8>>,
+    output: Option<CudaSlice<u8>>,
+    /// Pinned host memory ordinary (pageable) data is staged through.
+    staging: Option<PinnedHostSlice<u8>>,
+}
+
+/// The size to allocate for `bytes`: small inputs get small buffers, rounded up to a power
+/// of two so that growing inputs do not reallocate every call; nothing grows past `limit`.
+fn grown_capacity(bytes: usize, limit: usize) -> usize {
+    bytes.next_power_of_two().min(limit).max(bytes)
+}
+
+impl Slot {
+    fn reserve(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        bytes: usize,
+        limit: usize,
+        staged: bool,
+    ) -> Result<(), GpuError> {
+        let device_capacity = self.input.as_ref().map_or(0, CudaSlice::len);
+        if device_capacity < bytes || self.output.is_none() {
+            let capacity = grown_capacity(bytes, limit);
+            // Dropped first so the device can reuse their memory; the frees are ordered
+            // after the work already queued on this stream.
+            self.input = None;
+            self.output = None;
+            self.input = Some(stream.alloc_zeros(capacity).or_cuda("cuMemAlloc")?);
+            self.output = Some(stream.alloc_zeros(capacity).or_cuda("cuMemAlloc")?);
+        }
+        let staging_capacity = self.staging.as_ref().map_or(0, PinnedHostSlice::len);
+        if staged && staging_capacity < bytes {
+            self.staging = None;
+            self.staging = Some(alloc_pinned_zeroed(
+                stream.context(),
+                grown_capacity(bytes, limit),
+            )?);
+        }
+        Ok(())
+    }
+}
+
+/// Page-locked host memory, zeroed. Not write-combined (cudarc's `alloc_pinned` default):
+/// the host reads results back out of it, and reads of write-combined memory are uncached.
+/// Portable: pinned for every context, not only the one that allocated it.
+fn alloc_pinned_zeroed<T: DeviceRepr + ValidAsZeroBits>(
+    context: &Arc<CudaContext>,
+    length: usize,
+) -> Result<PinnedHostSlice<T>, GpuError> {
+    // SAFETY: the memory is zeroed below before any reference to it is made.
+    let mut pinned =
+        unsafe { context.alloc_pinned_with_flags::<T>(length.max(1), CU_MEMHOSTALLOC_PORTABLE) }
+            .or_cuda("cuMemHostAlloc")?;
+    let pointer = pinned.as_mut_ptr().or_cuda("cuEventSynchronize")?;
+    // SAFETY: `pointer` starts an allocation of `length.max(1)` values of T that nothing
+    // else can reach yet, and all-zero bytes are a valid T (ValidAsZeroBits).
+    unsafe { std::ptr::write_bytes(pointer, 0, length.max(1)) };
+    Ok(pinned)
+}
+
+/// What a call changes: buffers, the key, the geometry.
+struct DeviceState {
+    geometry: LaunchGeometry,
+    slots: Vec<Slot>,
+    round_keys: CudaSlice<u32>,
+    key_tables: CudaSlice<u32>,
+    aes_tables: CudaSlice<u32>,
+    /// Pinned, so that key words go straight from here to the device and never through a
+    /// driver staging buffer this crate cannot wipe.
+    key_staging: PinnedHostSlice<u32>,
+    /// Recorded on stream 0 after the key upload; the other streams wait for it.
+    key_ready: CudaEvent,
+    /// Device-buffer CBC decryption: the ciphertext the kernel reads while it writes
+    /// plaintext over the caller's buffer.
+    cbc_scratch: Option<CudaSlice<u8>>,
+    /// Device-buffer CTR: one whole block for a final partial block.
+    tail_block: CudaSlice<u8>,
+}
+
+/// The buffers and values every launch passes besides its data.
+struct KeyArguments<'a> {
+    key: &'a KeyMaterial,
+    round_keys: &'a CudaSlice<u32>,
+    key_tables: &'a CudaSlice<u32>,
+    aes_tables: &'a CudaSlice<u32>,
+    geometry: LaunchGeometry,
+}
+
+/// An opened, self-tested CUDA device.
+///
+/// `process` and the other entry points may be called from several threads; calls on one
+/// device run one at a time.
+pub struct CudaDevice {
+    info: CudaDeviceInfo,
+    variant: KernelVariant,
+    architecture: String,
+    origin: ProgramOrigin,
+    slab_bytes: usize,
+    kernels: Vec<LoadedKernel>,
+    state: Mutex<DeviceState>,
+    streams: Vec<Arc<CudaStream>>,
+    // Kept alive for the functions loaded from it.
+    _module: Arc<CudaModule>,
+    context: Arc<CudaContext>,
+}
+
+impl std::fmt::Debug for CudaDevice {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("CudaDevice")
+            .field("info", &self.info)
+            .field("variant", &self.variant)
+            .field("architecture", &self.architecture)
+            .field("origin", &self.origin)
+            .field("slab_bytes", &self.slab_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CudaDevice {
+    /// Every CUDA device the driver sees, for `parcrypt devices`. A driver with no usable
+    /// device gives an empty list; no driver gives [`GpuError::NoCudaDriver`].
+    pub fn list() -> Result<Vec<CudaDeviceInfo>, GpuError> {
+        devices::describe_all()
+    }
+
+    /// Opens device `index` with the default options.
+    pub fn open(index: usize) -> Result<Self, GpuError> {
+        Self::open_with(index, &OpenOptions::default())
+    }
+
+    /// Opens device `index`: compiles (or loads) the kernels, runs the self-test and refuses
+    /// the device if any kernel gives a wrong answer.
+    pub fn open_with(index: usize, options: &OpenOptions) -> Result<Self, GpuError> {
+        let info = devices::describe(index)?;
+        check_nvrtc()?;
+        let table_copies = options.table_copies.unwrap_or_else(|| {
+            TableCopies::for_device(DeviceKind::Gpu, info.shared_memory_per_block_bytes)
+        });
+        table_copies.validate()?;
+        let variant = KernelVariant::for_table_copies(table_copies);
+        check_shared_memory(&info, variant)?;
+        let geometry = options
+            .geometry
+            .unwrap_or_else(|| LaunchGeometry::default_for(DeviceKind::Gpu));
+        validate_geometry(geometry)?;
+        let (major, minor) = info.compute_capability;
+        let architecture = compiler::architecture_for(major, minor)?;
+        let source = kernel_source::cuda_source();
+        let compile_options = variant.nvrtc_options(&architecture);
+        let cache_entry = cache_entry(&options.kernel_cache, &info, &compile_options, &source)?;
+        let slab_bytes = slab_size(options.slab_bytes);
+
+        let context = CudaContext::new(index).or_cuda("cuDevicePrimaryCtxRetain")?;
+        let (module, origin) = load_or_compile(
+            &context,
+            &architecture,
+            &source,
+            &compile_options,
+            cache_entry.as_deref(),
+        )?;
+        let assemble = |module, origin| {
+            Self::assemble(
+                info.clone(),
+                Arc::clone(&context),
+                module,
+                origin,
+                variant,
+                architecture.clone(),
+                geometry,
+                slab_bytes,
+            )
+        };
+        let opened = assemble(module, origin)?;
+        match opened.self_test() {
+            Ok(()) => Ok(opened),
+            // A cached binary that loads but computes wrong results (a stale or damaged
+            // file the driver accepted) gets one more chance, compiled from source.
+            Err(GpuError::SelfTest { .. }) if origin == ProgramOrigin::Cache => {
+                drop(opened);
+                let module = compile_and_store(
+                    &context,
+                    &architecture,
+                    &source,
+                    &compile_options,
+                    cache_entry.as_deref(),
+                )?;
+                let rebuilt = assemble(module, ProgramOrigin::Compiled)?;
+                rebuilt.self_test()?;
+                Ok(rebuilt)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Creates streams, kernels and buffers around a loaded module.
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        info: CudaDeviceInfo,
+        context: Arc<CudaContext>,
+        module: Arc<CudaModule>,
+        origin: ProgramOrigin,
+        variant: KernelVariant,
+        architecture: String,
+        geometry: LaunchGeometry,
+        slab_bytes: usize,
+    ) -> Result<Self, GpuError> {
+        let streams = (0..STREAMS)
+            .map(|_| context.new_stream().or_cuda("cuStreamCreate"))
+            .collect::<Result<Vec<_>, _>>()?;
+        context.bind_to_thread().or_cuda("cuCtxSetCurrent")?;
+        let mut kernels = Vec::new();
+        for family in CipherFamily::ALL {
+            for operation in KernelOperation::ALL {
+                let function = module
+                    .load_function(kernel_name(family, operation))
+                    .or_cuda("cuModuleGetFunction")?;
+                let shared_bytes = variant.launch_shared_bytes(family, operation);
+                if shared_bytes > STATIC_SHARED_LIMIT_BYTES {
+                    // Blocks may not have more than 48 KiB of shared memory unless each
+                    // kernel opts in to its size.
+                    function
+                        .set_attribute(
+                            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                            shared_bytes as i32,
+                        )
+                        .or_cuda("cuFuncSetAttribute")?;
+                }
+                let max_threads_per_block = function
+                    .max_threads_per_block()
+                    .or_cuda("cuFuncGetAttribute")?;
+                kernels.push(LoadedKernel {
+                    family,
+                    operation,
+                    function,
+                    max_threads_per_block: usize::try_from(max_threads_per_block)
+                        .unwrap_or(1)
+                        .max(1),
+                    shared_bytes,
+                });
+            }
+        }
+        let stream = &streams[0];
+        let aes_tables = stream
+            .clone_htod(&kernel_source::aes_table_words())
+            .or_cuda("cuMemcpyHtoDAsync")?;
+        let state = DeviceState {
+            geometry,
+            slots: (0..STREAMS).map(|_| Slot::default()).collect(),
+            round_keys: stream.alloc_zeros(ROUND_KEY_WORDS).or_cuda("cuMemAlloc")?,
+            key_tables: stream.alloc_zeros(KEY_TABLE_WORDS).or_cuda("cuMemAlloc")?,
+            aes_tables,
+            key_staging: alloc_pinned_zeroed(&context, ROUND_KEY_WORDS + KEY_TABLE_WORDS)?,
+            key_ready: context.new_event(None).or_cuda("cuEventCreate")?,
+            cbc_scratch: None,
+            tail_block: stream.alloc_zeros(16).or_cuda("cuMemAlloc")?,
+        };
+        stream.synchronize().or_cuda("cuStreamSynchronize")?;
+        Ok(CudaDevice {
+            info,
+            variant,
+            architecture,
+            origin,
+            slab_bytes,
+            kernels,
+            state: Mutex::new(state),
+            streams,
+            _module: module,
+            context,
+        })
+    }
+
+    /// The known-answer vectors through both the host path and the in-place device path.
+    fn self_test(&self) -> Result<(), GpuError> {
+        self_test::run(&self.info.name, |key, operation, data| {
+            self.process(key, operation, data)
+        })?;
+        let stream = &self.streams[0];
+        self_test::run(&self.info.name, |key, operation, data| {
+            let mut buffer = stream.clone_htod(&*data).or_cuda("cuMemcpyHtoDAsync")?;
+            self.process_device_buffer(key, operation, &mut buffer)?;
+            stream
+                .memcpy_dtoh(&buffer, data)
+                .or_cuda("cuMemcpyDtoHAsync")?;
+            stream.synchronize().or_cuda("cuStreamSynchronize")
+        })
+    }
+
+    pub fn info(&self) -> &CudaDeviceInfo {
+        &self.info
+    }
+
+    /// The device's name as its driver reports it.
+    pub fn name(&self) -> String {
+        self.info.name.trim().to_string()
+    }
+
+    /// The table copies the kernels were compiled with (see the top of `parcrypt.cl` for
+    /// what fewer than 32 means for timing).
+    pub fn table_copies(&self) -> TableCopies {
+        self.variant.table_copies
+    }
+
+    /// The compiled variant: table copies and static or dynamic shared memory.
+    pub fn kernel_variant(&self) -> KernelVariant {
+        self.variant
+    }
+
+    /// What the kernels were compiled for: `sm_XY` (CUBIN) or `compute_XY` (PTX).
+    pub fn architecture(&self) -> &str {
+        &self.architecture
+    }
+
+    pub fn program_origin(&self) -> ProgramOrigin {
+        self.origin
+    }
+
+    pub fn slab_bytes(&self) -> usize {
+        self.slab_bytes
+    }
+
+    /// The CUDA context (the device's primary context), for allocating buffers to hand to
+    /// [`CudaDevice::process_device_buffer`].
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.context
+    }
+
+    /// The stream device-buffer calls run on. Buffers allocated on it, and work queued on
+    /// it, are ordered with those calls without further synchronisation.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.streams[0]
+    }
+
+    pub fn launch_geometry(&self) -> LaunchGeometry {
+        self.lock_state().geometry
+    }
+
+    /// Changes the launch shape for later calls (for tuning); any shape gives the same
+    /// output.
+    pub fn set_launch_geometry(&self, geometry: LaunchGeometry) -> Result<(), GpuError> {
+        validate_geometry(geometry)?;
+        self.lock_state().geometry = geometry;
+        Ok(())
+    }
+
+    fn lock_state(&self) -> MutexGuard<'_, DeviceState> {
+        // A panic while holding the lock leaves only scratch buffers and key words behind,
+        // all of which every call sets afresh.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn kernel(&self, family: CipherFamily, operation: KernelOperation) -> &LoadedKernel {
+        self.kernels
+            .iter()
+            .find(|loaded| loaded.family == family && loaded.operation == operation)
+            .expect("a kernel exists for every family and operation")
+    }
+
+    /// Page-locked host memory of `bytes` bytes, zeroed, for [`CudaDevice::process_pinned`]:
+    /// the copies from and to it need no staging, so the pipeline runs at the bus's speed.
+    pub fn alloc_pinned(&self, bytes: usize) -> Result<PinnedHostSlice<u8>, GpuError> {
+        if bytes == 0 {
+            return Err(GpuError::InvalidInput(
+                "a pinned buffer needs at least one byte".into(),
+            ));
+        }
+        alloc_pinned_zeroed(&self.context, bytes)
+    }
+
+    /// Runs `operation` under `key` over `data` in place: copies in, computes, copies out,
+    /// and returns when the result is in `data`. ECB and CBC need whole blocks; CTR takes
+    /// any length. `data` is staged through pinned buffers; pinned data should go to
+    /// [`CudaDevice::process_pinned`].
+    pub fn process(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+    ) -> Result<(), GpuError> {
+        self.run_host(key, operation, data, true)
+    }
+
+    /// As [`CudaDevice::process`], over `data[range]`, copying directly between the pinned
+    /// buffer and the device.
+    pub fn process_pinned(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut PinnedHostSlice<u8>,
+        range: Range<usize>,
+    ) -> Result<(), GpuError> {
+        let length = data.len();
+        // Waits for whatever cudarc itself queued on the buffer.
+        let bytes = data.as_mut_slice().or_cuda("cuEventSynchronize")?;
+        let Some(bytes) = bytes.get_mut(range.clone()) else {
+            return Err(GpuError::InvalidInput(format!(
+                "range {range:?} is outside the {length}-byte pinned buffer"
+            )));
+        };
+        self.run_host(key, operation, bytes, false)
+    }
+
+    /// Runs `operation` in place over a buffer already in this device's memory: no host
+    /// copies of the data. Work queued on the buffer's own stream (and, through cudarc's
+    /// event tracking, work recorded on the buffer) comes first; the call returns when the
+    /// result is in the buffer and the key is wiped.
+    pub fn process_device_buffer(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        buffer: &mut CudaSlice<u8>,
+    ) -> Result<(), GpuError> {
+        self.run_device(key, operation, &mut buffer.as_view_mut(), None)
+    }
+
+    /// As [`CudaDevice::process_device_buffer`], over part of a buffer. The view must start
+    /// on a 16-byte boundary (8 for Blowfish), as the kernels load whole blocks.
+    pub fn process_device_view(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        buffer: &mut CudaViewMut<'_, u8>,
+    ) -> Result<(), GpuError> {
+        self.run_device(key, operation, buffer, None)
+    }
+
+    /// As [`CudaDevice::process_device_buffer`], and returns the time the GPU spent on the
+    /// data (kernels, plus the copies CBC and a partial CTR block need), measured with CUDA
+    /// events on the stream: the key upload and the host's own overhead are not in it.
+    pub fn process_device_buffer_timed(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        buffer: &mut CudaSlice<u8>,
+    ) -> Result<Duration, GpuError> {
+        // CU_EVENT_DEFAULT: cudarc's default events do not record time.
+        let new_event = || {
+            self.context
+                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .or_cuda("cuEventCreate")
+        };
+        let events = (new_event()?, new_event()?);
+        self.run_device(key, operation, &mut buffer.as_view_mut(), Some(&events))?;
+        if buffer.is_empty() {
+            return Ok(Duration::ZERO);
+        }
+        let milliseconds = events
+            .0
+            .elapsed_ms(&events.1)
+            .or_cuda("cuEventElapsedTime")?;
+        Ok(Duration::from_secs_f64(
+            f64::from(milliseconds.max(0.0)) / 1e3,
+        ))
+    }
+
+    fn run_host(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+        staged: bool,
+    ) -> Result<(), GpuError> {
+        operation.validate(key.algorithm(), data.len())?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        let mut state = self.lock_state();
+        let decrypting = operation.kernel_operation().decrypts();
+        let uploaded = self.upload_key(&mut state, key, decrypting);
+        let ran =
+            uploaded.and_then(|()| self.run_host_slabs(&mut state, key, operation, data, staged));
+        self.wait_for_streams(true)?;
+        let wiped = self.wipe_key(&mut state);
+        ran.and(wiped)
+    }
+
+    fn run_device(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        buffer: &mut CudaViewMut<'_, u8>,
+        timing: Option<&(CudaEvent, CudaEvent)>,
+    ) -> Result<(), GpuError> {
+        let algorithm = key.algorithm();
+        operation.validate(algorithm, buffer.len())?;
+        if buffer.is_empty() {
+            return Ok(());
+        }
+        let buffer_stream = Arc::clone(DeviceSlice::stream(buffer));
+        if buffer_stream.context() != &self.context {
+            return Err(GpuError::InvalidInput(format!(
+                "the device buffer belongs to another CUDA context (device {}), not to {}",
+                buffer_stream.context().ordinal(),
+                self.name()
+            )));
+        }
+        let stream = &self.streams[0];
+        let mut state = self.lock_state();
+        // Work the caller queued on the buffer's stream must finish before ours starts.
+        let ordered = if buffer_stream.as_ref() == stream.as_ref() {
+            Ok(())
+        } else {
+            stream.join(&buffer_stream).or_cuda("cuStreamWaitEvent")
+        };
+        let decrypting = operation.kernel_operation().decrypts();
+        let uploaded = ordered.and_then(|()| self.upload_key(&mut state, key, decrypting));
+        let ran = uploaded
+            .and_then(|()| self.run_device_launches(&mut state, key, operation, buffer, timing));
+        // Device memory only: a failed wait cannot leave host memory being written.
+        let waited = self.wait_for_streams(false);
+        let wiped = self.wipe_key(&mut state);
+        ran.and(waited).and(wiped)
+    }
+
+    /// Copies the key's words to the device on stream 0 and makes the other streams wait
+    /// for them.
+    fn upload_key(
+        &self,
+        state: &mut DeviceState,
+        key: &KeyMaterial,
+        decrypting: bool,
+    ) -> Result<(), GpuError> {
+        let stream = &self.streams[0];
+        let round_keys = key.round_keys(decrypting);
+        let tables = key.key_tables();
+        let staging = state
+            .key_staging
+            .as_mut_slice()
+            .or_cuda("cuEventSynchronize")?;
+        staging[..round_keys.len()].copy_from_slice(round_keys);
+        staging[ROUND_KEY_WORDS..ROUND_KEY_WORDS + tables.len()].copy_from_slice(tables);
+        stream
+            .memcpy_htod(
+                &staging[..round_keys.len()],
+                &mut state.round_keys.slice_mut(..round_keys.len()),
+            )
+            .or_cuda("cuMemcpyHtoDAsync")?;
+        if !tables.is_empty() {
+            stream
+                .memcpy_htod(
+                    &staging[ROUND_KEY_WORDS..ROUND_KEY_WORDS + tables.len()],
+                    &mut state.key_tables.slice_mut(..tables.len()),
+                )
+                .or_cuda("cuMemcpyHtoDAsync")?;
+        }
+        state.key_ready.record(stream).or_cuda("cuEventRecord")?;
+        for other in &self.streams[1..] {
+            other.wait(&state.key_ready).or_cuda("cuStreamWaitEvent")?;
+        }
+        Ok(())
+    }
+
+    /// Overwrites the device's and the staging buffer's copies of the key, so that they do
+    /// not outlive the call. Runs after every stream is idle.
+    fn wipe_key(&self, state: &mut DeviceState) -> Result<(), GpuError> {
+        let stream = &self.streams[0];
+        let device_wiped = stream
+            .memset_zeros(&mut state.round_keys)
+            .and_then(|()| stream.memset_zeros(&mut state.key_tables))
+            .and_then(|()| stream.synchronize())
+            .or_cuda("cuMemsetD8Async");
+        // Wiped whatever the device said: the uploads from the staging buffer finished
+        // before the streams went idle, and a device that failed reads nothing more.
+        let staging_wiped = state
+            .key_staging
+            .as_mut_slice()
+            .map(Zeroize::zeroize)
+            .or_cuda("cuEventSynchronize");
+        device_wiped.and(staging_wiped)
+    }
+
+    /// Waits until every stream is idle. `host_memory_in_flight`: copies may still be
+    /// reading or writing host memory that safe code can reach (the caller's pinned data,
+    /// the staging buffers); if the device cannot say that they stopped, returning would
+    /// hand that memory back while it can still change, so the process is aborted instead.
+    fn wait_for_streams(&self, host_memory_in_flight: bool) -> Result<(), GpuError> {
+        let mut outcome = Ok(());
+        for stream in &self.streams {
+            if let Err(error) = stream.synchronize() {
+                if host_memory_in_flight {
+                    eprintln!(
+                        "parcrypt: CUDA stream could not be drained ({error}); host memory may \
+                         still be in use by the device, aborting"
+                    );
+                    std::process::abort();
+                }
+                outcome = outcome.and(Err(error).or_cuda("cuStreamSynchronize"));
+            }
+        }
+        outcome
+    }
+
+    /// Queues every slab: upload, kernel, download on rotating streams; a stream's previous
+    /// slab is finished (and, when staged, copied out) before the stream takes the next.
+    /// Returns once everything is queued and the last slabs are back, or at the first
+    /// failure; the caller then waits for the streams.
+    fn run_host_slabs(
+        &self,
+        state: &mut DeviceState,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+        staged: bool,
+    ) -> Result<(), GpuError> {
+        let DeviceState {
+            geometry,
+            slots,
+            round_keys,
+            key_tables,
+            aes_tables,
+            ..
+        } = state;
+        let arguments = KeyArguments {
+            key,
+            round_keys,
+            key_tables,
+            aes_tables,
+            geometry: *geometry,
+        };
+        let block_size = key.algorithm().block_size();
+        let kernel = self.kernel(
+            CipherFamily::of(key.algorithm()),
+            operation.kernel_operation(),
+        );
+        let mut chain = SlabChain::new(operation);
+        let mut pending: [Option<Range<usize>>; STREAMS] = Default::default();
+        let mut slab_index = 0;
+        let mut offset = 0;
+        while offset < data.len() {
+            let range = offset..offset + self.slab_bytes.min(data.len() - offset);
+            let length = range.len();
+            let slot_index = slab_index % STREAMS;
+            let stream = &self.streams[slot_index];
+            let slot = &mut slots[slot_index];
+            if let Some(done) = pending[slot_index].take() {
+                finish_slab(stream, slot, &mut data[done], staged)?;
+            }
+            let blocks = length.div_ceil(block_size);
+            slot.reserve(stream, blocks * block_size, self.slab_bytes, staged)?;
+            // Taken before this slab's download is queued: for CBC it copies the slab's last
+            // ciphertext block, which the download overwrites.
+            let mode = chain.next(&data[range.clone()], block_size);
+            let (Some(input), Some(output)) = (slot.input.as_mut(), slot.output.as_mut()) else {
+                unreachable!("reserve leaves both buffers allocated");
+            };
+
+            // The copies are asynchronous: the device reads and writes `data[range]` (or the
+            // staging buffer) after these calls return. Nothing here touches that memory
+            // again until `finish_slab` has synchronised this stream, and `data` stays
+            // borrowed until the caller has waited for every stream.
+            if staged {
+                let staging = staging_bytes(slot.staging.as_mut())?;
+                copy_in_parallel(&mut staging[..length], &data[range.clone()]);
+                stream
+                    .memcpy_htod(&staging[..length], &mut input.slice_mut(..length))
+                    .or_cuda("cuMemcpyHtoDAsync")?;
+            } else {
+                stream
+                    .memcpy_htod(&data[range.clone()], &mut input.slice_mut(..length))
+                    .or_cuda("cuMemcpyHtoDAsync")?;
+            }
+            {
+                let (input_pointer, _input_record) = input.device_ptr(stream);
+                let (output_pointer, _output_record) = output.device_ptr_mut(stream);
+                launch_kernel(
+                    stream,
+                    kernel,
+                    &arguments,
+                    input_pointer,
+                    output_pointer,
+                    blocks,
+                    mode,
+                )?;
+            }
+            if staged {
+                let staging = staging_bytes(slot.staging.as_mut())?;
+                stream
+                    .memcpy_dtoh(&output.slice(..length), &mut staging[..length])
+                    .or_cuda("cuMemcpyDtoHAsync")?;
+            } else {
+                stream
+                    .memcpy_dtoh(&output.slice(..length), &mut data[range.clone()])
+                    .or_cuda("cuMemcpyDtoHAsync")?;
+            }
+            pending[slot_index] = Some(range);
+            offset += length;
+            slab_index += 1;
+        }
+        for step in 0..STREAMS {
+            let slot_index = (slab_index + step) % STREAMS;
+            if let Some(done) = pending[slot_index].take() {
+                finish_slab(
+                    &self.streams[slot_index],
+                    &mut slots[slot_index],
+                    &mut data[done],
+                    staged,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The device-buffer path: ECB and CTR run in place in launches of at most
+    /// [`MAX_SLAB_BYTES`]; CBC decryption reads each chunk's ciphertext from a scratch copy;
+    /// a final partial CTR block goes through a one-block buffer.
+    fn run_device_launches(
+        &self,
+        state: &mut DeviceState,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        buffer: &mut CudaViewMut<'_, u8>,
+        timing: Option<&(CudaEvent, CudaEvent)>,
+    ) -> Result<(), GpuError> {
+        let stream = &self.streams[0];
+        let block_size = key.algorithm().block_size();
+        let kernel = self.kernel(
+            CipherFamily::of(key.algorithm()),
+            operation.kernel_operation(),
+        );
+        let length = buffer.len();
+        let whole_bytes = length / block_size * block_size;
+        {
+            let (pointer, _record) = buffer.device_ptr(stream);
+            if pointer % block_size as CUdeviceptr != 0 {
+                return Err(GpuError::InvalidInput(format!(
+                    "the device buffer starts at {pointer:#x}, not on a {block_size}-byte \
+                     boundary; the kernels load whole blocks"
+                )));
+            }
+        }
+        let DeviceState {
+            geometry,
+            round_keys,
+            key_tables,
+            aes_tables,
+            cbc_scratch,
+            tail_block,
+            ..
+        } = state;
+        let arguments = KeyArguments {
+            key,
+            round_keys,
+            key_tables,
+            aes_tables,
+            geometry: *geometry,
+        };
+
+        if let GpuOperation::CbcDecrypt { previous } = operation {
+            let chunk_bytes = self.slab_bytes.min(whole_bytes);
+            let previous_blocks =
+                chunk_previous_blocks(stream, buffer, previous, chunk_bytes, block_size)?;
+            if let Some((start, _)) = timing {
+                start.record(stream).or_cuda("cuEventRecord")?;
+            }
+            if cbc_scratch.as_ref().map_or(0, CudaSlice::len) < chunk_bytes {
+                *cbc_scratch = None;
+                *cbc_scratch = Some(stream.alloc_zeros(chunk_bytes).or_cuda("cuMemAlloc")?);
+            }
+            let scratch = cbc_scratch.as_mut().expect("allocated above");
+            for (chunk, previous_block) in previous_blocks.chunks_exact(block_size).enumerate() {
+                let start = chunk * chunk_bytes;
+                let chunk_length = chunk_bytes.min(whole_bytes - start);
+                let range = start..start + chunk_length;
+                stream
+                    .memcpy_dtod(
+                        &buffer.slice(range.clone()),
+                        &mut scratch.slice_mut(..chunk_length),
+                    )
+                    .or_cuda("cuMemcpyDtoDAsync")?;
+                let mode = mode_arguments_at(operation, block_size, 0, previous_block);
+                let (input_pointer, _input_record) = scratch.device_ptr(stream);
+                let mut chunk_view = buffer.slice_mut(range);
+                let (output_pointer, _output_record) = chunk_view.device_ptr_mut(stream);
+                launch_kernel(
+                    stream,
+                    kernel,
+                    &arguments,
+                    input_pointer,
+                    output_pointer,
+                    chunk_length / block_size,
+                    mode,
+                )?;
+            }
+        } else {
+            if let Some((start, _)) = timing {
+                start.record(stream).or_cuda("cuEventRecord")?;
+            }
+            let chunk_bytes = MAX_SLAB_BYTES / 16 * 16;
+            let mut start = 0;
+            while start < whole_bytes {
+                let chunk_length = chunk_bytes.min(whole_bytes - start);
+                let mode =
+                    mode_arguments_at(operation, block_size, (start / block_size) as u64, &[]);
+                let mut chunk_view = buffer.slice_mut(start..start + chunk_length);
+                let (pointer, _record) = chunk_view.device_ptr_mut(stream);
+                // In place: input and output are the same memory. The ECB and CTR kernels
+                // read block i only in the thread that then writes block i, and read it
+                // before writing it, so no thread ever reads a block another has written
+                // and no load can see a store it should not (the non-coherent read-only
+                // cache that `const __restrict__` allows is never asked for a written
+                // block). CBC, whose threads read their neighbour's block, does not run in
+                // place.
+                launch_kernel(
+                    stream,
+                    kernel,
+                    &arguments,
+                    pointer,
+                    pointer,
+                    chunk_length / block_size,
+                    mode,
+                )?;
+                start += chunk_length;
+            }
+            if whole_bytes < length {
+                // Only CTR gets here (the others need whole blocks): the last partial block
+                // is processed as a whole block in a buffer of its own, then its front is
+                // copied back.
+                let tail = whole_bytes..length;
+                stream
+                    .memcpy_dtod(
+                        &buffer.slice(tail.clone()),
+                        &mut tail_block.slice_mut(..tail.len()),
+                    )
+                    .or_cuda("cuMemcpyDtoDAsync")?;
+                let mode = mode_arguments_at(
+                    operation,
+                    block_size,
+                    (whole_bytes / block_size) as u64,
+                    &[],
+                );
+                {
+                    let (pointer, _record) = tail_block.device_ptr_mut(stream);
+                    launch_kernel(stream, kernel, &arguments, pointer, pointer, 1, mode)?;
+                }
+                stream
+                    .memcpy_dtod(&tail_block.slice(..tail.len()), &mut buffer.slice_mut(tail))
+                    .or_cuda("cuMemcpyDtoDAsync")?;
+            }
+        }
+        if let Some((_, end)) = timing {
+            end.record(stream).or_cuda("cuEventRecord")?;
+        }
+        Ok(())
+    }
+}
+
+/// Below this, one thread copies a staged slab: threads cost more than they save.
+const PARALLEL_COPY_BYTES: usize = 4 << 20;
+
+/// Copies `source` into `destination` (same length) on several threads. Staging ordinary
+/// memory through pinned buffers costs two host copies per byte, and one thread copies far
+/// slower than the bus moves data; the host's memory bandwidth is what several reach.
+fn copy_in_parallel(destination: &mut [u8], source: &[u8]) {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(8);
+    if source.len() < PARALLEL_COPY_BYTES || threads < 2 {
+        destination.copy_from_slice(source);
+        return;
+    }
+    let piece = source.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        for (to, from) in destination.chunks_mut(piece).zip(source.chunks(piece)) {
+            scope.spawn(move || to.copy_from_slice(from));
+        }
+    });
+}
+
+/// The pinned staging buffer of a slot as bytes.
+fn staging_bytes(staging: Option<&mut PinnedHostSlice<u8>>) -> Result<&mut [u8], GpuError> {
+    staging
+        .expect("reserve allocates staging for staged slabs")
+        .as_mut_slice()
+        .or_cuda("cuEventSynchronize")
+}
+
+/// Waits for a slot's slab to come back and, when it was staged, copies it out to `data`.
+fn finish_slab(
+    stream: &CudaStream,
+    slot: &mut Slot,
+    data: &mut [u8],
+    staged: bool,
+) -> Result<(), GpuError> {
+    stream.synchronize().or_cuda("cuStreamSynchronize")?;
+    if staged {
+        let staging = staging_bytes(slot.staging.as_mut())?;
+        copy_in_parallel(data, &staging[..data.len()]);
+    }
+    Ok(())
+}
+
+/// The ciphertext block before each CBC chunk of `chunk_bytes`, one block per chunk: the
+/// caller's `previous` for the first, the buffer's own blocks for the rest. They are read
+/// before any chunk is decrypted over its ciphertext, gathered on the device so that one
+/// small download brings them all.
+fn chunk_previous_blocks(
+    stream: &Arc<CudaStream>,
+    buffer: &CudaViewMut<'_, u8>,
+    previous: &[u8],
+    chunk_bytes: usize,
+    block_size: usize,
+) -> Result<Vec<u8>, GpuError> {
+    let whole_bytes = buffer.len() / block_size * block_size;
+    let chunks = whole_bytes.div_ceil(chunk_bytes);
+    let mut blocks = vec![0u8; chunks * block_size];
+    blocks[..block_size].copy_from_slice(previous);
+    if chunks > 1 {
+        let mut gathered = stream
+            .alloc_zeros::<u8>((chunks - 1) * block_size)
+            .or_cuda("cuMemAlloc")?;
+        for chunk in 1..chunks {
+            let end = chunk * chunk_bytes;
+            stream
+                .memcpy_dtod(
+                    &buffer.slice(end - block_size..end),
+                    &mut gathered.slice_mut((chunk - 1) * block_size..chunk * block_size),
+                )
+                .or_cuda("cuMemcpyDtoDAsync")?;
+        }
+        stream
+            .memcpy_dtoh(&gathered, &mut blocks[block_size..])
+            .or_cuda("cuMemcpyDtoHAsync")?;
+        // A pageable destination makes the download synchronous; waiting says so plainly.
+        stream.synchronize().or_cuda("cuStreamSynchronize")?;
+    }
+    Ok(blocks)
+}
+
+/// The mode arguments of a launch whose first block lies `first_block` blocks into the
+/// range `operation` describes; `previous` is the ciphertext block before it (CBC only).
+fn mode_arguments_at(
+    operation: &GpuOperation,
+    block_size: usize,
+    first_block: u64,
+    previous: &[u8],
+) -> ModeArguments {
+    let shifted = match operation {
+        GpuOperation::Ctr { counter, rule } => {
+            let mut block = vec![0u8; block_size];
+            Counter::new(counter, *rule)
+                .advanced(first_block)
+                .write(&mut block);
+            GpuOperation::Ctr {
+                counter: block,
+                rule: *rule,
+            }
+        }
+        GpuOperation::CbcDecrypt { .. } => GpuOperation::CbcDecrypt {
+            previous: previous.to_vec(),
+        },
+        other => other.clone(),
+    };
+    // The first step of a chain is the launch's own arguments; the slab it is shown is only
+    // read for the step after (its length for CTR, its last block for CBC).
+    SlabChain::new(&shifted).next(&[0u8; 16][..block_size], block_size)
+}
+
+/// Launches `kernel` over `block_count` blocks from `input` to `output` on `stream`.
+fn launch_kernel(
+    stream: &CudaStream,
+    kernel: &LoadedKernel,
+    arguments: &KeyArguments<'_>,
+    input: CUdeviceptr,
+    output: CUdeviceptr,
+    block_count: usize,
+    mode: ModeArguments,
+) -> Result<(), GpuError> {
+    let (round_keys, _round_keys_record) = arguments.round_keys.device_ptr(stream);
+    let (key_tables, _key_tables_record) = arguments.key_tables.device_ptr(stream);
+    let (aes_tables, _aes_tables_record) = arguments.aes_tables.device_ptr(stream);
+    let block_count_argument = u32::try_from(block_count).map_err(|_| {
+        GpuError::InvalidInput(format!("{block_count} blocks do not fit one launch"))
+    })?;
+    let rounds = arguments.key.rounds();
+    let block_size = arguments.key.algorithm().block_size();
+    let (block_words, rule) = match mode {
+        ModeArguments::None => ([0; 4], None),
+        ModeArguments::Counter { words, rule } => (words, Some(rule)),
+        ModeArguments::Previous { words } => (words, None),
+    };
+    let words4 = Words4(block_words);
+    let words2 = Words2([block_words[0], block_words[1]]);
+
+    let geometry = arguments.geometry;
+    let group_size = geometry
+        .threads_per_group
+        .min(kernel.max_threads_per_block)
+        .max(1);
+    let threads = block_count.div_ceil(geometry.blocks_per_thread);
+    let groups = threads.div_ceil(group_size).max(1);
+    let config = LaunchConfig {
+        grid_dim: (
+            u32::try_from(groups)
+                .unwrap_or(u32::MAX)
+                .min(i32::MAX as u32),
+            1,
+            1,
+        ),
+        block_dim: (group_size as u32, 1, 1),
+        shared_mem_bytes: kernel.shared_bytes,
+    };
+
+    let mut launch = stream.launch_builder(&kernel.function);
+    launch
+        .arg(&input)
+        .arg(&output)
+        .arg(&block_count_argument)
+        .arg(&round_keys);
+    match kernel.family {
+        CipherFamily::Aes => {
+            launch.arg(&rounds).arg(&aes_tables);
+        }
+        CipherFamily::Blowfish => {
+            launch.arg(&key_tables);
+        }
+        CipherFamily::Rc6 => {}
+    }
+    if !matches!(mode, ModeArguments::None) {
+        if block_size == 16 {
+            launch.arg(&words4);
+        } else {
+            launch.arg(&words2);
+        }
+    }
+    if let Some(rule) = &rule {
+        launch.arg(rule);
+    }
+    // SAFETY: the arguments follow the kernel signatures in parcrypt.cl in order and type:
+    // input and output as device pointers, the block count, the round keys, then per family
+    // the round count and table buffer (AES) or the S-box buffer (Blowfish), then the
+    // mode's counter and rule or previous block as u32x4 (16-byte blocks) or u32x2 (8-byte
+    // blocks). Every pointer is into a live allocation of this context: `input` and
+    // `output` hold at least `block_count` blocks (the callers size slab buffers to whole
+    // blocks, and device-buffer launches cover only whole blocks of the caller's buffer),
+    // the key buffers hold the words the kernels read (ROUND_KEY_WORDS, KEY_TABLE_WORDS,
+    // the 576 AES table words), and all of them outlive the launch because their owners
+    // are borrowed until the streams have been synchronised. The grid-stride loops never
+    // index past `block_count`, whatever the grid. The dynamic shared memory is what the
+    // variant's tables take, and the kernel was allowed that much at load time.
+    unsafe { launch.launch(config) }.or_cuda("cuLaunchKernel")?;
+    Ok(())
+}
+
+/// Refuses table copies whose shared memory the device cannot give one block.
+fn check_shared_memory(info: &CudaDeviceInfo, variant: KernelVariant) -> Result<(), GpuError> {
+    for family in CipherFamily::ALL {
+        for operation in KernelOperation::ALL {
+            let bytes = u64::from(variant.table_bytes(family, operation));
+            if bytes > info.shared_memory_per_block_bytes {
+                return Err(GpuError::InvalidInput(format!(
+                    "{} needs {bytes} bytes of shared memory with {}, but {} allows {} per \
+                     block; use fewer copies",
+                    kernel_name(family, operation),
+                    variant.table_copies,
+                    info.name.trim(),
+                    info.shared_memory_per_block_bytes
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The module from the cache file at `cache_entry` if there is a usable one, else compiled
+/// from source and stored there for next time.
+fn load_or_compile(
+    context: &Arc<CudaContext>,
+    architecture: &str,
+    source: &str,
+    options: &[String],
+    cache_entry: Option<&std::path::Path>,
+) -> Result<(Arc<CudaModule>, ProgramOrigin), GpuError> {
+    let kind = ImageKind::of(architecture)?;
+    if let Some(image) = cache_entry
+        .and_then(program_cache::load)
+        .filter(|image| kind.plausible(image))
+    {
+        if let Ok(module) = context.load_module(Ptx::from_binary(image)) {
+            return Ok((module, ProgramOrigin::Cache));
+        }
+    }
+    let module = compile_and_store(context, architecture, source, options, cache_entry)?;
+    Ok((module, ProgramOrigin::Compiled))
+}
+
+/// Compiles from source and stores the image at `cache_entry` (replacing what is there).
+fn compile_and_store(
+    context: &Arc<CudaContext>,
+    architecture: &str,
+    source: &str,
+    options: &[String],
+    cache_entry: Option<&std::path::Path>,
+) -> Result<Arc<CudaModule>, GpuError> {
+    let image = compiler::compile_source(source, architecture, options)?;
+    let module = context
+        .load_module(Ptx::from_binary(image.clone()))
+        .or_cuda("cuModuleLoadData")?;
+    if let Some(path) = cache_entry {
+        program_cache::store(path, &image);
+    }
+    Ok(module)
+}
+
+/// The cache file for this device, driver, NVRTC, options and source; `None` when caching
+/// is off or there is no cache directory.
+fn cache_entry(
+    cache: &KernelCache,
+    info: &CudaDeviceInfo,
+    options: &[String],
+    source: &str,
+) -> Result<Option<PathBuf>, GpuError> {
+    let directory = match cache {
+        KernelCache::Default => match program_cache::default_directory() {
+            Some(directory) => directory,
+            None => return Ok(None),
+        },
+        KernelCache::Directory(directory) => directory.clone(),
+        KernelCache::Disabled => return Ok(None),
+    };
+    let (nvrtc_major, nvrtc_minor) = nvrtc_version()?;
+    let identity = [
+        "cuda".to_string(),
+        info.name.clone(),
+        format!(
+            "compute capability {}.{}",
+            info.compute_capability.0, info.compute_capability.1
+        ),
+        format!("driver {}.{}", info.driver_version.0, info.driver_version.1),
+        format!("nvrtc {nvrtc_major}.{nvrtc_minor}"),
+        options.join(" "),
+    ];
+    let mut parts: Vec<&str> = identity.iter().map(String::as_str).collect();
+    parts.push(source);
+    Ok(Some(program_cache::entry_path(&directory, &parts)))
+}
+
+fn validate_geometry(geometry: LaunchGeometry) -> Result<(), GpuError> {
+    if geometry.threads_per_group == 0 || geometry.blocks_per_thread == 0 {
+        return Err(GpuError::InvalidInput(format!(
+            "launch geometry needs at least one thread per group and one block per thread, \
+             got {geometry:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// The slab size actually used: whole 16-byte blocks (so every cipher's blocks and CBC
+/// chaining line up at slab edges), at least one block, at most [`MAX_SLAB_BYTES`].
+fn slab_size(requested: usize) -> usize {
+    (requested.min(MAX_SLAB_BYTES) / 16 * 16).max(16)
+}
+
+impl GpuDevice for CudaDevice {
+    fn api(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn description(&self) -> String {
+        format!(
+            "{} [{}, {}]",
+            self.info, self.architecture, self.variant.table_copies
+        )
+    }
+
+    fn process(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+    ) -> Result<(), GpuError> {
+        CudaDevice::process(self, key, operation, data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parcrypt_ciphers::Algorithm;
+    use parcrypt_modes::ctr::CounterRule;
+
+    #[test]
+    fn device_is_shareable_between_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<CudaDevice>();
+    }
+
+    #[test]
+    fn slabs_are_whole_blocks_within_limits() {
+        assert_eq!(slab_size(64 << 20), 64 << 20);
+        assert_eq!(slab_size(1000), 992);
+        assert_eq!(slab_size(3), 16);
+        assert_eq!(slab_size(usize::MAX), MAX_SLAB_BYTES);
+        assert_eq!(grown_capacity(1000, 4096), 1024);
+        assert_eq!(grown_capacity(5000, 4096), 5000);
+    }
+
+    #[test]
+    fn parallel_copies_copy_everything() {
+        for length in [0, 5, PARALLEL_COPY_BYTES - 1, PARALLEL_COPY_BYTES + 4097] {
+            let source: Vec<u8> = (0..length).map(|index| (index * 7) as u8).collect();
+            let mut destination = vec![0u8; length];
+            copy_in_parallel(&mut destination, &source);
+            assert_eq!(destination, source);
+        }
+    }
+
+    #[test]
+    fn parameter_structs_have_the_kernels_layout() {
+        assert_eq!(std::mem::size_of::<Words4>(), 16);
+        assert_eq!(std::mem::align_of::<Words4>(), 16);
+        assert_eq!(std::mem::size_of::<Words2>(), 8);
+        assert_eq!(std::mem::align_of::<Words2>(), 8);
+    }
+
+    #[test]
+    fn launch_arguments_continue_the_chain() {
+        // A launch 3 blocks in gets the counter the slab chain gives the slab after 3 blocks.
+        let mut start = [0xffu8; 16];
+        start[0] = 0x12;
+        let operation = GpuOperation::Ctr {
+            counter: start.to_vec(),
+            rule: CounterRule::Full,
+        };
+        let mut chain = SlabChain::new(&operation);
+        chain.next(&[0; 48], 16);
+        assert_eq!(
+            mode_arguments_at(&operation, 16, 3, &[]),
+            chain.next(&[0; 16], 16)
+        );
+        let cbc = GpuOperation::CbcDecrypt {
+            previous: vec![0; 8],
+        };
+        assert_eq!(
+            mode_arguments_at(&cbc, 8, 0, &[1, 0, 0, 0, 2, 0, 0, 0]),
+            ModeArguments::Previous {
+                words: [1, 2, 0, 0]
+            }
+        );
+        assert_eq!(
+            mode_arguments_at(&GpuOperation::EcbEncrypt, 16, 7, &[]),
+            ModeArguments::None
+        );
+    }
+
+    /// Device 0's description, or `None` after saying why there is no GPU to test on.
+    fn gpu_or_skip() -> Option<CudaDeviceInfo> {
+        match devices::describe(0) {
+            Ok(info) => Some(info),
+            Err(error) => {
+                println!("SKIPPED: no CUDA GPU/driver [{error}]");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn a_cached_binary_that_fails_the_self_test_is_replaced() {
+        let Some(info) = gpu_or_skip() else { return };
+        let directory = tempfile::tempdir().unwrap();
+        let cache = KernelCache::Directory(directory.path().to_path_buf());
+        let copies = TableCopies::for_device(DeviceKind::Gpu, info.shared_memory_per_block_bytes);
+        let variant = KernelVariant::for_table_copies(copies);
+        let (major, minor) = info.compute_capability;
+        let architecture = compiler::architecture_for(major, minor).unwrap();
+        let options = variant.nvrtc_options(&architecture);
+        let source = kernel_source::cuda_source();
+        // An image of subtly wrong kernels (one round-key word swapped) stored under the
+        // name of the real ones: it loads, but every AES encryption is wrong.
+        let wrong_source = source.replacen("^ key[0],", "^ key[1],", 1);
+        assert_ne!(wrong_source, source);
+        let path = cache_entry(&cache, &info, &options, &source)
+            .unwrap()
+            .unwrap();
+        let stale = compiler::compile_source(&wrong_source, &architecture, &options).unwrap();
+        program_cache::store(&path, &stale);
+
+        let opened = CudaDevice::open_with(
+            0,
+            &OpenOptions {
+                table_copies: Some(copies),
+                kernel_cache: cache,
+                ..OpenOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(opened.program_origin(), ProgramOrigin::Compiled);
+        assert_ne!(
+            std::fs::read(&path).unwrap(),
+            stale,
+            "the stale image was replaced"
+        );
+    }
+
+    #[test]
+    fn keys_are_wiped_after_every_call() {
+        if gpu_or_skip().is_none() {
+            return;
+        }
+        let device = CudaDevice::open(0).unwrap();
+        let key = KeyMaterial::new(Algorithm::Blowfish, b"a key to forget").unwrap();
+        let operation = GpuOperation::Ctr {
+            counter: vec![1; 8],
+            rule: CounterRule::Full,
+        };
+        device.process(&key, &operation, &mut [0; 100]).unwrap();
+        let mut buffer = device.stream().alloc_zeros::<u8>(100).unwrap();
+        device
+            .process_device_buffer(&key, &operation, &mut buffer)
+            .unwrap();
+        let mut state = device.lock_state();
+        let stream = device.stream();
+        assert!(stream
+            .clone_dtoh(&state.round_keys)
+            .unwrap()
+            .iter()
+            .all(|&word| word == 0));
+        assert!(stream
+            .clone_dtoh(&state.key_tables)
+            .unwrap()
+            .iter()
+            .all(|&word| word == 0));
+        assert!(state
+            .key_staging
+            .as_mut_slice()
+            .unwrap()
+            .iter()
+            .all(|&word| word == 0));
+    }
+
+    #[test]
+    fn without_a_driver_open_says_why() {
+        match CudaDevice::open(0) {
+            Ok(device) => {
+                let key = KeyMaterial::new(Algorithm::Aes128, &[0; 16]).unwrap();
+                device
+                    .process(&key, &GpuOperation::EcbEncrypt, &mut [0; 32])
+                    .unwrap();
+            }
+            Err(error) => assert!(
+                matches!(
+                    error,
+                    GpuError::NoCudaDriver { .. }
+                        | GpuError::NoCudaDevice { .. }
+                        | GpuError::NoNvrtc { .. }
+                ),
+                "{error}"
+            ),
+        }
+    }
+}

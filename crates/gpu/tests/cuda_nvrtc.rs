@@ -1,0 +1,118 @@
+//! The CUDA kernels compile under NVRTC, in every variant the CUDA host compiles, for the
+//! H200's architecture: as an sm_90 CUBIN (what the host loads) and as compute_90 PTX (the
+//! fallback for GPUs NVRTC does not know). Needs only libnvrtc, no GPU or driver.
+//!
+//! Without NVRTC the test prints a SKIPPED line and passes, unless `CI` is set: CI installs
+//! NVRTC from pip, so a missing library there is a broken setup, not a reason to skip.
+
+use parcrypt_gpu::cuda::{
+    check_nvrtc, compile_check, compile_variant, nvrtc_version, KernelVariant,
+};
+use parcrypt_gpu::kernel_source::{kernel_name, CipherFamily, KernelOperation};
+use parcrypt_gpu::{GpuError, TableCopies};
+
+const SKIP_MESSAGE: &str =
+    "SKIPPED: NVRTC not found (pip install nvidia-cuda-nvrtc==13.0.88 and put its lib \
+                            folder on LD_LIBRARY_PATH)";
+
+/// Whether NVRTC can be loaded; says why not, or fails under CI.
+fn nvrtc_present() -> bool {
+    match check_nvrtc() {
+        Ok(()) => true,
+        Err(error) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI is set, so NVRTC must be loadable, but: {error}"
+            );
+            println!("{SKIP_MESSAGE}");
+            println!("  ({error})");
+            false
+        }
+    }
+}
+
+fn every_kernel_name() -> Vec<&'static str> {
+    CipherFamily::ALL
+        .iter()
+        .flat_map(|&family| {
+            KernelOperation::ALL
+                .iter()
+                .map(move |&operation| kernel_name(family, operation))
+        })
+        .collect()
+}
+
+#[test]
+fn every_variant_compiles_to_an_sm_90_cubin() {
+    if !nvrtc_present() {
+        return;
+    }
+    println!("NVRTC {:?}", nvrtc_version().unwrap());
+    let cubin = compile_check("sm_90").unwrap_or_else(|error| panic!("{error}"));
+    assert!(cubin.starts_with(b"\x7fELF"), "a CUBIN is an ELF file");
+    for name in every_kernel_name() {
+        assert!(
+            cubin
+                .windows(name.len())
+                .any(|window| window == name.as_bytes()),
+            "{name} missing from the CUBIN"
+        );
+    }
+}
+
+#[test]
+fn every_variant_compiles_to_compute_90_ptx() {
+    if !nvrtc_present() {
+        return;
+    }
+    let ptx = compile_check("compute_90").unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(
+        ptx.last(),
+        Some(&0),
+        "PTX is handed to the driver as a C string"
+    );
+    let text = String::from_utf8_lossy(&ptx[..ptx.len() - 1]);
+    assert!(
+        text.contains(".target sm_90"),
+        "{}",
+        &text[..text.len().min(400)]
+    );
+    for name in every_kernel_name() {
+        // extern "C": unmangled entry points, which is what the host looks up.
+        assert!(
+            text.contains(&format!(".entry {name}(")),
+            "{name} is not an unmangled entry point"
+        );
+    }
+    // The per-lane variant declares its tables as dynamic shared memory, which Blowfish's
+    // 128 KiB needs; a static declaration of that size would not load.
+    assert!(
+        text.contains(".extern .shared"),
+        "no dynamic shared memory in the per-lane PTX"
+    );
+}
+
+#[test]
+fn static_tables_fit_the_static_limit_and_bad_input_is_refused() {
+    if !nvrtc_present() {
+        return;
+    }
+    // Eight copies: Blowfish's 32 KiB fit a static declaration, and ptxas (which the CUBIN
+    // goes through) would refuse one over 48 KiB.
+    let eight = KernelVariant::for_table_copies(TableCopies::uniform(8));
+    assert!(!eight.dynamic_shared);
+    let cubin = compile_variant("sm_90", eight).unwrap();
+    assert!(cubin.starts_with(b"\x7fELF"));
+
+    assert!(matches!(
+        compile_check("gfx90a"),
+        Err(GpuError::InvalidInput(_))
+    ));
+    assert!(matches!(
+        compile_variant(
+            "sm_90",
+            KernelVariant::for_table_copies(TableCopies::uniform(12))
+        ),
+        Err(GpuError::InvalidInput(_))
+    ));
+}

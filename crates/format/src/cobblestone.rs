@@ -259,15 +259,6 @@ impl Geometry {
     pub fn sealed_offset(index: u64) -> u64 {
         index * SEALED_CHUNK_BYTES as u64
     }
-
-    /// Plaintext bytes of chunk `index`.
-    pub fn chunk_plaintext_bytes(&self, index: u64) -> usize {
-        if index + 1 < self.chunks {
-            CHUNK_BYTES
-        } else {
-            (self.plaintext_bytes - index * CHUNK_BYTES as u64) as usize
-        }
-    }
 }
 
 #[cfg(test)]

@@ -180,7 +180,7 @@ fn sub_word(word: u32) -> u32 {
 /// Each group follows from the one before by the same rule: with `P` the previous group
 /// and `s` the SubWord (with RotWord and the round constant where FIPS-197 applies them) of
 /// the word before the new one's first, word `j` of the new group is `P[0] ^ ... ^ P[j] ^
-/// s`. The prefix XOR of `P` ([`prefix_xor`]) does not wait on `s`, so a group costs one
+/// s`. The prefix XOR of `P` (`prefix_xor`) does not wait on `s`, so a group costs one
 /// `aeskeygenassist`, a broadcast and an XOR in sequence. `aeskeygenassist` with a zero round
 /// constant gives SubWord of dwords 1 and 3 in dwords 0 and 2 and their RotWords in dwords 1
 /// and 3; the round constant is XORed in separately because the instruction only takes it
@@ -446,16 +446,22 @@ impl CbcPath {
 /// `aes` crate otherwise.
 ///
 /// Keyed once per message and per job, so keying is kept cheap (tens of nanoseconds, see
-/// `examples/aes_key_setup_speed.rs`): the round keys come from `aeskeygenassist`, the
-/// decryption kernels derive the equivalent-inverse-cipher keys per call, and the `aes`
-/// crate's schedule (the fallback wherever no kernel fits this CPU, and the reference the
-/// tests compare with) is built on first use. Everything is wiped on drop.
+/// `examples/aes_key_setup_speed.rs`): the round keys come from `aeskeygenassist`; the
+/// equivalent-inverse-cipher keys are derived in registers by the CBC decryption kernel and
+/// built on first use for ECB decryption; the `aes` crate's schedule (the fallback wherever
+/// no kernel fits this CPU, and the reference the tests compare with) is built on first use
+/// too. Everything is wiped on drop.
 pub struct FastAes {
     round_keys: RoundKeys,
-    /// Boxed: the crate's schedule is about 1 KiB (AES-NI keys and its software fallback's
-    /// share one union), which would otherwise be copied and allocated with every
-    /// `Box<dyn BlockCipher>` whether used or not.
+    /// Boxed: the crate's schedule is up to 480 bytes (encryption and decryption keys),
+    /// which would otherwise be copied with every `Box<dyn BlockCipher>` whether used or not.
     crate_cipher: OnceLock<Box<CrateCipher>>,
+    /// The equivalent-inverse-cipher keys for the VAES-512 ECB decryption kernel, built by
+    /// its first call. Boxed and built on demand because most keys never decrypt ECB (CBC
+    /// decryption derives its keys in registers), while every key is created, moved into a
+    /// `Box<dyn BlockCipher>` and wiped.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    ecb_decrypt_keys: OnceLock<Box<RoundKeys>>,
     ctr_path: CtrPath,
     ecb_path: EcbPath,
     cbc_path: CbcPath,
@@ -472,6 +478,7 @@ impl FastAes {
         FastAes {
             round_keys: RoundKeys::expand(key),
             crate_cipher: OnceLock::new(),
+            ecb_decrypt_keys: OnceLock::new(),
             ctr_path: CtrPath::detect(),
             ecb_path: EcbPath::detect(),
             cbc_path: CbcPath::detect(),
@@ -552,7 +559,12 @@ impl FastAes {
                 if decrypt {
                     // SAFETY: the caller guarantees the kernel's features; the kernel reads
                     // and writes only inside `blocks`.
-                    unsafe { ecb_decrypt_vaes512(&self.round_keys, blocks) };
+                    unsafe {
+                        let inverse_keys = self.ecb_decrypt_keys.get_or_init(|| {
+                            Box::new(super::ecb_vaes512::inverse_round_keys(&self.round_keys))
+                        });
+                        super::ecb_vaes512::decrypt(inverse_keys, blocks);
+                    }
                 } else {
                     // SAFETY: the caller guarantees the kernel's features; the kernel reads
                     // and writes only inside `blocks`.
@@ -669,27 +681,6 @@ impl FastAes {
                 false
             }
         }
-    }
-}
-
-/// ECB decryption through the VAES-512 kernel, the equivalent-inverse-cipher keys derived
-/// for the call rather than stored with the key: 9 to 13 `aesimc` cost less than building,
-/// copying and wiping a second schedule with every key, most of which never decrypt
-/// (`examples/aes_key_setup_speed.rs`). The temporary is wiped when dropped. Compiled with
-/// the kernel's features so that `inverse_round_keys` inlines and writes straight into
-/// `inverse_keys`: returned through a copy, it stalled on store forwarding for as long as
-/// a 1 KiB decryption takes.
-///
-/// # Safety
-/// The CPU must support AES-NI, VAES, AVX-512F and AVX-512BW.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-unsafe fn ecb_decrypt_vaes512(round_keys: &RoundKeys, blocks: &mut [u8]) {
-    // SAFETY: the caller guarantees the features of both; the kernel reads and writes only
-    // inside `blocks`.
-    unsafe {
-        let inverse_keys = super::ecb_vaes512::inverse_round_keys(round_keys);
-        super::ecb_vaes512::decrypt(&inverse_keys, blocks);
     }
 }
 

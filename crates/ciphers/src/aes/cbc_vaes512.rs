@@ -21,6 +21,7 @@
 
 use core::arch::x86_64::*;
 
+use super::ecb_vaes512::keep_round_order;
 use super::fast::{RoundKeys, MAX_ROUND_KEYS};
 
 /// Bytes in one zmm register: four AES blocks.
@@ -188,55 +189,6 @@ fn finish<const ROUNDS: usize, const WIDTH: usize>(
         *output = _mm512_aesdeclast_epi128(*block, _mm512_xor_si512(keys[ROUNDS], chained));
     }
     plaintext
-}
-
-// `keep_round_order` names each vector of a group as an `asm!` operand.
-const _: () = assert!(VECTORS_PER_STEP == 12 && SHORT_TAIL_VECTORS == 4);
-
-/// Makes the compiler issue a group round by round across all of its vectors; see
-/// `super::ctr_vaes512::keep_round_order` for why (LLVM otherwise may emit whole chains one
-/// after another, leaving too few in flight).
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn keep_round_order(blocks: &mut [__m512i]) {
-    match blocks {
-        [b0, b1, b2, b3] => {
-            // SAFETY: the template is a comment: it executes nothing and leaves every
-            // register as it was.
-            unsafe {
-                core::arch::asm!(
-                    "/* {0} {1} {2} {3} */",
-                    inout(zmm_reg) * b0,
-                    inout(zmm_reg) * b1,
-                    inout(zmm_reg) * b2,
-                    inout(zmm_reg) * b3,
-                    options(pure, nomem, nostack, preserves_flags),
-                );
-            }
-        }
-        [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11] => {
-            // SAFETY: as above.
-            unsafe {
-                core::arch::asm!(
-                    "/* {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} */",
-                    inout(zmm_reg) * b0,
-                    inout(zmm_reg) * b1,
-                    inout(zmm_reg) * b2,
-                    inout(zmm_reg) * b3,
-                    inout(zmm_reg) * b4,
-                    inout(zmm_reg) * b5,
-                    inout(zmm_reg) * b6,
-                    inout(zmm_reg) * b7,
-                    inout(zmm_reg) * b8,
-                    inout(zmm_reg) * b9,
-                    inout(zmm_reg) * b10,
-                    inout(zmm_reg) * b11,
-                    options(pure, nomem, nostack, preserves_flags),
-                );
-            }
-        }
-        other => unreachable!("no round-order barrier for {} vectors", other.len()),
-    }
 }
 
 #[cfg(test)]

@@ -196,12 +196,13 @@ fn cipher_group<const ROUNDS: usize, const DECRYPT: bool, const WIDTH: usize>(
 // `keep_round_order` names each vector of a group as an `asm!` operand.
 const _: () = assert!(VECTORS_PER_STEP == 12 && SHORT_TAIL_VECTORS == 4);
 
-/// Makes the compiler issue a group round by round across all of its vectors; see
+/// Makes the compiler issue a group round by round across all of its vectors (a group of
+/// 4 or 12; the CBC decryption kernel shares it); see
 /// `super::ctr_vaes512::keep_round_order` for why (LLVM otherwise may emit whole chains one
 /// after another, leaving too few in flight).
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn keep_round_order(blocks: &mut [__m512i]) {
+pub(super) fn keep_round_order(blocks: &mut [__m512i]) {
     match blocks {
         [b0, b1, b2, b3] => {
             // SAFETY: the template is a comment: it executes nothing and leaves every

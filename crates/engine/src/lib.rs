@@ -3,7 +3,8 @@
 //! Backends:
 //! - `seq`: one thread, the reference every other backend is compared with.
 //! - `threads`: a static equal split over N threads, as OpenMP's `parallel for` or Java
-//!   `Thread`s do (seeds S0).
+//!   `Thread`s do (seeds S0): thread i always takes the i-th equal range. The threads are
+//!   started once per engine (like an OpenMP team), not once per job.
 //! - `pool`: work stealing on rayon, as Java's ForkJoin does: the job is cut into many work
 //!   items and idle threads steal them, so a slow core does not hold the others back.
 //! - `opencl`, `cuda`: the GPU runs ECB, CTR, CBC decryption and GCM's CTR part; the CPU
@@ -143,14 +144,14 @@ impl Engine {
             None => available_threads(),
         };
         let pool = match backend {
-            Backend::Pool | Backend::Auto | Backend::Opencl | Backend::Cuda => Some(
+            Backend::Threads | Backend::Pool | Backend::Auto | Backend::Opencl | Backend::Cuda => Some(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
                     .thread_name(|index| format!("parcrypt-pool-{index}"))
                     .build()
                     .map_err(|error| EngineError::Pool(error.to_string()))?,
             ),
-            Backend::Seq | Backend::Threads => None,
+            Backend::Seq => None,
         };
         let threads = if backend == Backend::Seq { 1 } else { threads };
         let gpu = match backend {
@@ -279,21 +280,26 @@ impl Engine {
                     .map(|(index, (offset, range))| work(index, offset, range))
                     .collect()
             }),
-            (Backend::Threads, _) => std::thread::scope(|scope| {
-                let work = &work;
-                let handles: Vec<_> = ranges
-                    .into_iter()
-                    .enumerate()
-                    .map(|(index, (offset, range))| scope.spawn(move || work(index, offset, range)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|handle| match handle.join() {
-                        Ok(result) => result,
-                        Err(panic) => std::panic::resume_unwind(panic),
-                    })
-                    .collect()
-            }),
+            (Backend::Threads, Some(pool)) => {
+                // Static split: pool thread t takes ranges t, t + N, t + 2N, ... whatever the
+                // others are doing (no stealing); the plan makes that one range per thread.
+                // Each slot is taken exactly once, by the thread it belongs to.
+                let count = ranges.len();
+                let slots: Vec<std::sync::Mutex<Option<(usize, &mut [u8])>>> =
+                    ranges.into_iter().map(|range| std::sync::Mutex::new(Some(range))).collect();
+                let per_thread = pool.broadcast(|context| {
+                    (context.index()..count)
+                        .step_by(context.num_threads())
+                        .filter_map(|index| {
+                            let taken = slots[index].lock().unwrap_or_else(|poison| poison.into_inner()).take();
+                            taken.map(|(offset, range)| (index, work(index, offset, range)))
+                        })
+                        .collect::<Vec<_>>()
+                });
+                let mut results: Vec<(usize, R)> = per_thread.into_iter().flatten().collect();
+                results.sort_by_key(|(index, _)| *index);
+                results.into_iter().map(|(_, result)| result).collect()
+            }
             _ => ranges
                 .into_iter()
                 .enumerate()

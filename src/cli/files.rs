@@ -7,6 +7,7 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
+
 use std::path::{Path, PathBuf};
 
 use super::Failure;
@@ -90,6 +91,20 @@ impl Output {
         Ok(Output::File { temporary, target: target.to_path_buf(), replace })
     }
 
+    /// Reserves `bytes` of disk for a file output before writing, so that the writer stage
+    /// copies into allocated pages instead of allocating page by page (on tmpfs that is most
+    /// of a write's cost). [`Output::commit`] trims the file to what was written. Best
+    /// effort: a file system that cannot preallocate just allocates as it goes.
+    pub fn reserve(&mut self, bytes: u64) {
+        if let Output::File { temporary, .. } = self {
+            use std::os::unix::io::AsRawFd;
+            let Ok(length) = libc::off_t::try_from(bytes) else { return };
+            // SAFETY: the descriptor belongs to `temporary`, which is open for writing and
+            // outlives the call; fallocate reads no memory of ours.
+            unsafe { libc::fallocate(temporary.as_file().as_raw_fd(), 0, 0, length) };
+        }
+    }
+
     pub fn writer(&mut self) -> &mut (dyn Write + Send) {
         match self {
             Output::Stdout { held: Some(file), .. } => file,
@@ -113,6 +128,15 @@ impl Output {
                     .map_err(|error| Failure(format!("cannot write output: {}", plain(&error))))
             }
             Output::File { temporary, target, replace } => {
+                // Drop whatever `reserve` allocated beyond the written output.
+                let written = temporary
+                    .as_file()
+                    .stream_position()
+                    .map_err(|error| Failure(format!("cannot write '{}': {}", target.display(), plain(&error))))?;
+                temporary
+                    .as_file()
+                    .set_len(written)
+                    .map_err(|error| Failure(format!("cannot write '{}': {}", target.display(), plain(&error))))?;
                 temporary
                     .as_file()
                     .sync_all()

@@ -120,10 +120,14 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
         implementation: if args.reference { Implementation::Reference } else { Implementation::Fast },
     };
     let crypter = Crypter::new(&engine, &job)?;
-    let mut input = open_input(args.input.as_deref())?;
     // GCM decryption must not release plaintext before the tag is checked: hold stdout.
     let hold = spec.mode == Mode::Gcm && direction == Direction::Decrypt;
     let mut output = Output::create(args.output.as_deref(), args.input.as_deref(), args.force, hold)?;
+    let mut input = open_input(args.input.as_deref())?;
+    if let Some(length) = args.input.as_deref().and_then(|path| std::fs::metadata(path).ok()).map(|m| m.len()) {
+        // The output is about as long as the input (plus a tag or padding block).
+        output.reserve(length + 32);
+    }
     process_stream(crypter, input.as_mut(), output.writer(), DEFAULT_CHUNK_BYTES)?;
     output.commit()
 }

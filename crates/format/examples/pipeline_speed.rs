@@ -35,6 +35,6 @@ fn main() {
             decrypt_chunks(&batcher, &keys, &mut &sealed[..], &mut io::sink(), &options).unwrap();
         }
         let seconds = start.elapsed().as_secs_f64();
-        println!("decrypt {} GiB, memory -> sink: {seconds:.2} s, {:.2} GB/s", rounds * message_length >> 30, (rounds * message_length) as f64 / seconds / 1e9);
+        println!("decrypt {} GiB, memory -> sink: {seconds:.2} s, {:.2} GB/s", (rounds * message_length) >> 30, (rounds * message_length) as f64 / seconds / 1e9);
     }
 }

@@ -154,13 +154,12 @@ impl<'e> CpuChunks<'e> {
         batch_chunks(first_chunk, batch)?;
         let lengths = self.engine.plan(batch.len(), SEALED_CHUNK_BYTES, None);
         let failures = self.engine.run(batch, &lengths, |_, offset, range| {
-            let mut index = first_chunk + (offset / SEALED_CHUNK_BYTES) as u64;
+            let first = first_chunk + (offset / SEALED_CHUNK_BYTES) as u64;
             let mut failed = None;
-            for chunk in range.chunks_mut(SEALED_CHUNK_BYTES) {
+            for (index, chunk) in (first..).zip(range.chunks_mut(SEALED_CHUNK_BYTES)) {
                 if !work(index, chunk) && failed.is_none() {
                     failed = Some(index);
                 }
-                index += 1;
             }
             failed
         });

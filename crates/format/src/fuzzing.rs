@@ -52,7 +52,7 @@ fn range_from(choices: &mut Choices<'_>, scale: usize) -> ByteRange {
         }
     };
     let start = bound(choices);
-    let end = if choices.byte() % 3 == 0 { None } else { Some(bound(choices)) };
+    let end = if choices.byte().is_multiple_of(3) { None } else { Some(bound(choices)) };
     ByteRange { start, end }
 }
 

@@ -29,7 +29,7 @@ pub const DEFAULT_BATCH_CHUNKS: usize = 256;
 pub const PIPELINE_BUFFERS: usize = 3;
 
 /// Tuning and reporting for a streaming call.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct StreamOptions<'a> {
     /// Chunks per batch; 0 (the default) takes the backend's
     /// [`ChunkBatcher::preferred_batch_chunks`].
@@ -38,11 +38,6 @@ pub struct StreamOptions<'a> {
     pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
 }
 
-impl Default for StreamOptions<'_> {
-    fn default() -> Self {
-        StreamOptions { batch_chunks: 0, progress: None }
-    }
-}
 
 impl StreamOptions<'_> {
     pub(crate) fn batch_chunks(&self, batcher: &dyn ChunkBatcher) -> usize {

@@ -231,66 +231,9 @@ impl BlockCipher for Blowfish {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_vectors::{assert_round_trips_random_data, block_vectors, random_bytes};
     use cipher::{BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
-    use rand::{Rng, RngExt};
-
-    const VECTORS: &str = include_str!("../../../tests/vectors/blowfish.txt");
-
-    /// One record of a vector file.
-    #[derive(Debug, Default)]
-    struct Vector {
-        section: String,
-        key: Vec<u8>,
-        plaintext: Vec<u8>,
-        ciphertext: Vec<u8>,
-    }
-
-    /// Reads the vector format: `# comment` lines, `[section]` headers, and records of
-    /// `field = hex` lines separated by blank lines.
-    fn parse_vectors(text: &str) -> Vec<Vector> {
-        let mut vectors = Vec::new();
-        let mut section = String::new();
-        let mut current: Option<Vector> = None;
-        for (number, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('[') {
-                vectors.extend(current.take());
-                if let Some(name) = line.strip_prefix('[') {
-                    section = name
-                        .strip_suffix(']')
-                        .expect("section header ends with ]")
-                        .into();
-                }
-                continue;
-            }
-            if line.starts_with('#') {
-                continue;
-            }
-            let (field, value) = line
-                .split_once('=')
-                .unwrap_or_else(|| panic!("line {}: no '='", number + 1));
-            let bytes = hex::decode(value.trim())
-                .unwrap_or_else(|error| panic!("line {}: {error}", number + 1));
-            let vector = current.get_or_insert_with(|| Vector {
-                section: section.clone(),
-                ..Default::default()
-            });
-            match field.trim() {
-                "key" => vector.key = bytes,
-                "plaintext" => vector.plaintext = bytes,
-                "ciphertext" => vector.ciphertext = bytes,
-                other => panic!("line {}: unknown field {other}", number + 1),
-            }
-        }
-        vectors.extend(current);
-        vectors
-    }
-
-    fn random_bytes(length: usize) -> Vec<u8> {
-        let mut bytes = vec![0u8; length];
-        rand::rng().fill_bytes(&mut bytes);
-        bytes
-    }
+    use rand::RngExt;
 
     fn encrypt_one_by_one(cipher: &Blowfish, data: &mut [u8]) {
         for block in data.chunks_exact_mut(BLOCK_SIZE) {
@@ -310,7 +253,7 @@ mod tests {
 
     #[test]
     fn vector_file_has_every_published_vector() {
-        let vectors = parse_vectors(VECTORS);
+        let vectors = block_vectors("blowfish.txt");
         let count = |name: &str| {
             vectors
                 .iter()
@@ -329,7 +272,7 @@ mod tests {
     #[test]
     fn published_vectors_encrypt_and_decrypt() {
         let mut checked = 0;
-        for vector in parse_vectors(VECTORS) {
+        for vector in block_vectors("blowfish.txt") {
             // Keys under 4 bytes are outside Blowfish's range; only the key schedule runs them.
             let cipher = Blowfish {
                 schedule: key_schedule(&vector.key),
@@ -361,7 +304,7 @@ mod tests {
 
     #[test]
     fn public_constructor_matches_vectors_in_accepted_range() {
-        for vector in parse_vectors(VECTORS)
+        for vector in block_vectors("blowfish.txt")
             .iter()
             .filter(|vector| vector.key.len() >= 4)
         {
@@ -436,16 +379,7 @@ mod tests {
 
     #[test]
     fn round_trips_random_data() {
-        for _ in 0..32 {
-            let key_length = rand::rng().random_range(4..=56);
-            let cipher = Blowfish::new(&random_bytes(key_length));
-            let count = rand::rng().random_range(0..300);
-            let plaintext = random_bytes(count * BLOCK_SIZE);
-            let mut data = plaintext.clone();
-            cipher.encrypt_blocks(&mut data);
-            cipher.decrypt_blocks(&mut data);
-            assert_eq!(data, plaintext);
-        }
+        assert_round_trips_random_data(Blowfish::new, || rand::rng().random_range(4..=56));
     }
 
     #[test]

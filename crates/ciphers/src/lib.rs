@@ -14,6 +14,8 @@
 pub mod aes;
 pub mod blowfish;
 pub mod rc6;
+#[cfg(test)]
+mod test_vectors;
 
 use std::fmt;
 use std::str::FromStr;

@@ -549,67 +549,10 @@ impl BlockCipher for Rc6 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_vectors::{assert_round_trips_random_data, block_vectors, random_bytes};
     use cipher::consts::{U16, U20, U24, U32};
     use cipher::{BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
-    use rand::{Rng, RngExt};
-
-    const VECTORS: &str = include_str!("../../../tests/vectors/rc6.txt");
-
-    /// One record of a vector file.
-    #[derive(Debug, Default)]
-    struct Vector {
-        section: String,
-        key: Vec<u8>,
-        plaintext: Vec<u8>,
-        ciphertext: Vec<u8>,
-    }
-
-    /// Reads the vector format: `# comment` lines, `[section]` headers, and records of
-    /// `field = hex` lines separated by blank lines.
-    fn parse_vectors(text: &str) -> Vec<Vector> {
-        let mut vectors = Vec::new();
-        let mut section = String::new();
-        let mut current: Option<Vector> = None;
-        for (number, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('[') {
-                vectors.extend(current.take());
-                if let Some(name) = line.strip_prefix('[') {
-                    section = name
-                        .strip_suffix(']')
-                        .expect("section header ends with ]")
-                        .into();
-                }
-                continue;
-            }
-            if line.starts_with('#') {
-                continue;
-            }
-            let (field, value) = line
-                .split_once('=')
-                .unwrap_or_else(|| panic!("line {}: no '='", number + 1));
-            let bytes = hex::decode(value.trim())
-                .unwrap_or_else(|error| panic!("line {}: {error}", number + 1));
-            let vector = current.get_or_insert_with(|| Vector {
-                section: section.clone(),
-                ..Default::default()
-            });
-            match field.trim() {
-                "key" => vector.key = bytes,
-                "plaintext" => vector.plaintext = bytes,
-                "ciphertext" => vector.ciphertext = bytes,
-                other => panic!("line {}: unknown field {other}", number + 1),
-            }
-        }
-        vectors.extend(current);
-        vectors
-    }
-
-    fn random_bytes(length: usize) -> Vec<u8> {
-        let mut bytes = vec![0u8; length];
-        rand::rng().fill_bytes(&mut bytes);
-        bytes
-    }
+    use rand::RngExt;
 
     /// Block counts that exercise the portable tail alone, whole portable groups, whole and
     /// partial AVX2 and AVX-512 groups, and every tail after them.
@@ -619,7 +562,7 @@ mod tests {
 
     #[test]
     fn vector_file_has_every_published_vector() {
-        let vectors = parse_vectors(VECTORS);
+        let vectors = block_vectors("rc6.txt");
         for (section, key_length) in [("rc6-128", 16), ("rc6-192", 24), ("rc6-256", 32)] {
             let in_section: Vec<_> = vectors.iter().filter(|v| v.section == section).collect();
             assert_eq!(in_section.len(), 2, "{section}");
@@ -635,7 +578,7 @@ mod tests {
     #[test]
     fn published_vectors_encrypt_and_decrypt_on_every_backend() {
         for backend in Backend::supported() {
-            for vector in parse_vectors(VECTORS) {
+            for vector in block_vectors("rc6.txt") {
                 let cipher = Rc6::with_backend(&vector.key, backend);
                 let mut block = vector.plaintext.clone();
                 cipher.encrypt_blocks(&mut block);
@@ -812,16 +755,7 @@ mod tests {
 
     #[test]
     fn round_trips_random_data() {
-        for _ in 0..32 {
-            let key_length = [16, 24, 32][rand::rng().random_range(0..3)];
-            let cipher = Rc6::new(&random_bytes(key_length));
-            let count = rand::rng().random_range(0..300);
-            let plaintext = random_bytes(count * BLOCK_SIZE);
-            let mut data = plaintext.clone();
-            cipher.encrypt_blocks(&mut data);
-            cipher.decrypt_blocks(&mut data);
-            assert_eq!(data, plaintext);
-        }
+        assert_round_trips_random_data(Rc6::new, || [16, 24, 32][rand::rng().random_range(0..3)]);
     }
 
     /// Single-core encryption rate of every backend; run with

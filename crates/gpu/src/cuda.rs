@@ -47,6 +47,10 @@ pub use compiler::{
 };
 pub use devices::CudaDeviceInfo;
 
+use crate::host::{
+    grown_capacity, launch_shape, slab_size, validate_geometry, KEY_TABLE_WORDS, MAX_SLAB_BYTES,
+    ROUND_KEY_WORDS,
+};
 use crate::kernel_source::{self, kernel_name, CipherFamily, KernelOperation};
 use crate::operation::{ModeArguments, SlabChain};
 use crate::{
@@ -58,15 +62,6 @@ use devices::CudaResultExt;
 
 /// Streams, each with its own slab buffers, that consecutive slabs rotate over.
 pub const STREAMS: usize = 3;
-
-/// The largest slab or launch: keeps every block index of a launch well inside the kernels'
-/// 32-bit counters (2^27 blocks of 8 bytes).
-const MAX_SLAB_BYTES: usize = 1 << 30;
-
-/// Round-key words the key buffer holds: AES-256's 60 is the most any cipher needs.
-const ROUND_KEY_WORDS: usize = 64;
-/// Key-dependent table words: Blowfish's four S-boxes.
-const KEY_TABLE_WORDS: usize = 1024;
 
 /// The kernels' `u32x4` (vendor_cuda.h): a 16-byte aligned by-value parameter.
 #[repr(C, align(16))]
@@ -101,12 +96,6 @@ struct Slot {
     output: Option<CudaSlice<u8>>,
     /// Pinned host memory ordinary (pageable) data is staged through.
     staging: Option<PinnedHostSlice<u8>>,
-}
-
-/// The size to allocate for `bytes`: small inputs get small buffers, rounded up to a power
-/// of two so that growing inputs do not reallocate every call; nothing grows past `limit`.
-fn grown_capacity(bytes: usize, limit: usize) -> usize {
-    bytes.next_power_of_two().min(limit).max(bytes)
 }
 
 impl Slot {
@@ -248,7 +237,8 @@ impl CudaDevice {
         let source = kernel_source::cuda_source();
         let compile_options = variant.nvrtc_options(&architecture);
         let cache_entry = cache_entry(&options.kernel_cache, &info, &compile_options, &source)?;
-        let slab_bytes = slab_size(options.slab_bytes);
+        // CUDA names no largest allocation: only MAX_SLAB_BYTES bounds the slab.
+        let slab_bytes = slab_size(options.slab_bytes, u64::MAX);
 
         let context = CudaContext::new(index).or_cuda("cuDevicePrimaryCtxRetain")?;
         let (module, origin) = load_or_compile(
@@ -271,25 +261,16 @@ impl CudaDevice {
             )
         };
         let opened = assemble(module, origin)?;
-        match opened.self_test() {
-            Ok(()) => Ok(opened),
-            // A cached binary that loads but computes wrong results (a stale or damaged
-            // file the driver accepted) gets one more chance, compiled from source.
-            Err(GpuError::SelfTest { .. }) if origin == ProgramOrigin::Cache => {
-                drop(opened);
-                let module = compile_and_store(
-                    &context,
-                    &architecture,
-                    &source,
-                    &compile_options,
-                    cache_entry.as_deref(),
-                )?;
-                let rebuilt = assemble(module, ProgramOrigin::Compiled)?;
-                rebuilt.self_test()?;
-                Ok(rebuilt)
-            }
-            Err(error) => Err(error),
-        }
+        self_test::accept_or_rebuild(opened, origin, Self::self_test, || {
+            let module = compile_and_store(
+                &context,
+                &architecture,
+                &source,
+                &compile_options,
+                cache_entry.as_deref(),
+            )?;
+            assemble(module, ProgramOrigin::Compiled)
+        })
     }
 
     /// Creates streams, kernels and buffers around a loaded module.
@@ -1080,13 +1061,11 @@ fn launch_kernel(
     let words4 = Words4(block_words);
     let words2 = Words2([block_words[0], block_words[1]]);
 
-    let geometry = arguments.geometry;
-    let group_size = geometry
-        .threads_per_group
-        .min(kernel.max_threads_per_block)
-        .max(1);
-    let threads = block_count.div_ceil(geometry.blocks_per_thread);
-    let groups = threads.div_ceil(group_size).max(1);
+    let (group_size, groups) = launch_shape(
+        arguments.geometry,
+        block_count,
+        kernel.max_threads_per_block,
+    );
     let config = LaunchConfig {
         grid_dim: (
             u32::try_from(groups)
@@ -1208,13 +1187,8 @@ fn cache_entry(
     options: &[String],
     source: &str,
 ) -> Result<Option<PathBuf>, GpuError> {
-    let directory = match cache {
-        KernelCache::Default => match program_cache::default_directory() {
-            Some(directory) => directory,
-            None => return Ok(None),
-        },
-        KernelCache::Directory(directory) => directory.clone(),
-        KernelCache::Disabled => return Ok(None),
+    let Some(directory) = program_cache::directory(cache) else {
+        return Ok(None);
     };
     let (nvrtc_major, nvrtc_minor) = nvrtc_version()?;
     let identity = [
@@ -1231,22 +1205,6 @@ fn cache_entry(
     let mut parts: Vec<&str> = identity.iter().map(String::as_str).collect();
     parts.push(source);
     Ok(Some(program_cache::entry_path(&directory, &parts)))
-}
-
-fn validate_geometry(geometry: LaunchGeometry) -> Result<(), GpuError> {
-    if geometry.threads_per_group == 0 || geometry.blocks_per_thread == 0 {
-        return Err(GpuError::InvalidInput(format!(
-            "launch geometry needs at least one thread per group and one block per thread, \
-             got {geometry:?}"
-        )));
-    }
-    Ok(())
-}
-
-/// The slab size actually used: whole 16-byte blocks (so every cipher's blocks and CBC
-/// chaining line up at slab edges), at least one block, at most [`MAX_SLAB_BYTES`].
-fn slab_size(requested: usize) -> usize {
-    (requested.min(MAX_SLAB_BYTES) / 16 * 16).max(16)
 }
 
 impl GpuDevice for CudaDevice {
@@ -1281,16 +1239,6 @@ mod tests {
     fn device_is_shareable_between_threads() {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<CudaDevice>();
-    }
-
-    #[test]
-    fn slabs_are_whole_blocks_within_limits() {
-        assert_eq!(slab_size(64 << 20), 64 << 20);
-        assert_eq!(slab_size(1000), 992);
-        assert_eq!(slab_size(3), 16);
-        assert_eq!(slab_size(usize::MAX), MAX_SLAB_BYTES);
-        assert_eq!(grown_capacity(1000, 4096), 1024);
-        assert_eq!(grown_capacity(5000, 4096), 5000);
     }
 
     #[test]
@@ -1363,31 +1311,16 @@ mod tests {
         let architecture = compiler::architecture_for(major, minor).unwrap();
         let options = variant.nvrtc_options(&architecture);
         let source = kernel_source::cuda_source();
-        // An image of subtly wrong kernels (one round-key word swapped) stored under the
-        // name of the real ones: it loads, but every AES encryption is wrong.
-        let wrong_source = source.replacen("^ key[0],", "^ key[1],", 1);
-        assert_ne!(wrong_source, source);
+        // An image of subtly wrong kernels stored under the name of the real ones.
+        let wrong_source = program_cache::stale::wrong_source(&source);
         let path = cache_entry(&cache, &info, &options, &source)
             .unwrap()
             .unwrap();
         let stale = compiler::compile_source(&wrong_source, &architecture, &options).unwrap();
         program_cache::store(&path, &stale);
-
-        let opened = CudaDevice::open_with(
-            0,
-            &OpenOptions {
-                table_copies: Some(copies),
-                kernel_cache: cache,
-                ..OpenOptions::default()
-            },
-        )
-        .unwrap();
-        assert_eq!(opened.program_origin(), ProgramOrigin::Compiled);
-        assert_ne!(
-            std::fs::read(&path).unwrap(),
-            stale,
-            "the stale image was replaced"
-        );
+        program_cache::stale::assert_replaced_on_open(&path, &stale, copies, cache, |options| {
+            CudaDevice::open_with(0, options).map(|opened| opened.program_origin())
+        });
     }
 
     #[test]

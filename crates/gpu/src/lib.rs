@@ -16,6 +16,7 @@
 
 pub mod cuda;
 mod error;
+mod host;
 pub mod kernel_source;
 mod key_material;
 pub mod opencl;

@@ -25,6 +25,9 @@ use opencl3::types::{cl_device_id, CL_BLOCKING, CL_NON_BLOCKING};
 pub use program::ProgramOrigin;
 
 use crate::error::ApiResultExt;
+use crate::host::{
+    grown_capacity, launch_shape, slab_size, validate_geometry, KEY_TABLE_WORDS, ROUND_KEY_WORDS,
+};
 use crate::kernel_source::{self, kernel_name, CipherFamily, KernelOperation};
 use crate::operation::{ModeArguments, SlabChain};
 use crate::{
@@ -35,15 +38,6 @@ use crate::{
 /// Host data is moved through the device in slabs of at most this many bytes, so that the
 /// device memory a call needs is bounded (four slab buffers) whatever the input size.
 pub const DEFAULT_SLAB_BYTES: usize = 64 << 20;
-
-/// The largest slab: keeps every block index of a launch well inside the kernels' 32-bit
-/// counters (2^27 blocks of 8 bytes).
-const MAX_SLAB_BYTES: usize = 1 << 30;
-
-/// Round-key words the key buffer holds: AES-256's 60 is the most any cipher needs.
-const ROUND_KEY_WORDS: usize = 64;
-/// Key-dependent table words: Blowfish's four S-boxes.
-const KEY_TABLE_WORDS: usize = 1024;
 
 /// Where compiled kernel binaries are kept between runs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -99,14 +93,13 @@ struct Slot {
 }
 
 impl Slot {
-    /// Makes both buffers hold at least `bytes`. Small inputs get small buffers (rounded up
-    /// to a power of two so that growing inputs do not reallocate every call); nothing grows
-    /// past `limit`, the slab size.
+    /// Makes both buffers hold at least `bytes`, grown as [`grown_capacity`] says up to
+    /// `limit`, the slab size.
     fn reserve(&mut self, context: &Context, bytes: usize, limit: usize) -> Result<(), GpuError> {
         if self.capacity >= bytes && self.input.is_some() && self.output.is_some() {
             return Ok(());
         }
-        let capacity = bytes.next_power_of_two().min(limit).max(bytes);
+        let capacity = grown_capacity(bytes, limit);
         // Dropping the old buffers first lets the device reuse their memory. A buffer still
         // used by an enqueued command is only freed once that command completes.
         self.input = None;
@@ -278,36 +271,27 @@ impl OpenClDevice {
             geometry,
             slab_bytes,
         )?;
-        match opened.self_test() {
-            Ok(()) => Ok(opened),
-            // A cached binary that loads but computes wrong results (a stale or damaged
-            // file the driver accepted) gets one more chance, compiled from source.
-            Err(GpuError::SelfTest { .. }) if origin == ProgramOrigin::Cache => {
-                drop(opened);
-                let context =
-                    Context::from_device(&Device::new(device.id)).or_api("clCreateContext")?;
-                let program = program::compile_and_store(
-                    &context,
-                    device.id,
-                    &info.name,
-                    &source,
-                    &build_options,
-                    cache_entry.as_deref(),
-                )?;
-                let rebuilt = Self::assemble(
-                    &device,
-                    context,
-                    program,
-                    ProgramOrigin::Compiled,
-                    table_copies,
-                    geometry,
-                    slab_bytes,
-                )?;
-                rebuilt.self_test()?;
-                Ok(rebuilt)
-            }
-            Err(error) => Err(error),
-        }
+        self_test::accept_or_rebuild(opened, origin, Self::self_test, || {
+            let context =
+                Context::from_device(&Device::new(device.id)).or_api("clCreateContext")?;
+            let program = program::compile_and_store(
+                &context,
+                device.id,
+                &info.name,
+                &source,
+                &build_options,
+                cache_entry.as_deref(),
+            )?;
+            Self::assemble(
+                &device,
+                context,
+                program,
+                ProgramOrigin::Compiled,
+                table_copies,
+                geometry,
+                slab_bytes,
+            )
+        })
     }
 
     /// Compiles the kernels for device `index` with `table_copies`, creating every kernel,
@@ -533,7 +517,6 @@ impl OpenClDevice {
             .find(|loaded| loaded.family == family && loaded.operation == kernel_operation)
             .expect("a kernel exists for every family and operation");
         let block_size = key.algorithm().block_size();
-        let group_size = geometry.threads_per_group.min(loaded.max_group_size).max(1);
         let mut chain = SlabChain::new(operation);
 
         for (slab_index, slab) in data.chunks_mut(self.slab_bytes).enumerate() {
@@ -589,8 +572,8 @@ impl OpenClDevice {
                 }
             }
 
-            let threads = blocks.div_ceil(geometry.blocks_per_thread);
-            let global_size = threads.div_ceil(group_size) * group_size;
+            let (group_size, groups) = launch_shape(*geometry, blocks, loaded.max_group_size);
+            let global_size = groups * group_size;
             // SAFETY: every argument was set above; the sizes are one-dimensional, with the
             // global size a multiple of the group size as OpenCL 1.2 requires.
             unsafe {
@@ -644,11 +627,7 @@ fn cache_entry(
     build_options: &str,
     source: &str,
 ) -> Option<PathBuf> {
-    let directory = match cache {
-        KernelCache::Default => program_cache::default_directory()?,
-        KernelCache::Directory(directory) => directory.clone(),
-        KernelCache::Disabled => return None,
-    };
+    let directory = program_cache::directory(cache)?;
     let info = &device.info;
     Some(program_cache::entry_path(
         &directory,
@@ -668,36 +647,9 @@ fn build_options(table_copies: TableCopies) -> String {
     format!("-cl-std=CL1.2 {}", table_copies.compiler_options())
 }
 
-fn validate_geometry(geometry: LaunchGeometry) -> Result<(), GpuError> {
-    if geometry.threads_per_group == 0 || geometry.blocks_per_thread == 0 {
-        return Err(GpuError::InvalidInput(format!(
-            "launch geometry needs at least one thread per group and one block per thread, \
-             got {geometry:?}"
-        )));
-    }
-    Ok(())
-}
-
-/// The slab size actually used: whole 16-byte blocks (so every cipher's blocks and CBC
-/// chaining line up at slab edges), at least one block, within the device's largest buffer.
-fn slab_size(requested: usize, max_allocation_bytes: u64) -> usize {
-    let device_limit = usize::try_from(max_allocation_bytes).unwrap_or(usize::MAX);
-    let bytes = requested.min(device_limit).min(MAX_SLAB_BYTES);
-    (bytes / 16 * 16).max(16)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slabs_are_whole_blocks_within_limits() {
-        assert_eq!(slab_size(DEFAULT_SLAB_BYTES, 2 << 30), DEFAULT_SLAB_BYTES);
-        assert_eq!(slab_size(1000, 2 << 30), 992);
-        assert_eq!(slab_size(3, 2 << 30), 16);
-        assert_eq!(slab_size(DEFAULT_SLAB_BYTES, 1 << 20), 1 << 20);
-        assert_eq!(slab_size(usize::MAX, u64::MAX), MAX_SLAB_BYTES);
-    }
 
     #[test]
     fn device_is_shareable_between_threads() {
@@ -755,10 +707,8 @@ mod tests {
         let copies = TableCopies::for_device(device.info.kind, device.info.local_memory_bytes);
         let options = build_options(copies);
         let source = kernel_source::opencl_source();
-        // A binary of subtly wrong kernels (one round-key word swapped) stored under the
-        // name of the real ones: it loads, but every AES encryption is wrong.
-        let wrong_source = source.replacen("^ key[0],", "^ key[1],", 1);
-        assert_ne!(wrong_source, source);
+        // A binary of subtly wrong kernels stored under the name of the real ones.
+        let wrong_source = program_cache::stale::wrong_source(&source);
         let context = Context::from_device(&Device::new(device.id)).unwrap();
         let path = cache_entry(&cache, &device, &options, &source).unwrap();
         program::compile_and_store(
@@ -771,30 +721,8 @@ mod tests {
         )
         .unwrap();
         let stale = std::fs::read(&path).unwrap();
-
-        let opened = OpenClDevice::open_with(
-            0,
-            &OpenOptions {
-                table_copies: Some(copies),
-                kernel_cache: cache,
-                ..OpenOptions::default()
-            },
-        )
-        .unwrap();
-        assert_eq!(opened.program_origin(), ProgramOrigin::Compiled);
-        assert_ne!(
-            std::fs::read(&path).unwrap(),
-            stale,
-            "the stale binary was replaced"
-        );
-    }
-
-    #[test]
-    fn zero_geometry_is_refused() {
-        let bad = LaunchGeometry {
-            threads_per_group: 0,
-            blocks_per_thread: 4,
-        };
-        assert!(validate_geometry(bad).is_err());
+        program_cache::stale::assert_replaced_on_open(&path, &stale, copies, cache, |options| {
+            OpenClDevice::open_with(0, options).map(|opened| opened.program_origin())
+        });
     }
 }

@@ -12,6 +12,8 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::KernelCache;
+
 /// Bumped when the cache file's meaning changes, so that old files are never read.
 const CACHE_FORMAT: &str = "parcrypt-kernel-cache-1";
 
@@ -27,6 +29,15 @@ pub(crate) fn default_directory() -> Option<PathBuf> {
                 .map(|home| PathBuf::from(home).join(".cache"))
         })?;
     Some(base.join("parcrypt").join("kernels"))
+}
+
+/// The directory `cache` names; `None` when caching is off or there is no default directory.
+pub(crate) fn directory(cache: &KernelCache) -> Option<PathBuf> {
+    match cache {
+        KernelCache::Default => default_directory(),
+        KernelCache::Directory(directory) => Some(directory.clone()),
+        KernelCache::Disabled => None,
+    }
 }
 
 /// 128-bit FNV-1a: no cryptographic strength is needed (a wrong hit is caught by the
@@ -111,5 +122,46 @@ mod tests {
         assert_eq!(load(&path).as_deref(), Some(&b"binary bytes"[..]));
         // Nothing left over from the temporary file.
         assert_eq!(fs::read_dir(path.parent().unwrap()).unwrap().count(), 1);
+    }
+}
+
+/// What the OpenCL and CUDA hosts' tests of a stale cache entry share.
+#[cfg(test)]
+pub(crate) mod stale {
+    use std::path::Path;
+
+    use crate::{GpuError, KernelCache, OpenOptions, ProgramOrigin, TableCopies};
+
+    /// `source` made subtly wrong (one round-key word swapped): kernels that build and
+    /// load, but get every AES encryption wrong.
+    pub(crate) fn wrong_source(source: &str) -> String {
+        let wrong = source.replacen("^ key[0],", "^ key[1],", 1);
+        assert_ne!(wrong, source);
+        wrong
+    }
+
+    /// Opens a device with `copies` over `cache` through `open` (which gives the opened
+    /// device's program origin), with the binary `stale` stored at `path` in that cache
+    /// under the real kernels' name: the self-test must catch it, and the device must come
+    /// up compiled from source, with the stale binary replaced.
+    pub(crate) fn assert_replaced_on_open(
+        path: &Path,
+        stale: &[u8],
+        copies: TableCopies,
+        cache: KernelCache,
+        open: impl FnOnce(&OpenOptions) -> Result<ProgramOrigin, GpuError>,
+    ) {
+        let origin = open(&OpenOptions {
+            table_copies: Some(copies),
+            kernel_cache: cache,
+            ..OpenOptions::default()
+        })
+        .unwrap();
+        assert_eq!(origin, ProgramOrigin::Compiled);
+        assert_ne!(
+            std::fs::read(path).unwrap(),
+            stale,
+            "the stale binary was replaced"
+        );
     }
 }

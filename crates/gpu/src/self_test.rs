@@ -10,7 +10,7 @@ use parcrypt_ciphers::Algorithm;
 use parcrypt_modes::ctr::CounterRule;
 
 use crate::kernel_source::{kernel_name, CipherFamily};
-use crate::{GpuError, GpuOperation, KeyMaterial};
+use crate::{GpuError, GpuOperation, KeyMaterial, ProgramOrigin};
 
 struct KnownAnswer {
     source: &'static str,
@@ -125,6 +125,28 @@ pub(crate) fn run(
         }
     }
     Ok(())
+}
+
+/// Self-tests a freshly opened device with `self_test` and hands it over if it passes. A
+/// cached program that loads but computes wrong results (a stale or damaged file the driver
+/// accepted) gets one more chance: the device is dropped, `rebuild` opens it again from
+/// source (storing the new binary), and that one must pass.
+pub(crate) fn accept_or_rebuild<D>(
+    opened: D,
+    origin: ProgramOrigin,
+    self_test: impl Fn(&D) -> Result<(), GpuError>,
+    rebuild: impl FnOnce() -> Result<D, GpuError>,
+) -> Result<D, GpuError> {
+    match self_test(&opened) {
+        Ok(()) => Ok(opened),
+        Err(GpuError::SelfTest { .. }) if origin == ProgramOrigin::Cache => {
+            drop(opened);
+            let rebuilt = rebuild()?;
+            self_test(&rebuilt)?;
+            Ok(rebuilt)
+        }
+        Err(error) => Err(error),
+    }
 }
 
 #[cfg(test)]

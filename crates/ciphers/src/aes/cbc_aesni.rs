@@ -84,8 +84,8 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::{Rng, RngExt, SeedableRng};
 
-    use crate::aes::ecb_vaes512::tests::vector_field;
     use crate::aes::fast::{CbcPath, FastAes};
+    use crate::test_vectors::single_record;
     use crate::BlockCipher;
 
     /// CBC built from the `aes` crate's single-block encryption, independently of the kernel.
@@ -184,7 +184,8 @@ mod tests {
     /// block per call.
     fn matches_sp800_38a(path: CbcPath) {
         for section in ["cbc-aes128", "cbc-aes192", "cbc-aes256"] {
-            let field = |name: &str| vector_field(section, name);
+            let record = single_record("aes_sp800_38a.txt", section);
+            let field = |name: &str| record[name].clone();
             let cipher = FastAes::new(&field("key"));
             let iv: [u8; 16] = field("iv").try_into().expect("16-byte iv");
             let plaintext = field("plaintext");

@@ -196,8 +196,8 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::{Rng, RngExt, SeedableRng};
 
-    use crate::aes::ecb_vaes512::tests::vector_field;
     use crate::aes::fast::FastAes;
+    use crate::test_vectors::single_record;
     use crate::BlockCipher;
 
     /// CBC decryption built from the `aes` crate's single-block decryption, independently of
@@ -298,7 +298,8 @@ mod tests {
     #[test]
     fn matches_sp800_38a() {
         for section in ["cbc-aes128", "cbc-aes192", "cbc-aes256"] {
-            let field = |name: &str| vector_field(section, name);
+            let record = single_record("aes_sp800_38a.txt", section);
+            let field = |name: &str| record[name].clone();
             let cipher = FastAes::new(&field("key"));
             let iv = field("iv");
             let plaintext = field("plaintext");

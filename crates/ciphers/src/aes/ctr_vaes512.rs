@@ -184,9 +184,8 @@ pub(super) mod tests {
     use rand::{Rng, SeedableRng};
 
     use crate::aes::fast::{CtrPath, FastAes};
+    use crate::test_vectors::single_record;
     use crate::BlockCipher;
-
-    const VECTORS: &str = include_str!("../../../../tests/vectors/aes_sp800_38a.txt");
 
     /// The unfused path, written independently of the kernels: counter blocks built one by
     /// one with the `inc32` rule, encrypted by the `aes` crate, XORed in.
@@ -272,14 +271,8 @@ pub(super) mod tests {
     pub(in crate::aes) fn matches_sp800_38a(path: CtrPath) {
         let mut checked = 0;
         for section in ["ctr-aes128", "ctr-aes192", "ctr-aes256"] {
-            let fields = section_fields(section);
-            let field = |name: &str| {
-                let (_, value) = fields
-                    .iter()
-                    .find(|(field, _)| *field == name)
-                    .unwrap_or_else(|| panic!("[{section}] has no {name}"));
-                hex::decode(value).expect("vector hex")
-            };
+            let record = single_record("aes_sp800_38a.txt", section);
+            let field = |name: &str| record[name].clone();
             let cipher = FastAes::new(&field("key"));
             let counter: [u8; 16] = field("iv").try_into().expect("16-byte iv");
             let plaintext = field("plaintext");
@@ -302,23 +295,6 @@ pub(super) mod tests {
             checked += 1;
         }
         assert_eq!(checked, 3);
-    }
-
-    /// The `name = hex` fields of the one record in `[section]` of the vector file.
-    fn section_fields(section: &str) -> Vec<(&'static str, &'static str)> {
-        let header = format!("[{section}]");
-        VECTORS
-            .lines()
-            .map(str::trim)
-            .skip_while(|line| *line != header)
-            .skip(1)
-            .take_while(|line| !line.is_empty() && !line.starts_with('['))
-            .filter(|line| !line.starts_with('#'))
-            .map(|line| {
-                let (name, value) = line.split_once('=').expect("`name = hex` line");
-                (name.trim(), value.trim())
-            })
-            .collect()
     }
 
     #[test]

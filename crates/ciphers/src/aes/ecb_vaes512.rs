@@ -245,32 +245,12 @@ pub(super) fn keep_round_order(blocks: &mut [__m512i]) {
 
 #[cfg(test)]
 pub(super) mod tests {
-    //! Also holds the vector-file reader that the CBC kernel's tests share.
-
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
     use crate::aes::fast::{EcbPath, FastAes};
+    use crate::test_vectors::single_record;
     use crate::BlockCipher;
-
-    const VECTORS: &str = include_str!("../../../../tests/vectors/aes_sp800_38a.txt");
-
-    /// Field `name` of the one record in `[section]` of the SP 800-38A vector file, decoded.
-    pub(in crate::aes) fn vector_field(section: &str, name: &str) -> Vec<u8> {
-        let header = format!("[{section}]");
-        let value = VECTORS
-            .lines()
-            .map(str::trim)
-            .skip_while(|line| *line != header)
-            .skip(1)
-            .take_while(|line| !line.is_empty() && !line.starts_with('['))
-            .filter(|line| !line.starts_with('#'))
-            .filter_map(|line| line.split_once('='))
-            .find(|(field, _)| field.trim() == name)
-            .map(|(_, value)| value.trim())
-            .unwrap_or_else(|| panic!("[{section}] has no {name}"));
-        hex::decode(value).expect("vector hex")
-    }
 
     /// Runs `path` both ways on `input` and compares with the `aes` crate's block
     /// functions. Returns `false` when this CPU lacks `path`.
@@ -337,9 +317,10 @@ pub(super) mod tests {
     /// and F.1.6 are the same data decrypted), whole and block by block.
     fn matches_sp800_38a(path: EcbPath) {
         for section in ["ecb-aes128", "ecb-aes192", "ecb-aes256"] {
-            let cipher = FastAes::new(&vector_field(section, "key"));
-            let plaintext = vector_field(section, "plaintext");
-            let ciphertext = vector_field(section, "ciphertext");
+            let record = single_record("aes_sp800_38a.txt", section);
+            let cipher = FastAes::new(&record["key"]);
+            let plaintext = record["plaintext"].clone();
+            let ciphertext = record["ciphertext"].clone();
             let mut data = plaintext.clone();
             if !cipher.ecb_encrypt_with(path, &mut data) {
                 eprintln!("{path:?} kernel not available on this CPU; skipped");
@@ -378,12 +359,13 @@ pub(super) mod tests {
     #[test]
     fn block_cipher_trait_matches_vectors_whichever_path_is_detected() {
         for section in ["ecb-aes128", "ecb-aes192", "ecb-aes256"] {
-            let cipher = FastAes::new(&vector_field(section, "key"));
-            let mut data = vector_field(section, "plaintext");
+            let record = single_record("aes_sp800_38a.txt", section);
+            let cipher = FastAes::new(&record["key"]);
+            let mut data = record["plaintext"].clone();
             cipher.encrypt_blocks(&mut data);
-            assert_eq!(data, vector_field(section, "ciphertext"), "[{section}]");
+            assert_eq!(data, record["ciphertext"], "[{section}]");
             cipher.decrypt_blocks(&mut data);
-            assert_eq!(data, vector_field(section, "plaintext"), "[{section}]");
+            assert_eq!(data, record["plaintext"], "[{section}]");
         }
     }
 }

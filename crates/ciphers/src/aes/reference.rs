@@ -451,71 +451,15 @@ impl BlockCipher for ReferenceAes {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use rand::rngs::StdRng;
     use rand::{Rng, RngExt, SeedableRng};
 
     use super::*;
     use crate::aes::FastAes;
+    use crate::test_vectors;
 
     fn hex(text: &str) -> Vec<u8> {
         hex::decode(text).expect("test hex")
-    }
-
-    /// One `[section]` of a vector file: its records, each a map from field name to bytes.
-    type Section = Vec<BTreeMap<String, Vec<u8>>>;
-
-    /// Reads our text vector format: `#` comments, `[section]` headers, records of
-    /// `name = hex` lines separated by blank lines.
-    fn read_vector_file(name: &str) -> BTreeMap<String, Section> {
-        let path = format!("{}/../../tests/vectors/{name}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{path}: {error}"));
-        let mut sections: BTreeMap<String, Section> = BTreeMap::new();
-        let mut current_section: Option<String> = None;
-        let mut record_open = false;
-        for (line_number, raw_line) in text.lines().enumerate() {
-            let line = raw_line.trim();
-            if line.starts_with('#') {
-                continue;
-            }
-            if line.is_empty() {
-                record_open = false;
-            } else if let Some(header) = line
-                .strip_prefix('[')
-                .and_then(|rest| rest.strip_suffix(']'))
-            {
-                current_section = Some(header.to_string());
-                sections.entry(header.to_string()).or_default();
-                record_open = false;
-            } else {
-                let (field, value) = line
-                    .split_once('=')
-                    .unwrap_or_else(|| panic!("{name}:{}: not `name = hex`", line_number + 1));
-                let section_name = current_section
-                    .as_ref()
-                    .expect("record before any [section]");
-                let records = sections
-                    .get_mut(section_name)
-                    .expect("section entry exists");
-                if !record_open {
-                    records.push(BTreeMap::new());
-                    record_open = true;
-                }
-                let bytes = hex::decode(value.trim())
-                    .unwrap_or_else(|error| panic!("{name}:{}: {error}", line_number + 1));
-                let previous = records
-                    .last_mut()
-                    .expect("record pushed")
-                    .insert(field.trim().to_string(), bytes);
-                assert!(
-                    previous.is_none(),
-                    "{name}:{}: field repeated",
-                    line_number + 1
-                );
-            }
-        }
-        sections
     }
 
     fn both_implementations(key: &[u8]) -> [(&'static str, Box<dyn BlockCipher>); 2] {
@@ -626,7 +570,7 @@ mod tests {
 
     #[test]
     fn fips197_vector_file() {
-        let sections = read_vector_file("aes_fips197.txt");
+        let sections = test_vectors::read("aes_fips197.txt");
         assert_eq!(
             sections.keys().collect::<Vec<_>>(),
             ["aes128", "aes192", "aes256"]
@@ -647,7 +591,7 @@ mod tests {
 
     #[test]
     fn sp800_38a_vector_file_ecb_cbc_ctr() {
-        let sections = read_vector_file("aes_sp800_38a.txt");
+        let sections = test_vectors::read("aes_sp800_38a.txt");
         let expected_sections = [
             "cbc-aes128",
             "cbc-aes192",

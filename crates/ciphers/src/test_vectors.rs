@@ -1,0 +1,183 @@
+//! What the cipher modules' unit tests share: the reader of our text vector format (see
+//! `tests/vectors/README.md`: `# comment` lines, `[section]` headers, and records of
+//! `name = hex` lines separated by blank lines), and random test data.
+
+use std::collections::BTreeMap;
+use std::ops::Index;
+
+use rand::{Rng, RngExt};
+
+use crate::BlockCipher;
+
+/// One record of a vector file: its section and its fields, decoded from hex.
+#[derive(Debug)]
+pub(crate) struct Record {
+    pub(crate) section: String,
+    fields: BTreeMap<String, Vec<u8>>,
+}
+
+impl Record {
+    pub(crate) fn field_names(&self) -> impl Iterator<Item = &str> {
+        self.fields.keys().map(String::as_str)
+    }
+}
+
+impl Index<&str> for Record {
+    type Output = Vec<u8>;
+
+    /// Field `name`; panics naming the section when the record has no such field.
+    fn index(&self, name: &str) -> &Vec<u8> {
+        self.fields
+            .get(name)
+            .unwrap_or_else(|| panic!("a record of [{}] has no {name}", self.section))
+    }
+}
+
+/// `tests/vectors/{name}` by section: every `[section]` of the file (sorted by name, those
+/// without records too) with its records in file order.
+///
+/// Panics, naming the file and line, on a line that is not `name = hex`, on bad hex, on a
+/// field given twice in one record and on a record before any section.
+pub(crate) fn read(name: &str) -> BTreeMap<String, Vec<Record>> {
+    let path = format!("{}/../../tests/vectors/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{path}: {error}"));
+    let mut sections: BTreeMap<String, Vec<Record>> = BTreeMap::new();
+    let mut current_section: Option<String> = None;
+    let mut record_open = false;
+    for (line_number, raw_line) in text.lines().enumerate() {
+        let line = raw_line.trim();
+        if line.starts_with('#') {
+            continue;
+        }
+        if line.is_empty() {
+            record_open = false;
+        } else if let Some(header) = line
+            .strip_prefix('[')
+            .and_then(|rest| rest.strip_suffix(']'))
+        {
+            current_section = Some(header.to_string());
+            sections.entry(header.to_string()).or_default();
+            record_open = false;
+        } else {
+            let (field, value) = line
+                .split_once('=')
+                .unwrap_or_else(|| panic!("{name}:{}: not `name = hex`", line_number + 1));
+            let section = current_section.as_ref().unwrap_or_else(|| {
+                panic!("{name}:{}: record before any [section]", line_number + 1)
+            });
+            let records = sections.get_mut(section).expect("section entry exists");
+            if !record_open {
+                records.push(Record {
+                    section: section.clone(),
+                    fields: BTreeMap::new(),
+                });
+                record_open = true;
+            }
+            let bytes = hex::decode(value.trim())
+                .unwrap_or_else(|error| panic!("{name}:{}: {error}", line_number + 1));
+            let previous = records
+                .last_mut()
+                .expect("record pushed")
+                .fields
+                .insert(field.trim().to_string(), bytes);
+            assert!(
+                previous.is_none(),
+                "{name}:{}: field repeated",
+                line_number + 1
+            );
+        }
+    }
+    sections
+}
+
+/// The one record of `[section]` in `tests/vectors/{name}`.
+pub(crate) fn single_record(name: &str, section: &str) -> Record {
+    let mut records = read(name)
+        .remove(section)
+        .unwrap_or_else(|| panic!("{name} has no [{section}]"));
+    assert_eq!(records.len(), 1, "{name} [{section}]: one record");
+    records.pop().expect("one record")
+}
+
+/// A block cipher's known answer: a record of exactly `key`, `plaintext` and `ciphertext`.
+#[derive(Debug)]
+pub(crate) struct BlockVector {
+    pub(crate) section: String,
+    pub(crate) key: Vec<u8>,
+    pub(crate) plaintext: Vec<u8>,
+    pub(crate) ciphertext: Vec<u8>,
+}
+
+/// Every record of `tests/vectors/{name}` as a [`BlockVector`], section by section; panics on
+/// a record with any other field or without one of the three.
+pub(crate) fn block_vectors(name: &str) -> Vec<BlockVector> {
+    read(name)
+        .into_values()
+        .flatten()
+        .map(|record| {
+            for field in record.field_names() {
+                assert!(
+                    matches!(field, "key" | "plaintext" | "ciphertext"),
+                    "{name} [{}]: unknown field {field}",
+                    record.section
+                );
+            }
+            BlockVector {
+                key: record["key"].clone(),
+                plaintext: record["plaintext"].clone(),
+                ciphertext: record["ciphertext"].clone(),
+                section: record.section,
+            }
+        })
+        .collect()
+}
+
+/// `length` random bytes from the thread's generator.
+pub(crate) fn random_bytes(length: usize) -> Vec<u8> {
+    let mut bytes = vec![0u8; length];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes
+}
+
+/// Encrypts and decrypts random data (0 to 299 blocks) under 32 random keys, each
+/// `key_length()` bytes long, and insists on getting the data back.
+pub(crate) fn assert_round_trips_random_data<C: BlockCipher>(
+    new: impl Fn(&[u8]) -> C,
+    key_length: impl Fn() -> usize,
+) {
+    for _ in 0..32 {
+        let cipher = new(&random_bytes(key_length()));
+        let count = rand::rng().random_range(0..300);
+        let plaintext = random_bytes(count * cipher.block_size());
+        let mut data = plaintext.clone();
+        cipher.encrypt_blocks(&mut data);
+        cipher.decrypt_blocks(&mut data);
+        assert_eq!(data, plaintext);
+    }
+}
+
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_records_and_fields_are_read() {
+        let sections = read("aes_fips197.txt");
+        assert_eq!(
+            sections.keys().collect::<Vec<_>>(),
+            ["aes128", "aes192", "aes256"]
+        );
+        let record = single_record("aes_fips197.txt", "aes128");
+        assert_eq!(record.section, "aes128");
+        assert_eq!(
+            record.field_names().collect::<Vec<_>>(),
+            ["ciphertext", "key", "plaintext"]
+        );
+        assert_eq!(
+            record["key"],
+            hex::decode("000102030405060708090a0b0c0d0e0f").unwrap()
+        );
+        let vectors = block_vectors("aes_fips197.txt");
+        assert_eq!(vectors.len(), 3);
+        assert_eq!(vectors[0].key, record["key"]);
+    }
+}

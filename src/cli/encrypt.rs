@@ -13,7 +13,7 @@ use parcrypt_engine::{Backend, Engine};
 use parcrypt_format::cobblestone::{CHUNK_BYTES, SEALED_CHUNK_BYTES};
 use parcrypt_format::range::decrypt_range;
 use parcrypt_format::stream::{decrypt_chunks, encrypt_chunks, StreamOptions};
-use parcrypt_format::{Argon2Params, ByteRange, CpuChunks, Envelope, Format, FormatError, Secret, Setup, Suite};
+use parcrypt_format::{batcher_for, Argon2Params, ByteRange, Envelope, Format, FormatError, Secret, Setup, Suite};
 use zeroize::{Zeroize, Zeroizing};
 
 use super::files::{open_input, plain, Output};
@@ -166,7 +166,7 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
     let options = StreamOptions { progress: Some(&report), ..StreamOptions::default() };
     let writer = output.writer();
     writer.write_all(&envelope.to_bytes()).map_err(FormatError::Write)?;
-    encrypt_chunks(&CpuChunks::new(&engine), &keys, input.as_mut(), writer, &options)?;
+    encrypt_chunks(batcher_for(&engine).as_ref(), &keys, input.as_mut(), writer, &options)?;
     progress.finish();
     output.commit()
 }
@@ -210,7 +210,7 @@ pub fn run_decrypt(mut args: DecryptArgs) -> Result<(), Failure> {
     // Made only now: a wrong key or passphrase, or a foreign file, leaves nothing behind.
     let mut output = Output::create(common.output.as_deref(), common.input.as_deref(), common.force, false)?;
 
-    let batcher = CpuChunks::new(&engine);
+    let batcher = batcher_for(&engine);
     let plaintext_estimate = input_size.map(|size| {
         let sealed = size.saturating_sub(envelope.len() as u64);
         sealed / SEALED_CHUNK_BYTES as u64 * CHUNK_BYTES as u64 + sealed % SEALED_CHUNK_BYTES as u64
@@ -220,10 +220,10 @@ pub fn run_decrypt(mut args: DecryptArgs) -> Result<(), Failure> {
     let options = StreamOptions { progress: Some(&report), ..StreamOptions::default() };
     match (range, &mut input) {
         (Some(range), Input::Seekable(file)) => {
-            decrypt_range(&batcher, &keys, file, envelope.len() as u64, range, output.writer(), &options)?;
+            decrypt_range(batcher.as_ref(), &keys, file, envelope.len() as u64, range, output.writer(), &options)?;
         }
         (_, input) => {
-            decrypt_chunks(&batcher, &keys, input.reader(), output.writer(), &options)?;
+            decrypt_chunks(batcher.as_ref(), &keys, input.reader(), output.writer(), &options)?;
         }
     }
     progress.finish();

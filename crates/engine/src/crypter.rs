@@ -267,7 +267,9 @@ impl<'e> Crypter<'e> {
 
 impl Crypter<'_> {
     /// The GPU backends' share of [`Crypter::process`]: the device runs every block-parallel
-    /// part; CBC encryption (sequential) and GCM's GHASH run on the CPU pool.
+    /// part, GCM's GHASH included (partial sums per segment, joined here with powers of H);
+    /// CBC encryption (sequential) runs on the CPU, and so does GHASH on a device that has
+    /// no GHASH kernel.
     fn process_on_gpu(&mut self, gpu: &dyn parcrypt_gpu::GpuDevice, data: &mut [u8]) -> Result<(), JobError> {
         use parcrypt_gpu::GpuOperation;
         let key = self.gpu_key.as_ref().expect("GPU engines build GPU key material");
@@ -304,24 +306,50 @@ impl Crypter<'_> {
                 let mut counter = vec![0u8; 16];
                 gcm.text_counter(accumulator.text_bytes() / 16).write(&mut counter);
                 let operation = GpuOperation::Ctr { counter, rule: CounterRule::Low32 };
-                let lengths = engine.plan(data.len(), 16, None);
-                let gcm_ref: &Gcm = gcm;
-                let hash = |data: &mut [u8]| engine.run(data, &lengths, |_, _, range| gcm_ref.hash_range(range));
+                let mut hash_key = zeroize::Zeroizing::new([0u8; 16]);
+                cipher.encrypt_blocks(hash_key.as_mut_slice());
                 // GHASH covers the ciphertext: after encrypting, before decrypting.
                 let partials = if direction == Direction::Encrypt {
                     gpu.process(key, &operation, data)?;
-                    hash(data)
+                    ghash_partials(gpu, &hash_key, engine, gcm, data)?
                 } else {
-                    let partials = hash(data);
+                    let partials = ghash_partials(gpu, &hash_key, engine, gcm, data)?;
                     gpu.process(key, &operation, data)?;
                     partials
                 };
-                for (partial, length) in partials.into_iter().zip(&lengths) {
-                    accumulator.append(gcm, partial, *length as u64)?;
+                for (partial, length) in partials {
+                    accumulator.append(gcm, partial, length as u64)?;
                 }
             }
         }
         Ok(())
+    }
+}
+
+/// GHASH segment size on a device: each device thread hashes one segment, so 4 KiB gives a
+/// GiB 262,144 threads (enough to fill a large GPU) while the host's join, one
+/// multiplication by a power of H per segment, stays far below the cost of the copies.
+const GPU_GHASH_SEGMENT_BYTES: usize = 4096;
+
+/// GHASH partial sums of `data` with their lengths: on the device, or on the CPU pool when
+/// the device has no GHASH kernel.
+fn ghash_partials(
+    gpu: &dyn parcrypt_gpu::GpuDevice,
+    hash_key: &[u8; 16],
+    engine: &Engine,
+    gcm: &Gcm,
+    data: &mut [u8],
+) -> Result<Vec<(u128, usize)>, JobError> {
+    match gpu.ghash_segments(hash_key, data, GPU_GHASH_SEGMENT_BYTES) {
+        Ok(partials) => {
+            Ok(partials.into_iter().zip(data.chunks(GPU_GHASH_SEGMENT_BYTES).map(<[u8]>::len)).collect())
+        }
+        Err(parcrypt_gpu::GpuError::Unsupported { .. }) => {
+            let lengths = engine.plan(data.len(), 16, None);
+            let partials = engine.run(data, &lengths, |_, _, range| gcm.hash_range(range));
+            Ok(partials.into_iter().zip(lengths).collect())
+        }
+        Err(error) => Err(error.into()),
     }
 }
 

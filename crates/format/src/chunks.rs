@@ -121,7 +121,7 @@ impl ChunkCipher {
 }
 
 /// J0 for a 96-bit IV: IV || 0^31 || 1.
-fn pre_counter(nonce: &[u8; NONCE_BYTES]) -> [u8; 16] {
+pub(crate) fn pre_counter(nonce: &[u8; NONCE_BYTES]) -> [u8; 16] {
     let mut block = [0u8; 16];
     block[..NONCE_BYTES].copy_from_slice(nonce);
     block[15] = 1;

@@ -9,7 +9,7 @@
 //!   passphrase is needed, unlocking it checks the commitment before any chunk is touched.
 //! - [`chunks`]: the [`ChunkBatcher`] trait, one call that seals or opens a batch of chunks
 //!   (the CPU backend spreads them over cores; a GPU backend runs one kernel), and
-//!   [`CpuChunks`].
+//!   [`CpuChunks`]; [`gpu_chunks`]: the GPU backend, [`GpuChunks`].
 //! - [`stream`]: bounded-memory streaming in both directions; decryption writes only
 //!   authenticated chunks.
 //! - [`range`]: random-access decryption of a byte range.
@@ -19,6 +19,7 @@
 pub mod chunks;
 pub mod cobblestone;
 pub mod error;
+pub mod gpu_chunks;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod header;
@@ -31,6 +32,7 @@ use std::io::{Read, Write};
 pub use chunks::{ChunkBatcher, CpuChunks};
 pub use cobblestone::{MessageKeys, Suite};
 pub use error::FormatError;
+pub use gpu_chunks::{batcher_for, GpuChunks};
 pub use header::{Argon2Params, KeySource, ParcryptHeader};
 pub use message::{Envelope, Format, Salts, Secret, Setup};
 pub use range::ByteRange;

@@ -1,10 +1,11 @@
-/* parcrypt kernels: AES-128/192/256, Blowfish and RC6-32/20 in ECB, CTR and CBC decryption.
+/* parcrypt kernels: AES-128/192/256, Blowfish and RC6-32/20 in ECB, CTR and CBC decryption,
+ * and GHASH partial sums for GCM.
  *
  * One source text for every compiler. The host puts vendor_opencl.h (OpenCL C 1.2) or
  * vendor_cuda.h (NVRTC) in front of it; this file only uses the names those headers define
  * (KERNEL, GLOBAL, LOCAL, CONSTANT, RESTRICT, DEVICE_FUNCTION, DECLARE_SHARED_WORDS,
  * LOCAL_ID, GROUP_SIZE, GLOBAL_ID, GLOBAL_SIZE, BARRIER, MAKE_U32X2, MAKE_U32X4,
- * ROTATE_LEFT32, ROTATE_RIGHT32, SWAP_BYTES32, u8, u32, u64, u32x2, u32x4), never a
+ * ROTATE_LEFT32, ROTATE_RIGHT32, SWAP_BYTES32, MUL_HIGH64, u8, u32, u64, u32x2, u32x4), never a
  * built-in of either platform, and it is C that both compile (no C++ features, no OpenCL
  * vector operators).
  *
@@ -614,5 +615,119 @@ KERNEL void rc6_cbc_decrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RE
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x4 chain = block == 0 ? previous : input[block - 1];
         output[block] = xor_u32x4(rc6_decrypt_block(input[block], round_keys), chain);
+    }
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* GHASH partial sums (SP 800-38D section 6.4), as parcrypt-modes' soft GHASH             */
+/* ------------------------------------------------------------------------------------- */
+
+/* The arithmetic mirrors crates/modes/src/ghash/soft.rs line for line, so that the CPU's
+ * portable code is this kernel's twin: an element is the block read as a big-endian
+ * 128-bit integer (here a high and a low u64), products are carry-less, computed with
+ * ordinary integer multiplications of operands whose set bits are five apart (so carries
+ * never reach a kept bit), and a Montgomery reduction by y^-128 follows. The key arrives
+ * "prepared" (multiplied by x^-1 on the host) to cancel the reduction's extra factor x.
+ *
+ * Constant time: no table, no branch and no memory address depends on the data or on H;
+ * only on the public sizes. Integer multiplication (64-bit, built by the compiler from
+ * 32-bit multiply-adds on GPUs) has a fixed latency on the GPUs we know of. */
+
+typedef struct {
+    u64 high;
+    u64 low;
+} ghash_element;
+
+/* Bit i of a u64 belongs to class i % 5; class c is this mask shifted left by c. */
+#define GHASH_CLASSES 5u
+#define GHASH_CLASS_ZERO_MASK 0x1084210842108421ull
+
+DEVICE_FUNCTION ghash_element make_ghash_element(const u64 high, const u64 low)
+{
+    ghash_element element;
+    element.high = high;
+    element.low = low;
+    return element;
+}
+
+/* The 128-bit carry-less product of two 64-bit polynomials. Class a times class b only has
+ * kept columns in class (a + b) % 5; bit i of the 128-bit product is in class i % 5, which
+ * for the high word (i = 64 + j) is class (j + 4) % 5, i.e. high-word class c uses the
+ * 64-bit mask of class (c + 1) % 5. */
+DEVICE_FUNCTION ghash_element ghash_clmul64(const u64 left, const u64 right)
+{
+    u64 left_classes[GHASH_CLASSES];
+    u64 right_classes[GHASH_CLASSES];
+    for (u32 class_index = 0; class_index < GHASH_CLASSES; class_index++) {
+        left_classes[class_index] = left & (GHASH_CLASS_ZERO_MASK << class_index);
+        right_classes[class_index] = right & (GHASH_CLASS_ZERO_MASK << class_index);
+    }
+    u64 high = 0;
+    u64 low = 0;
+    for (u32 result_class = 0; result_class < GHASH_CLASSES; result_class++) {
+        u64 sum_high = 0;
+        u64 sum_low = 0;
+        for (u32 left_class = 0; left_class < GHASH_CLASSES; left_class++) {
+            const u32 right_class = (result_class + GHASH_CLASSES - left_class) % GHASH_CLASSES;
+            const u64 left_part = left_classes[left_class];
+            const u64 right_part = right_classes[right_class];
+            sum_low ^= left_part * right_part;
+            sum_high ^= MUL_HIGH64(left_part, right_part);
+        }
+        low |= sum_low & (GHASH_CLASS_ZERO_MASK << result_class);
+        high |= sum_high & (GHASH_CLASS_ZERO_MASK << ((result_class + 1u) % GHASH_CLASSES));
+    }
+    return make_ghash_element(high, low);
+}
+
+/* left * right_prepared in GF(2^128): Karatsuba's three 64-bit products give the 256-bit
+ * product as words 3..0, then two folds by the reflected polynomial's upper terms
+ * (y^63 + y^62 + y^57, shifts only) clear the low half, which the division drops. */
+DEVICE_FUNCTION ghash_element ghash_multiply(const ghash_element left,
+                                             const ghash_element right_prepared)
+{
+    const ghash_element low = ghash_clmul64(left.low, right_prepared.low);
+    const ghash_element high = ghash_clmul64(left.high, right_prepared.high);
+    ghash_element middle = ghash_clmul64(left.low ^ left.high,
+                                         right_prepared.low ^ right_prepared.high);
+    middle.high ^= low.high ^ high.high;
+    middle.low ^= low.low ^ high.low;
+
+    const u64 word0 = low.low;
+    u64 word1 = low.high ^ middle.low;
+    u64 word2 = high.low ^ middle.high;
+    u64 word3 = high.high;
+
+    word1 ^= (word0 << 63) ^ (word0 << 62) ^ (word0 << 57);
+    word2 ^= (word0 >> 1) ^ (word0 >> 2) ^ (word0 >> 7) ^ word0;
+    word2 ^= (word1 << 63) ^ (word1 << 62) ^ (word1 << 57);
+    word3 ^= (word1 >> 1) ^ (word1 >> 2) ^ (word1 >> 7) ^ word1;
+    return make_ghash_element(word3, word2);
+}
+
+/* Each work-item hashes whole segments of `blocks_per_segment` blocks (the last segment may
+ * be shorter) from a zero state, one multiplication by H per block, and writes the segment's
+ * sum as (high, low) to partials[2 s], partials[2 s + 1]. The host joins segments with
+ * powers of H. `input` holds `block_count` whole blocks (the host zero-pads a final partial
+ * block). The hash key is H * x^-1, as two u64 arguments, high word first. */
+KERNEL void ghash_segments(GLOBAL const u32x4 *RESTRICT input, GLOBAL u64 *RESTRICT partials,
+                           const u32 block_count, const u32 blocks_per_segment,
+                           const u64 hash_key_high, const u64 hash_key_low)
+{
+    const ghash_element hash_key = make_ghash_element(hash_key_high, hash_key_low);
+    const u32 segment_count = (block_count + blocks_per_segment - 1u) / blocks_per_segment;
+    for (u32 segment = GLOBAL_ID(); segment < segment_count; segment += GLOBAL_SIZE()) {
+        const u32 first = segment * blocks_per_segment;
+        const u32 end = block_count - first < blocks_per_segment ? block_count
+                                                                 : first + blocks_per_segment;
+        ghash_element state = make_ghash_element(0, 0);
+        for (u32 block = first; block < end; block++) {
+            const u32x4 words = swap_bytes_u32x4(input[block]);
+            state.high ^= ((u64)words.x << 32) | (u64)words.y;
+            state.low ^= ((u64)words.z << 32) | (u64)words.w;
+            state = ghash_multiply(state, hash_key);
+        }
+        partials[2u * segment] = state.high;
+        partials[2u * segment + 1u] = state.low;
     }
 }

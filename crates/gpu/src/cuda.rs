@@ -47,6 +47,7 @@ pub use compiler::{
 };
 pub use devices::CudaDeviceInfo;
 
+use crate::ghash::{self, SegmentPlan};
 use crate::host::{
     grown_capacity, launch_shape, slab_size, validate_geometry, KEY_TABLE_WORDS, MAX_SLAB_BYTES,
     ROUND_KEY_WORDS,
@@ -87,6 +88,12 @@ struct LoadedKernel {
     max_threads_per_block: usize,
     /// Dynamic shared memory to request at launch (0 in a static variant).
     shared_bytes: u32,
+}
+
+/// The GHASH kernel, which belongs to no cipher family.
+struct GhashFunction {
+    function: CudaFunction,
+    max_threads_per_block: usize,
 }
 
 /// A stream's slab buffers, grown on demand and kept for later calls.
@@ -185,6 +192,7 @@ pub struct CudaDevice {
     origin: ProgramOrigin,
     slab_bytes: usize,
     kernels: Vec<LoadedKernel>,
+    ghash: GhashFunction,
     state: Mutex<DeviceState>,
     streams: Vec<Arc<CudaStream>>,
     // Kept alive for the functions loaded from it.
@@ -320,6 +328,19 @@ impl CudaDevice {
                 });
             }
         }
+        let ghash_function = module
+            .load_function(ghash::KERNEL_NAME)
+            .or_cuda("cuModuleGetFunction")?;
+        let ghash = GhashFunction {
+            max_threads_per_block: usize::try_from(
+                ghash_function
+                    .max_threads_per_block()
+                    .or_cuda("cuFuncGetAttribute")?,
+            )
+            .unwrap_or(1)
+            .max(1),
+            function: ghash_function,
+        };
         let stream = &streams[0];
         let aes_tables = stream
             .clone_htod(&kernel_source::aes_table_words())
@@ -343,6 +364,7 @@ impl CudaDevice {
             origin,
             slab_bytes,
             kernels,
+            ghash,
             state: Mutex::new(state),
             streams,
             _module: module,
@@ -434,6 +456,90 @@ impl CudaDevice {
             .iter()
             .find(|loaded| loaded.family == family && loaded.operation == operation)
             .expect("a kernel exists for every family and operation")
+    }
+
+    /// GHASH partial sums of host `data`, one per segment of `segment_bytes`; see
+    /// [`GpuDevice::ghash_segments`]. Slab by slab on stream 0: the data is ciphertext and
+    /// the hash key a kernel argument, so nothing secret is left in device memory.
+    pub fn ghash_segments(
+        &self,
+        hash_key: &[u8; 16],
+        data: &[u8],
+        segment_bytes: usize,
+    ) -> Result<Vec<u128>, GpuError> {
+        let plan = SegmentPlan::new(segment_bytes, self.slab_bytes)?;
+        let segments = ghash::segment_count(data.len(), segment_bytes);
+        if segments == 0 {
+            return Ok(Vec::new());
+        }
+        let (key_high, key_low) = ghash::prepared_key_words(hash_key);
+        let blocks_per_segment = plan.blocks_per_segment();
+        // One call at a time per device, as for `process`; the geometry is read under it.
+        let state = self.lock_state();
+        let geometry = LaunchGeometry {
+            threads_per_group: state.geometry.threads_per_group,
+            blocks_per_thread: 1,
+        };
+        self.context.bind_to_thread().or_cuda("cuCtxSetCurrent")?;
+        let stream = &self.streams[0];
+        let mut partials = Vec::with_capacity(segments);
+        let mut padded = Vec::new();
+        for slab in data.chunks(plan.slab_bytes) {
+            let blocks = slab.len().div_ceil(16);
+            let slab_segments = ghash::segment_count(slab.len(), segment_bytes);
+            // A final partial block is hashed zero-padded; only the last slab can have one.
+            let input = if slab.len() % 16 == 0 {
+                stream.clone_htod(slab)
+            } else {
+                padded.clear();
+                padded.extend_from_slice(slab);
+                padded.resize(blocks * 16, 0);
+                stream.clone_htod(&padded)
+            }
+            .or_cuda("cuMemcpyHtoDAsync")?;
+            let mut output = stream
+                .alloc_zeros::<u64>(2 * slab_segments)
+                .or_cuda("cuMemAlloc")?;
+            let block_count = u32::try_from(blocks).map_err(|_| {
+                GpuError::InvalidInput(format!("{blocks} blocks do not fit one launch"))
+            })?;
+            let (group_size, groups) =
+                launch_shape(geometry, slab_segments, self.ghash.max_threads_per_block);
+            let config = LaunchConfig {
+                grid_dim: (u32::try_from(groups).unwrap_or(u32::MAX), 1, 1),
+                block_dim: (group_size as u32, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            {
+                let (input_pointer, _input_record) = input.device_ptr(stream);
+                let (output_pointer, _output_record) = output.device_ptr_mut(stream);
+                let mut launch = stream.launch_builder(&self.ghash.function);
+                launch
+                    .arg(&input_pointer)
+                    .arg(&output_pointer)
+                    .arg(&block_count)
+                    .arg(&blocks_per_segment)
+                    .arg(&key_high)
+                    .arg(&key_low);
+                // SAFETY: the arguments follow `ghash_segments` in parcrypt.cl in order and
+                // type: input and partials as device pointers, block count and blocks per
+                // segment as u32, the key's high and low words as u64. `input` holds
+                // `blocks` whole blocks and `output` two u64 per segment of them, both live
+                // allocations of this context that outlive the launch (they are dropped
+                // only after the copy back below, which is ordered after the kernel on the
+                // same stream); the kernel indexes only below those counts.
+                unsafe { launch.launch(config) }.or_cuda("cuLaunchKernel")?;
+            }
+            let words = stream.clone_dtoh(&output).or_cuda("cuMemcpyDtoHAsync")?;
+            stream.synchronize().or_cuda("cuStreamSynchronize")?;
+            partials.extend(
+                words
+                    .chunks_exact(2)
+                    .map(|pair| ghash::partial_from_words(pair[0], pair[1])),
+            );
+        }
+        drop(state);
+        Ok(partials)
     }
 
     /// Page-locked host memory of `bytes` bytes, zeroed, for [`CudaDevice::process_pinned`]:
@@ -1226,6 +1332,15 @@ impl GpuDevice for CudaDevice {
         data: &mut [u8],
     ) -> Result<(), GpuError> {
         CudaDevice::process(self, key, operation, data)
+    }
+
+    fn ghash_segments(
+        &self,
+        hash_key: &[u8; 16],
+        data: &[u8],
+        segment_bytes: usize,
+    ) -> Result<Vec<u128>, GpuError> {
+        CudaDevice::ghash_segments(self, hash_key, data, segment_bytes)
     }
 }
 

@@ -95,6 +95,15 @@ pub enum GpuError {
 
     #[error("{0}")]
     InvalidInput(String),
+
+    #[error(
+        "the {api} backend cannot run {operation} on the device; the caller runs it on the \
+         CPU instead"
+    )]
+    Unsupported {
+        api: &'static str,
+        operation: &'static str,
+    },
 }
 
 impl GpuError {

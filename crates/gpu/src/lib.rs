@@ -11,11 +11,15 @@
 //! [`GpuError::NoOpenClLibrary`], and nothing else is affected. Output is bit-identical to the
 //! CPU path (`parcrypt-modes` over `parcrypt-ciphers`); the tests compare every operation.
 //!
+//! The OpenCL and CUDA devices also compute GHASH partial sums for GCM ([`GpuDevice::ghash_segments`]), so that a
+//! GCM message's authentication runs where its CTR part runs.
+//!
 //! Each device runs a known-answer self-test of every kernel when it is opened and is refused
 //! if any result is wrong, so a miscompiled kernel or a broken driver never encrypts data.
 
 pub mod cuda;
 mod error;
+pub mod ghash;
 mod host;
 pub mod kernel_source;
 mod key_material;
@@ -134,7 +138,32 @@ pub trait GpuDevice: Send + Sync {
     fn description(&self) -> String;
     /// Runs `operation` over host `data` in place: copies in, launches, copies out and
     /// synchronises before returning, so the caller may use `data` at once.
-    fn process(&self, key: &KeyMaterial, operation: &GpuOperation, data: &mut [u8]) -> Result<(), GpuError>;
+    fn process(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+    ) -> Result<(), GpuError>;
+
+    /// GHASH partial sums of `data` on the device: one per consecutive segment of
+    /// `segment_bytes` (a multiple of 16; the last segment may be shorter, a final partial
+    /// block is zero-padded), each from a zero state, in order. `hash_key` is H = E_K(0^128).
+    /// Join them with [`ghash::join_partials`] or `GcmAccumulator::append`.
+    ///
+    /// Devices without the kernel return [`GpuError::Unsupported`], on which callers hash on
+    /// the CPU.
+    fn ghash_segments(
+        &self,
+        hash_key: &[u8; 16],
+        data: &[u8],
+        segment_bytes: usize,
+    ) -> Result<Vec<u128>, GpuError> {
+        let _ = (hash_key, data, segment_bytes);
+        Err(GpuError::Unsupported {
+            api: self.api(),
+            operation: "GHASH",
+        })
+    }
 }
 
 impl GpuDevice for OpenClDevice {
@@ -146,7 +175,21 @@ impl GpuDevice for OpenClDevice {
         self.info().to_string()
     }
 
-    fn process(&self, key: &KeyMaterial, operation: &GpuOperation, data: &mut [u8]) -> Result<(), GpuError> {
+    fn process(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+    ) -> Result<(), GpuError> {
         OpenClDevice::process(self, key, operation, data)
+    }
+
+    fn ghash_segments(
+        &self,
+        hash_key: &[u8; 16],
+        data: &[u8],
+        segment_bytes: usize,
+    ) -> Result<Vec<u128>, GpuError> {
+        OpenClDevice::ghash_segments(self, hash_key, data, segment_bytes)
     }
 }

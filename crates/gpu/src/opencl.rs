@@ -25,6 +25,7 @@ use opencl3::types::{cl_device_id, CL_BLOCKING, CL_NON_BLOCKING};
 pub use program::ProgramOrigin;
 
 use crate::error::ApiResultExt;
+use crate::ghash::{self, SegmentPlan};
 use crate::host::{
     grown_capacity, launch_shape, slab_size, validate_geometry, KEY_TABLE_WORDS, ROUND_KEY_WORDS,
 };
@@ -84,6 +85,12 @@ struct LoadedKernel {
     max_group_size: usize,
 }
 
+/// The GHASH kernel, which belongs to no cipher family.
+struct GhashKernel {
+    kernel: Kernel,
+    max_group_size: usize,
+}
+
 /// A queue's pair of slab buffers, grown on demand and kept for later calls.
 #[derive(Default)]
 struct Slot {
@@ -125,6 +132,7 @@ impl Slot {
 struct DeviceState {
     geometry: LaunchGeometry,
     kernels: Vec<LoadedKernel>,
+    ghash: GhashKernel,
     slots: [Slot; 2],
     round_keys: Buffer<u32>,
     key_tables: Buffer<u32>,
@@ -167,7 +175,7 @@ struct ArgumentList<'a> {
 impl ArgumentList<'_> {
     /// # Safety
     /// `T` must have the size and layout of the kernel's parameter at this position:
-    /// `cl_mem` for pointers, `u32` for `u32`, `[u32; 2]` / `[u32; 4]` for `u32x2` / `u32x4`.
+    /// `cl_mem` for pointers, `u32` / `u64` for `u32` / `u64`, `[u32; 2]` / `[u32; 4]` for `u32x2` / `u32x4`.
     unsafe fn push<T>(&mut self, value: &T) -> Result<(), GpuError> {
         // SAFETY: the caller guarantees the type matches the parameter.
         unsafe { self.kernel.set_arg(self.next, value) }.or_api("clSetKernelArg")?;
@@ -318,6 +326,7 @@ impl OpenClDevice {
                     .or_api("clCreateKernel")?;
             }
         }
+        Kernel::create(&program, ghash::KERNEL_NAME).or_api("clCreateKernel")?;
         Ok(())
     }
 
@@ -351,6 +360,13 @@ impl OpenClDevice {
                 });
             }
         }
+        let ghash_kernel = Kernel::create(&program, ghash::KERNEL_NAME).or_api("clCreateKernel")?;
+        let ghash = GhashKernel {
+            max_group_size: ghash_kernel
+                .get_work_group_size(device.id)
+                .or_api("clGetKernelWorkGroupInfo")?,
+            kernel: ghash_kernel,
+        };
         let mut aes_tables = word_buffer(&context, 576)?;
         write_words(
             &queues[0],
@@ -360,6 +376,7 @@ impl OpenClDevice {
         let state = DeviceState {
             geometry,
             kernels,
+            ghash,
             slots: Default::default(),
             round_keys: word_buffer(&context, ROUND_KEY_WORDS)?,
             key_tables: word_buffer(&context, KEY_TABLE_WORDS)?,
@@ -506,6 +523,7 @@ impl OpenClDevice {
             geometry,
             kernels,
             slots,
+            ghash: _,
             round_keys,
             key_tables,
             aes_tables,
@@ -594,6 +612,132 @@ impl OpenClDevice {
             unsafe { queue.enqueue_read_buffer(output, CL_NON_BLOCKING, 0, slab, &[]) }
                 .or_api("clEnqueueReadBuffer")?;
             // Starts the device on this slab while the next one is enqueued.
+            queue.flush().or_api("clFlush")?;
+        }
+        Ok(())
+    }
+}
+
+impl OpenClDevice {
+    /// GHASH partial sums of `data`, one per segment of `segment_bytes`; see
+    /// [`crate::GpuDevice::ghash_segments`]. Nothing secret stays on the device: the hash key
+    /// is a kernel argument, and the data is ciphertext.
+    pub fn ghash_segments(
+        &self,
+        hash_key: &[u8; 16],
+        data: &[u8],
+        segment_bytes: usize,
+    ) -> Result<Vec<u128>, GpuError> {
+        let plan = SegmentPlan::new(segment_bytes, self.slab_bytes)?;
+        let segments = ghash::segment_count(data.len(), segment_bytes);
+        if segments == 0 {
+            return Ok(Vec::new());
+        }
+        // 16 bytes per segment: the (high, low) u64 pair the kernel writes, device order.
+        let mut partial_bytes = vec![0u8; 16 * segments];
+        let mut state = self.lock_state();
+        let ran = self.run_ghash_slabs(&mut state, hash_key, plan, data, &mut partial_bytes);
+        self.wait_for_queues();
+        ran?;
+        Ok(partial_bytes
+            .chunks_exact(16)
+            .map(|pair| {
+                let high = u64::from_le_bytes(pair[..8].try_into().expect("8 bytes"));
+                let low = u64::from_le_bytes(pair[8..].try_into().expect("8 bytes"));
+                ghash::partial_from_words(high, low)
+            })
+            .collect())
+    }
+
+    /// Enqueues every slab of whole segments: upload (a final partial block zero-padded),
+    /// kernel, download of the slab's partial sums, on alternating queues. The caller
+    /// waits for the queues.
+    fn run_ghash_slabs(
+        &self,
+        state: &mut DeviceState,
+        hash_key: &[u8; 16],
+        plan: SegmentPlan,
+        data: &[u8],
+        partial_bytes: &mut [u8],
+    ) -> Result<(), GpuError> {
+        let (key_high, key_low) = ghash::prepared_key_words(hash_key);
+        let blocks_per_segment = plan.blocks_per_segment();
+        let segments_per_slab = plan.slab_bytes / plan.segment_bytes;
+        // One thread per segment: the grid-stride loop gives a thread more only when the
+        // device allows fewer threads than segments.
+        let geometry = LaunchGeometry {
+            threads_per_group: state.geometry.threads_per_group,
+            blocks_per_thread: 1,
+        };
+        let slabs = data
+            .chunks(plan.slab_bytes)
+            .zip(partial_bytes.chunks_mut(16 * segments_per_slab));
+        for (slab_index, (slab, slab_partials)) in slabs.enumerate() {
+            let queue = &self.queues[slab_index % 2];
+            let slot = &mut state.slots[slab_index % 2];
+            let blocks = slab.len().div_ceil(16);
+            let segments = ghash::segment_count(slab.len(), plan.segment_bytes);
+            slot.reserve(&self.context, blocks * 16, self.slab_bytes)?;
+            let (Some(input), Some(output)) = (slot.input.as_mut(), slot.output.as_ref()) else {
+                unreachable!("reserve leaves both buffers allocated");
+            };
+            let whole = slab.len() / 16 * 16;
+            if whole > 0 {
+                // SAFETY: non-blocking, so the device reads `slab` after this returns; `slab`
+                // is borrowed from `data` until `ghash_segments` has waited for both queues,
+                // and the buffer holds at least `blocks * 16 >= whole` bytes.
+                unsafe {
+                    queue.enqueue_write_buffer(input, CL_NON_BLOCKING, 0, &slab[..whole], &[])
+                }
+                .or_api("clEnqueueWriteBuffer")?;
+            }
+            if whole < slab.len() {
+                let mut last = [0u8; 16];
+                last[..slab.len() - whole].copy_from_slice(&slab[whole..]);
+                // SAFETY: blocking, so `last` is read before it goes out of scope; the block
+                // at `whole` is the buffer's last of `blocks`, inside its capacity.
+                unsafe { queue.enqueue_write_buffer(input, CL_BLOCKING, whole, &last, &[]) }
+                    .or_api("clEnqueueWriteBuffer")?;
+            }
+
+            let mut arguments = ArgumentList {
+                kernel: &state.ghash.kernel,
+                next: 0,
+            };
+            let block_count = blocks as u32;
+            // SAFETY: the order and types follow `ghash_segments` in parcrypt.cl: input and
+            // partials buffers, block count and blocks per segment as u32, the key's high
+            // and low words as u64. The output buffer holds `blocks * 16` bytes, at least the
+            // 16 bytes per segment the kernel writes (every segment has a block).
+            unsafe {
+                arguments.push(&input.get())?;
+                arguments.push(&output.get())?;
+                arguments.push(&block_count)?;
+                arguments.push(&blocks_per_segment)?;
+                arguments.push(&key_high)?;
+                arguments.push(&key_low)?;
+            }
+            let (group_size, groups) = launch_shape(geometry, segments, state.ghash.max_group_size);
+            // SAFETY: every argument was set above; one-dimensional sizes, the global size a
+            // multiple of the group size.
+            unsafe {
+                queue.enqueue_nd_range_kernel(
+                    state.ghash.kernel.get(),
+                    1,
+                    ptr::null(),
+                    [groups * group_size].as_ptr(),
+                    [group_size].as_ptr(),
+                    &[],
+                )
+            }
+            .or_api("clEnqueueNDRangeKernel")?;
+
+            let slab_partials = &mut slab_partials[..16 * segments];
+            // SAFETY: non-blocking; the device writes `slab_partials` after the kernel, in
+            // queue order. It is a disjoint piece of the caller's vector, untouched until
+            // both queues are drained, and the buffer holds more than its length.
+            unsafe { queue.enqueue_read_buffer(output, CL_NON_BLOCKING, 0, slab_partials, &[]) }
+                .or_api("clEnqueueReadBuffer")?;
             queue.flush().or_api("clFlush")?;
         }
         Ok(())

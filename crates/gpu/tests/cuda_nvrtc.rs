@@ -39,6 +39,7 @@ fn every_kernel_name() -> Vec<&'static str> {
                 .iter()
                 .map(move |&operation| kernel_name(family, operation))
         })
+        .chain([parcrypt_gpu::ghash::KERNEL_NAME])
         .collect()
 }
 

@@ -313,3 +313,29 @@ fn device_list_describes_the_device() {
         assert_eq!(device.table_copies(), TableCopies::uniform(32));
     }
 }
+
+#[test]
+fn ghash_partial_sums_join_to_the_cpu_ghash() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    cases::ghash_cases(
+        0x6768_6173,
+        &cases::GHASH_SEGMENT_SIZES,
+        |hash_key, data, segment_bytes| device.ghash_segments(hash_key, data, segment_bytes),
+    );
+}
+
+#[test]
+fn ghash_slabs_of_whole_segments_match_the_cpu() {
+    let options = OpenOptions {
+        slab_bytes: cases::TEST_SLAB_BYTES,
+        ..OpenOptions::default()
+    };
+    let Some(device) = open(&options) else { return };
+    cases::ghash_cases(
+        0x736c_6162,
+        &[16, 48, 1024, 4096],
+        |hash_key, data, segment_bytes| device.ghash_segments(hash_key, data, segment_bytes),
+    );
+}

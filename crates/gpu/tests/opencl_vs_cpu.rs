@@ -189,3 +189,39 @@ fn device_list_describes_the_device() {
     assert!(info.compute_units >= 1 && info.local_memory_bytes > 0);
     assert!(info.to_string().starts_with(&format!("#{} ", info.index)));
 }
+
+#[test]
+fn ghash_partial_sums_join_to_the_cpu_ghash() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    cases::ghash_cases(
+        0x6768_6173,
+        &cases::GHASH_SEGMENT_SIZES,
+        |hash_key, data, segment_bytes| device.ghash_segments(hash_key, data, segment_bytes),
+    );
+}
+
+#[test]
+fn ghash_slabs_of_whole_segments_alternate_queues() {
+    let options = OpenOptions {
+        slab_bytes: cases::TEST_SLAB_BYTES,
+        ..OpenOptions::default()
+    };
+    let Some(device) = open(&options) else { return };
+    // 4144-byte slabs: 4096 bytes of 1024- or 4096-byte segments, 4128 of 48-byte ones.
+    cases::ghash_cases(
+        0x736c_6162,
+        &[16, 48, 1024, 4096],
+        |hash_key, data, segment_bytes| device.ghash_segments(hash_key, data, segment_bytes),
+    );
+    for bad in [0, 24, cases::TEST_SLAB_BYTES + 16] {
+        assert!(
+            matches!(
+                device.ghash_segments(&[1; 16], &[0; 64], bad),
+                Err(GpuError::InvalidInput(_))
+            ),
+            "{bad}-byte segments must be refused"
+        );
+    }
+}

@@ -410,3 +410,63 @@ pub fn bad_length_cases(
         Err(GpuError::InvalidInput(_))
     ));
 }
+
+/// GHASH segment sizes: one block, three blocks, a page, a Cobblestone chunk, a MiB.
+pub const GHASH_SEGMENT_SIZES: [usize; 5] = [16, 48, 4096, 16 << 10, 1 << 20];
+
+/// GHASH partial sums from the device (`segments(hash_key, data, segment_bytes)`), joined
+/// on the host, against the CPU's GHASH of the zero-padded data; random H and data of every
+/// size in [`SIZES`], plus the edge keys and data (H = 0, all ones, one bit).
+pub fn ghash_cases(
+    seed: u64,
+    segment_sizes: &[usize],
+    segments: impl Fn(&[u8; 16], &[u8], usize) -> Result<Vec<u128>, GpuError>,
+) {
+    use parcrypt_gpu::ghash::join_partials;
+    use parcrypt_modes::ghash::GhashKey;
+
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut cases: Vec<([u8; 16], Vec<u8>)> = SIZES
+        .iter()
+        .map(|&size| {
+            let mut hash_key = [0u8; 16];
+            rng.fill_bytes(&mut hash_key);
+            (hash_key, random_bytes(&mut rng, size))
+        })
+        .collect();
+    let mut one_bit = [0u8; 16];
+    one_bit[0] = 0x80;
+    cases.push(([0u8; 16], random_bytes(&mut rng, 100)));
+    cases.push(([0xff; 16], vec![0xff; 4096 + 5]));
+    cases.push((one_bit, random_bytes(&mut rng, 4096 + 5)));
+
+    for (hash_key, data) in &cases {
+        let key = GhashKey::new(hash_key);
+        let mut padded = data.clone();
+        padded.resize(data.len().div_ceil(16) * 16, 0);
+        let mut expected = 0u128;
+        key.update(&mut expected, &padded);
+        for &segment_bytes in segment_sizes {
+            let partials = segments(hash_key, data, segment_bytes).unwrap_or_else(|error| {
+                panic!(
+                    "GHASH of {} bytes in {segment_bytes}-byte segments: {error}",
+                    data.len()
+                )
+            });
+            assert_eq!(
+                partials.len(),
+                data.len().div_ceil(segment_bytes),
+                "one partial sum per segment ({} bytes, {segment_bytes}-byte segments)",
+                data.len()
+            );
+            let joined = join_partials(&key, &partials, segment_bytes, data.len());
+            assert_eq!(
+                joined,
+                expected,
+                "GHASH of {} bytes in {segment_bytes}-byte segments, H = {}",
+                data.len(),
+                hex::encode(hash_key)
+            );
+        }
+    }
+}

@@ -1,0 +1,314 @@
+//! The GPU backend of [`ChunkBatcher`]: CTR and GHASH of a batch's chunks run on the
+//! engine's device, the per-chunk tags are finished on the host.
+//!
+//! Every chunk is an AES-GCM message with its own nonce and no AAD, so its tag needs only
+//! the GHASH sum of its ciphertext, which the device gives as one partial sum per 16 KiB
+//! chunk (the chunk size is the GHASH segment size); the host hashes on the length block
+//! (one multiplication by H) and masks with E_K(J0). Opening hashes every chunk and checks every tag *before* any chunk is
+//! decrypted, so the device never produces unauthenticated plaintext.
+//!
+//! First version: CTR is one device call per chunk (the CTR operation takes one counter per
+//! call); a kernel with per-chunk counter blocks would run a batch in one launch.
+
+use parcrypt_ciphers::{new_cipher, BlockCipher, Implementation};
+use parcrypt_engine::Engine;
+use parcrypt_gpu::{GpuDevice, GpuError, GpuOperation, KeyMaterial};
+use parcrypt_modes::ctr::{Counter, CounterRule};
+use parcrypt_modes::ghash::GhashKey;
+use subtle::ConstantTimeEq;
+use zeroize::{Zeroize, Zeroizing};
+
+use crate::chunks::{batch_chunks, pre_counter, ChunkBatcher, CpuChunks};
+use crate::cobblestone::{MessageKeys, CHUNK_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
+use crate::error::FormatError;
+
+/// The batcher for `engine`: its GPU when it has one, its CPU threads otherwise.
+pub fn batcher_for(engine: &Engine) -> Box<dyn ChunkBatcher + '_> {
+    match GpuChunks::new(engine) {
+        Some(gpu) => Box::new(gpu),
+        None => Box::new(CpuChunks::new(engine)),
+    }
+}
+
+/// Seals and opens batches on the engine's GPU (`opencl`, `cuda`).
+pub struct GpuChunks<'e> {
+    gpu: &'e dyn GpuDevice,
+}
+
+impl<'e> GpuChunks<'e> {
+    /// `None` when the engine has no GPU.
+    pub fn new(engine: &'e Engine) -> Option<Self> {
+        engine.gpu().map(|gpu| GpuChunks { gpu })
+    }
+}
+
+/// One message's key in the forms a batch needs: the device's key material, and on the
+/// host the cipher (for E_K(J0)), H for the device and the GHASH key for the tags.
+struct BatchKey {
+    material: KeyMaterial,
+    cipher: Box<dyn BlockCipher>,
+    hash_key: Zeroizing<[u8; 16]>,
+    ghash: GhashKey,
+}
+
+impl BatchKey {
+    fn new(keys: &MessageKeys) -> Result<Self, FormatError> {
+        let algorithm = keys.suite().algorithm();
+        let material = KeyMaterial::new(algorithm, keys.key()).map_err(device_error)?;
+        let cipher = new_cipher(algorithm, Implementation::Fast, keys.key())
+            .map_err(|error| FormatError::Backend(error.to_string()))?;
+        let mut hash_key = Zeroizing::new([0u8; 16]);
+        cipher.encrypt_blocks(hash_key.as_mut_slice());
+        let ghash = GhashKey::new(&hash_key);
+        Ok(BatchKey { material, cipher, hash_key, ghash })
+    }
+
+    /// The tag of a chunk of `text_bytes` whose ciphertext's GHASH sum is `partial`: the
+    /// length block (no AAD) hashed on, then masked with E_K(J0).
+    fn tag(&self, pre_counter: &[u8; 16], mut partial: u128, text_bytes: usize) -> [u8; TAG_BYTES] {
+        let mut lengths = [0u8; 16];
+        lengths[8..].copy_from_slice(&(text_bytes as u64 * 8).to_be_bytes());
+        self.ghash.update(&mut partial, &lengths);
+        let mut mask = *pre_counter;
+        self.cipher.encrypt_blocks(&mut mask);
+        let mut tag = partial.to_be_bytes();
+        for (byte, mask) in tag.iter_mut().zip(&mask) {
+            *byte ^= mask;
+        }
+        partial.zeroize();
+        mask.zeroize();
+        tag
+    }
+}
+
+fn device_error(error: GpuError) -> FormatError {
+    FormatError::Backend(error.to_string())
+}
+
+/// The texts of a batch's chunks, back to back (tags left out): the layout in which one
+/// GHASH call with 16 KiB segments gives one partial sum per chunk.
+fn gather_texts(batch: &[u8]) -> Zeroizing<Vec<u8>> {
+    let mut texts = Zeroizing::new(Vec::with_capacity(batch.len()));
+    for chunk in batch.chunks(SEALED_CHUNK_BYTES) {
+        texts.extend_from_slice(&chunk[..chunk.len() - TAG_BYTES]);
+    }
+    texts
+}
+
+impl GpuChunks<'_> {
+    /// CTR over the texts of chunks `0..count` of the batch (back to back in `texts`), each
+    /// from its own nonce's first text counter.
+    fn apply_ctr(
+        &self,
+        keys: &MessageKeys,
+        key: &BatchKey,
+        first_chunk: u64,
+        texts: &mut [u8],
+        count: usize,
+    ) -> Result<(), FormatError> {
+        for (index, text) in (first_chunk..).zip(texts.chunks_mut(CHUNK_BYTES)).take(count) {
+            let mut counter = vec![0u8; 16];
+            Counter::new(&pre_counter(&keys.nonce(index)?), CounterRule::Low32)
+                .advanced(1)
+                .write(&mut counter);
+            let operation = GpuOperation::Ctr { counter, rule: CounterRule::Low32 };
+            self.gpu.process(&key.material, &operation, text).map_err(device_error)?;
+        }
+        Ok(())
+    }
+
+    /// Each chunk's expected tag over its ciphertext in `texts`.
+    fn tags(
+        &self,
+        keys: &MessageKeys,
+        key: &BatchKey,
+        first_chunk: u64,
+        texts: &[u8],
+        count: usize,
+    ) -> Result<Vec<[u8; TAG_BYTES]>, FormatError> {
+        let partials = self
+            .gpu
+            .ghash_segments(&key.hash_key, texts, CHUNK_BYTES)
+            .map_err(device_error)?;
+        let mut tags = Vec::with_capacity(count);
+        for position in 0..count {
+            let start = (position * CHUNK_BYTES).min(texts.len());
+            let text_bytes = (texts.len() - start).min(CHUNK_BYTES);
+            // An empty final chunk has no segment; its GHASH sum is zero.
+            let partial = partials.get(position).copied().unwrap_or(0);
+            let nonce = keys.nonce(first_chunk + position as u64)?;
+            tags.push(key.tag(&pre_counter(&nonce), partial, text_bytes));
+        }
+        Ok(tags)
+    }
+}
+
+/// Copies the texts of chunks `0..count` back into their places in the batch.
+fn scatter_texts(texts: &[u8], batch: &mut [u8], count: usize) {
+    for (chunk, text) in batch.chunks_mut(SEALED_CHUNK_BYTES).zip(texts.chunks(CHUNK_BYTES)).take(count) {
+        chunk[..text.len()].copy_from_slice(text);
+    }
+}
+
+impl ChunkBatcher for GpuChunks<'_> {
+    fn name(&self) -> String {
+        self.gpu.api().to_string()
+    }
+
+    fn seal_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<(), FormatError> {
+        let count = batch_chunks(first_chunk, batch)? as usize;
+        let key = BatchKey::new(keys)?;
+        let mut texts = gather_texts(batch);
+        self.apply_ctr(keys, &key, first_chunk, &mut texts, count)?;
+        let tags = self.tags(keys, &key, first_chunk, &texts, count)?;
+        scatter_texts(&texts, batch, count);
+        for (chunk, tag) in batch.chunks_mut(SEALED_CHUNK_BYTES).zip(&tags) {
+            let tag_start = chunk.len() - TAG_BYTES;
+            chunk[tag_start..].copy_from_slice(tag);
+        }
+        Ok(())
+    }
+
+    fn open_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<(), FormatError> {
+        let count = batch_chunks(first_chunk, batch)? as usize;
+        let key = BatchKey::new(keys)?;
+        let mut texts = gather_texts(batch);
+        let mut expected = self.tags(keys, &key, first_chunk, &texts, count)?;
+        // Every tag is compared (in constant time) before anything is decrypted.
+        let failed = batch
+            .chunks(SEALED_CHUNK_BYTES)
+            .zip(&expected)
+            .position(|(chunk, tag)| !bool::from(chunk[chunk.len() - TAG_BYTES..].ct_eq(tag)));
+        expected.zeroize();
+        let authenticated = failed.unwrap_or(count);
+        self.apply_ctr(keys, &key, first_chunk, &mut texts, authenticated)?;
+        scatter_texts(&texts, batch, authenticated);
+        match failed {
+            None => Ok(()),
+            Some(position) => {
+                batch[position * SEALED_CHUNK_BYTES..].zeroize();
+                Err(FormatError::DamagedChunk { index: first_chunk + position as u64 })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cobblestone::Suite;
+    use parcrypt_engine::Backend;
+
+    /// The machine's GPU engines (OpenCL on PoCL in CI), saying which are missing.
+    fn gpu_engines() -> Vec<Engine> {
+        Backend::GPU
+            .iter()
+            .filter_map(|&backend| match Engine::new(backend, Some(2)) {
+                Ok(engine) => Some(engine),
+                Err(error) => {
+                    println!("SKIPPED {}: {error}", backend.name());
+                    None
+                }
+            })
+            .collect()
+    }
+
+    /// A batch in file layout (text, then a zeroed tag, per chunk) of `text_bytes`.
+    fn layout(text_bytes: usize) -> (Vec<u8>, Vec<u8>) {
+        let plaintext: Vec<u8> = (0..text_bytes).map(|i| (i * 7 + i / 5000) as u8).collect();
+        let mut batch = Vec::new();
+        for piece in plaintext.chunks(CHUNK_BYTES) {
+            batch.extend_from_slice(piece);
+            batch.extend_from_slice(&[0u8; TAG_BYTES]);
+        }
+        if text_bytes == 0 {
+            batch.extend_from_slice(&[0u8; TAG_BYTES]);
+        }
+        (plaintext, batch)
+    }
+
+    #[test]
+    fn gpu_batches_equal_the_cpu_batches_and_open_back() {
+        let cpu_engine = Engine::new(Backend::Seq, None).unwrap();
+        let cpu = CpuChunks::new(&cpu_engine);
+        for engine in gpu_engines() {
+            let gpu = GpuChunks::new(&engine).expect("a GPU engine has a device");
+            for suite in Suite::ALL {
+                let keys = MessageKeys::derive(suite, &vec![9u8; suite.key_bytes()], &[1; 24], b"ctx").unwrap();
+                for text_bytes in [0, 1, 17, CHUNK_BYTES, CHUNK_BYTES + 1, 5 * CHUNK_BYTES + 1234] {
+                    let context = format!("{} {suite} {text_bytes} bytes", engine.backend().name());
+                    let (plaintext, batch) = layout(text_bytes);
+                    let mut expected = batch.clone();
+                    cpu.seal_batch(&keys, 3, &mut expected).unwrap();
+                    let mut sealed = batch.clone();
+                    gpu.seal_batch(&keys, 3, &mut sealed).unwrap();
+                    assert!(sealed == expected, "{context}: sealed batches differ");
+
+                    let mut opened = sealed.clone();
+                    gpu.open_batch(&keys, 3, &mut opened).unwrap();
+                    let mut reopened = batch.clone();
+                    for (chunk, piece) in reopened.chunks_mut(SEALED_CHUNK_BYTES).zip(plaintext.chunks(CHUNK_BYTES)) {
+                        chunk[..piece.len()].copy_from_slice(piece);
+                    }
+                    let texts_only = |bytes: &[u8]| gather_texts(bytes).to_vec();
+                    assert_eq!(texts_only(&opened), plaintext, "{context}: opened text");
+                    assert_eq!(texts_only(&reopened), plaintext);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_damaged_chunk_releases_nothing_from_it_on() {
+        for engine in gpu_engines() {
+            let gpu = GpuChunks::new(&engine).unwrap();
+            let keys = MessageKeys::derive(Suite::Cobblestone128, &[9u8; 16], &[1; 24], b"").unwrap();
+            let (plaintext, mut batch) = layout(6 * CHUNK_BYTES + 100);
+            gpu.seal_batch(&keys, 0, &mut batch).unwrap();
+            let mut damaged = batch.clone();
+            damaged[2 * SEALED_CHUNK_BYTES + 5] ^= 1;
+            damaged[4 * SEALED_CHUNK_BYTES + CHUNK_BYTES] ^= 1; // a tag byte
+            let error = gpu.open_batch(&keys, 0, &mut damaged).unwrap_err();
+            assert!(matches!(error, FormatError::DamagedChunk { index: 2 }), "{error}");
+            assert!(damaged[2 * SEALED_CHUNK_BYTES..].iter().all(|&byte| byte == 0));
+            assert_eq!(&damaged[..CHUNK_BYTES], &plaintext[..CHUNK_BYTES]);
+            // The same batch at another position fails at its first chunk.
+            let mut misplaced = batch.clone();
+            let error = gpu.open_batch(&keys, 1, &mut misplaced).unwrap_err();
+            assert!(matches!(error, FormatError::DamagedChunk { index: 1 }), "{error}");
+            assert!(misplaced.iter().all(|&byte| byte == 0));
+        }
+    }
+
+    #[test]
+    fn files_are_byte_identical_to_the_cpu_backend() {
+        use crate::message::{Envelope, Format, Salts, Secret, Setup};
+        use crate::stream::{decrypt_chunks, encrypt_chunks, StreamOptions};
+        let cpu_engine = Engine::new(Backend::Pool, Some(2)).unwrap();
+        let key = [5u8; 32];
+        let salts = Salts { cobblestone: [7; crate::cobblestone::SALT_BYTES], argon2: [8; crate::header::KDF_SALT_BYTES] };
+        let message: Vec<u8> = (0..3 * CHUNK_BYTES + 77).map(|i| (i % 251) as u8).collect();
+        let setup = Setup { format: Format::Cobblestone, suite: Suite::Cobblestone256, ..Setup::default() };
+        let seal = |batcher: &dyn ChunkBatcher| {
+            let (envelope, keys) = Envelope::create_with_salts(&setup, Secret::Key(&key), salts).unwrap();
+            let mut sealed = envelope.to_bytes();
+            // Batches of two chunks: a batch boundary falls inside the message.
+            let options = StreamOptions { batch_chunks: 2, progress: None };
+            encrypt_chunks(batcher, &keys, &mut &message[..], &mut sealed, &options).unwrap();
+            sealed
+        };
+        let expected = seal(&CpuChunks::new(&cpu_engine));
+        for engine in gpu_engines() {
+            let batcher = batcher_for(&engine);
+            assert_eq!(batcher.name(), engine.backend().name());
+            let sealed = seal(batcher.as_ref());
+            assert!(sealed == expected, "{}: files differ", engine.backend().name());
+            let mut reader = &sealed[..];
+            let envelope = Envelope::read(Format::Cobblestone, &mut reader).unwrap();
+            let keys = envelope.unlock(Secret::Key(&key), b"").unwrap();
+            let mut opened = Vec::new();
+            decrypt_chunks(batcher.as_ref(), &keys, &mut reader, &mut opened, &StreamOptions::default()).unwrap();
+            assert!(opened == message);
+        }
+    }
+}

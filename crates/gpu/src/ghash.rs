@@ -1,0 +1,118 @@
+//! GHASH on a device: what the OpenCL and CUDA hosts share around the `ghash_segments`
+//! kernel of `parcrypt.cl`.
+//!
+//! The device returns one partial sum per segment of `segment_bytes` (from a zero state, a
+//! final partial block zero-padded); joining them in order with powers of H is O(segments)
+//! work on the host, which [`join_partials`] does and which `GcmAccumulator::append` does
+//! for a GCM message.
+
+use parcrypt_modes::ghash::GhashKey;
+
+use crate::host::MAX_SLAB_BYTES;
+use crate::GpuError;
+
+/// The kernel's function name in `parcrypt.cl`.
+pub const KERNEL_NAME: &str = "ghash_segments";
+
+const BLOCK_BYTES: usize = 16;
+
+/// The hash key as the kernel takes it, (high, low) words of `H * x^-1`: the form
+/// `parcrypt_modes::ghash` keeps the right operand of every multiplication in, so that the
+/// Montgomery reduction's extra factor x cancels. Must match that module's `prepare`; the
+/// tests compare the kernel's sums with `GhashKey::update`, which would catch a mismatch.
+pub(crate) fn prepared_key_words(hash_key: &[u8; 16]) -> (u64, u64) {
+    const X_INVERSE: u128 = 0xc200_0000_0000_0000_0000_0000_0000_0001;
+    let element = u128::from_be_bytes(*hash_key);
+    let carry_mask = 0u128.wrapping_sub(element >> 127);
+    let prepared = (element << 1) ^ (X_INVERSE & carry_mask);
+    ((prepared >> 64) as u64, prepared as u64)
+}
+
+/// How a call's data is cut: launches (slabs) of whole segments, segments of whole blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SegmentPlan {
+    pub segment_bytes: usize,
+    /// Bytes per launch: a whole number of segments.
+    pub slab_bytes: usize,
+}
+
+impl SegmentPlan {
+    /// Checks `segment_bytes` (whole blocks, at least one, at most one slab) and sizes the
+    /// launches to as many whole segments as fit `slab_limit` bytes.
+    pub(crate) fn new(segment_bytes: usize, slab_limit: usize) -> Result<Self, GpuError> {
+        let slab_limit = slab_limit.min(MAX_SLAB_BYTES);
+        if segment_bytes == 0
+            || !segment_bytes.is_multiple_of(BLOCK_BYTES)
+            || segment_bytes > slab_limit
+        {
+            return Err(GpuError::InvalidInput(format!(
+                "GHASH segments must be whole 16-byte blocks, at least one and at most \
+                 {slab_limit} bytes (this device's slab), got {segment_bytes}"
+            )));
+        }
+        Ok(SegmentPlan {
+            segment_bytes,
+            slab_bytes: slab_limit / segment_bytes * segment_bytes,
+        })
+    }
+
+    pub(crate) fn blocks_per_segment(self) -> u32 {
+        (self.segment_bytes / BLOCK_BYTES) as u32
+    }
+}
+
+/// Segments in `bytes` of data (a final short segment counts).
+pub(crate) fn segment_count(bytes: usize, segment_bytes: usize) -> usize {
+    bytes.div_ceil(segment_bytes)
+}
+
+/// A partial sum from the kernel's (high, low) words.
+pub(crate) fn partial_from_words(high: u64, low: u64) -> u128 {
+    (u128::from(high) << 64) | u128::from(low)
+}
+
+/// The GHASH of `total_bytes` of data from a zero state, from the partial sums of its
+/// consecutive segments of `segment_bytes` (the last may be shorter): each running sum is
+/// carried past the next segment by H^(its blocks) and the segment's sum added.
+pub fn join_partials(
+    key: &GhashKey,
+    partials: &[u128],
+    segment_bytes: usize,
+    total_bytes: usize,
+) -> u128 {
+    let mut state = 0u128;
+    let mut remaining = total_bytes;
+    for partial in partials {
+        let bytes = remaining.min(segment_bytes);
+        state = key.mul_h_pow(state, bytes.div_ceil(BLOCK_BYTES) as u64) ^ partial;
+        remaining -= bytes;
+    }
+    state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_take_whole_segments_per_launch() {
+        let plan = SegmentPlan::new(4096, 10_000).unwrap();
+        assert_eq!(plan.slab_bytes, 8192);
+        assert_eq!(plan.blocks_per_segment(), 256);
+        assert!(SegmentPlan::new(0, 1 << 20).is_err());
+        assert!(SegmentPlan::new(24, 1 << 20).is_err());
+        assert!(SegmentPlan::new(2 << 20, 1 << 20).is_err());
+        assert_eq!(segment_count(0, 16), 0);
+        assert_eq!(segment_count(17, 16), 2);
+    }
+
+    #[test]
+    fn the_prepared_key_is_h_times_x_inverse() {
+        // A one-bit shift, plus x^-1's constant when a bit falls off the top.
+        let mut h = [0u8; 16];
+        h[0] = 0x40;
+        assert_eq!(prepared_key_words(&h), (0x8000_0000_0000_0000, 0));
+        h[0] = 0x80;
+        assert_eq!(prepared_key_words(&h), (0xc200_0000_0000_0000, 1));
+    }
+}

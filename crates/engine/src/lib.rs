@@ -285,7 +285,7 @@ impl Engine {
                 // others are doing (no stealing); the plan makes that one range per thread.
                 // Each slot is taken exactly once, by the thread it belongs to.
                 let count = ranges.len();
-                let slots: Vec<std::sync::Mutex<Option<(usize, &mut [u8])>>> =
+                let slots: Vec<Slot<'_>> =
                     ranges.into_iter().map(|range| std::sync::Mutex::new(Some(range))).collect();
                 let per_thread = pool.broadcast(|context| {
                     (context.index()..count)
@@ -308,6 +308,9 @@ impl Engine {
         }
     }
 }
+
+/// A range waiting for the `threads` team member it belongs to: (offset, bytes).
+type Slot<'a> = std::sync::Mutex<Option<(usize, &'a mut [u8])>>;
 
 /// Opens the first device of a GPU backend, or says why it cannot.
 fn open_gpu(backend: Backend) -> Result<Box<dyn parcrypt_gpu::GpuDevice>, EngineError> {

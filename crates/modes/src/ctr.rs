@@ -116,6 +116,18 @@ fn fill_counters(counter: Counter, out: &mut [u8]) {
         }
         return;
     }
+    if counter.rule == CounterRule::Low32 && block_size == 16 {
+        // GCM's counters for ciphers without a fused path (RC6): the upper 96 bits stay,
+        // the low word steps and wraps.
+        let upper = counter.value.to_be_bytes();
+        let mut low = counter.value as u32;
+        for block in out.chunks_exact_mut(16) {
+            block[..12].copy_from_slice(&upper[..12]);
+            block[12..].copy_from_slice(&low.to_be_bytes());
+            low = low.wrapping_add(1);
+        }
+        return;
+    }
     let mut counter = counter;
     for block in out.chunks_exact_mut(block_size) {
         counter.write(block);
@@ -159,12 +171,15 @@ mod tests {
 
     #[test]
     fn bulk_fill_matches_stepwise_counters() {
-        for start in [[0u8; 16], [0xFF; 16], {
+        for (start, rule) in [[0u8; 16], [0xFF; 16], {
             let mut b = [0u8; 16];
             b[8..].copy_from_slice(&[0xFF; 8]);
             b
-        }] {
-            let counter = Counter::new(&start, CounterRule::Full);
+        }]
+        .into_iter()
+        .flat_map(|start| [(start, CounterRule::Full), (start, CounterRule::Low32)])
+        {
+            let counter = Counter::new(&start, rule);
             let mut bulk = [0u8; 16 * 5];
             fill_counters(counter, &mut bulk);
             for (index, block) in bulk.chunks_exact(16).enumerate() {

@@ -10,7 +10,7 @@ use parcrypt_engine::stream::{process_stream, StreamError, DEFAULT_CHUNK_BYTES};
 use parcrypt_engine::{Crypter, Engine, JobError};
 use parcrypt_modes::{CipherSpec, Direction, Mode};
 
-use crate::stats::{measure, Stats, SystemClock};
+use crate::stats::{measure_repeated, Probe, Repetition, Sampled, SystemClock};
 
 /// A fixed benchmark key long enough for every cipher (they take a prefix).
 pub const BENCH_KEY: [u8; 32] = *b"parcrypt benchmark key, not real";
@@ -27,62 +27,71 @@ pub fn bench_key_iv(spec: CipherSpec) -> (&'static [u8], Option<Vec<u8>>) {
     (key, iv)
 }
 
-fn job<'a>(spec: CipherSpec, direction: Direction, key: &'a [u8], iv: Option<&'a [u8]>) -> JobSpec<'a> {
-    JobSpec { spec, direction, key, iv, aad: None, padding: false, implementation: Implementation::Fast }
+/// The job a benchmark of `spec` runs: the benchmark key and IV, no padding, fast code.
+pub fn job<'a>(
+    spec: CipherSpec,
+    direction: Direction,
+    key: &'a [u8],
+    iv: Option<&'a [u8]>,
+) -> JobSpec<'a> {
+    JobSpec {
+        spec,
+        direction,
+        key,
+        iv,
+        aad: None,
+        padding: false,
+        implementation: Implementation::Fast,
+    }
 }
 
 /// A buffer of `bytes` bytes, every page written before any timing.
 pub fn touched_buffer(bytes: usize) -> Vec<u8> {
-    (0..bytes).map(|index| (index as u8).wrapping_mul(31)).collect()
+    (0..bytes)
+        .map(|index| (index as u8).wrapping_mul(31))
+        .collect()
 }
 
-/// Times `spec` over `bytes` in memory (rounded down to whole blocks), in place, on
-/// `engine`: key setup plus one pass over the data per run.
+/// `bytes` pseudo-random bytes from `seed` (SplitMix64): the seeds' "random inputs",
+/// reproducible from run to run.
+pub fn random_buffer(bytes: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed;
+    let mut data = Vec::with_capacity(bytes + 8);
+    while data.len() < bytes {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        data.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    data.truncate(bytes);
+    data
+}
+
+/// Times `spec` over `data` in place on `engine`, one job being key setup plus one pass over
+/// the data (whole blocks: the caller rounds the length). For GPU backends a job copies the
+/// data to the device and back and returns with the device synchronised.
 pub fn in_memory(
     spec: CipherSpec,
     direction: Direction,
     engine: &Engine,
-    bytes: usize,
-    warmup: usize,
-    repeats: usize,
-) -> Result<Stats, JobError> {
-    in_memory_batched(spec, direction, engine, bytes, 1, warmup, repeats)
-}
-
-/// Like [`in_memory`], but each timed sample runs `jobs` whole jobs back to back, so that
-/// small inputs are timed over a measurable span; divide the median by `jobs`.
-pub fn in_memory_batched(
-    spec: CipherSpec,
-    direction: Direction,
-    engine: &Engine,
-    bytes: usize,
-    jobs: usize,
-    warmup: usize,
-    repeats: usize,
-) -> Result<Stats, JobError> {
-    let block_size = spec.algorithm.block_size();
-    let mut buffer = touched_buffer(bytes / block_size * block_size);
+    data: &mut [u8],
+    repetition: Repetition,
+    probe: &mut dyn Probe,
+) -> Result<Sampled, JobError> {
     let (key, iv) = bench_key_iv(spec);
     let job = job(spec, direction, key, iv.as_deref());
     // Fail before timing if the job cannot run at all.
     Crypter::new(engine, &job)?;
-    let mut failure = None;
-    let stats = measure(&mut SystemClock::default(), warmup, repeats, || {
-        for _ in 0..jobs.max(1) {
-            let result = Crypter::new(engine, &job).and_then(|mut crypter| crypter.update(&mut buffer));
-            if let Err(error) = result {
-                failure.get_or_insert(error);
-            }
-        }
-    });
-    match failure {
-        Some(error) => Err(error),
-        None => Ok(stats),
-    }
+    measure_repeated(&mut SystemClock::default(), repetition, probe, || {
+        Crypter::new(engine, &job)
+            .and_then(|mut crypter| crypter.update(data))
+            .map(|()| None)
+    })
 }
 
 /// Encrypts or decrypts `input` into `output` through the streaming path the command line
-/// uses (files opened, chunks read, processed and written, output synced).
+/// uses (files opened, chunks read, processed and written).
 pub fn file_pass(
     spec: CipherSpec,
     direction: Direction,
@@ -94,23 +103,49 @@ pub fn file_pass(
     let mut job = job(spec, direction, key, iv.as_deref());
     job.padding = true;
     let crypter = Crypter::new(engine, &job)?;
-    let mut reader = BufReader::with_capacity(1 << 20, File::open(input).map_err(StreamError::Read)?);
-    let mut writer = BufWriter::with_capacity(1 << 20, File::create(output).map_err(StreamError::Write)?);
+    let mut reader =
+        BufReader::with_capacity(1 << 20, File::open(input).map_err(StreamError::Read)?);
+    let mut writer =
+        BufWriter::with_capacity(1 << 20, File::create(output).map_err(StreamError::Write)?);
     process_stream(crypter, &mut reader, &mut writer, DEFAULT_CHUNK_BYTES)
 }
 
-/// Times a plain copy of `bytes` bytes split over the engine's threads the way a job would
-/// be: the memory ceiling that an in-place pass (read and write every byte) cannot beat.
-/// Each timed sample copies `jobs` times.
-pub fn memcpy(engine: &Engine, bytes: usize, jobs: usize, warmup: usize, repeats: usize) -> Stats {
-    let source = touched_buffer(bytes);
-    let mut target = touched_buffer(bytes);
+/// The cipher name of [`memory_pass`] figures in records.
+pub const MEMORY_PASS: &str = "memory";
+
+/// Times an in-place pass over `bytes` bytes that does no cipher work (every byte XORed
+/// with a constant), split over the engine's threads the way a job would be: it reads
+/// and writes every cache line once, as an in-place cipher pass does, so no cipher pass of
+/// the same size on the same backend can beat it. (A copy between two buffers is no such
+/// ceiling: it moves twice the lines.)
+pub fn memory_pass(engine: &Engine, bytes: usize, repetition: Repetition) -> Sampled {
+    let mut data = touched_buffer(bytes);
     let lengths = engine.plan(bytes, 64, None);
-    measure(&mut SystemClock::default(), warmup, repeats, || {
-        for _ in 0..jobs.max(1) {
-            engine.run(&mut target, &lengths, |_, offset, range| {
-                range.copy_from_slice(&source[offset..offset + range.len()]);
+    let outcome: Result<Sampled, std::convert::Infallible> =
+        measure_repeated(&mut SystemClock::default(), repetition, &mut (), || {
+            engine.run(&mut data, &lengths, |_, _, range| {
+                // A plain byte loop: the compiler turns it into full-width vector XORs.
+                range.iter_mut().for_each(|byte| *byte ^= 0x5a);
             });
-        }
-    })
+            std::hint::black_box(&data);
+            Ok(None)
+        });
+    match outcome {
+        Ok(sampled) => sampled,
+        Err(never) => match never {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_buffers_are_reproducible_and_not_constant() {
+        let a = random_buffer(1001, 7);
+        assert_eq!(a.len(), 1001);
+        assert_eq!(a, random_buffer(1001, 7));
+        assert_ne!(a, random_buffer(1001, 8));
+        assert!(a.iter().filter(|&&byte| byte == a[0]).count() < 50);
+    }
 }

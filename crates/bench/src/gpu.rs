@@ -1,0 +1,228 @@
+//! GPU devices opened by the lab itself, for what the engine does not expose: the launch
+//! shape (tuning), data already on the device (kernel-only times), pinned host memory.
+
+use std::time::Duration;
+
+use parcrypt_engine::Backend;
+use parcrypt_gpu::{
+    CudaDevice, DeviceKind, GpuError, GpuOperation, KeyMaterial, LaunchGeometry, OpenClDevice,
+};
+use parcrypt_modes::ctr::CounterRule;
+use parcrypt_modes::{CipherSpec, Direction, Mode};
+
+use crate::stats::{measure_repeated, Probe, Repetition, Sampled, SystemClock};
+use crate::throughput::{bench_key_iv, random_buffer};
+use crate::BenchError;
+
+/// An OpenCL or CUDA device, opened with the default options (the engine's choice).
+pub enum DirectDevice {
+    OpenCl(Box<OpenClDevice>),
+    Cuda(Box<CudaDevice>),
+}
+
+impl DirectDevice {
+    /// Device 0 of a GPU backend.
+    pub fn open(backend: Backend) -> Result<Self, GpuError> {
+        match backend {
+            Backend::Opencl => Ok(DirectDevice::OpenCl(Box::new(OpenClDevice::open(0)?))),
+            Backend::Cuda => Ok(DirectDevice::Cuda(Box::new(CudaDevice::open(0)?))),
+            other => Err(GpuError::InvalidInput(format!(
+                "{other} is not a GPU backend"
+            ))),
+        }
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self {
+            DirectDevice::OpenCl(_) => Backend::Opencl,
+            DirectDevice::Cuda(_) => Backend::Cuda,
+        }
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            DirectDevice::OpenCl(device) => device.name(),
+            DirectDevice::Cuda(device) => device.name(),
+        }
+    }
+
+    /// The shape used before any tuning: the device kind's default.
+    pub fn untuned_geometry(&self) -> LaunchGeometry {
+        match self {
+            DirectDevice::OpenCl(device) => LaunchGeometry::default_for(device.info().kind),
+            DirectDevice::Cuda(_) => LaunchGeometry::default_for(DeviceKind::Gpu),
+        }
+    }
+
+    pub fn launch_geometry(&self) -> LaunchGeometry {
+        match self {
+            DirectDevice::OpenCl(device) => device.launch_geometry(),
+            DirectDevice::Cuda(device) => device.launch_geometry(),
+        }
+    }
+
+    pub fn set_launch_geometry(&self, geometry: LaunchGeometry) -> Result<(), GpuError> {
+        match self {
+            DirectDevice::OpenCl(device) => device.set_launch_geometry(geometry),
+            DirectDevice::Cuda(device) => device.set_launch_geometry(geometry),
+        }
+    }
+
+    /// Host data in, result back in host memory, device synchronised.
+    pub fn process(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+    ) -> Result<(), GpuError> {
+        match self {
+            DirectDevice::OpenCl(device) => device.process(key, operation, data),
+            DirectDevice::Cuda(device) => device.process(key, operation, data),
+        }
+    }
+
+    pub fn cuda(&self) -> Option<&CudaDevice> {
+        match self {
+            DirectDevice::Cuda(device) => Some(device),
+            DirectDevice::OpenCl(_) => None,
+        }
+    }
+}
+
+/// A device's name from the engine's one-line description (`#0 NAME (details...)`), for
+/// records: the run's header keeps the whole description.
+pub fn device_name(description: &str) -> String {
+    let without_index = match description.strip_prefix('#') {
+        Some(rest) => rest.split_once(' ').map_or(rest, |(_, name)| name),
+        None => description,
+    };
+    without_index
+        .split(" (")
+        .next()
+        .unwrap_or(without_index)
+        .trim()
+        .to_string()
+}
+
+/// The operation a GPU runs for `spec` in `direction` with the benchmark's IV, when the
+/// GPU runs it alone (ECB, CTR, CBC decryption; not CBC encryption, not GCM's GHASH).
+pub fn operation(spec: CipherSpec, direction: Direction) -> Option<GpuOperation> {
+    let (_, iv) = bench_key_iv(spec);
+    match (spec.mode, direction) {
+        (Mode::Ecb, Direction::Encrypt) => Some(GpuOperation::EcbEncrypt),
+        (Mode::Ecb, Direction::Decrypt) => Some(GpuOperation::EcbDecrypt),
+        (Mode::Ctr, _) => Some(GpuOperation::Ctr {
+            counter: iv?,
+            rule: CounterRule::Full,
+        }),
+        (Mode::Cbc, Direction::Decrypt) => Some(GpuOperation::CbcDecrypt { previous: iv? }),
+        _ => None,
+    }
+}
+
+fn key_and_operation(
+    spec: CipherSpec,
+    direction: Direction,
+) -> Result<(KeyMaterial, GpuOperation), BenchError> {
+    let operation = operation(spec, direction).ok_or_else(|| {
+        BenchError::Unsupported(format!(
+            "{spec} {direction:?} does not run on the GPU alone"
+        ))
+    })?;
+    let (key, _) = bench_key_iv(spec);
+    Ok((KeyMaterial::new(spec.algorithm, key)?, operation))
+}
+
+/// End to end through the device directly (key schedule prepared once): what tuning
+/// compares, since the launch shape is all that changes.
+pub fn time_host(
+    device: &DirectDevice,
+    spec: CipherSpec,
+    direction: Direction,
+    data: &mut [u8],
+    repetition: Repetition,
+) -> Result<Sampled, BenchError> {
+    let (key, operation) = key_and_operation(spec, direction)?;
+    measure_repeated(&mut SystemClock::default(), repetition, &mut (), || {
+        device
+            .process(&key, &operation, data)
+            .map(|()| None)
+            .map_err(BenchError::from)
+    })
+}
+
+/// Where the data of a CUDA measurement lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Residence {
+    /// Page-locked host memory: the copies need no staging.
+    Pinned,
+    /// Already in device memory; the wall time of the synchronised call.
+    Device,
+    /// Already in device memory; the kernels' time from CUDA events.
+    DeviceKernel,
+}
+
+/// Times `spec` over `bytes` of random data placed as `residence` says, on a CUDA device.
+pub fn time_cuda(
+    device: &CudaDevice,
+    spec: CipherSpec,
+    direction: Direction,
+    bytes: usize,
+    residence: Residence,
+    repetition: Repetition,
+    probe: &mut dyn Probe,
+) -> Result<Sampled, BenchError> {
+    let (key, operation) = key_and_operation(spec, direction)?;
+    let data = random_buffer(bytes, 0x5eed);
+    let cuda = |error: &dyn std::fmt::Display| {
+        BenchError::Gpu(GpuError::InvalidInput(format!("CUDA: {error}")))
+    };
+    match residence {
+        Residence::Pinned => {
+            let mut pinned = device.alloc_pinned(bytes)?;
+            pinned
+                .as_mut_slice()
+                .map_err(|error| cuda(&error))?
+                .copy_from_slice(&data);
+            measure_repeated(&mut SystemClock::default(), repetition, probe, || {
+                device
+                    .process_pinned(&key, &operation, &mut pinned, 0..bytes)
+                    .map(|()| None)
+                    .map_err(BenchError::from)
+            })
+        }
+        Residence::Device | Residence::DeviceKernel => {
+            let mut buffer = device
+                .stream()
+                .clone_htod(&data)
+                .map_err(|error| cuda(&error))?;
+            device
+                .stream()
+                .synchronize()
+                .map_err(|error| cuda(&error))?;
+            measure_repeated(&mut SystemClock::default(), repetition, probe, || {
+                if residence == Residence::DeviceKernel {
+                    let kernel: Duration =
+                        device.process_device_buffer_timed(&key, &operation, &mut buffer)?;
+                    Ok(Some(kernel))
+                } else {
+                    device.process_device_buffer(&key, &operation, &mut buffer)?;
+                    Ok(None)
+                }
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn device_names_drop_the_index_and_the_details() {
+        assert_eq!(super::device_name("#0 pthread-skylake-avx512-AMD EPYC (Portable Computing Language, CPU; 2 compute units)"), "pthread-skylake-avx512-AMD EPYC");
+        assert_eq!(
+            super::device_name("#1 NVIDIA H200 (CUDA, compute capability 9.0) [sm_90]"),
+            "NVIDIA H200"
+        );
+        assert_eq!(super::device_name("plain"), "plain");
+    }
+}

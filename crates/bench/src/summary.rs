@@ -1,0 +1,230 @@
+//! What a report shows of a run: tables and comparisons with the seeds, derived from the
+//! records alone (so `--report` can redraw them from `results.json`), in a form every
+//! exporter renders the same way.
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::{BenchRecord, Report};
+
+/// A table: a title, column headings, rows of cells, and notes under it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Table {
+    pub title: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    pub notes: Vec<String>,
+}
+
+impl Table {
+    pub fn new(title: impl Into<String>, columns: &[&str]) -> Self {
+        Table {
+            title: title.into(),
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            rows: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        debug_assert_eq!(
+            cells.len(),
+            self.columns.len(),
+            "row width of table '{}'",
+            self.title
+        );
+        self.rows.push(cells);
+    }
+
+    pub fn note(&mut self, text: impl Into<String>) {
+        self.notes.push(text.into());
+    }
+}
+
+/// A seed's published figure next to ours.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub scenario: String,
+    /// What is compared, in a few words.
+    pub what: String,
+    /// The seed's figure with its machine.
+    pub seed: String,
+    /// Ours, on this machine, with the backend that gave it.
+    pub ours: String,
+}
+
+/// One scenario's part of a report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    pub scenario: String,
+    pub title: String,
+    pub tables: Vec<Table>,
+    pub comparisons: Vec<Comparison>,
+    /// The run's notes for this scenario (missing meters, skipped backends).
+    pub notes: Vec<String>,
+}
+
+impl Summary {
+    pub fn new(report: &Report, scenario: &str, title: &str) -> Self {
+        Summary {
+            scenario: scenario.into(),
+            title: title.into(),
+            tables: Vec::new(),
+            comparisons: Vec::new(),
+            notes: report
+                .notes_of(scenario)
+                .map(|note| note.text.clone())
+                .collect(),
+        }
+    }
+
+    pub fn compare(
+        &mut self,
+        what: impl Into<String>,
+        seed: impl Into<String>,
+        ours: impl Into<String>,
+    ) {
+        self.comparisons.push(Comparison {
+            scenario: self.scenario.clone(),
+            what: what.into(),
+            seed: seed.into(),
+            ours: ours.into(),
+        });
+    }
+}
+
+/// Sizes as people read them: binary units when exact, decimal MB otherwise.
+pub fn size(bytes: u64) -> String {
+    const KIB: u64 = 1 << 10;
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+    match bytes {
+        b if b >= GIB && b % GIB == 0 => format!("{} GiB", b / GIB),
+        b if b >= MIB && b % MIB == 0 => format!("{} MiB", b / MIB),
+        b if b >= KIB && b % KIB == 0 => format!("{} KiB", b / KIB),
+        b if b >= 1_000_000 => format!("{:.1} MB", b as f64 / 1e6),
+        b => format!("{b} B"),
+    }
+}
+
+/// Milliseconds: whole above 100, else three significant digits.
+pub fn ms(seconds: f64) -> String {
+    let value = seconds * 1e3;
+    match value {
+        v if v >= 100.0 => format!("{v:.0}"),
+        v if v >= 10.0 => format!("{v:.1}"),
+        v if v >= 1.0 => format!("{v:.2}"),
+        v if v > 0.0 => {
+            let decimals = (2.0 - v.log10().floor()) as usize;
+            format!("{v:.decimals$}")
+        }
+        v => format!("{v}"),
+    }
+}
+
+/// MB/s (10^6 bytes per second).
+pub fn mbps(value: f64) -> String {
+    match value {
+        v if v >= 1000.0 => format!("{v:.0}"),
+        v if v >= 10.0 => format!("{v:.1}"),
+        v => format!("{v:.2}"),
+    }
+}
+
+/// A ratio as `12.3x`.
+pub fn times(ratio: f64) -> String {
+    match ratio {
+        r if r >= 100.0 => format!("{r:.0}x"),
+        r if r >= 10.0 => format!("{r:.1}x"),
+        r if r >= 0.01 => format!("{r:.2}x"),
+        r => format!("{r:.4}x"),
+    }
+}
+
+/// A percentage with one decimal (never `-0.0`).
+pub fn percent(fraction: f64) -> String {
+    let value = (fraction * 1000.0).round() / 10.0;
+    format!("{:.1} %", if value == 0.0 { 0.0 } else { value })
+}
+
+/// `enc`, `dec`, `copy`: directions in narrow columns.
+pub fn short_direction(direction: &str) -> &str {
+    match direction {
+        "encrypt" => "enc",
+        "decrypt" => "dec",
+        other => other,
+    }
+}
+
+/// Whether every cell of a column is a figure (or `-`): such columns are right-aligned.
+pub fn is_figure_column(table: &Table, column: usize) -> bool {
+    table.rows.iter().all(|row| {
+        let cell = row[column].trim();
+        cell == "-"
+            || cell
+                .trim_start_matches(['-', '+'])
+                .starts_with(|c: char| c.is_ascii_digit())
+    })
+}
+
+/// `-` for a missing figure.
+pub fn or_dash(value: Option<String>) -> String {
+    value.unwrap_or_else(|| "-".into())
+}
+
+/// How a backend is named in tables: `pool x2`, `opencl`, `cuda (kernel)`.
+pub fn backend_label(record: &BenchRecord) -> String {
+    use crate::record::Timing;
+    let mut label = record.backend.clone();
+    if matches!(record.backend.as_str(), "threads" | "pool" | "auto")
+        || (record.backend == "openssl" && record.threads > 1)
+    {
+        label = format!("{label} x{}", record.threads);
+    }
+    if record.timing == Timing::KernelOnly {
+        label += " (kernel)";
+    } else if let Some(transfer) = &record.transfer {
+        if transfer != "pageable" {
+            label = format!("{label} ({transfer})");
+        }
+    }
+    label
+}
+
+/// The distinct values of `key` over `records`, in first-seen order.
+pub fn distinct<T: PartialEq + Clone>(
+    records: &[&BenchRecord],
+    key: impl Fn(&BenchRecord) -> T,
+) -> Vec<T> {
+    let mut values = Vec::new();
+    for record in records {
+        let value = key(record);
+        if !values.contains(&value) {
+            values.push(value);
+        }
+    }
+    values
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(size(64), "64 B");
+        assert_eq!(size(100 << 10), "100 KiB");
+        assert_eq!(size(1 << 30), "1 GiB");
+        assert_eq!(size(17_899_984), "17.9 MB");
+        assert_eq!(ms(2.5009), "2501");
+        assert_eq!(ms(0.0000089), "0.00890");
+        assert_eq!(ms(0.000000097), "0.0000970");
+        assert_eq!(ms(0.000458), "0.458");
+        assert_eq!(ms(0.0123), "12.3");
+        assert_eq!(mbps(2580.4), "2580");
+        assert_eq!(mbps(0.1), "0.10");
+        assert_eq!(times(39.71), "39.7x");
+        assert_eq!(times(0.004), "0.0040x");
+        assert_eq!(percent(0.455), "45.5 %");
+        assert_eq!(percent(-0.0001), "0.0 %");
+    }
+}

@@ -81,6 +81,13 @@ impl DirectDevice {
         }
     }
 
+    pub fn opencl(&self) -> Option<&OpenClDevice> {
+        match self {
+            DirectDevice::OpenCl(device) => Some(device),
+            DirectDevice::Cuda(_) => None,
+        }
+    }
+
     pub fn cuda(&self) -> Option<&CudaDevice> {
         match self {
             DirectDevice::Cuda(device) => Some(device),
@@ -148,6 +155,25 @@ pub fn time_host(
             .process(&key, &operation, data)
             .map(|()| None)
             .map_err(BenchError::from)
+    })
+}
+
+/// Kernel-only times on an OpenCL device: each job is a whole host-to-host call
+/// ([`OpenClDevice::process_timed`]), of which only the kernels' time from OpenCL profiling
+/// events counts (copies excluded; kernels overlapping on the two queues count once). On a
+/// CPU device such as PoCL the kernels run on the CPU, so these are CPU times.
+pub fn time_opencl_kernel(
+    device: &OpenClDevice,
+    spec: CipherSpec,
+    direction: Direction,
+    data: &mut [u8],
+    repetition: Repetition,
+    probe: &mut dyn Probe,
+) -> Result<Sampled, BenchError> {
+    let (key, operation) = key_and_operation(spec, direction)?;
+    measure_repeated(&mut SystemClock::default(), repetition, probe, || {
+        let (kernel, _end_to_end) = device.process_timed(&key, &operation, data)?;
+        Ok(Some(kernel))
     })
 }
 

@@ -13,10 +13,12 @@ mod program;
 use std::path::PathBuf;
 use std::ptr;
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
-use opencl3::command_queue::CommandQueue;
+use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::context::Context;
 use opencl3::device::Device;
+use opencl3::event::Event;
 use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_ONLY, CL_MEM_WRITE_ONLY};
 use opencl3::program::Program;
@@ -184,16 +186,19 @@ impl ArgumentList<'_> {
     }
 }
 
+/// An in-order queue with profiling enabled, so that [`OpenClDevice::process_timed`] can read
+/// its kernels' start and end times. Profiling only records timestamps; it changes no
+/// result, and its cost is not measurable next to a slab's copies and kernel.
 fn create_queue(context: &Context, device_id: cl_device_id) -> Result<CommandQueue, GpuError> {
+    let properties = CL_QUEUE_PROFILING_ENABLE;
     // SAFETY: `device_id` is the device `context` was created for.
-    let queue = unsafe { CommandQueue::create_with_properties(context, device_id, 0, 0) };
+    let queue = unsafe { CommandQueue::create_with_properties(context, device_id, properties, 0) };
     match queue {
         Ok(queue) => Ok(queue),
         // OpenCL 1.2 drivers lack clCreateCommandQueueWithProperties.
         // SAFETY: as above.
-        Err(_) => {
-            unsafe { CommandQueue::create(context, device_id, 0) }.or_api("clCreateCommandQueue")
-        }
+        Err(_) => unsafe { CommandQueue::create(context, device_id, properties) }
+            .or_api("clCreateCommandQueue"),
     }
 }
 
@@ -457,10 +462,55 @@ impl OpenClDevice {
         let mut state = self.lock_state();
         let decrypting = operation.kernel_operation().decrypts();
         let uploaded = self.upload_key(&mut state, key, decrypting);
-        let ran = uploaded.and_then(|()| self.run_slabs(&mut state, key, operation, data));
+        let ran = uploaded.and_then(|()| self.run_slabs(&mut state, key, operation, data, None));
         self.wait_for_queues();
         let wiped = self.wipe_key(&mut state, key);
         ran.and(wiped)
+    }
+
+    /// [`OpenClDevice::process`], timed: returns the kernels' time and the call's wall time
+    /// end to end (key upload and wipe included). The kernel time is read from each slab's
+    /// launch (`CL_PROFILING_COMMAND_START` to `_END`, the copies excluded) and counts the
+    /// time during which at least one kernel ran: kernels of the two queues may overlap (PoCL
+    /// runs them side by side), and overlapping time counts once, so the kernel time never
+    /// exceeds the span of the call. Both are zero for empty data. On PoCL the "device" is
+    /// the CPU, so the kernel time is CPU time.
+    pub fn process_timed(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+    ) -> Result<(Duration, Duration), GpuError> {
+        operation.validate(key.algorithm(), data.len())?;
+        if data.is_empty() {
+            return Ok((Duration::ZERO, Duration::ZERO));
+        }
+        let started = Instant::now();
+        let mut state = self.lock_state();
+        let decrypting = operation.kernel_operation().decrypts();
+        let mut events = Vec::new();
+        let uploaded = self.upload_key(&mut state, key, decrypting);
+        let ran = uploaded
+            .and_then(|()| self.run_slabs(&mut state, key, operation, data, Some(&mut events)));
+        self.wait_for_queues();
+        let wiped = self.wipe_key(&mut state, key);
+        drop(state);
+        let end_to_end = started.elapsed();
+        ran.and(wiped)?;
+        let mut intervals = Vec::with_capacity(events.len());
+        for event in &events {
+            let start = event
+                .profiling_command_start()
+                .or_api("clGetEventProfilingInfo")?;
+            let end = event
+                .profiling_command_end()
+                .or_api("clGetEventProfilingInfo")?;
+            intervals.push((start, end.max(start)));
+        }
+        Ok((
+            Duration::from_nanos(busy_nanoseconds(intervals)),
+            end_to_end,
+        ))
     }
 
     fn upload_key(
@@ -518,6 +568,7 @@ impl OpenClDevice {
         key: &KeyMaterial,
         operation: &GpuOperation,
         data: &mut [u8],
+        mut kernel_events: Option<&mut Vec<Event>>,
     ) -> Result<(), GpuError> {
         let DeviceState {
             geometry,
@@ -594,7 +645,7 @@ impl OpenClDevice {
             let global_size = groups * group_size;
             // SAFETY: every argument was set above; the sizes are one-dimensional, with the
             // global size a multiple of the group size as OpenCL 1.2 requires.
-            unsafe {
+            let launched = unsafe {
                 queue.enqueue_nd_range_kernel(
                     loaded.kernel.get(),
                     1,
@@ -605,6 +656,9 @@ impl OpenClDevice {
                 )
             }
             .or_api("clEnqueueNDRangeKernel")?;
+            if let Some(events) = kernel_events.as_mut() {
+                events.push(launched);
+            }
 
             // SAFETY: non-blocking; the device writes `slab` after the kernel, in queue order.
             // As for the write, `slab` stays borrowed and untouched until both queues are
@@ -744,6 +798,32 @@ impl OpenClDevice {
     }
 }
 
+/// The length of the union of `[start, end)` intervals, in the same unit.
+fn busy_nanoseconds(mut intervals: Vec<(u64, u64)>) -> u64 {
+    intervals.sort_unstable();
+    let mut total = 0u64;
+    let mut current: Option<(u64, u64)> = None;
+    for (start, end) in intervals {
+        match current {
+            Some((_, current_end)) if start <= current_end => {
+                if let Some(open) = current.as_mut() {
+                    open.1 = open.1.max(end);
+                }
+            }
+            _ => {
+                if let Some((open_start, open_end)) = current {
+                    total += open_end - open_start;
+                }
+                current = Some((start, end));
+            }
+        }
+    }
+    if let Some((open_start, open_end)) = current {
+        total += open_end - open_start;
+    }
+    total
+}
+
 /// Pushes a counter or previous block as `u32x4` or, for 8-byte blocks, `u32x2`.
 ///
 /// # Safety
@@ -794,6 +874,14 @@ fn build_options(table_copies: TableCopies) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlapping_kernel_intervals_count_once() {
+        assert_eq!(busy_nanoseconds(Vec::new()), 0);
+        assert_eq!(busy_nanoseconds(vec![(10, 20)]), 10);
+        assert_eq!(busy_nanoseconds(vec![(15, 30), (10, 20), (40, 45)]), 25);
+        assert_eq!(busy_nanoseconds(vec![(10, 20), (20, 25), (12, 14)]), 15);
+    }
 
     #[test]
     fn device_is_shareable_between_threads() {

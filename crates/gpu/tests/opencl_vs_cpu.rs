@@ -225,3 +225,52 @@ fn ghash_slabs_of_whole_segments_alternate_queues() {
         );
     }
 }
+
+#[test]
+fn timed_calls_give_the_same_bytes_and_a_kernel_time_within_the_wall_time() {
+    // Small slabs, so that several kernels on both queues are summed.
+    let options = OpenOptions {
+        slab_bytes: cases::TEST_SLAB_BYTES,
+        ..OpenOptions::default()
+    };
+    let Some(device) = open(&options) else { return };
+    let key = parcrypt_gpu::KeyMaterial::new(Algorithm::Aes128, &[3u8; 16]).unwrap();
+    let data: Vec<u8> = (0..5 * cases::TEST_SLAB_BYTES + 48)
+        .map(|index| (index * 31 % 251) as u8)
+        .collect();
+    let operations = [
+        GpuOperation::EcbEncrypt,
+        GpuOperation::CbcDecrypt {
+            previous: vec![9; 16],
+        },
+        GpuOperation::Ctr {
+            counter: vec![0xff; 16],
+            rule: parcrypt_modes::ctr::CounterRule::Full,
+        },
+    ];
+    for operation in &operations {
+        let mut plain = data.clone();
+        device.process(&key, operation, &mut plain).unwrap();
+        let mut timed = data.clone();
+        let (kernel, end_to_end) = device.process_timed(&key, operation, &mut timed).unwrap();
+        assert!(
+            plain == timed,
+            "{operation:?}: timed call changed the bytes"
+        );
+        assert!(
+            kernel > std::time::Duration::ZERO,
+            "{operation:?}: {kernel:?}"
+        );
+        assert!(
+            kernel <= end_to_end,
+            "{operation:?}: kernel {kernel:?} > end to end {end_to_end:?}"
+        );
+    }
+    let mut empty = [];
+    assert_eq!(
+        device
+            .process_timed(&key, &GpuOperation::EcbEncrypt, &mut empty)
+            .unwrap(),
+        (std::time::Duration::ZERO, std::time::Duration::ZERO)
+    );
+}

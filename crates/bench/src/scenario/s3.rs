@@ -11,7 +11,7 @@ use std::time::Duration;
 use parcrypt_gpu::LaunchGeometry;
 use parcrypt_modes::{CipherSpec, Direction};
 
-use crate::gpu::{time_cuda, time_host, DirectDevice, Residence};
+use crate::gpu::{time_cuda, time_host, time_opencl_kernel, DirectDevice, Residence};
 use crate::lab::{Lab, Level};
 use crate::record::{BenchRecord, Report, Timing};
 use crate::scenario::select;
@@ -90,11 +90,7 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
             shapes.push(untuned.threads_per_group);
             shapes.sort_unstable();
         }
-        let timing = if device.cuda().is_some() {
-            Timing::KernelOnly
-        } else {
-            Timing::EndToEnd
-        };
+        let timing = Timing::KernelOnly;
         lab.note(
             NAME,
             format!(
@@ -102,7 +98,7 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
                 gpu.backend,
                 untuned.threads_per_group,
                 untuned.blocks_per_thread,
-                if timing == Timing::KernelOnly { "kernel-only (CUDA events)" } else { "end to end (the OpenCL host has no kernel-only timer)" }
+                if device.cuda().is_some() { "kernel-only (CUDA events)" } else { "kernel-only (OpenCL profiling events, copies excluded; on a CPU device such as PoCL these are CPU times)" }
             ),
         )?;
         for cipher in CIPHERS {
@@ -187,6 +183,12 @@ fn measure(
             repetition,
             &mut (),
         )?,
+        None if timing == Timing::KernelOnly => match device.opencl() {
+            Some(opencl) => {
+                time_opencl_kernel(opencl, spec, Direction::Encrypt, data, repetition, &mut ())?
+            }
+            None => time_host(device, spec, Direction::Encrypt, data, repetition)?,
+        },
         _ => time_host(device, spec, Direction::Encrypt, data, repetition)?,
     };
     let mut record = BenchRecord::new(
@@ -203,7 +205,7 @@ fn measure(
     record.blocks_per_thread = Some(geometry.blocks_per_thread);
     record.device = Some(device.name());
     record.transfer = Some(
-        if timing == Timing::KernelOnly {
+        if timing == Timing::KernelOnly && device.cuda().is_some() {
             "device"
         } else {
             "pageable"

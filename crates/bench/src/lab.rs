@@ -292,6 +292,44 @@ impl Lab {
     }
 
     /// Adds the ratios to `seq` and to OpenSSL measured earlier in the run, and records it.
+    /// Times `spec` on a CUDA device with the data already in device memory (kernel time from
+    /// CUDA events) and records it for `scenario`, labelled with `cipher`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn push_cuda_kernel(
+        &mut self,
+        scenario: &str,
+        cipher: &str,
+        cuda: &parcrypt_gpu::CudaDevice,
+        spec: CipherSpec,
+        direction: Direction,
+        bytes: usize,
+        threads: usize,
+        repetition: Repetition,
+    ) -> Result<(), BenchError> {
+        let sampled = crate::gpu::time_cuda(
+            cuda,
+            spec,
+            direction,
+            bytes,
+            crate::gpu::Residence::DeviceKernel,
+            self.repetition(repetition),
+            &mut (),
+        )?;
+        let mut record = BenchRecord::new(
+            scenario,
+            cipher,
+            direction_name(direction),
+            "cuda",
+            threads,
+            bytes as u64,
+            Timing::KernelOnly,
+        )
+        .with_figures(&sampled);
+        record.transfer = Some("device".into());
+        record.device = Some(cuda.name());
+        self.push(record)
+    }
+
     pub fn push(&mut self, mut record: BenchRecord) -> Result<(), BenchError> {
         derive_ratios(&self.recorder.report().records, &mut record);
         Ok(self.recorder.record(record)?)

@@ -6,8 +6,7 @@
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_modes::{CipherSpec, Direction};
 
-use crate::gpu::{time_cuda, Residence};
-use crate::lab::{direction_name, Lab, Level};
+use crate::lab::{Lab, Level};
 use crate::record::{BenchRecord, Report, Timing};
 use crate::scenario::{engines, find, select, time_files, whole_blocks};
 use crate::seeds;
@@ -53,28 +52,9 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
             let Some(cuda) = gpu.direct().ok().and_then(|device| device.cuda()) else {
                 continue;
             };
-            let sampled = time_cuda(
-                cuda,
-                spec,
-                direction,
-                bytes,
-                Residence::DeviceKernel,
-                lab.repetition(repetition),
-                &mut (),
+            lab.push_cuda_kernel(
+                NAME, CIPHER, cuda, spec, direction, bytes, threads, repetition,
             )?;
-            let mut record = BenchRecord::new(
-                NAME,
-                CIPHER,
-                direction_name(direction),
-                "cuda",
-                threads,
-                bytes as u64,
-                Timing::KernelOnly,
-            )
-            .with_figures(&sampled);
-            record.transfer = Some("device".into());
-            record.device = Some(cuda.name());
-            lab.push(record)?;
         }
     }
     // The memory ceiling at this size: no cipher pass beats an in-place pass that does no

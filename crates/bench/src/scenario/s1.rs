@@ -8,9 +8,8 @@ use std::time::Duration;
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_modes::{CipherSpec, Direction};
 
-use crate::gpu::{time_cuda, Residence};
 use crate::lab::{Lab, Level};
-use crate::record::{BenchRecord, Report, Timing};
+use crate::record::Report;
 use crate::scenario::s2::crossover;
 use crate::scenario::{engines, select};
 use crate::seeds;
@@ -87,28 +86,16 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
                 let Some(cuda) = gpu.direct().ok().and_then(|device| device.cuda()) else {
                     continue;
                 };
-                let sampled = time_cuda(
+                lab.push_cuda_kernel(
+                    NAME,
+                    &spec.to_string(),
                     cuda,
                     spec,
                     Direction::Encrypt,
                     bytes,
-                    Residence::DeviceKernel,
-                    lab.repetition(repetition),
-                    &mut (),
-                )?;
-                let mut record = BenchRecord::new(
-                    NAME,
-                    &spec.to_string(),
-                    "encrypt",
-                    "cuda",
                     lab.threads(),
-                    bytes as u64,
-                    Timing::KernelOnly,
-                )
-                .with_figures(&sampled);
-                record.transfer = Some("device".into());
-                record.device = Some(cuda.name());
-                lab.push(record)?;
+                    repetition,
+                )?;
             }
         }
     }

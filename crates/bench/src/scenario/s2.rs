@@ -8,7 +8,7 @@ use std::time::Duration;
 use parcrypt_engine::Backend;
 use parcrypt_modes::{CipherSpec, Direction};
 
-use crate::gpu::{time_cuda, time_opencl_kernel, Residence};
+use crate::gpu::time_opencl_kernel;
 use crate::lab::{direction_name, Lab, Level};
 use crate::record::{BenchRecord, Report, Timing};
 use crate::scenario::{engines, select};
@@ -112,28 +112,16 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
                 let Some(cuda) = gpu.direct().ok().and_then(|device| device.cuda()) else {
                     continue;
                 };
-                let sampled = time_cuda(
+                lab.push_cuda_kernel(
+                    NAME,
+                    CIPHER,
                     cuda,
                     spec,
                     direction,
                     bytes,
-                    Residence::DeviceKernel,
-                    lab.repetition(repetition),
-                    &mut (),
-                )?;
-                let mut record = BenchRecord::new(
-                    NAME,
-                    CIPHER,
-                    direction_name(direction),
-                    "cuda",
                     lab.threads(),
-                    bytes as u64,
-                    Timing::KernelOnly,
-                )
-                .with_figures(&sampled);
-                record.transfer = Some("device".into());
-                record.device = Some(cuda.name());
-                lab.push(record)?;
+                    repetition,
+                )?;
             }
         }
     }

@@ -7,8 +7,8 @@ use std::time::Duration;
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_modes::CipherSpec;
 
-use crate::gpu::{operation, time_cuda, Residence};
-use crate::lab::{direction_name, Lab, Level};
+use crate::gpu::operation;
+use crate::lab::{Lab, Level};
 use crate::record::{BenchRecord, Report, Timing};
 use crate::scenario::{directions, select, time_files, whole_blocks};
 use crate::stats::Repetition;
@@ -136,28 +136,16 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
                     if operation(spec, direction).is_none() {
                         continue;
                     }
-                    let sampled = time_cuda(
+                    lab.push_cuda_kernel(
+                        NAME,
+                        &spec.to_string(),
                         cuda,
                         spec,
                         direction,
                         bytes,
-                        Residence::DeviceKernel,
-                        lab.repetition(repetition),
-                        &mut (),
-                    )?;
-                    let mut record = BenchRecord::new(
-                        NAME,
-                        &spec.to_string(),
-                        direction_name(direction),
-                        "cuda",
                         threads,
-                        bytes as u64,
-                        Timing::KernelOnly,
-                    )
-                    .with_figures(&sampled);
-                    record.transfer = Some("device".into());
-                    record.device = Some(cuda.name());
-                    lab.push(record)?;
+                        repetition,
+                    )?;
                 }
             }
         }

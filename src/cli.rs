@@ -5,6 +5,7 @@ mod devices;
 mod encrypt;
 mod files;
 mod raw;
+mod tune;
 
 use std::process::ExitCode;
 
@@ -16,7 +17,7 @@ use clap::{Parser, Subcommand};
     version,
     about = "Block-cipher encryption at the speed of the hardware",
     long_about = "parcrypt runs AES-128/192/256, Blowfish and RC6 in ECB, CBC, CTR and GCM on one \
-                  thread (seq), on every core (threads, pool) and, later, on GPUs, with output \
+                  thread (seq), on every core (threads, pool) and on GPUs (opencl, cuda), with output \
                   that is bit-for-bit the same on every backend and matches OpenSSL."
 )]
 struct Cli {
@@ -37,6 +38,8 @@ enum Command {
     Devices,
     /// Encrypt and decrypt generated data on every backend and print the speed table
     Bench(bench::BenchArgs),
+    /// Measure a GPU's best launch shapes and CPU/GPU crossover, and store them for the engine
+    Tune(tune::TuneArgs),
 }
 
 /// An error already phrased for the user, printed as one line.
@@ -76,6 +79,7 @@ pub fn main() -> ExitCode {
         Command::Decrypt(args) => encrypt::run_decrypt(args),
         Command::Devices => devices::run(),
         Command::Bench(args) => bench::run(args),
+        Command::Tune(args) => tune::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

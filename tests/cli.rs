@@ -182,3 +182,33 @@ fn help_names_every_cipher_and_says_cbc_encryption_is_sequential() {
         assert!(text.contains(name), "{name} missing from help");
     }
 }
+
+#[test]
+fn tune_measures_stores_a_table_and_refuses_cpu_backends() {
+    let refused = parcrypt(&["tune", "--backend", "pool"], b"");
+    assert_refused(&refused, "GPU backend");
+    let refused = parcrypt(&["tune", "--backend", "opencl", "--algorithms", "des"], b"");
+    // Without OpenCL the backend is refused first; either way one line and a reason.
+    assert!(!refused.status.success());
+    assert_eq!(String::from_utf8_lossy(&refused.stderr).lines().count(), 1);
+
+    let directory = tempfile::tempdir().unwrap();
+    let table = directory.path().join("tune.json");
+    let output = parcrypt(
+        &["tune", "--backend", "opencl", "--algorithms", "rc6-128", "--max-size", "4K", "--runs", "1", "--output", table.to_str().unwrap()],
+        b"",
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() && std::env::var_os("CI").is_none() && stderr.contains("opencl backend unavailable") {
+        println!("SKIPPED: no OpenCL device [{stderr}]");
+        return;
+    }
+    assert!(output.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("rc6-128") && stdout.contains("crossover rc6-128-ctr"), "{stdout}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&table).unwrap()).unwrap();
+    // Sizes 64 B and 1 KiB, CTR and ECB decryption: four shapes; CTR and GCM both ways.
+    assert_eq!(json["shapes"].as_array().unwrap().len(), 4, "{json}");
+    assert_eq!(json["crossovers"].as_array().unwrap().len(), 3, "{json}");
+    assert!(json["device"].as_str().unwrap().starts_with("opencl #0"));
+}

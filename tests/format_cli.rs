@@ -9,6 +9,9 @@ use std::process::{Command, Output, Stdio};
 
 use sha2::{Digest, Sha512};
 
+#[path = "support/engine.rs"]
+mod engine;
+
 const KEY: &str = "000102030405060708090a0b0c0d0e0f";
 /// A passphrase KDF cheap enough for tests (real files default to 64 MiB, 3 passes).
 const CHEAP_KDF: [&str; 6] = ["--kdf-memory", "1", "--kdf-passes", "1", "--kdf-lanes", "1"];
@@ -17,7 +20,12 @@ const SEALED_CHUNK: usize = CHUNK + 16;
 
 fn parcrypt_with_env(args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_parcrypt"));
-    command.args(args).env_remove("PARCRYPT_PASSPHRASE").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+        .args(args)
+        .env_remove("PARCRYPT_PASSPHRASE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     for (name, value) in env {
         command.env(name, value);
     }
@@ -38,8 +46,16 @@ fn parcrypt(args: &[&str], stdin: &[u8]) -> Output {
 }
 
 fn assert_success(output: &Output, what: &str) {
-    assert!(output.status.success(), "{what}: {}", String::from_utf8_lossy(&output.stderr));
-    assert!(output.stderr.is_empty(), "{what}: stderr not quiet: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.stderr.is_empty(),
+        "{what}: stderr not quiet: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 /// A refusal: non-zero exit, one line on stderr that mentions `reason`, no panic. Returns
@@ -52,8 +68,14 @@ fn assert_refused(output: &Output, reason: &str) -> Vec<u8> {
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 1, "expected one line, got: {stderr}");
     assert!(lines[0].starts_with("parcrypt: error: "), "{stderr}");
-    assert!(lines[0].to_lowercase().contains(&reason.to_lowercase()), "'{reason}' not in: {stderr}");
-    assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{stderr}");
+    assert!(
+        lines[0].to_lowercase().contains(&reason.to_lowercase()),
+        "'{reason}' not in: {stderr}"
+    );
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+        "{stderr}"
+    );
     output.stdout.clone()
 }
 
@@ -67,7 +89,10 @@ fn path(p: &Path) -> String {
 
 /// Files in `folder` (to catch temporary files left behind).
 fn names(folder: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(folder).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<String> = std::fs::read_dir(folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     names.sort();
     names
 }
@@ -78,7 +103,9 @@ struct Folder {
 
 impl Folder {
     fn new() -> Folder {
-        Folder { folder: tempfile::tempdir().unwrap() }
+        Folder {
+            folder: tempfile::tempdir().unwrap(),
+        }
     }
     fn file(&self, name: &str) -> PathBuf {
         self.folder.path().join(name)
@@ -94,22 +121,55 @@ impl Folder {
 fn passphrase_round_trips_through_files_at_chunk_boundaries_across_backends() {
     let folder = Folder::new();
     let passphrase = folder.write("pass.txt", b"correct horse battery staple\n");
-    for (length, encrypt_backend, decrypt_backend) in
-        [(0usize, "seq", "pool"), (1, "pool", "seq"), (CHUNK - 1, "threads", "auto"), (CHUNK, "auto", "threads"), (CHUNK + 1, "pool", "pool"), (5 * CHUNK + 77, "seq", "threads")]
-    {
+    for (length, encrypt_backend, decrypt_backend) in [
+        (0usize, "seq", "pool"),
+        (1, "pool", "seq"),
+        (CHUNK - 1, "threads", "auto"),
+        (CHUNK, "auto", "threads"),
+        (CHUNK + 1, "pool", "pool"),
+        (5 * CHUNK + 77, "seq", "threads"),
+    ] {
         let plain = data(length);
         let input = folder.write("plain.bin", &plain);
         let sealed = path(&folder.file("sealed.pc"));
         let opened = path(&folder.file("opened.bin"));
-        let mut args = vec!["encrypt", "--passphrase-file", &passphrase, "--backend", encrypt_backend, &input, "-o", &sealed];
+        let mut args = vec![
+            "encrypt",
+            "--passphrase-file",
+            &passphrase,
+            "--backend",
+            encrypt_backend,
+            &input,
+            "-o",
+            &sealed,
+        ];
         args.extend(CHEAP_KDF);
         assert_success(&parcrypt(&args, b""), "encrypt");
         let file = std::fs::read(&sealed).unwrap();
         assert_eq!(&file[..9], b"parcrypt\x01");
-        assert_eq!(file.len(), 40 + 56 + length + (length / CHUNK + 1) * 16, "{length}");
-        let decrypt = parcrypt(&["decrypt", "--passphrase-file", &passphrase, "--backend", decrypt_backend, &sealed, "-o", &opened], b"");
+        assert_eq!(
+            file.len(),
+            40 + 56 + length + (length / CHUNK + 1) * 16,
+            "{length}"
+        );
+        let decrypt = parcrypt(
+            &[
+                "decrypt",
+                "--passphrase-file",
+                &passphrase,
+                "--backend",
+                decrypt_backend,
+                &sealed,
+                "-o",
+                &opened,
+            ],
+            b"",
+        );
         assert_success(&decrypt, "decrypt");
-        assert!(std::fs::read(&opened).unwrap() == plain, "{length} bytes: round trip differs");
+        assert!(
+            std::fs::read(&opened).unwrap() == plain,
+            "{length} bytes: round trip differs"
+        );
         std::fs::remove_file(&sealed).unwrap();
         std::fs::remove_file(&opened).unwrap();
     }
@@ -125,11 +185,19 @@ fn the_passphrase_variable_and_pipes_work_and_the_default_kdf_is_stored() {
     let header = &sealed.stdout[..40];
     assert_eq!(header[9], 2, "AES-256-GCM");
     assert_eq!(header[10], 2, "argon2id");
-    assert_eq!(&header[12..24], &[0, 1, 0, 0, 0, 0, 0, 3, 0, 0, 0, 4], "64 MiB, 3 passes, 4 lanes");
+    assert_eq!(
+        &header[12..24],
+        &[0, 1, 0, 0, 0, 0, 0, 3, 0, 0, 0, 4],
+        "64 MiB, 3 passes, 4 lanes"
+    );
     let opened = parcrypt_with_env(&["decrypt", "-", "-o", "-"], &sealed.stdout, &env);
     assert_success(&opened, "decrypt");
     assert!(opened.stdout == plain);
-    let wrong = parcrypt_with_env(&["decrypt"], &sealed.stdout, &[("PARCRYPT_PASSPHRASE", "s3creT")]);
+    let wrong = parcrypt_with_env(
+        &["decrypt"],
+        &sealed.stdout,
+        &[("PARCRYPT_PASSPHRASE", "s3creT")],
+    );
     assert!(assert_refused(&wrong, "wrong key or passphrase (key commitment mismatch)").is_empty());
 }
 
@@ -139,31 +207,101 @@ fn keys_from_the_command_line_and_files_in_both_formats() {
     let plain = data(2 * CHUNK + 100);
     let raw_key: Vec<u8> = (0..32u8).collect();
     let raw_file = folder.write("raw.key", &raw_key);
-    let hex_file = folder.write("hex.key", format!("  {}\n", hex::encode(&raw_key)).as_bytes());
+    let hex_file = folder.write(
+        "hex.key",
+        format!("  {}\n", hex::encode(&raw_key)).as_bytes(),
+    );
     let key_hex = hex::encode(&raw_key);
     for format in ["parcrypt", "cobblestone"] {
-        let sealed = parcrypt(&["encrypt", "--format", format, "--key", &key_hex, "--context", "c0ffee"], &plain);
+        let sealed = parcrypt(
+            &[
+                "encrypt",
+                "--format",
+                format,
+                "--key",
+                &key_hex,
+                "--context",
+                "c0ffee",
+            ],
+            &plain,
+        );
         assert_success(&sealed, "encrypt");
         let header = if format == "parcrypt" { 40 } else { 0 };
         assert_eq!(sealed.stdout.len(), header + 56 + plain.len() + 3 * 16);
-        for key_args in [["--key-file", raw_file.as_str()], ["--key-file", hex_file.as_str()], ["--key", key_hex.as_str()]] {
-            let opened = parcrypt(&["decrypt", "--format", format, key_args[0], key_args[1], "--context", "c0ffee"], &sealed.stdout);
+        for key_args in [
+            ["--key-file", raw_file.as_str()],
+            ["--key-file", hex_file.as_str()],
+            ["--key", key_hex.as_str()],
+        ] {
+            let opened = parcrypt(
+                &[
+                    "decrypt",
+                    "--format",
+                    format,
+                    key_args[0],
+                    key_args[1],
+                    "--context",
+                    "c0ffee",
+                ],
+                &sealed.stdout,
+            );
             assert_success(&opened, "decrypt");
             assert!(opened.stdout == plain, "{format} {key_args:?}");
         }
-        let wrong_context = parcrypt(&["decrypt", "--format", format, "--key", &key_hex, "--context", "c0ffef"], &sealed.stdout);
+        let wrong_context = parcrypt(
+            &[
+                "decrypt",
+                "--format",
+                format,
+                "--key",
+                &key_hex,
+                "--context",
+                "c0ffef",
+            ],
+            &sealed.stdout,
+        );
         assert!(assert_refused(&wrong_context, "key commitment mismatch").is_empty());
-        let wrong_key = parcrypt(&["decrypt", "--format", format, "--key", &"11".repeat(32), "--context", "c0ffee"], &sealed.stdout);
+        let wrong_key = parcrypt(
+            &[
+                "decrypt",
+                "--format",
+                format,
+                "--key",
+                &"11".repeat(32),
+                "--context",
+                "c0ffee",
+            ],
+            &sealed.stdout,
+        );
         assert!(assert_refused(&wrong_key, "wrong key or passphrase").is_empty());
     }
     // The two formats are told apart.
-    let bare = parcrypt(&["encrypt", "--format", "cobblestone", "--key", KEY], &plain);
-    assert_refused(&parcrypt(&["decrypt", "--key", KEY], &bare.stdout), "not a parcrypt file");
+    let bare = parcrypt(
+        &["encrypt", "--format", "cobblestone", "--key", KEY],
+        &plain,
+    );
+    assert_refused(
+        &parcrypt(&["decrypt", "--key", KEY], &bare.stdout),
+        "not a parcrypt file",
+    );
     let keyed = parcrypt(&["encrypt", "--key", KEY], &plain);
-    assert_refused(&parcrypt(&["decrypt", "--passphrase-file", &raw_file], &keyed.stdout), "encrypted with a key");
-    assert_refused(&parcrypt(&["decrypt"], &keyed.stdout), "encrypted with a key");
-    let locked = parcrypt_with_env(&["encrypt", "--kdf-memory", "1", "--kdf-passes", "1"], &plain, &[("PARCRYPT_PASSPHRASE", "pw")]);
-    assert_refused(&parcrypt(&["decrypt", "--key", KEY], &locked.stdout), "encrypted with a passphrase");
+    assert_refused(
+        &parcrypt(&["decrypt", "--passphrase-file", &raw_file], &keyed.stdout),
+        "encrypted with a key",
+    );
+    assert_refused(
+        &parcrypt(&["decrypt"], &keyed.stdout),
+        "encrypted with a key",
+    );
+    let locked = parcrypt_with_env(
+        &["encrypt", "--kdf-memory", "1", "--kdf-passes", "1"],
+        &plain,
+        &[("PARCRYPT_PASSPHRASE", "pw")],
+    );
+    assert_refused(
+        &parcrypt(&["decrypt", "--key", KEY], &locked.stdout),
+        "encrypted with a passphrase",
+    );
 }
 
 /// Wycheproof's vectors are made by another implementation (filippo.io/cobblestone):
@@ -171,17 +309,33 @@ fn keys_from_the_command_line_and_files_in_both_formats() {
 #[test]
 fn bare_cobblestone_interoperates_with_the_wycheproof_vectors() {
     let folder = Folder::new();
-    for (file, key_bytes) in [("c2sp_chunked_encryption_aes_128_gcm_test.json", 16), ("c2sp_chunked_encryption_aes_256_gcm_test.json", 32)] {
-        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/wycheproof").join(file)).unwrap();
+    for (file, key_bytes) in [
+        ("c2sp_chunked_encryption_aes_128_gcm_test.json", 16),
+        ("c2sp_chunked_encryption_aes_256_gcm_test.json", 32),
+    ] {
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/vectors/wycheproof")
+                .join(file),
+        )
+        .unwrap();
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();
         let mut checked = 0;
         for test in json["testGroups"][0]["tests"].as_array().unwrap() {
             let key = test["key"].as_str().unwrap();
-            if key.len() != 2 * key_bytes || test["flags"].as_array().unwrap().iter().any(|f| f == "InvalidKeySize") {
+            if key.len() != 2 * key_bytes
+                || test["flags"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|f| f == "InvalidKeySize")
+            {
                 continue;
             }
             let mut ciphertext = Vec::new();
-            flate2::read::ZlibDecoder::new(&hex::decode(test["ct"].as_str().unwrap()).unwrap()[..]).read_to_end(&mut ciphertext).unwrap();
+            flate2::read::ZlibDecoder::new(&hex::decode(test["ct"].as_str().unwrap()).unwrap()[..])
+                .read_to_end(&mut ciphertext)
+                .unwrap();
             let input = folder.write("vector.bin", &ciphertext);
             let context = test["ctx"].as_str().unwrap();
             let mut args = vec!["decrypt", "--format", "cobblestone", "--key", key, &input];
@@ -192,7 +346,11 @@ fn bare_cobblestone_interoperates_with_the_wycheproof_vectors() {
             let id = test["tcId"].as_u64().unwrap();
             if test["result"] == "valid" {
                 assert_success(&output, &format!("tcId {id}"));
-                assert_eq!(hex::encode(Sha512::digest(&output.stdout)), test["msgSha512"].as_str().unwrap(), "tcId {id}");
+                assert_eq!(
+                    hex::encode(Sha512::digest(&output.stdout)),
+                    test["msgSha512"].as_str().unwrap(),
+                    "tcId {id}"
+                );
                 // And our encryption of the same message decrypts back with the same key.
                 let mut args = vec!["encrypt", "--format", "cobblestone", "--key", key];
                 if !context.is_empty() {
@@ -200,11 +358,19 @@ fn bare_cobblestone_interoperates_with_the_wycheproof_vectors() {
                 }
                 let sealed = parcrypt(&args, &output.stdout);
                 assert_success(&sealed, "re-encrypt");
-                assert_eq!(sealed.stdout.len(), ciphertext.len(), "tcId {id}: a different length");
+                assert_eq!(
+                    sealed.stdout.len(),
+                    ciphertext.len(),
+                    "tcId {id}: a different length"
+                );
             } else {
                 let released = assert_refused(&output, "");
                 let allowed = test["msgLength"].as_u64().unwrap_or(0) as usize;
-                assert!(released.len() <= allowed, "tcId {id}: released {} bytes", released.len());
+                assert!(
+                    released.len() <= allowed,
+                    "tcId {id}: released {} bytes",
+                    released.len()
+                );
             }
             checked += 1;
         }
@@ -221,30 +387,111 @@ fn damage_is_named_and_nothing_is_left_behind() {
     let target = folder.file("out.bin");
     let cases: Vec<(Vec<u8>, &str, usize)> = vec![
         // (file, the reason given, plaintext bytes that may reach stdout)
-        ({ let mut s = sealed.clone(); s[body + 2 * SEALED_CHUNK + 10] ^= 1; s }, "chunk 2 ", 2 * CHUNK),
-        ({ let mut s = sealed.clone(); s[body + SEALED_CHUNK - 1] ^= 1; s }, "chunk 0 ", 0),
-        ({ let mut s = sealed.clone(); let n = s.len(); s[n - 1] ^= 0x80; s }, "chunk 4 ", 4 * CHUNK),
-        ({ let mut s = sealed.clone(); s[50] ^= 1; s }, "key commitment mismatch", 0),
-        ({ let mut s = sealed.clone(); s[12] ^= 1; s }, "damaged header", 0),
-        (sealed[..body + 3 * SEALED_CHUNK].to_vec(), "truncated after chunk 2", 3 * CHUNK),
-        (sealed[..body + 3 * SEALED_CHUNK + 7].to_vec(), "truncated after chunk 2", 3 * CHUNK),
+        (
+            {
+                let mut s = sealed.clone();
+                s[body + 2 * SEALED_CHUNK + 10] ^= 1;
+                s
+            },
+            "chunk 2 ",
+            2 * CHUNK,
+        ),
+        (
+            {
+                let mut s = sealed.clone();
+                s[body + SEALED_CHUNK - 1] ^= 1;
+                s
+            },
+            "chunk 0 ",
+            0,
+        ),
+        (
+            {
+                let mut s = sealed.clone();
+                let n = s.len();
+                s[n - 1] ^= 0x80;
+                s
+            },
+            "chunk 4 ",
+            4 * CHUNK,
+        ),
+        (
+            {
+                let mut s = sealed.clone();
+                s[50] ^= 1;
+                s
+            },
+            "key commitment mismatch",
+            0,
+        ),
+        (
+            {
+                let mut s = sealed.clone();
+                s[12] ^= 1;
+                s
+            },
+            "damaged header",
+            0,
+        ),
+        (
+            sealed[..body + 3 * SEALED_CHUNK].to_vec(),
+            "truncated after chunk 2",
+            3 * CHUNK,
+        ),
+        (
+            sealed[..body + 3 * SEALED_CHUNK + 7].to_vec(),
+            "truncated after chunk 2",
+            3 * CHUNK,
+        ),
         (sealed[..body].to_vec(), "truncated after the header", 0),
         (sealed[..60].to_vec(), "truncated", 0),
-        ([sealed.clone(), vec![0u8; 3]].concat(), "chunk 4 ", 4 * CHUNK),
-        ({ let mut s = sealed[..body].to_vec(); s.extend_from_slice(&sealed[body + SEALED_CHUNK..body + 2 * SEALED_CHUNK]); s.extend_from_slice(&sealed[body..body + SEALED_CHUNK]); s.extend_from_slice(&sealed[body + 2 * SEALED_CHUNK..]); s }, "chunk 0 ", 0),
-        (b"hello, I am a text file".to_vec(), "not a parcrypt file", 0),
+        (
+            [sealed.clone(), vec![0u8; 3]].concat(),
+            "chunk 4 ",
+            4 * CHUNK,
+        ),
+        (
+            {
+                let mut s = sealed[..body].to_vec();
+                s.extend_from_slice(&sealed[body + SEALED_CHUNK..body + 2 * SEALED_CHUNK]);
+                s.extend_from_slice(&sealed[body..body + SEALED_CHUNK]);
+                s.extend_from_slice(&sealed[body + 2 * SEALED_CHUNK..]);
+                s
+            },
+            "chunk 0 ",
+            0,
+        ),
+        (
+            b"hello, I am a text file".to_vec(),
+            "not a parcrypt file",
+            0,
+        ),
         (Vec::new(), "not a parcrypt file", 0),
     ];
     for (file, reason, allowed) in cases {
         let input = folder.write("in.pc", &file);
-        let to_file = parcrypt(&["decrypt", "--key", KEY, &input, "-o", &path(&target)], b"");
+        let to_file = parcrypt(
+            &["decrypt", "--key", KEY, &input, "-o", &path(&target)],
+            b"",
+        );
         assert!(assert_refused(&to_file, reason).is_empty(), "{reason}");
-        assert!(!target.exists(), "{reason}: output file left after a failed decryption");
-        assert_eq!(names(folder.folder.path()), ["in.pc"], "{reason}: temporary files left behind");
+        assert!(
+            !target.exists(),
+            "{reason}: output file left after a failed decryption"
+        );
+        assert_eq!(
+            names(folder.folder.path()),
+            ["in.pc"],
+            "{reason}: temporary files left behind"
+        );
         // To stdout: authenticated chunks may stream out, never a byte of a bad chunk.
         let to_stdout = parcrypt(&["decrypt", "--key", KEY, "-q"], &file);
         let released = assert_refused(&to_stdout, reason);
-        assert!(released.len() <= allowed, "{reason}: released {} bytes, allowed {allowed}", released.len());
+        assert!(
+            released.len() <= allowed,
+            "{reason}: released {} bytes, allowed {allowed}",
+            released.len()
+        );
         assert!(released == plain[..released.len()], "{reason}");
     }
 }
@@ -258,19 +505,44 @@ fn outputs_are_never_clobbered_and_the_input_is_never_the_output() {
     let refused = parcrypt(&["encrypt", "--key", KEY, &input, "-o", &existing], b"");
     assert_refused(&refused, "already exists (use --force");
     assert_eq!(std::fs::read(&existing).unwrap(), b"keep me");
-    assert_refused(&parcrypt(&["encrypt", "--key", KEY, "--force", &input, "-o", &input], b""), "is the input file");
+    assert_refused(
+        &parcrypt(
+            &["encrypt", "--key", KEY, "--force", &input, "-o", &input],
+            b"",
+        ),
+        "is the input file",
+    );
     assert_eq!(std::fs::read(&input).unwrap(), plain);
-    assert_success(&parcrypt(&["encrypt", "--key", KEY, "--force", &input, "-o", &existing], b""), "forced");
+    assert_success(
+        &parcrypt(
+            &["encrypt", "--key", KEY, "--force", &input, "-o", &existing],
+            b"",
+        ),
+        "forced",
+    );
     let opened = parcrypt(&["decrypt", "--key", KEY, &existing], b"");
     assert_success(&opened, "decrypt");
     assert!(opened.stdout == plain);
     // A failed decryption with --force keeps the old file.
-    let damaged = { let mut s = std::fs::read(&existing).unwrap(); s[200] ^= 1; s };
+    let damaged = {
+        let mut s = std::fs::read(&existing).unwrap();
+        s[200] ^= 1;
+        s
+    };
     let damaged = folder.write("damaged.pc", &damaged);
     let keep = folder.write("keep.bin", b"old contents");
-    assert_refused(&parcrypt(&["decrypt", "--key", KEY, "--force", &damaged, "-o", &keep], b""), "chunk 0 ");
+    assert_refused(
+        &parcrypt(
+            &["decrypt", "--key", KEY, "--force", &damaged, "-o", &keep],
+            b"",
+        ),
+        "chunk 0 ",
+    );
     assert_eq!(std::fs::read(&keep).unwrap(), b"old contents");
-    assert_eq!(names(folder.folder.path()), ["damaged.pc", "existing.pc", "keep.bin", "plain.bin"]);
+    assert_eq!(
+        names(folder.folder.path()),
+        ["damaged.pc", "existing.pc", "keep.bin", "plain.bin"]
+    );
 }
 
 #[test]
@@ -299,12 +571,108 @@ fn ranges_decrypt_only_what_was_asked() {
     let last = damaged.len() - 5;
     damaged[last] ^= 1;
     let input = folder.write("damaged.pc", &damaged);
-    assert!(assert_refused(&parcrypt(&["decrypt", "--key", KEY, "--range", "-10:", &input], b""), "chunk 7 ").is_empty());
-    let middle = parcrypt(&["decrypt", "--key", KEY, "--range", "20000:30000", &input], b"");
+    assert!(assert_refused(
+        &parcrypt(&["decrypt", "--key", KEY, "--range", "-10:", &input], b""),
+        "chunk 7 "
+    )
+    .is_empty());
+    let middle = parcrypt(
+        &["decrypt", "--key", KEY, "--range", "20000:30000", &input],
+        b"",
+    );
     assert_success(&middle, "middle of a file with a damaged end");
     assert!(middle.stdout == plain[20000..30000]);
-    assert_refused(&parcrypt(&["decrypt", "--key", KEY, "--range", "0:10"], &sealed), "needs an input file");
-    assert_refused(&parcrypt(&["decrypt", "--key", KEY, "--range", "ten:20", &input], b""), "bad range");
+    assert_refused(
+        &parcrypt(&["decrypt", "--key", KEY, "--range", "0:10"], &sealed),
+        "needs an input file",
+    );
+    assert_refused(
+        &parcrypt(&["decrypt", "--key", KEY, "--range", "ten:20", &input], b""),
+        "bad range",
+    );
+}
+
+#[test]
+fn ranges_over_many_chunks_are_the_same_on_every_backend() {
+    let folder = Folder::new();
+    let plain = data(5 * 1024 * 1024 + 777);
+    let sealed = parcrypt(&["encrypt", "--key", KEY, "-q"], &plain);
+    assert_success(&sealed, "encrypt");
+    let input = folder.write("big.pc", &sealed.stdout);
+    let length = plain.len();
+    let mib = 1024 * 1024;
+    let mut ranges: Vec<(String, usize, usize)> = vec![
+        (":".into(), 0, length),
+        (format!("0:{length}"), 0, length),
+        ("0:0".into(), 0, 0),
+        (format!("{length}:"), length, length),
+        ("-1:".into(), length - 1, length),
+        ("-3M:-1M".into(), length - 3 * mib, length - mib),
+        (":-100000".into(), 0, length - 100_000),
+        ("99999999:".into(), length, length),
+    ];
+    for (start, end) in [
+        (CHUNK - 1, CHUNK + 1),
+        (7 * CHUNK + 5, 90 * CHUNK - 5),
+        (mib - 7, 4 * mib + 9),
+        (1, length - 1),
+    ] {
+        ranges.push((format!("{start}:{end}"), start, end));
+    }
+    // The backends this machine has (OpenCL is required in CI), each with its default
+    // threads: pool spreads a range's chunks over every core.
+    let backends: Vec<&str> = engine::all_engines()
+        .iter()
+        .map(|engine| engine.backend().name())
+        .collect();
+    for backend in &backends {
+        for (range, start, end) in &ranges {
+            let output = parcrypt(
+                &[
+                    "decrypt",
+                    "--key",
+                    KEY,
+                    "-q",
+                    "--backend",
+                    backend,
+                    "--range",
+                    range,
+                    &input,
+                ],
+                b"",
+            );
+            assert_success(&output, &format!("--backend {backend} --range {range}"));
+            assert!(
+                output.stdout == plain[*start..*end],
+                "--backend {backend} --range {range}: wrong bytes"
+            );
+        }
+        // To a file, as the whole message.
+        let target = folder.file("range.bin");
+        let to_file = parcrypt(
+            &[
+                "decrypt",
+                "--key",
+                KEY,
+                "-q",
+                "--backend",
+                backend,
+                "--range",
+                "1:",
+                &input,
+                "-o",
+                &path(&target),
+            ],
+            b"",
+        );
+        assert_success(&to_file, backend);
+        assert!(
+            std::fs::read(&target).unwrap() == plain[1..],
+            "--backend {backend}: the file differs"
+        );
+        std::fs::remove_file(&target).unwrap();
+    }
+    assert!(backends.contains(&"seq") && backends.contains(&"pool"));
 }
 
 #[test]
@@ -315,21 +683,63 @@ fn bad_arguments_get_one_line_and_a_non_zero_exit() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["encrypt", "--format", "cobblestone"], "needs --key"),
         (vec!["decrypt", "--format", "cobblestone"], "needs --key"),
-        (vec!["encrypt", "--format", "zip", "--key", KEY], "unknown format"),
-        (vec!["encrypt", "--key", "0011"], "16 bytes (aes-128) or 32 bytes"),
+        (
+            vec!["encrypt", "--format", "zip", "--key", KEY],
+            "unknown format",
+        ),
+        (
+            vec!["encrypt", "--key", "0011"],
+            "16 bytes (aes-128) or 32 bytes",
+        ),
         (vec!["encrypt", "--key", "zz"], "not valid hex"),
-        (vec!["encrypt", "--key", KEY, "--context", "abc"], "odd number"),
-        (vec!["encrypt", "--key", KEY, "--cipher", "aes-256-gcm"], "needs a 32-byte key"),
-        (vec!["encrypt", "--key", KEY, "--cipher", "rc6-128-gcm"], "unknown --cipher"),
+        (
+            vec!["encrypt", "--key", KEY, "--context", "abc"],
+            "odd number",
+        ),
+        (
+            vec!["encrypt", "--key", KEY, "--cipher", "aes-256-gcm"],
+            "needs a 32-byte key",
+        ),
+        (
+            vec!["encrypt", "--key", KEY, "--cipher", "rc6-128-gcm"],
+            "unknown --cipher",
+        ),
         (vec!["encrypt", "--key", KEY, "--backend", "cuda"], "cuda"),
-        (vec!["encrypt", "--key", KEY, "--threads", "0"], "at least 1"),
+        (
+            vec!["encrypt", "--key", KEY, "--threads", "0"],
+            "at least 1",
+        ),
         (vec!["encrypt", "--passphrase-file", &empty], "is empty"),
-        (vec!["encrypt", "--passphrase-file", "/nonexistent/pass"], "cannot read passphrase file"),
-        (vec!["encrypt", "--key-file", &short_key], "must hold 16 or 32 bytes"),
-        (vec!["encrypt", "--passphrase-file", &empty, "--kdf-memory", "0"], "argon2id parameters out of range"),
-        (vec!["encrypt", "--passphrase-file", &empty, "--kdf-passes", "1000"], "argon2id parameters out of range"),
-        (vec!["encrypt", "--key", KEY, "--passphrase-file", &empty], "cannot be used with"),
-        (vec!["encrypt", "--key", KEY, "/nonexistent/input"], "cannot open input"),
+        (
+            vec!["encrypt", "--passphrase-file", "/nonexistent/pass"],
+            "cannot read passphrase file",
+        ),
+        (
+            vec!["encrypt", "--key-file", &short_key],
+            "must hold 16 or 32 bytes",
+        ),
+        (
+            vec!["encrypt", "--passphrase-file", &empty, "--kdf-memory", "0"],
+            "argon2id parameters out of range",
+        ),
+        (
+            vec![
+                "encrypt",
+                "--passphrase-file",
+                &empty,
+                "--kdf-passes",
+                "1000",
+            ],
+            "argon2id parameters out of range",
+        ),
+        (
+            vec!["encrypt", "--key", KEY, "--passphrase-file", &empty],
+            "cannot be used with",
+        ),
+        (
+            vec!["encrypt", "--key", KEY, "/nonexistent/input"],
+            "cannot open input",
+        ),
     ];
     for (args, reason) in cases {
         let output = parcrypt(&args, b"data");

@@ -68,7 +68,7 @@ fn scenario_help() -> String {
     text
 }
 
-fn parse_size(text: &str) -> Result<usize, String> {
+pub(super) fn parse_size(text: &str) -> Result<usize, String> {
     let text = text.trim();
     let (number, multiplier) = match text.chars().last() {
         Some('K' | 'k') => (&text[..text.len() - 1], 1 << 10),

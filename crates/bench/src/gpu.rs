@@ -94,6 +94,15 @@ impl DirectDevice {
             DirectDevice::OpenCl(_) => None,
         }
     }
+
+    /// Whether the device says it shares the host's memory, where zero-copy is expected to
+    /// win (OpenCL: `CL_DEVICE_HOST_UNIFIED_MEMORY`; CUDA: an integrated GPU).
+    pub fn host_unified_memory(&self) -> bool {
+        match self {
+            DirectDevice::OpenCl(device) => device.host_unified_memory(),
+            DirectDevice::Cuda(device) => device.host_unified_memory(),
+        }
+    }
 }
 
 /// A device's name from the engine's one-line description (`#0 NAME (details...)`), for
@@ -175,6 +184,86 @@ pub fn time_opencl_kernel(
         let (kernel, _end_to_end) = device.process_timed(&key, &operation, data)?;
         Ok(Some(kernel))
     })
+}
+
+/// How host data reaches the device in the zero-copy comparison (s4). Every path prepares
+/// the key once, so that only the data's way differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostTransfer {
+    /// `process`: copied into device buffers and back.
+    Copy,
+    /// `process_zero_copy`: copied by the host into mapped host memory and back out; the
+    /// kernel reads and writes the mapped memory.
+    ZeroCopyStaged,
+    /// The data lives in a mapped buffer the kernel reads and writes: no copy at all.
+    ZeroCopyMapped,
+    /// As [`HostTransfer::ZeroCopyMapped`], the kernel's own time (OpenCL profiling or CUDA
+    /// events).
+    ZeroCopyMappedKernel,
+}
+
+/// Times `spec` over `bytes` of random data moved as `transfer` says, on an OpenCL or CUDA
+/// device opened by the lab.
+pub fn time_host_transfer(
+    device: &DirectDevice,
+    spec: CipherSpec,
+    direction: Direction,
+    bytes: usize,
+    transfer: HostTransfer,
+    repetition: Repetition,
+    probe: &mut dyn Probe,
+) -> Result<Sampled, BenchError> {
+    let (key, operation) = key_and_operation(spec, direction)?;
+    let mut data = random_buffer(bytes, 0x5eed);
+    let clock = &mut SystemClock::default();
+    match transfer {
+        HostTransfer::Copy => measure_repeated(clock, repetition, probe, || {
+            device.process(&key, &operation, &mut data)?;
+            Ok(None)
+        }),
+        HostTransfer::ZeroCopyStaged => measure_repeated(clock, repetition, probe, || {
+            match device {
+                DirectDevice::OpenCl(device) => {
+                    device.process_zero_copy(&key, &operation, &mut data)?
+                }
+                DirectDevice::Cuda(device) => {
+                    device.process_zero_copy(&key, &operation, &mut data)?
+                }
+            }
+            Ok(None)
+        }),
+        HostTransfer::ZeroCopyMapped | HostTransfer::ZeroCopyMappedKernel => {
+            // Each job is one call on the buffer, timed by the host clock (end to end) or
+            // by the device (the kernel alone).
+            let kernel_only = transfer == HostTransfer::ZeroCopyMappedKernel;
+            match device {
+                DirectDevice::OpenCl(device) => {
+                    let mut buffer = device.mapped_buffer(bytes)?;
+                    buffer.as_mut_slice().copy_from_slice(&data);
+                    measure_repeated(clock, repetition, probe, || {
+                        if kernel_only {
+                            Ok(Some(buffer.process_timed(&key, &operation)?.0))
+                        } else {
+                            buffer.process(&key, &operation)?;
+                            Ok(None)
+                        }
+                    })
+                }
+                DirectDevice::Cuda(device) => {
+                    let mut buffer = device.mapped_buffer(bytes)?;
+                    buffer.as_mut_slice().copy_from_slice(&data);
+                    measure_repeated(clock, repetition, probe, || {
+                        if kernel_only {
+                            Ok(Some(buffer.process_timed(&key, &operation)?.0))
+                        } else {
+                            buffer.process(&key, &operation)?;
+                            Ok(None)
+                        }
+                    })
+                }
+            }
+        }
+    }
 }
 
 /// Where the data of a CUDA measurement lives.

@@ -105,9 +105,9 @@ impl<'e> Crypter<'e> {
             state,
             processed: 0,
             cost_model: engine.cost_model(spec, job.direction),
-            gpu_key: match engine.gpu() {
-                Some(_) => Some(parcrypt_gpu::KeyMaterial::new(spec.algorithm, job.key)?),
-                None => None,
+            gpu_key: match engine.may_use_gpu(spec, job.direction) {
+                true => Some(parcrypt_gpu::KeyMaterial::new(spec.algorithm, job.key)?),
+                false => None,
             },
         })
     }
@@ -205,8 +205,10 @@ impl<'e> Crypter<'e> {
     /// Runs the mode over `data`, which is whole blocks except possibly at the end of a
     /// stream mode's message.
     fn process(&mut self, data: &mut [u8]) -> Result<(), JobError> {
-        if let Some(gpu) = self.engine.gpu() {
-            return self.process_on_gpu(gpu, data);
+        if self.gpu_key.is_some() {
+            if let Some(gpu) = self.engine.gpu_for(self.spec, self.direction, data.len()) {
+                return self.process_on_gpu(gpu, data);
+            }
         }
         let cipher = self.cipher.as_ref();
         let block_size = cipher.block_size();

@@ -10,7 +10,10 @@
 //! - `opencl`, `cuda`: the GPU runs ECB, CTR, CBC decryption and GCM's CTR part; the CPU
 //!   pool does what a GPU cannot split (CBC encryption) and, for now, GCM's GHASH.
 //! - `auto`: picks by a calibrated cost model (see [`CostModel`]): one thread for inputs
-//!   too small to repay waking the pool, the pool above.
+//!   too small to repay waking the pool, the pool above; and, where `parcrypt tune` has
+//!   measured this machine's GPU (a tune file, see [`parcrypt_gpu::tuning`]), the GPU for
+//!   jobs at or above the size from which it was measured to finish first. The GPU is
+//!   opened on the first job that goes to it.
 //!
 //! [`Crypter`] runs one message through a cipher and mode on an engine, in as many calls as
 //! the caller likes; [`stream::process_stream`] drives it from a reader to a writer in bounded
@@ -18,11 +21,12 @@
 
 pub mod crypter;
 pub mod stream;
+pub mod tune;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -133,11 +137,37 @@ pub struct Engine {
     dispatch_seconds: OnceLock<f64>,
     /// One-thread rates per cipher, mode and direction, measured once per engine.
     calibration: Mutex<HashMap<(parcrypt_modes::CipherSpec, parcrypt_modes::Direction), CostModel>>,
+    /// `auto`'s GPU, when a tune file says it wins some jobs.
+    auto_gpu: Option<AutoGpu>,
+}
+
+/// A GPU `auto` may send jobs to: the tune table measured on it, and the device, opened
+/// on first use (`None` inside when opening failed: `auto` then stays on the CPU).
+struct AutoGpu {
+    backend: Backend,
+    table: Arc<parcrypt_gpu::TuneTable>,
+    device: OnceLock<Option<Box<dyn parcrypt_gpu::GpuDevice>>>,
+}
+
+/// Whether an engine reads tune files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tuning {
+    /// GPU backends launch with the shapes in this device's tune file, and `auto` uses a
+    /// tuned GPU where it was measured to win.
+    FromTuneFiles,
+    /// No tune file is read: GPU backends use their default shape and `auto` stays on the
+    /// CPU (what `parcrypt tune` itself compares against).
+    Ignore,
 }
 
 impl Engine {
-    /// `threads`: `None` means all cores.
+    /// `threads`: `None` means all cores. Reads tune files ([`Tuning::FromTuneFiles`]).
     pub fn new(backend: Backend, threads: Option<usize>) -> Result<Self, EngineError> {
+        Self::with_tuning(backend, threads, Tuning::FromTuneFiles)
+    }
+
+    /// [`Engine::new`], saying whether tune files are read.
+    pub fn with_tuning(backend: Backend, threads: Option<usize>, tuning: Tuning) -> Result<Self, EngineError> {
         let threads = match threads {
             Some(0) => return Err(EngineError::ZeroThreads),
             Some(n) => n,
@@ -155,7 +185,17 @@ impl Engine {
         };
         let threads = if backend == Backend::Seq { 1 } else { threads };
         let gpu = match backend {
-            Backend::Opencl | Backend::Cuda => Some(open_gpu(backend)?),
+            Backend::Opencl | Backend::Cuda => {
+                let device = open_gpu(backend)?;
+                if tuning == Tuning::FromTuneFiles {
+                    device.set_tuning(tune_table_for(backend, &device.identity()).map(Arc::new));
+                }
+                Some(device)
+            }
+            _ => None,
+        };
+        let auto_gpu = match (backend, tuning) {
+            (Backend::Auto, Tuning::FromTuneFiles) => AutoGpu::discover(),
             _ => None,
         };
         Ok(Engine {
@@ -165,7 +205,24 @@ impl Engine {
             gpu,
             dispatch_seconds: OnceLock::new(),
             calibration: Mutex::new(HashMap::new()),
+            auto_gpu,
         })
+    }
+
+    /// An `auto` engine that sends the jobs `table` says the GPU wins to `device` (already
+    /// open): what [`Engine::new`] builds from a tune file, for callers and tests that hold
+    /// the device and the table themselves.
+    pub fn auto_with_gpu(
+        threads: Option<usize>,
+        device: Box<dyn parcrypt_gpu::GpuDevice>,
+        table: parcrypt_gpu::TuneTable,
+    ) -> Result<Self, EngineError> {
+        let mut engine = Self::with_tuning(Backend::Auto, threads, Tuning::Ignore)?;
+        let backend = if device.api() == "cuda" { Backend::Cuda } else { Backend::Opencl };
+        let table = Arc::new(table);
+        device.set_tuning(Some(Arc::clone(&table)));
+        engine.auto_gpu = Some(AutoGpu { backend, table, device: OnceLock::from(Some(device)) });
+        Ok(engine)
     }
 
     pub fn backend(&self) -> Backend {
@@ -175,6 +232,45 @@ impl Engine {
     /// The GPU of a GPU backend.
     pub fn gpu(&self) -> Option<&dyn parcrypt_gpu::GpuDevice> {
         self.gpu.as_deref()
+    }
+
+    /// The GPU a job of `length` bytes runs on: a GPU backend's device, or under `auto` a
+    /// tuned GPU where the tune table says it finishes such a job first (opened now if this
+    /// is the first such job); `None` means the CPU.
+    pub fn gpu_for(
+        &self,
+        spec: parcrypt_modes::CipherSpec,
+        direction: parcrypt_modes::Direction,
+        length: usize,
+    ) -> Option<&dyn parcrypt_gpu::GpuDevice> {
+        if let Some(gpu) = self.gpu.as_deref() {
+            return Some(gpu);
+        }
+        let auto = self.auto_gpu.as_ref()?;
+        if !auto.table.gpu_wins(spec, direction, length) {
+            return None;
+        }
+        auto.device
+            .get_or_init(|| {
+                let device = open_gpu(auto.backend).ok()?;
+                // The table belongs to the device it was measured on.
+                (device.identity() == auto.table.device).then(|| {
+                    device.set_tuning(Some(Arc::clone(&auto.table)));
+                    device
+                })
+            })
+            .as_deref()
+    }
+
+    /// Whether any job of this cipher, mode and direction may run on a GPU (so that a
+    /// crypter prepares the key for one).
+    pub fn may_use_gpu(&self, spec: parcrypt_modes::CipherSpec, direction: parcrypt_modes::Direction) -> bool {
+        self.gpu.is_some() || self.auto_gpu.as_ref().is_some_and(|auto| auto.table.gpu_ever_wins(spec, direction))
+    }
+
+    /// The tune table `auto` follows, with its GPU backend, when it has one.
+    pub fn auto_tuning(&self) -> Option<(Backend, &parcrypt_gpu::TuneTable)> {
+        self.auto_gpu.as_ref().map(|auto| (auto.backend, auto.table.as_ref()))
     }
 
     pub fn threads(&self) -> usize {
@@ -311,6 +407,42 @@ impl Engine {
 
 /// A range waiting for the `threads` team member it belongs to: (offset, bytes).
 type Slot<'a> = std::sync::Mutex<Option<(usize, &'a mut [u8])>>;
+
+impl AutoGpu {
+    /// The tuned GPU `auto` may use: the first of CUDA and OpenCL whose device 0 has a tune
+    /// file in which the GPU wins some job. Devices are only listed (not opened) here, and
+    /// only for an API that has tune files at all.
+    fn discover() -> Option<AutoGpu> {
+        let directory = parcrypt_gpu::tuning::tune_directory()?;
+        [Backend::Cuda, Backend::Opencl].into_iter().find_map(|backend| {
+            if !parcrypt_gpu::tuning::any_tune_file(&directory, backend.name()) {
+                return None;
+            }
+            let identity = first_device_identity(backend)?;
+            let table = tune_table_for(backend, &identity)?;
+            let wins = table.crossovers.iter().any(|crossover| crossover.gpu_from_bytes.is_some());
+            wins.then(|| AutoGpu { backend, table: Arc::new(table), device: OnceLock::new() })
+        })
+    }
+}
+
+/// The identity line of a GPU backend's device 0, from its listing (nothing is compiled).
+fn first_device_identity(backend: Backend) -> Option<String> {
+    let description = match backend {
+        Backend::Opencl => parcrypt_gpu::OpenClDevice::list().ok()?.first()?.to_string(),
+        Backend::Cuda => parcrypt_gpu::CudaDevice::list().ok()?.first()?.to_string(),
+        _ => return None,
+    };
+    Some(parcrypt_gpu::tuning::device_identity(backend.name(), &description))
+}
+
+/// The tune table stored for the device with this identity, if there is a readable one
+/// measured on it. A missing or damaged file only means untuned shapes: never an error.
+pub fn tune_table_for(backend: Backend, identity: &str) -> Option<parcrypt_gpu::TuneTable> {
+    let directory = parcrypt_gpu::tuning::tune_directory()?;
+    let path = parcrypt_gpu::tuning::tune_file(&directory, backend.name(), identity);
+    parcrypt_gpu::TuneTable::load(&path).ok().flatten().filter(|table| table.device == identity)
+}
 
 /// Opens the first device of a GPU backend, or says why it cannot.
 fn open_gpu(backend: Backend) -> Result<Box<dyn parcrypt_gpu::GpuDevice>, EngineError> {

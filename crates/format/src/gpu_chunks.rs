@@ -7,8 +7,9 @@
 //! (one multiplication by H) and masks with E_K(J0). Opening hashes every chunk and checks every tag *before* any chunk is
 //! decrypted, so the device never produces unauthenticated plaintext.
 //!
-//! First version: CTR is one device call per chunk (the CTR operation takes one counter per
-//! call); a kernel with per-chunk counter blocks would run a batch in one launch.
+//! CTR runs a whole batch in one device call ([`GpuOperation::CtrSegments`]): the chunk
+//! texts are segments of 16 KiB, each from its own nonce's first text counter. So a batch
+//! costs two device calls (CTR, GHASH) whatever its number of chunks.
 
 use parcrypt_ciphers::{new_cipher, BlockCipher, Implementation};
 use parcrypt_engine::Engine;
@@ -60,7 +61,12 @@ impl BatchKey {
         let mut hash_key = Zeroizing::new([0u8; 16]);
         cipher.encrypt_blocks(hash_key.as_mut_slice());
         let ghash = GhashKey::new(&hash_key);
-        Ok(BatchKey { material, cipher, hash_key, ghash })
+        Ok(BatchKey {
+            material,
+            cipher,
+            hash_key,
+            ghash,
+        })
     }
 
     /// The tag of a chunk of `text_bytes` whose ciphertext's GHASH sum is `partial`: the
@@ -97,7 +103,7 @@ fn gather_texts(batch: &[u8]) -> Zeroizing<Vec<u8>> {
 
 impl GpuChunks<'_> {
     /// CTR over the texts of chunks `0..count` of the batch (back to back in `texts`), each
-    /// from its own nonce's first text counter.
+    /// from its own nonce's first text counter, in one device call.
     fn apply_ctr(
         &self,
         keys: &MessageKeys,
@@ -106,15 +112,15 @@ impl GpuChunks<'_> {
         texts: &mut [u8],
         count: usize,
     ) -> Result<(), FormatError> {
-        for (index, text) in (first_chunk..).zip(texts.chunks_mut(CHUNK_BYTES)).take(count) {
-            let mut counter = vec![0u8; 16];
-            Counter::new(&pre_counter(&keys.nonce(index)?), CounterRule::Low32)
-                .advanced(1)
-                .write(&mut counter);
-            let operation = GpuOperation::Ctr { counter, rule: CounterRule::Low32 };
-            self.gpu.process(&key.material, &operation, text).map_err(device_error)?;
+        let length = (count * CHUNK_BYTES).min(texts.len());
+        let texts = &mut texts[..length];
+        if texts.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        let operation = batch_ctr(keys, first_chunk, texts.len())?;
+        self.gpu
+            .process(&key.material, &operation, texts)
+            .map_err(device_error)
     }
 
     /// Each chunk's expected tag over its ciphertext in `texts`.
@@ -143,9 +149,37 @@ impl GpuChunks<'_> {
     }
 }
 
+/// The CTR part of AES-GCM for the texts of consecutive chunks from `first_chunk`,
+/// `text_bytes` in all, as one operation: 16 KiB segments, each from its chunk's first text
+/// counter (J0 + 1 under GCM's inc32); an empty final chunk has no segment.
+fn batch_ctr(
+    keys: &MessageKeys,
+    first_chunk: u64,
+    text_bytes: usize,
+) -> Result<GpuOperation, FormatError> {
+    let segments = text_bytes.div_ceil(CHUNK_BYTES);
+    let mut counters = Vec::with_capacity(16 * segments);
+    for index in (first_chunk..).take(segments) {
+        let mut counter = [0u8; 16];
+        Counter::new(&pre_counter(&keys.nonce(index)?), CounterRule::Low32)
+            .advanced(1)
+            .write(&mut counter);
+        counters.extend_from_slice(&counter);
+    }
+    Ok(GpuOperation::CtrSegments {
+        counters,
+        segment_bytes: CHUNK_BYTES,
+        rule: CounterRule::Low32,
+    })
+}
+
 /// Copies the texts of chunks `0..count` back into their places in the batch.
 fn scatter_texts(texts: &[u8], batch: &mut [u8], count: usize) {
-    for (chunk, text) in batch.chunks_mut(SEALED_CHUNK_BYTES).zip(texts.chunks(CHUNK_BYTES)).take(count) {
+    for (chunk, text) in batch
+        .chunks_mut(SEALED_CHUNK_BYTES)
+        .zip(texts.chunks(CHUNK_BYTES))
+        .take(count)
+    {
         chunk[..text.len()].copy_from_slice(text);
     }
 }
@@ -155,7 +189,12 @@ impl ChunkBatcher for GpuChunks<'_> {
         self.gpu.api().to_string()
     }
 
-    fn seal_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<(), FormatError> {
+    fn seal_batch(
+        &self,
+        keys: &MessageKeys,
+        first_chunk: u64,
+        batch: &mut [u8],
+    ) -> Result<(), FormatError> {
         let count = batch_chunks(first_chunk, batch)? as usize;
         let key = BatchKey::new(keys)?;
         let mut texts = gather_texts(batch);
@@ -169,7 +208,12 @@ impl ChunkBatcher for GpuChunks<'_> {
         Ok(())
     }
 
-    fn open_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<(), FormatError> {
+    fn open_batch(
+        &self,
+        keys: &MessageKeys,
+        first_chunk: u64,
+        batch: &mut [u8],
+    ) -> Result<(), FormatError> {
         let count = batch_chunks(first_chunk, batch)? as usize;
         let key = BatchKey::new(keys)?;
         let mut texts = gather_texts(batch);
@@ -187,7 +231,9 @@ impl ChunkBatcher for GpuChunks<'_> {
             None => Ok(()),
             Some(position) => {
                 batch[position * SEALED_CHUNK_BYTES..].zeroize();
-                Err(FormatError::DamagedChunk { index: first_chunk + position as u64 })
+                Err(FormatError::DamagedChunk {
+                    index: first_chunk + position as u64,
+                })
             }
         }
     }
@@ -234,8 +280,17 @@ mod tests {
         for engine in gpu_engines() {
             let gpu = GpuChunks::new(&engine).expect("a GPU engine has a device");
             for suite in Suite::ALL {
-                let keys = MessageKeys::derive(suite, &vec![9u8; suite.key_bytes()], &[1; 24], b"ctx").unwrap();
-                for text_bytes in [0, 1, 17, CHUNK_BYTES, CHUNK_BYTES + 1, 5 * CHUNK_BYTES + 1234] {
+                let keys =
+                    MessageKeys::derive(suite, &vec![9u8; suite.key_bytes()], &[1; 24], b"ctx")
+                        .unwrap();
+                for text_bytes in [
+                    0,
+                    1,
+                    17,
+                    CHUNK_BYTES,
+                    CHUNK_BYTES + 1,
+                    5 * CHUNK_BYTES + 1234,
+                ] {
                     let context = format!("{} {suite} {text_bytes} bytes", engine.backend().name());
                     let (plaintext, batch) = layout(text_bytes);
                     let mut expected = batch.clone();
@@ -247,7 +302,10 @@ mod tests {
                     let mut opened = sealed.clone();
                     gpu.open_batch(&keys, 3, &mut opened).unwrap();
                     let mut reopened = batch.clone();
-                    for (chunk, piece) in reopened.chunks_mut(SEALED_CHUNK_BYTES).zip(plaintext.chunks(CHUNK_BYTES)) {
+                    for (chunk, piece) in reopened
+                        .chunks_mut(SEALED_CHUNK_BYTES)
+                        .zip(plaintext.chunks(CHUNK_BYTES))
+                    {
                         chunk[..piece.len()].copy_from_slice(piece);
                     }
                     let texts_only = |bytes: &[u8]| gather_texts(bytes).to_vec();
@@ -259,23 +317,69 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_is_one_ctr_operation_of_chunk_segments() {
+        let keys = MessageKeys::derive(Suite::Cobblestone128, &[9u8; 16], &[1; 24], b"").unwrap();
+        let cipher = new_cipher(
+            Suite::Cobblestone128.algorithm(),
+            Implementation::Fast,
+            keys.key(),
+        )
+        .unwrap();
+        let text_bytes = 3 * CHUNK_BYTES + 100;
+        let GpuOperation::CtrSegments {
+            counters,
+            segment_bytes,
+            rule,
+        } = batch_ctr(&keys, 7, text_bytes).unwrap()
+        else {
+            panic!("a batch is segmented CTR");
+        };
+        assert_eq!((segment_bytes, rule), (CHUNK_BYTES, CounterRule::Low32));
+        assert_eq!(counters.len(), 4 * 16, "one counter block per chunk");
+        // Each segment, run as CTR from its counter, is that chunk's GCM ciphertext.
+        let plaintext: Vec<u8> = (0..text_bytes).map(|i| (i * 13) as u8).collect();
+        for (position, piece) in plaintext.chunks(CHUNK_BYTES).enumerate() {
+            let counter = &counters[16 * position..16 * (position + 1)];
+            let mut ours = piece.to_vec();
+            parcrypt_modes::ctr::apply(cipher.as_ref(), Counter::new(counter, rule), &mut ours);
+            let mut expected = piece.to_vec();
+            let nonce = keys.nonce(7 + position as u64).unwrap();
+            parcrypt_modes::gcm::seal(cipher.as_ref(), &nonce, &[], &mut expected).unwrap();
+            assert!(ours == expected, "chunk {position}");
+        }
+        let GpuOperation::CtrSegments { counters, .. } = batch_ctr(&keys, 0, 0).unwrap() else {
+            unreachable!()
+        };
+        assert!(counters.is_empty());
+    }
+
+    #[test]
     fn a_damaged_chunk_releases_nothing_from_it_on() {
         for engine in gpu_engines() {
             let gpu = GpuChunks::new(&engine).unwrap();
-            let keys = MessageKeys::derive(Suite::Cobblestone128, &[9u8; 16], &[1; 24], b"").unwrap();
+            let keys =
+                MessageKeys::derive(Suite::Cobblestone128, &[9u8; 16], &[1; 24], b"").unwrap();
             let (plaintext, mut batch) = layout(6 * CHUNK_BYTES + 100);
             gpu.seal_batch(&keys, 0, &mut batch).unwrap();
             let mut damaged = batch.clone();
             damaged[2 * SEALED_CHUNK_BYTES + 5] ^= 1;
             damaged[4 * SEALED_CHUNK_BYTES + CHUNK_BYTES] ^= 1; // a tag byte
             let error = gpu.open_batch(&keys, 0, &mut damaged).unwrap_err();
-            assert!(matches!(error, FormatError::DamagedChunk { index: 2 }), "{error}");
-            assert!(damaged[2 * SEALED_CHUNK_BYTES..].iter().all(|&byte| byte == 0));
+            assert!(
+                matches!(error, FormatError::DamagedChunk { index: 2 }),
+                "{error}"
+            );
+            assert!(damaged[2 * SEALED_CHUNK_BYTES..]
+                .iter()
+                .all(|&byte| byte == 0));
             assert_eq!(&damaged[..CHUNK_BYTES], &plaintext[..CHUNK_BYTES]);
             // The same batch at another position fails at its first chunk.
             let mut misplaced = batch.clone();
             let error = gpu.open_batch(&keys, 1, &mut misplaced).unwrap_err();
-            assert!(matches!(error, FormatError::DamagedChunk { index: 1 }), "{error}");
+            assert!(
+                matches!(error, FormatError::DamagedChunk { index: 1 }),
+                "{error}"
+            );
             assert!(misplaced.iter().all(|&byte| byte == 0));
         }
     }
@@ -286,14 +390,25 @@ mod tests {
         use crate::stream::{decrypt_chunks, encrypt_chunks, StreamOptions};
         let cpu_engine = Engine::new(Backend::Pool, Some(2)).unwrap();
         let key = [5u8; 32];
-        let salts = Salts { cobblestone: [7; crate::cobblestone::SALT_BYTES], argon2: [8; crate::header::KDF_SALT_BYTES] };
+        let salts = Salts {
+            cobblestone: [7; crate::cobblestone::SALT_BYTES],
+            argon2: [8; crate::header::KDF_SALT_BYTES],
+        };
         let message: Vec<u8> = (0..3 * CHUNK_BYTES + 77).map(|i| (i % 251) as u8).collect();
-        let setup = Setup { format: Format::Cobblestone, suite: Suite::Cobblestone256, ..Setup::default() };
+        let setup = Setup {
+            format: Format::Cobblestone,
+            suite: Suite::Cobblestone256,
+            ..Setup::default()
+        };
         let seal = |batcher: &dyn ChunkBatcher| {
-            let (envelope, keys) = Envelope::create_with_salts(&setup, Secret::Key(&key), salts).unwrap();
+            let (envelope, keys) =
+                Envelope::create_with_salts(&setup, Secret::Key(&key), salts).unwrap();
             let mut sealed = envelope.to_bytes();
             // Batches of two chunks: a batch boundary falls inside the message.
-            let options = StreamOptions { batch_chunks: 2, progress: None };
+            let options = StreamOptions {
+                batch_chunks: 2,
+                progress: None,
+            };
             encrypt_chunks(batcher, &keys, &mut &message[..], &mut sealed, &options).unwrap();
             sealed
         };
@@ -302,12 +417,23 @@ mod tests {
             let batcher = batcher_for(&engine);
             assert_eq!(batcher.name(), engine.backend().name());
             let sealed = seal(batcher.as_ref());
-            assert!(sealed == expected, "{}: files differ", engine.backend().name());
+            assert!(
+                sealed == expected,
+                "{}: files differ",
+                engine.backend().name()
+            );
             let mut reader = &sealed[..];
             let envelope = Envelope::read(Format::Cobblestone, &mut reader).unwrap();
             let keys = envelope.unlock(Secret::Key(&key), b"").unwrap();
             let mut opened = Vec::new();
-            decrypt_chunks(batcher.as_ref(), &keys, &mut reader, &mut opened, &StreamOptions::default()).unwrap();
+            decrypt_chunks(
+                batcher.as_ref(),
+                &keys,
+                &mut reader,
+                &mut opened,
+                &StreamOptions::default(),
+            )
+            .unwrap();
             assert!(opened == message);
         }
     }

@@ -5,15 +5,21 @@
 //! length, though, is only a claim of the file's size until the final chunk authenticates
 //! at its index: when a range is relative to the end (or reaches past the length the size
 //! suggests), the final chunk is opened first, as the specification requires.
+//!
+//! The chunks of the range then go through the same pipeline as streaming decryption
+//! ([`crate::stream`]): one thread reads batch k+1, the backend opens batch k (spread over
+//! every core by the CPU backends, in one launch on a GPU), one thread writes the part of
+//! batch k-1 inside the range. Memory stays at three batches however long the range, and
+//! a batch is written only once all its chunks authenticated.
 
 use std::fmt;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::str::FromStr;
 
 use crate::chunks::ChunkBatcher;
 use crate::cobblestone::{Geometry, MessageKeys, CHUNK_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
 use crate::error::FormatError;
-use crate::stream::StreamOptions;
+use crate::stream::{run_pipeline, Emit, Fill, Step, StreamOptions};
 
 /// One end of a range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,7 +61,11 @@ impl ByteRange {
 impl FromStr for ByteRange {
     type Err = FormatError;
     fn from_str(text: &str) -> Result<Self, FormatError> {
-        let refuse = |why: &str| FormatError::Range(format!("bad range '{text}': {why} (write START:END, e.g. 0:4096, 1M:2M, -100:, :-1K)"));
+        let refuse = |why: &str| {
+            FormatError::Range(format!(
+                "bad range '{text}': {why} (write START:END, e.g. 0:4096, 1M:2M, -100:, :-1K)"
+            ))
+        };
         let (start, end) = text.split_once(':').ok_or_else(|| refuse("no ':'"))?;
         let bound = |part: &str| -> Result<Option<Bound>, FormatError> {
             let part = part.trim();
@@ -66,10 +76,18 @@ impl FromStr for ByteRange {
                 Some(rest) => (true, rest),
                 None => (false, part),
             };
-            let value = parse_size(digits).ok_or_else(|| refuse(&format!("'{part}' is not a byte offset")))?;
-            Ok(Some(if from_end { Bound::FromEnd(value) } else { Bound::FromStart(value) }))
+            let value = parse_size(digits)
+                .ok_or_else(|| refuse(&format!("'{part}' is not a byte offset")))?;
+            Ok(Some(if from_end {
+                Bound::FromEnd(value)
+            } else {
+                Bound::FromStart(value)
+            }))
         };
-        Ok(ByteRange { start: bound(start)?.unwrap_or(Bound::FromStart(0)), end: bound(end)? })
+        Ok(ByteRange {
+            start: bound(start)?.unwrap_or(Bound::FromStart(0)),
+            end: bound(end)?,
+        })
     }
 }
 
@@ -79,14 +97,21 @@ impl fmt::Display for ByteRange {
             Bound::FromStart(offset) => offset.to_string(),
             Bound::FromEnd(back) => format!("-{back}"),
         };
-        write!(f, "{}:{}", show(self.start), self.end.map(show).unwrap_or_default())
+        write!(
+            f,
+            "{}:{}",
+            show(self.start),
+            self.end.map(show).unwrap_or_default()
+        )
     }
 }
 
 /// A byte count with an optional binary suffix (K, M, G, T; KiB etc. accepted).
 fn parse_size(text: &str) -> Option<u64> {
     let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (digits, suffix) = text.split_at(split);
     let number: u64 = digits.parse().ok()?;
     let shift = match suffix.to_ascii_lowercase().as_str() {
@@ -103,18 +128,21 @@ fn parse_size(text: &str) -> Option<u64> {
 /// Decrypts plaintext bytes `range` of the message whose chunk area starts at
 /// `chunks_offset` in `reader` (after the envelope) and runs to the end of the input, and
 /// writes them to `writer`. Returns the bytes written. Every chunk is authenticated before
-/// any of its bytes is written.
-pub fn decrypt_range<R: Read + Seek + ?Sized>(
+/// any of its bytes is written; when a chunk fails, the authenticated bytes of the range
+/// before it are written and the call returns the error.
+pub fn decrypt_range<R: Read + Seek + Send + ?Sized>(
     batcher: &dyn ChunkBatcher,
     keys: &MessageKeys,
     reader: &mut R,
     chunks_offset: u64,
     range: ByteRange,
-    writer: &mut dyn Write,
+    writer: &mut (dyn Write + Send),
     options: &StreamOptions<'_>,
 ) -> Result<u64, FormatError> {
     let total = reader.seek(SeekFrom::End(0)).map_err(FormatError::Read)?;
-    let sealed = total.checked_sub(chunks_offset).ok_or(FormatError::TruncatedHeader("Cobblestone"))?;
+    let sealed = total
+        .checked_sub(chunks_offset)
+        .ok_or(FormatError::TruncatedHeader("Cobblestone"))?;
     let geometry = Geometry::for_sealed(sealed)?;
     let length = geometry.plaintext_bytes;
     let reaches_past = matches!(range.end, Some(Bound::FromStart(end)) if end > length)
@@ -123,7 +151,11 @@ pub fn decrypt_range<R: Read + Seek + ?Sized>(
         // Authenticate the length: the final chunk must open at its index.
         let last = geometry.chunks - 1;
         let mut final_chunk = vec![0u8; (sealed - Geometry::sealed_offset(last)) as usize];
-        read_at(reader, chunks_offset + Geometry::sealed_offset(last), &mut final_chunk)?;
+        read_at(
+            reader,
+            chunks_offset + Geometry::sealed_offset(last),
+            &mut final_chunk,
+        )?;
         batcher.open_batch(keys, last, &mut final_chunk)?;
     }
     let (start, end) = range.resolve(length);
@@ -133,37 +165,81 @@ pub fn decrypt_range<R: Read + Seek + ?Sized>(
     }
     let first = start / CHUNK_BYTES as u64;
     let last = (end - 1) / CHUNK_BYTES as u64;
-    let batch = options.batch_chunks(batcher) as u64;
-    let mut buffer = Vec::new();
+    let sealed_end = |chunk: u64| Geometry::sealed_offset(chunk).min(sealed);
+    reader
+        .seek(SeekFrom::Start(
+            chunks_offset + Geometry::sealed_offset(first),
+        ))
+        .map_err(FormatError::Read)?;
+    let mut chunks = (&mut *reader).take(sealed_end(last + 1) - Geometry::sealed_offset(first));
+    // A short range needs no more than its own chunks per buffer.
+    let batch = options
+        .batch_chunks(batcher)
+        .min((last - first + 1) as usize);
+    let mut next = first;
     let mut written = 0u64;
-    let mut chunk = first;
-    while chunk <= last {
-        let count = batch.min(last - chunk + 1);
-        let from = Geometry::sealed_offset(chunk);
-        let to = (Geometry::sealed_offset(chunk + count)).min(sealed);
-        buffer.resize((to - from) as usize, 0);
-        read_at(reader, chunks_offset + from, &mut buffer)?;
-        batcher.open_batch(keys, chunk, &mut buffer)?;
-        for (position, sealed_chunk) in buffer.chunks(SEALED_CHUNK_BYTES).enumerate() {
-            let index = chunk + position as u64;
-            let text = &sealed_chunk[..sealed_chunk.len() - TAG_BYTES];
-            let text_start = index * CHUNK_BYTES as u64;
-            let skip = start.saturating_sub(text_start) as usize;
-            let take = ((end - text_start) as usize).min(text.len());
-            if skip < take {
-                writer.write_all(&text[skip..take]).map_err(FormatError::Write)?;
-                written += (take - skip) as u64;
+    run_pipeline(
+        &mut chunks,
+        writer,
+        batch * SEALED_CHUNK_BYTES,
+        Fill::Whole,
+        |buffer| {
+            let count = (batch as u64).min(last - next + 1);
+            let expected = (sealed_end(next + count) - Geometry::sealed_offset(next)) as usize;
+            if buffer.filled != expected {
+                // The size was measured above: the file was cut while it was read.
+                let error = io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the input file became shorter while it was read",
+                );
+                return Err(FormatError::Read(error));
             }
-        }
-        options.report(written);
-        chunk += count;
-    }
-    writer.flush().map_err(FormatError::Write)?;
+            // The part of the range in this batch, as offsets into the batch's text.
+            let text_start = next * CHUNK_BYTES as u64;
+            let text_end = text_start + (expected as u64 - count * TAG_BYTES as u64);
+            let skip = start.saturating_sub(text_start);
+            let take = end.min(text_end) - start.max(text_start);
+            let emit = |bytes: usize| Emit::Texts {
+                sealed: bytes,
+                skip: skip as usize,
+                take: take as usize,
+            };
+            match batcher.open_batch(keys, next, &mut buffer.bytes[..expected]) {
+                Ok(()) => {}
+                Err(FormatError::DamagedChunk { index })
+                    if index >= next && index < next + count =>
+                {
+                    // Release the range's bytes in the chunks before the damaged one only.
+                    let good = index - next;
+                    written += (good * CHUNK_BYTES as u64).saturating_sub(skip).min(take);
+                    options.report(written);
+                    return Ok(Step {
+                        emit: emit(good as usize * SEALED_CHUNK_BYTES),
+                        outcome: Some(Err(FormatError::DamagedChunk { index })),
+                    });
+                }
+                Err(error) => return Err(error),
+            }
+            written += take;
+            options.report(written);
+            next += count;
+            Ok(Step {
+                emit: emit(expected),
+                outcome: (next > last).then_some(Ok(())),
+            })
+        },
+    )?;
     Ok(written)
 }
 
-fn read_at<R: Read + Seek + ?Sized>(reader: &mut R, offset: u64, buffer: &mut [u8]) -> Result<(), FormatError> {
-    reader.seek(SeekFrom::Start(offset)).map_err(FormatError::Read)?;
+fn read_at<R: Read + Seek + ?Sized>(
+    reader: &mut R,
+    offset: u64,
+    buffer: &mut [u8],
+) -> Result<(), FormatError> {
+    reader
+        .seek(SeekFrom::Start(offset))
+        .map_err(FormatError::Read)?;
     reader.read_exact(buffer).map_err(FormatError::Read)
 }
 
@@ -194,7 +270,15 @@ mod tests {
         assert!(!"0:10".parse::<ByteRange>().unwrap().relative_to_end());
         assert!("0:".parse::<ByteRange>().unwrap().relative_to_end());
         assert!("-5:10".parse::<ByteRange>().unwrap().relative_to_end());
-        for bad in ["", "10", "a:b", "1:2:3", "--1:", "1X:", "99999999999999999999:"] {
+        for bad in [
+            "",
+            "10",
+            "a:b",
+            "1:2:3",
+            "--1:",
+            "1X:",
+            "99999999999999999999:",
+        ] {
             assert!(bad.parse::<ByteRange>().is_err(), "{bad}");
         }
         assert_eq!("-5:1K".parse::<ByteRange>().unwrap().to_string(), "-5:1024");

@@ -38,7 +38,6 @@ pub struct StreamOptions<'a> {
     pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
 }
 
-
 impl StreamOptions<'_> {
     pub(crate) fn batch_chunks(&self, batcher: &dyn ChunkBatcher) -> usize {
         match self.batch_chunks {
@@ -55,17 +54,17 @@ impl StreamOptions<'_> {
 }
 
 /// A batch buffer and what the reader put in it.
-struct Buffer {
-    bytes: Vec<u8>,
+pub(crate) struct Buffer {
+    pub(crate) bytes: Vec<u8>,
     /// Bytes read (plaintext for encryption, sealed bytes for decryption).
-    filled: usize,
+    pub(crate) filled: usize,
     /// The input ended within this buffer.
-    ended: bool,
+    pub(crate) ended: bool,
 }
 
 /// How the reader fills a buffer.
 #[derive(Clone, Copy)]
-enum Fill {
+pub(crate) enum Fill {
     /// Plaintext into the text part of each chunk slot.
     Slots { chunks: usize },
     /// Sealed bytes, contiguously.
@@ -73,19 +72,35 @@ enum Fill {
 }
 
 /// What the writer writes from a processed buffer.
-enum Emit {
+pub(crate) enum Emit {
     /// The first `n` bytes, as they are.
     Prefix(usize),
-    /// The text of each chunk in the first `n` bytes of a sealed layout.
-    Texts(usize),
+    /// The text of each chunk in the first `sealed` bytes of a sealed layout, less the
+    /// first `skip` bytes of that text, and at most `take` bytes of it (a byte range).
+    Texts {
+        sealed: usize,
+        skip: usize,
+        take: usize,
+    },
+}
+
+impl Emit {
+    /// All the text of the chunks in the first `sealed` bytes.
+    fn all_texts(sealed: usize) -> Emit {
+        Emit::Texts {
+            sealed,
+            skip: 0,
+            take: usize::MAX,
+        }
+    }
 }
 
 /// What the processing stage decided about a buffer.
-struct Step {
-    emit: Emit,
+pub(crate) struct Step {
+    pub(crate) emit: Emit,
     /// `None`: go on; `Some(Ok)`: the message is complete; `Some(Err)`: stop with this error
     /// once `emit` is written.
-    outcome: Option<Result<(), FormatError>>,
+    pub(crate) outcome: Option<Result<(), FormatError>>,
 }
 
 /// Encrypts everything `reader` yields into the chunks of a message (the envelope must
@@ -100,22 +115,31 @@ pub fn encrypt_chunks(
     let batch = options.batch_chunks(batcher);
     let mut next_chunk = 0u64;
     let mut plaintext = 0u64;
-    run_pipeline(reader, writer, batch * SEALED_CHUNK_BYTES, Fill::Slots { chunks: batch }, |buffer| {
-        let full = buffer.filled / CHUNK_BYTES;
-        let sealed = if buffer.ended {
-            // The final chunk: whatever is left, possibly nothing; its tag follows its text.
-            full * SEALED_CHUNK_BYTES + buffer.filled % CHUNK_BYTES + TAG_BYTES
-        } else {
-            full * SEALED_CHUNK_BYTES
-        };
-        let batch_bytes = &mut buffer.bytes[..sealed];
-        let chunks = batch_chunks(next_chunk, batch_bytes)?;
-        batcher.seal_batch(keys, next_chunk, batch_bytes)?;
-        next_chunk += chunks;
-        plaintext += buffer.filled as u64;
-        options.report(plaintext);
-        Ok(Step { emit: Emit::Prefix(sealed), outcome: buffer.ended.then_some(Ok(())) })
-    })?;
+    run_pipeline(
+        reader,
+        writer,
+        batch * SEALED_CHUNK_BYTES,
+        Fill::Slots { chunks: batch },
+        |buffer| {
+            let full = buffer.filled / CHUNK_BYTES;
+            let sealed = if buffer.ended {
+                // The final chunk: whatever is left, possibly nothing; its tag follows its text.
+                full * SEALED_CHUNK_BYTES + buffer.filled % CHUNK_BYTES + TAG_BYTES
+            } else {
+                full * SEALED_CHUNK_BYTES
+            };
+            let batch_bytes = &mut buffer.bytes[..sealed];
+            let chunks = batch_chunks(next_chunk, batch_bytes)?;
+            batcher.seal_batch(keys, next_chunk, batch_bytes)?;
+            next_chunk += chunks;
+            plaintext += buffer.filled as u64;
+            options.report(plaintext);
+            Ok(Step {
+                emit: Emit::Prefix(sealed),
+                outcome: buffer.ended.then_some(Ok(())),
+            })
+        },
+    )?;
     Ok(plaintext)
 }
 
@@ -132,44 +156,67 @@ pub fn decrypt_chunks(
     let batch = options.batch_chunks(batcher);
     let mut next_chunk = 0u64;
     let mut plaintext = 0u64;
-    run_pipeline(reader, writer, batch * SEALED_CHUNK_BYTES, Fill::Whole, |buffer| {
-        let filled = buffer.filled;
-        let full = filled / SEALED_CHUNK_BYTES;
-        let tail = filled % SEALED_CHUNK_BYTES;
-        // A buffer that is not the last holds only full chunks. The last one must end with
-        // the short final chunk: at least a tag. Whole chunks before a bad ending are
-        // still opened first, so that damage is reported before truncation.
-        let (openable, ending) = match (buffer.ended, tail) {
-            (false, _) => (filled, None),
-            (true, 0) => (filled, Some(FormatError::TruncatedAfter { chunks: next_chunk + full as u64 })),
-            (true, tail) if tail < TAG_BYTES => {
-                (full * SEALED_CHUNK_BYTES, Some(FormatError::TruncatedChunk { index: next_chunk + full as u64, bytes: tail }))
+    run_pipeline(
+        reader,
+        writer,
+        batch * SEALED_CHUNK_BYTES,
+        Fill::Whole,
+        |buffer| {
+            let filled = buffer.filled;
+            let full = filled / SEALED_CHUNK_BYTES;
+            let tail = filled % SEALED_CHUNK_BYTES;
+            // A buffer that is not the last holds only full chunks. The last one must end with
+            // the short final chunk: at least a tag. Whole chunks before a bad ending are
+            // still opened first, so that damage is reported before truncation.
+            let (openable, ending) = match (buffer.ended, tail) {
+                (false, _) => (filled, None),
+                (true, 0) => (
+                    filled,
+                    Some(FormatError::TruncatedAfter {
+                        chunks: next_chunk + full as u64,
+                    }),
+                ),
+                (true, tail) if tail < TAG_BYTES => (
+                    full * SEALED_CHUNK_BYTES,
+                    Some(FormatError::TruncatedChunk {
+                        index: next_chunk + full as u64,
+                        bytes: tail,
+                    }),
+                ),
+                (true, _) => (filled, None),
+            };
+            let batch_bytes = &mut buffer.bytes[..openable];
+            let chunks = batch_chunks(next_chunk, batch_bytes)?;
+            match batcher.open_batch(keys, next_chunk, batch_bytes) {
+                Ok(()) => {}
+                Err(FormatError::DamagedChunk { index })
+                    if index >= next_chunk && index < next_chunk + chunks =>
+                {
+                    // Release the chunks before the damaged one, and nothing else.
+                    let good = (index - next_chunk) as usize * SEALED_CHUNK_BYTES;
+                    plaintext += (index - next_chunk) * CHUNK_BYTES as u64;
+                    options.report(plaintext);
+                    return Ok(Step {
+                        emit: Emit::all_texts(good),
+                        outcome: Some(Err(FormatError::DamagedChunk { index })),
+                    });
+                }
+                Err(error) => return Err(error),
             }
-            (true, _) => (filled, None),
-        };
-        let batch_bytes = &mut buffer.bytes[..openable];
-        let chunks = batch_chunks(next_chunk, batch_bytes)?;
-        match batcher.open_batch(keys, next_chunk, batch_bytes) {
-            Ok(()) => {}
-            Err(FormatError::DamagedChunk { index }) if index >= next_chunk && index < next_chunk + chunks => {
-                // Release the chunks before the damaged one, and nothing else.
-                let good = (index - next_chunk) as usize * SEALED_CHUNK_BYTES;
-                plaintext += (index - next_chunk) * CHUNK_BYTES as u64;
-                options.report(plaintext);
-                return Ok(Step { emit: Emit::Texts(good), outcome: Some(Err(FormatError::DamagedChunk { index })) });
-            }
-            Err(error) => return Err(error),
-        }
-        next_chunk += chunks;
-        plaintext += openable as u64 - chunks * TAG_BYTES as u64;
-        options.report(plaintext);
-        let outcome = match (buffer.ended, ending) {
-            (_, Some(error)) => Some(Err(error)),
-            (true, None) => Some(Ok(())),
-            (false, None) => None,
-        };
-        Ok(Step { emit: Emit::Texts(openable), outcome })
-    })?;
+            next_chunk += chunks;
+            plaintext += openable as u64 - chunks * TAG_BYTES as u64;
+            options.report(plaintext);
+            let outcome = match (buffer.ended, ending) {
+                (_, Some(error)) => Some(Err(error)),
+                (true, None) => Some(Ok(())),
+                (false, None) => None,
+            };
+            Ok(Step {
+                emit: Emit::all_texts(openable),
+                outcome,
+            })
+        },
+    )?;
     Ok(plaintext)
 }
 
@@ -190,8 +237,10 @@ fn fill_whole(reader: &mut dyn Read, buffer: &mut [u8]) -> io::Result<usize> {
 /// Reads plaintext into the text part of each chunk slot of `buffer`, in order, until every
 /// slot is full or the input ends; returns the plaintext bytes read.
 fn fill_slots(reader: &mut dyn Read, buffer: &mut [u8]) -> io::Result<usize> {
-    let mut slices: Vec<IoSliceMut<'_>> =
-        buffer.chunks_mut(SEALED_CHUNK_BYTES).map(|slot| IoSliceMut::new(&mut slot[..CHUNK_BYTES])).collect();
+    let mut slices: Vec<IoSliceMut<'_>> = buffer
+        .chunks_mut(SEALED_CHUNK_BYTES)
+        .map(|slot| IoSliceMut::new(&mut slot[..CHUNK_BYTES]))
+        .collect();
     let mut remaining = &mut slices[..];
     let mut filled = 0;
     while !remaining.is_empty() {
@@ -209,17 +258,38 @@ fn fill_slots(reader: &mut dyn Read, buffer: &mut [u8]) -> io::Result<usize> {
 }
 
 /// Writes the text of every chunk in `sealed` (a sealed layout of whole chunks and at most
-/// one short final chunk).
-fn write_texts(writer: &mut dyn Write, sealed: &[u8]) -> io::Result<()> {
-    let mut slices: Vec<IoSlice<'_>> = sealed
-        .chunks(SEALED_CHUNK_BYTES)
-        .map(|chunk| IoSlice::new(&chunk[..chunk.len().saturating_sub(TAG_BYTES)]))
-        .collect();
+/// one short final chunk), less its first `skip` bytes and at most `take` bytes of it.
+fn write_texts(
+    writer: &mut dyn Write,
+    sealed: &[u8],
+    mut skip: usize,
+    mut take: usize,
+) -> io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> =
+        Vec::with_capacity(sealed.len().div_ceil(SEALED_CHUNK_BYTES));
+    for chunk in sealed.chunks(SEALED_CHUNK_BYTES) {
+        if take == 0 {
+            break;
+        }
+        let text = &chunk[..chunk.len().saturating_sub(TAG_BYTES)];
+        let dropped = skip.min(text.len());
+        skip -= dropped;
+        let kept = take.min(text.len() - dropped);
+        take -= kept;
+        if kept > 0 {
+            slices.push(IoSlice::new(&text[dropped..dropped + kept]));
+        }
+    }
     let mut remaining = &mut slices[..];
     IoSlice::advance_slices(&mut remaining, 0);
     while !remaining.is_empty() {
         match writer.write_vectored(remaining) {
-            Ok(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "the output accepts no more bytes")),
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "the output accepts no more bytes",
+                ))
+            }
             Ok(written) => IoSlice::advance_slices(&mut remaining, written),
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             Err(error) => return Err(error),
@@ -228,11 +298,19 @@ fn write_texts(writer: &mut dyn Write, sealed: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-fn read_stage(reader: &mut (dyn Read + Send), fill: Fill, free: Receiver<Buffer>, filled: SyncSender<io::Result<Buffer>>) {
+fn read_stage(
+    reader: &mut (dyn Read + Send),
+    fill: Fill,
+    free: Receiver<Buffer>,
+    filled: SyncSender<io::Result<Buffer>>,
+) {
     for mut buffer in free {
         let result = match fill {
-            Fill::Slots { chunks } => fill_slots(reader, &mut buffer.bytes).map(|read| (read, read < chunks * CHUNK_BYTES)),
-            Fill::Whole => fill_whole(reader, &mut buffer.bytes).map(|read| (read, read < buffer.bytes.len())),
+            Fill::Slots { chunks } => fill_slots(reader, &mut buffer.bytes)
+                .map(|read| (read, read < chunks * CHUNK_BYTES)),
+            Fill::Whole => {
+                fill_whole(reader, &mut buffer.bytes).map(|read| (read, read < buffer.bytes.len()))
+            }
         };
         let last = !matches!(result, Ok((_, false)));
         let message = result.map(|(read, ended)| {
@@ -246,11 +324,17 @@ fn read_stage(reader: &mut (dyn Read + Send), fill: Fill, free: Receiver<Buffer>
     }
 }
 
-fn write_stage(writer: &mut (dyn Write + Send), processed: Receiver<(Buffer, Emit)>, free: SyncSender<Buffer>) -> io::Result<()> {
+fn write_stage(
+    writer: &mut (dyn Write + Send),
+    processed: Receiver<(Buffer, Emit)>,
+    free: SyncSender<Buffer>,
+) -> io::Result<()> {
     for (buffer, emit) in processed {
         match emit {
             Emit::Prefix(length) => writer.write_all(&buffer.bytes[..length])?,
-            Emit::Texts(length) => write_texts(writer, &buffer.bytes[..length])?,
+            Emit::Texts { sealed, skip, take } => {
+                write_texts(writer, &buffer.bytes[..sealed], skip, take)?
+            }
         }
         // The reader may have stopped already: a closed channel is not an error here.
         let _ = free.send(buffer);
@@ -259,7 +343,7 @@ fn write_stage(writer: &mut (dyn Write + Send), processed: Receiver<(Buffer, Emi
 }
 
 /// Runs the read / process / write pipeline until `process` reports an outcome.
-fn run_pipeline<P>(
+pub(crate) fn run_pipeline<P>(
     reader: &mut (dyn Read + Send),
     writer: &mut (dyn Write + Send),
     buffer_bytes: usize,
@@ -273,12 +357,19 @@ where
     let (filled_sender, filled_receiver) = sync_channel::<io::Result<Buffer>>(PIPELINE_BUFFERS);
     let (processed_sender, processed_receiver) = sync_channel::<(Buffer, Emit)>(PIPELINE_BUFFERS);
     for _ in 0..PIPELINE_BUFFERS {
-        let buffer = Buffer { bytes: vec![0u8; buffer_bytes], filled: 0, ended: false };
-        free_sender.send(buffer).expect("the channel holds every buffer");
+        let buffer = Buffer {
+            bytes: vec![0u8; buffer_bytes],
+            filled: 0,
+            ended: false,
+        };
+        free_sender
+            .send(buffer)
+            .expect("the channel holds every buffer");
     }
     std::thread::scope(|scope| {
         scope.spawn(move || read_stage(reader, fill, free_receiver, filled_sender));
-        let writer_thread = scope.spawn(move || write_stage(writer, processed_receiver, free_sender));
+        let writer_thread =
+            scope.spawn(move || write_stage(writer, processed_receiver, free_sender));
 
         let outcome = (|| -> Result<(), FormatError> {
             for message in filled_receiver.iter() {
@@ -302,7 +393,9 @@ where
         })();
         drop(processed_sender);
         drop(filled_receiver);
-        let written = writer_thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let written = writer_thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         match (outcome, written) {
             (Ok(()), Ok(())) => Ok(()),
             (Ok(()), Err(error)) => Err(FormatError::Write(error)),

@@ -1,5 +1,6 @@
-/* parcrypt kernels: AES-128/192/256, Blowfish and RC6-32/20 in ECB, CTR and CBC decryption,
- * and GHASH partial sums for GCM.
+/* parcrypt kernels: AES-128/192/256, Blowfish and RC6-32/20 in ECB, CTR (over one range or
+ * over many segments, each with its own counter) and CBC decryption, and GHASH partial sums
+ * for GCM.
  *
  * One source text for every compiler. The host puts vendor_opencl.h (OpenCL C 1.2) or
  * vendor_cuda.h (NVRTC) in front of it; this file only uses the names those headers define
@@ -51,6 +52,13 @@
  *   advanced by the host to the first block of this launch; block i of the launch uses
  *   counter + i under the rule COUNTER_RULE_FULL (wraps at the block width) or
  *   COUNTER_RULE_LOW32 (GCM's inc32: only the last word counts).
+ * - Segmented CTR (the *_ctr_segments kernels, many short messages such as the 16 KiB
+ *   chunks of a Cobblestone file in one launch): the launch's blocks are cut into
+ *   consecutive segments of `blocks_per_segment` blocks (the last may be shorter), and
+ *   segment s starts from its own counter block, counters[s]. Those are in memory byte
+ *   order, as the host holds the counter blocks (bytes, most significant first), so they
+ *   are loaded like data and byte-swapped into big-endian words; block b of the launch
+ *   then uses counters[b / blocks_per_segment] + b % blocks_per_segment under the rule.
  * - CBC decryption reads ciphertext from `input` and writes plaintext to a separate
  *   `output`, so block i can read ciphertext block i - 1 whatever other threads do.
  *
@@ -183,6 +191,29 @@ DEVICE_FUNCTION u32x2 counter_block8(const u32x2 start, const u32 offset, const 
     }
     const u32 carry = low < offset ? 1u : 0u;
     return MAKE_U32X2(start.x + carry, low);
+}
+
+/* Where block `block` of a segmented CTR launch lies: x is its segment, y its offset in
+ * the segment. One division, made once per thread; the grid-stride loop then steps with
+ * segment_step. */
+DEVICE_FUNCTION u32x2 segment_position(const u32 block, const u32 blocks_per_segment)
+{
+    const u32 segment = block / blocks_per_segment;
+    return MAKE_U32X2(segment, block - segment * blocks_per_segment);
+}
+
+/* The position `stride` blocks further on, given the stride's own segment_position: both
+ * offsets are below blocks_per_segment, so their sum carries at most one segment. */
+DEVICE_FUNCTION u32x2 segment_step(const u32x2 position, const u32x2 stride,
+                                   const u32 blocks_per_segment)
+{
+    u32 segment = position.x + stride.x;
+    u32 offset = position.y + stride.y;
+    if (offset >= blocks_per_segment) {
+        offset -= blocks_per_segment;
+        segment += 1u;
+    }
+    return MAKE_U32X2(segment, offset);
 }
 
 /* ------------------------------------------------------------------------------------- */
@@ -370,6 +401,33 @@ KERNEL void aes_ctr(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT o
     }
 }
 
+/* CTR over consecutive segments, each from its own counter block (see DATA LAYOUT):
+ * `counters` holds one 16-byte counter block per segment of the launch, in memory byte
+ * order. blocks_per_segment is at least 1. */
+KERNEL void aes_ctr_segments(GLOBAL const u32x4 *RESTRICT input,
+                             GLOBAL u32x4 *RESTRICT output, const u32 block_count,
+                             CONSTANT u32 *RESTRICT round_keys, const u32 rounds,
+                             GLOBAL const u32 *RESTRICT tables,
+                             GLOBAL const u32x4 *RESTRICT counters,
+                             const u32 blocks_per_segment, const u32 counter_rule)
+{
+    DECLARE_SHARED_WORDS(shared, AES_ENCRYPT_SHARED_WORDS);
+    replicate_table(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_TABLE_WORDS,
+                    AES_ENCRYPT_TABLE_COPIES);
+    BARRIER();
+    const u32 lane = LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES;
+    const u32x2 stride = segment_position(GLOBAL_SIZE(), blocks_per_segment);
+    u32x2 position = segment_position(GLOBAL_ID(), blocks_per_segment);
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x4 start = swap_bytes_u32x4(counters[position.x]);
+        const u32x4 counter_block = counter_block16(start, position.y, counter_rule);
+        const u32x4 keystream = swap_bytes_u32x4(
+            aes_encrypt_block(counter_block, round_keys, rounds, shared, lane));
+        output[block] = xor_u32x4(input[block], keystream);
+        position = segment_step(position, stride, blocks_per_segment);
+    }
+}
+
 /* CBC decryption: output[i] = D(input[i]) XOR input[i - 1], with `previous` (in memory
  * byte order, like the data) standing in for input[-1]. */
 KERNEL void aes_cbc_decrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
@@ -495,6 +553,32 @@ KERNEL void blowfish_ctr(GLOBAL const u32x2 *RESTRICT input, GLOBAL u32x2 *RESTR
     wipe_table(shared, BLOWFISH_SHARED_WORDS);
 }
 
+/* Segmented CTR as aes_ctr_segments, with one 8-byte counter block per segment. */
+KERNEL void blowfish_ctr_segments(GLOBAL const u32x2 *RESTRICT input,
+                                  GLOBAL u32x2 *RESTRICT output, const u32 block_count,
+                                  CONSTANT u32 *RESTRICT p_array,
+                                  GLOBAL const u32 *RESTRICT sboxes,
+                                  GLOBAL const u32x2 *RESTRICT counters,
+                                  const u32 blocks_per_segment, const u32 counter_rule)
+{
+    DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
+    replicate_table(shared, sboxes, BLOWFISH_SBOX_WORDS, BLOWFISH_TABLE_COPIES);
+    BARRIER();
+    const u32 lane = LOCAL_ID() % BLOWFISH_TABLE_COPIES;
+    const u32x2 stride = segment_position(GLOBAL_SIZE(), blocks_per_segment);
+    u32x2 position = segment_position(GLOBAL_ID(), blocks_per_segment);
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x2 start = swap_bytes_u32x2(counters[position.x]);
+        const u32x2 counter_block = counter_block8(start, position.y, counter_rule);
+        const u32x2 keystream =
+            swap_bytes_u32x2(blowfish_encrypt_block(counter_block, p_array, shared, lane));
+        output[block] = xor_u32x2(input[block], keystream);
+        position = segment_step(position, stride, blocks_per_segment);
+    }
+    BARRIER();
+    wipe_table(shared, BLOWFISH_SHARED_WORDS);
+}
+
 KERNEL void blowfish_cbc_decrypt(GLOBAL const u32x2 *RESTRICT input,
                                  GLOBAL u32x2 *RESTRICT output, const u32 block_count,
                                  CONSTANT u32 *RESTRICT p_array,
@@ -605,6 +689,25 @@ KERNEL void rc6_ctr(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT o
         const u32x4 counter_block =
             swap_bytes_u32x4(counter_block16(counter, block, counter_rule));
         output[block] = xor_u32x4(input[block], rc6_encrypt_block(counter_block, round_keys));
+    }
+}
+
+/* Segmented CTR as aes_ctr_segments; the counter blocks are swapped into big-endian words
+ * for the addition and back into RC6's little-endian words for the cipher. */
+KERNEL void rc6_ctr_segments(GLOBAL const u32x4 *RESTRICT input,
+                             GLOBAL u32x4 *RESTRICT output, const u32 block_count,
+                             CONSTANT u32 *RESTRICT round_keys,
+                             GLOBAL const u32x4 *RESTRICT counters,
+                             const u32 blocks_per_segment, const u32 counter_rule)
+{
+    const u32x2 stride = segment_position(GLOBAL_SIZE(), blocks_per_segment);
+    u32x2 position = segment_position(GLOBAL_ID(), blocks_per_segment);
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x4 start = swap_bytes_u32x4(counters[position.x]);
+        const u32x4 counter_block =
+            swap_bytes_u32x4(counter_block16(start, position.y, counter_rule));
+        output[block] = xor_u32x4(input[block], rc6_encrypt_block(counter_block, round_keys));
+        position = segment_step(position, stride, blocks_per_segment);
     }
 }
 

@@ -11,6 +11,9 @@
 //!   [`CudaDevice::alloc_pinned`]); copied straight to and from the device.
 //! - [`CudaDevice::process_device_buffer`]: data already on the GPU, processed in place with
 //!   no host round trip.
+//! - [`MappedBuffer`] ([`CudaDevice::mapped_buffer`]): zero-copy, page-locked host memory
+//!   mapped into the device's address space, which the kernels read and write over the bus;
+//!   [`CudaDevice::process_zero_copy`] copies ordinary data through such a buffer.
 //!
 //! The host paths pipeline slabs over [`STREAMS`] streams: slab `k` goes to stream
 //! `k % STREAMS` with that stream's own device buffers, so the upload of one slab, the kernel
@@ -20,6 +23,7 @@
 
 mod compiler;
 mod devices;
+mod zero_copy;
 
 use std::ops::Range;
 use std::path::PathBuf;
@@ -46,6 +50,7 @@ pub use compiler::{
     STATIC_SHARED_LIMIT_BYTES,
 };
 pub use devices::CudaDeviceInfo;
+pub use zero_copy::MappedBuffer;
 
 use crate::ghash::{self, SegmentPlan};
 use crate::host::{
@@ -55,8 +60,8 @@ use crate::host::{
 use crate::kernel_source::{self, kernel_name, CipherFamily, KernelOperation};
 use crate::operation::{ModeArguments, SlabChain};
 use crate::{
-    program_cache, self_test, DeviceKind, GpuDevice, GpuError, GpuOperation, KernelCache,
-    KeyMaterial, LaunchGeometry, OpenOptions, ProgramOrigin, TableCopies,
+    program_cache, self_test, tuning, DeviceKind, GpuDevice, GpuError, GpuOperation, KernelCache,
+    KeyMaterial, LaunchGeometry, OpenOptions, ProgramOrigin, TableCopies, TuneTable,
 };
 use compiler::ImageKind;
 use devices::CudaResultExt;
@@ -83,6 +88,8 @@ unsafe impl DeviceRepr for Words2 {}
 struct LoadedKernel {
     family: CipherFamily,
     operation: KernelOperation,
+    /// The segmented variant of the CTR kernel ([`kernel_source::ctr_segments_kernel_name`]).
+    segmented: bool,
     function: CudaFunction,
     /// The most threads per block the kernel's registers allow.
     max_threads_per_block: usize,
@@ -103,9 +110,24 @@ struct Slot {
     output: Option<CudaSlice<u8>>,
     /// Pinned host memory ordinary (pageable) data is staged through.
     staging: Option<PinnedHostSlice<u8>>,
+    /// Segmented CTR: the slab's counter blocks.
+    counters: Option<CudaSlice<u8>>,
 }
 
 impl Slot {
+    /// Makes the counter buffer hold at least `bytes`.
+    fn reserve_counters(&mut self, stream: &Arc<CudaStream>, bytes: usize) -> Result<(), GpuError> {
+        if self.counters.as_ref().map_or(0, CudaSlice::len) < bytes {
+            self.counters = None;
+            self.counters = Some(
+                stream
+                    .alloc_zeros(bytes.next_power_of_two())
+                    .or_cuda("cuMemAlloc")?,
+            );
+        }
+        Ok(())
+    }
+
     fn reserve(
         &mut self,
         stream: &Arc<CudaStream>,
@@ -142,10 +164,18 @@ fn alloc_pinned_zeroed<T: DeviceRepr + ValidAsZeroBits>(
     context: &Arc<CudaContext>,
     length: usize,
 ) -> Result<PinnedHostSlice<T>, GpuError> {
+    alloc_pinned_zeroed_with_flags(context, length, CU_MEMHOSTALLOC_PORTABLE)
+}
+
+/// [`alloc_pinned_zeroed`] with the `cuMemHostAlloc` flags given.
+fn alloc_pinned_zeroed_with_flags<T: DeviceRepr + ValidAsZeroBits>(
+    context: &Arc<CudaContext>,
+    length: usize,
+    flags: u32,
+) -> Result<PinnedHostSlice<T>, GpuError> {
     // SAFETY: the memory is zeroed below before any reference to it is made.
-    let mut pinned =
-        unsafe { context.alloc_pinned_with_flags::<T>(length.max(1), CU_MEMHOSTALLOC_PORTABLE) }
-            .or_cuda("cuMemHostAlloc")?;
+    let mut pinned = unsafe { context.alloc_pinned_with_flags::<T>(length.max(1), flags) }
+        .or_cuda("cuMemHostAlloc")?;
     let pointer = pinned.as_mut_ptr().or_cuda("cuEventSynchronize")?;
     // SAFETY: `pointer` starts an allocation of `length.max(1)` values of T that nothing
     // else can reach yet, and all-zero bytes are a valid T (ValidAsZeroBits).
@@ -156,6 +186,8 @@ fn alloc_pinned_zeroed<T: DeviceRepr + ValidAsZeroBits>(
 /// What a call changes: buffers, the key, the geometry.
 struct DeviceState {
     geometry: LaunchGeometry,
+    /// Shapes per cipher, operation and size from `parcrypt tune`, ahead of `geometry`.
+    tuning: Option<Arc<TuneTable>>,
     slots: Vec<Slot>,
     round_keys: CudaSlice<u32>,
     key_tables: CudaSlice<u32>,
@@ -170,6 +202,9 @@ struct DeviceState {
     cbc_scratch: Option<CudaSlice<u8>>,
     /// Device-buffer CTR: one whole block for a final partial block.
     tail_block: CudaSlice<u8>,
+    /// The mapped host buffer [`CudaDevice::process_zero_copy`] stages through, kept for
+    /// later calls.
+    zero_copy: Option<zero_copy::HostMapped>,
 }
 
 /// The buffers and values every launch passes besides its data.
@@ -299,10 +334,12 @@ impl CudaDevice {
         context.bind_to_thread().or_cuda("cuCtxSetCurrent")?;
         let mut kernels = Vec::new();
         for family in CipherFamily::ALL {
-            for operation in KernelOperation::ALL {
+            for loaded in kernel_source::family_kernels(family) {
+                let operation = loaded.operation;
                 let function = module
-                    .load_function(kernel_name(family, operation))
+                    .load_function(loaded.name)
                     .or_cuda("cuModuleGetFunction")?;
+                // Segmented CTR has CTR's tables, so its operation's bytes.
                 let shared_bytes = variant.launch_shared_bytes(family, operation);
                 if shared_bytes > STATIC_SHARED_LIMIT_BYTES {
                     // Blocks may not have more than 48 KiB of shared memory unless each
@@ -320,6 +357,7 @@ impl CudaDevice {
                 kernels.push(LoadedKernel {
                     family,
                     operation,
+                    segmented: loaded.segmented,
                     function,
                     max_threads_per_block: usize::try_from(max_threads_per_block)
                         .unwrap_or(1)
@@ -347,6 +385,7 @@ impl CudaDevice {
             .or_cuda("cuMemcpyHtoDAsync")?;
         let state = DeviceState {
             geometry,
+            tuning: None,
             slots: (0..STREAMS).map(|_| Slot::default()).collect(),
             round_keys: stream.alloc_zeros(ROUND_KEY_WORDS).or_cuda("cuMemAlloc")?,
             key_tables: stream.alloc_zeros(KEY_TABLE_WORDS).or_cuda("cuMemAlloc")?,
@@ -355,6 +394,7 @@ impl CudaDevice {
             key_ready: context.new_event(None).or_cuda("cuEventCreate")?,
             cbc_scratch: None,
             tail_block: stream.alloc_zeros(16).or_cuda("cuMemAlloc")?,
+            zero_copy: None,
         };
         stream.synchronize().or_cuda("cuStreamSynchronize")?;
         Ok(CudaDevice {
@@ -441,8 +481,19 @@ impl CudaDevice {
     /// output.
     pub fn set_launch_geometry(&self, geometry: LaunchGeometry) -> Result<(), GpuError> {
         validate_geometry(geometry)?;
-        self.lock_state().geometry = geometry;
+        let mut state = self.lock_state();
+        state.geometry = geometry;
+        state.tuning = None;
         Ok(())
+    }
+
+    /// Installs or removes a tune table; see [`GpuDevice::set_tuning`].
+    pub fn set_tuning(&self, table: Option<Arc<TuneTable>>) {
+        self.lock_state().tuning = table;
+    }
+
+    pub fn tuning(&self) -> Option<Arc<TuneTable>> {
+        self.lock_state().tuning.clone()
     }
 
     fn lock_state(&self) -> MutexGuard<'_, DeviceState> {
@@ -451,10 +502,26 @@ impl CudaDevice {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The kernel of `family` for `operation` (never the segmented CTR kernel).
     fn kernel(&self, family: CipherFamily, operation: KernelOperation) -> &LoadedKernel {
         self.kernels
             .iter()
-            .find(|loaded| loaded.family == family && loaded.operation == operation)
+            .find(|loaded| {
+                loaded.family == family && loaded.operation == operation && !loaded.segmented
+            })
+            .expect("a kernel exists for every family and operation")
+    }
+
+    /// The kernel that runs `operation` for `family`, the segmented CTR kernel included.
+    fn kernel_for(&self, family: CipherFamily, operation: &GpuOperation) -> &LoadedKernel {
+        let (kernel_operation, segmented) = (operation.kernel_operation(), operation.segmented());
+        self.kernels
+            .iter()
+            .find(|loaded| {
+                loaded.family == family
+                    && loaded.operation == kernel_operation
+                    && loaded.segmented == segmented
+            })
             .expect("a kernel exists for every family and operation")
     }
 
@@ -790,6 +857,7 @@ impl CudaDevice {
     ) -> Result<(), GpuError> {
         let DeviceState {
             geometry,
+            tuning,
             slots,
             round_keys,
             key_tables,
@@ -801,19 +869,24 @@ impl CudaDevice {
             round_keys,
             key_tables,
             aes_tables,
-            geometry: *geometry,
+            geometry: tuning::choose_geometry(
+                *geometry,
+                tuning.as_deref(),
+                key.algorithm(),
+                operation.kernel_operation(),
+                data.len(),
+            ),
         };
         let block_size = key.algorithm().block_size();
-        let kernel = self.kernel(
-            CipherFamily::of(key.algorithm()),
-            operation.kernel_operation(),
-        );
+        let kernel = self.kernel_for(CipherFamily::of(key.algorithm()), operation);
+        // Segmented CTR: slabs of whole segments.
+        let slab_bytes = operation.slab_bytes(self.slab_bytes)?;
         let mut chain = SlabChain::new(operation);
         let mut pending: [Option<Range<usize>>; STREAMS] = Default::default();
         let mut slab_index = 0;
         let mut offset = 0;
         while offset < data.len() {
-            let range = offset..offset + self.slab_bytes.min(data.len() - offset);
+            let range = offset..offset + slab_bytes.min(data.len() - offset);
             let length = range.len();
             let slot_index = slab_index % STREAMS;
             let stream = &self.streams[slot_index];
@@ -826,6 +899,21 @@ impl CudaDevice {
             // Taken before this slab's download is queued: for CBC it copies the slab's last
             // ciphertext block, which the download overwrites.
             let mode = chain.next(&data[range.clone()], block_size);
+            let counters = match mode {
+                ModeArguments::Segments { first, count, .. } => {
+                    operation.segment_counters(block_size, first, count)
+                }
+                _ => &[],
+            };
+            if !counters.is_empty() {
+                slot.reserve_counters(stream, counters.len())?;
+                let buffer = slot.counters.as_mut().expect("reserved above");
+                // From pageable memory, which CUDA copies out before this returns; in
+                // stream order after this slot's previous launch, which read the buffer.
+                stream
+                    .memcpy_htod(counters, &mut buffer.slice_mut(..counters.len()))
+                    .or_cuda("cuMemcpyHtoDAsync")?;
+            }
             let (Some(input), Some(output)) = (slot.input.as_mut(), slot.output.as_mut()) else {
                 unreachable!("reserve leaves both buffers allocated");
             };
@@ -848,7 +936,12 @@ impl CudaDevice {
             {
                 let (input_pointer, _input_record) = input.device_ptr(stream);
                 let (output_pointer, _output_record) = output.device_ptr_mut(stream);
-                launch_kernel(
+                let counter_record = slot
+                    .counters
+                    .as_ref()
+                    .filter(|_| !counters.is_empty())
+                    .map(|buffer| buffer.device_ptr(stream));
+                launch_kernel_with(
                     stream,
                     kernel,
                     &arguments,
@@ -856,6 +949,7 @@ impl CudaDevice {
                     output_pointer,
                     blocks,
                     mode,
+                    counter_record.as_ref().map(|(pointer, _)| *pointer),
                 )?;
             }
             if staged {
@@ -899,10 +993,11 @@ impl CudaDevice {
     ) -> Result<(), GpuError> {
         let stream = &self.streams[0];
         let block_size = key.algorithm().block_size();
-        let kernel = self.kernel(
-            CipherFamily::of(key.algorithm()),
-            operation.kernel_operation(),
-        );
+        let family = CipherFamily::of(key.algorithm());
+        let kernel = self.kernel_for(family, operation);
+        // Segments no longer than the host paths' slabs, so that every path takes the same
+        // operations.
+        operation.slab_bytes(self.slab_bytes)?;
         let length = buffer.len();
         let whole_bytes = length / block_size * block_size;
         {
@@ -916,6 +1011,7 @@ impl CudaDevice {
         }
         let DeviceState {
             geometry,
+            tuning,
             round_keys,
             key_tables,
             aes_tables,
@@ -928,7 +1024,13 @@ impl CudaDevice {
             round_keys,
             key_tables,
             aes_tables,
-            geometry: *geometry,
+            geometry: tuning::choose_geometry(
+                *geometry,
+                tuning.as_deref(),
+                key.algorithm(),
+                operation.kernel_operation(),
+                length,
+            ),
         };
 
         if let GpuOperation::CbcDecrypt { previous } = operation {
@@ -971,12 +1073,31 @@ impl CudaDevice {
             if let Some((start, _)) = timing {
                 start.record(stream).or_cuda("cuEventRecord")?;
             }
-            let chunk_bytes = MAX_SLAB_BYTES / 16 * 16;
+            // Segmented CTR: launches of whole segments, with every counter block uploaded
+            // once (the data is on the device already; its counters are smaller than it).
+            let chunk_bytes = operation.slab_bytes(MAX_SLAB_BYTES / 16 * 16)?;
+            let device_counters = match operation {
+                GpuOperation::CtrSegments { counters, .. } => Some(
+                    stream
+                        .clone_htod(counters.as_slice())
+                        .or_cuda("cuMemcpyHtoDAsync")?,
+                ),
+                _ => None,
+            };
             let mut start = 0;
             while start < whole_bytes {
                 let chunk_length = chunk_bytes.min(whole_bytes - start);
-                let mode =
-                    mode_arguments_at(operation, block_size, (start / block_size) as u64, &[]);
+                let segments = operation.segment_arguments(block_size, start, chunk_length);
+                let mode = segments.unwrap_or_else(|| {
+                    mode_arguments_at(operation, block_size, (start / block_size) as u64, &[])
+                });
+                let counter_view = match (mode, device_counters.as_ref()) {
+                    (ModeArguments::Segments { first, count, .. }, Some(counters)) => {
+                        Some(counters.slice(first * block_size..(first + count) * block_size))
+                    }
+                    _ => None,
+                };
+                let counter_record = counter_view.as_ref().map(|view| view.device_ptr(stream));
                 let mut chunk_view = buffer.slice_mut(start..start + chunk_length);
                 let (pointer, _record) = chunk_view.device_ptr_mut(stream);
                 // In place: input and output are the same memory. The ECB and CTR kernels
@@ -986,7 +1107,7 @@ impl CudaDevice {
                 // cache that `const __restrict__` allows is never asked for a written
                 // block). CBC, whose threads read their neighbour's block, does not run in
                 // place.
-                launch_kernel(
+                launch_kernel_with(
                     stream,
                     kernel,
                     &arguments,
@@ -994,6 +1115,7 @@ impl CudaDevice {
                     pointer,
                     chunk_length / block_size,
                     mode,
+                    counter_record.as_ref().map(|(pointer, _)| *pointer),
                 )?;
                 start += chunk_length;
             }
@@ -1008,15 +1130,27 @@ impl CudaDevice {
                         &mut tail_block.slice_mut(..tail.len()),
                     )
                     .or_cuda("cuMemcpyDtoDAsync")?;
-                let mode = mode_arguments_at(
-                    operation,
-                    block_size,
-                    (whole_bytes / block_size) as u64,
-                    &[],
-                );
+                // Segmented CTR runs its last block as one-block CTR from that block's own
+                // counter.
+                let (mode, tail_kernel) =
+                    match operation.segment_block_as_ctr(block_size, whole_bytes) {
+                        Some(single) => (
+                            mode_arguments_at(&single, block_size, 0, &[]),
+                            self.kernel(family, KernelOperation::Ctr),
+                        ),
+                        None => (
+                            mode_arguments_at(
+                                operation,
+                                block_size,
+                                (whole_bytes / block_size) as u64,
+                                &[],
+                            ),
+                            kernel,
+                        ),
+                    };
                 {
                     let (pointer, _record) = tail_block.device_ptr_mut(stream);
-                    launch_kernel(stream, kernel, &arguments, pointer, pointer, 1, mode)?;
+                    launch_kernel(stream, tail_kernel, &arguments, pointer, pointer, 1, mode)?;
                 }
                 stream
                     .memcpy_dtod(&tail_block.slice(..tail.len()), &mut buffer.slice_mut(tail))
@@ -1151,6 +1285,31 @@ fn launch_kernel(
     block_count: usize,
     mode: ModeArguments,
 ) -> Result<(), GpuError> {
+    launch_kernel_with(
+        stream,
+        kernel,
+        arguments,
+        input,
+        output,
+        block_count,
+        mode,
+        None,
+    )
+}
+
+/// [`launch_kernel`], with the device buffer of the launch's counter blocks that segmented
+/// CTR reads (`ModeArguments::Segments`, which is refused without one).
+#[allow(clippy::too_many_arguments)]
+fn launch_kernel_with(
+    stream: &CudaStream,
+    kernel: &LoadedKernel,
+    arguments: &KeyArguments<'_>,
+    input: CUdeviceptr,
+    output: CUdeviceptr,
+    block_count: usize,
+    mode: ModeArguments,
+    counters: Option<CUdeviceptr>,
+) -> Result<(), GpuError> {
     let (round_keys, _round_keys_record) = arguments.round_keys.device_ptr(stream);
     let (key_tables, _key_tables_record) = arguments.key_tables.device_ptr(stream);
     let (aes_tables, _aes_tables_record) = arguments.aes_tables.device_ptr(stream);
@@ -1160,10 +1319,32 @@ fn launch_kernel(
     let rounds = arguments.key.rounds();
     let block_size = arguments.key.algorithm().block_size();
     let (block_words, rule) = match mode {
-        ModeArguments::None => ([0; 4], None),
+        ModeArguments::None | ModeArguments::Segments { .. } => ([0; 4], None),
         ModeArguments::Counter { words, rule } => (words, Some(rule)),
         ModeArguments::Previous { words } => (words, None),
     };
+    let segments = match mode {
+        ModeArguments::Segments {
+            blocks_per_segment,
+            rule,
+            ..
+        } => {
+            let Some(counters) = counters else {
+                return Err(GpuError::InvalidInput(
+                    "segmented CTR runs through CudaDevice::process, process_pinned and the \
+                     device-buffer calls only, not through mapped memory"
+                        .into(),
+                ));
+            };
+            Some((counters, blocks_per_segment, rule))
+        }
+        _ => None,
+    };
+    if kernel.segmented != segments.is_some() {
+        return Err(GpuError::InvalidInput(
+            "segment arguments go with a segmented CTR kernel and only with one".into(),
+        ));
+    }
     let words4 = Words4(block_words);
     let words2 = Words2([block_words[0], block_words[1]]);
 
@@ -1199,7 +1380,9 @@ fn launch_kernel(
         }
         CipherFamily::Rc6 => {}
     }
-    if !matches!(mode, ModeArguments::None) {
+    if let Some((counters, blocks_per_segment, rule)) = &segments {
+        launch.arg(counters).arg(blocks_per_segment).arg(rule);
+    } else if !matches!(mode, ModeArguments::None) {
         if block_size == 16 {
             launch.arg(&words4);
         } else {
@@ -1213,7 +1396,11 @@ fn launch_kernel(
     // input and output as device pointers, the block count, the round keys, then per family
     // the round count and table buffer (AES) or the S-box buffer (Blowfish), then the
     // mode's counter and rule or previous block as u32x4 (16-byte blocks) or u32x2 (8-byte
-    // blocks). Every pointer is into a live allocation of this context: `input` and
+    // blocks), or for the *_ctr_segments kernels (checked above to go with segment
+    // arguments) the counter buffer, blocks per segment and rule; the callers upload one
+    // counter block for each segment of the launch to that buffer, in stream order before
+    // it, and keep it alive until the streams are synchronised. Every pointer is into a
+    // live allocation of this context: `input` and
     // `output` hold at least `block_count` blocks (the callers size slab buffers to whole
     // blocks, and device-buffer launches cover only whole blocks of the caller's buffer),
     // the key buffers hold the words the kernels read (ROUND_KEY_WORDS, KEY_TABLE_WORDS,
@@ -1318,6 +1505,46 @@ impl GpuDevice for CudaDevice {
         "cuda"
     }
 
+    fn identity(&self) -> String {
+        tuning::device_identity("cuda", &self.info.to_string())
+    }
+
+    fn launch_geometry(&self) -> LaunchGeometry {
+        CudaDevice::launch_geometry(self)
+    }
+
+    fn set_launch_geometry(&self, geometry: LaunchGeometry) -> Result<(), GpuError> {
+        CudaDevice::set_launch_geometry(self, geometry)
+    }
+
+    fn set_tuning(&self, table: Option<Arc<TuneTable>>) {
+        CudaDevice::set_tuning(self, table)
+    }
+
+    fn tuning(&self) -> Option<Arc<TuneTable>> {
+        CudaDevice::tuning(self)
+    }
+
+    /// The data is copied to the device once; each run is timed with CUDA events around
+    /// the launches on the device buffer (no host copies in the time).
+    fn kernel_times(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+        runs: usize,
+    ) -> Result<Vec<Duration>, GpuError> {
+        if data.is_empty() {
+            return Ok(vec![Duration::ZERO; runs]);
+        }
+        let mut buffer = self.streams[0]
+            .clone_htod(&*data)
+            .or_cuda("cuMemcpyHtoDAsync")?;
+        (0..runs)
+            .map(|_| self.process_device_buffer_timed(key, operation, &mut buffer))
+            .collect()
+    }
+
     fn description(&self) -> String {
         format!(
             "{} [{}, {}]",
@@ -1402,6 +1629,22 @@ mod tests {
             mode_arguments_at(&GpuOperation::EcbEncrypt, 16, 7, &[]),
             ModeArguments::None
         );
+    }
+
+    #[test]
+    fn segmented_kernels_are_entry_points_under_nvrtc() {
+        if let Err(error) = check_nvrtc() {
+            println!("SKIPPED: {error}");
+            return;
+        }
+        // The per-lane variant, as PTX: what an H200 loads, with dynamic shared memory.
+        let variant = KernelVariant::for_table_copies(TableCopies::uniform(32));
+        let ptx = compile_variant("compute_90", variant).unwrap();
+        let text = String::from_utf8_lossy(&ptx);
+        for family in CipherFamily::ALL {
+            let name = kernel_source::ctr_segments_kernel_name(family);
+            assert!(text.contains(&format!(".entry {name}(")), "{name}");
+        }
     }
 
     /// Device 0's description, or `None` after saying why there is no GPU to test on.

@@ -98,6 +98,45 @@ pub fn kernel_name(family: CipherFamily, operation: KernelOperation) -> &'static
     }
 }
 
+/// The segmented CTR kernel of a family (`aes_ctr_segments`, ...): CTR over consecutive
+/// segments, each from its own counter block. It is a variant of the family's
+/// [`KernelOperation::Ctr`] kernel, with the same tables and the same rounds per block, so it
+/// goes by that operation wherever one is named (shared-memory sizes, tuned launch shapes).
+pub fn ctr_segments_kernel_name(family: CipherFamily) -> &'static str {
+    match family {
+        CipherFamily::Aes => "aes_ctr_segments",
+        CipherFamily::Blowfish => "blowfish_ctr_segments",
+        CipherFamily::Rc6 => "rc6_ctr_segments",
+    }
+}
+
+/// One kernel function of a cipher family, as the hosts load it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FamilyKernel {
+    /// The operation it goes by (segmented CTR goes by [`KernelOperation::Ctr`]).
+    pub operation: KernelOperation,
+    /// The segmented CTR kernel ([`ctr_segments_kernel_name`]).
+    pub segmented: bool,
+    pub name: &'static str,
+}
+
+/// Every kernel function of `family`: one per operation, then segmented CTR.
+pub(crate) fn family_kernels(family: CipherFamily) -> Vec<FamilyKernel> {
+    KernelOperation::ALL
+        .iter()
+        .map(|&operation| FamilyKernel {
+            operation,
+            segmented: false,
+            name: kernel_name(family, operation),
+        })
+        .chain([FamilyKernel {
+            operation: KernelOperation::Ctr,
+            segmented: true,
+            name: ctr_segments_kernel_name(family),
+        }])
+        .collect()
+}
+
 /// Bytes of local memory one table copy takes: Te0; Td0 plus the packed inverse S-box;
 /// the four Blowfish S-boxes.
 const AES_ENCRYPT_BYTES_PER_COPY: u64 = 256 * 4;
@@ -233,6 +272,16 @@ mod tests {
                     KERNEL_SOURCE.contains(&format!("KERNEL void {name}(")),
                     "{name} missing from parcrypt.cl"
                 );
+            }
+            let loaded = family_kernels(family);
+            assert_eq!(loaded.len(), KernelOperation::ALL.len() + 1);
+            for kernel in loaded {
+                assert!(
+                    KERNEL_SOURCE.contains(&format!("KERNEL void {}(", kernel.name)),
+                    "{} missing from parcrypt.cl",
+                    kernel.name
+                );
+                assert_eq!(kernel.segmented, kernel.name.ends_with("_ctr_segments"));
             }
         }
     }

@@ -27,8 +27,11 @@ pub mod opencl;
 mod operation;
 mod program_cache;
 mod self_test;
+pub mod tuning;
 
 use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
 
 pub use cuda::{CudaDevice, CudaDeviceInfo};
 pub use error::GpuError;
@@ -36,6 +39,7 @@ pub use kernel_source::TableCopies;
 pub use key_material::KeyMaterial;
 pub use opencl::{KernelCache, OpenClDevice, OpenOptions, ProgramOrigin};
 pub use operation::GpuOperation;
+pub use tuning::TuneTable;
 
 /// What kind of processor an OpenCL device is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -136,6 +140,58 @@ pub trait GpuDevice: Send + Sync {
     fn api(&self) -> &'static str;
     /// One line for `parcrypt devices` and benchmark reports.
     fn description(&self) -> String;
+    /// The line that ties this device to its tune file: the API and the device as
+    /// [`GpuDevice::description`]'s first part prints it ([`tuning::device_identity`]).
+    fn identity(&self) -> String;
+
+    /// What kind of processor runs the kernels (an OpenCL device may be the CPU).
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Gpu
+    }
+
+    /// The launch shape used where no tune table applies.
+    fn launch_geometry(&self) -> LaunchGeometry;
+
+    /// Sets the launch shape for later calls, and drops any tune table: an explicit shape
+    /// wins. Any shape gives the same output.
+    fn set_launch_geometry(&self, geometry: LaunchGeometry) -> Result<(), GpuError>;
+
+    /// Installs (or removes) a tune table: later calls launch each kernel with the shape
+    /// tuned for its cipher, operation and input size, and with the launch shape where the
+    /// table has none.
+    fn set_tuning(&self, table: Option<Arc<TuneTable>>);
+
+    /// The installed tune table.
+    fn tuning(&self) -> Option<Arc<TuneTable>>;
+
+    /// The shape a call of `operation` on `algorithm` over `bytes` launches with: the tune
+    /// table's for that size, else [`GpuDevice::launch_geometry`].
+    fn geometry_for(
+        &self,
+        algorithm: parcrypt_ciphers::Algorithm,
+        operation: &GpuOperation,
+        bytes: usize,
+    ) -> LaunchGeometry {
+        tuning::choose_geometry(
+            self.launch_geometry(),
+            self.tuning().as_deref(),
+            algorithm,
+            operation.kernel_operation(),
+            bytes,
+        )
+    }
+
+    /// Runs `operation` over `data` `runs` times and returns each run's kernel time from
+    /// the device's own timers (copies excluded), for tuning. `data` ends up processed
+    /// `runs` times or not at all, depending on the API: it is scratch.
+    fn kernel_times(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+        runs: usize,
+    ) -> Result<Vec<Duration>, GpuError>;
+
     /// Runs `operation` over host `data` in place: copies in, launches, copies out and
     /// synchronises before returning, so the caller may use `data` at once.
     fn process(
@@ -169,6 +225,42 @@ pub trait GpuDevice: Send + Sync {
 impl GpuDevice for OpenClDevice {
     fn api(&self) -> &'static str {
         "opencl"
+    }
+
+    fn identity(&self) -> String {
+        tuning::device_identity("opencl", &self.info().to_string())
+    }
+
+    fn kind(&self) -> DeviceKind {
+        self.info().kind
+    }
+
+    fn launch_geometry(&self) -> LaunchGeometry {
+        OpenClDevice::launch_geometry(self)
+    }
+
+    fn set_launch_geometry(&self, geometry: LaunchGeometry) -> Result<(), GpuError> {
+        OpenClDevice::set_launch_geometry(self, geometry)
+    }
+
+    fn set_tuning(&self, table: Option<Arc<TuneTable>>) {
+        OpenClDevice::set_tuning(self, table)
+    }
+
+    fn tuning(&self) -> Option<Arc<TuneTable>> {
+        OpenClDevice::tuning(self)
+    }
+
+    fn kernel_times(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+        runs: usize,
+    ) -> Result<Vec<Duration>, GpuError> {
+        (0..runs)
+            .map(|_| OpenClDevice::process_timed(self, key, operation, data).map(|(kernel, _)| kernel))
+            .collect()
     }
 
     fn description(&self) -> String {

@@ -6,13 +6,19 @@
 //! `k % 2` with that queue's own input and output buffers, so on a device with separate
 //! copy engines the copies of one slab overlap the kernel of the other (PoCL runs them one
 //! after the other, which is still correct).
+//!
+//! Zero-copy: a [`MappedBuffer`] ([`OpenClDevice::mapped_buffer`]) is host-visible memory
+//! that the kernels read and write in place of device buffers, as on GPUs that share the
+//! host's memory ([`OpenClDevice::host_unified_memory`]);
+//! [`OpenClDevice::process_zero_copy`] copies ordinary data through one.
 
 mod devices;
 mod program;
+mod zero_copy;
 
 use std::path::PathBuf;
 use std::ptr;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
@@ -20,22 +26,23 @@ use opencl3::context::Context;
 use opencl3::device::Device;
 use opencl3::event::Event;
 use opencl3::kernel::Kernel;
-use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_ONLY, CL_MEM_WRITE_ONLY};
+use opencl3::memory::{cl_mem, Buffer, ClMem, CL_MEM_READ_ONLY, CL_MEM_WRITE_ONLY};
 use opencl3::program::Program;
 use opencl3::types::{cl_device_id, CL_BLOCKING, CL_NON_BLOCKING};
 
 pub use program::ProgramOrigin;
+pub use zero_copy::MappedBuffer;
 
 use crate::error::ApiResultExt;
 use crate::ghash::{self, SegmentPlan};
 use crate::host::{
     grown_capacity, launch_shape, slab_size, validate_geometry, KEY_TABLE_WORDS, ROUND_KEY_WORDS,
 };
-use crate::kernel_source::{self, kernel_name, CipherFamily, KernelOperation};
+use crate::kernel_source::{self, CipherFamily, KernelOperation};
 use crate::operation::{ModeArguments, SlabChain};
 use crate::{
-    program_cache, self_test, DeviceInfo, GpuError, GpuOperation, KeyMaterial, LaunchGeometry,
-    TableCopies,
+    program_cache, self_test, tuning, DeviceInfo, GpuError, GpuOperation, KeyMaterial,
+    LaunchGeometry, TableCopies, TuneTable,
 };
 
 /// Host data is moved through the device in slabs of at most this many bytes, so that the
@@ -83,6 +90,8 @@ impl Default for OpenOptions {
 struct LoadedKernel {
     family: CipherFamily,
     operation: KernelOperation,
+    /// The segmented variant of the CTR kernel ([`kernel_source::ctr_segments_kernel_name`]).
+    segmented: bool,
     kernel: Kernel,
     max_group_size: usize,
 }
@@ -99,9 +108,29 @@ struct Slot {
     input: Option<Buffer<u8>>,
     output: Option<Buffer<u8>>,
     capacity: usize,
+    /// Segmented CTR: the slab's counter blocks.
+    counters: Option<Buffer<u8>>,
+    counter_capacity: usize,
 }
 
 impl Slot {
+    /// Makes the counter buffer hold at least `bytes`.
+    fn reserve_counters(&mut self, context: &Context, bytes: usize) -> Result<(), GpuError> {
+        if self.counter_capacity >= bytes && self.counters.is_some() {
+            return Ok(());
+        }
+        let capacity = bytes.next_power_of_two();
+        self.counters = None;
+        self.counter_capacity = 0;
+        // SAFETY: no host pointer and no host-pointer flags: the driver allocates the memory.
+        let counters =
+            unsafe { Buffer::<u8>::create(context, CL_MEM_READ_ONLY, capacity, ptr::null_mut()) }
+                .or_api("clCreateBuffer")?;
+        self.counters = Some(counters);
+        self.counter_capacity = capacity;
+        Ok(())
+    }
+
     /// Makes both buffers hold at least `bytes`, grown as [`grown_capacity`] says up to
     /// `limit`, the slab size.
     fn reserve(&mut self, context: &Context, bytes: usize, limit: usize) -> Result<(), GpuError> {
@@ -133,12 +162,17 @@ impl Slot {
 /// What a call changes: kernels (their arguments are set per launch), buffers, geometry.
 struct DeviceState {
     geometry: LaunchGeometry,
+    /// Shapes per cipher, operation and size from `parcrypt tune`, ahead of `geometry`.
+    tuning: Option<Arc<TuneTable>>,
     kernels: Vec<LoadedKernel>,
     ghash: GhashKernel,
     slots: [Slot; 2],
     round_keys: Buffer<u32>,
     key_tables: Buffer<u32>,
     aes_tables: Buffer<u32>,
+    /// The mapped host buffer [`OpenClDevice::process_zero_copy`] stages through, kept for
+    /// later calls.
+    zero_copy: Option<zero_copy::HostMapped>,
 }
 
 /// An opened, self-tested OpenCL device.
@@ -151,6 +185,9 @@ pub struct OpenClDevice {
     slab_bytes: usize,
     state: Mutex<DeviceState>,
     queues: [CommandQueue; 2],
+    /// Whether the device shares the host's memory (`CL_DEVICE_HOST_UNIFIED_MEMORY`).
+    host_unified_memory: bool,
+    device: Device,
     // Kept alive for the kernels made from it.
     _program: Program,
     context: Context,
@@ -183,6 +220,186 @@ impl ArgumentList<'_> {
         unsafe { self.kernel.set_arg(self.next, value) }.or_api("clSetKernelArg")?;
         self.next += 1;
         Ok(())
+    }
+}
+
+/// A cipher kernel and what every launch of it in one call passes besides the data: the
+/// launch shape and the key's buffers. Made by [`DeviceState::cipher_launch`], so it borrows
+/// the state the caller has locked.
+struct CipherLaunch<'a> {
+    loaded: &'a LoadedKernel,
+    geometry: LaunchGeometry,
+    key: &'a KeyMaterial,
+    round_keys: &'a Buffer<u32>,
+    key_tables: &'a Buffer<u32>,
+    aes_tables: &'a Buffer<u32>,
+}
+
+impl DeviceState {
+    /// The launch of `operation` under `key` for a call over `bytes` bytes (the shape the
+    /// tune table or the launch geometry gives), with the buffers a call may use.
+    fn cipher_launch<'a>(
+        &'a mut self,
+        key: &'a KeyMaterial,
+        operation: &GpuOperation,
+        bytes: usize,
+    ) -> (
+        CipherLaunch<'a>,
+        &'a mut [Slot; 2],
+        &'a mut Option<zero_copy::HostMapped>,
+    ) {
+        let DeviceState {
+            geometry,
+            tuning,
+            kernels,
+            slots,
+            ghash: _,
+            round_keys,
+            key_tables,
+            aes_tables,
+            zero_copy,
+        } = self;
+        let family = CipherFamily::of(key.algorithm());
+        let kernel_operation = operation.kernel_operation();
+        let geometry = tuning::choose_geometry(
+            *geometry,
+            tuning.as_deref(),
+            key.algorithm(),
+            kernel_operation,
+            bytes,
+        );
+        let segmented = operation.segmented();
+        let loaded = kernels
+            .iter()
+            .find(|loaded| {
+                loaded.family == family
+                    && loaded.operation == kernel_operation
+                    && loaded.segmented == segmented
+            })
+            .expect("a kernel exists for every family and operation");
+        let launch = CipherLaunch {
+            loaded,
+            geometry,
+            key,
+            round_keys,
+            key_tables,
+            aes_tables,
+        };
+        (launch, slots, zero_copy)
+    }
+}
+
+impl CipherLaunch<'_> {
+    /// Sets the kernel's arguments and enqueues it on `queue` over `blocks` blocks from
+    /// `input` to `output`; `mode_arguments` are those of the launch's first block.
+    ///
+    /// # Safety
+    /// `input` and `output` must be two different buffers of the device's context, each
+    /// holding at least `blocks` blocks of the key's cipher, that stay alive, and that the
+    /// host neither writes (`input`) nor reads or writes (`output`) until the launch has
+    /// completed.
+    unsafe fn enqueue(
+        &self,
+        queue: &CommandQueue,
+        input: cl_mem,
+        output: cl_mem,
+        blocks: usize,
+        mode_arguments: ModeArguments,
+    ) -> Result<Event, GpuError> {
+        // SAFETY: the caller's guarantees, and no counter buffer (segmented CTR refuses).
+        unsafe { self.enqueue_with(queue, input, output, blocks, mode_arguments, None) }
+    }
+
+    /// [`CipherLaunch::enqueue`], with the buffer of the launch's counter blocks that
+    /// segmented CTR reads (`ModeArguments::Segments`; without one it is refused).
+    ///
+    /// # Safety
+    /// As for `enqueue`; and `counters`, when given, must be a buffer of the device's
+    /// context holding the counter blocks of every segment of the launch, that stays alive
+    /// and that the host does not write until the launch has completed.
+    unsafe fn enqueue_with(
+        &self,
+        queue: &CommandQueue,
+        input: cl_mem,
+        output: cl_mem,
+        blocks: usize,
+        mode_arguments: ModeArguments,
+        counters: Option<cl_mem>,
+    ) -> Result<Event, GpuError> {
+        let loaded = self.loaded;
+        if loaded.segmented != matches!(mode_arguments, ModeArguments::Segments { .. }) {
+            return Err(GpuError::InvalidInput(
+                "segment arguments go with a segmented CTR kernel and only with one".into(),
+            ));
+        }
+        let block_size = self.key.algorithm().block_size();
+        let mut arguments = ArgumentList {
+            kernel: &loaded.kernel,
+            next: 0,
+        };
+        let block_count = blocks as u32;
+        // SAFETY: the order and types follow the kernel signatures in parcrypt.cl: input,
+        // output, block count, round keys, then per family the round count and table
+        // buffer (AES) or the S-box buffer (Blowfish), then the mode's counter and rule
+        // or previous block as u32x4 (16-byte blocks) or u32x2 (8-byte blocks), or for the
+        // *_ctr_segments kernels the counter buffer, blocks per segment and rule.
+        unsafe {
+            arguments.push(&input)?;
+            arguments.push(&output)?;
+            arguments.push(&block_count)?;
+            arguments.push(&self.round_keys.get())?;
+            match loaded.family {
+                CipherFamily::Aes => {
+                    arguments.push(&self.key.rounds())?;
+                    arguments.push(&self.aes_tables.get())?;
+                }
+                CipherFamily::Blowfish => arguments.push(&self.key_tables.get())?,
+                CipherFamily::Rc6 => {}
+            }
+            match mode_arguments {
+                ModeArguments::None => {}
+                ModeArguments::Counter { words, rule } => {
+                    push_block_words(&mut arguments, words, block_size)?;
+                    arguments.push(&rule)?;
+                }
+                ModeArguments::Previous { words } => {
+                    push_block_words(&mut arguments, words, block_size)?;
+                }
+                ModeArguments::Segments {
+                    blocks_per_segment,
+                    rule,
+                    ..
+                } => {
+                    let Some(counters) = counters else {
+                        return Err(GpuError::InvalidInput(
+                            "segmented CTR runs through OpenClDevice::process (and \
+                             process_timed) only, not through mapped memory"
+                                .into(),
+                        ));
+                    };
+                    arguments.push(&counters)?;
+                    arguments.push(&blocks_per_segment)?;
+                    arguments.push(&rule)?;
+                }
+            }
+        }
+
+        let (group_size, groups) = launch_shape(self.geometry, blocks, loaded.max_group_size);
+        let global_size = groups * group_size;
+        // SAFETY: every argument was set above; the sizes are one-dimensional, with the
+        // global size a multiple of the group size as OpenCL 1.2 requires. The caller
+        // guarantees the data buffers; the key buffers hold what the kernels read.
+        unsafe {
+            queue.enqueue_nd_range_kernel(
+                loaded.kernel.get(),
+                1,
+                ptr::null(),
+                [global_size].as_ptr(),
+                [group_size].as_ptr(),
+                &[],
+            )
+        }
+        .or_api("clEnqueueNDRangeKernel")
     }
 }
 
@@ -326,9 +543,8 @@ impl OpenClDevice {
             &build_options(table_copies),
         )?;
         for family in CipherFamily::ALL {
-            for operation in KernelOperation::ALL {
-                Kernel::create(&program, kernel_name(family, operation))
-                    .or_api("clCreateKernel")?;
+            for function in kernel_source::family_kernels(family) {
+                Kernel::create(&program, function.name).or_api("clCreateKernel")?;
             }
         }
         Kernel::create(&program, ghash::KERNEL_NAME).or_api("clCreateKernel")?;
@@ -351,15 +567,15 @@ impl OpenClDevice {
         ];
         let mut kernels = Vec::new();
         for family in CipherFamily::ALL {
-            for operation in KernelOperation::ALL {
-                let kernel = Kernel::create(&program, kernel_name(family, operation))
-                    .or_api("clCreateKernel")?;
+            for function in kernel_source::family_kernels(family) {
+                let kernel = Kernel::create(&program, function.name).or_api("clCreateKernel")?;
                 let max_group_size = kernel
                     .get_work_group_size(device.id)
                     .or_api("clGetKernelWorkGroupInfo")?;
                 kernels.push(LoadedKernel {
                     family,
-                    operation,
+                    operation: function.operation,
+                    segmented: function.segmented,
                     kernel,
                     max_group_size,
                 });
@@ -380,13 +596,16 @@ impl OpenClDevice {
         )?;
         let state = DeviceState {
             geometry,
+            tuning: None,
             kernels,
             ghash,
             slots: Default::default(),
             round_keys: word_buffer(&context, ROUND_KEY_WORDS)?,
             key_tables: word_buffer(&context, KEY_TABLE_WORDS)?,
             aes_tables,
+            zero_copy: None,
         };
+        let device_handle = Device::new(device.id);
         Ok(OpenClDevice {
             info: device.info.clone(),
             table_copies,
@@ -394,6 +613,8 @@ impl OpenClDevice {
             slab_bytes,
             state: Mutex::new(state),
             queues,
+            host_unified_memory: zero_copy::reports_unified_memory(&device_handle),
+            device: device_handle,
             _program: program,
             context,
         })
@@ -436,8 +657,19 @@ impl OpenClDevice {
     /// output.
     pub fn set_launch_geometry(&self, geometry: LaunchGeometry) -> Result<(), GpuError> {
         validate_geometry(geometry)?;
-        self.lock_state().geometry = geometry;
+        let mut state = self.lock_state();
+        state.geometry = geometry;
+        state.tuning = None;
         Ok(())
+    }
+
+    /// Installs or removes a tune table; see [`crate::GpuDevice::set_tuning`].
+    pub fn set_tuning(&self, table: Option<Arc<TuneTable>>) {
+        self.lock_state().tuning = table;
+    }
+
+    pub fn tuning(&self) -> Option<Arc<TuneTable>> {
+        self.lock_state().tuning.clone()
     }
 
     fn lock_state(&self) -> std::sync::MutexGuard<'_, DeviceState> {
@@ -570,35 +802,32 @@ impl OpenClDevice {
         data: &mut [u8],
         mut kernel_events: Option<&mut Vec<Event>>,
     ) -> Result<(), GpuError> {
-        let DeviceState {
-            geometry,
-            kernels,
-            slots,
-            ghash: _,
-            round_keys,
-            key_tables,
-            aes_tables,
-        } = state;
-        let family = CipherFamily::of(key.algorithm());
-        let kernel_operation = operation.kernel_operation();
-        let loaded = kernels
-            .iter()
-            .find(|loaded| loaded.family == family && loaded.operation == kernel_operation)
-            .expect("a kernel exists for every family and operation");
         let block_size = key.algorithm().block_size();
+        // Segmented CTR: slabs of whole segments.
+        let slab_bytes = operation.slab_bytes(self.slab_bytes)?;
+        let (launch, slots, _) = state.cipher_launch(key, operation, data.len());
         let mut chain = SlabChain::new(operation);
 
-        for (slab_index, slab) in data.chunks_mut(self.slab_bytes).enumerate() {
+        for (slab_index, slab) in data.chunks_mut(slab_bytes).enumerate() {
             let queue = &self.queues[slab_index % 2];
             let slot = &mut slots[slab_index % 2];
             let blocks = slab.len().div_ceil(block_size);
             slot.reserve(&self.context, blocks * block_size, self.slab_bytes)?;
-            let (Some(input), Some(output)) = (slot.input.as_mut(), slot.output.as_ref()) else {
-                unreachable!("reserve leaves both buffers allocated");
-            };
             // Taken before this slab's read-back is enqueued: for CBC it copies the slab's
             // last ciphertext block, which the read-back overwrites.
             let mode_arguments = chain.next(slab, block_size);
+            let counters = match mode_arguments {
+                ModeArguments::Segments { first, count, .. } => {
+                    operation.segment_counters(block_size, first, count)
+                }
+                _ => &[],
+            };
+            if !counters.is_empty() {
+                slot.reserve_counters(&self.context, counters.len())?;
+            }
+            let (Some(input), Some(output)) = (slot.input.as_mut(), slot.output.as_ref()) else {
+                unreachable!("reserve leaves both buffers allocated");
+            };
 
             // SAFETY: non-blocking, so the device reads `slab` after this returns. `slab` is a
             // disjoint piece of `data`, which stays borrowed (and is not touched by this
@@ -606,56 +835,33 @@ impl OpenClDevice {
             // at least `slab.len()` bytes (reserved above).
             unsafe { queue.enqueue_write_buffer(input, CL_NON_BLOCKING, 0, slab, &[]) }
                 .or_api("clEnqueueWriteBuffer")?;
-
-            let mut arguments = ArgumentList {
-                kernel: &loaded.kernel,
-                next: 0,
-            };
-            let block_count = blocks as u32;
-            // SAFETY: the order and types follow the kernel signatures in parcrypt.cl: input,
-            // output, block count, round keys, then per family the round count and table
-            // buffer (AES) or the S-box buffer (Blowfish), then the mode's counter and rule
-            // or previous block as u32x4 (16-byte blocks) or u32x2 (8-byte blocks).
-            unsafe {
-                arguments.push(&input.get())?;
-                arguments.push(&output.get())?;
-                arguments.push(&block_count)?;
-                arguments.push(&round_keys.get())?;
-                match family {
-                    CipherFamily::Aes => {
-                        arguments.push(&key.rounds())?;
-                        arguments.push(&aes_tables.get())?;
-                    }
-                    CipherFamily::Blowfish => arguments.push(&key_tables.get())?,
-                    CipherFamily::Rc6 => {}
-                }
-                match mode_arguments {
-                    ModeArguments::None => {}
-                    ModeArguments::Counter { words, rule } => {
-                        push_block_words(&mut arguments, words, block_size)?;
-                        arguments.push(&rule)?;
-                    }
-                    ModeArguments::Previous { words } => {
-                        push_block_words(&mut arguments, words, block_size)?;
-                    }
-                }
+            let mut counter_buffer = None;
+            if !counters.is_empty() {
+                let buffer = slot.counters.as_mut().expect("reserved above");
+                // SAFETY: non-blocking; `counters` is borrowed from `operation`, which the
+                // caller holds (unchanged) until it has waited for both queues, and the
+                // buffer holds at least its length (reserved above).
+                unsafe { queue.enqueue_write_buffer(buffer, CL_NON_BLOCKING, 0, counters, &[]) }
+                    .or_api("clEnqueueWriteBuffer")?;
+                counter_buffer = Some(buffer.get());
             }
 
-            let (group_size, groups) = launch_shape(*geometry, blocks, loaded.max_group_size);
-            let global_size = groups * group_size;
-            // SAFETY: every argument was set above; the sizes are one-dimensional, with the
-            // global size a multiple of the group size as OpenCL 1.2 requires.
+            // SAFETY: the slot's two buffers are distinct, hold `blocks` whole blocks
+            // (reserved above), live in the device state this call has locked, and the host
+            // touches neither until `process` has waited for both queues. The counter
+            // buffer, for segmented CTR, holds this slab's segments' counter blocks (written
+            // just before, in queue order) and is not written again until both queues are
+            // drained: the next slab of this queue writes it after this launch, in order.
             let launched = unsafe {
-                queue.enqueue_nd_range_kernel(
-                    loaded.kernel.get(),
-                    1,
-                    ptr::null(),
-                    [global_size].as_ptr(),
-                    [group_size].as_ptr(),
-                    &[],
+                launch.enqueue_with(
+                    queue,
+                    input.get(),
+                    output.get(),
+                    blocks,
+                    mode_arguments,
+                    counter_buffer,
                 )
-            }
-            .or_api("clEnqueueNDRangeKernel")?;
+            }?;
             if let Some(events) = kernel_events.as_mut() {
                 events.push(launched);
             }

@@ -42,7 +42,7 @@ pub(crate) fn directory(cache: &KernelCache) -> Option<PathBuf> {
 
 /// 128-bit FNV-1a: no cryptographic strength is needed (a wrong hit is caught by the
 /// self-test), only a stable, dependency-free name.
-fn fnv1a_128(parts: &[&str]) -> u128 {
+pub(crate) fn fnv1a_128(parts: &[&str]) -> u128 {
     const OFFSET_BASIS: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
     const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
     let mut hash = OFFSET_BASIS;

@@ -5,11 +5,17 @@
 //! the device when it is opened. CTR and CBC are checked through the same vector: the CTR
 //! keystream of counter P is E(P), and CBC decryption of (C, C) after a zero block is
 //! (P, P xor C), which also exercises the read of the previous ciphertext block.
+//!
+//! Segmented CTR is checked against the CPU: the expected keystream is computed with the
+//! CPU cipher (`parcrypt-ciphers`' fast implementation, not the kernels' table twin) through
+//! `parcrypt-modes` CTR, segment by segment, over segments whose counters start at the
+//! published plaintext, wrap inside a segment, and end in a short segment with a partial
+//! block.
 
-use parcrypt_ciphers::Algorithm;
-use parcrypt_modes::ctr::CounterRule;
+use parcrypt_ciphers::{new_cipher, Algorithm, Implementation};
+use parcrypt_modes::ctr::{self, Counter, CounterRule};
 
-use crate::kernel_source::{kernel_name, CipherFamily};
+use crate::kernel_source::CipherFamily;
 use crate::{GpuError, GpuOperation, KeyMaterial, ProgramOrigin};
 
 struct KnownAnswer {
@@ -80,7 +86,7 @@ pub(crate) fn run(
             .map(|(p, c)| p ^ c)
             .collect();
 
-        let checks = [
+        let mut checks = vec![
             (
                 GpuOperation::EcbEncrypt,
                 plaintext.repeat(2),
@@ -107,16 +113,16 @@ pub(crate) fn run(
                 [plaintext.clone(), cbc_second].concat(),
             ),
         ];
+        for rule in [CounterRule::Low32, CounterRule::Full] {
+            checks.push(segments_check(vector, &plaintext, rule)?);
+        }
         for (operation, input, expected) in checks {
             let mut data = input;
             process(&key, &operation, &mut data)?;
             if data != expected {
                 return Err(GpuError::SelfTest {
                     device: device.to_string(),
-                    kernel: kernel_name(
-                        CipherFamily::of(vector.algorithm),
-                        operation.kernel_operation(),
-                    ),
+                    kernel: operation.kernel_name(CipherFamily::of(vector.algorithm)),
                     vector: vector.source,
                     expected: hex::encode(&expected),
                     got: hex::encode(&data),
@@ -125,6 +131,45 @@ pub(crate) fn run(
         }
     }
     Ok(())
+}
+
+/// Blocks per segment in the segmented CTR check.
+const SEGMENT_BLOCKS: usize = 3;
+
+/// A segmented CTR check for `vector`'s cipher: keystream (zero input) over three segments
+/// of three blocks, the last one a block and 5 bytes. Segment 0 starts at the vector's
+/// plaintext, so its first block is the published ciphertext; segment 1 starts two blocks
+/// before the counter's lowest 32 bits wrap (under Low32 the wrap stays in those bits,
+/// under Full it carries); segment 2 starts one before a full-width wrap. The expected
+/// bytes come from the CPU.
+fn segments_check(
+    vector: &KnownAnswer,
+    plaintext: &[u8],
+    rule: CounterRule,
+) -> Result<(GpuOperation, Vec<u8>, Vec<u8>), GpuError> {
+    let block_size = plaintext.len();
+    let segment_bytes = SEGMENT_BLOCKS * block_size;
+    let mut near_low_wrap = vec![0x5a; block_size];
+    near_low_wrap[block_size - 4..].copy_from_slice(&[0xff, 0xff, 0xff, 0xfe]);
+    let mut near_full_wrap = vec![0xff; block_size];
+    near_full_wrap[block_size - 1] = 0xfe;
+    let counters = [plaintext.to_vec(), near_low_wrap, near_full_wrap].concat();
+    let length = 2 * segment_bytes + block_size + 5;
+
+    let cipher = new_cipher(vector.algorithm, Implementation::Fast, &bytes(vector.key))?;
+    let mut expected = vec![0u8; length];
+    for (segment, counter) in expected
+        .chunks_mut(segment_bytes)
+        .zip(counters.chunks_exact(block_size))
+    {
+        ctr::apply(cipher.as_ref(), Counter::new(counter, rule), segment);
+    }
+    let operation = GpuOperation::CtrSegments {
+        counters,
+        segment_bytes,
+        rule,
+    };
+    Ok((operation, vec![0; length], expected))
 }
 
 /// Self-tests a freshly opened device with `self_test` and hands it over if it passes. A
@@ -166,6 +211,19 @@ mod tests {
                 ctr::apply(cipher.as_ref(), ctr::Counter::new(counter, *rule), data)
             }
             GpuOperation::CbcDecrypt { previous } => cbc::decrypt(cipher.as_ref(), previous, data),
+            GpuOperation::CtrSegments {
+                counters,
+                segment_bytes,
+                rule,
+            } => {
+                let block_size = algorithm.block_size();
+                for (segment, counter) in data
+                    .chunks_mut(*segment_bytes)
+                    .zip(counters.chunks_exact(block_size))
+                {
+                    ctr::apply(cipher.as_ref(), ctr::Counter::new(counter, *rule), segment);
+                }
+            }
         }
     }
 
@@ -190,5 +248,53 @@ mod tests {
             error.contains("aes_cbc_decrypt") && error.contains("FIPS-197 C.1"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn segment_checks_are_valid_start_at_the_vector_and_name_their_kernel() {
+        for vector in &KNOWN_ANSWERS {
+            let plaintext = bytes(vector.plaintext);
+            for rule in [CounterRule::Low32, CounterRule::Full] {
+                let (operation, input, expected) =
+                    segments_check(vector, &plaintext, rule).unwrap();
+                operation
+                    .validate(vector.algorithm, input.len())
+                    .unwrap_or_else(|error| panic!("{}: {error}", vector.source));
+                // Segment 0 starts at the plaintext: its keystream opens with the
+                // published ciphertext.
+                assert_eq!(
+                    hex::encode(&expected[..plaintext.len()]),
+                    vector.ciphertext,
+                    "{}",
+                    vector.source
+                );
+                assert!(operation
+                    .kernel_name(CipherFamily::of(vector.algorithm))
+                    .ends_with("_ctr_segments"));
+            }
+        }
+        // The two rules differ across the 2^32 wrap in segment 1, so each is checked.
+        let vector = &KNOWN_ANSWERS[0];
+        let plaintext = bytes(vector.plaintext);
+        let low = segments_check(vector, &plaintext, CounterRule::Low32).unwrap();
+        let full = segments_check(vector, &plaintext, CounterRule::Full).unwrap();
+        assert_ne!(low.2, full.2);
+
+        // A wrong segmented result is reported under the segmented kernel's name.
+        let error = run("cpu", |key, operation, data| {
+            let vector = KNOWN_ANSWERS
+                .iter()
+                .find(|vector| vector.algorithm == key.algorithm())
+                .unwrap();
+            on_cpu(&bytes(vector.key), vector.algorithm, operation, data);
+            if matches!(operation, GpuOperation::CtrSegments { .. }) {
+                let last = data.len() - 1;
+                data[last] ^= 1;
+            }
+            Ok(())
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("aes_ctr_segments"), "{error}");
     }
 }

@@ -166,6 +166,39 @@ fn slabs_chain_counters_and_cbc_blocks_across_every_stream() {
 }
 
 #[test]
+fn ctr_segments_match_the_cpu_on_every_path() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    cases::ctr_segment_cases(through(device, &PATHS));
+}
+
+#[test]
+fn ctr_segment_slabs_are_cut_between_segments_on_every_stream() {
+    let options = OpenOptions {
+        slab_bytes: cases::TEST_SLAB_BYTES,
+        ..OpenOptions::default()
+    };
+    let Some(device) = open(&options) else { return };
+    cases::ctr_segment_slab_cases(through(&device, &PATHS));
+    cases::segments_longer_than_a_slab_are_refused(|key, operation, data| {
+        device.process(key, operation, data)
+    });
+    // The device-buffer path takes the same segments as the host paths.
+    let key = KeyMaterial::new(Algorithm::Aes128, &[1; 16]).unwrap();
+    let too_long = GpuOperation::CtrSegments {
+        counters: vec![0; 16],
+        segment_bytes: cases::TEST_SLAB_BYTES + 16,
+        rule: CounterRule::Low32,
+    };
+    let mut buffer = device.stream().alloc_zeros::<u8>(100).unwrap();
+    assert!(matches!(
+        device.process_device_buffer(&key, &too_long, &mut buffer),
+        Err(GpuError::InvalidInput(_))
+    ));
+}
+
+#[test]
 fn per_lane_static_and_reduced_table_layouts_match_the_cpu() {
     for copies in [
         // Per lane: Blowfish's 128 KiB need dynamic shared memory and the opt-in attribute.

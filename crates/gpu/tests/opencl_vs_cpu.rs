@@ -103,6 +103,43 @@ fn slabs_chain_counters_and_cbc_blocks_across_both_queues() {
 }
 
 #[test]
+fn ctr_segments_match_the_cpu() {
+    let Some(device) = shared_device() else {
+        return;
+    };
+    cases::ctr_segment_cases(on(device));
+}
+
+#[test]
+fn ctr_segment_slabs_are_cut_between_segments() {
+    let options = OpenOptions {
+        slab_bytes: cases::TEST_SLAB_BYTES,
+        ..OpenOptions::default()
+    };
+    let Some(device) = open(&options) else { return };
+    cases::ctr_segment_slab_cases(on(&device));
+    cases::segments_longer_than_a_slab_are_refused(|key, operation, data| {
+        device.process(key, operation, data)
+    });
+    // Timed calls take the same path.
+    let key = parcrypt_gpu::KeyMaterial::new(Algorithm::Aes128, &[3u8; 16]).unwrap();
+    let data: Vec<u8> = (0..5 * cases::TEST_SLAB_BYTES + 100)
+        .map(|index| (index * 31 % 251) as u8)
+        .collect();
+    let operation = GpuOperation::CtrSegments {
+        counters: (0..data.len().div_ceil(1024) * 16)
+            .map(|index| index as u8)
+            .collect(),
+        segment_bytes: 1024,
+        rule: parcrypt_modes::ctr::CounterRule::Low32,
+    };
+    let mut timed = data.clone();
+    let (kernel, _) = device.process_timed(&key, &operation, &mut timed).unwrap();
+    assert!(kernel > std::time::Duration::ZERO);
+    assert!(timed == cases::on_cpu(Algorithm::Aes128, &[3u8; 16], &operation, &data));
+}
+
+#[test]
 fn per_lane_and_reduced_table_layouts_match_the_cpu() {
     // PoCL is a CPU device and gets one copy by default; these are the layouts GPUs get.
     for copies in [

@@ -51,6 +51,25 @@ pub fn on_cpu(algorithm: Algorithm, key: &[u8], operation: &GpuOperation, data: 
         GpuOperation::Ctr { counter, rule } => {
             ctr::apply(cipher.as_ref(), Counter::new(counter, *rule), &mut result)
         }
+        GpuOperation::CtrSegments {
+            counters,
+            segment_bytes,
+            rule,
+        } => {
+            // Each segment is its own CTR stream from its own counter block.
+            let block_size = algorithm.block_size();
+            assert_eq!(
+                counters.len(),
+                data.len().div_ceil(*segment_bytes) * block_size,
+                "a test must give one counter block per segment"
+            );
+            for (segment, counter) in result
+                .chunks_mut(*segment_bytes)
+                .zip(counters.chunks_exact(block_size))
+            {
+                ctr::apply(cipher.as_ref(), Counter::new(counter, *rule), segment);
+            }
+        }
     }
     result
 }
@@ -123,9 +142,163 @@ pub fn operations(rng: &mut StdRng, block_size: usize) -> Vec<GpuOperation> {
 /// The length an operation is run on: CTR takes any, the others whole blocks.
 pub fn length_for(operation: &GpuOperation, size: usize, block_size: usize) -> usize {
     match operation {
-        GpuOperation::Ctr { .. } => size,
+        GpuOperation::Ctr { .. } | GpuOperation::CtrSegments { .. } => size,
         _ => size / block_size * block_size,
     }
+}
+
+/// Segmented CTR over `length` bytes in segments of `segment_blocks` blocks, one random
+/// counter block per segment. With `low_word`, each counter's last four bytes are set to
+/// it, e.g. a few steps before 2^32, so that counters wrap inside their segments.
+pub fn ctr_segments(
+    rng: &mut StdRng,
+    block_size: usize,
+    length: usize,
+    segment_blocks: usize,
+    rule: CounterRule,
+    low_word: Option<u32>,
+) -> GpuOperation {
+    let segment_bytes = segment_blocks * block_size;
+    let segments = length.div_ceil(segment_bytes);
+    let mut counters = random_bytes(rng, segments * block_size);
+    if let Some(low_word) = low_word {
+        for counter in counters.chunks_exact_mut(block_size) {
+            counter[block_size - 4..].copy_from_slice(&low_word.to_be_bytes());
+        }
+    }
+    GpuOperation::CtrSegments {
+        counters,
+        segment_bytes,
+        rule,
+    }
+}
+
+/// Segmented CTR against the CPU: one segment (whole, short, a partial block only), many
+/// segments (of one block, of a few, of a Cobblestone chunk), a last segment short by
+/// whole blocks or ending in a partial block, data ending exactly on a segment boundary,
+/// no data at all, and counters wrapping 2^32 (and the full width) inside a segment, under
+/// both rules, for AES (the one GCM needs), RC6 and Blowfish.
+pub fn ctr_segment_cases(check: impl Fn(Algorithm, &[u8], &GpuOperation, &[u8])) {
+    let mut rng = StdRng::seed_from_u64(0x5e65);
+    for (algorithm, key_length) in [
+        (Algorithm::Aes128, 16),
+        (Algorithm::Aes256, 32),
+        (Algorithm::Rc6_128, 16),
+        (Algorithm::Blowfish, 16),
+    ] {
+        let key = random_bytes(&mut rng, key_length);
+        let bs = algorithm.block_size();
+        // (blocks per segment, data length)
+        let shapes = [
+            (64, 64 * bs),                   // one whole segment
+            (64, 1000),                      // one short segment, ending in a partial block
+            (64, 5),                         // one partial block
+            (1, 100 * bs),                   // one-block segments
+            (1, 100 * bs + 3),               // ... and a last one that is a partial block
+            (3, 50 * 3 * bs),                // many whole segments
+            (4, 9 * 4 * bs + 2 * bs),        // the last segment short by whole blocks
+            (4, 9 * 4 * bs + 2 * bs + 3),    // ... and ending in a partial block
+            (5, 7 * 5 * bs),                 // exactly on a segment boundary
+            (16384 / bs, 10 * 16384 + 1234), // Cobblestone chunks
+            (4, 0),                          // nothing
+        ];
+        for rule in [CounterRule::Low32, CounterRule::Full] {
+            for (segment_blocks, length) in shapes {
+                let operation = ctr_segments(&mut rng, bs, length, segment_blocks, rule, None);
+                let data = random_bytes(&mut rng, length);
+                check(algorithm, &key, &operation, &data);
+            }
+            // Every counter 3 blocks short of 2^32 in its low word: the wrap falls inside
+            // each 16-block segment (Low32 keeps it in the low word, Full carries).
+            let operation =
+                ctr_segments(&mut rng, bs, 20 * 16 * bs + 7, 16, rule, Some(0xffff_fffd));
+            let data = random_bytes(&mut rng, 20 * 16 * bs + 7);
+            check(algorithm, &key, &operation, &data);
+            // Counters one step short of the full width's wrap.
+            let mut operation = ctr_segments(&mut rng, bs, 6 * 8 * bs, 8, rule, None);
+            if let GpuOperation::CtrSegments { counters, .. } = &mut operation {
+                for counter in counters.chunks_exact_mut(bs) {
+                    counter.fill(0xff);
+                    counter[bs - 1] = 0xfe;
+                }
+            }
+            let data = random_bytes(&mut rng, 6 * 8 * bs);
+            check(algorithm, &key, &operation, &data);
+        }
+
+        // The wrap cases above tell the rules apart.
+        let low = ctr_segments(&mut rng, bs, 4 * bs, 4, CounterRule::Low32, Some(!0));
+        let GpuOperation::CtrSegments { counters, .. } = &low else {
+            unreachable!()
+        };
+        let full = GpuOperation::CtrSegments {
+            counters: counters.clone(),
+            segment_bytes: 4 * bs,
+            rule: CounterRule::Full,
+        };
+        let zeros = vec![0u8; 4 * bs];
+        let (low, full) = (
+            on_cpu(algorithm, &key, &low, &zeros),
+            on_cpu(algorithm, &key, &full, &zeros),
+        );
+        assert_eq!(low[..bs], full[..bs]);
+        assert_ne!(low[bs..], full[bs..]);
+    }
+}
+
+/// Segmented CTR on a device opened with [`TEST_SLAB_BYTES`] slabs: segments of one block,
+/// three blocks, a KiB and exactly one slab, over data that crosses several slabs (slabs
+/// are cut between segments, each uploads its own counters), with counters that wrap
+/// 2^32 inside segments.
+pub fn ctr_segment_slab_cases(check: impl Fn(Algorithm, &[u8], &GpuOperation, &[u8])) {
+    let mut rng = StdRng::seed_from_u64(0x5e65_51ab);
+    for (algorithm, key_length) in [
+        (Algorithm::Aes192, 24),
+        (Algorithm::Rc6_256, 32),
+        (Algorithm::Blowfish, 9),
+    ] {
+        let key = random_bytes(&mut rng, key_length);
+        let bs = algorithm.block_size();
+        for segment_bytes in [bs, 3 * bs, 1024, TEST_SLAB_BYTES] {
+            for length in [
+                TEST_SLAB_BYTES - 1,
+                TEST_SLAB_BYTES,
+                2 * TEST_SLAB_BYTES,
+                3 * TEST_SLAB_BYTES + 5,
+                (1 << 16) + 3,
+            ] {
+                for (rule, low_word) in [
+                    (CounterRule::Low32, None),
+                    (CounterRule::Low32, Some(0xffff_fffe)),
+                    (CounterRule::Full, Some(0xffff_ffff)),
+                ] {
+                    let operation =
+                        ctr_segments(&mut rng, bs, length, segment_bytes / bs, rule, low_word);
+                    let data = random_bytes(&mut rng, length);
+                    check(algorithm, &key, &operation, &data);
+                }
+            }
+        }
+    }
+}
+
+/// On a device with [`TEST_SLAB_BYTES`] slabs, segments longer than a slab are refused
+/// with a reason, and one exactly a slab long is not.
+pub fn segments_longer_than_a_slab_are_refused(
+    process: impl Fn(&KeyMaterial, &GpuOperation, &mut [u8]) -> Result<(), GpuError>,
+) {
+    let key = KeyMaterial::new(Algorithm::Aes128, &[1; 16]).unwrap();
+    let operation = |segment_bytes: usize| GpuOperation::CtrSegments {
+        counters: vec![0; 16],
+        segment_bytes,
+        rule: CounterRule::Low32,
+    };
+    let error = process(&key, &operation(TEST_SLAB_BYTES + 16), &mut [0; 100]).unwrap_err();
+    assert!(
+        matches!(error, GpuError::InvalidInput(_)) && error.to_string().contains("slab"),
+        "{error}"
+    );
+    process(&key, &operation(TEST_SLAB_BYTES), &mut [0; 100]).unwrap();
 }
 
 /// Counter blocks `before_wrap` blocks short of where a rule's arithmetic wraps.
@@ -263,6 +436,16 @@ pub fn table_layout_cases(
             let data = random_bytes(&mut rng, length_for(&operation, 65536 + 7, block_size));
             check(algorithm, &key, &operation, &data);
         }
+        let operation = ctr_segments(
+            &mut rng,
+            block_size,
+            65536 + 7,
+            100,
+            CounterRule::Low32,
+            None,
+        );
+        let data = random_bytes(&mut rng, 65536 + 7);
+        check(algorithm, &key, &operation, &data);
     }
 }
 
@@ -312,6 +495,20 @@ pub fn launch_geometry_cases(
                     &mut rng,
                     length_for(&operation, 20000 + 3, algorithm.block_size()),
                 );
+                check(algorithm, &key, &operation, &data);
+            }
+            // Segmented CTR steps through segments with the grid's stride: strides below,
+            // at and far above the segment length.
+            for segment_blocks in [1, 3, 64, 1000] {
+                let operation = ctr_segments(
+                    &mut rng,
+                    algorithm.block_size(),
+                    20000 + 3,
+                    segment_blocks,
+                    CounterRule::Low32,
+                    Some(0xffff_fff0),
+                );
+                let data = random_bytes(&mut rng, 20000 + 3);
                 check(algorithm, &key, &operation, &data);
             }
         }
@@ -409,6 +606,26 @@ pub fn bad_length_cases(
         process(&key, &short_counter, &mut [0; 4]),
         Err(GpuError::InvalidInput(_))
     ));
+    // Segmented CTR: segments of whole blocks, one counter block per segment.
+    for (counters, segment_bytes, length) in [
+        (32, 24, 40), // half-block segments
+        (16, 0, 0),   // no segment length
+        (16, 32, 40), // two segments, one counter
+        (48, 32, 40), // two segments, three counters
+        (20, 32, 20), // a counter of 20 bytes
+    ] {
+        let operation = GpuOperation::CtrSegments {
+            counters: vec![0; counters],
+            segment_bytes,
+            rule: CounterRule::Low32,
+        };
+        let result = process(&key, &operation, &mut vec![0; length]);
+        assert!(
+            matches!(result, Err(GpuError::InvalidInput(_))),
+            "{counters}-byte counters, {segment_bytes}-byte segments, {length} bytes: \
+             {result:?}"
+        );
+    }
 }
 
 /// GHASH segment sizes: one block, three blocks, a page, a Cobblestone chunk, a MiB.

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds, on a machine with Rust, what a GPU machine without Rust needs to check parcrypt's
+# CUDA paths: the release binary, the GPU test executables and the CUDA speed example, all
+# stripped, into target/gpu-kit. Carry that folder to the GPU machine and run
+# scripts/gpu-verify.sh there (see its header).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kit=target/gpu-kit
+rm -rf "$kit"
+mkdir -p "$kit/tests"
+
+cargo build --release --bin parcrypt
+cargo build --release -p parcrypt-gpu --example cuda_speed
+cp target/release/parcrypt target/release/examples/cuda_speed "$kit/"
+
+# Test executables: CUDA against the CPU, the engine with every backend (CUDA included when
+# present), the official vectors and the differential suite through every engine.
+tests=(
+    "-p parcrypt-gpu --test cuda_vs_cpu"
+    "-p parcrypt-gpu --test zero_copy"
+    "-p parcrypt-engine --test tuned_gpu"
+    "-p parcrypt-format --test round_trip"
+    "-p parcrypt --test official_vectors"
+    "-p parcrypt --test differential"
+)
+for selection in "${tests[@]}"; do
+    # shellcheck disable=SC2086
+    cargo test --release $selection --no-run --message-format=json 2>/dev/null |
+        python3 -c '
+import json, shutil, sys, os
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("reason") == "compiler-artifact" and message.get("executable") and message["profile"]["test"]:
+        name = message["target"]["name"]
+        shutil.copy(message["executable"], os.path.join(sys.argv[1], name))
+        print("kit:", name)
+' "$kit/tests"
+done
+strip "$kit"/parcrypt "$kit"/cuda_speed "$kit"/tests/*
+# The tests find their data files through the path they were built at.
+pwd > "$kit/built-at"
+du -sh "$kit"

@@ -1,0 +1,206 @@
+//! `parcrypt tune`: measure the best launch shapes and the CPU/GPU crossover of a GPU and
+//! store them where the engine finds them. The measuring is `parcrypt_engine::tune`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use parcrypt_ciphers::Algorithm;
+use parcrypt_engine::tune::{tune, TuneEvent, TuneOptions};
+use parcrypt_engine::{Backend, Engine, Tuning};
+use parcrypt_gpu::tuning::{tune_directory, tune_file, TunedShape};
+
+use super::Failure;
+
+#[derive(Args)]
+#[command(after_help = "The table is stored per device (name, driver and compute units hash \
+    into the file name) in $PARCRYPT_TUNE_DIR, else $XDG_CONFIG_HOME/parcrypt/tune, else \
+    ~/.config/parcrypt/tune. From then on `--backend opencl|cuda` launch every kernel with \
+    the shape measured best for its cipher, operation and size, and `--backend auto` sends a \
+    job to the GPU when it is at least as large as the size from which the GPU finished such \
+    jobs first. Tuning changes speed only: every shape gives the same bytes.")]
+pub struct TuneArgs {
+    /// The GPU backend to tune (its device #0, as the engine uses)
+    #[arg(long, default_value = "opencl")]
+    backend: String,
+    /// Every warp multiple from 64 to 1024 threads per group, 1..64 blocks per thread,
+    /// every cipher and operation, sizes in steps of 4 (default: a quicker sweep)
+    #[arg(long)]
+    full: bool,
+    /// Ciphers, comma-separated (aes-128, aes-192, aes-256, bf, rc6-128, ...)
+    #[arg(long, value_delimiter = ',')]
+    algorithms: Vec<String>,
+    /// The largest input size measured (suffixes K, M, G; default 1G on a GPU, 4M or 16M
+    /// on an OpenCL CPU device)
+    #[arg(long, value_parser = super::bench::parse_size)]
+    max_size: Option<usize>,
+    /// Timed runs per point, after a warm-up run
+    #[arg(long)]
+    runs: Option<usize>,
+    /// Write the table here instead of the tune directory (the engine then does not use it)
+    #[arg(long, short, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+pub fn run(args: TuneArgs) -> Result<(), Failure> {
+    let backend: Backend = args.backend.parse()?;
+    if !backend.is_gpu() {
+        return Err(Failure(format!(
+            "tune measures a GPU backend (opencl or cuda), not {backend}"
+        )));
+    }
+    // Neither engine may follow an old table while the new one is measured.
+    let gpu_engine = Engine::with_tuning(backend, None, Tuning::Ignore)?;
+    let cpu_engine = Engine::with_tuning(Backend::Auto, None, Tuning::Ignore)?;
+    let device = gpu_engine.gpu().expect("a GPU backend has a device");
+    let mut options = TuneOptions::standard(device.kind(), args.full, args.max_size);
+    if !args.algorithms.is_empty() {
+        let algorithms = args
+            .algorithms
+            .iter()
+            .map(|name| {
+                name.parse::<Algorithm>()
+                    .map_err(|()| Failure(format!("unknown cipher '{name}' (aes-128, aes-192, aes-256, bf, rc6-128, rc6-192, rc6-256)")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        options.crossover_jobs.retain(|(spec, _)| algorithms.contains(&spec.algorithm));
+        let template = TuneOptions::standard(device.kind(), true, args.max_size);
+        for &algorithm in &algorithms {
+            if !options.algorithms.contains(&algorithm) {
+                options.crossover_jobs.extend(
+                    template.crossover_jobs.iter().filter(|(spec, _)| {
+                        spec.algorithm == algorithm
+                            && (args.full || matches!(spec.mode, parcrypt_modes::Mode::Ctr | parcrypt_modes::Mode::Gcm))
+                    }),
+                );
+            }
+        }
+        options.algorithms = algorithms;
+    }
+    if let Some(runs) = args.runs {
+        if runs == 0 {
+            return Err(Failure("--runs must be at least 1".into()));
+        }
+        options.runs = runs;
+    }
+    let path = match &args.output {
+        Some(path) => path.clone(),
+        None => {
+            let directory = tune_directory().ok_or_else(|| {
+                Failure("no tune directory: set PARCRYPT_TUNE_DIR, XDG_CONFIG_HOME or HOME, or pass --output".into())
+            })?;
+            tune_file(&directory, device.api(), &device.identity())
+        }
+    };
+
+    println!("tuning {}", device.description());
+    println!(
+        "  {} cipher(s) x {} operation(s) x {} sizes ({} B .. {}), {} x {} candidate shapes, \
+         median of {} kernel runs (device timers, copies excluded)",
+        options.algorithms.len(),
+        options.operations.len(),
+        options.sizes.len(),
+        options.sizes.first().copied().unwrap_or(0),
+        size_name(options.sizes.last().copied().unwrap_or(0)),
+        options.threads_per_group.len(),
+        options.blocks_per_thread.len(),
+        options.runs,
+    );
+    println!(
+        "  untuned shape: {} threads per group, {} blocks per thread",
+        device.launch_geometry().threads_per_group,
+        device.launch_geometry().blocks_per_thread
+    );
+    println!();
+    println!(
+        "{:<8} {:<12} {:>9} {:>13} {:>12} {:>12} {:>7}",
+        "cipher", "operation", "size", "best shape", "tuned", "untuned", "gain"
+    );
+    let report = |event: TuneEvent<'_>| match event {
+        TuneEvent::Shape(shape) => print_shape(shape),
+        TuneEvent::Crossover(crossover) => {
+            let verdict = match crossover.gpu_from_bytes {
+                Some(bytes) => format!("GPU from {}", size_name(bytes as usize)),
+                None => "CPU at every size measured".to_string(),
+            };
+            let last = crossover.points.last();
+            let rates = last
+                .map(|point| {
+                    format!(
+                        " (at {}: CPU {:.2} GB/s, GPU {:.2} GB/s)",
+                        size_name(point.bytes as usize),
+                        point.bytes as f64 / point.cpu_seconds.max(1e-12) / 1e9,
+                        point.bytes as f64 / point.gpu_seconds.max(1e-12) / 1e9
+                    )
+                })
+                .unwrap_or_default();
+            println!("crossover {:<14} {:<8} {verdict}{rates}", crossover.spec, crossover.direction);
+        }
+    };
+    let mut crossover_header_printed = false;
+    let mut report_all = |event: TuneEvent<'_>| {
+        if matches!(event, TuneEvent::Crossover(_)) && !crossover_header_printed {
+            crossover_header_printed = true;
+            println!();
+            println!("end to end, copies included, against the CPU (auto: one thread or the pool):");
+        }
+        report(event);
+    };
+    let table = tune(&gpu_engine, &cpu_engine, &options, &mut report_all)?;
+
+    println!();
+    println!("gain of the tuned shape over the untuned one (mean / peak over sizes):");
+    for algorithm in &options.algorithms {
+        let gains: Vec<f64> = table
+            .shapes
+            .iter()
+            .filter(|shape| shape.algorithm == algorithm.name())
+            .map(TunedShape::gain)
+            .collect();
+        if gains.is_empty() {
+            continue;
+        }
+        let mean = gains.iter().sum::<f64>() / gains.len() as f64;
+        let peak = gains.iter().copied().fold(0.0, f64::max);
+        println!("  {:<8} {:>5.1} % / {:>5.1} %", algorithm.name(), mean * 100.0, peak * 100.0);
+    }
+    table.save(&path)?;
+    println!();
+    if args.output.is_some() {
+        println!("saved to {} (not the tune directory: the engine does not read it there)", path.display());
+    } else {
+        println!("saved to {}; --backend {backend} and --backend auto use it from now on", path.display());
+    }
+    Ok(())
+}
+
+fn print_shape(shape: &TunedShape) {
+    println!(
+        "{:<8} {:<12} {:>9} {:>13} {:>12} {:>12} {:>6.1}%",
+        shape.algorithm,
+        shape.operation,
+        size_name(shape.bytes as usize),
+        format!("{} x {}", shape.threads_per_group, shape.blocks_per_thread),
+        duration_name(shape.kernel_seconds),
+        duration_name(shape.untuned_kernel_seconds),
+        shape.gain() * 100.0
+    );
+}
+
+fn size_name(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+fn duration_name(seconds: f64) -> String {
+    if seconds >= 1.0 {
+        format!("{seconds:.3} s")
+    } else if seconds >= 1e-3 {
+        format!("{:.3} ms", seconds * 1e3)
+    } else {
+        format!("{:.1} us", seconds * 1e6)
+    }
+}

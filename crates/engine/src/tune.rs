@@ -5,7 +5,9 @@
 //! Phase 1 (shapes): for every cipher, kernel operation and size, every candidate shape
 //! (threads per group x blocks per thread, plus the device's untuned default) is timed by
 //! the device's own timers, kernels only, median of several runs after a warm-up run.
-//! Shapes that give the same launch (same group size and group count) are timed once.
+//! Shapes that give the same launch (same group size and group count) are timed once. The
+//! winner is then confirmed against the untuned shape in three alternating rounds (medians
+//! again), and kept only if it is still faster.
 //!
 //! Phase 2 (crossover): with the tuned shapes installed, whole jobs are timed end to end,
 //! copies included, on the GPU engine and on the CPU (`auto` without a GPU: one thread or
@@ -24,6 +26,9 @@ use parcrypt_modes::{CipherSpec, Direction, Mode};
 
 use crate::crypter::{Crypter, JobError, JobSpec};
 use crate::Engine;
+
+/// Alternating rounds that confirm a sweep's winner against the untuned shape.
+const CONFIRMATION_ROUNDS: usize = 3;
 
 /// What to measure. [`TuneOptions::standard`] chooses per kind of device.
 #[derive(Clone, Debug, PartialEq)]
@@ -231,12 +236,28 @@ fn sweep_point(
         let times = device.kernel_times(key, gpu_operation, data, runs)?;
         timed.push((geometry, median(times)));
     }
-    let untuned_time = timed[0].1;
-    let (best, best_time) = timed
+    let (mut best, _) = timed
         .iter()
         .copied()
         .min_by(|left, right| left.1.cmp(&right.1))
         .expect("the untuned shape is always a candidate");
+    // The sweep's minimum is biased towards whichever shape met a quiet moment: confirm it
+    // against the untuned shape in alternating rounds, and keep the untuned shape unless
+    // the winner is still faster.
+    let mut untuned_times = Vec::with_capacity(CONFIRMATION_ROUNDS);
+    let mut best_times = Vec::with_capacity(CONFIRMATION_ROUNDS);
+    for _ in 0..CONFIRMATION_ROUNDS {
+        for (geometry, times) in [(untuned, &mut untuned_times), (best, &mut best_times)] {
+            device.set_launch_geometry(geometry)?;
+            times.push(median(device.kernel_times(key, gpu_operation, data, options.runs.max(1))?));
+        }
+    }
+    let untuned_time = median(untuned_times);
+    let mut best_time = median(best_times);
+    if best_time >= untuned_time {
+        best = untuned;
+        best_time = untuned_time;
+    }
     Ok(TunedShape {
         algorithm: algorithm.name().to_string(),
         operation: operation_name(operation).to_string(),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use parcrypt_ciphers::Implementation;
 use parcrypt_engine::crypter::JobSpec;
-use parcrypt_engine::stream::{process_stream, DEFAULT_CHUNK_BYTES};
+use parcrypt_engine::stream::{chunk_bytes_for, process_stream};
 use parcrypt_engine::{Backend, Crypter, Engine};
 use parcrypt_modes::{CipherSpec, Direction, Mode};
 use zeroize::{Zeroize, Zeroizing};
@@ -128,6 +128,6 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
         // The output is about as long as the input (plus a tag or padding block).
         output.reserve(length + 32);
     }
-    process_stream(crypter, input.as_mut(), output.writer(), DEFAULT_CHUNK_BYTES)?;
+    process_stream(crypter, input.as_mut(), output.writer(), chunk_bytes_for(&engine))?;
     output.commit()
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use parcrypt_ciphers::Implementation;
 use parcrypt_engine::crypter::JobSpec;
-use parcrypt_engine::stream::{process_stream, StreamError, DEFAULT_CHUNK_BYTES};
+use parcrypt_engine::stream::{chunk_bytes_for, process_stream, StreamError};
 use parcrypt_engine::{Crypter, Engine, JobError};
 use parcrypt_modes::{CipherSpec, Direction, Mode};
 
@@ -107,7 +107,7 @@ pub fn file_pass(
         BufReader::with_capacity(1 << 20, File::open(input).map_err(StreamError::Read)?);
     let mut writer =
         BufWriter::with_capacity(1 << 20, File::create(output).map_err(StreamError::Write)?);
-    process_stream(crypter, &mut reader, &mut writer, DEFAULT_CHUNK_BYTES)
+    process_stream(crypter, &mut reader, &mut writer, chunk_bytes_for(engine))
 }
 
 /// The cipher name of [`memory_pass`] figures in records.

@@ -13,9 +13,24 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use crate::crypter::{Crypter, JobError};
 
-/// Bytes read per chunk by default: large enough to feed every core, small enough for
-/// bounded memory.
-pub const DEFAULT_CHUNK_BYTES: usize = 16 << 20;
+/// Bytes read per chunk on the CPU backends: enough to feed every core, and small enough
+/// that a chunk stays in the last-level cache between the reader, the cipher and the
+/// writer (4 GiB of AES-128-GCM from /dev/shm to /dev/shm on 2 cores, median of 6: 0.95 s
+/// with 4 MiB chunks against 1.26 s with 16 MiB; decryption 0.96 s against 1.39 s).
+pub const DEFAULT_CHUNK_BYTES: usize = 4 << 20;
+
+/// Bytes read per chunk on GPU backends: one device call per chunk, so chunks are as large
+/// as the device's slab, which keeps the call overhead small against the copies.
+pub const GPU_CHUNK_BYTES: usize = 64 << 20;
+
+/// The chunk size to stream with on `engine`.
+pub fn chunk_bytes_for(engine: &crate::Engine) -> usize {
+    if engine.backend().is_gpu() {
+        GPU_CHUNK_BYTES
+    } else {
+        DEFAULT_CHUNK_BYTES
+    }
+}
 
 /// Chunk buffers in flight: one being read, one being encrypted, one being written.
 pub const PIPELINE_BUFFERS: usize = 3;

@@ -26,23 +26,11 @@ fn device_index() -> usize {
     cases::device_index("PARCRYPT_CUDA_DEVICE")
 }
 
-/// Opens the test device with `options`, or says why the test is skipped.
-fn open(options: &OpenOptions) -> Option<CudaDevice> {
-    match CudaDevice::open_with(device_index(), options) {
-        Ok(device) => Some(device),
-        Err(error @ (GpuError::NoCudaDriver { .. } | GpuError::NoCudaDevice { .. })) => {
-            println!("SKIPPED: no CUDA GPU/driver [{error}]");
-            None
-        }
-        Err(error) => panic!("opening CUDA device {}: {error}", device_index()),
-    }
-}
-
 /// One device with default options, shared by the tests that do not need their own.
 fn shared_device() -> Option<&'static CudaDevice> {
     static DEVICE: OnceLock<Option<CudaDevice>> = OnceLock::new();
     DEVICE
-        .get_or_init(|| open(&OpenOptions::default()))
+        .get_or_init(|| cases::open_cuda(&OpenOptions::default()))
         .as_ref()
 }
 
@@ -160,7 +148,7 @@ fn slabs_chain_counters_and_cbc_blocks_across_every_stream() {
         slab_bytes: cases::TEST_SLAB_BYTES,
         ..OpenOptions::default()
     };
-    let Some(device) = open(&options) else { return };
+    let Some(device) = cases::open_cuda(&options) else { return };
     assert_eq!(device.slab_bytes(), cases::TEST_SLAB_BYTES);
     cases::slab_edge_cases(through(&device, &PATHS));
 }
@@ -179,7 +167,7 @@ fn ctr_segment_slabs_are_cut_between_segments_on_every_stream() {
         slab_bytes: cases::TEST_SLAB_BYTES,
         ..OpenOptions::default()
     };
-    let Some(device) = open(&options) else { return };
+    let Some(device) = cases::open_cuda(&options) else { return };
     cases::ctr_segment_slab_cases(through(&device, &PATHS));
     cases::segments_longer_than_a_slab_are_refused(|key, operation, data| {
         device.process(key, operation, data)
@@ -216,7 +204,7 @@ fn per_lane_static_and_reduced_table_layouts_match_the_cpu() {
             table_copies: Some(copies),
             ..OpenOptions::default()
         };
-        let Some(device) = open(&options) else { return };
+        let Some(device) = cases::open_cuda(&options) else { return };
         assert_eq!(device.table_copies(), copies);
         assert_eq!(
             device.kernel_variant(),
@@ -228,7 +216,7 @@ fn per_lane_static_and_reduced_table_layouts_match_the_cpu() {
 
 #[test]
 fn launch_geometry_does_not_change_results() {
-    let Some(device) = open(&OpenOptions::default()) else {
+    let Some(device) = cases::open_cuda(&OpenOptions::default()) else {
         return;
     };
     cases::launch_geometry_cases(
@@ -253,7 +241,7 @@ fn compiled_kernels_are_cached_and_a_damaged_cache_is_recompiled() {
         return;
     }
     cases::kernel_cache_cases(
-        open,
+        cases::open_cuda,
         CudaDevice::program_origin,
         |device, algorithm, key, operation, data| {
             assert_same(device, Path::Host, algorithm, key, operation, data)
@@ -365,7 +353,7 @@ fn ghash_slabs_of_whole_segments_match_the_cpu() {
         slab_bytes: cases::TEST_SLAB_BYTES,
         ..OpenOptions::default()
     };
-    let Some(device) = open(&options) else { return };
+    let Some(device) = cases::open_cuda(&options) else { return };
     cases::ghash_cases(
         0x736c_6162,
         &[16, 48, 1024, 4096],

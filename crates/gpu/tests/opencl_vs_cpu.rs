@@ -18,30 +18,11 @@ fn device_index() -> usize {
     cases::device_index("PARCRYPT_OPENCL_DEVICE")
 }
 
-/// Opens the test device with `options`, or says why the test is skipped.
-fn open(options: &OpenOptions) -> Option<OpenClDevice> {
-    let reason = match OpenClDevice::list() {
-        Ok(devices) if !devices.is_empty() => {
-            return Some(
-                OpenClDevice::open_with(device_index(), options)
-                    .unwrap_or_else(|error| panic!("opening OpenCL device: {error}")),
-            );
-        }
-        Ok(_) => "the OpenCL platforms list no device".to_string(),
-        Err(error) => error.to_string(),
-    };
-    if std::env::var_os("CI").is_some() {
-        panic!("CI is set, so an OpenCL device (PoCL) must be present, but: {reason}");
-    }
-    println!("SKIPPED: no OpenCL device (install pocl-opencl-icd) [{reason}]");
-    None
-}
-
 /// One device with default options, shared by the tests that do not need their own.
 fn shared_device() -> Option<&'static OpenClDevice> {
     static DEVICE: OnceLock<Option<OpenClDevice>> = OnceLock::new();
     DEVICE
-        .get_or_init(|| open(&OpenOptions::default()))
+        .get_or_init(|| cases::open_opencl(&OpenOptions::default()))
         .as_ref()
 }
 
@@ -97,7 +78,7 @@ fn slabs_chain_counters_and_cbc_blocks_across_both_queues() {
         slab_bytes: cases::TEST_SLAB_BYTES,
         ..OpenOptions::default()
     };
-    let Some(device) = open(&options) else { return };
+    let Some(device) = cases::open_opencl(&options) else { return };
     assert_eq!(device.slab_bytes(), cases::TEST_SLAB_BYTES);
     cases::slab_edge_cases(on(&device));
 }
@@ -116,7 +97,7 @@ fn ctr_segment_slabs_are_cut_between_segments() {
         slab_bytes: cases::TEST_SLAB_BYTES,
         ..OpenOptions::default()
     };
-    let Some(device) = open(&options) else { return };
+    let Some(device) = cases::open_opencl(&options) else { return };
     cases::ctr_segment_slab_cases(on(&device));
     cases::segments_longer_than_a_slab_are_refused(|key, operation, data| {
         device.process(key, operation, data)
@@ -154,7 +135,7 @@ fn per_lane_and_reduced_table_layouts_match_the_cpu() {
             table_copies: Some(copies),
             ..OpenOptions::default()
         };
-        let Some(device) = open(&options) else { return };
+        let Some(device) = cases::open_opencl(&options) else { return };
         assert_eq!(device.table_copies(), copies);
         cases::table_layout_cases(copies, on(&device));
     }
@@ -162,7 +143,7 @@ fn per_lane_and_reduced_table_layouts_match_the_cpu() {
 
 #[test]
 fn launch_geometry_does_not_change_results() {
-    let Some(device) = open(&OpenOptions::default()) else {
+    let Some(device) = cases::open_opencl(&OpenOptions::default()) else {
         return;
     };
     cases::launch_geometry_cases(
@@ -203,7 +184,7 @@ fn compiled_kernels_are_cached_and_a_damaged_cache_is_recompiled() {
     if shared_device().is_none() {
         return;
     }
-    cases::kernel_cache_cases(open, OpenClDevice::program_origin, assert_same);
+    cases::kernel_cache_cases(cases::open_opencl, OpenClDevice::program_origin, assert_same);
 }
 
 #[test]
@@ -245,7 +226,7 @@ fn ghash_slabs_of_whole_segments_alternate_queues() {
         slab_bytes: cases::TEST_SLAB_BYTES,
         ..OpenOptions::default()
     };
-    let Some(device) = open(&options) else { return };
+    let Some(device) = cases::open_opencl(&options) else { return };
     // 4144-byte slabs: 4096 bytes of 1024- or 4096-byte segments, 4128 of 48-byte ones.
     cases::ghash_cases(
         0x736c_6162,
@@ -270,7 +251,7 @@ fn timed_calls_give_the_same_bytes_and_a_kernel_time_within_the_wall_time() {
         slab_bytes: cases::TEST_SLAB_BYTES,
         ..OpenOptions::default()
     };
-    let Some(device) = open(&options) else { return };
+    let Some(device) = cases::open_opencl(&options) else { return };
     let key = parcrypt_gpu::KeyMaterial::new(Algorithm::Aes128, &[3u8; 16]).unwrap();
     let data: Vec<u8> = (0..5 * cases::TEST_SLAB_BYTES + 48)
         .map(|index| (index * 31 % 251) as u8)

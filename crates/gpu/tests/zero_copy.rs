@@ -122,31 +122,10 @@ fn through<'a, D: ZeroCopyDevice>(
 // ---------------------------------------------------------------------------------------
 // OpenCL
 
-/// Opens the OpenCL test device with `options`, or says why the test is skipped (and fails
-/// under CI, which has PoCL).
-fn open_opencl(options: &OpenOptions) -> Option<OpenClDevice> {
-    let reason = match OpenClDevice::list() {
-        Ok(devices) if !devices.is_empty() => {
-            let index = cases::device_index("PARCRYPT_OPENCL_DEVICE");
-            return Some(
-                OpenClDevice::open_with(index, options)
-                    .unwrap_or_else(|error| panic!("opening OpenCL device: {error}")),
-            );
-        }
-        Ok(_) => "the OpenCL platforms list no device".to_string(),
-        Err(error) => error.to_string(),
-    };
-    if std::env::var_os("CI").is_some() {
-        panic!("CI is set, so an OpenCL device (PoCL) must be present, but: {reason}");
-    }
-    println!("SKIPPED: no OpenCL device (install pocl-opencl-icd) [{reason}]");
-    None
-}
-
 fn shared_opencl() -> Option<&'static OpenClDevice> {
     static DEVICE: OnceLock<Option<OpenClDevice>> = OnceLock::new();
     DEVICE
-        .get_or_init(|| open_opencl(&OpenOptions::default()))
+        .get_or_init(|| cases::open_opencl(&OpenOptions::default()))
         .as_ref()
 }
 
@@ -177,7 +156,7 @@ fn opencl_staged_slabs_chain_counters_and_cbc_blocks() {
         slab_bytes: cases::TEST_SLAB_BYTES,
         ..OpenOptions::default()
     };
-    let Some(device) = open_opencl(&options) else {
+    let Some(device) = cases::open_opencl(&options) else {
         return;
     };
     // The mapped buffer is one launch whatever the slab size; the staged path goes slab by
@@ -244,23 +223,10 @@ fn opencl_timed_mapped_calls_give_the_same_bytes_and_a_kernel_time_within_the_wa
 // ---------------------------------------------------------------------------------------
 // CUDA
 
-/// Opens the CUDA test device, or says why the test is skipped.
-fn open_cuda(options: &OpenOptions) -> Option<CudaDevice> {
-    let index = cases::device_index("PARCRYPT_CUDA_DEVICE");
-    match CudaDevice::open_with(index, options) {
-        Ok(device) => Some(device),
-        Err(error @ (GpuError::NoCudaDriver { .. } | GpuError::NoCudaDevice { .. })) => {
-            println!("SKIPPED: no CUDA GPU/driver [{error}]");
-            None
-        }
-        Err(error) => panic!("opening CUDA device {index}: {error}"),
-    }
-}
-
 fn shared_cuda() -> Option<&'static CudaDevice> {
     static DEVICE: OnceLock<Option<CudaDevice>> = OnceLock::new();
     DEVICE
-        .get_or_init(|| open_cuda(&OpenOptions::default()))
+        .get_or_init(|| cases::open_cuda(&OpenOptions::default()))
         .as_ref()
 }
 
@@ -291,7 +257,7 @@ fn cuda_staged_slabs_chain_counters_and_cbc_blocks() {
         slab_bytes: cases::TEST_SLAB_BYTES,
         ..OpenOptions::default()
     };
-    let Some(device) = open_cuda(&options) else {
+    let Some(device) = cases::open_cuda(&options) else {
         return;
     };
     cases::slab_edge_cases(through(&device, &PATHS));

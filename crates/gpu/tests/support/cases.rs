@@ -7,8 +7,8 @@
 
 use parcrypt_ciphers::{new_cipher, Algorithm, Implementation};
 use parcrypt_gpu::{
-    GpuError, GpuOperation, KernelCache, KeyMaterial, LaunchGeometry, OpenOptions, ProgramOrigin,
-    TableCopies,
+    CudaDevice, GpuError, GpuOperation, KernelCache, KeyMaterial, LaunchGeometry, OpenClDevice,
+    OpenOptions, ProgramOrigin, TableCopies,
 };
 use parcrypt_modes::ctr::{Counter, CounterRule};
 use parcrypt_modes::{cbc, ctr, ecb, Direction};
@@ -23,6 +23,43 @@ pub const SIZES: [usize; 7] = [0, 1, 15, 16, 17, 4096 + 5, (1 << 20) + 3];
 /// MiB into ~250 slabs rotating over the queues or streams, with slab edges that are not
 /// powers of two.
 pub const TEST_SLAB_BYTES: usize = 4096 + 48;
+
+/// Opens the OpenCL test device (`PARCRYPT_OPENCL_DEVICE`, else the first) with `options`,
+/// or says why the test is skipped. Under `CI`, which installs PoCL, a missing device fails.
+#[allow(dead_code)] // each test file opens the API it tests
+pub fn open_opencl(options: &OpenOptions) -> Option<OpenClDevice> {
+    let reason = match OpenClDevice::list() {
+        Ok(devices) if !devices.is_empty() => {
+            let index = device_index("PARCRYPT_OPENCL_DEVICE");
+            return Some(
+                OpenClDevice::open_with(index, options)
+                    .unwrap_or_else(|error| panic!("opening OpenCL device {index}: {error}")),
+            );
+        }
+        Ok(_) => "the OpenCL platforms list no device".to_string(),
+        Err(error) => error.to_string(),
+    };
+    if std::env::var_os("CI").is_some() {
+        panic!("CI is set, so an OpenCL device (PoCL) must be present, but: {reason}");
+    }
+    println!("SKIPPED: no OpenCL device (install pocl-opencl-icd) [{reason}]");
+    None
+}
+
+/// Opens the CUDA test device (`PARCRYPT_CUDA_DEVICE`, else 0) with `options`, or says why
+/// the test is skipped: no driver or no GPU (CI has none). Anything else fails.
+#[allow(dead_code)]
+pub fn open_cuda(options: &OpenOptions) -> Option<CudaDevice> {
+    let index = device_index("PARCRYPT_CUDA_DEVICE");
+    match CudaDevice::open_with(index, options) {
+        Ok(device) => Some(device),
+        Err(error @ (GpuError::NoCudaDriver { .. } | GpuError::NoCudaDevice { .. })) => {
+            println!("SKIPPED: no CUDA GPU/driver [{error}]");
+            None
+        }
+        Err(error) => panic!("opening CUDA device {index}: {error}"),
+    }
+}
 
 /// The device number in the environment variable `variable`, or 0.
 pub fn device_index(variable: &str) -> usize {

@@ -527,7 +527,9 @@ impl CudaDevice {
 
     /// GHASH partial sums of host `data`, one per segment of `segment_bytes`; see
     /// [`GpuDevice::ghash_segments`]. Slab by slab on stream 0: the data is ciphertext and
-    /// the hash key a kernel argument, so nothing secret is left in device memory.
+    /// the hash key (secret: it is H) a kernel argument, so it is in no buffer of ours; the
+    /// driver keeps launch arguments in its own parameter memory, which this crate cannot
+    /// wipe.
     pub fn ghash_segments(
         &self,
         hash_key: &[u8; 16],
@@ -825,12 +827,20 @@ impl CudaDevice {
     /// Waits until every stream is idle. `host_memory_in_flight`: copies may still be
     /// reading or writing host memory that safe code can reach (the caller's pinned data,
     /// the staging buffers); if the device cannot say that they stopped, returning would
-    /// hand that memory back while it can still change, so the process is aborted instead.
+    /// hand that memory back while it can still change, so the process is aborted instead,
+    /// unless the error is a fault that stopped the context (then nothing runs any more).
     fn wait_for_streams(&self, host_memory_in_flight: bool) -> Result<(), GpuError> {
         let mut outcome = Ok(());
         for stream in &self.streams {
-            if let Err(error) = stream.synchronize() {
-                if host_memory_in_flight {
+            // cudarc reports an error stored by earlier bookkeeping (an event record, a
+            // free) before it synchronises, and clears it: the first failure may not be this
+            // stream's at all, so the wait is tried once more before anything is concluded.
+            let waited = stream.synchronize().or_else(|_| stream.synchronize());
+            if let Err(error) = waited {
+                // A kernel fault poisons the context: the device stops all of its work, so
+                // no copy can still touch host memory, and the error (which names the fault)
+                // is worth more to the caller than an abort.
+                if host_memory_in_flight && !context_is_dead(&error) {
                     eprintln!(
                         "parcrypt: CUDA stream could not be drained ({error}); host memory may \
                          still be in use by the device, aborting"
@@ -1155,6 +1165,8 @@ impl CudaDevice {
                 stream
                     .memcpy_dtod(&tail_block.slice(..tail.len()), &mut buffer.slice_mut(tail))
                     .or_cuda("cuMemcpyDtoDAsync")?;
+                // The block held data and a whole keystream block: leave neither behind.
+                stream.memset_zeros(tail_block).or_cuda("cuMemsetD8Async")?;
             }
         }
         if let Some((_, end)) = timing {
@@ -1500,6 +1512,23 @@ fn cache_entry(
     Ok(Some(program_cache::entry_path(&directory, &parts)))
 }
 
+/// Whether `error` is one of the faults after which the CUDA context is unusable and has
+/// stopped executing (an illegal address or instruction, a failed launch, a device assert).
+fn context_is_dead(error: &cudarc::driver::DriverError) -> bool {
+    use cudarc::driver::sys::CUresult;
+    matches!(
+        error.0,
+        CUresult::CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUresult::CUDA_ERROR_LAUNCH_FAILED
+            | CUresult::CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUresult::CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUresult::CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | CUresult::CUDA_ERROR_INVALID_PC
+            | CUresult::CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUresult::CUDA_ERROR_ASSERT
+    )
+}
+
 impl GpuDevice for CudaDevice {
     fn api(&self) -> &'static str {
         "cuda"
@@ -1581,6 +1610,16 @@ mod tests {
     fn device_is_shareable_between_threads() {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<CudaDevice>();
+    }
+
+    #[test]
+    fn only_faults_that_stop_the_context_count_as_dead() {
+        use cudarc::driver::sys::CUresult;
+        use cudarc::driver::DriverError;
+        assert!(context_is_dead(&DriverError(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS)));
+        assert!(context_is_dead(&DriverError(CUresult::CUDA_ERROR_LAUNCH_FAILED)));
+        assert!(!context_is_dead(&DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY)));
+        assert!(!context_is_dead(&DriverError(CUresult::CUDA_ERROR_NOT_READY)));
     }
 
     #[test]

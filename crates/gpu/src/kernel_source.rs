@@ -20,8 +20,7 @@ pub fn opencl_source() -> String {
     with_header(VENDOR_OPENCL)
 }
 
-/// The full text NVRTC is to be given (the CUDA host is a later step; the text is kept
-/// compilable by NVRTC now).
+/// The full text NVRTC is given.
 pub fn cuda_source() -> String {
     with_header(VENDOR_CUDA)
 }

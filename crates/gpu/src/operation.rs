@@ -117,7 +117,7 @@ impl GpuOperation {
             GpuOperation::CtrSegments { segment_bytes, .. } => {
                 if *segment_bytes > device_slab_bytes {
                     return Err(GpuError::InvalidInput(format!(
-                        "CTR segments of {segment_bytes} bytes are longer than this device's                          {device_slab_bytes}-byte slab (open it with larger slabs, or run each                          segment as its own CTR call)"
+                        "CTR segments of {segment_bytes} bytes are longer than this device's {device_slab_bytes}-byte slab (open it with larger slabs, or run each segment as its own CTR call)"
                     )));
                 }
                 Ok(device_slab_bytes / segment_bytes * segment_bytes)
@@ -198,13 +198,13 @@ fn validate_segments(
     let block_size = algorithm.block_size();
     if segment_bytes == 0 || !segment_bytes.is_multiple_of(block_size) {
         return Err(GpuError::InvalidInput(format!(
-            "CTR segments for {algorithm} must be whole {block_size}-byte blocks, at least              one, got {segment_bytes} bytes"
+            "CTR segments for {algorithm} must be whole {block_size}-byte blocks, at least one, got {segment_bytes} bytes"
         )));
     }
     let segments = data_length.div_ceil(segment_bytes);
     if counters.len() != segments * block_size {
         return Err(GpuError::InvalidInput(format!(
-            "{data_length} bytes in {segment_bytes}-byte segments need {segments} counter              blocks of {block_size} bytes ({} bytes), got {} bytes",
+            "{data_length} bytes in {segment_bytes}-byte segments need {segments} counter blocks of {block_size} bytes ({} bytes), got {} bytes",
             segments * block_size,
             counters.len()
         )));

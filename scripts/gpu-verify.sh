@@ -6,8 +6,11 @@
 #   speed   the CUDA speed example: data on the GPU (events) and pinned host -> GPU -> host
 #           against the pinned copy rate of the same run
 #   tune    `parcrypt tune --backend cuda` (add --full through TUNE_ARGS)
+#   files   a 4 GiB file in /dev/shm through `parcrypt encrypt|decrypt --stats` on cuda and
+#           pool: the file path's rate and where its time goes (read, cipher, write)
 #   bench   the benchmark lab with the CUDA backend (docs/results/h200 is made from it)
-# Stages are named on the command line; default: tests speed.
+# Stages are named on the command line; default: tests speed. At most 8 files come back from
+# a device call's $OUT: run `bench` (4 result files) in a call of its own.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 kit=target/gpu-kit
@@ -35,14 +38,16 @@ status=0
 for stage in "${stages[@]}"; do
     case "$stage" in
     tests)
-        {
+        (
+            failed=0
             nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
             "$kit/parcrypt" devices
             for test in "$kit"/tests/*; do
                 echo "=== $(basename "$test")"
-                "$test" --include-ignored --test-threads 2 || status=1
+                "$test" --include-ignored --test-threads 2 || failed=1
             done
-        } 2>&1 | tee "$out/tests.log"
+            exit $failed
+        ) 2>&1 | tee "$out/tests.log" || status=1
         ;;
     speed)
         "$kit/cuda_speed" 0 1024 7 2>&1 | tee "$out/speed.log" || status=1
@@ -52,13 +57,31 @@ for stage in "${stages[@]}"; do
         PARCRYPT_TUNE_DIR="$out/tune" "$kit/parcrypt" tune --backend cuda ${TUNE_ARGS:-} 2>&1 |
             tee "$out/tune.log" || status=1
         ;;
+    files)
+        (
+            failed=0
+            key=000102030405060708090a0b0c0d0e0f
+            file=/dev/shm/parcrypt-gpu-verify.bin
+            head -c $((4 << 30)) /dev/urandom >"$file"
+            for backend in cuda pool cuda pool; do
+                "$kit/parcrypt" encrypt -q --stats --format cobblestone --key $key \
+                    --backend $backend "$file" -o "$file.cb" --force || failed=1
+                "$kit/parcrypt" decrypt -q --stats --format cobblestone --key $key \
+                    --backend $backend "$file.cb" -o "$file.out" --force || failed=1
+                cmp "$file" "$file.out" || failed=1
+                rm -f "$file.cb" "$file.out"
+            done
+            rm -f "$file"
+            exit $failed
+        ) 2>&1 | tee "$out/files.log" || status=1
+        ;;
     bench)
         # shellcheck disable=SC2086
         PARCRYPT_TUNE_DIR="$out/tune" "$kit/parcrypt" bench --scenario all \
             --output "$out/bench" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench.log" || status=1
         ;;
     *)
-        echo "unknown stage '$stage' (tests, speed, tune, bench)" >&2
+        echo "unknown stage '$stage' (tests, speed, tune, files, bench)" >&2
         exit 2
         ;;
     esac

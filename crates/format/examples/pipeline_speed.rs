@@ -17,7 +17,7 @@ fn main() {
     let batcher = CpuChunks::new(&engine);
     let (_, keys) = Envelope::create(&Setup::default(), Secret::Key(&[1; 16])).unwrap();
     let batch_chunks: usize = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(0);
-    let options = StreamOptions { batch_chunks, progress: None };
+    let options = StreamOptions { batch_chunks, progress: None, ..StreamOptions::default() };
     for _ in 0..3 {
         let start = Instant::now();
         encrypt_chunks(&batcher, &keys, &mut io::repeat(0x5a).take(length), &mut io::sink(), &options).unwrap();

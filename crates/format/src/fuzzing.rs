@@ -84,7 +84,7 @@ pub fn parse(data: &[u8]) {
     let chunks = &data[1 + SALT_BYTES..];
     let engine = Engine::new(Backend::Seq, None).expect("the seq engine");
     let batcher = CpuChunks::new(&engine);
-    let options = StreamOptions { batch_chunks, progress: None };
+    let options = StreamOptions { batch_chunks, progress: None, ..StreamOptions::default() };
     let mut output = Vec::new();
     let result = decrypt_chunks(&batcher, &keys, &mut &chunks[..], &mut output, &options);
     assert!(result.is_err() && output.is_empty(), "forged chunks were accepted");
@@ -112,7 +112,7 @@ pub fn edit_and_open(data: &[u8]) {
     let salts = Salts { cobblestone: [0x33; SALT_BYTES], argon2: [0; 16] };
     let engine = Engine::new(Backend::Seq, None).expect("the seq engine");
     let batcher = CpuChunks::new(&engine);
-    let options = StreamOptions { batch_chunks: 1 + choices.number(3), progress: None };
+    let options = StreamOptions { batch_chunks: 1 + choices.number(3), progress: None, ..StreamOptions::default() };
     let (envelope, keys) = Envelope::create_with_salts(&setup, Secret::Key(&KEY), salts).expect("a new message");
     let mut original = envelope.to_bytes();
     encrypt_chunks(&batcher, &keys, &mut &plaintext[..], &mut original, &options).expect("encryption");

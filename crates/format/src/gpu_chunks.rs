@@ -452,6 +452,7 @@ mod tests {
             let options = StreamOptions {
                 batch_chunks: 2,
                 progress: None,
+            ..StreamOptions::default()
             };
             encrypt_chunks(batcher, &keys, &mut &message[..], &mut sealed, &options).unwrap();
             sealed

@@ -183,6 +183,7 @@ pub fn decrypt_range<R: Read + Seek + Send + ?Sized>(
         writer,
         batch * SEALED_CHUNK_BYTES,
         Fill::Whole,
+        options.stages,
         |buffer| {
             let count = (batch as u64).min(last - next + 1);
             let expected = (sealed_end(next + count) - Geometry::sealed_offset(next)) as usize;

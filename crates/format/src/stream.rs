@@ -15,7 +15,9 @@
 //! byte of an unauthenticated chunk, ever reaches the writer.
 
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::time::{Duration, Instant};
 
 use crate::chunks::{batch_chunks, ChunkBatcher};
 use crate::cobblestone::{MessageKeys, CHUNK_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
@@ -36,6 +38,45 @@ pub struct StreamOptions<'a> {
     pub batch_chunks: usize,
     /// Called on the processing thread after each batch with the plaintext bytes done so far.
     pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
+    /// Where the time of each stage is added up, for a breakdown of a run.
+    pub stages: Option<&'a StageTimes>,
+}
+
+/// The time each stage of the pipeline spent on its own work: reading (inside `read`),
+/// sealing or opening batches on the backend, writing (inside `write`). The stages overlap,
+/// so a run's wall time is about the largest of the three, not their sum; a stage near
+/// the wall time is the one that bounds the run.
+#[derive(Debug, Default)]
+pub struct StageTimes {
+    read_nanos: AtomicU64,
+    process_nanos: AtomicU64,
+    write_nanos: AtomicU64,
+}
+
+impl StageTimes {
+    pub fn read(&self) -> Duration {
+        Duration::from_nanos(self.read_nanos.load(Ordering::Relaxed))
+    }
+
+    pub fn process(&self) -> Duration {
+        Duration::from_nanos(self.process_nanos.load(Ordering::Relaxed))
+    }
+
+    pub fn write(&self) -> Duration {
+        Duration::from_nanos(self.write_nanos.load(Ordering::Relaxed))
+    }
+}
+
+/// Adds the time `work` takes to `counter`, when there is one.
+fn timed<T>(counter: Option<&AtomicU64>, work: impl FnOnce() -> T) -> T {
+    let Some(counter) = counter else {
+        return work();
+    };
+    let started = Instant::now();
+    let result = work();
+    let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    counter.fetch_add(nanos, Ordering::Relaxed);
+    result
 }
 
 impl StreamOptions<'_> {
@@ -120,6 +161,7 @@ pub fn encrypt_chunks(
         writer,
         batch * SEALED_CHUNK_BYTES,
         Fill::Slots { chunks: batch },
+        options.stages,
         |buffer| {
             let full = buffer.filled / CHUNK_BYTES;
             let sealed = if buffer.ended {
@@ -161,6 +203,7 @@ pub fn decrypt_chunks(
         writer,
         batch * SEALED_CHUNK_BYTES,
         Fill::Whole,
+        options.stages,
         |buffer| {
             let filled = buffer.filled;
             let full = filled / SEALED_CHUNK_BYTES;
@@ -303,15 +346,16 @@ fn read_stage(
     fill: Fill,
     free: Receiver<Buffer>,
     filled: SyncSender<io::Result<Buffer>>,
+    time: Option<&AtomicU64>,
 ) {
     for mut buffer in free {
-        let result = match fill {
+        let result = timed(time, || match fill {
             Fill::Slots { chunks } => fill_slots(reader, &mut buffer.bytes)
                 .map(|read| (read, read < chunks * CHUNK_BYTES)),
             Fill::Whole => {
                 fill_whole(reader, &mut buffer.bytes).map(|read| (read, read < buffer.bytes.len()))
             }
-        };
+        });
         let last = !matches!(result, Ok((_, false)));
         let message = result.map(|(read, ended)| {
             buffer.filled = read;
@@ -328,14 +372,15 @@ fn write_stage(
     writer: &mut (dyn Write + Send),
     processed: Receiver<(Buffer, Emit)>,
     free: SyncSender<Buffer>,
+    time: Option<&AtomicU64>,
 ) -> io::Result<()> {
     for (buffer, emit) in processed {
-        match emit {
-            Emit::Prefix(length) => writer.write_all(&buffer.bytes[..length])?,
+        timed(time, || match emit {
+            Emit::Prefix(length) => writer.write_all(&buffer.bytes[..length]),
             Emit::Texts { sealed, skip, take } => {
-                write_texts(writer, &buffer.bytes[..sealed], skip, take)?
+                write_texts(writer, &buffer.bytes[..sealed], skip, take)
             }
-        }
+        })?;
         // The reader may have stopped already: a closed channel is not an error here.
         let _ = free.send(buffer);
     }
@@ -348,6 +393,7 @@ pub(crate) fn run_pipeline<P>(
     writer: &mut (dyn Write + Send),
     buffer_bytes: usize,
     fill: Fill,
+    stages: Option<&StageTimes>,
     mut process: P,
 ) -> Result<(), FormatError>
 where
@@ -367,14 +413,17 @@ where
             .expect("the channel holds every buffer");
     }
     std::thread::scope(|scope| {
-        scope.spawn(move || read_stage(reader, fill, free_receiver, filled_sender));
-        let writer_thread =
-            scope.spawn(move || write_stage(writer, processed_receiver, free_sender));
+        let read_time = stages.map(|stages| &stages.read_nanos);
+        let write_time = stages.map(|stages| &stages.write_nanos);
+        let process_time = stages.map(|stages| &stages.process_nanos);
+        scope.spawn(move || read_stage(reader, fill, free_receiver, filled_sender, read_time));
+        let writer_thread = scope
+            .spawn(move || write_stage(writer, processed_receiver, free_sender, write_time));
 
         let outcome = (|| -> Result<(), FormatError> {
             for message in filled_receiver.iter() {
                 let mut buffer = message.map_err(FormatError::Read)?;
-                let step = match process(&mut buffer) {
+                let step = match timed(process_time, || process(&mut buffer)) {
                     Ok(step) => step,
                     Err(error) => {
                         wipe(&mut buffer.bytes);

@@ -40,7 +40,7 @@ impl Read for Trickle<'_> {
 fn seal(engine: &Engine, setup: &Setup<'_>, secret: Secret<'_>, message: &[u8], batch_chunks: usize) -> Vec<u8> {
     let (envelope, keys) = Envelope::create_with_salts(setup, secret, SALTS).unwrap();
     let mut sealed = envelope.to_bytes();
-    let options = StreamOptions { batch_chunks, progress: None };
+    let options = StreamOptions { batch_chunks, progress: None, ..StreamOptions::default() };
     let written = encrypt_chunks(&CpuChunks::new(engine), &keys, &mut Trickle { data: message, step: 5000 }, &mut sealed, &options).unwrap();
     assert_eq!(written, message.len() as u64);
     sealed
@@ -48,7 +48,7 @@ fn seal(engine: &Engine, setup: &Setup<'_>, secret: Secret<'_>, message: &[u8], 
 
 fn open(engine: &Engine, format: Format, secret: Secret<'_>, context: &[u8], sealed: &[u8], batch_chunks: usize) -> (Vec<u8>, Result<u64, FormatError>) {
     let mut output = Vec::new();
-    let options = StreamOptions { batch_chunks, progress: None };
+    let options = StreamOptions { batch_chunks, progress: None, ..StreamOptions::default() };
     let result = decrypt(&CpuChunks::new(engine), format, secret, context, &mut Trickle { data: sealed, step: 7777 }, &mut output, &options);
     (output, result)
 }
@@ -256,7 +256,7 @@ fn ranges_match_slices_and_check_the_end_when_relative_to_it() {
         let envelope = Envelope::read(Format::Cobblestone, &mut reader).unwrap();
         let keys = envelope.unlock(Secret::Key(&KEY_128), b"").unwrap();
         let mut output = Vec::new();
-        let options = StreamOptions { batch_chunks: 2, progress: None };
+        let options = StreamOptions { batch_chunks: 2, progress: None, ..StreamOptions::default() };
         let written = decrypt_range(&batcher, &keys, &mut reader, envelope.len() as u64, range, &mut output, &options)?;
         assert_eq!(written as usize, output.len());
         Ok(output)
@@ -312,7 +312,7 @@ fn failing_writers_and_readers_are_reported() {
     let batcher = CpuChunks::new(&engine);
     let (_, keys) = Envelope::create(&Setup::default(), Secret::Key(&KEY_128)).unwrap();
     let message = plaintext(100_000);
-    let options = StreamOptions { batch_chunks: 1, progress: None };
+    let options = StreamOptions { batch_chunks: 1, progress: None, ..StreamOptions::default() };
     let error = encrypt_chunks(&batcher, &keys, &mut &message[..], &mut Broken, &options).unwrap_err();
     assert!(matches!(error, FormatError::Write(_)) && error.to_string().contains("pipe closed"), "{error}");
     let error = encrypt_chunks(&batcher, &keys, &mut Failing, &mut Vec::new(), &options).unwrap_err();
@@ -328,7 +328,7 @@ fn progress_reports_every_batch_up_to_the_total() {
     let message = plaintext(10 * CHUNK_BYTES + 5);
     let reports = std::sync::Mutex::new(Vec::new());
     let progress = |bytes: u64| reports.lock().unwrap().push(bytes);
-    let options = StreamOptions { batch_chunks: 4, progress: Some(&progress) };
+    let options = StreamOptions { batch_chunks: 4, progress: Some(&progress), ..StreamOptions::default() };
     let mut sealed = Vec::new();
     encrypt(&batcher, &Setup::default(), Secret::Key(&KEY_128), &mut &message[..], &mut sealed, &options).unwrap();
     let seen = std::mem::take(&mut *reports.lock().unwrap());

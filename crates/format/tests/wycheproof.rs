@@ -86,7 +86,7 @@ fn decrypt_streaming(suite: Suite, vector: &Vector, engine: &Engine, batch_chunk
     let result = Envelope::read(Format::Cobblestone, &mut reader)
         .and_then(|envelope| envelope.unlock_as(suite, Secret::Key(&vector.key), &vector.context))
         .and_then(|keys| {
-            let options = StreamOptions { batch_chunks, progress: None };
+            let options = StreamOptions { batch_chunks, progress: None, ..StreamOptions::default() };
             decrypt_chunks(&batcher, &keys, &mut reader, &mut output, &options)
         });
     (output, result)
@@ -100,7 +100,7 @@ fn decrypt_by_range(suite: Suite, vector: &Vector, range: ByteRange) -> (Vec<u8>
     let result = Envelope::read(Format::Cobblestone, &mut reader)
         .and_then(|envelope| envelope.unlock_as(suite, Secret::Key(&vector.key), &vector.context).map(|keys| (envelope, keys)))
         .and_then(|(envelope, keys)| {
-            let options = StreamOptions { batch_chunks: 3, progress: None };
+            let options = StreamOptions { batch_chunks: 3, progress: None, ..StreamOptions::default() };
             decrypt_range(&batcher, &keys, &mut reader, envelope.len() as u64, range, &mut output, &options)
         });
     (output, result)
@@ -181,7 +181,7 @@ fn check_file(file: &str) {
                     Envelope::create_with_salts(&setup, Secret::Key(&vector.key), Salts { cobblestone: salt, argon2: [0; 16] }).unwrap();
                 let mut sealed = envelope.to_bytes();
                 let batcher = CpuChunks::new(engine);
-                let options = StreamOptions { batch_chunks: 5, progress: None };
+                let options = StreamOptions { batch_chunks: 5, progress: None, ..StreamOptions::default() };
                 encrypt_chunks(&batcher, &keys, &mut &message[..], &mut sealed, &options).unwrap();
                 assert!(sealed == vector.ciphertext, "{name}: re-encryption differs on {}", engine.backend());
             }

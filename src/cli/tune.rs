@@ -62,18 +62,7 @@ pub fn run(args: TuneArgs) -> Result<(), Failure> {
                     .map_err(|()| Failure(format!("unknown cipher '{name}' (aes-128, aes-192, aes-256, bf, rc6-128, rc6-192, rc6-256)")))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        options.crossover_jobs.retain(|(spec, _)| algorithms.contains(&spec.algorithm));
-        let template = TuneOptions::standard(device.kind(), true, args.max_size);
-        for &algorithm in &algorithms {
-            if !options.algorithms.contains(&algorithm) {
-                options.crossover_jobs.extend(
-                    template.crossover_jobs.iter().filter(|(spec, _)| {
-                        spec.algorithm == algorithm
-                            && (args.full || matches!(spec.mode, parcrypt_modes::Mode::Ctr | parcrypt_modes::Mode::Gcm))
-                    }),
-                );
-            }
-        }
+        options.crossover_jobs = TuneOptions::crossover_jobs(&algorithms, args.full);
         options.algorithms = algorithms;
     }
     if let Some(runs) = args.runs {

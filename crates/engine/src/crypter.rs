@@ -370,6 +370,16 @@ pub fn process_buffer(engine: &Engine, job: &JobSpec<'_>, mut data: Vec<u8>) -> 
     Ok(data)
 }
 
+/// An all-zero IV of the length `spec` takes (none for ECB, 12 bytes for GCM), for jobs
+/// that are only timed.
+pub(crate) fn placeholder_iv(spec: CipherSpec) -> Option<Vec<u8>> {
+    match spec.mode {
+        Mode::Ecb => None,
+        Mode::Gcm => Some(vec![0u8; 12]),
+        _ => Some(vec![0u8; spec.algorithm.block_size()]),
+    }
+}
+
 /// Bytes the calibration of `auto` times on one thread.
 const CALIBRATION_BYTES: usize = 256 << 10;
 
@@ -378,11 +388,7 @@ const CALIBRATION_BYTES: usize = 256 << 10;
 pub(crate) fn measure_one_thread(spec: CipherSpec, direction: Direction) -> Option<CostModel> {
     let seq = Engine::new(Backend::Seq, None).ok()?;
     let key = vec![0u8; spec.algorithm.key_lengths().0];
-    let iv = match spec.mode {
-        Mode::Ecb => None,
-        Mode::Gcm => Some(vec![0u8; 12]),
-        _ => Some(vec![0u8; spec.algorithm.block_size()]),
-    };
+    let iv = placeholder_iv(spec);
     let job = JobSpec {
         spec,
         direction,

@@ -85,20 +85,7 @@ impl TuneOptions {
             vec![64, 128, 256, 512, 1024]
         };
         let blocks_per_thread = if full { vec![1, 2, 4, 8, 16, 32, 64] } else { vec![1, 2, 4, 16] };
-        let mut crossover_jobs = Vec::new();
-        for &algorithm in &algorithms {
-            let spec = |mode| CipherSpec { algorithm, mode };
-            crossover_jobs.push((spec(Mode::Ctr), Direction::Encrypt));
-            if full {
-                crossover_jobs.push((spec(Mode::Ecb), Direction::Encrypt));
-                crossover_jobs.push((spec(Mode::Ecb), Direction::Decrypt));
-                crossover_jobs.push((spec(Mode::Cbc), Direction::Decrypt));
-            }
-            if algorithm.block_size() == 16 {
-                crossover_jobs.push((spec(Mode::Gcm), Direction::Encrypt));
-                crossover_jobs.push((spec(Mode::Gcm), Direction::Decrypt));
-            }
-        }
+        let crossover_jobs = Self::crossover_jobs(&algorithms, full);
         TuneOptions {
             algorithms,
             operations,
@@ -110,6 +97,28 @@ impl TuneOptions {
             crossover_jobs,
             crossover_sizes: geometric(1024, largest.max(1024), step),
         }
+    }
+}
+
+impl TuneOptions {
+    /// The jobs whose crossover is measured for `algorithms`: CTR and (for 16-byte blocks)
+    /// GCM both ways; with `full` also ECB both ways and CBC decryption.
+    pub fn crossover_jobs(algorithms: &[Algorithm], full: bool) -> Vec<(CipherSpec, Direction)> {
+        let mut jobs = Vec::new();
+        for &algorithm in algorithms {
+            let spec = |mode| CipherSpec { algorithm, mode };
+            jobs.push((spec(Mode::Ctr), Direction::Encrypt));
+            if full {
+                jobs.push((spec(Mode::Ecb), Direction::Encrypt));
+                jobs.push((spec(Mode::Ecb), Direction::Decrypt));
+                jobs.push((spec(Mode::Cbc), Direction::Decrypt));
+            }
+            if algorithm.block_size() == 16 {
+                jobs.push((spec(Mode::Gcm), Direction::Encrypt));
+                jobs.push((spec(Mode::Gcm), Direction::Decrypt));
+            }
+        }
+        jobs
     }
 }
 
@@ -279,11 +288,7 @@ fn time_job(
     options: &TuneOptions,
 ) -> Result<f64, JobError> {
     let key = pseudo_random_bytes(spec.algorithm.key_lengths().0);
-    let iv = match spec.mode {
-        Mode::Ecb => None,
-        Mode::Gcm => Some(vec![0x5a; 12]),
-        _ => Some(vec![0x5a; spec.algorithm.block_size()]),
-    };
+    let iv = crate::crypter::placeholder_iv(spec);
     let job = JobSpec {
         spec,
         direction,

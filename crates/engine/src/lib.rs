@@ -23,10 +23,9 @@ pub mod crypter;
 pub mod stream;
 pub mod tune;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -42,6 +41,17 @@ const ASSUMED_POOL_EFFICIENCY: f64 = 0.9;
 
 /// The smallest work item `pool` cuts a job into.
 const POOL_MIN_ITEM_BYTES: usize = 64 * 1024;
+
+/// The least one-thread work `auto` puts in one item: enough that an item's own cost in the
+/// pool (a steal, a join) stays a few per cent of it, for fast and slow ciphers alike.
+const AUTO_MIN_ITEM_SECONDS: f64 = 5e-6;
+
+/// The share of the one-thread time a split must promise to finish in (see `auto_items`).
+const AUTO_MIN_SPLIT_GAIN: f64 = 0.9;
+
+/// Cost models are kept per cipher, mode and direction: 7 x 4 x 2 slots.
+const CALIBRATION_SLOTS: usize = 7 * 4 * 2;
+const _: () = assert!(parcrypt_ciphers::Algorithm::ALL.len() * parcrypt_modes::Mode::ALL.len() * 2 == CALIBRATION_SLOTS);
 
 /// Where work runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -118,9 +128,10 @@ pub fn available_threads() -> usize {
 
 /// What `auto` knows about a job: how fast one thread runs it, measured on this machine.
 ///
-/// Splitting pays when the pool's fixed cost of waking its threads (`dispatch_seconds`,
-/// also measured) plus the work spread over `threads` is shorter than the work on one
-/// thread: `dispatch + n / (rate * threads * 0.9) < n / rate`.
+/// `auto` splits a job when the pool's fixed cost of handing it out and joining it
+/// (`dispatch_seconds`, also measured) plus the work spread over the threads that get a
+/// share promises at least a tenth off the work on one thread: `dispatch + n / (rate *
+/// workers * 0.9) < 0.9 * n / rate`, where no item holds less than 5 microseconds of work.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CostModel {
     pub seq_bytes_per_second: f64,
@@ -133,10 +144,11 @@ pub struct Engine {
     pool: Option<rayon::ThreadPool>,
     /// The device of a GPU backend.
     gpu: Option<Box<dyn parcrypt_gpu::GpuDevice>>,
-    /// Seconds to wake the pool and join it with no work, measured once.
+    /// Seconds to hand the pool a job and join it, measured once.
     dispatch_seconds: OnceLock<f64>,
-    /// One-thread rates per cipher, mode and direction, measured once per engine.
-    calibration: Mutex<HashMap<(parcrypt_modes::CipherSpec, parcrypt_modes::Direction), CostModel>>,
+    /// One-thread rates per cipher, mode and direction, measured once per engine (read
+    /// without a lock: a small job's whole cost is a few hundred nanoseconds).
+    calibration: [OnceLock<Option<CostModel>>; CALIBRATION_SLOTS],
     /// `auto`'s GPU, when a tune file says it wins some jobs.
     auto_gpu: Option<AutoGpu>,
 }
@@ -204,7 +216,7 @@ impl Engine {
             pool,
             gpu,
             dispatch_seconds: OnceLock::new(),
-            calibration: Mutex::new(HashMap::new()),
+            calibration: std::array::from_fn(|_| OnceLock::new()),
             auto_gpu,
         })
     }
@@ -280,41 +292,66 @@ impl Engine {
     /// The backend that will actually run a job of `length` bytes.
     pub fn resolve(&self, length: usize, model: Option<CostModel>) -> Backend {
         match self.backend {
-            Backend::Auto if self.threads == 1 => Backend::Seq,
-            Backend::Auto => {
-                let parallel = match model {
-                    Some(model) => {
-                        let rate = model.seq_bytes_per_second.max(1.0);
-                        let alone = length as f64 / rate;
-                        let shared = self.dispatch_seconds()
-                            + length as f64 / (rate * self.threads as f64 * ASSUMED_POOL_EFFICIENCY);
-                        shared < alone
-                    }
-                    None => length >= AUTO_PARALLEL_THRESHOLD,
-                };
-                if parallel {
-                    Backend::Pool
-                } else {
-                    Backend::Seq
-                }
-            }
+            Backend::Auto if self.auto_items(length, model) > 1 => Backend::Pool,
+            Backend::Auto => Backend::Seq,
             other => other,
         }
     }
 
-    /// The pool's fixed cost per job: the best of a few empty runs.
+    /// How many items `auto` cuts a job of `length` bytes into: one (on the calling thread)
+    /// unless the cost model says the pool finishes first; then items of at least
+    /// [`AUTO_MIN_ITEM_SECONDS`] of work, at most 8 per thread, in a multiple of the threads
+    /// that get one (so that no thread gets one more item than another).
+    fn auto_items(&self, length: usize, model: Option<CostModel>) -> usize {
+        if self.threads == 1 {
+            return 1;
+        }
+        let Some(model) = model else {
+            return if length >= AUTO_PARALLEL_THRESHOLD { self.pool_items(length) } else { 1 };
+        };
+        let alone = length as f64 / model.seq_bytes_per_second.max(1.0);
+        let items = ((alone / AUTO_MIN_ITEM_SECONDS) as usize).min(self.threads * 8);
+        if items < 2 {
+            return 1;
+        }
+        let workers = items.min(self.threads);
+        let shared = self.dispatch_seconds() + alone / (workers as f64 * ASSUMED_POOL_EFFICIENCY);
+        // A split must promise a tenth off: one that misses by less leaves `auto` within its
+        // target on one thread, while a wrong split (threads to wake, data to move to other
+        // caches) can cost far more than it promised.
+        if shared < alone * AUTO_MIN_SPLIT_GAIN {
+            items - items % workers
+        } else {
+            1
+        }
+    }
+
+    /// How many items `pool` cuts a job of `length` bytes into: several per thread, so
+    /// that stealing can even out uneven progress, none under [`POOL_MIN_ITEM_BYTES`].
+    fn pool_items(&self, length: usize) -> usize {
+        (self.threads * 8).min(length / POOL_MIN_ITEM_BYTES).max(1)
+    }
+
+    /// The pool's fixed cost per job: the median of empty jobs, each handed to it a short
+    /// pause after the one before, as a caller's jobs arrive between other work (by then
+    /// the pool's threads have stopped spinning and must be woken).
     fn dispatch_seconds(&self) -> f64 {
         *self.dispatch_seconds.get_or_init(|| {
             let Some(pool) = &self.pool else { return 0.0 };
-            (0..5)
+            let mut times: Vec<f64> = (0..9)
                 .map(|_| {
+                    std::thread::sleep(std::time::Duration::from_micros(50));
                     let start = Instant::now();
-                    pool.install(|| (0..self.threads).into_par_iter().for_each(|index| {
-                        std::hint::black_box(index);
-                    }));
+                    pool.install(|| {
+                        (0..self.threads).into_par_iter().for_each(|index| {
+                            std::hint::black_box(index);
+                        })
+                    });
                     start.elapsed().as_secs_f64()
                 })
-                .fold(f64::INFINITY, f64::min)
+                .collect();
+            times.sort_by(f64::total_cmp);
+            times[times.len() / 2]
         })
     }
 
@@ -325,23 +362,19 @@ impl Engine {
         if self.backend != Backend::Auto || self.threads == 1 {
             return None;
         }
-        let mut calibration = self.calibration.lock().unwrap_or_else(|poison| poison.into_inner());
-        if let Some(model) = calibration.get(&(spec, direction)) {
-            return Some(*model);
-        }
-        let model = crypter::measure_one_thread(spec, direction)?;
-        calibration.insert((spec, direction), model);
-        Some(model)
+        let slot = ((spec.algorithm as usize * 4 + spec.mode as usize) * 2)
+            + usize::from(direction == parcrypt_modes::Direction::Decrypt);
+        *self.calibration[slot].get_or_init(|| crypter::measure_one_thread(spec, direction))
     }
 
     /// Cuts `length` bytes into work items, each a multiple of `align` bytes except the
     /// last, and returns their lengths in order. `model` lets `auto` choose well.
     pub fn plan(&self, length: usize, align: usize, model: Option<CostModel>) -> Vec<usize> {
-        let pieces = match self.resolve(length, model) {
+        let pieces = match self.backend {
             Backend::Seq => 1,
             Backend::Threads => self.threads,
-            // Several items per thread so that stealing can even out uneven progress.
-            _ => (self.threads * 8).min(length / POOL_MIN_ITEM_BYTES).max(1),
+            Backend::Auto => self.auto_items(length, model),
+            Backend::Pool | Backend::Opencl | Backend::Cuda => self.pool_items(length),
         };
         split_lengths(length, align, pieces)
     }
@@ -525,6 +558,39 @@ mod tests {
         let model = engine.cost_model("aes-128-gcm".parse().unwrap(), parcrypt_modes::Direction::Encrypt).unwrap();
         assert!(model.seq_bytes_per_second > 0.0);
         assert!(Engine::new(Backend::Pool, Some(2)).unwrap().cost_model("aes-128-gcm".parse().unwrap(), parcrypt_modes::Direction::Encrypt).is_none());
+    }
+
+    #[test]
+    fn auto_items_hold_enough_work_and_share_out_evenly() {
+        for threads in [2usize, 3, 16] {
+            let engine = Engine::new(Backend::Auto, Some(threads)).unwrap();
+            for rate in [1e6, 7e8, 5e10] {
+                let model = Some(CostModel { seq_bytes_per_second: rate });
+                for length in [0usize, 1, 1024, 16 << 10, 64 << 10, 1 << 20, 64 << 20] {
+                    let lengths = engine.plan(length, 16, model);
+                    assert_eq!(lengths.iter().sum::<usize>(), length);
+                    let items = lengths.len();
+                    assert!(items <= threads * 8, "{items} items for {threads} threads");
+                    if items == 1 {
+                        assert_eq!(engine.resolve(length, model), Backend::Seq);
+                        continue;
+                    }
+                    assert_eq!(engine.resolve(length, model), Backend::Pool);
+                    assert_eq!(items % items.min(threads), 0, "{items} items over {threads} threads");
+                    for item in &lengths {
+                        // Alignment may take up to one block off an item.
+                        let seconds = (item + 16) as f64 / rate;
+                        assert!(seconds >= AUTO_MIN_ITEM_SECONDS, "{item}-byte item at {rate} B/s");
+                    }
+                    // A split is only made where it promises a tenth off the one-thread time.
+                    let alone = length as f64 / rate;
+                    assert!(engine.dispatch_seconds() < alone * AUTO_MIN_SPLIT_GAIN);
+                }
+            }
+            // A job of many seconds on one thread is always split, into 8 items per thread.
+            let slow = Some(CostModel { seq_bytes_per_second: 1e6 });
+            assert_eq!(engine.plan(64 << 20, 16, slow).len(), threads * 8);
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ use parcrypt_modes::gcm::{Gcm, GcmAccumulator, GcmError, TAG_BYTES};
 use parcrypt_modes::{cbc, ctr, ecb, padding, CipherSpec, Direction, Mode};
 use zeroize::Zeroize;
 
-use crate::{Backend, CostModel, Engine};
+use crate::{CostModel, Engine};
 
 /// Why a job could not be set up or finished. Each message is one line written for people.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +70,12 @@ pub struct Crypter<'e> {
 
 impl<'e> Crypter<'e> {
     pub fn new(engine: &'e Engine, job: &JobSpec<'_>) -> Result<Self, JobError> {
+        Self::with_cost_model(engine, job, engine.cost_model(job.spec, job.direction))
+    }
+
+    /// [`Crypter::new`] with the cost model given rather than asked of the engine (the
+    /// calibration that makes the engine's model uses this).
+    fn with_cost_model(engine: &'e Engine, job: &JobSpec<'_>, cost_model: Option<CostModel>) -> Result<Self, JobError> {
         let spec = job.spec;
         let cipher = new_cipher(spec.algorithm, job.implementation, job.key)?;
         if job.aad.is_some() && spec.mode != Mode::Gcm {
@@ -104,7 +110,7 @@ impl<'e> Crypter<'e> {
             padding: job.padding && spec.mode.pads(),
             state,
             processed: 0,
-            cost_model: engine.cost_model(spec, job.direction),
+            cost_model,
             gpu_key: match engine.may_use_gpu(spec, job.direction) {
                 true => Some(parcrypt_gpu::KeyMaterial::new(spec.algorithm, job.key)?),
                 false => None,
@@ -380,13 +386,19 @@ pub(crate) fn placeholder_iv(spec: CipherSpec) -> Option<Vec<u8>> {
     }
 }
 
-/// Bytes the calibration of `auto` times on one thread.
+/// Bytes the calibration of `auto` times.
 const CALIBRATION_BYTES: usize = 256 << 10;
 
-/// Times one thread over [`CALIBRATION_BYTES`] with a throwaway all-zero key and IV (best
-/// of two runs), for `auto`'s cost model.
-pub(crate) fn measure_one_thread(spec: CipherSpec, direction: Direction) -> Option<CostModel> {
-    let seq = Engine::new(Backend::Seq, None).ok()?;
+/// Rounds of the calibration; each times the job once on one thread and once split.
+const CALIBRATION_ROUNDS: usize = 5;
+
+/// Calibrates `auto` on `engine` (an `auto` engine with several threads) for one cipher, mode
+/// and direction: [`CALIBRATION_BYTES`] with a throwaway all-zero key and IV, timed on the
+/// calling thread and split over the engine's pool in turn, each job set up afresh as a
+/// caller's would be (so that a costly key schedule lets the pool's threads fall asleep
+/// first, as it does in use). The split's fixed cost is what the split took beyond the
+/// one-thread time divided by the threads (best runs of each).
+pub(crate) fn calibrate(engine: &Engine, spec: CipherSpec, direction: Direction) -> Option<CostModel> {
     let key = vec![0u8; spec.algorithm.key_lengths().0];
     let iv = placeholder_iv(spec);
     let job = JobSpec {
@@ -398,13 +410,33 @@ pub(crate) fn measure_one_thread(spec: CipherSpec, direction: Direction) -> Opti
         padding: false,
         implementation: Implementation::Fast,
     };
+    // Models under which `auto` never splits, and always splits into its most items.
+    let split_never = CostModel { seq_bytes_per_second: f64::MAX, split_seconds: 0.0 };
+    let split_always = CostModel { seq_bytes_per_second: 1.0, split_seconds: 0.0 };
     let mut scratch = vec![0u8; CALIBRATION_BYTES];
-    let mut best = f64::INFINITY;
-    for _ in 0..2 {
-        let mut crypter = Crypter::new(&seq, &job).ok()?;
-        let start = std::time::Instant::now();
-        crypter.update(&mut scratch).ok()?;
-        best = best.min(start.elapsed().as_secs_f64());
+    let mut alone = Vec::with_capacity(CALIBRATION_ROUNDS);
+    let mut split = Vec::with_capacity(CALIBRATION_ROUNDS);
+    // One untimed pass of each first: tables, pages and the pool's threads warm.
+    for round in 0..=CALIBRATION_ROUNDS {
+        for (model, times) in [(split_never, &mut alone), (split_always, &mut split)] {
+            let mut crypter = Crypter::with_cost_model(engine, &job, Some(model)).ok()?;
+            // The CPU is calibrated, whatever GPU `auto` may also have.
+            crypter.gpu_key = None;
+            let start = std::time::Instant::now();
+            crypter.update(&mut scratch).ok()?;
+            if round > 0 {
+                times.push(start.elapsed().as_secs_f64());
+            }
+        }
     }
-    Some(CostModel { seq_bytes_per_second: CALIBRATION_BYTES as f64 / best.max(1e-9) })
+    // The best of each: what this machine does when nothing else gets in the way (other
+    // work on the machine only ever adds time, and one disturbed round must not keep
+    // `auto` off the pool for the engine's life).
+    let best = |times: &[f64]| times.iter().copied().fold(f64::INFINITY, f64::min);
+    let (alone, split) = (best(&alone).max(1e-9), best(&split));
+    let shared = alone / engine.threads() as f64;
+    Some(CostModel {
+        seq_bytes_per_second: CALIBRATION_BYTES as f64 / alone,
+        split_seconds: (split - shared).max(0.0),
+    })
 }

@@ -26,7 +26,6 @@ pub mod tune;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 
 use rayon::prelude::*;
 
@@ -35,9 +34,6 @@ pub use crypter::{Crypter, JobError};
 /// Under `auto`, inputs shorter than this stay on one thread when no cost model is known
 /// for the job (a conservative figure for the fastest cipher; see [`CostModel`]).
 pub const AUTO_PARALLEL_THRESHOLD: usize = 1 << 20;
-
-/// The share of linear speed-up the cost model counts on from the pool.
-const ASSUMED_POOL_EFFICIENCY: f64 = 0.9;
 
 /// The smallest work item `pool` cuts a job into.
 const POOL_MIN_ITEM_BYTES: usize = 64 * 1024;
@@ -128,13 +124,16 @@ pub fn available_threads() -> usize {
 
 /// What `auto` knows about a job: how fast one thread runs it, measured on this machine.
 ///
-/// `auto` splits a job when the pool's fixed cost of handing it out and joining it
-/// (`dispatch_seconds`, also measured) plus the work spread over the threads that get a
-/// share promises at least a tenth off the work on one thread: `dispatch + n / (rate *
-/// workers * 0.9) < 0.9 * n / rate`, where no item holds less than 5 microseconds of work.
+/// `auto` splits a job when the split's fixed cost (handing the items to the pool, waking
+/// its threads, joining them, data moving between caches) plus the work spread over the
+/// threads that get a share promises at least a tenth off the work on one thread:
+/// `split + n / (rate * workers) < 0.9 * n / rate`, where no item holds less than 5
+/// microseconds of work. Both figures are measured per cipher, mode and direction.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CostModel {
     pub seq_bytes_per_second: f64,
+    /// Seconds a split job takes beyond its one-thread time divided by the threads.
+    pub split_seconds: f64,
 }
 
 /// A backend with its threads, ready to run work.
@@ -144,8 +143,6 @@ pub struct Engine {
     pool: Option<rayon::ThreadPool>,
     /// The device of a GPU backend.
     gpu: Option<Box<dyn parcrypt_gpu::GpuDevice>>,
-    /// Seconds to hand the pool a job and join it, measured once.
-    dispatch_seconds: OnceLock<f64>,
     /// One-thread rates per cipher, mode and direction, measured once per engine (read
     /// without a lock: a small job's whole cost is a few hundred nanoseconds).
     calibration: [OnceLock<Option<CostModel>>; CALIBRATION_SLOTS],
@@ -215,7 +212,6 @@ impl Engine {
             threads,
             pool,
             gpu,
-            dispatch_seconds: OnceLock::new(),
             calibration: std::array::from_fn(|_| OnceLock::new()),
             auto_gpu,
         })
@@ -315,7 +311,7 @@ impl Engine {
             return 1;
         }
         let workers = items.min(self.threads);
-        let shared = self.dispatch_seconds() + alone / (workers as f64 * ASSUMED_POOL_EFFICIENCY);
+        let shared = model.split_seconds + alone / workers as f64;
         // A split must promise a tenth off: one that misses by less leaves `auto` within its
         // target on one thread, while a wrong split (threads to wake, data to move to other
         // caches) can cost far more than it promised.
@@ -332,39 +328,17 @@ impl Engine {
         (self.threads * 8).min(length / POOL_MIN_ITEM_BYTES).max(1)
     }
 
-    /// The pool's fixed cost per job: the median of empty jobs, each handed to it a short
-    /// pause after the one before, as a caller's jobs arrive between other work (by then
-    /// the pool's threads have stopped spinning and must be woken).
-    fn dispatch_seconds(&self) -> f64 {
-        *self.dispatch_seconds.get_or_init(|| {
-            let Some(pool) = &self.pool else { return 0.0 };
-            let mut times: Vec<f64> = (0..9)
-                .map(|_| {
-                    std::thread::sleep(std::time::Duration::from_micros(50));
-                    let start = Instant::now();
-                    pool.install(|| {
-                        (0..self.threads).into_par_iter().for_each(|index| {
-                            std::hint::black_box(index);
-                        })
-                    });
-                    start.elapsed().as_secs_f64()
-                })
-                .collect();
-            times.sort_by(f64::total_cmp);
-            times[times.len() / 2]
-        })
-    }
-
     /// The cost model of a cipher, mode and direction on this machine, measured on first use
-    /// (a throwaway key over 256 KiB on one thread) and remembered by the engine. Only
-    /// `auto` needs it; other backends return `None` without measuring.
+    /// (a throwaway key over 256 KiB, on one thread and split, a few times each; see
+    /// [`crypter::calibrate`]) and remembered by the engine. Only `auto` with several threads
+    /// needs it; other engines return `None` without measuring.
     pub fn cost_model(&self, spec: parcrypt_modes::CipherSpec, direction: parcrypt_modes::Direction) -> Option<CostModel> {
         if self.backend != Backend::Auto || self.threads == 1 {
             return None;
         }
         let slot = ((spec.algorithm as usize * 4 + spec.mode as usize) * 2)
             + usize::from(direction == parcrypt_modes::Direction::Decrypt);
-        *self.calibration[slot].get_or_init(|| crypter::measure_one_thread(spec, direction))
+        *self.calibration[slot].get_or_init(|| crypter::calibrate(self, spec, direction))
     }
 
     /// Cuts `length` bytes into work items, each a multiple of `align` bytes except the
@@ -545,8 +519,8 @@ mod tests {
     #[test]
     fn auto_keeps_small_jobs_on_one_thread_and_splits_large_ones() {
         let engine = Engine::new(Backend::Auto, Some(2)).unwrap();
-        let fast = Some(CostModel { seq_bytes_per_second: 50e9 });
-        let slow = Some(CostModel { seq_bytes_per_second: 1e6 });
+        let fast = Some(CostModel { seq_bytes_per_second: 50e9, split_seconds: 5e-6 });
+        let slow = Some(CostModel { seq_bytes_per_second: 1e6, split_seconds: 5e-6 });
         assert_eq!(engine.resolve(1024, fast), Backend::Seq);
         assert_eq!(engine.resolve(1 << 30, fast), Backend::Pool);
         // A slow cipher repays the pool much sooner than a fast one.
@@ -554,9 +528,16 @@ mod tests {
         assert_eq!(engine.plan(1024, 16, fast).len(), 1);
         let single = Engine::new(Backend::Auto, Some(1)).unwrap();
         assert_eq!(single.resolve(1 << 30, fast), Backend::Seq);
-        // Calibration measures a positive rate for a real cipher.
-        let model = engine.cost_model("aes-128-gcm".parse().unwrap(), parcrypt_modes::Direction::Encrypt).unwrap();
-        assert!(model.seq_bytes_per_second > 0.0);
+        // Calibration measures a positive rate and a finite split cost for real ciphers, and
+        // remembers them.
+        for name in ["aes-128-gcm", "bf-cbc"] {
+            for direction in [parcrypt_modes::Direction::Encrypt, parcrypt_modes::Direction::Decrypt] {
+                let model = engine.cost_model(name.parse().unwrap(), direction).unwrap();
+                assert!(model.seq_bytes_per_second > 0.0 && model.seq_bytes_per_second.is_finite());
+                assert!(model.split_seconds >= 0.0 && model.split_seconds < 1.0, "{model:?}");
+                assert_eq!(engine.cost_model(name.parse().unwrap(), direction), Some(model));
+            }
+        }
         assert!(Engine::new(Backend::Pool, Some(2)).unwrap().cost_model("aes-128-gcm".parse().unwrap(), parcrypt_modes::Direction::Encrypt).is_none());
     }
 
@@ -565,7 +546,7 @@ mod tests {
         for threads in [2usize, 3, 16] {
             let engine = Engine::new(Backend::Auto, Some(threads)).unwrap();
             for rate in [1e6, 7e8, 5e10] {
-                let model = Some(CostModel { seq_bytes_per_second: rate });
+                let model = Some(CostModel { seq_bytes_per_second: rate, split_seconds: 8e-6 });
                 for length in [0usize, 1, 1024, 16 << 10, 64 << 10, 1 << 20, 64 << 20] {
                     let lengths = engine.plan(length, 16, model);
                     assert_eq!(lengths.iter().sum::<usize>(), length);
@@ -584,12 +565,15 @@ mod tests {
                     }
                     // A split is only made where it promises a tenth off the one-thread time.
                     let alone = length as f64 / rate;
-                    assert!(engine.dispatch_seconds() < alone * AUTO_MIN_SPLIT_GAIN);
+                    assert!(8e-6 < alone * AUTO_MIN_SPLIT_GAIN);
                 }
             }
             // A job of many seconds on one thread is always split, into 8 items per thread.
-            let slow = Some(CostModel { seq_bytes_per_second: 1e6 });
+            let slow = Some(CostModel { seq_bytes_per_second: 1e6, split_seconds: 8e-6 });
             assert_eq!(engine.plan(64 << 20, 16, slow).len(), threads * 8);
+            // A split that costs more than it saves is not made, whatever the size.
+            let costly = Some(CostModel { seq_bytes_per_second: 1e9, split_seconds: 1.0 });
+            assert_eq!(engine.plan(64 << 20, 16, costly).len(), 1);
         }
     }
 

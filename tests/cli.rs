@@ -33,15 +33,31 @@ fn assert_refused(output: &Output, reason: &str) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "succeeded, stderr: {stderr}");
     assert_ne!(output.status.code(), Some(101), "panicked: {stderr}");
-    assert!(output.stdout.is_empty(), "wrote {} bytes to stdout", output.stdout.len());
+    assert!(
+        output.stdout.is_empty(),
+        "wrote {} bytes to stdout",
+        output.stdout.len()
+    );
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.contains("warning:")).collect();
     assert_eq!(lines.len(), 1, "expected one line, got: {stderr}");
     assert!(lines[0].starts_with("parcrypt: error: "), "{stderr}");
-    assert!(lines[0].to_lowercase().contains(&reason.to_lowercase()), "'{reason}' not in: {stderr}");
-    assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{stderr}");
+    assert!(
+        lines[0].to_lowercase().contains(&reason.to_lowercase()),
+        "'{reason}' not in: {stderr}"
+    );
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+        "{stderr}"
+    );
 }
 
-fn run_raw_with_key(direction: &str, cipher: &str, key: &str, extra: &[&str], stdin: &[u8]) -> Output {
+fn run_raw_with_key(
+    direction: &str,
+    cipher: &str,
+    key: &str,
+    extra: &[&str],
+    stdin: &[u8],
+) -> Output {
     let mut args = vec!["raw", direction, "--cipher", cipher, "--key", key];
     args.extend(extra);
     parcrypt(&args, stdin)
@@ -54,8 +70,19 @@ fn run_raw(direction: &str, cipher: &str, extra: &[&str], stdin: &[u8]) -> Outpu
 #[test]
 fn round_trips_through_pipes_for_every_mode_and_backend() {
     let plaintext: Vec<u8> = (0..100_003u32).map(|i| (i * 7) as u8).collect();
-    for cipher in ["aes-128-ecb", "aes-128-cbc", "aes-128-ctr", "aes-128-gcm", "bf-cbc", "rc6-128-ctr"] {
-        let iv = if cipher.starts_with("bf") { "0011223344556677" } else { IV };
+    for cipher in [
+        "aes-128-ecb",
+        "aes-128-cbc",
+        "aes-128-ctr",
+        "aes-128-gcm",
+        "bf-cbc",
+        "rc6-128-ctr",
+    ] {
+        let iv = if cipher.starts_with("bf") {
+            "0011223344556677"
+        } else {
+            IV
+        };
         let mut options = vec!["--backend"];
         for backend in ["seq", "threads", "pool", "auto"] {
             options.truncate(1);
@@ -64,10 +91,18 @@ fn round_trips_through_pipes_for_every_mode_and_backend() {
                 options.extend(["--iv", iv]);
             }
             let sealed = run_raw("encrypt", cipher, &options, &plaintext);
-            assert!(sealed.status.success(), "{cipher}: {}", String::from_utf8_lossy(&sealed.stderr));
+            assert!(
+                sealed.status.success(),
+                "{cipher}: {}",
+                String::from_utf8_lossy(&sealed.stderr)
+            );
             assert_ne!(sealed.stdout, plaintext);
             let opened = run_raw("decrypt", cipher, &options, &sealed.stdout);
-            assert!(opened.status.success(), "{cipher}: {}", String::from_utf8_lossy(&opened.stderr));
+            assert!(
+                opened.status.success(),
+                "{cipher}: {}",
+                String::from_utf8_lossy(&opened.stderr)
+            );
             assert_eq!(opened.stdout, plaintext, "{cipher} on {backend}");
         }
     }
@@ -79,79 +114,442 @@ fn round_trips_through_files_and_refuses_to_clobber() {
     let plain = folder.path().join("plain.bin");
     let sealed = folder.path().join("sealed.bin");
     let opened = folder.path().join("opened.bin");
-    let data: Vec<u8> = (0..(1u32 << 20) + 5).map(|i| (i ^ (i >> 8)) as u8).collect();
+    let data: Vec<u8> = (0..(1u32 << 20) + 5)
+        .map(|i| (i ^ (i >> 8)) as u8)
+        .collect();
     std::fs::write(&plain, &data).unwrap();
     let path = |p: &Path| p.to_str().unwrap().to_string();
     let key = "ab".repeat(32);
-    let encrypt = run_raw_with_key("encrypt", "aes-256-gcm", &key, &["--iv", "00112233445566778899aabb", &path(&plain), "-o", &path(&sealed)], b"");
-    assert!(encrypt.status.success(), "{}", String::from_utf8_lossy(&encrypt.stderr));
-    assert_eq!(std::fs::metadata(&sealed).unwrap().len(), data.len() as u64 + 16);
-    let decrypt = run_raw_with_key("decrypt", "aes-256-gcm", &key, &["--iv", "00112233445566778899aabb", &path(&sealed), "-o", &path(&opened)], b"");
-    assert!(decrypt.status.success(), "{}", String::from_utf8_lossy(&decrypt.stderr));
+    let encrypt = run_raw_with_key(
+        "encrypt",
+        "aes-256-gcm",
+        &key,
+        &[
+            "--iv",
+            "00112233445566778899aabb",
+            &path(&plain),
+            "-o",
+            &path(&sealed),
+        ],
+        b"",
+    );
+    assert!(
+        encrypt.status.success(),
+        "{}",
+        String::from_utf8_lossy(&encrypt.stderr)
+    );
+    assert_eq!(
+        std::fs::metadata(&sealed).unwrap().len(),
+        data.len() as u64 + 16
+    );
+    let decrypt = run_raw_with_key(
+        "decrypt",
+        "aes-256-gcm",
+        &key,
+        &[
+            "--iv",
+            "00112233445566778899aabb",
+            &path(&sealed),
+            "-o",
+            &path(&opened),
+        ],
+        b"",
+    );
+    assert!(
+        decrypt.status.success(),
+        "{}",
+        String::from_utf8_lossy(&decrypt.stderr)
+    );
     assert_eq!(std::fs::read(&opened).unwrap(), data);
 
     // An existing output is kept unless --force is given.
-    let again = run_raw_with_key("decrypt", "aes-256-gcm", &key, &["--iv", "00112233445566778899aabb", &path(&sealed), "-o", &path(&opened)], b"");
+    let again = run_raw_with_key(
+        "decrypt",
+        "aes-256-gcm",
+        &key,
+        &[
+            "--iv",
+            "00112233445566778899aabb",
+            &path(&sealed),
+            "-o",
+            &path(&opened),
+        ],
+        b"",
+    );
     assert_refused(&again, "already exists");
     // The input is never the output, even with --force.
-    let same = run_raw("encrypt", "aes-128-ctr", &["--iv", IV, "--force", &path(&plain), "-o", &path(&plain)], b"");
+    let same = run_raw(
+        "encrypt",
+        "aes-128-ctr",
+        &["--iv", IV, "--force", &path(&plain), "-o", &path(&plain)],
+        b"",
+    );
     assert_refused(&same, "is the input file");
     assert_eq!(std::fs::read(&plain).unwrap(), data, "input was modified");
-    let forced = run_raw_with_key("decrypt", "aes-256-gcm", &key, &["--iv", "00112233445566778899aabb", "--force", &path(&sealed), "-o", &path(&opened)], b"");
+    let forced = run_raw_with_key(
+        "decrypt",
+        "aes-256-gcm",
+        &key,
+        &[
+            "--iv",
+            "00112233445566778899aabb",
+            "--force",
+            &path(&sealed),
+            "-o",
+            &path(&opened),
+        ],
+        b"",
+    );
     assert!(forced.status.success());
-    let leftovers: Vec<_> = std::fs::read_dir(folder.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(leftovers.len(), 3, "temporary files left behind: {leftovers:?}");
+    let leftovers: Vec<_> = std::fs::read_dir(folder.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        leftovers.len(),
+        3,
+        "temporary files left behind: {leftovers:?}"
+    );
 }
 
 #[test]
 fn failed_gcm_decryption_releases_nothing_and_leaves_no_file() {
     let folder = tempfile::tempdir().unwrap();
     let plaintext = vec![0x61u8; 300_000];
-    let sealed = run_raw("encrypt", "aes-128-gcm", &["--iv", "cafebabefacedbaddecaf888"], &plaintext);
+    let sealed = run_raw(
+        "encrypt",
+        "aes-128-gcm",
+        &["--iv", "cafebabefacedbaddecaf888"],
+        &plaintext,
+    );
     assert!(sealed.status.success());
     for flip in [0usize, 150_000, plaintext.len() + 15] {
         let mut tampered = sealed.stdout.clone();
         tampered[flip] ^= 0x01;
-        let to_stdout = run_raw("decrypt", "aes-128-gcm", &["--iv", "cafebabefacedbaddecaf888"], &tampered);
+        let to_stdout = run_raw(
+            "decrypt",
+            "aes-128-gcm",
+            &["--iv", "cafebabefacedbaddecaf888"],
+            &tampered,
+        );
         assert_refused(&to_stdout, "authentication failed");
         let target = folder.path().join("out.bin");
         let input = folder.path().join("in.bin");
         std::fs::write(&input, &tampered).unwrap();
-        let to_file = run_raw("decrypt", "aes-128-gcm", &["--iv", "cafebabefacedbaddecaf888", input.to_str().unwrap(), "-o", target.to_str().unwrap()], b"");
+        let to_file = run_raw(
+            "decrypt",
+            "aes-128-gcm",
+            &[
+                "--iv",
+                "cafebabefacedbaddecaf888",
+                input.to_str().unwrap(),
+                "-o",
+                target.to_str().unwrap(),
+            ],
+            b"",
+        );
         assert_refused(&to_file, "authentication failed");
-        assert!(!target.exists(), "output file left after a failed decryption");
-        let names: Vec<_> = std::fs::read_dir(folder.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(
+            !target.exists(),
+            "output file left after a failed decryption"
+        );
+        let names: Vec<_> = std::fs::read_dir(folder.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names.len(), 1, "temporary files left behind: {names:?}");
     }
     // The wrong AAD fails the same way.
-    let wrong_aad = run_raw("decrypt", "aes-128-gcm", &["--iv", "cafebabefacedbaddecaf888", "--aad", "00"], &sealed.stdout);
+    let wrong_aad = run_raw(
+        "decrypt",
+        "aes-128-gcm",
+        &["--iv", "cafebabefacedbaddecaf888", "--aad", "00"],
+        &sealed.stdout,
+    );
     assert_refused(&wrong_aad, "authentication failed");
 }
 
 #[test]
 fn bad_input_gets_one_line_and_a_non_zero_exit() {
     let cases: Vec<(Vec<&str>, &[u8], &str)> = vec![
-        (vec!["raw", "encrypt", "--cipher", "aes-128-ctr", "--key", "0011", "--iv", IV], b"x", "key of 16 bytes"),
-        (vec!["raw", "encrypt", "--cipher", "aes-128-ctr", "--key", "zz0102030405060708090a0b0c0d0e0f", "--iv", IV], b"x", "not valid hex"),
-        (vec!["raw", "encrypt", "--cipher", "aes-128-ctr", "--key", "0", "--iv", IV], b"x", "odd number"),
-        (vec!["raw", "encrypt", "--cipher", "aes-128-cbc", "--key", KEY, "--iv", "0011"], b"x", "IV of 16 bytes"),
-        (vec!["raw", "encrypt", "--cipher", "aes-128-cbc", "--key", KEY], b"x", "needs an IV"),
-        (vec!["raw", "encrypt", "--cipher", "aes-128-ecb", "--key", KEY, "--iv", IV], b"x", "takes no IV"),
-        (vec!["raw", "encrypt", "--cipher", "aes-128-gcm", "--key", KEY, "--iv", ""], b"x", "IV of at least 1 byte"),
-        (vec!["raw", "encrypt", "--cipher", "aes-512-ctr", "--key", KEY, "--iv", IV], b"x", "unknown cipher"),
-        (vec!["raw", "encrypt", "--cipher", "bf-gcm", "--key", KEY, "--iv", IV], b"x", "128-bit block"),
-        (vec!["raw", "encrypt", "--cipher", "aes-128-ctr", "--key", KEY, "--iv", IV, "--backend", "gpu9"], b"x", "unknown backend"),
-        (vec!["raw", "encrypt", "--cipher", "aes-128-ctr", "--key", KEY, "--iv", IV, "--threads", "0"], b"x", "at least 1"),
-        (vec!["raw", "decrypt", "--cipher", "aes-128-cbc", "--key", KEY, "--iv", IV], &[7u8; 17], "not a whole number"),
-        (vec!["raw", "decrypt", "--cipher", "aes-128-cbc", "--key", KEY, "--iv", IV], &[7u8; 32], "bad padding"),
-        (vec!["raw", "decrypt", "--cipher", "aes-128-cbc", "--key", KEY, "--iv", IV], b"", "not a whole number"),
-        (vec!["raw", "encrypt", "--cipher", "aes-128-ecb", "--key", KEY, "--no-pad"], &[1u8; 20], "not a whole number"),
-        (vec!["raw", "decrypt", "--cipher", "aes-128-gcm", "--key", KEY, "--iv", IV], &[1u8; 15], "too short"),
-        (vec!["raw", "encrypt", "--cipher", "aes-128-ctr", "--key", KEY, "--iv", IV, "/no/such/file"], b"", "cannot open input"),
-        (vec!["raw", "encrypt", "--cipher", "aes-128-ctr", "--key", KEY, "--iv", IV, "--aad", "00"], b"", "only for GCM"),
-        (vec!["raw", "encrypt", "--cipher", "aes-128-ctr", "--key", KEY, "--iv", IV, "--bogus"], b"", "unexpected argument"),
-        (vec!["raw", "encrypt", "--cipher", "aes-128-ctr"], b"", "required"),
-        (vec!["raw", "encrypt", "--cipher", "aes-128-ctr", "--key", KEY, "--iv", IV, "-o", "/no/such/dir/out"], b"", "cannot write"),
+        (
+            vec![
+                "raw",
+                "encrypt",
+                "--cipher",
+                "aes-128-ctr",
+                "--key",
+                "0011",
+                "--iv",
+                IV,
+            ],
+            b"x",
+            "key of 16 bytes",
+        ),
+        (
+            vec![
+                "raw",
+                "encrypt",
+                "--cipher",
+                "aes-128-ctr",
+                "--key",
+                "zz0102030405060708090a0b0c0d0e0f",
+                "--iv",
+                IV,
+            ],
+            b"x",
+            "not valid hex",
+        ),
+        (
+            vec![
+                "raw",
+                "encrypt",
+                "--cipher",
+                "aes-128-ctr",
+                "--key",
+                "0",
+                "--iv",
+                IV,
+            ],
+            b"x",
+            "odd number",
+        ),
+        (
+            vec![
+                "raw",
+                "encrypt",
+                "--cipher",
+                "aes-128-cbc",
+                "--key",
+                KEY,
+                "--iv",
+                "0011",
+            ],
+            b"x",
+            "IV of 16 bytes",
+        ),
+        (
+            vec!["raw", "encrypt", "--cipher", "aes-128-cbc", "--key", KEY],
+            b"x",
+            "needs an IV",
+        ),
+        (
+            vec![
+                "raw",
+                "encrypt",
+                "--cipher",
+                "aes-128-ecb",
+                "--key",
+                KEY,
+                "--iv",
+                IV,
+            ],
+            b"x",
+            "takes no IV",
+        ),
+        (
+            vec![
+                "raw",
+                "encrypt",
+                "--cipher",
+                "aes-128-gcm",
+                "--key",
+                KEY,
+                "--iv",
+                "",
+            ],
+            b"x",
+            "IV of at least 1 byte",
+        ),
+        (
+            vec![
+                "raw",
+                "encrypt",
+                "--cipher",
+                "aes-512-ctr",
+                "--key",
+                KEY,
+                "--iv",
+                IV,
+            ],
+            b"x",
+            "unknown cipher",
+        ),
+        (
+            vec![
+                "raw", "encrypt", "--cipher", "bf-gcm", "--key", KEY, "--iv", IV,
+            ],
+            b"x",
+            "128-bit block",
+        ),
+        (
+            vec![
+                "raw",
+                "encrypt",
+                "--cipher",
+                "aes-128-ctr",
+                "--key",
+                KEY,
+                "--iv",
+                IV,
+                "--backend",
+                "gpu9",
+            ],
+            b"x",
+            "unknown backend",
+        ),
+        (
+            vec![
+                "raw",
+                "encrypt",
+                "--cipher",
+                "aes-128-ctr",
+                "--key",
+                KEY,
+                "--iv",
+                IV,
+                "--threads",
+                "0",
+            ],
+            b"x",
+            "at least 1",
+        ),
+        (
+            vec![
+                "raw",
+                "decrypt",
+                "--cipher",
+                "aes-128-cbc",
+                "--key",
+                KEY,
+                "--iv",
+                IV,
+            ],
+            &[7u8; 17],
+            "not a whole number",
+        ),
+        (
+            vec![
+                "raw",
+                "decrypt",
+                "--cipher",
+                "aes-128-cbc",
+                "--key",
+                KEY,
+                "--iv",
+                IV,
+            ],
+            &[7u8; 32],
+            "bad padding",
+        ),
+        (
+            vec![
+                "raw",
+                "decrypt",
+                "--cipher",
+                "aes-128-cbc",
+                "--key",
+                KEY,
+                "--iv",
+                IV,
+            ],
+            b"",
+            "not a whole number",
+        ),
+        (
+            vec![
+                "raw",
+                "encrypt",
+                "--cipher",
+                "aes-128-ecb",
+                "--key",
+                KEY,
+                "--no-pad",
+            ],
+            &[1u8; 20],
+            "not a whole number",
+        ),
+        (
+            vec![
+                "raw",
+                "decrypt",
+                "--cipher",
+                "aes-128-gcm",
+                "--key",
+                KEY,
+                "--iv",
+                IV,
+            ],
+            &[1u8; 15],
+            "too short",
+        ),
+        (
+            vec![
+                "raw",
+                "encrypt",
+                "--cipher",
+                "aes-128-ctr",
+                "--key",
+                KEY,
+                "--iv",
+                IV,
+                "/no/such/file",
+            ],
+            b"",
+            "cannot open input",
+        ),
+        (
+            vec![
+                "raw",
+                "encrypt",
+                "--cipher",
+                "aes-128-ctr",
+                "--key",
+                KEY,
+                "--iv",
+                IV,
+                "--aad",
+                "00",
+            ],
+            b"",
+            "only for GCM",
+        ),
+        (
+            vec![
+                "raw",
+                "encrypt",
+                "--cipher",
+                "aes-128-ctr",
+                "--key",
+                KEY,
+                "--iv",
+                IV,
+                "--bogus",
+            ],
+            b"",
+            "unexpected argument",
+        ),
+        (
+            vec!["raw", "encrypt", "--cipher", "aes-128-ctr"],
+            b"",
+            "required",
+        ),
+        (
+            vec![
+                "raw",
+                "encrypt",
+                "--cipher",
+                "aes-128-ctr",
+                "--key",
+                KEY,
+                "--iv",
+                IV,
+                "-o",
+                "/no/such/dir/out",
+            ],
+            b"",
+            "cannot write",
+        ),
     ];
     for (args, stdin, reason) in cases {
         let output = parcrypt(&args, stdin);
@@ -168,7 +566,10 @@ fn ecb_warns_and_devices_lists_every_backend() {
     assert!(devices.status.success());
     let text = String::from_utf8_lossy(&devices.stdout);
     for backend in ["seq", "threads", "pool", "auto", "opencl", "cuda"] {
-        assert!(text.lines().any(|l| l.trim_start().starts_with(backend)), "{backend} missing:\n{text}");
+        assert!(
+            text.lines().any(|l| l.trim_start().starts_with(backend)),
+            "{backend} missing:\n{text}"
+        );
     }
 }
 
@@ -195,17 +596,35 @@ fn tune_measures_stores_a_table_and_refuses_cpu_backends() {
     let directory = tempfile::tempdir().unwrap();
     let table = directory.path().join("tune.json");
     let output = parcrypt(
-        &["tune", "--backend", "opencl", "--algorithms", "rc6-128", "--max-size", "4K", "--runs", "1", "--output", table.to_str().unwrap()],
+        &[
+            "tune",
+            "--backend",
+            "opencl",
+            "--algorithms",
+            "rc6-128",
+            "--max-size",
+            "4K",
+            "--runs",
+            "1",
+            "--output",
+            table.to_str().unwrap(),
+        ],
         b"",
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() && std::env::var_os("CI").is_none() && stderr.contains("opencl backend unavailable") {
+    if !output.status.success()
+        && std::env::var_os("CI").is_none()
+        && stderr.contains("opencl backend unavailable")
+    {
         println!("SKIPPED: no OpenCL device [{stderr}]");
         return;
     }
     assert!(output.status.success(), "{stderr}");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("rc6-128") && stdout.contains("crossover rc6-128-ctr"), "{stdout}");
+    assert!(
+        stdout.contains("rc6-128") && stdout.contains("crossover rc6-128-ctr"),
+        "{stdout}"
+    );
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&table).unwrap()).unwrap();
     // Sizes 64 B and 1 KiB, CTR and ECB decryption: four shapes; CTR and GCM both ways.
     assert_eq!(json["shapes"].as_array().unwrap().len(), 4, "{json}");

@@ -63,16 +63,31 @@ fn every_backend_equals_seq_for_every_cipher_mode_and_size() {
                 message.aad = Some(&aad);
             }
             // Padding off needs whole blocks; keep it on except for a whole-block size.
-            message.padding = !(spec.mode.pads() && size % spec.algorithm.block_size() == 0 && size > 0 && rng.random_bool(0.5));
+            message.padding = !(spec.mode.pads()
+                && size % spec.algorithm.block_size() == 0
+                && size > 0
+                && rng.random_bool(0.5));
             let expected = message.encrypt(&seq, &plaintext).unwrap();
             for engine in &engines {
                 let label = format!("{spec} size {size} on {}", engine.backend());
-                assert_eq!(message.encrypt(engine, &plaintext).unwrap(), expected, "{label}: encrypt");
-                assert_eq!(message.decrypt(engine, &expected).unwrap(), plaintext, "{label}: decrypt");
+                assert_eq!(
+                    message.encrypt(engine, &plaintext).unwrap(),
+                    expected,
+                    "{label}: encrypt"
+                );
+                assert_eq!(
+                    message.decrypt(engine, &expected).unwrap(),
+                    plaintext,
+                    "{label}: decrypt"
+                );
             }
             if spec.algorithm.block_size() == 16 && spec.algorithm.name().starts_with("aes") {
                 message.implementation = Implementation::Reference;
-                assert_eq!(message.encrypt(&seq, &plaintext).unwrap(), expected, "{spec} reference AES, size {size}");
+                assert_eq!(
+                    message.encrypt(&seq, &plaintext).unwrap(),
+                    expected,
+                    "{spec} reference AES, size {size}"
+                );
             }
         }
     }
@@ -80,7 +95,13 @@ fn every_backend_equals_seq_for_every_cipher_mode_and_size() {
 
 /// Runs `openssl enc` on `input`; `None` when OpenSSL is not installed (allowed only
 /// outside CI, where the test then says it skipped).
-fn openssl_enc(spec: &str, key: &[u8], iv: Option<&[u8]>, decrypt: bool, input: &[u8]) -> Option<Vec<u8>> {
+fn openssl_enc(
+    spec: &str,
+    key: &[u8],
+    iv: Option<&[u8]>,
+    decrypt: bool,
+    input: &[u8],
+) -> Option<Vec<u8>> {
     let mut command = Command::new("openssl");
     command.arg("enc");
     if spec.starts_with("bf-") {
@@ -93,7 +114,11 @@ fn openssl_enc(spec: &str, key: &[u8], iv: Option<&[u8]>, decrypt: bool, input: 
     if decrypt {
         command.arg("-d");
     }
-    let child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    let child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
     let mut child = match child {
         Ok(child) => child,
         Err(_) if std::env::var_os("CI").is_none() => return None,
@@ -104,7 +129,11 @@ fn openssl_enc(spec: &str, key: &[u8], iv: Option<&[u8]>, decrypt: bool, input: 
     let writer = std::thread::spawn(move || stdin.write_all(&input));
     let output = child.wait_with_output().unwrap();
     writer.join().unwrap().unwrap();
-    assert!(output.status.success(), "openssl enc -{spec} failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "openssl enc -{spec} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     Some(output.stdout)
 }
 
@@ -112,8 +141,19 @@ fn openssl_enc(spec: &str, key: &[u8], iv: Option<&[u8]>, decrypt: bool, input: 
 fn matches_openssl_enc_for_aes_and_blowfish() {
     let mut rng = seeded_rng("matches_openssl_enc");
     let engine = Engine::new(Backend::Pool, Some(3)).unwrap();
-    let names = ["aes-128-ecb", "aes-192-ecb", "aes-256-ecb", "aes-128-cbc", "aes-192-cbc", "aes-256-cbc",
-        "aes-128-ctr", "aes-192-ctr", "aes-256-ctr", "bf-ecb", "bf-cbc"];
+    let names = [
+        "aes-128-ecb",
+        "aes-192-ecb",
+        "aes-256-ecb",
+        "aes-128-cbc",
+        "aes-192-cbc",
+        "aes-256-cbc",
+        "aes-128-ctr",
+        "aes-192-ctr",
+        "aes-256-ctr",
+        "bf-ecb",
+        "bf-cbc",
+    ];
     for name in names {
         let spec: CipherSpec = name.parse().unwrap();
         for size in SIZES {
@@ -134,7 +174,10 @@ fn matches_openssl_enc_for_aes_and_blowfish() {
                 return;
             };
             assert_eq!(ours, theirs, "{name} size {size}");
-            assert_eq!(openssl_enc(name, &key, iv.as_deref(), true, &ours).unwrap(), plaintext);
+            assert_eq!(
+                openssl_enc(name, &key, iv.as_deref(), true, &ours).unwrap(),
+                plaintext
+            );
         }
     }
 }
@@ -168,7 +211,13 @@ type BlockFunction = Box<dyn Fn(&mut [u8])>;
 
 /// Reference modes written out over any single-block function, to check ours against
 /// RustCrypto's block ciphers.
-fn reference_mode(mode: Mode, block_size: usize, iv: &[u8], data: &[u8], encrypt_block: &dyn Fn(&mut [u8])) -> Vec<u8> {
+fn reference_mode(
+    mode: Mode,
+    block_size: usize,
+    iv: &[u8],
+    data: &[u8],
+    encrypt_block: &dyn Fn(&mut [u8]),
+) -> Vec<u8> {
     let mut out = data.to_vec();
     match mode {
         Mode::Ecb => out.chunks_exact_mut(block_size).for_each(encrypt_block),
@@ -203,7 +252,10 @@ fn reference_mode(mode: Mode, block_size: usize, iv: &[u8], data: &[u8], encrypt
 fn blowfish_and_rc6_modes_match_rustcrypto_block_ciphers() {
     let mut rng = seeded_rng("blowfish_and_rc6_modes");
     let engine = Engine::new(Backend::Pool, Some(3)).unwrap();
-    for spec in CipherSpec::all().into_iter().filter(|s| s.mode != Mode::Gcm && !s.algorithm.name().starts_with("aes")) {
+    for spec in CipherSpec::all()
+        .into_iter()
+        .filter(|s| s.mode != Mode::Gcm && !s.algorithm.name().starts_with("aes"))
+    {
         for size in [0usize, 16, 48, 4096, (1 << 20) + 16] {
             let block_size = spec.algorithm.block_size();
             let key = random_key(&mut rng, spec);
@@ -214,23 +266,50 @@ fn blowfish_and_rc6_modes_match_rustcrypto_block_ciphers() {
             let ours = message.encrypt(&engine, &plaintext).unwrap();
             let encrypt_block: BlockFunction = match spec.algorithm.name() {
                 "bf" => {
-                    let cipher: blowfish::Blowfish = blowfish::Blowfish::new_from_slice(&key).unwrap();
-                    Box::new(move |block: &mut [u8]| cipher.encrypt_block(block.try_into().unwrap()))
+                    let cipher: blowfish::Blowfish =
+                        blowfish::Blowfish::new_from_slice(&key).unwrap();
+                    Box::new(move |block: &mut [u8]| {
+                        cipher.encrypt_block(block.try_into().unwrap())
+                    })
                 }
                 "rc6-128" => {
-                    let cipher = rc6::RC6::<u32, cipher::consts::U20, cipher::consts::U16>::new_from_slice(&key).unwrap();
-                    Box::new(move |block: &mut [u8]| cipher.encrypt_block(block.try_into().unwrap()))
+                    let cipher =
+                        rc6::RC6::<u32, cipher::consts::U20, cipher::consts::U16>::new_from_slice(
+                            &key,
+                        )
+                        .unwrap();
+                    Box::new(move |block: &mut [u8]| {
+                        cipher.encrypt_block(block.try_into().unwrap())
+                    })
                 }
                 "rc6-192" => {
-                    let cipher = rc6::RC6::<u32, cipher::consts::U20, cipher::consts::U24>::new_from_slice(&key).unwrap();
-                    Box::new(move |block: &mut [u8]| cipher.encrypt_block(block.try_into().unwrap()))
+                    let cipher =
+                        rc6::RC6::<u32, cipher::consts::U20, cipher::consts::U24>::new_from_slice(
+                            &key,
+                        )
+                        .unwrap();
+                    Box::new(move |block: &mut [u8]| {
+                        cipher.encrypt_block(block.try_into().unwrap())
+                    })
                 }
                 _ => {
-                    let cipher = rc6::RC6::<u32, cipher::consts::U20, cipher::consts::U32>::new_from_slice(&key).unwrap();
-                    Box::new(move |block: &mut [u8]| cipher.encrypt_block(block.try_into().unwrap()))
+                    let cipher =
+                        rc6::RC6::<u32, cipher::consts::U20, cipher::consts::U32>::new_from_slice(
+                            &key,
+                        )
+                        .unwrap();
+                    Box::new(move |block: &mut [u8]| {
+                        cipher.encrypt_block(block.try_into().unwrap())
+                    })
                 }
             };
-            let theirs = reference_mode(spec.mode, block_size, iv.as_deref().unwrap_or_default(), &plaintext, &*encrypt_block);
+            let theirs = reference_mode(
+                spec.mode,
+                block_size,
+                iv.as_deref().unwrap_or_default(),
+                &plaintext,
+                &*encrypt_block,
+            );
             assert_eq!(ours, theirs, "{spec} size {size}");
         }
     }
@@ -254,12 +333,22 @@ fn aes_gcm_matches_rustcrypto_aes_gcm() {
             let ours = message.encrypt(&engine, &plaintext).unwrap();
             let mut theirs = plaintext.clone();
             let tag = if key_length == 16 {
-                aes_gcm::Aes128Gcm::new_from_slice(&key).unwrap()
-                    .encrypt_inout_detached(iv.as_slice().try_into().unwrap(), &aad, theirs.as_mut_slice().into())
+                aes_gcm::Aes128Gcm::new_from_slice(&key)
+                    .unwrap()
+                    .encrypt_inout_detached(
+                        iv.as_slice().try_into().unwrap(),
+                        &aad,
+                        theirs.as_mut_slice().into(),
+                    )
                     .unwrap()
             } else {
-                aes_gcm::Aes256Gcm::new_from_slice(&key).unwrap()
-                    .encrypt_inout_detached(iv.as_slice().try_into().unwrap(), &aad, theirs.as_mut_slice().into())
+                aes_gcm::Aes256Gcm::new_from_slice(&key)
+                    .unwrap()
+                    .encrypt_inout_detached(
+                        iv.as_slice().try_into().unwrap(),
+                        &aad,
+                        theirs.as_mut_slice().into(),
+                    )
                     .unwrap()
             };
             theirs.extend_from_slice(&tag);
@@ -281,9 +370,14 @@ for line in sys.stdin:
     sealed = encryptor.update(data) + encryptor.finalize()
     print((sealed + encryptor.tag).hex())
 "#;
-    let probe = Command::new("python3").args(["-c", "import cryptography"]).output();
+    let probe = Command::new("python3")
+        .args(["-c", "import cryptography"])
+        .output();
     if !matches!(&probe, Ok(output) if output.status.success()) {
-        assert!(std::env::var_os("CI").is_none(), "python3 with cryptography is required in CI");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "python3 with cryptography is required in CI"
+        );
         eprintln!("SKIPPED: python3 with the cryptography package is not installed");
         return;
     }
@@ -295,24 +389,41 @@ for line in sys.stdin:
         for key_length in [16usize, 24, 32] {
             // pyca accepts GCM IVs of 8 to 128 bytes.
             let iv_length = rng.random_range(8..=128);
-            let (key, iv) = (random_bytes(&mut rng, key_length), random_bytes(&mut rng, iv_length));
+            let (key, iv) = (
+                random_bytes(&mut rng, key_length),
+                random_bytes(&mut rng, iv_length),
+            );
             let aad_length = rng.random_range(0..50);
             let aad = random_bytes(&mut rng, aad_length);
             let plaintext = random_bytes(&mut rng, size);
             let mut message = Message::new(&format!("aes-{}-gcm", key_length * 8), &key, Some(&iv));
             message.aad = Some(&aad);
             expected.push(message.encrypt(&engine, &plaintext).unwrap());
-            cases.push(format!("{},{},{},{}", hex::encode(&key), hex::encode(&iv), hex::encode(&aad), hex::encode(&plaintext)));
+            cases.push(format!(
+                "{},{},{},{}",
+                hex::encode(&key),
+                hex::encode(&iv),
+                hex::encode(&aad),
+                hex::encode(&plaintext)
+            ));
         }
     }
-    let mut child = Command::new("python3").args(["-c", SCRIPT]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child = Command::new("python3")
+        .args(["-c", SCRIPT])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let input = cases.join("\n") + "\n";
     let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
     let output = child.wait_with_output().unwrap();
     writer.join().unwrap().unwrap();
     assert!(output.status.success());
-    let lines: Vec<&str> = std::str::from_utf8(&output.stdout).unwrap().lines().collect();
+    let lines: Vec<&str> = std::str::from_utf8(&output.stdout)
+        .unwrap()
+        .lines()
+        .collect();
     assert_eq!(lines.len(), expected.len());
     for (line, ours) in lines.iter().zip(&expected) {
         assert_eq!(*line, hex::encode(ours));

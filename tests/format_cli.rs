@@ -756,24 +756,67 @@ fn bad_arguments_get_one_line_and_a_non_zero_exit() {
 fn stats_say_where_the_time_went_in_one_line_and_change_no_byte() {
     const KEY: &str = "000102030405060708090a0b0c0d0e0f";
     let message = data(3 * 16384 + 77);
-    let sealed = parcrypt(&["encrypt", "--format", "cobblestone", "--key", KEY, "--stats"], &message);
-    assert!(sealed.status.success(), "{}", String::from_utf8_lossy(&sealed.stderr));
+    let sealed = parcrypt(
+        &[
+            "encrypt",
+            "--format",
+            "cobblestone",
+            "--key",
+            KEY,
+            "--stats",
+        ],
+        &message,
+    );
+    assert!(
+        sealed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sealed.stderr)
+    );
     let stderr = String::from_utf8_lossy(&sealed.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    for part in [&format!("encrypted {} bytes", message.len()), "busy: read", "write", "GB/s"] {
+    for part in [
+        &format!("encrypted {} bytes", message.len()),
+        "busy: read",
+        "write",
+        "GB/s",
+    ] {
         assert!(stderr.contains(part), "'{part}' not in: {stderr}");
     }
     // The same message without --stats opens to the same plaintext; stats add nothing to stdout.
-    let opened = parcrypt(&["decrypt", "--format", "cobblestone", "--key", KEY, "--stats"], &sealed.stdout);
+    let opened = parcrypt(
+        &[
+            "decrypt",
+            "--format",
+            "cobblestone",
+            "--key",
+            KEY,
+            "--stats",
+        ],
+        &sealed.stdout,
+    );
     assert!(opened.status.success());
     assert!(opened.stdout == message);
-    assert!(String::from_utf8_lossy(&opened.stderr).contains(&format!("decrypted {} bytes", message.len())));
-    let quiet = parcrypt(&["decrypt", "--format", "cobblestone", "--key", KEY], &sealed.stdout);
+    assert!(String::from_utf8_lossy(&opened.stderr)
+        .contains(&format!("decrypted {} bytes", message.len())));
+    let quiet = parcrypt(
+        &["decrypt", "--format", "cobblestone", "--key", KEY],
+        &sealed.stdout,
+    );
     assert_success(&quiet, "decrypt without --stats");
     // A failed run reports the failure, not statistics.
     let mut damaged = sealed.stdout.clone();
     let last = damaged.len() - 1;
     damaged[last] ^= 1;
-    let refused = parcrypt(&["decrypt", "--format", "cobblestone", "--key", KEY, "--stats"], &damaged);
+    let refused = parcrypt(
+        &[
+            "decrypt",
+            "--format",
+            "cobblestone",
+            "--key",
+            KEY,
+            "--stats",
+        ],
+        &damaged,
+    );
     assert_refused(&refused, "chunk");
 }

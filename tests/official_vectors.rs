@@ -16,10 +16,24 @@ const IMPLEMENTATIONS: [Implementation; 2] = [Implementation::Fast, Implementati
 /// Encrypts and decrypts one record on every backend and implementation.
 fn check_both_ways(message: &Message<'_>, plaintext: &[u8], ciphertext: &[u8], label: &str) {
     for engine in all_engines() {
-        let encrypted = message.encrypt(&engine, plaintext).unwrap_or_else(|e| panic!("{label}: {e}"));
-        assert_eq!(hex::encode(&encrypted), hex::encode(ciphertext), "{label} encrypt on {}", engine.backend());
-        let decrypted = message.decrypt(&engine, ciphertext).unwrap_or_else(|e| panic!("{label}: {e}"));
-        assert_eq!(decrypted, plaintext, "{label} decrypt on {}", engine.backend());
+        let encrypted = message
+            .encrypt(&engine, plaintext)
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        assert_eq!(
+            hex::encode(&encrypted),
+            hex::encode(ciphertext),
+            "{label} encrypt on {}",
+            engine.backend()
+        );
+        let decrypted = message
+            .decrypt(&engine, ciphertext)
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        assert_eq!(
+            decrypted,
+            plaintext,
+            "{label} decrypt on {}",
+            engine.backend()
+        );
     }
 }
 
@@ -33,7 +47,12 @@ fn fips197_appendix_c() {
             let mut message = Message::new(&name, record.get("key"), None);
             message.padding = false;
             message.implementation = implementation;
-            check_both_ways(&message, record.get("plaintext"), record.get("ciphertext"), &record.section);
+            check_both_ways(
+                &message,
+                record.get("plaintext"),
+                record.get("ciphertext"),
+                &record.section,
+            );
         }
     }
 }
@@ -43,14 +62,22 @@ fn sp800_38a_ecb_cbc_ctr() {
     let records = vectors::load("aes_sp800_38a.txt");
     assert_eq!(records.len(), 9);
     for record in &records {
-        let (mode, _) = record.section.split_once('-').expect("section like ecb-aes128");
+        let (mode, _) = record
+            .section
+            .split_once('-')
+            .expect("section like ecb-aes128");
         let name = format!("aes-{}-{mode}", record.get("key").len() * 8);
         let iv = (mode != "ecb").then(|| record.get("iv"));
         for implementation in IMPLEMENTATIONS {
             let mut message = Message::new(&name, record.get("key"), iv);
             message.padding = false;
             message.implementation = implementation;
-            check_both_ways(&message, record.get("plaintext"), record.get("ciphertext"), &record.section);
+            check_both_ways(
+                &message,
+                record.get("plaintext"),
+                record.get("ciphertext"),
+                &record.section,
+            );
         }
     }
 }
@@ -72,29 +99,48 @@ fn gcm_specification_cases_1_to_18() {
             check_both_ways(&message, record.get("plaintext"), &sealed, &record.section);
         }
     }
-    assert_eq!(odd_iv_lengths, 6, "cases 5, 6, 11, 12, 17, 18 use 64- and 480-bit IVs");
+    assert_eq!(
+        odd_iv_lengths, 6,
+        "cases 5, 6, 11, 12, 17, 18 use 64- and 480-bit IVs"
+    );
 }
 
 #[test]
 fn blowfish_variable_key_set() {
-    let records: Vec<_> = vectors::load("blowfish.txt").into_iter().filter(|r| r.section == "ecb-variable-key").collect();
+    let records: Vec<_> = vectors::load("blowfish.txt")
+        .into_iter()
+        .filter(|r| r.section == "ecb-variable-key")
+        .collect();
     assert_eq!(records.len(), 34);
     for record in &records {
         let mut message = Message::new("bf-ecb", record.get("key"), None);
         message.padding = false;
-        check_both_ways(&message, record.get("plaintext"), record.get("ciphertext"), "blowfish");
+        check_both_ways(
+            &message,
+            record.get("plaintext"),
+            record.get("ciphertext"),
+            "blowfish",
+        );
     }
 }
 
 #[test]
 fn blowfish_set_key_lengths_4_to_24() {
-    let records: Vec<_> = vectors::load("blowfish.txt").into_iter().filter(|r| r.section == "set-key").collect();
+    let records: Vec<_> = vectors::load("blowfish.txt")
+        .into_iter()
+        .filter(|r| r.section == "set-key")
+        .collect();
     let usable: Vec<_> = records.iter().filter(|r| r.get("key").len() >= 4).collect();
     assert_eq!(usable.len(), 21);
     for record in usable {
         let mut message = Message::new("bf-ecb", record.get("key"), None);
         message.padding = false;
-        check_both_ways(&message, record.get("plaintext"), record.get("ciphertext"), "blowfish set-key");
+        check_both_ways(
+            &message,
+            record.get("plaintext"),
+            record.get("ciphertext"),
+            "blowfish set-key",
+        );
     }
 }
 
@@ -106,17 +152,28 @@ fn rc6_paper_vectors() {
         let name = format!("{}-ecb", record.section);
         let mut message = Message::new(&name, record.get("key"), None);
         message.padding = false;
-        check_both_ways(&message, record.get("plaintext"), record.get("ciphertext"), &record.section);
+        check_both_ways(
+            &message,
+            record.get("plaintext"),
+            record.get("ciphertext"),
+            &record.section,
+        );
     }
 }
 
 fn wycheproof(name: &str) -> Value {
-    let text = std::fs::read_to_string(vectors::path(&format!("wycheproof/{name}"))).expect("wycheproof file");
+    let text = std::fs::read_to_string(vectors::path(&format!("wycheproof/{name}")))
+        .expect("wycheproof file");
     serde_json::from_str(&text).expect("wycheproof JSON")
 }
 
 fn hex_field(test: &Value, name: &str) -> Vec<u8> {
-    hex::decode(test[name].as_str().unwrap_or_else(|| panic!("field {name}"))).expect("hex")
+    hex::decode(
+        test[name]
+            .as_str()
+            .unwrap_or_else(|| panic!("field {name}")),
+    )
+    .expect("hex")
 }
 
 #[test]
@@ -149,11 +206,26 @@ fn wycheproof_aes_gcm() {
             for engine in &engines {
                 let opened = message.decrypt(engine, &sealed);
                 if valid {
-                    assert_eq!(opened.as_deref().ok(), Some(msg.as_slice()), "tcId {id} on {}", engine.backend());
+                    assert_eq!(
+                        opened.as_deref().ok(),
+                        Some(msg.as_slice()),
+                        "tcId {id} on {}",
+                        engine.backend()
+                    );
                     let encrypted = message.encrypt(engine, &msg).expect("encrypt");
-                    assert_eq!(encrypted, sealed, "tcId {id} encrypt on {}", engine.backend());
+                    assert_eq!(
+                        encrypted,
+                        sealed,
+                        "tcId {id} encrypt on {}",
+                        engine.backend()
+                    );
                 } else {
-                    assert!(opened.is_err(), "tcId {id} ({}) accepted on {}", test["comment"], engine.backend());
+                    assert!(
+                        opened.is_err(),
+                        "tcId {id} ({}) accepted on {}",
+                        test["comment"],
+                        engine.backend()
+                    );
                 }
             }
             if valid {
@@ -163,7 +235,11 @@ fn wycheproof_aes_gcm() {
             }
         }
     }
-    assert_eq!((passed, refused), (229, 87), "every test of the file must run");
+    assert_eq!(
+        (passed, refused),
+        (229, 87),
+        "every test of the file must run"
+    );
     eprintln!("wycheproof aes-gcm: {passed} valid, {refused} invalid refused, {other_tag_sizes} with short tags skipped");
 }
 
@@ -185,7 +261,11 @@ fn wycheproof_aes_cbc_pkcs5() {
                 let opened = message.decrypt(engine, &ct);
                 if test["result"] == "valid" {
                     assert_eq!(opened.as_deref().ok(), Some(msg.as_slice()), "tcId {id}");
-                    assert_eq!(message.encrypt(engine, &msg).expect("encrypt"), ct, "tcId {id}");
+                    assert_eq!(
+                        message.encrypt(engine, &msg).expect("encrypt"),
+                        ct,
+                        "tcId {id}"
+                    );
                 } else {
                     assert!(opened.is_err(), "tcId {id} ({}) accepted", test["comment"]);
                 }

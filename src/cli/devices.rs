@@ -27,7 +27,10 @@ pub fn run() -> Result<(), Failure> {
     }
     match parcrypt_gpu::CudaDevice::list() {
         Ok(devices) if !devices.is_empty() => {
-            println!("  cuda     available   {} device(s); --backend cuda uses #0", devices.len());
+            println!(
+                "  cuda     available   {} device(s); --backend cuda uses #0",
+                devices.len()
+            );
             for device in &devices {
                 println!("             {device}");
             }

@@ -307,17 +307,15 @@ pub fn run_decrypt(mut args: DecryptArgs) -> Result<(), Failure> {
     };
     let started = Instant::now();
     let plaintext = match (range, &mut input) {
-        (Some(range), Input::Seekable(file)) => {
-            decrypt_range(
-                batcher.as_ref(),
-                &keys,
-                file,
-                envelope.len() as u64,
-                range,
-                output.writer(),
-                &options,
-            )?
-        }
+        (Some(range), Input::Seekable(file)) => decrypt_range(
+            batcher.as_ref(),
+            &keys,
+            file,
+            envelope.len() as u64,
+            range,
+            output.writer(),
+            &options,
+        )?,
         (_, input) => decrypt_chunks(
             batcher.as_ref(),
             &keys,

@@ -18,8 +18,13 @@ pub fn open_input(path: Option<&Path>) -> Result<Box<dyn Read + Send>, Failure> 
         None => Ok(Box::new(io::stdin())),
         Some(path) if path == Path::new("-") => Ok(Box::new(io::stdin())),
         Some(path) => {
-            let file = File::open(path)
-                .map_err(|error| Failure(format!("cannot open input '{}': {}", path.display(), plain(&error))))?;
+            let file = File::open(path).map_err(|error| {
+                Failure(format!(
+                    "cannot open input '{}': {}",
+                    path.display(),
+                    plain(&error)
+                ))
+            })?;
             if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
                 return Err(Failure(format!("input '{}' is a folder", path.display())));
             }
@@ -38,31 +43,52 @@ pub fn plain(error: &io::Error) -> String {
 }
 
 pub enum Output {
-    Stdout { held: Option<File>, stdout: io::Stdout },
-    File { temporary: tempfile::NamedTempFile, target: PathBuf, replace: bool },
+    Stdout {
+        held: Option<File>,
+        stdout: io::Stdout,
+    },
+    File {
+        temporary: tempfile::NamedTempFile,
+        target: PathBuf,
+        replace: bool,
+    },
 }
 
 impl Output {
     /// `target`: `None` or `-` means stdout. `hold` keeps stdout output back until
     /// [`Output::commit`]. An existing target is replaced only with `replace`; the input
     /// file is never the output.
-    pub fn create(target: Option<&Path>, input: Option<&Path>, replace: bool, hold: bool) -> Result<Output, Failure> {
+    pub fn create(
+        target: Option<&Path>,
+        input: Option<&Path>,
+        replace: bool,
+        hold: bool,
+    ) -> Result<Output, Failure> {
         let target = match target {
             Some(path) if path != Path::new("-") => path,
             _ => {
                 let held = if hold {
                     Some(tempfile::tempfile().map_err(|error| {
-                        Failure(format!("cannot create a temporary file to hold output: {}", plain(&error)))
+                        Failure(format!(
+                            "cannot create a temporary file to hold output: {}",
+                            plain(&error)
+                        ))
                     })?)
                 } else {
                     None
                 };
-                return Ok(Output::Stdout { held, stdout: io::stdout() });
+                return Ok(Output::Stdout {
+                    held,
+                    stdout: io::stdout(),
+                });
             }
         };
         if let Ok(existing) = std::fs::metadata(target) {
             if existing.is_dir() {
-                return Err(Failure(format!("output '{}' is a folder", target.display())));
+                return Err(Failure(format!(
+                    "output '{}' is a folder",
+                    target.display()
+                )));
             }
             if let Some(input) = input.filter(|p| *p != Path::new("-")) {
                 if same_file(input, target) {
@@ -87,8 +113,18 @@ impl Output {
             .prefix(".parcrypt-")
             .suffix(".tmp")
             .tempfile_in(folder)
-            .map_err(|error| Failure(format!("cannot write in '{}': {}", folder.display(), plain(&error))))?;
-        Ok(Output::File { temporary, target: target.to_path_buf(), replace })
+            .map_err(|error| {
+                Failure(format!(
+                    "cannot write in '{}': {}",
+                    folder.display(),
+                    plain(&error)
+                ))
+            })?;
+        Ok(Output::File {
+            temporary,
+            target: target.to_path_buf(),
+            replace,
+        })
     }
 
     /// Reserves `bytes` of disk for a file output before writing, so that the writer stage
@@ -98,7 +134,9 @@ impl Output {
     pub fn reserve(&mut self, bytes: u64) {
         if let Output::File { temporary, .. } = self {
             use std::os::unix::io::AsRawFd;
-            let Ok(length) = libc::off_t::try_from(bytes) else { return };
+            let Ok(length) = libc::off_t::try_from(bytes) else {
+                return;
+            };
             // SAFETY: the descriptor belongs to `temporary`, which is open for writing and
             // outlives the call; fallocate reads no memory of ours.
             unsafe { libc::fallocate(temporary.as_file().as_raw_fd(), 0, 0, length) };
@@ -107,7 +145,9 @@ impl Output {
 
     pub fn writer(&mut self) -> &mut (dyn Write + Send) {
         match self {
-            Output::Stdout { held: Some(file), .. } => file,
+            Output::Stdout {
+                held: Some(file), ..
+            } => file,
             Output::Stdout { held: None, stdout } => stdout,
             Output::File { temporary, .. } => temporary.as_file_mut(),
         }
@@ -117,37 +157,62 @@ impl Output {
     /// held output to stdout. Dropping an `Output` without committing deletes what it held.
     pub fn commit(self) -> Result<(), Failure> {
         match self {
-            Output::Stdout { held: None, mut stdout } => {
-                stdout.flush().map_err(|error| Failure(format!("cannot write output: {}", plain(&error))))
-            }
-            Output::Stdout { held: Some(mut file), .. } => {
-                file.rewind().map_err(|error| Failure(format!("cannot read held output: {}", plain(&error))))?;
+            Output::Stdout {
+                held: None,
+                mut stdout,
+            } => stdout
+                .flush()
+                .map_err(|error| Failure(format!("cannot write output: {}", plain(&error)))),
+            Output::Stdout {
+                held: Some(mut file),
+                ..
+            } => {
+                file.rewind().map_err(|error| {
+                    Failure(format!("cannot read held output: {}", plain(&error)))
+                })?;
                 let mut stdout = io::stdout().lock();
                 io::copy(&mut file, &mut stdout)
                     .and_then(|_| stdout.flush())
                     .map_err(|error| Failure(format!("cannot write output: {}", plain(&error))))
             }
-            Output::File { temporary, target, replace } => {
+            Output::File {
+                temporary,
+                target,
+                replace,
+            } => {
                 // Drop whatever `reserve` allocated beyond the written output.
-                let written = temporary
-                    .as_file()
-                    .stream_position()
-                    .map_err(|error| Failure(format!("cannot write '{}': {}", target.display(), plain(&error))))?;
-                temporary
-                    .as_file()
-                    .set_len(written)
-                    .map_err(|error| Failure(format!("cannot write '{}': {}", target.display(), plain(&error))))?;
-                temporary
-                    .as_file()
-                    .sync_all()
-                    .map_err(|error| Failure(format!("cannot write '{}': {}", target.display(), plain(&error))))?;
+                let written = temporary.as_file().stream_position().map_err(|error| {
+                    Failure(format!(
+                        "cannot write '{}': {}",
+                        target.display(),
+                        plain(&error)
+                    ))
+                })?;
+                temporary.as_file().set_len(written).map_err(|error| {
+                    Failure(format!(
+                        "cannot write '{}': {}",
+                        target.display(),
+                        plain(&error)
+                    ))
+                })?;
+                temporary.as_file().sync_all().map_err(|error| {
+                    Failure(format!(
+                        "cannot write '{}': {}",
+                        target.display(),
+                        plain(&error)
+                    ))
+                })?;
                 let persisted = if replace {
                     temporary.persist(&target).map(drop)
                 } else {
                     temporary.persist_noclobber(&target).map(drop)
                 };
                 persisted.map_err(|error| {
-                    Failure(format!("cannot create '{}': {}", target.display(), plain(&error.error)))
+                    Failure(format!(
+                        "cannot create '{}': {}",
+                        target.display(),
+                        plain(&error.error)
+                    ))
                 })
             }
         }

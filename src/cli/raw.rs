@@ -104,8 +104,16 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
     let key = key?;
     let spec: CipherSpec = args.cipher.parse()?;
     let backend: Backend = args.backend.parse()?;
-    let iv = args.iv.as_deref().map(|iv| parse_hex("--iv", iv)).transpose()?;
-    let aad = args.aad.as_deref().map(|aad| parse_hex("--aad", aad)).transpose()?;
+    let iv = args
+        .iv
+        .as_deref()
+        .map(|iv| parse_hex("--iv", iv))
+        .transpose()?;
+    let aad = args
+        .aad
+        .as_deref()
+        .map(|aad| parse_hex("--aad", aad))
+        .transpose()?;
     if spec.mode == Mode::Ecb {
         eprintln!("parcrypt: warning: ECB encrypts equal blocks to equal blocks and leaks patterns; use it only for experiments");
     }
@@ -117,17 +125,36 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
         iv: iv.as_deref().map(|v| v.as_slice()),
         aad: aad.as_deref().map(|v| v.as_slice()),
         padding: !args.no_pad,
-        implementation: if args.reference { Implementation::Reference } else { Implementation::Fast },
+        implementation: if args.reference {
+            Implementation::Reference
+        } else {
+            Implementation::Fast
+        },
     };
     let crypter = Crypter::new(&engine, &job)?;
     // GCM decryption must not release plaintext before the tag is checked: hold stdout.
     let hold = spec.mode == Mode::Gcm && direction == Direction::Decrypt;
-    let mut output = Output::create(args.output.as_deref(), args.input.as_deref(), args.force, hold)?;
+    let mut output = Output::create(
+        args.output.as_deref(),
+        args.input.as_deref(),
+        args.force,
+        hold,
+    )?;
     let mut input = open_input(args.input.as_deref())?;
-    if let Some(length) = args.input.as_deref().and_then(|path| std::fs::metadata(path).ok()).map(|m| m.len()) {
+    if let Some(length) = args
+        .input
+        .as_deref()
+        .and_then(|path| std::fs::metadata(path).ok())
+        .map(|m| m.len())
+    {
         // The output is about as long as the input (plus a tag or padding block).
         output.reserve(length + 32);
     }
-    process_stream(crypter, input.as_mut(), output.writer(), chunk_bytes_for(&engine))?;
+    process_stream(
+        crypter,
+        input.as_mut(),
+        output.writer(),
+        chunk_bytes_for(&engine),
+    )?;
     output.commit()
 }

@@ -12,12 +12,14 @@ use parcrypt_gpu::tuning::{tune_directory, tune_file, TunedShape};
 use super::Failure;
 
 #[derive(Args)]
-#[command(after_help = "The table is stored per device (name, driver and compute units hash \
+#[command(
+    after_help = "The table is stored per device (name, driver and compute units hash \
     into the file name) in $PARCRYPT_TUNE_DIR, else $XDG_CONFIG_HOME/parcrypt/tune, else \
     ~/.config/parcrypt/tune. From then on `--backend opencl|cuda` launch every kernel with \
     the shape measured best for its cipher, operation and size, and `--backend auto` sends a \
     job to the GPU when it is at least as large as the size from which the GPU finished such \
-    jobs first. Tuning changes speed only: every shape gives the same bytes.")]
+    jobs first. Tuning changes speed only: every shape gives the same bytes."
+)]
 pub struct TuneArgs {
     /// The GPU backend to tune (its device #0, as the engine uses)
     #[arg(long, default_value = "opencl")]
@@ -122,7 +124,10 @@ pub fn run(args: TuneArgs) -> Result<(), Failure> {
                     )
                 })
                 .unwrap_or_default();
-            println!("crossover {:<14} {:<8} {verdict}{rates}", crossover.spec, crossover.direction);
+            println!(
+                "crossover {:<14} {:<8} {verdict}{rates}",
+                crossover.spec, crossover.direction
+            );
         }
     };
     let mut crossover_header_printed = false;
@@ -130,7 +135,9 @@ pub fn run(args: TuneArgs) -> Result<(), Failure> {
         if matches!(event, TuneEvent::Crossover(_)) && !crossover_header_printed {
             crossover_header_printed = true;
             println!();
-            println!("end to end, copies included, against the CPU (auto: one thread or the pool):");
+            println!(
+                "end to end, copies included, against the CPU (auto: one thread or the pool):"
+            );
         }
         report(event);
     };
@@ -150,14 +157,25 @@ pub fn run(args: TuneArgs) -> Result<(), Failure> {
         }
         let mean = gains.iter().sum::<f64>() / gains.len() as f64;
         let peak = gains.iter().copied().fold(0.0, f64::max);
-        println!("  {:<8} {:>5.1} % / {:>5.1} %", algorithm.name(), mean * 100.0, peak * 100.0);
+        println!(
+            "  {:<8} {:>5.1} % / {:>5.1} %",
+            algorithm.name(),
+            mean * 100.0,
+            peak * 100.0
+        );
     }
     table.save(&path)?;
     println!();
     if args.output.is_some() {
-        println!("saved to {} (not the tune directory: the engine does not read it there)", path.display());
+        println!(
+            "saved to {} (not the tune directory: the engine does not read it there)",
+            path.display()
+        );
     } else {
-        println!("saved to {}; --backend {backend} and --backend auto use it from now on", path.display());
+        println!(
+            "saved to {}; --backend {backend} and --backend auto use it from now on",
+            path.display()
+        );
     }
     Ok(())
 }

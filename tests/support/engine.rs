@@ -13,8 +13,10 @@ use rand::SeedableRng;
 /// machine) and of each GPU backend this machine has. OpenCL is required in CI, which
 /// installs PoCL; CUDA needs a GPU and is used only when one is present.
 pub fn all_engines() -> Vec<Engine> {
-    let mut engines: Vec<Engine> =
-        Backend::CPU.iter().map(|&backend| Engine::new(backend, Some(3)).expect("engine")).collect();
+    let mut engines: Vec<Engine> = Backend::CPU
+        .iter()
+        .map(|&backend| Engine::new(backend, Some(3)).expect("engine"))
+        .collect();
     for backend in Backend::GPU {
         match Engine::new(backend, Some(3)) {
             Ok(engine) => engines.push(engine),
@@ -62,7 +64,12 @@ impl<'a> Message<'a> {
         }
     }
 
-    pub fn run(&self, engine: &Engine, direction: Direction, input: &[u8]) -> Result<Vec<u8>, JobError> {
+    pub fn run(
+        &self,
+        engine: &Engine,
+        direction: Direction,
+        input: &[u8],
+    ) -> Result<Vec<u8>, JobError> {
         let job = JobSpec {
             spec: self.spec,
             direction,

@@ -23,7 +23,9 @@ impl Record {
 }
 
 pub fn path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/vectors")
+        .join(name)
 }
 
 /// All records of a vector file, in order.
@@ -34,7 +36,10 @@ pub fn load(name: &str) -> Vec<Record> {
     let mut fields = BTreeMap::new();
     let mut flush = |section: &str, fields: &mut BTreeMap<String, Vec<u8>>| {
         if !fields.is_empty() {
-            records.push(Record { section: section.to_string(), fields: std::mem::take(fields) });
+            records.push(Record {
+                section: section.to_string(),
+                fields: std::mem::take(fields),
+            });
         }
     };
     for line in text.lines().map(str::trim) {
@@ -47,8 +52,11 @@ pub fn load(name: &str) -> Vec<Record> {
             flush(&section, &mut fields);
             section = name.to_string();
         } else {
-            let (name, value) = line.split_once('=').unwrap_or_else(|| panic!("{name}: bad line '{line}'"));
-            let value = hex::decode(value.trim()).unwrap_or_else(|e| panic!("{name}: bad hex in '{line}': {e}"));
+            let (name, value) = line
+                .split_once('=')
+                .unwrap_or_else(|| panic!("{name}: bad line '{line}'"));
+            let value = hex::decode(value.trim())
+                .unwrap_or_else(|e| panic!("{name}: bad hex in '{line}': {e}"));
             fields.insert(name.trim().to_string(), value);
         }
     }

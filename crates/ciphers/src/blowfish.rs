@@ -231,14 +231,19 @@ impl BlockCipher for Blowfish {
     /// direct call of the single-lane rounds instead of a trip through the batch API.
     fn cbc_encrypt(&self, chain: &mut [u8], data: &mut [u8]) -> bool {
         let (blocks, partial) = data.as_chunks_mut::<BLOCK_SIZE>();
-        assert!(partial.is_empty(), "Blowfish CBC input is not a whole number of blocks");
+        assert!(
+            partial.is_empty(),
+            "Blowfish CBC input is not a whole number of blocks"
+        );
         let mut previous: [u8; BLOCK_SIZE] = chain.try_into().expect("an 8-byte chain block");
         for block in blocks {
             for (byte, chained) in block.iter_mut().zip(&previous) {
                 *byte ^= chained;
             }
-            self.schedule
-                .process_group(core::array::from_mut(block), KeySchedule::encrypt_lanes::<1>);
+            self.schedule.process_group(
+                core::array::from_mut(block),
+                KeySchedule::encrypt_lanes::<1>,
+            );
             previous = *block;
         }
         chain.copy_from_slice(&previous);

@@ -152,7 +152,11 @@ impl Algorithm {
                 Algorithm::Aes256 | Algorithm::Rc6_256 => "32 bytes",
                 Algorithm::Blowfish => "4 to 56 bytes",
             };
-            return Err(KeyError::WrongLength { algorithm: self, expected, got: key.len() });
+            return Err(KeyError::WrongLength {
+                algorithm: self,
+                expected,
+                got: key.len(),
+            });
         }
         Ok(())
     }
@@ -201,18 +205,43 @@ pub fn cpu_features() -> String {
         let flags = [
             ("AES-NI", std::arch::is_x86_feature_detected!("aes")),
             ("VAES", std::arch::is_x86_feature_detected!("vaes")),
-            ("PCLMULQDQ", std::arch::is_x86_feature_detected!("pclmulqdq")),
-            ("VPCLMULQDQ", std::arch::is_x86_feature_detected!("vpclmulqdq")),
+            (
+                "PCLMULQDQ",
+                std::arch::is_x86_feature_detected!("pclmulqdq"),
+            ),
+            (
+                "VPCLMULQDQ",
+                std::arch::is_x86_feature_detected!("vpclmulqdq"),
+            ),
             ("AVX2", std::arch::is_x86_feature_detected!("avx2")),
             ("AVX-512F", std::arch::is_x86_feature_detected!("avx512f")),
         ];
-        let present: Vec<&str> = flags.iter().filter(|(_, on)| *on).map(|(name, _)| *name).collect();
-        let aes = if ::aes::hardware_accelerated() { "hardware AES" } else { "software AES" };
-        format!("{aes}; features: {}", if present.is_empty() { "none".into() } else { present.join(" ") })
+        let present: Vec<&str> = flags
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(name, _)| *name)
+            .collect();
+        let aes = if ::aes::hardware_accelerated() {
+            "hardware AES"
+        } else {
+            "software AES"
+        };
+        format!(
+            "{aes}; features: {}",
+            if present.is_empty() {
+                "none".into()
+            } else {
+                present.join(" ")
+            }
+        )
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let aes = if ::aes::hardware_accelerated() { "hardware AES" } else { "software AES" };
+        let aes = if ::aes::hardware_accelerated() {
+            "hardware AES"
+        } else {
+            "software AES"
+        };
         aes.to_string()
     }
 }

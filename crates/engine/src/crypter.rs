@@ -15,7 +15,11 @@ pub enum JobError {
     #[error("bad key: {0}")]
     Key(#[from] KeyError),
     #[error("{spec} needs an IV of {expected} bytes (--iv), got {got}")]
-    IvLength { spec: CipherSpec, expected: usize, got: usize },
+    IvLength {
+        spec: CipherSpec,
+        expected: usize,
+        got: usize,
+    },
     #[error("{0} needs an IV (--iv)")]
     IvMissing(CipherSpec),
     #[error("{0} takes no IV")]
@@ -48,9 +52,16 @@ pub struct JobSpec<'a> {
 
 enum ModeState {
     Ecb,
-    Cbc { chain: Vec<u8> },
-    Ctr { next: Counter },
-    Gcm { gcm: Box<Gcm>, accumulator: GcmAccumulator },
+    Cbc {
+        chain: Vec<u8>,
+    },
+    Ctr {
+        next: Counter,
+    },
+    Gcm {
+        gcm: Box<Gcm>,
+        accumulator: GcmAccumulator,
+    },
 }
 
 pub struct Crypter<'e> {
@@ -75,7 +86,11 @@ impl<'e> Crypter<'e> {
 
     /// [`Crypter::new`] with the cost model given rather than asked of the engine (the
     /// calibration that makes the engine's model uses this).
-    fn with_cost_model(engine: &'e Engine, job: &JobSpec<'_>, cost_model: Option<CostModel>) -> Result<Self, JobError> {
+    fn with_cost_model(
+        engine: &'e Engine,
+        job: &JobSpec<'_>,
+        cost_model: Option<CostModel>,
+    ) -> Result<Self, JobError> {
         let spec = job.spec;
         let cipher = new_cipher(spec.algorithm, job.implementation, job.key)?;
         if job.aad.is_some() && spec.mode != Mode::Gcm {
@@ -89,17 +104,26 @@ impl<'e> Crypter<'e> {
         };
         if let Some(expected) = spec.iv_length() {
             if iv.len() != expected {
-                return Err(JobError::IvLength { spec, expected, got: iv.len() });
+                return Err(JobError::IvLength {
+                    spec,
+                    expected,
+                    got: iv.len(),
+                });
             }
         }
         let state = match spec.mode {
             Mode::Ecb => ModeState::Ecb,
             Mode::Cbc => ModeState::Cbc { chain: iv.to_vec() },
-            Mode::Ctr => ModeState::Ctr { next: Counter::new(iv, CounterRule::Full) },
+            Mode::Ctr => ModeState::Ctr {
+                next: Counter::new(iv, CounterRule::Full),
+            },
             Mode::Gcm => {
                 let gcm = Gcm::new(cipher.as_ref(), iv)?;
                 let accumulator = GcmAccumulator::new(&gcm, job.aad.unwrap_or_default());
-                ModeState::Gcm { gcm: Box::new(gcm), accumulator }
+                ModeState::Gcm {
+                    gcm: Box::new(gcm),
+                    accumulator,
+                }
             }
         };
         Ok(Crypter {
@@ -146,7 +170,10 @@ impl<'e> Crypter<'e> {
     pub fn update(&mut self, data: &mut [u8]) -> Result<(), JobError> {
         let block_size = self.cipher.block_size();
         if !data.len().is_multiple_of(block_size) {
-            return Err(JobError::PartialBlock { length: data.len() as u64, block_size });
+            return Err(JobError::PartialBlock {
+                length: data.len() as u64,
+                block_size,
+            });
         }
         self.process(data)?;
         self.processed += data.len() as u64;
@@ -191,7 +218,10 @@ impl<'e> Crypter<'e> {
             }
             (_, Direction::Decrypt) if self.padding => {
                 if total == 0 || !data.len().is_multiple_of(block_size) {
-                    return Err(JobError::PartialBlock { length: total, block_size });
+                    return Err(JobError::PartialBlock {
+                        length: total,
+                        block_size,
+                    });
                 }
                 self.process(data)?;
                 let last = &data[data.len() - block_size..];
@@ -200,7 +230,10 @@ impl<'e> Crypter<'e> {
             }
             _ => {
                 if !data.len().is_multiple_of(block_size) {
-                    return Err(JobError::PartialBlock { length: total, block_size });
+                    return Err(JobError::PartialBlock {
+                        length: total,
+                        block_size,
+                    });
                 }
                 self.process(data)?;
             }
@@ -224,7 +257,9 @@ impl<'e> Crypter<'e> {
         match &mut self.state {
             ModeState::Ecb => {
                 let lengths = engine.plan(data.len(), block_size, model);
-                engine.run(data, &lengths, |_, _, range| ecb::apply(cipher, direction, range));
+                engine.run(data, &lengths, |_, _, range| {
+                    ecb::apply(cipher, direction, range)
+                });
             }
             ModeState::Cbc { chain } => match direction {
                 Direction::Encrypt => cbc::encrypt(cipher, chain, data),
@@ -262,7 +297,12 @@ impl<'e> Crypter<'e> {
                 let lengths = engine.plan(data.len(), 16, model);
                 let gcm_ref: &Gcm = gcm;
                 let partials = engine.run(data, &lengths, |_, offset, range| {
-                    gcm_ref.process_range(cipher, direction, first_block + (offset / 16) as u64, range)
+                    gcm_ref.process_range(
+                        cipher,
+                        direction,
+                        first_block + (offset / 16) as u64,
+                        range,
+                    )
                 });
                 for (partial, length) in partials.into_iter().zip(&lengths) {
                     accumulator.append(gcm, partial, *length as u64)?;
@@ -278,9 +318,16 @@ impl Crypter<'_> {
     /// part, GCM's GHASH included (partial sums per segment, joined here with powers of H);
     /// CBC encryption (sequential) runs on the CPU, and so does GHASH on a device that has
     /// no GHASH kernel.
-    fn process_on_gpu(&mut self, gpu: &dyn parcrypt_gpu::GpuDevice, data: &mut [u8]) -> Result<(), JobError> {
+    fn process_on_gpu(
+        &mut self,
+        gpu: &dyn parcrypt_gpu::GpuDevice,
+        data: &mut [u8],
+    ) -> Result<(), JobError> {
         use parcrypt_gpu::GpuOperation;
-        let key = self.gpu_key.as_ref().expect("GPU engines build GPU key material");
+        let key = self
+            .gpu_key
+            .as_ref()
+            .expect("GPU engines build GPU key material");
         let cipher = self.cipher.as_ref();
         let block_size = cipher.block_size();
         let engine = self.engine;
@@ -300,20 +347,37 @@ impl Crypter<'_> {
                 Direction::Encrypt => cbc::encrypt(cipher, chain, data),
                 Direction::Decrypt => {
                     let last = data[data.len() - block_size..].to_vec();
-                    gpu.process(key, &GpuOperation::CbcDecrypt { previous: chain.clone() }, data)?;
+                    gpu.process(
+                        key,
+                        &GpuOperation::CbcDecrypt {
+                            previous: chain.clone(),
+                        },
+                        data,
+                    )?;
                     *chain = last;
                 }
             },
             ModeState::Ctr { next } => {
                 let mut counter = vec![0u8; block_size];
                 next.write(&mut counter);
-                gpu.process(key, &GpuOperation::Ctr { counter, rule: CounterRule::Full }, data)?;
+                gpu.process(
+                    key,
+                    &GpuOperation::Ctr {
+                        counter,
+                        rule: CounterRule::Full,
+                    },
+                    data,
+                )?;
                 *next = next.advanced(data.len().div_ceil(block_size) as u64);
             }
             ModeState::Gcm { gcm, accumulator } => {
                 let mut counter = vec![0u8; 16];
-                gcm.text_counter(accumulator.text_bytes() / 16).write(&mut counter);
-                let operation = GpuOperation::Ctr { counter, rule: CounterRule::Low32 };
+                gcm.text_counter(accumulator.text_bytes() / 16)
+                    .write(&mut counter);
+                let operation = GpuOperation::Ctr {
+                    counter,
+                    rule: CounterRule::Low32,
+                };
                 let mut hash_key = zeroize::Zeroizing::new([0u8; 16]);
                 cipher.encrypt_blocks(hash_key.as_mut_slice());
                 // GHASH covers the ciphertext: after encrypting, before decrypting.
@@ -349,9 +413,10 @@ fn ghash_partials(
     data: &mut [u8],
 ) -> Result<Vec<(u128, usize)>, JobError> {
     match gpu.ghash_segments(hash_key, data, GPU_GHASH_SEGMENT_BYTES) {
-        Ok(partials) => {
-            Ok(partials.into_iter().zip(data.chunks(GPU_GHASH_SEGMENT_BYTES).map(<[u8]>::len)).collect())
-        }
+        Ok(partials) => Ok(partials
+            .into_iter()
+            .zip(data.chunks(GPU_GHASH_SEGMENT_BYTES).map(<[u8]>::len))
+            .collect()),
         Err(parcrypt_gpu::GpuError::Unsupported { .. }) => {
             let lengths = engine.plan(data.len(), 16, None);
             let partials = engine.run(data, &lengths, |_, _, range| gcm.hash_range(range));
@@ -362,7 +427,11 @@ fn ghash_partials(
 }
 
 /// Runs a whole message held in memory: convenience for tests, benchmarks and libraries.
-pub fn process_buffer(engine: &Engine, job: &JobSpec<'_>, mut data: Vec<u8>) -> Result<Vec<u8>, JobError> {
+pub fn process_buffer(
+    engine: &Engine,
+    job: &JobSpec<'_>,
+    mut data: Vec<u8>,
+) -> Result<Vec<u8>, JobError> {
     let mut crypter = Crypter::new(engine, job)?;
     let keep = crypter.holdback();
     let block_size = crypter.block_size();
@@ -398,7 +467,11 @@ const CALIBRATION_ROUNDS: usize = 5;
 /// caller's would be (so that a costly key schedule lets the pool's threads fall asleep
 /// first, as it does in use). The split's fixed cost is what the split took beyond the
 /// one-thread time divided by the threads (best runs of each).
-pub(crate) fn calibrate(engine: &Engine, spec: CipherSpec, direction: Direction) -> Option<CostModel> {
+pub(crate) fn calibrate(
+    engine: &Engine,
+    spec: CipherSpec,
+    direction: Direction,
+) -> Option<CostModel> {
     let key = vec![0u8; spec.algorithm.key_lengths().0];
     let iv = placeholder_iv(spec);
     let job = JobSpec {
@@ -411,8 +484,14 @@ pub(crate) fn calibrate(engine: &Engine, spec: CipherSpec, direction: Direction)
         implementation: Implementation::Fast,
     };
     // Models under which `auto` never splits, and always splits into its most items.
-    let split_never = CostModel { seq_bytes_per_second: f64::MAX, split_seconds: 0.0 };
-    let split_always = CostModel { seq_bytes_per_second: 1.0, split_seconds: 0.0 };
+    let split_never = CostModel {
+        seq_bytes_per_second: f64::MAX,
+        split_seconds: 0.0,
+    };
+    let split_always = CostModel {
+        seq_bytes_per_second: 1.0,
+        split_seconds: 0.0,
+    };
     let mut scratch = vec![0u8; CALIBRATION_BYTES];
     let mut alone = Vec::with_capacity(CALIBRATION_ROUNDS);
     let mut split = Vec::with_capacity(CALIBRATION_ROUNDS);

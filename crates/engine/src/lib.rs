@@ -46,7 +46,8 @@ const AUTO_MIN_ITEM_SECONDS: f64 = 5e-6;
 const AUTO_MIN_SPLIT_GAIN: f64 = 0.9;
 
 /// Cost models are kept per cipher, mode and direction.
-const CALIBRATION_SLOTS: usize = parcrypt_ciphers::Algorithm::ALL.len() * parcrypt_modes::Mode::ALL.len() * 2;
+const CALIBRATION_SLOTS: usize =
+    parcrypt_ciphers::Algorithm::ALL.len() * parcrypt_modes::Mode::ALL.len() * 2;
 
 /// Where work runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -118,7 +119,9 @@ impl FromStr for Backend {
 
 /// The number of threads the machine offers.
 pub fn available_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 /// What `auto` knows about a job: how fast one thread runs it, measured on this machine.
@@ -175,20 +178,26 @@ impl Engine {
     }
 
     /// [`Engine::new`], saying whether tune files are read.
-    pub fn with_tuning(backend: Backend, threads: Option<usize>, tuning: Tuning) -> Result<Self, EngineError> {
+    pub fn with_tuning(
+        backend: Backend,
+        threads: Option<usize>,
+        tuning: Tuning,
+    ) -> Result<Self, EngineError> {
         let threads = match threads {
             Some(0) => return Err(EngineError::ZeroThreads),
             Some(n) => n,
             None => available_threads(),
         };
         let pool = match backend {
-            Backend::Threads | Backend::Pool | Backend::Auto | Backend::Opencl | Backend::Cuda => Some(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .thread_name(|index| format!("parcrypt-pool-{index}"))
-                    .build()
-                    .map_err(|error| EngineError::Pool(error.to_string()))?,
-            ),
+            Backend::Threads | Backend::Pool | Backend::Auto | Backend::Opencl | Backend::Cuda => {
+                Some(
+                    rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .thread_name(|index| format!("parcrypt-pool-{index}"))
+                        .build()
+                        .map_err(|error| EngineError::Pool(error.to_string()))?,
+                )
+            }
             Backend::Seq => None,
         };
         let threads = if backend == Backend::Seq { 1 } else { threads };
@@ -225,10 +234,18 @@ impl Engine {
         table: parcrypt_gpu::TuneTable,
     ) -> Result<Self, EngineError> {
         let mut engine = Self::with_tuning(Backend::Auto, threads, Tuning::Ignore)?;
-        let backend = if device.api() == "cuda" { Backend::Cuda } else { Backend::Opencl };
+        let backend = if device.api() == "cuda" {
+            Backend::Cuda
+        } else {
+            Backend::Opencl
+        };
         let table = Arc::new(table);
         device.set_tuning(Some(Arc::clone(&table)));
-        engine.auto_gpu = Some(AutoGpu { backend, table, device: OnceLock::from(Some(device)) });
+        engine.auto_gpu = Some(AutoGpu {
+            backend,
+            table,
+            device: OnceLock::from(Some(device)),
+        });
         Ok(engine)
     }
 
@@ -271,13 +288,23 @@ impl Engine {
 
     /// Whether any job of this cipher, mode and direction may run on a GPU (so that a
     /// crypter prepares the key for one).
-    pub fn may_use_gpu(&self, spec: parcrypt_modes::CipherSpec, direction: parcrypt_modes::Direction) -> bool {
-        self.gpu.is_some() || self.auto_gpu.as_ref().is_some_and(|auto| auto.table.gpu_ever_wins(spec, direction))
+    pub fn may_use_gpu(
+        &self,
+        spec: parcrypt_modes::CipherSpec,
+        direction: parcrypt_modes::Direction,
+    ) -> bool {
+        self.gpu.is_some()
+            || self
+                .auto_gpu
+                .as_ref()
+                .is_some_and(|auto| auto.table.gpu_ever_wins(spec, direction))
     }
 
     /// The tune table `auto` follows, with its GPU backend, when it has one.
     pub fn auto_tuning(&self) -> Option<(Backend, &parcrypt_gpu::TuneTable)> {
-        self.auto_gpu.as_ref().map(|auto| (auto.backend, auto.table.as_ref()))
+        self.auto_gpu
+            .as_ref()
+            .map(|auto| (auto.backend, auto.table.as_ref()))
     }
 
     pub fn threads(&self) -> usize {
@@ -302,7 +329,11 @@ impl Engine {
             return 1;
         }
         let Some(model) = model else {
-            return if length >= AUTO_PARALLEL_THRESHOLD { self.pool_items(length) } else { 1 };
+            return if length >= AUTO_PARALLEL_THRESHOLD {
+                self.pool_items(length)
+            } else {
+                1
+            };
         };
         let alone = length as f64 / model.seq_bytes_per_second.max(1.0);
         let items = ((alone / AUTO_MIN_ITEM_SECONDS) as usize).min(self.threads * 8);
@@ -331,12 +362,17 @@ impl Engine {
     /// (a throwaway key over 256 KiB, on one thread and split, a few times each; see
     /// [`crypter::calibrate`]) and remembered by the engine. Only `auto` with several threads
     /// needs it; other engines return `None` without measuring.
-    pub fn cost_model(&self, spec: parcrypt_modes::CipherSpec, direction: parcrypt_modes::Direction) -> Option<CostModel> {
+    pub fn cost_model(
+        &self,
+        spec: parcrypt_modes::CipherSpec,
+        direction: parcrypt_modes::Direction,
+    ) -> Option<CostModel> {
         if self.backend != Backend::Auto || self.threads == 1 {
             return None;
         }
-        let slot = ((spec.algorithm as usize * parcrypt_modes::Mode::ALL.len() + spec.mode as usize) * 2)
-            + usize::from(direction == parcrypt_modes::Direction::Decrypt);
+        let slot =
+            ((spec.algorithm as usize * parcrypt_modes::Mode::ALL.len() + spec.mode as usize) * 2)
+                + usize::from(direction == parcrypt_modes::Direction::Decrypt);
         *self.calibration[slot].get_or_init(|| crypter::calibrate(self, spec, direction))
     }
 
@@ -375,25 +411,31 @@ impl Engine {
         }
         // Several ranges mean the plan chose to split: `auto` splits onto the pool.
         match (self.backend, &self.pool) {
-            (Backend::Pool | Backend::Auto | Backend::Opencl | Backend::Cuda, Some(pool)) => pool.install(|| {
-                ranges
-                    .into_par_iter()
-                    .enumerate()
-                    .map(|(index, (offset, range))| work(index, offset, range))
-                    .collect()
-            }),
+            (Backend::Pool | Backend::Auto | Backend::Opencl | Backend::Cuda, Some(pool)) => pool
+                .install(|| {
+                    ranges
+                        .into_par_iter()
+                        .enumerate()
+                        .map(|(index, (offset, range))| work(index, offset, range))
+                        .collect()
+                }),
             (Backend::Threads, Some(pool)) => {
                 // Static split: pool thread t takes ranges t, t + N, t + 2N, ... whatever the
                 // others are doing (no stealing); the plan makes that one range per thread.
                 // Each slot is taken exactly once, by the thread it belongs to.
                 let count = ranges.len();
-                let slots: Vec<Slot<'_>> =
-                    ranges.into_iter().map(|range| std::sync::Mutex::new(Some(range))).collect();
+                let slots: Vec<Slot<'_>> = ranges
+                    .into_iter()
+                    .map(|range| std::sync::Mutex::new(Some(range)))
+                    .collect();
                 let per_thread = pool.broadcast(|context| {
                     (context.index()..count)
                         .step_by(context.num_threads())
                         .filter_map(|index| {
-                            let taken = slots[index].lock().unwrap_or_else(|poison| poison.into_inner()).take();
+                            let taken = slots[index]
+                                .lock()
+                                .unwrap_or_else(|poison| poison.into_inner())
+                                .take();
                             taken.map(|(offset, range)| (index, work(index, offset, range)))
                         })
                         .collect::<Vec<_>>()
@@ -420,26 +462,41 @@ impl AutoGpu {
     /// only for an API that has tune files at all.
     fn discover() -> Option<AutoGpu> {
         let directory = parcrypt_gpu::tuning::tune_directory()?;
-        [Backend::Cuda, Backend::Opencl].into_iter().find_map(|backend| {
-            if !parcrypt_gpu::tuning::any_tune_file(&directory, backend.name()) {
-                return None;
-            }
-            let identity = first_device_identity(backend)?;
-            let table = tune_table_for(backend, &identity)?;
-            let wins = table.crossovers.iter().any(|crossover| crossover.gpu_from_bytes.is_some());
-            wins.then(|| AutoGpu { backend, table: Arc::new(table), device: OnceLock::new() })
-        })
+        [Backend::Cuda, Backend::Opencl]
+            .into_iter()
+            .find_map(|backend| {
+                if !parcrypt_gpu::tuning::any_tune_file(&directory, backend.name()) {
+                    return None;
+                }
+                let identity = first_device_identity(backend)?;
+                let table = tune_table_for(backend, &identity)?;
+                let wins = table
+                    .crossovers
+                    .iter()
+                    .any(|crossover| crossover.gpu_from_bytes.is_some());
+                wins.then(|| AutoGpu {
+                    backend,
+                    table: Arc::new(table),
+                    device: OnceLock::new(),
+                })
+            })
     }
 }
 
 /// The identity line of a GPU backend's device 0, from its listing (nothing is compiled).
 fn first_device_identity(backend: Backend) -> Option<String> {
     let description = match backend {
-        Backend::Opencl => parcrypt_gpu::OpenClDevice::list().ok()?.first()?.to_string(),
+        Backend::Opencl => parcrypt_gpu::OpenClDevice::list()
+            .ok()?
+            .first()?
+            .to_string(),
         Backend::Cuda => parcrypt_gpu::CudaDevice::list().ok()?.first()?.to_string(),
         _ => return None,
     };
-    Some(parcrypt_gpu::tuning::device_identity(backend.name(), &description))
+    Some(parcrypt_gpu::tuning::device_identity(
+        backend.name(),
+        &description,
+    ))
 }
 
 /// The tune table stored for the device with this identity, if there is a readable one
@@ -447,14 +504,22 @@ fn first_device_identity(backend: Backend) -> Option<String> {
 pub fn tune_table_for(backend: Backend, identity: &str) -> Option<parcrypt_gpu::TuneTable> {
     let directory = parcrypt_gpu::tuning::tune_directory()?;
     let path = parcrypt_gpu::tuning::tune_file(&directory, backend.name(), identity);
-    parcrypt_gpu::TuneTable::load(&path).ok().flatten().filter(|table| table.device == identity)
+    parcrypt_gpu::TuneTable::load(&path)
+        .ok()
+        .flatten()
+        .filter(|table| table.device == identity)
 }
 
 /// Opens the first device of a GPU backend, or says why it cannot.
 fn open_gpu(backend: Backend) -> Result<Box<dyn parcrypt_gpu::GpuDevice>, EngineError> {
-    let reason = |error: parcrypt_gpu::GpuError| EngineError::Gpu { backend, reason: error.to_string() };
+    let reason = |error: parcrypt_gpu::GpuError| EngineError::Gpu {
+        backend,
+        reason: error.to_string(),
+    };
     match backend {
-        Backend::Opencl => Ok(Box::new(parcrypt_gpu::OpenClDevice::open(0).map_err(reason)?)),
+        Backend::Opencl => Ok(Box::new(
+            parcrypt_gpu::OpenClDevice::open(0).map_err(reason)?,
+        )),
         Backend::Cuda => Ok(Box::new(parcrypt_gpu::CudaDevice::open(0).map_err(reason)?)),
         other => unreachable!("{other} is not a GPU backend"),
     }
@@ -505,7 +570,10 @@ mod tests {
                 range.iter_mut().for_each(|b| *b = b.wrapping_add(1));
                 (index, offset, range.len())
             });
-            assert!(data.iter().all(|&b| b == 1), "{backend}: a byte was missed or done twice");
+            assert!(
+                data.iter().all(|&b| b == 1),
+                "{backend}: a byte was missed or done twice"
+            );
             let mut expected_offset = 0;
             for (position, (index, offset, length)) in offsets.into_iter().enumerate() {
                 assert_eq!((index, offset), (position, expected_offset));
@@ -518,8 +586,14 @@ mod tests {
     #[test]
     fn auto_keeps_small_jobs_on_one_thread_and_splits_large_ones() {
         let engine = Engine::new(Backend::Auto, Some(2)).unwrap();
-        let fast = Some(CostModel { seq_bytes_per_second: 50e9, split_seconds: 5e-6 });
-        let slow = Some(CostModel { seq_bytes_per_second: 1e6, split_seconds: 5e-6 });
+        let fast = Some(CostModel {
+            seq_bytes_per_second: 50e9,
+            split_seconds: 5e-6,
+        });
+        let slow = Some(CostModel {
+            seq_bytes_per_second: 1e6,
+            split_seconds: 5e-6,
+        });
         assert_eq!(engine.resolve(1024, fast), Backend::Seq);
         assert_eq!(engine.resolve(1 << 30, fast), Backend::Pool);
         // A slow cipher repays the pool much sooner than a fast one.
@@ -530,14 +604,29 @@ mod tests {
         // Calibration measures a positive rate and a finite split cost for real ciphers, and
         // remembers them.
         for name in ["aes-128-gcm", "bf-cbc"] {
-            for direction in [parcrypt_modes::Direction::Encrypt, parcrypt_modes::Direction::Decrypt] {
+            for direction in [
+                parcrypt_modes::Direction::Encrypt,
+                parcrypt_modes::Direction::Decrypt,
+            ] {
                 let model = engine.cost_model(name.parse().unwrap(), direction).unwrap();
                 assert!(model.seq_bytes_per_second > 0.0 && model.seq_bytes_per_second.is_finite());
-                assert!(model.split_seconds >= 0.0 && model.split_seconds < 1.0, "{model:?}");
-                assert_eq!(engine.cost_model(name.parse().unwrap(), direction), Some(model));
+                assert!(
+                    model.split_seconds >= 0.0 && model.split_seconds < 1.0,
+                    "{model:?}"
+                );
+                assert_eq!(
+                    engine.cost_model(name.parse().unwrap(), direction),
+                    Some(model)
+                );
             }
         }
-        assert!(Engine::new(Backend::Pool, Some(2)).unwrap().cost_model("aes-128-gcm".parse().unwrap(), parcrypt_modes::Direction::Encrypt).is_none());
+        assert!(Engine::new(Backend::Pool, Some(2))
+            .unwrap()
+            .cost_model(
+                "aes-128-gcm".parse().unwrap(),
+                parcrypt_modes::Direction::Encrypt
+            )
+            .is_none());
     }
 
     #[test]
@@ -545,7 +634,10 @@ mod tests {
         for threads in [2usize, 3, 16] {
             let engine = Engine::new(Backend::Auto, Some(threads)).unwrap();
             for rate in [1e6, 7e8, 5e10] {
-                let model = Some(CostModel { seq_bytes_per_second: rate, split_seconds: 8e-6 });
+                let model = Some(CostModel {
+                    seq_bytes_per_second: rate,
+                    split_seconds: 8e-6,
+                });
                 for length in [0usize, 1, 1024, 16 << 10, 64 << 10, 1 << 20, 64 << 20] {
                     let lengths = engine.plan(length, 16, model);
                     assert_eq!(lengths.iter().sum::<usize>(), length);
@@ -556,11 +648,18 @@ mod tests {
                         continue;
                     }
                     assert_eq!(engine.resolve(length, model), Backend::Pool);
-                    assert_eq!(items % items.min(threads), 0, "{items} items over {threads} threads");
+                    assert_eq!(
+                        items % items.min(threads),
+                        0,
+                        "{items} items over {threads} threads"
+                    );
                     for item in &lengths {
                         // Alignment may take up to one block off an item.
                         let seconds = (item + 16) as f64 / rate;
-                        assert!(seconds >= AUTO_MIN_ITEM_SECONDS, "{item}-byte item at {rate} B/s");
+                        assert!(
+                            seconds >= AUTO_MIN_ITEM_SECONDS,
+                            "{item}-byte item at {rate} B/s"
+                        );
                     }
                     // A split is only made where it promises a tenth off the one-thread time.
                     let alone = length as f64 / rate;
@@ -569,10 +668,16 @@ mod tests {
                 }
             }
             // A job of many seconds on one thread is always split, into 8 items per thread.
-            let slow = Some(CostModel { seq_bytes_per_second: 1e6, split_seconds: 8e-6 });
+            let slow = Some(CostModel {
+                seq_bytes_per_second: 1e6,
+                split_seconds: 8e-6,
+            });
             assert_eq!(engine.plan(64 << 20, 16, slow).len(), threads * 8);
             // A split that costs more than it saves is not made, whatever the size.
-            let costly = Some(CostModel { seq_bytes_per_second: 1e9, split_seconds: 1.0 });
+            let costly = Some(CostModel {
+                seq_bytes_per_second: 1e9,
+                split_seconds: 1.0,
+            });
             assert_eq!(engine.plan(64 << 20, 16, costly).len(), 1);
         }
     }
@@ -582,6 +687,9 @@ mod tests {
         for backend in Backend::CPU.into_iter().chain(Backend::GPU) {
             assert_eq!(backend.name().parse::<Backend>().unwrap(), backend);
         }
-        assert!(matches!("gpu9".parse::<Backend>(), Err(EngineError::UnknownBackend(_))));
+        assert!(matches!(
+            "gpu9".parse::<Backend>(),
+            Err(EngineError::UnknownBackend(_))
+        ));
     }
 }

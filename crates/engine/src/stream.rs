@@ -117,14 +117,21 @@ pub fn process_stream(
     let chunk_bytes = (chunk_bytes / 16).max(1) * 16;
     let (free_sender, free_receiver) = sync_channel::<Chunk>(PIPELINE_BUFFERS);
     let (filled_sender, filled_receiver) = sync_channel::<io::Result<Chunk>>(PIPELINE_BUFFERS);
-    let (processed_sender, processed_receiver) = sync_channel::<(Chunk, usize, usize)>(PIPELINE_BUFFERS);
+    let (processed_sender, processed_receiver) =
+        sync_channel::<(Chunk, usize, usize)>(PIPELINE_BUFFERS);
     for _ in 0..PIPELINE_BUFFERS {
-        let chunk = Chunk { bytes: vec![0u8; holdback + chunk_bytes], read: 0 };
-        free_sender.send(chunk).expect("the channel holds every buffer");
+        let chunk = Chunk {
+            bytes: vec![0u8; holdback + chunk_bytes],
+            read: 0,
+        };
+        free_sender
+            .send(chunk)
+            .expect("the channel holds every buffer");
     }
     std::thread::scope(|scope| {
         scope.spawn(move || read_stage(reader, holdback, free_receiver, filled_sender));
-        let writer_thread = scope.spawn(move || write_stage(writer, processed_receiver, free_sender));
+        let writer_thread =
+            scope.spawn(move || write_stage(writer, processed_receiver, free_sender));
 
         let outcome = (|| -> Result<u64, StreamError> {
             let mut carried = Vec::with_capacity(holdback);
@@ -164,10 +171,14 @@ pub fn process_stream(
         })();
         drop(processed_sender);
         drop(filled_receiver);
-        let written = writer_thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let written = writer_thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         match (outcome, written) {
             (Ok(bytes), Ok(())) => Ok(bytes),
-            (Err(StreamError::Write(_)), Err(error)) | (Ok(_), Err(error)) => Err(StreamError::Write(error)),
+            (Err(StreamError::Write(_)), Err(error)) | (Ok(_), Err(error)) => {
+                Err(StreamError::Write(error))
+            }
             (Err(error), _) => Err(error),
         }
     })
@@ -212,13 +223,34 @@ mod tests {
             for length in [0usize, 1, 15, 16, 17, 63, 64, 65, 80, 128, 129, 200, 1000] {
                 let input: Vec<u8> = (0..length).map(|i| (i * 13) as u8).collect();
                 for direction in [Direction::Encrypt, Direction::Decrypt] {
-                    let mut job = JobSpec { spec, direction: Direction::Encrypt, key: &key, iv, aad: None, padding: true, implementation: Implementation::Fast };
-                    let source = if direction == Direction::Encrypt { input.clone() } else { process_buffer(&engine, &job, input.clone()).unwrap() };
+                    let mut job = JobSpec {
+                        spec,
+                        direction: Direction::Encrypt,
+                        key: &key,
+                        iv,
+                        aad: None,
+                        padding: true,
+                        implementation: Implementation::Fast,
+                    };
+                    let source = if direction == Direction::Encrypt {
+                        input.clone()
+                    } else {
+                        process_buffer(&engine, &job, input.clone()).unwrap()
+                    };
                     job.direction = direction;
                     let expected = process_buffer(&engine, &job, source.clone()).unwrap();
                     let mut output = Vec::new();
                     let crypter = Crypter::new(&engine, &job).unwrap();
-                    let written = process_stream(crypter, &mut Trickle { data: &source, step: 23 }, &mut output, chunk).unwrap();
+                    let written = process_stream(
+                        crypter,
+                        &mut Trickle {
+                            data: &source,
+                            step: 23,
+                        },
+                        &mut output,
+                        chunk,
+                    )
+                    .unwrap();
                     assert_eq!(output, expected, "{name} {direction:?} length {length}");
                     assert_eq!(written as usize, output.len());
                 }
@@ -240,10 +272,21 @@ mod tests {
         let engine = Engine::new(Backend::Seq, None).unwrap();
         let key = [1u8; 16];
         let iv = [2u8; 16];
-        let job = JobSpec { spec: "aes-128-ctr".parse().unwrap(), direction: Direction::Encrypt, key: &key, iv: Some(&iv), aad: None, padding: true, implementation: Implementation::Fast };
+        let job = JobSpec {
+            spec: "aes-128-ctr".parse().unwrap(),
+            direction: Direction::Encrypt,
+            key: &key,
+            iv: Some(&iv),
+            aad: None,
+            padding: true,
+            implementation: Implementation::Fast,
+        };
         let input = vec![0u8; 10_000];
         let crypter = Crypter::new(&engine, &job).unwrap();
         let error = process_stream(crypter, &mut &input[..], &mut Broken, 256).unwrap_err();
-        assert!(matches!(error, StreamError::Write(ref e) if e.kind() == io::ErrorKind::BrokenPipe), "{error}");
+        assert!(
+            matches!(error, StreamError::Write(ref e) if e.kind() == io::ErrorKind::BrokenPipe),
+            "{error}"
+        );
     }
 }

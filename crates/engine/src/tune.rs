@@ -72,7 +72,12 @@ impl TuneOptions {
         let algorithms = if full {
             Algorithm::ALL.to_vec()
         } else {
-            vec![Algorithm::Aes128, Algorithm::Aes256, Algorithm::Blowfish, Algorithm::Rc6_128]
+            vec![
+                Algorithm::Aes128,
+                Algorithm::Aes256,
+                Algorithm::Blowfish,
+                Algorithm::Rc6_128,
+            ]
         };
         let operations = if full {
             KernelOperation::ALL.to_vec()
@@ -84,7 +89,11 @@ impl TuneOptions {
         } else {
             vec![64, 128, 256, 512, 1024]
         };
-        let blocks_per_thread = if full { vec![1, 2, 4, 8, 16, 32, 64] } else { vec![1, 2, 4, 16] };
+        let blocks_per_thread = if full {
+            vec![1, 2, 4, 8, 16, 32, 64]
+        } else {
+            vec![1, 2, 4, 16]
+        };
         let crossover_jobs = Self::crossover_jobs(&algorithms, full);
         TuneOptions {
             algorithms,
@@ -185,10 +194,15 @@ pub fn tune(
     for &(spec, direction) in &options.crossover_jobs {
         let mut points = Vec::with_capacity(options.crossover_sizes.len());
         for &bytes in &options.crossover_sizes {
-            let data = &mut job_scratch[..bytes / spec.algorithm.block_size() * spec.algorithm.block_size()];
+            let data = &mut job_scratch
+                [..bytes / spec.algorithm.block_size() * spec.algorithm.block_size()];
             let cpu_seconds = time_job(cpu_engine, spec, direction, data, options)?;
             let gpu_seconds = time_job(gpu_engine, spec, direction, data, options)?;
-            points.push(CrossoverPoint { bytes: data.len() as u64, cpu_seconds, gpu_seconds });
+            points.push(CrossoverPoint {
+                bytes: data.len() as u64,
+                cpu_seconds,
+                gpu_seconds,
+            });
         }
         let crossover = Crossover::new(spec, direction, points);
         report(TuneEvent::Crossover(&crossover));
@@ -204,7 +218,10 @@ fn gpu_operation(operation: KernelOperation, algorithm: Algorithm) -> GpuOperati
     match operation {
         KernelOperation::EcbEncrypt => GpuOperation::EcbEncrypt,
         KernelOperation::EcbDecrypt => GpuOperation::EcbDecrypt,
-        KernelOperation::Ctr => GpuOperation::Ctr { counter: block, rule: CounterRule::Full },
+        KernelOperation::Ctr => GpuOperation::Ctr {
+            counter: block,
+            rule: CounterRule::Full,
+        },
         KernelOperation::CbcDecrypt => GpuOperation::CbcDecrypt { previous: block },
     }
 }
@@ -213,7 +230,10 @@ fn gpu_operation(operation: KernelOperation, algorithm: Algorithm) -> GpuOperati
 /// that make the same launch need timing once.
 fn launch_of(geometry: LaunchGeometry, blocks: usize) -> (usize, usize) {
     let threads = blocks.div_ceil(geometry.blocks_per_thread).max(1);
-    (geometry.threads_per_group, threads.div_ceil(geometry.threads_per_group))
+    (
+        geometry.threads_per_group,
+        threads.div_ceil(geometry.threads_per_group),
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -231,7 +251,10 @@ fn sweep_point(
     let mut candidates = vec![untuned];
     for &threads_per_group in &options.threads_per_group {
         for &blocks_per_thread in &options.blocks_per_thread {
-            candidates.push(LaunchGeometry { threads_per_group, blocks_per_thread });
+            candidates.push(LaunchGeometry {
+                threads_per_group,
+                blocks_per_thread,
+            });
         }
     }
     let mut seen = std::collections::HashSet::new();
@@ -241,7 +264,11 @@ fn sweep_point(
     for geometry in candidates {
         device.set_launch_geometry(geometry)?;
         let first = device.kernel_times(key, gpu_operation, data, 1)?[0];
-        let runs = if first > options.point_budget { 1 } else { options.runs.max(1) };
+        let runs = if first > options.point_budget {
+            1
+        } else {
+            options.runs.max(1)
+        };
         let times = device.kernel_times(key, gpu_operation, data, runs)?;
         timed.push((geometry, median(times)));
     }
@@ -258,7 +285,12 @@ fn sweep_point(
     for _ in 0..CONFIRMATION_ROUNDS {
         for (geometry, times) in [(untuned, &mut untuned_times), (best, &mut best_times)] {
             device.set_launch_geometry(geometry)?;
-            times.push(median(device.kernel_times(key, gpu_operation, data, options.runs.max(1))?));
+            times.push(median(device.kernel_times(
+                key,
+                gpu_operation,
+                data,
+                options.runs.max(1),
+            )?));
         }
     }
     let untuned_time = median(untuned_times);
@@ -305,7 +337,11 @@ fn time_job(
         Ok(started.elapsed())
     };
     let first = run()?;
-    let runs = if first > options.point_budget { 1 } else { options.runs.max(1) };
+    let runs = if first > options.point_budget {
+        1
+    } else {
+        options.runs.max(1)
+    };
     let times = (0..runs).map(|_| run()).collect::<Result<Vec<_>, _>>()?;
     Ok(median(times).as_secs_f64())
 }
@@ -337,7 +373,10 @@ mod tests {
         let full = TuneOptions::standard(DeviceKind::Gpu, true, None);
         assert_eq!(full.threads_per_group.first(), Some(&64));
         assert_eq!(full.threads_per_group.last(), Some(&1024));
-        assert!(full.threads_per_group.iter().all(|threads| threads % 32 == 0));
+        assert!(full
+            .threads_per_group
+            .iter()
+            .all(|threads| threads % 32 == 0));
         assert_eq!(full.threads_per_group.len(), 31);
         for blocks in [1, 2, 4] {
             assert!(full.blocks_per_thread.contains(&blocks));
@@ -345,15 +384,24 @@ mod tests {
         assert_eq!(full.sizes.first(), Some(&64));
         assert_eq!(full.sizes.last(), Some(&(1 << 30)));
         assert_eq!(full.algorithms, Algorithm::ALL.to_vec());
-        assert!(full.crossover_jobs.iter().all(|(spec, _)| spec.mode != Mode::Gcm || spec.algorithm.block_size() == 16));
+        assert!(full
+            .crossover_jobs
+            .iter()
+            .all(|(spec, _)| spec.mode != Mode::Gcm || spec.algorithm.block_size() == 16));
         let quick_cpu = TuneOptions::standard(DeviceKind::Cpu, false, None);
         assert_eq!(quick_cpu.sizes.last(), Some(&(4 << 20)));
-        assert_eq!(TuneOptions::standard(DeviceKind::Cpu, false, Some(4096)).sizes, vec![64, 1024]);
+        assert_eq!(
+            TuneOptions::standard(DeviceKind::Cpu, false, Some(4096)).sizes,
+            vec![64, 1024]
+        );
     }
 
     #[test]
     fn shapes_that_launch_the_same_grid_are_recognised() {
-        let shape = |threads_per_group, blocks_per_thread| LaunchGeometry { threads_per_group, blocks_per_thread };
+        let shape = |threads_per_group, blocks_per_thread| LaunchGeometry {
+            threads_per_group,
+            blocks_per_thread,
+        };
         // Four blocks: one thread, one group, whatever the blocks per thread from 4 up.
         assert_eq!(launch_of(shape(64, 4), 4), launch_of(shape(64, 16), 4));
         assert_ne!(launch_of(shape(64, 4), 4), launch_of(shape(128, 4), 4));

@@ -9,9 +9,13 @@ use parcrypt_modes::{CipherSpec, Direction};
 #[test]
 fn engines_read_the_tune_file_of_their_own_device_only() {
     let identity = match OpenClDevice::list() {
-        Ok(devices) if !devices.is_empty() => parcrypt_gpu::tuning::device_identity("opencl", &devices[0].to_string()),
+        Ok(devices) if !devices.is_empty() => {
+            parcrypt_gpu::tuning::device_identity("opencl", &devices[0].to_string())
+        }
         other => {
-            let reason = other.map(|_| "no device".to_string()).unwrap_or_else(|error| error.to_string());
+            let reason = other
+                .map(|_| "no device".to_string())
+                .unwrap_or_else(|error| error.to_string());
             if std::env::var_os("CI").is_some() {
                 panic!("CI is set, so an OpenCL device (PoCL) must be present, but: {reason}");
             }
@@ -40,34 +44,82 @@ fn engines_read_the_tune_file_of_their_own_device_only() {
     let crossover = Crossover::new(
         ctr,
         Direction::Encrypt,
-        vec![CrossoverPoint { bytes: 1 << 10, cpu_seconds: 1.0, gpu_seconds: 5.0 }, CrossoverPoint { bytes: 1 << 24, cpu_seconds: 2.0, gpu_seconds: 1.0 }],
+        vec![
+            CrossoverPoint {
+                bytes: 1 << 10,
+                cpu_seconds: 1.0,
+                gpu_seconds: 5.0,
+            },
+            CrossoverPoint {
+                bytes: 1 << 24,
+                cpu_seconds: 2.0,
+                gpu_seconds: 1.0,
+            },
+        ],
     );
-    let untuned = LaunchGeometry { threads_per_group: 64, blocks_per_thread: 64 };
+    let untuned = LaunchGeometry {
+        threads_per_group: 64,
+        blocks_per_thread: 64,
+    };
     // A file for another device, under this device's name, is not used.
-    let foreign = TuneTable::new("opencl", "opencl #0 some other device".into(), untuned, vec![shape.clone()], vec![crossover.clone()]);
-    foreign.save(&tune_file(directory.path(), "opencl", &identity)).unwrap();
-    assert!(Engine::new(Backend::Auto, Some(2)).unwrap().auto_tuning().is_none());
+    let foreign = TuneTable::new(
+        "opencl",
+        "opencl #0 some other device".into(),
+        untuned,
+        vec![shape.clone()],
+        vec![crossover.clone()],
+    );
+    foreign
+        .save(&tune_file(directory.path(), "opencl", &identity))
+        .unwrap();
+    assert!(Engine::new(Backend::Auto, Some(2))
+        .unwrap()
+        .auto_tuning()
+        .is_none());
     let opencl = Engine::new(Backend::Opencl, None).unwrap();
     assert!(opencl.gpu().unwrap().tuning().is_none());
     drop(opencl);
 
     // This device's own file: the GPU backend launches with it, auto follows its crossover.
-    let table = TuneTable::new("opencl", identity.clone(), untuned, vec![shape], vec![crossover]);
-    table.save(&tune_file(directory.path(), "opencl", &identity)).unwrap();
+    let table = TuneTable::new(
+        "opencl",
+        identity.clone(),
+        untuned,
+        vec![shape],
+        vec![crossover],
+    );
+    table
+        .save(&tune_file(directory.path(), "opencl", &identity))
+        .unwrap();
     let opencl = Engine::new(Backend::Opencl, None).unwrap();
     assert_eq!(opencl.gpu().unwrap().tuning().as_deref(), Some(&table));
     drop(opencl);
     let auto = Engine::new(Backend::Auto, Some(2)).unwrap();
     let (backend, followed) = auto.auto_tuning().expect("auto reads the table");
     assert_eq!((backend, followed), (Backend::Opencl, &table));
-    assert!(auto.gpu_for(ctr, Direction::Encrypt, 1 << 20).is_none(), "below the crossover");
-    let gpu = auto.gpu_for(ctr, Direction::Encrypt, 1 << 24).expect("at the crossover: the GPU, opened now");
+    assert!(
+        auto.gpu_for(ctr, Direction::Encrypt, 1 << 20).is_none(),
+        "below the crossover"
+    );
+    let gpu = auto
+        .gpu_for(ctr, Direction::Encrypt, 1 << 24)
+        .expect("at the crossover: the GPU, opened now");
     assert_eq!(gpu.identity(), identity);
     assert_eq!(gpu.tuning().as_deref(), Some(&table));
-    assert!(auto.gpu_for("aes-128-ecb".parse().unwrap(), Direction::Encrypt, 1 << 30).is_none());
+    assert!(auto
+        .gpu_for("aes-128-ecb".parse().unwrap(), Direction::Encrypt, 1 << 30)
+        .is_none());
 
     // A damaged file means untuned, not an error.
     std::fs::write(tune_file(directory.path(), "opencl", &identity), "{").unwrap();
-    assert!(Engine::new(Backend::Auto, Some(2)).unwrap().auto_tuning().is_none());
-    assert!(Engine::new(Backend::Opencl, None).unwrap().gpu().unwrap().tuning().is_none());
+    assert!(Engine::new(Backend::Auto, Some(2))
+        .unwrap()
+        .auto_tuning()
+        .is_none());
+    assert!(Engine::new(Backend::Opencl, None)
+        .unwrap()
+        .gpu()
+        .unwrap()
+        .tuning()
+        .is_none());
 }

@@ -22,7 +22,10 @@ use parcrypt_modes::{CipherSpec, Direction};
 fn open_device() -> Option<OpenClDevice> {
     let reason = match OpenClDevice::list() {
         Ok(devices) if !devices.is_empty() => {
-            return Some(OpenClDevice::open(0).unwrap_or_else(|error| panic!("opening OpenCL device: {error}")))
+            return Some(
+                OpenClDevice::open(0)
+                    .unwrap_or_else(|error| panic!("opening OpenCL device: {error}")),
+            )
         }
         Ok(_) => "no OpenCL device".to_string(),
         Err(error) => error.to_string(),
@@ -71,11 +74,21 @@ impl GpuDevice for Counting {
     ) -> Result<Vec<Duration>, GpuError> {
         self.inner.kernel_times(key, operation, data, runs)
     }
-    fn process(&self, key: &KeyMaterial, operation: &GpuOperation, data: &mut [u8]) -> Result<(), GpuError> {
+    fn process(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+    ) -> Result<(), GpuError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         GpuDevice::process(&self.inner, key, operation, data)
     }
-    fn ghash_segments(&self, hash_key: &[u8; 16], data: &[u8], segment_bytes: usize) -> Result<Vec<u128>, GpuError> {
+    fn ghash_segments(
+        &self,
+        hash_key: &[u8; 16],
+        data: &[u8],
+        segment_bytes: usize,
+    ) -> Result<Vec<u128>, GpuError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         GpuDevice::ghash_segments(&self.inner, hash_key, data, segment_bytes)
     }
@@ -86,7 +99,9 @@ fn spec(name: &str) -> CipherSpec {
 }
 
 fn data(length: usize) -> Vec<u8> {
-    (0..length).map(|index| (index * 131 + index / 251) as u8).collect()
+    (0..length)
+        .map(|index| (index * 131 + index / 251) as u8)
+        .collect()
 }
 
 fn run(engine: &Engine, name: &str, direction: Direction, input: &[u8]) -> Vec<u8> {
@@ -110,7 +125,11 @@ fn run(engine: &Engine, name: &str, direction: Direction, input: &[u8]) -> Vec<u
 }
 
 fn point(bytes: u64, cpu_seconds: f64, gpu_seconds: f64) -> CrossoverPoint {
-    CrossoverPoint { bytes, cpu_seconds, gpu_seconds }
+    CrossoverPoint {
+        bytes,
+        cpu_seconds,
+        gpu_seconds,
+    }
 }
 
 #[test]
@@ -118,43 +137,83 @@ fn auto_sends_the_gpu_exactly_the_jobs_the_table_gives_it() {
     let Some(device) = open_device() else { return };
     let identity = device.identity();
     let calls = Arc::new(AtomicUsize::new(0));
-    let counting = Counting { inner: device, calls: Arc::clone(&calls) };
+    let counting = Counting {
+        inner: device,
+        calls: Arc::clone(&calls),
+    };
     // Made up on purpose: the GPU "wins" CTR from 1 MiB; GCM was measured and never wins.
     let table = TuneTable::new(
         "opencl",
         identity,
-        LaunchGeometry { threads_per_group: 64, blocks_per_thread: 64 },
+        LaunchGeometry {
+            threads_per_group: 64,
+            blocks_per_thread: 64,
+        },
         Vec::new(),
         vec![
-            Crossover::new(spec("aes-128-ctr"), Direction::Encrypt, vec![point(1 << 16, 1.0, 2.0), point(1 << 20, 2.0, 1.0)]),
-            Crossover::new(spec("aes-128-gcm"), Direction::Encrypt, vec![point(1 << 20, 1.0, 2.0)]),
+            Crossover::new(
+                spec("aes-128-ctr"),
+                Direction::Encrypt,
+                vec![point(1 << 16, 1.0, 2.0), point(1 << 20, 2.0, 1.0)],
+            ),
+            Crossover::new(
+                spec("aes-128-gcm"),
+                Direction::Encrypt,
+                vec![point(1 << 20, 1.0, 2.0)],
+            ),
         ],
     );
     let auto = Engine::auto_with_gpu(Some(2), Box::new(counting), table).unwrap();
     let seq = Engine::new(Backend::Seq, None).unwrap();
 
     let small = data(64 << 10);
-    assert_eq!(run(&auto, "aes-128-ctr", Direction::Encrypt, &small), run(&seq, "aes-128-ctr", Direction::Encrypt, &small));
-    assert_eq!(calls.load(Ordering::SeqCst), 0, "64 KiB is below the crossover: CPU");
+    assert_eq!(
+        run(&auto, "aes-128-ctr", Direction::Encrypt, &small),
+        run(&seq, "aes-128-ctr", Direction::Encrypt, &small)
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        0,
+        "64 KiB is below the crossover: CPU"
+    );
 
     let large = data((2 << 20) + 5);
     for direction in [Direction::Encrypt, Direction::Decrypt] {
         let before = calls.load(Ordering::SeqCst);
-        assert_eq!(run(&auto, "aes-128-ctr", direction, &large), run(&seq, "aes-128-ctr", direction, &large));
-        assert!(calls.load(Ordering::SeqCst) > before, "2 MiB of CTR ({direction:?}) goes to the GPU");
+        assert_eq!(
+            run(&auto, "aes-128-ctr", direction, &large),
+            run(&seq, "aes-128-ctr", direction, &large)
+        );
+        assert!(
+            calls.load(Ordering::SeqCst) > before,
+            "2 MiB of CTR ({direction:?}) goes to the GPU"
+        );
     }
 
     let before = calls.load(Ordering::SeqCst);
-    assert_eq!(run(&auto, "aes-128-gcm", Direction::Encrypt, &large), run(&seq, "aes-128-gcm", Direction::Encrypt, &large));
-    assert_eq!(run(&auto, "aes-256-ctr", Direction::Encrypt, &large), run(&seq, "aes-256-ctr", Direction::Encrypt, &large));
-    assert_eq!(calls.load(Ordering::SeqCst), before, "GCM never won and AES-256 was not measured: CPU");
+    assert_eq!(
+        run(&auto, "aes-128-gcm", Direction::Encrypt, &large),
+        run(&seq, "aes-128-gcm", Direction::Encrypt, &large)
+    );
+    assert_eq!(
+        run(&auto, "aes-256-ctr", Direction::Encrypt, &large),
+        run(&seq, "aes-256-ctr", Direction::Encrypt, &large)
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        before,
+        "GCM never won and AES-256 was not measured: CPU"
+    );
 }
 
 #[test]
 fn tuned_shapes_are_launched_and_change_no_byte() {
     let Some(device) = open_device() else { return };
     let untuned = GpuDevice::launch_geometry(&device);
-    let odd = LaunchGeometry { threads_per_group: 96, blocks_per_thread: 3 };
+    let odd = LaunchGeometry {
+        threads_per_group: 96,
+        blocks_per_thread: 3,
+    };
     let shape = |bytes: u64, geometry: LaunchGeometry| TunedShape {
         algorithm: "aes-128".into(),
         operation: "ctr".into(),
@@ -164,15 +223,33 @@ fn tuned_shapes_are_launched_and_change_no_byte() {
         kernel_seconds: 1.0,
         untuned_kernel_seconds: 1.0,
     };
-    let tiny = LaunchGeometry { threads_per_group: 32, blocks_per_thread: 1 };
-    let table = TuneTable::new("opencl", device.identity(), untuned, vec![shape(64, tiny), shape(1 << 20, odd)], Vec::new());
-    let ctr = GpuOperation::Ctr { counter: vec![0xff; 16], rule: parcrypt_modes::ctr::CounterRule::Full };
+    let tiny = LaunchGeometry {
+        threads_per_group: 32,
+        blocks_per_thread: 1,
+    };
+    let table = TuneTable::new(
+        "opencl",
+        device.identity(),
+        untuned,
+        vec![shape(64, tiny), shape(1 << 20, odd)],
+        Vec::new(),
+    );
+    let ctr = GpuOperation::Ctr {
+        counter: vec![0xff; 16],
+        rule: parcrypt_modes::ctr::CounterRule::Full,
+    };
     GpuDevice::set_tuning(&device, Some(Arc::new(table)));
     assert_eq!(device.geometry_for(Algorithm::Aes128, &ctr, 100), tiny);
     assert_eq!(device.geometry_for(Algorithm::Aes128, &ctr, 3 << 20), odd);
     // ECB encryption borrows CTR's shapes; other ciphers keep the untuned shape.
-    assert_eq!(device.geometry_for(Algorithm::Aes128, &GpuOperation::EcbEncrypt, 3 << 20), odd);
-    assert_eq!(device.geometry_for(Algorithm::Rc6_128, &ctr, 3 << 20), untuned);
+    assert_eq!(
+        device.geometry_for(Algorithm::Aes128, &GpuOperation::EcbEncrypt, 3 << 20),
+        odd
+    );
+    assert_eq!(
+        device.geometry_for(Algorithm::Rc6_128, &ctr, 3 << 20),
+        untuned
+    );
 
     let key_bytes: Vec<u8> = (100..116).collect();
     let key = KeyMaterial::new(Algorithm::Aes128, &key_bytes).unwrap();
@@ -180,7 +257,9 @@ fn tuned_shapes_are_launched_and_change_no_byte() {
         let mut on_device = data(length);
         device.process(&key, &ctr, &mut on_device).unwrap();
         let mut expected = data(length);
-        let cipher = parcrypt_ciphers::new_cipher(Algorithm::Aes128, Implementation::Fast, &key_bytes).unwrap();
+        let cipher =
+            parcrypt_ciphers::new_cipher(Algorithm::Aes128, Implementation::Fast, &key_bytes)
+                .unwrap();
         parcrypt_modes::ctr::apply(
             cipher.as_ref(),
             parcrypt_modes::ctr::Counter::new(&[0xff; 16], parcrypt_modes::ctr::CounterRule::Full),
@@ -212,37 +291,69 @@ fn a_small_sweep_measures_installs_and_keeps_output_identical() {
         blocks_per_thread: vec![1, 4],
         runs: 2,
         point_budget: Duration::from_millis(200),
-        crossover_jobs: vec![(spec("aes-128-ctr"), Direction::Encrypt), (spec("bf-ecb"), Direction::Decrypt)],
+        crossover_jobs: vec![
+            (spec("aes-128-ctr"), Direction::Encrypt),
+            (spec("bf-ecb"), Direction::Decrypt),
+        ],
         crossover_sizes: vec![1024, 256 << 10],
     };
     let mut shapes_seen = 0;
     let mut crossovers_seen = 0;
-    let table = tune(&gpu_engine, &cpu_engine, &options, &mut |event| match event {
-        TuneEvent::Shape(_) => shapes_seen += 1,
-        TuneEvent::Crossover(_) => crossovers_seen += 1,
-    })
+    let table = tune(
+        &gpu_engine,
+        &cpu_engine,
+        &options,
+        &mut |event| match event {
+            TuneEvent::Shape(_) => shapes_seen += 1,
+            TuneEvent::Crossover(_) => crossovers_seen += 1,
+        },
+    )
     .unwrap();
     assert_eq!((shapes_seen, crossovers_seen), (8, 2));
     assert_eq!(table.shapes.len(), 8);
     assert_eq!(table.device, device.identity());
     for shape in &table.shapes {
-        assert!(shape.kernel_seconds > 0.0 && shape.untuned_kernel_seconds > 0.0, "{shape:?}");
-        assert!(shape.kernel_seconds <= shape.untuned_kernel_seconds, "the untuned shape is a candidate: {shape:?}");
+        assert!(
+            shape.kernel_seconds > 0.0 && shape.untuned_kernel_seconds > 0.0,
+            "{shape:?}"
+        );
+        assert!(
+            shape.kernel_seconds <= shape.untuned_kernel_seconds,
+            "the untuned shape is a candidate: {shape:?}"
+        );
         let candidate = options.threads_per_group.contains(&shape.threads_per_group)
             && options.blocks_per_thread.contains(&shape.blocks_per_thread);
-        assert!(candidate || shape.geometry() == untuned, "{shape:?} was never a candidate");
+        assert!(
+            candidate || shape.geometry() == untuned,
+            "{shape:?} was never a candidate"
+        );
     }
     for crossover in &table.crossovers {
         assert_eq!(crossover.points.len(), 2);
-        assert!(crossover.points.iter().all(|point| point.cpu_seconds > 0.0 && point.gpu_seconds > 0.0));
+        assert!(crossover
+            .points
+            .iter()
+            .all(|point| point.cpu_seconds > 0.0 && point.gpu_seconds > 0.0));
     }
     // The sweep restores the device's own shape and installs the table.
     assert_eq!(device.launch_geometry(), untuned);
     assert_eq!(device.tuning().as_deref(), Some(&table));
 
     let seq = Engine::new(Backend::Seq, None).unwrap();
-    for (name, direction) in [("aes-128-ctr", Direction::Encrypt), ("bf-ecb", Direction::Decrypt), ("aes-128-gcm", Direction::Encrypt)] {
-        let input = data(if name == "bf-ecb" { 70 << 10 } else { (70 << 10) + 3 });
-        assert_eq!(run(&gpu_engine, name, direction, &input), run(&seq, name, direction, &input), "{name}");
+    for (name, direction) in [
+        ("aes-128-ctr", Direction::Encrypt),
+        ("bf-ecb", Direction::Decrypt),
+        ("aes-128-gcm", Direction::Encrypt),
+    ] {
+        let input = data(if name == "bf-ecb" {
+            70 << 10
+        } else {
+            (70 << 10) + 3
+        });
+        assert_eq!(
+            run(&gpu_engine, name, direction, &input),
+            run(&seq, name, direction, &input),
+            "{name}"
+        );
     }
 }

@@ -24,7 +24,12 @@ pub trait ChunkBatcher: Send + Sync {
 
     /// Encrypts every chunk of `batch` in place and writes its tag; the first chunk of the
     /// batch is chunk `first_chunk` of the message.
-    fn seal_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<(), FormatError>;
+    fn seal_batch(
+        &self,
+        keys: &MessageKeys,
+        first_chunk: u64,
+        batch: &mut [u8],
+    ) -> Result<(), FormatError>;
 
     /// How many chunks a batch should hold to keep this backend busy: the streaming
     /// pipeline reads and writes batches of this size.
@@ -36,7 +41,12 @@ pub trait ChunkBatcher: Send + Sync {
     /// lowest failed chunk as [`FormatError::DamagedChunk`]; the chunks before it hold
     /// authenticated plaintext, and every byte from the failed chunk on is zeroed, so no
     /// unauthenticated plaintext outlives the call.
-    fn open_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<(), FormatError>;
+    fn open_batch(
+        &self,
+        keys: &MessageKeys,
+        first_chunk: u64,
+        batch: &mut [u8],
+    ) -> Result<(), FormatError>;
 }
 
 /// Checks that a batch is whole chunks with at most one short chunk at its end, and returns
@@ -45,10 +55,17 @@ pub fn batch_chunks(first_chunk: u64, batch: &[u8]) -> Result<u64, FormatError> 
     let full = (batch.len() / SEALED_CHUNK_BYTES) as u64;
     let tail = batch.len() % SEALED_CHUNK_BYTES;
     if tail != 0 && tail < TAG_BYTES {
-        return Err(FormatError::TruncatedChunk { index: first_chunk + full, bytes: tail });
+        return Err(FormatError::TruncatedChunk {
+            index: first_chunk + full,
+            bytes: tail,
+        });
     }
     let chunks = full + u64::from(tail != 0);
-    if chunks > 0 && first_chunk.checked_add(chunks - 1).is_none_or(|last| last >= crate::cobblestone::MAX_CHUNKS) {
+    if chunks > 0
+        && first_chunk
+            .checked_add(chunks - 1)
+            .is_none_or(|last| last >= crate::cobblestone::MAX_CHUNKS)
+    {
         return Err(FormatError::TooLong);
     }
     Ok(chunks)
@@ -78,7 +95,11 @@ impl ChunkCipher {
     /// Encrypts `text` with `nonce` and returns the tag.
     pub fn seal(&self, nonce: &[u8; NONCE_BYTES], text: &mut [u8]) -> [u8; TAG_BYTES] {
         let pre_counter = pre_counter(nonce);
-        ctr::apply(self.cipher.as_ref(), Counter::new(&pre_counter, CounterRule::Low32).advanced(1), text);
+        ctr::apply(
+            self.cipher.as_ref(),
+            Counter::new(&pre_counter, CounterRule::Low32).advanced(1),
+            text,
+        );
         self.tag(&pre_counter, text)
     }
 
@@ -90,7 +111,11 @@ impl ChunkCipher {
         let matches = bool::from(expected.as_slice().ct_eq(tag));
         expected.zeroize();
         if matches {
-            ctr::apply(self.cipher.as_ref(), Counter::new(&pre_counter, CounterRule::Low32).advanced(1), text);
+            ctr::apply(
+                self.cipher.as_ref(),
+                Counter::new(&pre_counter, CounterRule::Low32).advanced(1),
+                text,
+            );
         }
         matches
     }
@@ -137,17 +162,28 @@ pub struct CpuChunks<'e> {
 
 impl<'e> CpuChunks<'e> {
     pub fn new(engine: &'e Engine) -> Self {
-        CpuChunks { engine, implementation: Implementation::Fast }
+        CpuChunks {
+            engine,
+            implementation: Implementation::Fast,
+        }
     }
 
     /// Uses the portable table AES (the GPU kernels' CPU twin) instead of hardware AES.
     pub fn with_implementation(engine: &'e Engine, implementation: Implementation) -> Self {
-        CpuChunks { engine, implementation }
+        CpuChunks {
+            engine,
+            implementation,
+        }
     }
 
     /// Runs `work(chunk index, sealed chunk)` over every chunk of `batch` on the engine and
     /// returns, per work item, the lowest chunk index it reported as failed.
-    fn for_each_chunk<F>(&self, first_chunk: u64, batch: &mut [u8], work: F) -> Result<Option<u64>, FormatError>
+    fn for_each_chunk<F>(
+        &self,
+        first_chunk: u64,
+        batch: &mut [u8],
+        work: F,
+    ) -> Result<Option<u64>, FormatError>
     where
         F: Fn(u64, &mut [u8]) -> bool + Sync,
     {
@@ -180,11 +216,18 @@ impl ChunkBatcher for CpuChunks<'_> {
         (self.engine.threads() * 32).clamp(crate::stream::DEFAULT_BATCH_CHUNKS, 4096)
     }
 
-    fn seal_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<(), FormatError> {
+    fn seal_batch(
+        &self,
+        keys: &MessageKeys,
+        first_chunk: u64,
+        batch: &mut [u8],
+    ) -> Result<(), FormatError> {
         let cipher = ChunkCipher::new(keys, self.implementation)?;
         self.for_each_chunk(first_chunk, batch, |index, chunk| {
             // `batch_chunks` checked every index against the limit.
-            let Ok(nonce) = keys.nonce(index) else { return false };
+            let Ok(nonce) = keys.nonce(index) else {
+                return false;
+            };
             let (text, tag) = chunk.split_at_mut(chunk.len() - TAG_BYTES);
             tag.copy_from_slice(&cipher.seal(&nonce, text));
             true
@@ -192,10 +235,17 @@ impl ChunkBatcher for CpuChunks<'_> {
         Ok(())
     }
 
-    fn open_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<(), FormatError> {
+    fn open_batch(
+        &self,
+        keys: &MessageKeys,
+        first_chunk: u64,
+        batch: &mut [u8],
+    ) -> Result<(), FormatError> {
         let cipher = ChunkCipher::new(keys, self.implementation)?;
         let failed = self.for_each_chunk(first_chunk, batch, |index, chunk| {
-            let Ok(nonce) = keys.nonce(index) else { return false };
+            let Ok(nonce) = keys.nonce(index) else {
+                return false;
+            };
             let (text, tag) = chunk.split_at_mut(chunk.len() - TAG_BYTES);
             cipher.open(&nonce, text, tag)
         })?;
@@ -203,7 +253,9 @@ impl ChunkBatcher for CpuChunks<'_> {
             None => Ok(()),
             Some(index) => {
                 // Chunks after the failed one may have been opened by other threads.
-                let from = ((index - first_chunk) as usize).saturating_mul(SEALED_CHUNK_BYTES).min(batch.len());
+                let from = ((index - first_chunk) as usize)
+                    .saturating_mul(SEALED_CHUNK_BYTES)
+                    .min(batch.len());
                 batch[from..].zeroize();
                 Err(FormatError::DamagedChunk { index })
             }
@@ -220,16 +272,31 @@ mod tests {
     #[test]
     fn chunk_cipher_is_gcm_with_a_shared_ghash_key() {
         for suite in Suite::ALL {
-            let keys = MessageKeys::derive(suite, &vec![7u8; suite.key_bytes()], &[3; 24], b"ctx").unwrap();
+            let keys = MessageKeys::derive(suite, &vec![7u8; suite.key_bytes()], &[3; 24], b"ctx")
+                .unwrap();
             let cipher = ChunkCipher::new(&keys, Implementation::Fast).unwrap();
-            let reference = new_cipher(suite.algorithm(), Implementation::Fast, keys.key()).unwrap();
-            for length in [0usize, 1, 15, 16, 17, 4095, 4096, 4097, CHUNK_BYTES - 1, CHUNK_BYTES] {
+            let reference =
+                new_cipher(suite.algorithm(), Implementation::Fast, keys.key()).unwrap();
+            for length in [
+                0usize,
+                1,
+                15,
+                16,
+                17,
+                4095,
+                4096,
+                4097,
+                CHUNK_BYTES - 1,
+                CHUNK_BYTES,
+            ] {
                 let nonce = keys.nonce(length as u64).unwrap();
                 let plaintext: Vec<u8> = (0..length).map(|i| (i * 31 + 5) as u8).collect();
                 let mut ours = plaintext.clone();
                 let tag = cipher.seal(&nonce, &mut ours);
                 let mut expected = plaintext.clone();
-                let expected_tag = parcrypt_modes::gcm::seal(reference.as_ref(), &nonce, &[], &mut expected).unwrap();
+                let expected_tag =
+                    parcrypt_modes::gcm::seal(reference.as_ref(), &nonce, &[], &mut expected)
+                        .unwrap();
                 assert_eq!((&ours, tag), (&expected, expected_tag), "{suite} {length}");
                 assert!(cipher.open(&nonce, &mut ours, &tag));
                 assert_eq!(ours, plaintext);
@@ -237,7 +304,10 @@ mod tests {
                 bad_tag[length % 16] ^= 1;
                 let mut sealed = expected.clone();
                 assert!(!cipher.open(&nonce, &mut sealed, &bad_tag));
-                assert_eq!(sealed, expected, "a failed open must leave the ciphertext alone");
+                assert_eq!(
+                    sealed, expected,
+                    "a failed open must leave the ciphertext alone"
+                );
             }
         }
     }
@@ -274,14 +344,23 @@ mod tests {
         damaged[20 * SEALED_CHUNK_BYTES + 3] ^= 0x40;
         damaged[30 * SEALED_CHUNK_BYTES + 3] ^= 0x40;
         let error = batcher.open_batch(&keys, 5, &mut damaged).unwrap_err();
-        assert!(matches!(error, FormatError::DamagedChunk { index: 25 }), "{error}");
+        assert!(
+            matches!(error, FormatError::DamagedChunk { index: 25 }),
+            "{error}"
+        );
         assert!(damaged[20 * SEALED_CHUNK_BYTES..].iter().all(|&b| b == 0));
         assert_eq!(&damaged[..CHUNK_BYTES], &plaintext[..CHUNK_BYTES]);
         // The same batch at another position fails at its first chunk.
         let mut misplaced = results[0].clone();
-        assert!(matches!(batcher.open_batch(&keys, 6, &mut misplaced), Err(FormatError::DamagedChunk { index: 6 })));
+        assert!(matches!(
+            batcher.open_batch(&keys, 6, &mut misplaced),
+            Err(FormatError::DamagedChunk { index: 6 })
+        ));
         // A tail shorter than a tag is refused, not a panic.
         let mut short = vec![0u8; SEALED_CHUNK_BYTES + 5];
-        assert!(matches!(batcher.open_batch(&keys, 0, &mut short), Err(FormatError::TruncatedChunk { index: 1, bytes: 5 })));
+        assert!(matches!(
+            batcher.open_batch(&keys, 0, &mut short),
+            Err(FormatError::TruncatedChunk { index: 1, bytes: 5 })
+        ));
     }
 }

@@ -97,7 +97,11 @@ impl Suite {
         if key.len() == self.key_bytes() {
             Ok(())
         } else if key.len() == 16 || key.len() == 32 {
-            Err(FormatError::KeySuiteMismatch { suite: self.name(), expected: self.key_bytes(), got: key.len() })
+            Err(FormatError::KeySuiteMismatch {
+                suite: self.name(),
+                expected: self.key_bytes(),
+                got: key.len(),
+            })
         } else {
             Err(FormatError::KeyLength(key.len()))
         }
@@ -123,13 +127,24 @@ pub struct MessageKeys {
 impl MessageKeys {
     /// Derives the message keys. `input_key` must be uniformly random (a random key or the
     /// output of a KDF) and as long as the suite's AEAD key.
-    pub fn derive(suite: Suite, input_key: &[u8], salt: &[u8; SALT_BYTES], context: &[u8]) -> Result<Self, FormatError> {
+    pub fn derive(
+        suite: Suite,
+        input_key: &[u8],
+        salt: &[u8; SALT_BYTES],
+        context: &[u8],
+    ) -> Result<Self, FormatError> {
         suite.check_key(input_key)?;
         let key_bytes = suite.key_bytes();
         let mut okm = Zeroizing::new(vec![0u8; key_bytes + NONCE_BYTES + COMMITMENT_BYTES]);
         hkdf_expand_sha512(
             input_key,
-            &[INFO_PREFIX, suite.aead_name().as_bytes(), &[0x00], salt, context],
+            &[
+                INFO_PREFIX,
+                suite.aead_name().as_bytes(),
+                &[0x00],
+                salt,
+                context,
+            ],
             &mut okm,
         );
         let key = Zeroizing::new(okm[..key_bytes].to_vec());
@@ -137,7 +152,12 @@ impl MessageKeys {
         base_nonce.copy_from_slice(&okm[key_bytes..key_bytes + NONCE_BYTES]);
         let mut commitment = [0u8; COMMITMENT_BYTES];
         commitment.copy_from_slice(&okm[key_bytes + NONCE_BYTES..]);
-        Ok(MessageKeys { suite, key, base_nonce, commitment })
+        Ok(MessageKeys {
+            suite,
+            key,
+            base_nonce,
+            commitment,
+        })
     }
 
     pub fn suite(&self) -> Suite {
@@ -197,7 +217,8 @@ fn hkdf_expand_sha512(prk: &[u8], info: &[&[u8]], out: &mut [u8]) {
     debug_assert!(out.len() <= 255 * HASH_BYTES);
     let mut previous = Zeroizing::new([0u8; HASH_BYTES]);
     for (index, piece) in out.chunks_mut(HASH_BYTES).enumerate() {
-        let mut mac = <Hmac<Sha512> as KeyInit>::new_from_slice(prk).expect("HMAC accepts keys of any length");
+        let mut mac = <Hmac<Sha512> as KeyInit>::new_from_slice(prk)
+            .expect("HMAC accepts keys of any length");
         if index > 0 {
             mac.update(previous.as_slice());
         }
@@ -229,7 +250,10 @@ impl Geometry {
         if chunks > MAX_CHUNKS {
             return Err(FormatError::TooLong);
         }
-        Ok(Geometry { chunks, plaintext_bytes })
+        Ok(Geometry {
+            chunks,
+            plaintext_bytes,
+        })
     }
 
     /// The geometry that a chunk area of `sealed_bytes` must have, or why no message has
@@ -268,19 +292,56 @@ mod tests {
     #[test]
     fn geometry_follows_the_spec_examples() {
         // Empty: one empty chunk. 1 KiB: one chunk. 16 KiB: a full chunk and an empty one.
-        for (plaintext, chunks) in [(0u64, 1u64), (1024, 1), (16384, 2), (20480, 2), (16383, 1), (16385, 2)] {
+        for (plaintext, chunks) in [
+            (0u64, 1u64),
+            (1024, 1),
+            (16384, 2),
+            (20480, 2),
+            (16383, 1),
+            (16385, 2),
+        ] {
             let geometry = Geometry::for_plaintext(plaintext).unwrap();
             assert_eq!(geometry.chunks, chunks, "{plaintext}");
-            assert_eq!(Geometry::for_sealed(geometry.sealed_bytes()).unwrap(), geometry);
+            assert_eq!(
+                Geometry::for_sealed(geometry.sealed_bytes()).unwrap(),
+                geometry
+            );
         }
-        assert!(matches!(Geometry::for_sealed(0), Err(FormatError::TruncatedAfter { chunks: 0 })));
-        assert!(matches!(Geometry::for_sealed(15), Err(FormatError::TruncatedChunk { index: 0, bytes: 15 })));
-        assert!(matches!(Geometry::for_sealed(16400), Err(FormatError::TruncatedAfter { chunks: 1 })));
-        assert!(matches!(Geometry::for_sealed(16401), Err(FormatError::TruncatedChunk { index: 1, bytes: 1 })));
-        assert_eq!(Geometry::for_sealed(16416).unwrap(), Geometry { chunks: 2, plaintext_bytes: 16384 });
-        assert!(matches!(Geometry::for_plaintext(MAX_CHUNKS * CHUNK_BYTES as u64), Err(FormatError::TooLong)));
+        assert!(matches!(
+            Geometry::for_sealed(0),
+            Err(FormatError::TruncatedAfter { chunks: 0 })
+        ));
+        assert!(matches!(
+            Geometry::for_sealed(15),
+            Err(FormatError::TruncatedChunk {
+                index: 0,
+                bytes: 15
+            })
+        ));
+        assert!(matches!(
+            Geometry::for_sealed(16400),
+            Err(FormatError::TruncatedAfter { chunks: 1 })
+        ));
+        assert!(matches!(
+            Geometry::for_sealed(16401),
+            Err(FormatError::TruncatedChunk { index: 1, bytes: 1 })
+        ));
+        assert_eq!(
+            Geometry::for_sealed(16416).unwrap(),
+            Geometry {
+                chunks: 2,
+                plaintext_bytes: 16384
+            }
+        );
+        assert!(matches!(
+            Geometry::for_plaintext(MAX_CHUNKS * CHUNK_BYTES as u64),
+            Err(FormatError::TooLong)
+        ));
         assert!(Geometry::for_plaintext(MAX_CHUNKS * CHUNK_BYTES as u64 - 1).is_ok());
-        assert!(matches!(Geometry::for_sealed(u64::MAX), Err(FormatError::TooLong)));
+        assert!(matches!(
+            Geometry::for_sealed(u64::MAX),
+            Err(FormatError::TooLong)
+        ));
     }
 
     #[test]
@@ -297,8 +358,17 @@ mod tests {
 
     #[test]
     fn keys_of_the_wrong_length_are_refused() {
-        assert!(matches!(MessageKeys::derive(Suite::Cobblestone128, &[0; 32], &[0; 24], b""), Err(FormatError::KeySuiteMismatch { .. })));
-        assert!(matches!(MessageKeys::derive(Suite::Cobblestone256, &[0; 24], &[0; 24], b""), Err(FormatError::KeyLength(24))));
-        assert!(matches!(Suite::for_key_length(0), Err(FormatError::KeyLength(0))));
+        assert!(matches!(
+            MessageKeys::derive(Suite::Cobblestone128, &[0; 32], &[0; 24], b""),
+            Err(FormatError::KeySuiteMismatch { .. })
+        ));
+        assert!(matches!(
+            MessageKeys::derive(Suite::Cobblestone256, &[0; 24], &[0; 24], b""),
+            Err(FormatError::KeyLength(24))
+        ));
+        assert!(matches!(
+            Suite::for_key_length(0),
+            Err(FormatError::KeyLength(0))
+        ));
     }
 }

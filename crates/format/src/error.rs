@@ -19,7 +19,11 @@ pub enum FormatError {
     #[error("the key must be 16 bytes (AES-128) or 32 bytes (AES-256), got {0} bytes")]
     KeyLength(usize),
     #[error("this message needs a {expected}-byte key ({suite}), got {got} bytes")]
-    KeySuiteMismatch { suite: &'static str, expected: usize, got: usize },
+    KeySuiteMismatch {
+        suite: &'static str,
+        expected: usize,
+        got: usize,
+    },
     #[error("wrong key or passphrase (key commitment mismatch)")]
     WrongKey,
     #[error("this file was encrypted with a passphrase, not a key: give the passphrase")]
@@ -68,8 +72,14 @@ fn truncated_after(chunks: u64) -> String {
 }
 
 fn truncated_chunk(index: u64, bytes: usize) -> String {
-    let place = if index == 0 { "after the header".to_string() } else { format!("after chunk {}", index - 1) };
-    format!("truncated {place}: chunk {index} has {bytes} bytes, fewer than its {TAG_BYTES}-byte tag")
+    let place = if index == 0 {
+        "after the header".to_string()
+    } else {
+        format!("after chunk {}", index - 1)
+    };
+    format!(
+        "truncated {place}: chunk {index} has {bytes} bytes, fewer than its {TAG_BYTES}-byte tag"
+    )
 }
 
 /// The OS error text without Rust's " (os error N)" suffix.

@@ -32,7 +32,8 @@ impl Choices<'_> {
         }
     }
     fn number(&mut self, below: usize) -> usize {
-        let value = u32::from_le_bytes([self.byte(), self.byte(), self.byte(), self.byte()]) as usize;
+        let value =
+            u32::from_le_bytes([self.byte(), self.byte(), self.byte(), self.byte()]) as usize;
         if below == 0 {
             0
         } else {
@@ -52,7 +53,11 @@ fn range_from(choices: &mut Choices<'_>, scale: usize) -> ByteRange {
         }
     };
     let start = bound(choices);
-    let end = if choices.byte().is_multiple_of(3) { None } else { Some(bound(choices)) };
+    let end = if choices.byte().is_multiple_of(3) {
+        None
+    } else {
+        Some(bound(choices))
+    };
     ByteRange { start, end }
 }
 
@@ -61,7 +66,11 @@ fn range_from(choices: &mut Choices<'_>, scale: usize) -> ByteRange {
 /// were never sealed under the key must not decrypt.
 pub fn parse(data: &[u8]) {
     if let Ok(header) = ParcryptHeader::parse(data) {
-        assert_eq!(&header.to_bytes()[..], &data[..HEADER_BYTES], "a header has one encoding");
+        assert_eq!(
+            &header.to_bytes()[..],
+            &data[..HEADER_BYTES],
+            "a header has one encoding"
+        );
     }
     for format in [Format::Parcrypt, Format::Cobblestone] {
         if let Ok((envelope, length)) = Envelope::parse(format, data) {
@@ -84,14 +93,29 @@ pub fn parse(data: &[u8]) {
     let chunks = &data[1 + SALT_BYTES..];
     let engine = Engine::new(Backend::Seq, None).expect("the seq engine");
     let batcher = CpuChunks::new(&engine);
-    let options = StreamOptions { batch_chunks, progress: None, ..StreamOptions::default() };
+    let options = StreamOptions {
+        batch_chunks,
+        progress: None,
+        ..StreamOptions::default()
+    };
     let mut output = Vec::new();
     let result = decrypt_chunks(&batcher, &keys, &mut &chunks[..], &mut output, &options);
-    assert!(result.is_err() && output.is_empty(), "forged chunks were accepted");
+    assert!(
+        result.is_err() && output.is_empty(),
+        "forged chunks were accepted"
+    );
     let mut choices = Choices { bytes: chunks };
     let range = range_from(&mut choices, chunks.len());
     let mut output = Vec::new();
-    let result = decrypt_range(&batcher, &keys, &mut Cursor::new(chunks), 0, range, &mut output, &options);
+    let result = decrypt_range(
+        &batcher,
+        &keys,
+        &mut Cursor::new(chunks),
+        0,
+        range,
+        &mut output,
+        &options,
+    );
     assert!(output.is_empty(), "forged chunks were released");
     if let Ok(written) = result {
         // Only an empty range that needs no chunk at all may succeed.
@@ -105,17 +129,41 @@ pub fn parse(data: &[u8]) {
 /// refused, and whatever was released must be genuine plaintext at its true offset.
 pub fn edit_and_open(data: &[u8]) {
     let mut choices = Choices { bytes: data };
-    let format = if choices.byte() & 1 == 0 { Format::Parcrypt } else { Format::Cobblestone };
+    let format = if choices.byte() & 1 == 0 {
+        Format::Parcrypt
+    } else {
+        Format::Cobblestone
+    };
     let length = choices.number(6 * CHUNK_BYTES);
-    let plaintext: Vec<u8> = (0..length).map(|i| (i as u8) ^ 0x5a ^ (i / CHUNK_BYTES) as u8).collect();
-    let setup = Setup { format, ..Setup::default() };
-    let salts = Salts { cobblestone: [0x33; SALT_BYTES], argon2: [0; 16] };
+    let plaintext: Vec<u8> = (0..length)
+        .map(|i| (i as u8) ^ 0x5a ^ (i / CHUNK_BYTES) as u8)
+        .collect();
+    let setup = Setup {
+        format,
+        ..Setup::default()
+    };
+    let salts = Salts {
+        cobblestone: [0x33; SALT_BYTES],
+        argon2: [0; 16],
+    };
     let engine = Engine::new(Backend::Seq, None).expect("the seq engine");
     let batcher = CpuChunks::new(&engine);
-    let options = StreamOptions { batch_chunks: 1 + choices.number(3), progress: None, ..StreamOptions::default() };
-    let (envelope, keys) = Envelope::create_with_salts(&setup, Secret::Key(&KEY), salts).expect("a new message");
+    let options = StreamOptions {
+        batch_chunks: 1 + choices.number(3),
+        progress: None,
+        ..StreamOptions::default()
+    };
+    let (envelope, keys) =
+        Envelope::create_with_salts(&setup, Secret::Key(&KEY), salts).expect("a new message");
     let mut original = envelope.to_bytes();
-    encrypt_chunks(&batcher, &keys, &mut &plaintext[..], &mut original, &options).expect("encryption");
+    encrypt_chunks(
+        &batcher,
+        &keys,
+        &mut &plaintext[..],
+        &mut original,
+        &options,
+    )
+    .expect("encryption");
 
     let mut file = original.clone();
     for _ in 0..choices.number(4) {
@@ -145,38 +193,69 @@ pub fn edit_and_open(data: &[u8]) {
                 let span = (1 + choices.number(20_000)).min(file.len() - from);
                 file.drain(from..from + span);
             }
-            _ => file.extend_from_slice(&original[original.len().saturating_sub(1 + choices.number(200))..]),
+            _ => file.extend_from_slice(
+                &original[original.len().saturating_sub(1 + choices.number(200))..],
+            ),
         }
     }
     let unchanged = file == original;
 
     let mut output = Vec::new();
-    let result = crate::decrypt(&batcher, format, Secret::Key(&KEY), b"", &mut &file[..], &mut output, &options);
+    let result = crate::decrypt(
+        &batcher,
+        format,
+        Secret::Key(&KEY),
+        b"",
+        &mut &file[..],
+        &mut output,
+        &options,
+    );
     if unchanged {
         assert_eq!(result.expect("an unchanged file decrypts"), length as u64);
         assert!(output == plaintext);
     } else {
         assert!(result.is_err(), "a changed file was accepted");
-        assert!(output.len() % CHUNK_BYTES == 0 && output == plaintext[..output.len()], "a released chunk is not genuine");
+        assert!(
+            output.len() % CHUNK_BYTES == 0 && output == plaintext[..output.len()],
+            "a released chunk is not genuine"
+        );
     }
 
     let range = range_from(&mut choices, length);
     let mut reader = Cursor::new(&file[..]);
     let mut output = Vec::new();
     let result = Envelope::read(format, &mut reader)
-        .and_then(|envelope| envelope.unlock(Secret::Key(&KEY), b"").map(|keys| (envelope, keys)))
+        .and_then(|envelope| {
+            envelope
+                .unlock(Secret::Key(&KEY), b"")
+                .map(|keys| (envelope, keys))
+        })
         .and_then(|(envelope, keys)| {
             let offset = envelope.len() as u64;
-            decrypt_range(&batcher, &keys, &mut reader, offset, range, &mut output, &options)
+            decrypt_range(
+                &batcher,
+                &keys,
+                &mut reader,
+                offset,
+                range,
+                &mut output,
+                &options,
+            )
         });
     match result {
         Ok(written) => {
             let (start, end) = range.resolve(length as u64);
             assert_eq!(written as usize, output.len());
-            assert!(output == plaintext[start as usize..end as usize], "range {range} of a {length}-byte message is wrong");
+            assert!(
+                output == plaintext[start as usize..end as usize],
+                "range {range} of a {length}-byte message is wrong"
+            );
         }
         Err(error) => {
-            assert!(!unchanged, "range {range} of an unchanged file failed: {error}");
+            assert!(
+                !unchanged,
+                "range {range} of an unchanged file failed: {error}"
+            );
             assert!(!matches!(error, FormatError::Range(_)), "{error}");
         }
     }

@@ -31,7 +31,10 @@ pub fn batcher_for(engine: &Engine) -> Box<dyn ChunkBatcher + '_> {
         return Box::new(gpu);
     }
     if engine.auto_tuning().is_some() {
-        return Box::new(AutoChunks { engine, cpu: CpuChunks::new(engine) });
+        return Box::new(AutoChunks {
+            engine,
+            cpu: CpuChunks::new(engine),
+        });
     }
     Box::new(CpuChunks::new(engine))
 }
@@ -45,9 +48,19 @@ struct AutoChunks<'e> {
 }
 
 impl AutoChunks<'_> {
-    fn gpu_for(&self, keys: &MessageKeys, direction: Direction, bytes: usize) -> Option<GpuChunks<'_>> {
-        let spec = CipherSpec { algorithm: keys.suite().algorithm(), mode: Mode::Gcm };
-        self.engine.gpu_for(spec, direction, bytes).map(|gpu| GpuChunks { gpu })
+    fn gpu_for(
+        &self,
+        keys: &MessageKeys,
+        direction: Direction,
+        bytes: usize,
+    ) -> Option<GpuChunks<'_>> {
+        let spec = CipherSpec {
+            algorithm: keys.suite().algorithm(),
+            mode: Mode::Gcm,
+        };
+        self.engine
+            .gpu_for(spec, direction, bytes)
+            .map(|gpu| GpuChunks { gpu })
     }
 }
 
@@ -60,14 +73,24 @@ impl ChunkBatcher for AutoChunks<'_> {
         self.cpu.preferred_batch_chunks()
     }
 
-    fn seal_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<(), FormatError> {
+    fn seal_batch(
+        &self,
+        keys: &MessageKeys,
+        first_chunk: u64,
+        batch: &mut [u8],
+    ) -> Result<(), FormatError> {
         match self.gpu_for(keys, Direction::Encrypt, batch.len()) {
             Some(gpu) => gpu.seal_batch(keys, first_chunk, batch),
             None => self.cpu.seal_batch(keys, first_chunk, batch),
         }
     }
 
-    fn open_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<(), FormatError> {
+    fn open_batch(
+        &self,
+        keys: &MessageKeys,
+        first_chunk: u64,
+        batch: &mut [u8],
+    ) -> Result<(), FormatError> {
         match self.gpu_for(keys, Direction::Decrypt, batch.len()) {
             Some(gpu) => gpu.open_batch(keys, first_chunk, batch),
             None => self.cpu.open_batch(keys, first_chunk, batch),
@@ -452,7 +475,7 @@ mod tests {
             let options = StreamOptions {
                 batch_chunks: 2,
                 progress: None,
-            ..StreamOptions::default()
+                ..StreamOptions::default()
             };
             encrypt_chunks(batcher, &keys, &mut &message[..], &mut sealed, &options).unwrap();
             sealed
@@ -487,13 +510,20 @@ mod tests {
     fn auto_sends_a_batch_where_the_tune_table_says_and_seals_the_same() {
         use parcrypt_gpu::tuning::{Crossover, CrossoverPoint};
         let Ok(device) = parcrypt_gpu::OpenClDevice::open(0) else {
-            assert!(std::env::var_os("CI").is_none(), "CI installs PoCL, so OpenCL must work");
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI installs PoCL, so OpenCL must work"
+            );
             println!("SKIPPED: no OpenCL device");
             return;
         };
         let identity = GpuDevice::identity(&device);
         let gcm: CipherSpec = "aes-128-gcm".parse().unwrap();
-        let point = |bytes, cpu_seconds, gpu_seconds| CrossoverPoint { bytes, cpu_seconds, gpu_seconds };
+        let point = |bytes, cpu_seconds, gpu_seconds| CrossoverPoint {
+            bytes,
+            cpu_seconds,
+            gpu_seconds,
+        };
         // Made up: the GPU "wins" AES-128-GCM encryption from 64 KiB; decryption never.
         let table = parcrypt_gpu::TuneTable::new(
             "opencl",
@@ -501,32 +531,53 @@ mod tests {
             GpuDevice::launch_geometry(&device),
             Vec::new(),
             vec![
-                Crossover::new(gcm, Direction::Encrypt, vec![point(1 << 10, 1.0, 2.0), point(64 << 10, 2.0, 1.0)]),
+                Crossover::new(
+                    gcm,
+                    Direction::Encrypt,
+                    vec![point(1 << 10, 1.0, 2.0), point(64 << 10, 2.0, 1.0)],
+                ),
                 Crossover::new(gcm, Direction::Decrypt, vec![point(64 << 10, 1.0, 2.0)]),
             ],
         );
         let engine = Engine::auto_with_gpu(Some(2), Box::new(device), table).unwrap();
         let batcher = batcher_for(&engine);
         assert_eq!(batcher.name(), "auto");
-        let auto = AutoChunks { engine: &engine, cpu: CpuChunks::new(&engine) };
+        let auto = AutoChunks {
+            engine: &engine,
+            cpu: CpuChunks::new(&engine),
+        };
         let seq = Engine::new(Backend::Seq, None).unwrap();
         let cpu = CpuChunks::new(&seq);
         for suite in Suite::ALL {
-            let keys = MessageKeys::derive(suite, &vec![4u8; suite.key_bytes()], &[2; 24], b"").unwrap();
+            let keys =
+                MessageKeys::derive(suite, &vec![4u8; suite.key_bytes()], &[2; 24], b"").unwrap();
             for text_bytes in [100, 8 * CHUNK_BYTES + 9] {
                 let (plaintext, batch) = layout(text_bytes);
-                let to_gpu = auto.gpu_for(&keys, Direction::Encrypt, batch.len()).is_some();
+                let to_gpu = auto
+                    .gpu_for(&keys, Direction::Encrypt, batch.len())
+                    .is_some();
                 let expected_gpu = suite == Suite::Cobblestone128 && batch.len() >= 64 << 10;
                 assert_eq!(to_gpu, expected_gpu, "{suite} {text_bytes} bytes");
-                assert!(auto.gpu_for(&keys, Direction::Decrypt, batch.len()).is_none());
+                assert!(auto
+                    .gpu_for(&keys, Direction::Decrypt, batch.len())
+                    .is_none());
                 let mut expected = batch.clone();
                 cpu.seal_batch(&keys, 5, &mut expected).unwrap();
                 let mut sealed = batch.clone();
                 batcher.seal_batch(&keys, 5, &mut sealed).unwrap();
-                assert!(sealed == expected, "{suite} {text_bytes} bytes: sealed batches differ");
+                assert!(
+                    sealed == expected,
+                    "{suite} {text_bytes} bytes: sealed batches differ"
+                );
                 batcher.open_batch(&keys, 5, &mut sealed).unwrap();
-                let texts: Vec<u8> = sealed.chunks(SEALED_CHUNK_BYTES).flat_map(|chunk| chunk[..chunk.len() - TAG_BYTES].to_vec()).collect();
-                assert!(texts == plaintext, "{suite} {text_bytes} bytes: opened batch differs");
+                let texts: Vec<u8> = sealed
+                    .chunks(SEALED_CHUNK_BYTES)
+                    .flat_map(|chunk| chunk[..chunk.len() - TAG_BYTES].to_vec())
+                    .collect();
+                assert!(
+                    texts == plaintext,
+                    "{suite} {text_bytes} bytes: opened batch differs"
+                );
             }
         }
     }

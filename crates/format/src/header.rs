@@ -50,7 +50,11 @@ pub struct Argon2Params {
 impl Argon2Params {
     /// The second recommended option of RFC 9106 (section 4): 64 MiB, 3 passes, 4 lanes.
     /// About a tenth of a second on a current laptop core.
-    pub const DEFAULT: Argon2Params = Argon2Params { memory_kib: 64 * 1024, passes: 3, lanes: 4 };
+    pub const DEFAULT: Argon2Params = Argon2Params {
+        memory_kib: 64 * 1024,
+        passes: 3,
+        lanes: 4,
+    };
     /// The most memory a header may ask for: 4 GiB. A header is read before anything is
     /// authenticated, so these limits bound what a malicious file can make a reader spend.
     pub const MAX_MEMORY_KIB: u32 = 4 * 1024 * 1024;
@@ -59,12 +63,22 @@ impl Argon2Params {
 
     /// Checks the limits above and argon2's own (at least 8 KiB of memory per lane).
     pub fn check(&self) -> Result<(), FormatError> {
-        let Argon2Params { memory_kib, passes, lanes } = *self;
+        let Argon2Params {
+            memory_kib,
+            passes,
+            lanes,
+        } = *self;
         if lanes == 0 || lanes > Self::MAX_LANES {
-            return Err(FormatError::KdfLimits(format!("{lanes} lanes (1 to {})", Self::MAX_LANES)));
+            return Err(FormatError::KdfLimits(format!(
+                "{lanes} lanes (1 to {})",
+                Self::MAX_LANES
+            )));
         }
         if passes == 0 || passes > Self::MAX_PASSES {
-            return Err(FormatError::KdfLimits(format!("{passes} passes (1 to {})", Self::MAX_PASSES)));
+            return Err(FormatError::KdfLimits(format!(
+                "{passes} passes (1 to {})",
+                Self::MAX_PASSES
+            )));
         }
         if memory_kib < 8 * lanes || memory_kib > Self::MAX_MEMORY_KIB {
             return Err(FormatError::KdfLimits(format!(
@@ -78,11 +92,17 @@ impl Argon2Params {
 
     /// Derives an input key of `key_bytes` from `passphrase` (parcrypt's salts are
     /// [`KDF_SALT_BYTES`] long; argon2 takes 8 bytes or more).
-    pub fn derive(&self, passphrase: &[u8], salt: &[u8], key_bytes: usize) -> Result<Zeroizing<Vec<u8>>, FormatError> {
+    pub fn derive(
+        &self,
+        passphrase: &[u8],
+        salt: &[u8],
+        key_bytes: usize,
+    ) -> Result<Zeroizing<Vec<u8>>, FormatError> {
         self.check()?;
         let params = argon2::Params::new(self.memory_kib, self.passes, self.lanes, Some(key_bytes))
             .map_err(|error| FormatError::Kdf(error.to_string()))?;
-        let argon2 = argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
+        let argon2 =
+            argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params);
         let mut key = Zeroizing::new(vec![0u8; key_bytes]);
         argon2
             .hash_password_into(passphrase, salt, &mut key)
@@ -103,7 +123,10 @@ pub enum KeySource {
     /// The user gives the input key itself.
     Key,
     /// argon2id of a passphrase with these parameters and salt.
-    Argon2id { params: Argon2Params, salt: [u8; KDF_SALT_BYTES] },
+    Argon2id {
+        params: Argon2Params,
+        salt: [u8; KDF_SALT_BYTES],
+    },
 }
 
 /// A parsed parcrypt header.
@@ -163,16 +186,29 @@ impl ParcryptHeader {
         if bytes[11] != 0 {
             return Err(FormatError::DamagedHeader("reserved byte is not zero"));
         }
-        let word = |offset: usize| u32::from_be_bytes([bytes[offset], bytes[offset + 1], bytes[offset + 2], bytes[offset + 3]]);
+        let word = |offset: usize| {
+            u32::from_be_bytes([
+                bytes[offset],
+                bytes[offset + 1],
+                bytes[offset + 2],
+                bytes[offset + 3],
+            ])
+        };
         let key_source = match bytes[10] {
             SOURCE_KEY => {
                 if bytes[12..HEADER_BYTES].iter().any(|&b| b != 0) {
-                    return Err(FormatError::DamagedHeader("key-derivation fields are set for a file encrypted with a key"));
+                    return Err(FormatError::DamagedHeader(
+                        "key-derivation fields are set for a file encrypted with a key",
+                    ));
                 }
                 KeySource::Key
             }
             SOURCE_ARGON2ID => {
-                let params = Argon2Params { memory_kib: word(12), passes: word(16), lanes: word(20) };
+                let params = Argon2Params {
+                    memory_kib: word(12),
+                    passes: word(16),
+                    lanes: word(20),
+                };
                 params.check()?;
                 let mut salt = [0u8; KDF_SALT_BYTES];
                 salt.copy_from_slice(&bytes[24..40]);
@@ -193,7 +229,11 @@ mod tests {
         let header = ParcryptHeader {
             suite: Suite::Cobblestone256,
             key_source: KeySource::Argon2id {
-                params: Argon2Params { memory_kib: 0x0001_0000, passes: 3, lanes: 4 },
+                params: Argon2Params {
+                    memory_kib: 0x0001_0000,
+                    passes: 3,
+                    lanes: 4,
+                },
                 salt: [0xaa; 16],
             },
         };
@@ -205,7 +245,10 @@ mod tests {
                 .replace(' ', "")
         );
         assert_eq!(ParcryptHeader::parse(&bytes).unwrap(), header);
-        let keyed = ParcryptHeader { suite: Suite::Cobblestone128, key_source: KeySource::Key };
+        let keyed = ParcryptHeader {
+            suite: Suite::Cobblestone128,
+            key_source: KeySource::Key,
+        };
         let bytes = keyed.to_bytes();
         assert_eq!(hex::encode(&bytes[..12]), "706172637279707401010100");
         assert!(bytes[12..].iter().all(|&b| b == 0));
@@ -214,38 +257,89 @@ mod tests {
 
     #[test]
     fn bad_headers_are_refused_with_a_reason() {
-        let good = ParcryptHeader { suite: Suite::Cobblestone128, key_source: KeySource::Argon2id { params: Argon2Params::DEFAULT, salt: [1; 16] } }.to_bytes();
-        assert!(matches!(ParcryptHeader::parse(b"hello world, this is not it at all......"), Err(FormatError::NotParcrypt)));
-        assert!(matches!(ParcryptHeader::parse(b"parc"), Err(FormatError::NotParcrypt)));
-        assert!(matches!(ParcryptHeader::parse(&good[..8]), Err(FormatError::TruncatedHeader(_))));
-        assert!(matches!(ParcryptHeader::parse(&good[..39]), Err(FormatError::TruncatedHeader(_))));
+        let good = ParcryptHeader {
+            suite: Suite::Cobblestone128,
+            key_source: KeySource::Argon2id {
+                params: Argon2Params::DEFAULT,
+                salt: [1; 16],
+            },
+        }
+        .to_bytes();
+        assert!(matches!(
+            ParcryptHeader::parse(b"hello world, this is not it at all......"),
+            Err(FormatError::NotParcrypt)
+        ));
+        assert!(matches!(
+            ParcryptHeader::parse(b"parc"),
+            Err(FormatError::NotParcrypt)
+        ));
+        assert!(matches!(
+            ParcryptHeader::parse(&good[..8]),
+            Err(FormatError::TruncatedHeader(_))
+        ));
+        assert!(matches!(
+            ParcryptHeader::parse(&good[..39]),
+            Err(FormatError::TruncatedHeader(_))
+        ));
         let mut newer = good;
         newer[8] = 2;
-        assert!(matches!(ParcryptHeader::parse(&newer[..9]), Err(FormatError::UnsupportedVersion(2))));
+        assert!(matches!(
+            ParcryptHeader::parse(&newer[..9]),
+            Err(FormatError::UnsupportedVersion(2))
+        ));
         for (offset, value) in [(9usize, 3u8), (10, 0), (10, 3), (11, 1)] {
             let mut bad = good;
             bad[offset] = value;
-            assert!(matches!(ParcryptHeader::parse(&bad), Err(FormatError::DamagedHeader(_))), "{offset}");
+            assert!(
+                matches!(
+                    ParcryptHeader::parse(&bad),
+                    Err(FormatError::DamagedHeader(_))
+                ),
+                "{offset}"
+            );
         }
         // Costs a malicious header could use to exhaust the reader.
         for (offset, value) in [(12usize, 0xffu8), (16, 0x10), (20, 0x10), (23, 0), (19, 0)] {
             let mut bad = good;
             bad[offset] = value;
-            assert!(matches!(ParcryptHeader::parse(&bad), Err(FormatError::KdfLimits(_))), "{offset}");
+            assert!(
+                matches!(ParcryptHeader::parse(&bad), Err(FormatError::KdfLimits(_))),
+                "{offset}"
+            );
         }
-        let mut keyed = ParcryptHeader { suite: Suite::Cobblestone128, key_source: KeySource::Key }.to_bytes();
+        let mut keyed = ParcryptHeader {
+            suite: Suite::Cobblestone128,
+            key_source: KeySource::Key,
+        }
+        .to_bytes();
         keyed[30] = 1;
-        assert!(matches!(ParcryptHeader::parse(&keyed), Err(FormatError::DamagedHeader(_))));
+        assert!(matches!(
+            ParcryptHeader::parse(&keyed),
+            Err(FormatError::DamagedHeader(_))
+        ));
     }
 
     #[test]
     fn argon2id_matches_the_reference_implementation() {
         // phc-winner-argon2 src/test.c, argon2id v1.3: t=2, m=2^16 KiB, p=1, "password",
         // "somesalt", 32-byte output.
-        let params = Argon2Params { memory_kib: 1 << 16, passes: 2, lanes: 1 };
+        let params = Argon2Params {
+            memory_kib: 1 << 16,
+            passes: 2,
+            lanes: 1,
+        };
         let key = params.derive(b"password", b"somesalt", 32).unwrap();
-        assert_eq!(hex::encode(&*key), "09316115d5cf24ed5a15a31a3ba326e5cf32edc24702987c02b6566f61913cf7");
-        let too_much = Argon2Params { memory_kib: Argon2Params::MAX_MEMORY_KIB + 1, ..params };
-        assert!(matches!(too_much.derive(b"password", b"somesalt", 32), Err(FormatError::KdfLimits(_))));
+        assert_eq!(
+            hex::encode(&*key),
+            "09316115d5cf24ed5a15a31a3ba326e5cf32edc24702987c02b6566f61913cf7"
+        );
+        let too_much = Argon2Params {
+            memory_kib: Argon2Params::MAX_MEMORY_KIB + 1,
+            ..params
+        };
+        assert!(matches!(
+            too_much.derive(b"password", b"somesalt", 32),
+            Err(FormatError::KdfLimits(_))
+        ));
     }
 }

@@ -19,9 +19,9 @@
 pub mod chunks;
 pub mod cobblestone;
 pub mod error;
-pub mod gpu_chunks;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod gpu_chunks;
 pub mod header;
 pub mod message;
 pub mod range;
@@ -49,7 +49,9 @@ pub fn encrypt(
     options: &StreamOptions<'_>,
 ) -> Result<u64, FormatError> {
     let (envelope, keys) = Envelope::create(setup, secret)?;
-    writer.write_all(&envelope.to_bytes()).map_err(FormatError::Write)?;
+    writer
+        .write_all(&envelope.to_bytes())
+        .map_err(FormatError::Write)?;
     stream::encrypt_chunks(batcher, &keys, reader, writer, options)
 }
 

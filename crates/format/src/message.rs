@@ -29,7 +29,9 @@ impl std::str::FromStr for Format {
         match name.to_ascii_lowercase().as_str() {
             "parcrypt" => Ok(Format::Parcrypt),
             "cobblestone" => Ok(Format::Cobblestone),
-            _ => Err(format!("unknown format '{name}' (choose parcrypt or cobblestone)")),
+            _ => Err(format!(
+                "unknown format '{name}' (choose parcrypt or cobblestone)"
+            )),
         }
     }
 }
@@ -64,7 +66,12 @@ pub struct Setup<'a> {
 
 impl Default for Setup<'_> {
     fn default() -> Self {
-        Setup { format: Format::Parcrypt, suite: Suite::Cobblestone128, context: b"", argon2: Argon2Params::DEFAULT }
+        Setup {
+            format: Format::Parcrypt,
+            suite: Suite::Cobblestone128,
+            context: b"",
+            argon2: Argon2Params::DEFAULT,
+        }
     }
 }
 
@@ -78,9 +85,14 @@ pub struct Salts {
 impl Salts {
     /// Fresh salts from the operating system's generator.
     pub fn random() -> Result<Salts, FormatError> {
-        let mut salts = Salts { cobblestone: [0; SALT_BYTES], argon2: [0; KDF_SALT_BYTES] };
-        getrandom::fill(&mut salts.cobblestone).map_err(|error| FormatError::Random(error.to_string()))?;
-        getrandom::fill(&mut salts.argon2).map_err(|error| FormatError::Random(error.to_string()))?;
+        let mut salts = Salts {
+            cobblestone: [0; SALT_BYTES],
+            argon2: [0; KDF_SALT_BYTES],
+        };
+        getrandom::fill(&mut salts.cobblestone)
+            .map_err(|error| FormatError::Random(error.to_string()))?;
+        getrandom::fill(&mut salts.argon2)
+            .map_err(|error| FormatError::Random(error.to_string()))?;
         Ok(salts)
     }
 }
@@ -88,13 +100,20 @@ impl Salts {
 impl Envelope {
     /// Sets up a new message with random salts: returns its envelope (to be written before
     /// the chunks) and the keys to seal the chunks with.
-    pub fn create(setup: &Setup<'_>, secret: Secret<'_>) -> Result<(Envelope, MessageKeys), FormatError> {
+    pub fn create(
+        setup: &Setup<'_>,
+        secret: Secret<'_>,
+    ) -> Result<(Envelope, MessageKeys), FormatError> {
         Self::create_with_salts(setup, secret, Salts::random()?)
     }
 
     /// [`Envelope::create`] with given salts. A salt must never repeat under one key: this
     /// exists for known-answer tests (Wycheproof's vectors) and reproducible comparisons.
-    pub fn create_with_salts(setup: &Setup<'_>, secret: Secret<'_>, salts: Salts) -> Result<(Envelope, MessageKeys), FormatError> {
+    pub fn create_with_salts(
+        setup: &Setup<'_>,
+        secret: Secret<'_>,
+        salts: Salts,
+    ) -> Result<(Envelope, MessageKeys), FormatError> {
         let header = match (setup.format, secret) {
             (Format::Cobblestone, Secret::Passphrase(_)) => {
                 return Err(FormatError::Kdf(
@@ -114,7 +133,11 @@ impl Envelope {
                 })
             }
         };
-        let mut envelope = Envelope { header, salt: salts.cobblestone, commitment: [0; COMMITMENT_BYTES] };
+        let mut envelope = Envelope {
+            header,
+            salt: salts.cobblestone,
+            commitment: [0; COMMITMENT_BYTES],
+        };
         let keys = envelope.derive(setup.suite, secret, setup.context)?;
         envelope.commitment = *keys.commitment();
         Ok((envelope, keys))
@@ -123,7 +146,11 @@ impl Envelope {
     /// Reads an envelope from the start of a file. With [`Format::Parcrypt`], input that
     /// does not start with the parcrypt magic is [`FormatError::NotParcrypt`].
     pub fn read(format: Format, reader: &mut dyn Read) -> Result<Envelope, FormatError> {
-        let header_bytes = if format == Format::Parcrypt { HEADER_BYTES } else { 0 };
+        let header_bytes = if format == Format::Parcrypt {
+            HEADER_BYTES
+        } else {
+            0
+        };
         let mut bytes = [0u8; HEADER_BYTES + PREFIX_BYTES];
         let wanted = header_bytes + PREFIX_BYTES;
         let got = read_up_to(reader, &mut bytes[..wanted])?;
@@ -146,7 +173,11 @@ impl Envelope {
         salt.copy_from_slice(&rest[..SALT_BYTES]);
         let mut commitment = [0u8; COMMITMENT_BYTES];
         commitment.copy_from_slice(&rest[SALT_BYTES..PREFIX_BYTES]);
-        let envelope = Envelope { header, salt, commitment };
+        let envelope = Envelope {
+            header,
+            salt,
+            commitment,
+        };
         let length = envelope.len();
         Ok((envelope, length))
     }
@@ -165,7 +196,12 @@ impl Envelope {
     /// Bytes before chunk 0.
     #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {
-        PREFIX_BYTES + if self.header.is_some() { HEADER_BYTES } else { 0 }
+        PREFIX_BYTES
+            + if self.header.is_some() {
+                HEADER_BYTES
+            } else {
+                0
+            }
     }
 
     pub fn header(&self) -> Option<&ParcryptHeader> {
@@ -174,7 +210,13 @@ impl Envelope {
 
     /// Whether unlocking takes a passphrase (rather than a key).
     pub fn needs_passphrase(&self) -> bool {
-        matches!(self.header, Some(ParcryptHeader { key_source: KeySource::Argon2id { .. }, .. }))
+        matches!(
+            self.header,
+            Some(ParcryptHeader {
+                key_source: KeySource::Argon2id { .. },
+                ..
+            })
+        )
     }
 
     /// Derives the message keys from `secret` and `context` and checks the commitment.
@@ -190,10 +232,19 @@ impl Envelope {
 
     /// [`Envelope::unlock`] for a bare Cobblestone message of a known suite (a key of the
     /// other suite's length is refused rather than tried).
-    pub fn unlock_as(&self, suite: Suite, secret: Secret<'_>, context: &[u8]) -> Result<MessageKeys, FormatError> {
+    pub fn unlock_as(
+        &self,
+        suite: Suite,
+        secret: Secret<'_>,
+        context: &[u8],
+    ) -> Result<MessageKeys, FormatError> {
         if let Some(header) = &self.header {
             if header.suite != suite {
-                return Err(FormatError::KeySuiteMismatch { suite: header.suite.name(), expected: header.suite.key_bytes(), got: suite.key_bytes() });
+                return Err(FormatError::KeySuiteMismatch {
+                    suite: header.suite.name(),
+                    expected: header.suite.key_bytes(),
+                    got: suite.key_bytes(),
+                });
             }
         }
         let keys = self.derive(suite, secret, context)?;
@@ -201,21 +252,46 @@ impl Envelope {
         Ok(keys)
     }
 
-    fn derive(&self, suite: Suite, secret: Secret<'_>, context: &[u8]) -> Result<MessageKeys, FormatError> {
+    fn derive(
+        &self,
+        suite: Suite,
+        secret: Secret<'_>,
+        context: &[u8],
+    ) -> Result<MessageKeys, FormatError> {
         let input_key: Zeroizing<Vec<u8>> = match (&self.header, secret) {
-            (None, Secret::Key(key)) | (Some(ParcryptHeader { key_source: KeySource::Key, .. }), Secret::Key(key)) => {
+            (None, Secret::Key(key))
+            | (
+                Some(ParcryptHeader {
+                    key_source: KeySource::Key,
+                    ..
+                }),
+                Secret::Key(key),
+            ) => {
                 suite.check_key(key)?;
                 Zeroizing::new(key.to_vec())
             }
-            (Some(ParcryptHeader { key_source: KeySource::Argon2id { params, salt }, .. }), Secret::Passphrase(passphrase)) => {
-                params.derive(passphrase, salt, suite.key_bytes())?
-            }
-            (Some(ParcryptHeader { key_source: KeySource::Key, .. }), Secret::Passphrase(_)) | (None, Secret::Passphrase(_)) => {
-                return Err(FormatError::NeedsKey)
-            }
-            (Some(ParcryptHeader { key_source: KeySource::Argon2id { .. }, .. }), Secret::Key(_)) => {
-                return Err(FormatError::NeedsPassphrase)
-            }
+            (
+                Some(ParcryptHeader {
+                    key_source: KeySource::Argon2id { params, salt },
+                    ..
+                }),
+                Secret::Passphrase(passphrase),
+            ) => params.derive(passphrase, salt, suite.key_bytes())?,
+            (
+                Some(ParcryptHeader {
+                    key_source: KeySource::Key,
+                    ..
+                }),
+                Secret::Passphrase(_),
+            )
+            | (None, Secret::Passphrase(_)) => return Err(FormatError::NeedsKey),
+            (
+                Some(ParcryptHeader {
+                    key_source: KeySource::Argon2id { .. },
+                    ..
+                }),
+                Secret::Key(_),
+            ) => return Err(FormatError::NeedsPassphrase),
         };
         // The header is bound into the context, so no byte of it can change unnoticed.
         let mut full_context = Vec::with_capacity(HEADER_BYTES + context.len());
@@ -245,38 +321,79 @@ pub(crate) fn read_up_to(reader: &mut dyn Read, buffer: &mut [u8]) -> Result<usi
 mod tests {
     use super::*;
 
-    const CHEAP: Argon2Params = Argon2Params { memory_kib: 64, passes: 1, lanes: 1 };
+    const CHEAP: Argon2Params = Argon2Params {
+        memory_kib: 64,
+        passes: 1,
+        lanes: 1,
+    };
 
     #[test]
     fn envelopes_round_trip_and_check_the_secret() {
         let key = [5u8; 16];
         for format in [Format::Parcrypt, Format::Cobblestone] {
-            let setup = Setup { format, argon2: CHEAP, context: b"ctx", ..Setup::default() };
+            let setup = Setup {
+                format,
+                argon2: CHEAP,
+                context: b"ctx",
+                ..Setup::default()
+            };
             let (envelope, keys) = Envelope::create(&setup, Secret::Key(&key)).unwrap();
             let bytes = envelope.to_bytes();
             assert_eq!(bytes.len(), envelope.len());
             let read = Envelope::read(format, &mut &bytes[..]).unwrap();
             assert_eq!(read, envelope);
-            assert_eq!(read.unlock(Secret::Key(&key), b"ctx").unwrap().key(), keys.key());
-            assert!(matches!(read.unlock(Secret::Key(&[6u8; 16]), b"ctx"), Err(FormatError::WrongKey)));
-            assert!(matches!(read.unlock(Secret::Key(&key), b"ctY"), Err(FormatError::WrongKey)));
-            assert!(matches!(read.unlock(Secret::Key(&[5u8; 32]), b"ctx"), Err(FormatError::KeySuiteMismatch { .. } | FormatError::WrongKey)));
+            assert_eq!(
+                read.unlock(Secret::Key(&key), b"ctx").unwrap().key(),
+                keys.key()
+            );
+            assert!(matches!(
+                read.unlock(Secret::Key(&[6u8; 16]), b"ctx"),
+                Err(FormatError::WrongKey)
+            ));
+            assert!(matches!(
+                read.unlock(Secret::Key(&key), b"ctY"),
+                Err(FormatError::WrongKey)
+            ));
+            assert!(matches!(
+                read.unlock(Secret::Key(&[5u8; 32]), b"ctx"),
+                Err(FormatError::KeySuiteMismatch { .. } | FormatError::WrongKey)
+            ));
             assert!(!read.needs_passphrase());
         }
-        let setup = Setup { argon2: CHEAP, ..Setup::default() };
+        let setup = Setup {
+            argon2: CHEAP,
+            ..Setup::default()
+        };
         let (envelope, _) = Envelope::create(&setup, Secret::Passphrase(b"correct horse")).unwrap();
         assert!(envelope.needs_passphrase());
-        assert!(envelope.unlock(Secret::Passphrase(b"correct horse"), b"").is_ok());
-        assert!(matches!(envelope.unlock(Secret::Passphrase(b"correct horsE"), b""), Err(FormatError::WrongKey)));
-        assert!(matches!(envelope.unlock(Secret::Key(&key), b""), Err(FormatError::NeedsPassphrase)));
-        assert!(matches!(Envelope::create(&setup, Secret::Passphrase(b"")), Err(FormatError::EmptyPassphrase)));
-        let bare = Setup { format: Format::Cobblestone, ..setup };
+        assert!(envelope
+            .unlock(Secret::Passphrase(b"correct horse"), b"")
+            .is_ok());
+        assert!(matches!(
+            envelope.unlock(Secret::Passphrase(b"correct horsE"), b""),
+            Err(FormatError::WrongKey)
+        ));
+        assert!(matches!(
+            envelope.unlock(Secret::Key(&key), b""),
+            Err(FormatError::NeedsPassphrase)
+        ));
+        assert!(matches!(
+            Envelope::create(&setup, Secret::Passphrase(b"")),
+            Err(FormatError::EmptyPassphrase)
+        ));
+        let bare = Setup {
+            format: Format::Cobblestone,
+            ..setup
+        };
         assert!(Envelope::create(&bare, Secret::Passphrase(b"x")).is_err());
     }
 
     #[test]
     fn every_header_byte_is_bound_to_the_key() {
-        let setup = Setup { argon2: CHEAP, ..Setup::default() };
+        let setup = Setup {
+            argon2: CHEAP,
+            ..Setup::default()
+        };
         let (envelope, _) = Envelope::create(&setup, Secret::Passphrase(b"pass")).unwrap();
         let bytes = envelope.to_bytes();
         for position in 0..bytes.len() {
@@ -287,18 +404,40 @@ mod tests {
                     Err(_) => true,
                     Ok((changed, _)) => changed.unlock(Secret::Passphrase(b"pass"), b"").is_err(),
                 };
-                assert!(refused, "flipping bit {bit:#x} of byte {position} went unnoticed");
+                assert!(
+                    refused,
+                    "flipping bit {bit:#x} of byte {position} went unnoticed"
+                );
             }
         }
     }
 
     #[test]
     fn short_or_foreign_input_is_named() {
-        assert!(matches!(Envelope::read(Format::Parcrypt, &mut &b"PK\x03\x04 a zip file"[..]), Err(FormatError::NotParcrypt)));
-        assert!(matches!(Envelope::read(Format::Parcrypt, &mut &b""[..]), Err(FormatError::NotParcrypt)));
-        assert!(matches!(Envelope::read(Format::Cobblestone, &mut &[0u8; 55][..]), Err(FormatError::TruncatedHeader(_))));
-        let (envelope, _) = Envelope::create(&Setup { argon2: CHEAP, ..Setup::default() }, Secret::Key(&[1; 16])).unwrap();
+        assert!(matches!(
+            Envelope::read(Format::Parcrypt, &mut &b"PK\x03\x04 a zip file"[..]),
+            Err(FormatError::NotParcrypt)
+        ));
+        assert!(matches!(
+            Envelope::read(Format::Parcrypt, &mut &b""[..]),
+            Err(FormatError::NotParcrypt)
+        ));
+        assert!(matches!(
+            Envelope::read(Format::Cobblestone, &mut &[0u8; 55][..]),
+            Err(FormatError::TruncatedHeader(_))
+        ));
+        let (envelope, _) = Envelope::create(
+            &Setup {
+                argon2: CHEAP,
+                ..Setup::default()
+            },
+            Secret::Key(&[1; 16]),
+        )
+        .unwrap();
         let bytes = envelope.to_bytes();
-        assert!(matches!(Envelope::read(Format::Parcrypt, &mut &bytes[..60]), Err(FormatError::TruncatedHeader(_))));
+        assert!(matches!(
+            Envelope::read(Format::Parcrypt, &mut &bytes[..60]),
+            Err(FormatError::TruncatedHeader(_))
+        ));
     }
 }

@@ -417,8 +417,8 @@ where
         let write_time = stages.map(|stages| &stages.write_nanos);
         let process_time = stages.map(|stages| &stages.process_nanos);
         scope.spawn(move || read_stage(reader, fill, free_receiver, filled_sender, read_time));
-        let writer_thread = scope
-            .spawn(move || write_stage(writer, processed_receiver, free_sender, write_time));
+        let writer_thread =
+            scope.spawn(move || write_stage(writer, processed_receiver, free_sender, write_time));
 
         let outcome = (|| -> Result<(), FormatError> {
             for message in filled_receiver.iter() {

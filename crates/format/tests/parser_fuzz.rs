@@ -12,35 +12,70 @@ use rand::rngs::StdRng;
 use rand::{Rng, RngExt, SeedableRng};
 
 fn budget() -> Duration {
-    let seconds = std::env::var("PARCRYPT_FUZZ_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(3.0);
+    let seconds = std::env::var("PARCRYPT_FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3.0);
     Duration::from_secs_f64(seconds)
 }
 
 fn seeded(test: &str) -> StdRng {
-    let seed = std::env::var("PARCRYPT_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(rand::random::<u64>);
+    let seed = std::env::var("PARCRYPT_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random::<u64>);
     eprintln!("{test}: PARCRYPT_TEST_SEED={seed}");
     StdRng::seed_from_u64(seed)
 }
 
 /// The inputs cargo-fuzz found interesting and kept, so the stable suite replays them.
 fn corpus(target: &str) -> Vec<Vec<u8>> {
-    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target);
-    let Ok(entries) = std::fs::read_dir(&folder) else { return Vec::new() };
-    entries.filter_map(|entry| std::fs::read(entry.ok()?.path()).ok()).collect()
+    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(target);
+    let Ok(entries) = std::fs::read_dir(&folder) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| std::fs::read(entry.ok()?.path()).ok())
+        .collect()
 }
 
 /// Starting points that get past the first checks: valid envelopes of every kind.
 fn seeds() -> Vec<Vec<u8>> {
-    let cheap = Argon2Params { memory_kib: 8, passes: 1, lanes: 1 };
+    let cheap = Argon2Params {
+        memory_kib: 8,
+        passes: 1,
+        lanes: 1,
+    };
     let mut seeds = Vec::new();
     for suite in Suite::ALL {
         for format in [Format::Parcrypt, Format::Cobblestone] {
-            let setup = Setup { format, suite, argon2: cheap, ..Setup::default() };
+            let setup = Setup {
+                format,
+                suite,
+                argon2: cheap,
+                ..Setup::default()
+            };
             let key = vec![3u8; suite.key_bytes()];
-            seeds.push(Envelope::create(&setup, Secret::Key(&key)).unwrap().0.to_bytes());
+            seeds.push(
+                Envelope::create(&setup, Secret::Key(&key))
+                    .unwrap()
+                    .0
+                    .to_bytes(),
+            );
         }
-        let setup = Setup { suite, argon2: cheap, ..Setup::default() };
-        seeds.push(Envelope::create(&setup, Secret::Passphrase(b"pass")).unwrap().0.to_bytes());
+        let setup = Setup {
+            suite,
+            argon2: cheap,
+            ..Setup::default()
+        };
+        seeds.push(
+            Envelope::create(&setup, Secret::Passphrase(b"pass"))
+                .unwrap()
+                .0
+                .to_bytes(),
+        );
     }
     seeds
 }

@@ -108,7 +108,7 @@ fn read_range(
     let options = StreamOptions {
         batch_chunks,
         progress: None,
-            ..StreamOptions::default()
+        ..StreamOptions::default()
     };
     let result = decrypt_range(
         batcher.as_ref(),

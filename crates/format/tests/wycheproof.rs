@@ -11,7 +11,9 @@ use parcrypt_engine::{Backend, Engine};
 use parcrypt_format::cobblestone::SALT_BYTES;
 use parcrypt_format::range::{decrypt_range, Bound, ByteRange};
 use parcrypt_format::stream::{decrypt_chunks, encrypt_chunks};
-use parcrypt_format::{CpuChunks, Envelope, Format, FormatError, Salts, Secret, Setup, StreamOptions, Suite};
+use parcrypt_format::{
+    CpuChunks, Envelope, Format, FormatError, Salts, Secret, Setup, StreamOptions, Suite,
+};
 use serde_json::Value;
 use sha2::{Digest, Sha512};
 
@@ -39,14 +41,18 @@ impl Vector {
 }
 
 fn load(file: &str) -> (Suite, Vec<Vector>) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/wycheproof").join(file);
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("vector file")).unwrap();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/vectors/wycheproof")
+        .join(file);
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("vector file")).unwrap();
     let suite = match json["algorithm"].as_str().unwrap() {
         "Cobblestone-128" => Suite::Cobblestone128,
         "Cobblestone-256" => Suite::Cobblestone256,
         other => panic!("unknown algorithm {other}"),
     };
-    let hex_field = |test: &Value, name: &str| test[name].as_str().map(|text| hex::decode(text).unwrap());
+    let hex_field =
+        |test: &Value, name: &str| test[name].as_str().map(|text| hex::decode(text).unwrap());
     let mut vectors = Vec::new();
     for group in json["testGroups"].as_array().unwrap() {
         assert_eq!(group["sha"], "SHA-512");
@@ -54,7 +60,9 @@ fn load(file: &str) -> (Suite, Vec<Vector>) {
         for test in group["tests"].as_array().unwrap() {
             // `ct` is zlib-compressed, then hex-encoded.
             let mut ciphertext = Vec::new();
-            flate2::read::ZlibDecoder::new(&hex_field(test, "ct").unwrap()[..]).read_to_end(&mut ciphertext).unwrap();
+            flate2::read::ZlibDecoder::new(&hex_field(test, "ct").unwrap()[..])
+                .read_to_end(&mut ciphertext)
+                .unwrap();
             vectors.push(Vector {
                 id: test["tcId"].as_u64().unwrap(),
                 comment: test["comment"].as_str().unwrap().to_string(),
@@ -66,11 +74,20 @@ fn load(file: &str) -> (Suite, Vec<Vector>) {
                 message_length: test["msgLength"].as_u64(),
                 message_sha512: hex_field(test, "msgSha512"),
                 valid: test["result"] == "valid",
-                flags: test["flags"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_string()).collect(),
+                flags: test["flags"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f.as_str().unwrap().to_string())
+                    .collect(),
             });
         }
     }
-    assert!(vectors.len() >= 30, "{file}: only {} vectors", vectors.len());
+    assert!(
+        vectors.len() >= 30,
+        "{file}: only {} vectors",
+        vectors.len()
+    );
     (suite, vectors)
 }
 
@@ -79,44 +96,80 @@ fn sha512(data: &[u8]) -> Vec<u8> {
 }
 
 /// Streaming decryption: returns what was written and the result.
-fn decrypt_streaming(suite: Suite, vector: &Vector, engine: &Engine, batch_chunks: usize) -> (Vec<u8>, Result<u64, FormatError>) {
+fn decrypt_streaming(
+    suite: Suite,
+    vector: &Vector,
+    engine: &Engine,
+    batch_chunks: usize,
+) -> (Vec<u8>, Result<u64, FormatError>) {
     let batcher = CpuChunks::new(engine);
     let mut output = Vec::new();
     let mut reader = &vector.ciphertext[..];
     let result = Envelope::read(Format::Cobblestone, &mut reader)
         .and_then(|envelope| envelope.unlock_as(suite, Secret::Key(&vector.key), &vector.context))
         .and_then(|keys| {
-            let options = StreamOptions { batch_chunks, progress: None, ..StreamOptions::default() };
+            let options = StreamOptions {
+                batch_chunks,
+                progress: None,
+                ..StreamOptions::default()
+            };
             decrypt_chunks(&batcher, &keys, &mut reader, &mut output, &options)
         });
     (output, result)
 }
 
-fn decrypt_by_range(suite: Suite, vector: &Vector, range: ByteRange) -> (Vec<u8>, Result<u64, FormatError>) {
+fn decrypt_by_range(
+    suite: Suite,
+    vector: &Vector,
+    range: ByteRange,
+) -> (Vec<u8>, Result<u64, FormatError>) {
     let engine = Engine::new(Backend::Seq, None).unwrap();
     let batcher = CpuChunks::new(&engine);
     let mut output = Vec::new();
     let mut reader = Cursor::new(&vector.ciphertext[..]);
     let result = Envelope::read(Format::Cobblestone, &mut reader)
-        .and_then(|envelope| envelope.unlock_as(suite, Secret::Key(&vector.key), &vector.context).map(|keys| (envelope, keys)))
+        .and_then(|envelope| {
+            envelope
+                .unlock_as(suite, Secret::Key(&vector.key), &vector.context)
+                .map(|keys| (envelope, keys))
+        })
         .and_then(|(envelope, keys)| {
-            let options = StreamOptions { batch_chunks: 3, progress: None, ..StreamOptions::default() };
-            decrypt_range(&batcher, &keys, &mut reader, envelope.len() as u64, range, &mut output, &options)
+            let options = StreamOptions {
+                batch_chunks: 3,
+                progress: None,
+                ..StreamOptions::default()
+            };
+            decrypt_range(
+                &batcher,
+                &keys,
+                &mut reader,
+                envelope.len() as u64,
+                range,
+                &mut output,
+                &options,
+            )
         });
     (output, result)
 }
 
 fn check_file(file: &str) {
     let (suite, vectors) = load(file);
-    let engines = [Engine::new(Backend::Seq, None).unwrap(), Engine::new(Backend::Pool, Some(3)).unwrap()];
+    let engines = [
+        Engine::new(Backend::Seq, None).unwrap(),
+        Engine::new(Backend::Pool, Some(3)).unwrap(),
+    ];
     for vector in &vectors {
         let name = vector.name();
         if vector.has("InvalidKeySize") {
-            assert!(matches!(suite.check_key(&vector.key), Err(FormatError::KeyLength(_))), "{name}");
+            assert!(
+                matches!(suite.check_key(&vector.key), Err(FormatError::KeyLength(_))),
+                "{name}"
+            );
         }
         if vector.has("HeaderFailure") {
             let envelope = Envelope::read(Format::Cobblestone, &mut &vector.ciphertext[..]);
-            let unlocked = envelope.and_then(|e| e.unlock_as(suite, Secret::Key(&vector.key), &vector.context));
+            let unlocked = envelope
+                .and_then(|e| e.unlock_as(suite, Secret::Key(&vector.key), &vector.context));
             assert!(unlocked.is_err(), "{name}: the header was accepted");
         }
 
@@ -124,7 +177,10 @@ fn check_file(file: &str) {
         for engine in &engines {
             for batch_chunks in [1usize, 2, 3, 1024] {
                 let (output, result) = decrypt_streaming(suite, vector, engine, batch_chunks);
-                let context = format!("{name}, {} engine, batches of {batch_chunks}", engine.backend());
+                let context = format!(
+                    "{name}, {} engine, batches of {batch_chunks}",
+                    engine.backend()
+                );
                 if vector.valid {
                     let length = result.unwrap_or_else(|error| panic!("{context}: {error}"));
                     assert_eq!(Some(length), vector.message_length, "{context}");
@@ -133,8 +189,16 @@ fn check_file(file: &str) {
                 } else {
                     assert!(result.is_err(), "{context}: accepted");
                     // Streaming may release the valid prefix, and never more.
-                    let allowed = if vector.has("PartialPlaintext") { vector.message_length.unwrap() } else { 0 };
-                    assert!(output.len() as u64 <= allowed, "{context}: released {} bytes, allowed {allowed}", output.len());
+                    let allowed = if vector.has("PartialPlaintext") {
+                        vector.message_length.unwrap()
+                    } else {
+                        0
+                    };
+                    assert!(
+                        output.len() as u64 <= allowed,
+                        "{context}: released {} bytes, allowed {allowed}",
+                        output.len()
+                    );
                     if output.len() as u64 == allowed && allowed > 0 {
                         assert_eq!(Some(sha512(&output)), vector.message_sha512, "{context}");
                     }
@@ -143,15 +207,25 @@ fn check_file(file: &str) {
         }
 
         // Random access: the whole message, and the final chunk alone (length check).
-        let whole = ByteRange { start: Bound::FromStart(0), end: None };
+        let whole = ByteRange {
+            start: Bound::FromStart(0),
+            end: None,
+        };
         let (output, result) = decrypt_by_range(suite, vector, whole);
         if vector.valid {
             result.unwrap_or_else(|error| panic!("{name}, whole range: {error}"));
-            assert_eq!(Some(sha512(&output)), vector.message_sha512, "{name}, whole range");
+            assert_eq!(
+                Some(sha512(&output)),
+                vector.message_sha512,
+                "{name}, whole range"
+            );
         } else {
             assert!(result.is_err(), "{name}, whole range: accepted");
         }
-        let length_only = ByteRange { start: Bound::FromEnd(0), end: None };
+        let length_only = ByteRange {
+            start: Bound::FromEnd(0),
+            end: None,
+        };
         let (output, result) = decrypt_by_range(suite, vector, length_only);
         assert!(output.is_empty());
         if vector.valid || vector.has("ValidFinalChunk") {
@@ -164,8 +238,11 @@ fn check_file(file: &str) {
 
         // The derivation, against the vector's AEAD key and base nonce.
         if let (Some(aead_key), Some(base_nonce)) = (&vector.aead_key, &vector.base_nonce) {
-            let envelope = Envelope::read(Format::Cobblestone, &mut &vector.ciphertext[..]).unwrap();
-            let keys = envelope.unlock_as(suite, Secret::Key(&vector.key), &vector.context).unwrap();
+            let envelope =
+                Envelope::read(Format::Cobblestone, &mut &vector.ciphertext[..]).unwrap();
+            let keys = envelope
+                .unlock_as(suite, Secret::Key(&vector.key), &vector.context)
+                .unwrap();
             assert_eq!(keys.key(), &aead_key[..], "{name}");
             assert_eq!(&keys.base_nonce()[..], &base_nonce[..], "{name}");
         }
@@ -175,15 +252,35 @@ fn check_file(file: &str) {
             let (message, _) = decrypt_streaming(suite, vector, &engines[0], 1024);
             let mut salt = [0u8; SALT_BYTES];
             salt.copy_from_slice(&vector.ciphertext[..SALT_BYTES]);
-            let setup = Setup { format: Format::Cobblestone, suite, context: &vector.context, ..Setup::default() };
+            let setup = Setup {
+                format: Format::Cobblestone,
+                suite,
+                context: &vector.context,
+                ..Setup::default()
+            };
             for engine in &engines {
-                let (envelope, keys) =
-                    Envelope::create_with_salts(&setup, Secret::Key(&vector.key), Salts { cobblestone: salt, argon2: [0; 16] }).unwrap();
+                let (envelope, keys) = Envelope::create_with_salts(
+                    &setup,
+                    Secret::Key(&vector.key),
+                    Salts {
+                        cobblestone: salt,
+                        argon2: [0; 16],
+                    },
+                )
+                .unwrap();
                 let mut sealed = envelope.to_bytes();
                 let batcher = CpuChunks::new(engine);
-                let options = StreamOptions { batch_chunks: 5, progress: None, ..StreamOptions::default() };
+                let options = StreamOptions {
+                    batch_chunks: 5,
+                    progress: None,
+                    ..StreamOptions::default()
+                };
                 encrypt_chunks(&batcher, &keys, &mut &message[..], &mut sealed, &options).unwrap();
-                assert!(sealed == vector.ciphertext, "{name}: re-encryption differs on {}", engine.backend());
+                assert!(
+                    sealed == vector.ciphertext,
+                    "{name}: re-encryption differs on {}",
+                    engine.backend()
+                );
             }
         }
     }

@@ -1616,10 +1616,18 @@ mod tests {
     fn only_faults_that_stop_the_context_count_as_dead() {
         use cudarc::driver::sys::CUresult;
         use cudarc::driver::DriverError;
-        assert!(context_is_dead(&DriverError(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS)));
-        assert!(context_is_dead(&DriverError(CUresult::CUDA_ERROR_LAUNCH_FAILED)));
-        assert!(!context_is_dead(&DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY)));
-        assert!(!context_is_dead(&DriverError(CUresult::CUDA_ERROR_NOT_READY)));
+        assert!(context_is_dead(&DriverError(
+            CUresult::CUDA_ERROR_ILLEGAL_ADDRESS
+        )));
+        assert!(context_is_dead(&DriverError(
+            CUresult::CUDA_ERROR_LAUNCH_FAILED
+        )));
+        assert!(!context_is_dead(&DriverError(
+            CUresult::CUDA_ERROR_OUT_OF_MEMORY
+        )));
+        assert!(!context_is_dead(&DriverError(
+            CUresult::CUDA_ERROR_NOT_READY
+        )));
     }
 
     #[test]

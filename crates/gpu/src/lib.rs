@@ -259,7 +259,9 @@ impl GpuDevice for OpenClDevice {
         runs: usize,
     ) -> Result<Vec<Duration>, GpuError> {
         (0..runs)
-            .map(|_| OpenClDevice::process_timed(self, key, operation, data).map(|(kernel, _)| kernel))
+            .map(|_| {
+                OpenClDevice::process_timed(self, key, operation, data).map(|(kernel, _)| kernel)
+            })
             .collect()
     }
 

@@ -221,7 +221,12 @@ impl TuneTable {
             KernelOperation::EcbDecrypt => KernelOperation::CbcDecrypt,
             KernelOperation::CbcDecrypt => KernelOperation::EcbDecrypt,
         };
-        let key = |operation| (algorithm.name().to_string(), operation_name(operation).to_string());
+        let key = |operation| {
+            (
+                algorithm.name().to_string(),
+                operation_name(operation).to_string(),
+            )
+        };
         let sizes = self
             .index
             .get(&key(operation))
@@ -305,7 +310,10 @@ impl TuneTable {
                 path.display()
             ))
         };
-        if let Some(directory) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        if let Some(directory) = path
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+        {
             fs::create_dir_all(directory).map_err(failed)?;
         }
         let text = serde_json::to_string_pretty(self)
@@ -388,7 +396,11 @@ mod tests {
     }
 
     fn point(bytes: u64, cpu_seconds: f64, gpu_seconds: f64) -> CrossoverPoint {
-        CrossoverPoint { bytes, cpu_seconds, gpu_seconds }
+        CrossoverPoint {
+            bytes,
+            cpu_seconds,
+            gpu_seconds,
+        }
     }
 
     fn table() -> TuneTable {
@@ -396,7 +408,10 @@ mod tests {
         TuneTable::new(
             "opencl",
             "opencl #0 test device".into(),
-            LaunchGeometry { threads_per_group: 256, blocks_per_thread: 16 },
+            LaunchGeometry {
+                threads_per_group: 256,
+                blocks_per_thread: 16,
+            },
             vec![
                 shape("aes-128", "ctr", 64, 64),
                 shape("aes-128", "ctr", 4096, 128),
@@ -436,9 +451,15 @@ mod tests {
         assert_eq!(geometry(1 << 30), Some(512));
         assert_eq!(
             table.geometry_for(Algorithm::Aes128, KernelOperation::EcbDecrypt, 1 << 30),
-            Some(LaunchGeometry { threads_per_group: 96, blocks_per_thread: 2 })
+            Some(LaunchGeometry {
+                threads_per_group: 96,
+                blocks_per_thread: 2
+            })
         );
-        assert_eq!(table.geometry_for(Algorithm::Aes256, KernelOperation::Ctr, 64), None);
+        assert_eq!(
+            table.geometry_for(Algorithm::Aes256, KernelOperation::Ctr, 64),
+            None
+        );
         // Untuned operations borrow their sibling's shapes.
         assert_eq!(
             table.geometry_for(Algorithm::Aes128, KernelOperation::EcbEncrypt, 1 << 30),
@@ -456,7 +477,10 @@ mod tests {
         let ctr: CipherSpec = "aes-128-ctr".parse().unwrap();
         let crossover = table.crossover(ctr, Direction::Encrypt).unwrap();
         assert_eq!(crossover.gpu_from_bytes, Some(1 << 24));
-        assert!(crossover.points.windows(2).all(|pair| pair[0].bytes < pair[1].bytes));
+        assert!(crossover
+            .points
+            .windows(2)
+            .all(|pair| pair[0].bytes < pair[1].bytes));
         assert!(!table.gpu_wins(ctr, Direction::Encrypt, 1 << 14));
         assert!(!table.gpu_wins(ctr, Direction::Encrypt, (1 << 24) - 1));
         assert!(table.gpu_wins(ctr, Direction::Encrypt, 1 << 24));
@@ -470,16 +494,30 @@ mod tests {
         let gcm: CipherSpec = "aes-128-gcm".parse().unwrap();
         assert!(!table.gpu_ever_wins(gcm, Direction::Encrypt));
 
-        let never = Crossover::new(ctr, Direction::Encrypt, vec![point(1, 1.0, 0.5), point(2, 1.0, 1.0)]);
-        assert_eq!(never.gpu_from_bytes, None, "a tie at the largest size is not a GPU win");
-        assert_eq!(Crossover::new(ctr, Direction::Encrypt, Vec::new()).gpu_from_bytes, None);
+        let never = Crossover::new(
+            ctr,
+            Direction::Encrypt,
+            vec![point(1, 1.0, 0.5), point(2, 1.0, 1.0)],
+        );
+        assert_eq!(
+            never.gpu_from_bytes, None,
+            "a tie at the largest size is not a GPU win"
+        );
+        assert_eq!(
+            Crossover::new(ctr, Direction::Encrypt, Vec::new()).gpu_from_bytes,
+            None
+        );
     }
 
     #[test]
     fn tables_survive_a_round_trip_through_their_file() {
         let directory = tempfile::tempdir().unwrap();
         let path = tune_file(directory.path(), "opencl", "opencl #0 test device");
-        assert!(path.file_name().unwrap().to_string_lossy().starts_with("opencl-"));
+        assert!(path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("opencl-"));
         assert!(!any_tune_file(directory.path(), "opencl"));
         assert_eq!(TuneTable::load(&path).unwrap(), None);
         let table = table();
@@ -494,7 +532,10 @@ mod tests {
             table.geometry_for(Algorithm::Aes128, KernelOperation::Ctr, 1 << 20)
         );
         // Another device gets another file.
-        assert_ne!(path, tune_file(directory.path(), "opencl", "opencl #0 other device"));
+        assert_ne!(
+            path,
+            tune_file(directory.path(), "opencl", "opencl #0 other device")
+        );
         // No temporary file is left behind.
         assert_eq!(fs::read_dir(directory.path()).unwrap().count(), 1);
     }
@@ -505,7 +546,10 @@ mod tests {
         let path = directory.path().join("opencl-0.json");
         fs::write(&path, "{ not json").unwrap();
         let error = TuneTable::load(&path).unwrap_err().to_string();
-        assert!(error.contains("damaged") && error.contains("parcrypt tune"), "{error}");
+        assert!(
+            error.contains("damaged") && error.contains("parcrypt tune"),
+            "{error}"
+        );
         let mut table = table();
         table.format = TUNE_FORMAT + 1;
         fs::write(&path, serde_json::to_string(&table).unwrap()).unwrap();

@@ -148,7 +148,9 @@ fn slabs_chain_counters_and_cbc_blocks_across_every_stream() {
         slab_bytes: cases::TEST_SLAB_BYTES,
         ..OpenOptions::default()
     };
-    let Some(device) = cases::open_cuda(&options) else { return };
+    let Some(device) = cases::open_cuda(&options) else {
+        return;
+    };
     assert_eq!(device.slab_bytes(), cases::TEST_SLAB_BYTES);
     cases::slab_edge_cases(through(&device, &PATHS));
 }
@@ -167,7 +169,9 @@ fn ctr_segment_slabs_are_cut_between_segments_on_every_stream() {
         slab_bytes: cases::TEST_SLAB_BYTES,
         ..OpenOptions::default()
     };
-    let Some(device) = cases::open_cuda(&options) else { return };
+    let Some(device) = cases::open_cuda(&options) else {
+        return;
+    };
     cases::ctr_segment_slab_cases(through(&device, &PATHS));
     cases::segments_longer_than_a_slab_are_refused(|key, operation, data| {
         device.process(key, operation, data)
@@ -204,7 +208,9 @@ fn per_lane_static_and_reduced_table_layouts_match_the_cpu() {
             table_copies: Some(copies),
             ..OpenOptions::default()
         };
-        let Some(device) = cases::open_cuda(&options) else { return };
+        let Some(device) = cases::open_cuda(&options) else {
+            return;
+        };
         assert_eq!(device.table_copies(), copies);
         assert_eq!(
             device.kernel_variant(),
@@ -353,7 +359,9 @@ fn ghash_slabs_of_whole_segments_match_the_cpu() {
         slab_bytes: cases::TEST_SLAB_BYTES,
         ..OpenOptions::default()
     };
-    let Some(device) = cases::open_cuda(&options) else { return };
+    let Some(device) = cases::open_cuda(&options) else {
+        return;
+    };
     cases::ghash_cases(
         0x736c_6162,
         &[16, 48, 1024, 4096],

@@ -78,7 +78,9 @@ fn slabs_chain_counters_and_cbc_blocks_across_both_queues() {
         slab_bytes: cases::TEST_SLAB_BYTES,
         ..OpenOptions::default()
     };
-    let Some(device) = cases::open_opencl(&options) else { return };
+    let Some(device) = cases::open_opencl(&options) else {
+        return;
+    };
     assert_eq!(device.slab_bytes(), cases::TEST_SLAB_BYTES);
     cases::slab_edge_cases(on(&device));
 }
@@ -97,7 +99,9 @@ fn ctr_segment_slabs_are_cut_between_segments() {
         slab_bytes: cases::TEST_SLAB_BYTES,
         ..OpenOptions::default()
     };
-    let Some(device) = cases::open_opencl(&options) else { return };
+    let Some(device) = cases::open_opencl(&options) else {
+        return;
+    };
     cases::ctr_segment_slab_cases(on(&device));
     cases::segments_longer_than_a_slab_are_refused(|key, operation, data| {
         device.process(key, operation, data)
@@ -135,7 +139,9 @@ fn per_lane_and_reduced_table_layouts_match_the_cpu() {
             table_copies: Some(copies),
             ..OpenOptions::default()
         };
-        let Some(device) = cases::open_opencl(&options) else { return };
+        let Some(device) = cases::open_opencl(&options) else {
+            return;
+        };
         assert_eq!(device.table_copies(), copies);
         cases::table_layout_cases(copies, on(&device));
     }
@@ -184,7 +190,11 @@ fn compiled_kernels_are_cached_and_a_damaged_cache_is_recompiled() {
     if shared_device().is_none() {
         return;
     }
-    cases::kernel_cache_cases(cases::open_opencl, OpenClDevice::program_origin, assert_same);
+    cases::kernel_cache_cases(
+        cases::open_opencl,
+        OpenClDevice::program_origin,
+        assert_same,
+    );
 }
 
 #[test]
@@ -226,7 +236,9 @@ fn ghash_slabs_of_whole_segments_alternate_queues() {
         slab_bytes: cases::TEST_SLAB_BYTES,
         ..OpenOptions::default()
     };
-    let Some(device) = cases::open_opencl(&options) else { return };
+    let Some(device) = cases::open_opencl(&options) else {
+        return;
+    };
     // 4144-byte slabs: 4096 bytes of 1024- or 4096-byte segments, 4128 of 48-byte ones.
     cases::ghash_cases(
         0x736c_6162,
@@ -251,7 +263,9 @@ fn timed_calls_give_the_same_bytes_and_a_kernel_time_within_the_wall_time() {
         slab_bytes: cases::TEST_SLAB_BYTES,
         ..OpenOptions::default()
     };
-    let Some(device) = cases::open_opencl(&options) else { return };
+    let Some(device) = cases::open_opencl(&options) else {
+        return;
+    };
     let key = parcrypt_gpu::KeyMaterial::new(Algorithm::Aes128, &[3u8; 16]).unwrap();
     let data: Vec<u8> = (0..5 * cases::TEST_SLAB_BYTES + 48)
         .map(|index| (index * 31 % 251) as u8)

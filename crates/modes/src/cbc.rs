@@ -14,7 +14,11 @@ const DECRYPT_BATCH_BLOCKS: usize = 256;
 pub fn encrypt(cipher: &dyn BlockCipher, chain: &mut [u8], data: &mut [u8]) {
     let block_size = cipher.block_size();
     assert_eq!(chain.len(), block_size);
-    assert_eq!(data.len() % block_size, 0, "CBC input is not a whole number of blocks");
+    assert_eq!(
+        data.len() % block_size,
+        0,
+        "CBC input is not a whole number of blocks"
+    );
     if cipher.cbc_encrypt(chain, data) {
         return;
     }
@@ -30,7 +34,11 @@ pub fn encrypt(cipher: &dyn BlockCipher, chain: &mut [u8], data: &mut [u8]) {
 pub fn decrypt(cipher: &dyn BlockCipher, previous: &[u8], data: &mut [u8]) {
     let block_size = cipher.block_size();
     assert_eq!(previous.len(), block_size);
-    assert_eq!(data.len() % block_size, 0, "CBC input is not a whole number of blocks");
+    assert_eq!(
+        data.len() % block_size,
+        0,
+        "CBC input is not a whole number of blocks"
+    );
     if cipher.cbc_decrypt(previous, data) {
         return;
     }

@@ -31,10 +31,17 @@ impl Counter {
     /// Reads a big-endian counter block of 8 or 16 bytes.
     pub fn new(block: &[u8], rule: CounterRule) -> Self {
         let block_size = block.len();
-        assert!(block_size == 8 || block_size == 16, "counter blocks are 8 or 16 bytes");
+        assert!(
+            block_size == 8 || block_size == 16,
+            "counter blocks are 8 or 16 bytes"
+        );
         let mut wide = [0u8; 16];
         wide[16 - block_size..].copy_from_slice(block);
-        Counter { value: u128::from_be_bytes(wide), block_size, rule }
+        Counter {
+            value: u128::from_be_bytes(wide),
+            block_size,
+            rule,
+        }
     }
 
     /// The counter `blocks` steps further on, wrapping as the rule says.
@@ -152,7 +159,9 @@ mod tests {
         // Across 2^64 the carry reaches the upper half of a 16-byte counter.
         let mut block = [0u8; 16];
         block[8..].copy_from_slice(&[0xFF; 8]);
-        Counter::new(&block, CounterRule::Full).advanced(1).write(&mut out);
+        Counter::new(&block, CounterRule::Full)
+            .advanced(1)
+            .write(&mut out);
         let mut expected = [0u8; 16];
         expected[7] = 1;
         assert_eq!(out, expected);
@@ -163,7 +172,9 @@ mod tests {
         let mut block = [0x11u8; 16];
         block[12..].copy_from_slice(&[0xFF; 4]);
         let mut out = [0u8; 16];
-        Counter::new(&block, CounterRule::Low32).advanced(3).write(&mut out);
+        Counter::new(&block, CounterRule::Low32)
+            .advanced(3)
+            .write(&mut out);
         let mut expected = [0x11u8; 16];
         expected[12..].copy_from_slice(&[0, 0, 0, 2]);
         assert_eq!(out, expected);

@@ -72,7 +72,11 @@ impl Gcm {
         let mut tag_mask = pre_counter;
         cipher.encrypt_blocks(&mut tag_mask);
         let first_text_counter = Counter::new(&pre_counter, CounterRule::Low32).advanced(1);
-        Ok(Gcm { ghash, first_text_counter, tag_mask })
+        Ok(Gcm {
+            ghash,
+            first_text_counter,
+            tag_mask,
+        })
     }
 
     pub fn ghash_key(&self) -> &GhashKey {
@@ -175,14 +179,24 @@ impl GcmAccumulator {
     pub fn new(gcm: &Gcm, aad: &[u8]) -> Self {
         let mut state = 0u128;
         hash_padded(&gcm.ghash, &mut state, aad);
-        GcmAccumulator { state, aad_bytes: aad.len() as u64, text_bytes: 0 }
+        GcmAccumulator {
+            state,
+            aad_bytes: aad.len() as u64,
+            text_bytes: 0,
+        }
     }
 
     /// Appends the partial sum of the next range of `bytes` ciphertext bytes (a whole number
     /// of blocks except for the message's last range).
     pub fn append(&mut self, gcm: &Gcm, partial: u128, bytes: u64) -> Result<(), GcmError> {
-        debug_assert!(self.text_bytes.is_multiple_of(16), "a partial block must end the message");
-        let total = self.text_bytes.checked_add(bytes).ok_or(GcmError::TooLong)?;
+        debug_assert!(
+            self.text_bytes.is_multiple_of(16),
+            "a partial block must end the message"
+        );
+        let total = self
+            .text_bytes
+            .checked_add(bytes)
+            .ok_or(GcmError::TooLong)?;
         if total > MAX_TEXT_BYTES {
             return Err(GcmError::TooLong);
         }
@@ -206,7 +220,12 @@ impl Drop for GcmAccumulator {
 
 /// One-shot GCM over a whole buffer on the calling thread: `data` is replaced by its
 /// ciphertext and the tag is returned.
-pub fn seal(cipher: &dyn BlockCipher, iv: &[u8], aad: &[u8], data: &mut [u8]) -> Result<[u8; 16], GcmError> {
+pub fn seal(
+    cipher: &dyn BlockCipher,
+    iv: &[u8],
+    aad: &[u8],
+    data: &mut [u8],
+) -> Result<[u8; 16], GcmError> {
     let gcm = Gcm::new(cipher, iv)?;
     let mut accumulator = GcmAccumulator::new(&gcm, aad);
     if data.len() as u64 > MAX_TEXT_BYTES {
@@ -219,7 +238,13 @@ pub fn seal(cipher: &dyn BlockCipher, iv: &[u8], aad: &[u8], data: &mut [u8]) ->
 
 /// One-shot GCM decryption on the calling thread. On a tag mismatch `data` is wiped to
 /// zeros, so no unauthenticated plaintext survives the call.
-pub fn open(cipher: &dyn BlockCipher, iv: &[u8], aad: &[u8], data: &mut [u8], tag: &[u8]) -> Result<(), GcmError> {
+pub fn open(
+    cipher: &dyn BlockCipher,
+    iv: &[u8],
+    aad: &[u8],
+    data: &mut [u8],
+    tag: &[u8],
+) -> Result<(), GcmError> {
     let gcm = Gcm::new(cipher, iv)?;
     let mut accumulator = GcmAccumulator::new(&gcm, aad);
     if data.len() as u64 > MAX_TEXT_BYTES {

@@ -120,8 +120,9 @@ impl FromStr for CipherSpec {
         let (algorithm, mode) = lower
             .rsplit_once('-')
             .ok_or_else(|| SpecError::Unknown(name.to_string()))?;
-        let algorithm: Algorithm =
-            algorithm.parse().map_err(|()| SpecError::Unknown(name.to_string()))?;
+        let algorithm: Algorithm = algorithm
+            .parse()
+            .map_err(|()| SpecError::Unknown(name.to_string()))?;
         let mode = Mode::ALL
             .into_iter()
             .find(|m| m.name() == mode)
@@ -147,9 +148,20 @@ mod tests {
 
     #[test]
     fn bad_names_are_refused() {
-        for bad in ["aes-128", "aes-512-ctr", "bf-gcm", "des-cbc", "", "-", "aes-128-xts"] {
+        for bad in [
+            "aes-128",
+            "aes-512-ctr",
+            "bf-gcm",
+            "des-cbc",
+            "",
+            "-",
+            "aes-128-xts",
+        ] {
             assert!(bad.parse::<CipherSpec>().is_err(), "{bad} accepted");
         }
-        assert!(matches!("bf-gcm".parse::<CipherSpec>(), Err(SpecError::GcmNeeds128BitBlock(_))));
+        assert!(matches!(
+            "bf-gcm".parse::<CipherSpec>(),
+            Err(SpecError::GcmNeeds128BitBlock(_))
+        ));
     }
 }

@@ -20,8 +20,8 @@ tests=(
     "-p parcrypt-gpu --test zero_copy"
     "-p parcrypt-engine --test tuned_gpu"
     "-p parcrypt-format --test round_trip"
-    "-p parcrypt --test official_vectors"
-    "-p parcrypt --test differential"
+    "-p parcrypt-cli --test official_vectors"
+    "-p parcrypt-cli --test differential"
 )
 for selection in "${tests[@]}"; do
     # shellcheck disable=SC2086

@@ -9,4 +9,12 @@ nvrtc_lib="$(python3 -c 'import nvidia, os; print(os.path.join(list(nvidia.__pat
 if [ -n "$nvrtc_lib" ] && [ -d "$nvrtc_lib" ]; then
     export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
+# The house stays clean by machine: formatting, lints as errors, documentation without warnings.
+echo "== cargo fmt --check"
+cargo fmt --all --check
+echo "== cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+echo "== cargo doc -D warnings"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+echo "== cargo test"
 cargo test --workspace --all-targets "$@"

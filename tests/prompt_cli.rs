@@ -189,10 +189,8 @@ fn local_modes(master: &File) -> libc::tcflag_t {
     use std::os::fd::AsRawFd;
     let mut settings = std::mem::MaybeUninit::<libc::termios>::uninit();
     // SAFETY: the descriptor is open for the life of `master`; tcgetattr fills the struct.
-    assert_eq!(
-        unsafe { libc::tcgetattr(master.as_raw_fd(), settings.as_mut_ptr()) },
-        0
-    );
+    let status = unsafe { libc::tcgetattr(master.as_raw_fd(), settings.as_mut_ptr()) };
+    assert_eq!(status, 0);
     // SAFETY: tcgetattr succeeded, so the struct is initialised.
     unsafe { settings.assume_init() }.c_lflag
 }
@@ -473,12 +471,12 @@ fn interrupting_the_prompt_gives_the_terminal_back_with_echo_on() {
         }
         match killed_by {
             None => terminal.type_keys(b"\x03"),
-            // SAFETY: kill only sends a signal to our own child, which has not been waited
-            // for, so its pid cannot have been reused.
-            Some(signal) => assert_eq!(
-                unsafe { libc::kill(terminal.child.id() as libc::pid_t, signal) },
-                0
-            ),
+            Some(signal) => {
+                // SAFETY: kill only sends a signal to our own child, which has not been
+                // waited for, so its pid cannot have been reused.
+                let status = unsafe { libc::kill(terminal.child.id() as libc::pid_t, signal) };
+                assert_eq!(status, 0);
+            }
         }
         let modes_after = {
             let (status, shown) = terminal_finish_keep(&mut terminal);

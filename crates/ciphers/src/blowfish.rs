@@ -4,7 +4,7 @@
 //! Eric Young's test vectors.
 //!
 //! One block is a chain of 16 rounds, each waiting on four table loads, so a lone block leaves
-//! most of the core idle. The batch path therefore runs [`LANES`] independent blocks through
+//! most of the core idle. The batch path therefore runs `LANES` independent blocks through
 //! the rounds side by side; their loads and additions interleave and the out-of-order core
 //! overlaps them.
 

@@ -3,7 +3,7 @@
 //! b in 0..=255, as the paper defines it).
 //!
 //! A round is a chain of a multiply, two rotations and an addition per half, so one block at
-//! a time leaves the core mostly waiting. The portable path runs [`LANES`] blocks side by
+//! a time leaves the core mostly waiting. The portable path runs `LANES` blocks side by
 //! side; on x86-64 the batch path uses AVX-512 (16 blocks per vector, native variable rotate)
 //! or AVX2 (8 blocks per vector), chosen once at construction by run-time detection.
 

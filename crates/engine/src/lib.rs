@@ -360,7 +360,7 @@ impl Engine {
 
     /// The cost model of a cipher, mode and direction on this machine, measured on first use
     /// (a throwaway key over 256 KiB, on one thread and split, a few times each; see
-    /// [`crypter::calibrate`]) and remembered by the engine. Only `auto` with several threads
+    /// `crypter::calibrate`) and remembered by the engine. Only `auto` with several threads
     /// needs it; other engines return `None` without measuring.
     pub fn cost_model(
         &self,

@@ -9,10 +9,10 @@
 //! Read as an integer, an element puts x^k at bit 127 - k: the bit order is reflected. The
 //! carry-less product of two such integers is the 255-bit product with x^k at bit 254 - k, so
 //! all implementations work in the reflected picture instead of reversing bits: with `y` for
-//! the integer's bit weight (`y = x^-1`), the field is GF(2)[y] / (y^128 + y^127 + y^126 +
+//! the integer's bit weight (`y = x^-1`), the field is GF(2)\[y\] / (y^128 + y^127 + y^126 +
 //! y^121 + 1), and a carry-less product followed by a Montgomery reduction (multiplication by
-//! y^-128, see [`soft::reduce`]) yields A * B * x. Keys are stored multiplied by x^-1
-//! ([`prepare`]: a one-bit left shift of the integer) to cancel that extra x. On x86 the
+//! y^-128, see `soft::reduce`) yields A * B * x. Keys are stored multiplied by x^-1
+//! (`prepare`: a one-bit left shift of the integer) to cancel that extra x. On x86 the
 //! blocks are loaded byte-swapped, which gives exactly this integer in a vector register.
 //!
 //! # Implementations

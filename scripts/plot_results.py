@@ -31,7 +31,7 @@ try:
 except ImportError:  # pragma: no cover - depends on the machine
     sys.exit("plot_results.py needs matplotlib: python3 -m pip install matplotlib")
 
-# The seed figures the plots mark (docs: seeds.md).
+# The seed figures the plots mark (docs/SEEDS.md).
 S2_SIZES = [1 << 10, 100 << 10, 1 << 20, 10 << 20, 100 << 20, 500 << 20, 1 << 30]
 S2_SPEEDUP = [0.00, 0.14, 1.15, 10.9, 32.1, 36.4, 39.7]
 S2_GPU_MBPS = {1 << 10: 0.10, 1 << 20: 75.0, 100 << 20: 2134.0, 1 << 30: 2580.0}

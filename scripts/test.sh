@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite: every crate's unit tests, the official vectors, the differential
-# tests against OpenSSL / pyca / RustCrypto, the OpenCL kernels (on PoCL when there is no
-# GPU), the CUDA kernels' NVRTC compile check, and the command-line tests.
+# The whole test suite: formatting, lints and docs as errors, then every crate's unit tests,
+# the official vectors, the differential tests against OpenSSL / pyca / RustCrypto, the
+# OpenCL kernels (on PoCL when there is no GPU), the CUDA kernels' NVRTC compile check, and
+# the command-line tests. Tests that cannot run on this machine (no GPU, no OpenCL, no NVRTC,
+# no openssl) say SKIPPED with the reason; the summary at the end lists each of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # NVRTC from PyPI (nvidia-cuda-nvrtc) keeps its libraries inside the Python package.
@@ -9,12 +11,35 @@ nvrtc_lib="$(python3 -c 'import nvidia, os; print(os.path.join(list(nvidia.__pat
 if [ -n "$nvrtc_lib" ] && [ -d "$nvrtc_lib" ]; then
     export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
+
 # The house stays clean by machine: formatting, lints as errors, documentation without warnings.
 echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+echo "== cargo clippy -D warnings, CPU-only build (no GPU features)"
+cargo clippy --workspace --all-targets --no-default-features --quiet -- -D warnings
 echo "== cargo doc -D warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+
 echo "== cargo test"
-cargo test --workspace --all-targets "$@"
+# libtest hides what a passing test printed; --show-output keeps it, and the filter below
+# shows only the SKIPPED lines from it (with the test's name), so a skip is never a silent
+# pass. Failures are printed in full, as cargo prints them.
+skips="$(mktemp)"
+trap 'rm -f "$skips"' EXIT
+cargo test --workspace --all-targets "$@" -- --show-output 2>&1 | awk -v skips="$skips" '
+    /^successes:$/ { quiet = 1; next }
+    /^failures:$/ || /^test result:/ { quiet = 0 }
+    quiet && /^---- .* stdout ----$/ { name = $2; next }
+    quiet && /SKIPPED/ { sub(/^[[:space:]]+/, ""); print name ": " $0 >> skips; next }
+    !quiet { print }
+'
+count="$(sort -u "$skips" | wc -l)"
+echo
+if [ "$count" -eq 0 ]; then
+    echo "== skipped: none (every test ran in full)"
+else
+    echo "== skipped: $count tests passed without running their subject here, and why:"
+    sort -u "$skips" | sed 's/^/   /'
+fi

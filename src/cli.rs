@@ -1,4 +1,5 @@
-//! Argument parsing and dispatch.
+//! Argument parsing into typed values, and dispatch. Each subcommand's file parses its
+//! arguments, calls the library and reports; none holds logic of its own.
 
 mod bench;
 mod devices;
@@ -7,9 +8,12 @@ mod files;
 mod raw;
 mod tune;
 
+use std::fmt;
 use std::process::ExitCode;
+use std::str::FromStr;
 
 use clap::{Parser, Subcommand};
+use parcrypt_engine::{Backend, Engine};
 
 #[derive(Parser)]
 #[command(
@@ -52,6 +56,44 @@ impl<E: std::fmt::Display> From<E> for Failure {
     }
 }
 
+/// A value that did not parse into its type, phrased by the type's own error. It is
+/// reported as every other failure is (one line, exit status 1), not as a usage error.
+#[derive(Debug)]
+pub(crate) struct Refused(pub(crate) String);
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// The clap value parser of a type that parses from text (a backend, a cipher suite).
+fn typed<T>() -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: FromStr + Clone + Send + Sync + 'static,
+    T::Err: fmt::Display,
+{
+    |text: &str| {
+        text.parse::<T>()
+            .map_err(|error| Refused(error.to_string()))
+    }
+}
+
+/// An engine for `backend` that follows the user's tune files (in `$PARCRYPT_TUNE_DIR`, else
+/// the configuration directory), as `parcrypt tune` stores them.
+fn engine(backend: Backend, threads: Option<usize>) -> Result<Engine, Failure> {
+    let mut builder = Engine::builder().backend(backend);
+    if let Some(threads) = threads {
+        builder = builder.threads(threads);
+    }
+    if let Some(directory) = parcrypt_gpu::tuning::tune_directory() {
+        builder = builder.tune_directory(directory);
+    }
+    Ok(builder.build()?)
+}
+
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -63,6 +105,12 @@ pub fn main() -> ExitCode {
             ) {
                 let _ = error.print();
                 return ExitCode::SUCCESS;
+            }
+            if let Some(refused) = std::error::Error::source(&error)
+                .and_then(|source| source.downcast_ref::<Refused>())
+            {
+                eprintln!("parcrypt: error: {refused}");
+                return ExitCode::FAILURE;
             }
             if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
                 let _ = error.print();

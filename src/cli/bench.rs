@@ -7,10 +7,9 @@ use clap::Args;
 use parcrypt_bench::export::{self, table};
 use parcrypt_bench::lab::{Lab, LabOptions, Level};
 use parcrypt_bench::scenario;
-use parcrypt_engine::{available_threads, Backend};
-use parcrypt_modes::CipherSpec;
+use parcrypt_engine::{available_threads, Backend, CipherSpec};
 
-use super::Failure;
+use super::{typed, Failure};
 
 #[derive(Args)]
 #[command(after_help = scenario_help())]
@@ -33,12 +32,12 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "scenario", "quick", "full"])]
     report: Option<PathBuf>,
     /// Sweep: ciphers, comma-separated (default: by level)
-    #[arg(long, value_delimiter = ',')]
-    ciphers: Vec<String>,
+    #[arg(long, value_delimiter = ',', value_parser = typed::<CipherSpec>())]
+    ciphers: Vec<CipherSpec>,
     /// Backends, comma-separated (default: seq, threads, pool, auto and every GPU backend
     /// this machine has)
-    #[arg(long, value_delimiter = ',')]
-    backends: Vec<String>,
+    #[arg(long, value_delimiter = ',', value_parser = typed::<Backend>())]
+    backends: Vec<Backend>,
     /// Sweep: bytes per job, comma-separated (suffixes K, M, G)
     #[arg(long, alias = "size", value_delimiter = ',', value_parser = parse_size)]
     sizes: Vec<usize>,
@@ -109,21 +108,12 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
     options.openssl = !args.no_openssl;
     options.runs = args.repeat.filter(|&runs| runs > 0);
     if !args.backends.is_empty() {
-        let backends: Vec<Backend> = args
-            .backends
-            .iter()
-            .map(|name| name.parse())
-            .collect::<Result<_, _>>()?;
-        options.backends = Some(backends);
+        options.backends = Some(args.backends.clone());
     }
     if !args.ciphers.is_empty() {
-        let specs: Vec<CipherSpec> = args
-            .ciphers
-            .iter()
-            .map(|name| name.parse())
-            .collect::<Result<_, _>>()?;
-        options.ciphers = Some(specs);
+        options.ciphers = Some(args.ciphers.clone());
     }
+    options.tune_directory = parcrypt_gpu::tuning::tune_directory();
     if !args.sizes.is_empty() {
         options.sizes = Some(args.sizes.clone());
     }

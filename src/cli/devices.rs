@@ -1,7 +1,7 @@
 //! `parcrypt devices`: what can run here, and why anything cannot.
 
 use parcrypt_ciphers::cpu_features;
-use parcrypt_engine::{available_threads, tune_table_for, Backend};
+use parcrypt_engine::{available_threads, tune_table_in, Backend};
 use parcrypt_gpu::tuning::{device_identity, tune_directory, tune_file};
 
 use super::Failure;
@@ -50,7 +50,7 @@ fn print_tuning(backend: Backend, description: &str) {
         return;
     };
     let path = tune_file(&directory, backend.name(), &identity);
-    match tune_table_for(backend, &identity) {
+    match tune_table_in(&directory, backend, &identity) {
         None if path.exists() => println!(
             "             tune file {} is unreadable or from another device: untuned (run `parcrypt tune --backend {backend}`)",
             path.display()

@@ -376,7 +376,7 @@ fn open_seekable(path: &Path) -> Result<File, Failure> {
 
 fn new_engine(common: &CommonArgs) -> Result<Engine, Failure> {
     let backend: Backend = common.backend.parse()?;
-    Ok(Engine::new(backend, common.threads)?)
+    super::engine(backend, common.threads)
 }
 
 /// The size of a regular input file, for the progress bar.

@@ -3,15 +3,12 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use parcrypt_ciphers::Implementation;
-use parcrypt_engine::crypter::JobSpec;
 use parcrypt_engine::stream::{chunk_bytes_for, process_stream};
-use parcrypt_engine::{Backend, Crypter, Engine};
-use parcrypt_modes::{CipherSpec, Direction, Mode};
+use parcrypt_engine::{Backend, Cipher, CipherSpec, Direction, Implementation, Mode};
 use zeroize::{Zeroize, Zeroizing};
 
 use super::files::{open_input, Output};
-use super::Failure;
+use super::{typed, Failure};
 
 const CIPHER_HELP: &str = "Cipher and mode: aes-128|aes-192|aes-256 + -ecb|-cbc|-ctr|-gcm; \
 bf-ecb|bf-cbc|bf-ctr (key 4..56 bytes); rc6-128|rc6-192|rc6-256 + -ecb|-cbc|-ctr|-gcm";
@@ -45,8 +42,8 @@ pub enum RawCommand {
 
 #[derive(Args)]
 pub struct RawArgs {
-    #[arg(long, value_name = "NAME", help = CIPHER_HELP)]
-    cipher: String,
+    #[arg(long, value_name = "NAME", help = CIPHER_HELP, value_parser = typed::<CipherSpec>())]
+    cipher: CipherSpec,
     /// Key in hex (for testing: visible in the process list)
     #[arg(long, value_name = "HEX")]
     key: String,
@@ -60,8 +57,8 @@ pub struct RawArgs {
     #[arg(long)]
     no_pad: bool,
     /// Where to run: seq, threads, pool, opencl, cuda or auto
-    #[arg(long, value_name = "NAME", default_value = "auto")]
-    backend: String,
+    #[arg(long, value_name = "NAME", default_value = "auto", value_parser = typed::<Backend>())]
+    backend: Backend,
     /// Threads for threads/pool/auto (default: all cores)
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
@@ -102,8 +99,7 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
     // The argument string is ours to wipe once parsed.
     args.key.zeroize();
     let key = key?;
-    let spec: CipherSpec = args.cipher.parse()?;
-    let backend: Backend = args.backend.parse()?;
+    let spec = args.cipher;
     let iv = args
         .iv
         .as_deref()
@@ -117,21 +113,20 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
     if spec.mode == Mode::Ecb {
         eprintln!("parcrypt: warning: ECB encrypts equal blocks to equal blocks and leaks patterns; use it only for experiments");
     }
-    let engine = Engine::new(backend, args.threads)?;
-    let job = JobSpec {
-        spec,
-        direction,
-        key: &key,
-        iv: iv.as_deref().map(|v| v.as_slice()),
-        aad: aad.as_deref().map(|v| v.as_slice()),
-        padding: !args.no_pad,
-        implementation: if args.reference {
+    let engine = super::engine(args.backend, args.threads)?;
+    let chunk_bytes = chunk_bytes_for(&engine);
+    let cipher = Cipher::new(engine, spec, &key, iv.as_deref().map(|iv| iv.as_slice()))?
+        .padding(!args.no_pad)
+        .implementation(if args.reference {
             Implementation::Reference
         } else {
             Implementation::Fast
-        },
+        });
+    let aad = aad.as_deref().map(|aad| aad.as_slice());
+    let crypter = match direction {
+        Direction::Encrypt => cipher.encryptor(aad)?,
+        Direction::Decrypt => cipher.decryptor(aad)?,
     };
-    let crypter = Crypter::new(&engine, &job)?;
     // GCM decryption must not release plaintext before the tag is checked: hold stdout.
     let hold = spec.mode == Mode::Gcm && direction == Direction::Decrypt;
     let mut output = Output::create(
@@ -150,11 +145,6 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
         // The output is about as long as the input (plus a tag or padding block).
         output.reserve(length + 32);
     }
-    process_stream(
-        crypter,
-        input.as_mut(),
-        output.writer(),
-        chunk_bytes_for(&engine),
-    )?;
+    process_stream(crypter, input.as_mut(), output.writer(), chunk_bytes)?;
     output.commit()
 }

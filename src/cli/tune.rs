@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use clap::Args;
 use parcrypt_ciphers::Algorithm;
 use parcrypt_engine::tune::{tune, TuneEvent, TuneOptions};
-use parcrypt_engine::{Backend, Engine, Tuning};
+use parcrypt_engine::{Backend, Engine};
 use parcrypt_gpu::tuning::{tune_directory, tune_file, TunedShape};
 
-use super::Failure;
+use super::{typed, Failure, Refused};
 
 #[derive(Args)]
 #[command(
@@ -22,15 +22,15 @@ use super::Failure;
 )]
 pub struct TuneArgs {
     /// The GPU backend to tune (its device #0, as the engine uses)
-    #[arg(long, default_value = "opencl")]
-    backend: String,
+    #[arg(long, default_value = "opencl", value_parser = typed::<Backend>())]
+    backend: Backend,
     /// Every warp multiple from 64 to 1024 threads per group, 1..64 blocks per thread,
     /// every cipher and operation, sizes in steps of 4 (default: a quicker sweep)
     #[arg(long)]
     full: bool,
     /// Ciphers, comma-separated (aes-128, aes-192, aes-256, bf, rc6-128, ...)
-    #[arg(long, value_delimiter = ',')]
-    algorithms: Vec<String>,
+    #[arg(long, value_delimiter = ',', value_parser = algorithm)]
+    algorithms: Vec<Algorithm>,
     /// The largest input size measured (suffixes K, M, G; default 1G on a GPU, 4M or 16M
     /// on an OpenCL CPU device)
     #[arg(long, value_parser = super::bench::parse_size)]
@@ -43,29 +43,30 @@ pub struct TuneArgs {
     output: Option<PathBuf>,
 }
 
+/// A cipher name without a mode, as `--algorithms` takes them.
+fn algorithm(name: &str) -> Result<Algorithm, Refused> {
+    name.parse().map_err(|()| {
+        Refused(format!(
+            "unknown cipher '{name}' (aes-128, aes-192, aes-256, bf, rc6-128, rc6-192, rc6-256)"
+        ))
+    })
+}
+
 pub fn run(args: TuneArgs) -> Result<(), Failure> {
-    let backend: Backend = args.backend.parse()?;
+    let backend = args.backend;
     if !backend.is_gpu() {
         return Err(Failure(format!(
             "tune measures a GPU backend (opencl or cuda), not {backend}"
         )));
     }
-    // Neither engine may follow an old table while the new one is measured.
-    let gpu_engine = Engine::with_tuning(backend, None, Tuning::Ignore)?;
-    let cpu_engine = Engine::with_tuning(Backend::Auto, None, Tuning::Ignore)?;
+    // Neither engine may follow an old table while the new one is measured: no tune file.
+    let gpu_engine = Engine::new(backend, None)?;
+    let cpu_engine = Engine::new(Backend::Auto, None)?;
     let device = gpu_engine.gpu().expect("a GPU backend has a device");
     let mut options = TuneOptions::standard(device.kind(), args.full, args.max_size);
     if !args.algorithms.is_empty() {
-        let algorithms = args
-            .algorithms
-            .iter()
-            .map(|name| {
-                name.parse::<Algorithm>()
-                    .map_err(|()| Failure(format!("unknown cipher '{name}' (aes-128, aes-192, aes-256, bf, rc6-128, rc6-192, rc6-256)")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        options.crossover_jobs = TuneOptions::crossover_jobs(&algorithms, args.full);
-        options.algorithms = algorithms;
+        options.crossover_jobs = TuneOptions::crossover_jobs(&args.algorithms, args.full);
+        options.algorithms = args.algorithms.clone();
     }
     if let Some(runs) = args.runs {
         if runs == 0 {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use parcrypt_engine::{Backend, Engine};
+use parcrypt_engine::{Backend, Engine, EngineError};
 use parcrypt_modes::{CipherSpec, Direction};
 
 use crate::energy::{EnergyMeters, Scope};
@@ -66,6 +66,9 @@ pub struct LabOptions {
     pub runs: Option<usize>,
     /// Where generated files go.
     pub scratch: PathBuf,
+    /// The tune directory engines follow (the command line passes the user's); `None`:
+    /// untuned GPU backends and a CPU-only `auto`.
+    pub tune_directory: Option<PathBuf>,
 }
 
 impl LabOptions {
@@ -81,7 +84,20 @@ impl LabOptions {
             file_bytes: None,
             runs: None,
             scratch: scratch_folder(),
+            tune_directory: None,
         }
+    }
+}
+
+impl LabOptions {
+    /// An engine for `backend` with `threads` threads, following the tune directory.
+    pub fn engine(&self, backend: Backend, threads: usize) -> Result<Engine, EngineError> {
+        let builder = Engine::builder().backend(backend).threads(threads);
+        let builder = match &self.tune_directory {
+            Some(directory) => builder.tune_directory(directory),
+            None => builder,
+        };
+        builder.build()
     }
 }
 
@@ -143,7 +159,7 @@ impl Lab {
             if options.backends.is_some() && !requested {
                 continue;
             }
-            match Engine::new(backend, Some(options.threads)) {
+            match options.engine(backend, options.threads) {
                 Ok(engine) => {
                     let description = engine
                         .gpu()

@@ -12,11 +12,12 @@ pub mod s4;
 pub mod sweep;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_modes::{CipherSpec, Direction, Mode};
 
-use crate::lab::{direction_name, Lab};
+use crate::lab::{direction_name, GpuBackend, Lab};
 use crate::openssl;
 use crate::record::{BenchRecord, Report, Timing};
 use crate::stats::{measure_repeated, Repetition, SystemClock};
@@ -125,11 +126,29 @@ pub fn directions(spec: CipherSpec) -> &'static [Direction] {
     }
 }
 
-/// Engines for `backends`, each with `threads` threads (seq has one).
-pub fn engines(backends: &[Backend], threads: usize) -> Result<Vec<Engine>, BenchError> {
-    backends
-        .iter()
-        .map(|&backend| Engine::new(backend, Some(threads)).map_err(BenchError::from))
+/// The engines a seed scenario measures: the CPU backends it names that the run allows,
+/// each with `threads` threads (seq has one), and every GPU backend that opened; all checked
+/// to give `seq`'s bytes on `specs` before anything is timed.
+pub fn checked_engines(
+    lab: &Lab,
+    cpu_backends: &[Backend],
+    threads: usize,
+    specs: &[CipherSpec],
+) -> Result<(Vec<Engine>, Vec<Arc<GpuBackend>>), BenchError> {
+    let cpu = lab
+        .cpu_backends(cpu_backends)
+        .into_iter()
+        .map(|backend| lab.options().engine(backend, threads))
+        .collect::<Result<Vec<_>, _>>()?;
+    let gpus = lab.gpus();
+    crate::verify::backends_agree(specs, &every_engine(&cpu, &gpus))?;
+    Ok((cpu, gpus))
+}
+
+/// The CPU engines, then the GPU backends' engines.
+pub fn every_engine<'a>(cpu: &'a [Engine], gpus: &'a [Arc<GpuBackend>]) -> Vec<&'a Engine> {
+    cpu.iter()
+        .chain(gpus.iter().map(|gpu| &gpu.engine))
         .collect()
 }
 

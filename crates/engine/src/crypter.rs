@@ -1,5 +1,6 @@
 //! One message through one cipher and mode, on an engine, in as many calls as the caller
-//! likes: [`Crypter::update`] takes whole blocks, [`Crypter::finish`] the rest.
+//! likes: [`Crypter::update`] takes whole blocks, [`Crypter::finish`] the rest. The GPU
+//! backends' share of each mode is here too, beside the CPU's.
 
 use parcrypt_ciphers::{new_cipher, BlockCipher, Implementation, KeyError};
 use parcrypt_modes::ctr::{Counter, CounterRule};
@@ -36,17 +37,25 @@ pub enum JobError {
     Gcm(#[from] GcmError),
     #[error("GPU: {0}")]
     Gpu(#[from] parcrypt_gpu::GpuError),
+    #[error("the output buffer holds {got} bytes; this message needs {needed}")]
+    OutputTooSmall { needed: usize, got: usize },
 }
 
 /// What a job needs besides the engine.
 pub struct JobSpec<'a> {
+    /// The cipher and mode.
     pub spec: CipherSpec,
+    /// Encrypt or decrypt.
     pub direction: Direction,
+    /// The key (its length picks nothing: it must suit `spec`'s algorithm).
     pub key: &'a [u8],
+    /// The IV: none for ECB, one block for CBC and CTR, 1 byte or more for GCM.
     pub iv: Option<&'a [u8]>,
+    /// GCM's additional authenticated data.
     pub aad: Option<&'a [u8]>,
     /// PKCS#7 for ECB and CBC; ignored by the stream modes.
     pub padding: bool,
+    /// Which CPU implementation of the block cipher runs.
     pub implementation: Implementation,
 }
 
@@ -64,6 +73,8 @@ enum ModeState {
     },
 }
 
+/// One message through one cipher and mode on an engine, fed in as many pieces as the
+/// caller likes. [`crate::Cipher::encryptor`] and [`crate::Cipher::decryptor`] make one.
 pub struct Crypter<'e> {
     engine: &'e Engine,
     cipher: Box<dyn BlockCipher>,
@@ -80,12 +91,23 @@ pub struct Crypter<'e> {
 }
 
 impl<'e> Crypter<'e> {
+    /// Sets up `job` on `engine`: checks the key and IV, and asks `auto` for its cost model.
     pub fn new(engine: &'e Engine, job: &JobSpec<'_>) -> Result<Self, JobError> {
         Self::with_cost_model(engine, job, engine.cost_model(job.spec, job.direction))
     }
 
-    /// [`Crypter::new`] with the cost model given rather than asked of the engine (the
-    /// calibration that makes the engine's model uses this).
+    /// [`Crypter::new`] that runs on the CPU only, with a cost model given rather than asked
+    /// of the engine: what the calibration that makes the engine's models times.
+    pub(crate) fn on_cpu_with_cost_model(
+        engine: &'e Engine,
+        job: &JobSpec<'_>,
+        cost_model: CostModel,
+    ) -> Result<Self, JobError> {
+        let mut crypter = Self::with_cost_model(engine, job, Some(cost_model))?;
+        crypter.gpu_key = None;
+        Ok(crypter)
+    }
+
     fn with_cost_model(
         engine: &'e Engine,
         job: &JobSpec<'_>,
@@ -142,12 +164,19 @@ impl<'e> Crypter<'e> {
         })
     }
 
+    /// The cipher and mode.
     pub fn spec(&self) -> CipherSpec {
         self.spec
     }
 
+    /// Encrypting or decrypting.
     pub fn direction(&self) -> Direction {
         self.direction
+    }
+
+    /// The most bytes a whole message of `input_length` bytes turns into.
+    pub fn max_output_length(&self, input_length: usize) -> usize {
+        max_output_length(self.spec, self.direction, self.padding, input_length)
     }
 
     /// How many bytes at the end of the input [`Crypter::finish`] must see: the padded last
@@ -426,96 +455,32 @@ fn ghash_partials(
     }
 }
 
-/// Runs a whole message held in memory: convenience for tests, benchmarks and libraries.
+/// Runs a whole message held in memory: convenience for tests, benchmarks and libraries
+/// that hold a [`JobSpec`] (others use [`crate::Cipher`]).
 pub fn process_buffer(
     engine: &Engine,
     job: &JobSpec<'_>,
     mut data: Vec<u8>,
 ) -> Result<Vec<u8>, JobError> {
-    let mut crypter = Crypter::new(engine, job)?;
-    let keep = crypter.holdback();
-    let block_size = crypter.block_size();
-    // Everything but the held-back tail in whole blocks goes through `update` (parallel),
-    // the rest through `finish`.
-    let body = data.len().saturating_sub(keep) / block_size * block_size;
-    let mut tail = data.split_off(body);
-    crypter.update(&mut data)?;
-    crypter.finish(&mut tail)?;
-    data.extend_from_slice(&tail);
+    crate::cipher::process_vec(Crypter::new(engine, job)?, &mut data)?;
     Ok(data)
 }
 
-/// An all-zero IV of the length `spec` takes (none for ECB, 12 bytes for GCM), for jobs
-/// that are only timed.
-pub(crate) fn placeholder_iv(spec: CipherSpec) -> Option<Vec<u8>> {
-    match spec.mode {
-        Mode::Ecb => None,
-        Mode::Gcm => Some(vec![0u8; 12]),
-        _ => Some(vec![0u8; spec.algorithm.block_size()]),
-    }
-}
-
-/// Bytes the calibration of `auto` times.
-const CALIBRATION_BYTES: usize = 256 << 10;
-
-/// Rounds of the calibration; each times the job once on one thread and once split.
-const CALIBRATION_ROUNDS: usize = 5;
-
-/// Calibrates `auto` on `engine` (an `auto` engine with several threads) for one cipher, mode
-/// and direction: [`CALIBRATION_BYTES`] with a throwaway all-zero key and IV, timed on the
-/// calling thread and split over the engine's pool in turn, each job set up afresh as a
-/// caller's would be (so that a costly key schedule lets the pool's threads fall asleep
-/// first, as it does in use). The split's fixed cost is what the split took beyond the
-/// one-thread time divided by the threads (best runs of each).
-pub(crate) fn calibrate(
-    engine: &Engine,
+/// The most bytes a whole message of `input_length` bytes turns into: 16 more for GCM
+/// encryption, up to one block more for padded encryption, 16 fewer for GCM decryption.
+pub(crate) fn max_output_length(
     spec: CipherSpec,
     direction: Direction,
-) -> Option<CostModel> {
-    let key = vec![0u8; spec.algorithm.key_lengths().0];
-    let iv = placeholder_iv(spec);
-    let job = JobSpec {
-        spec,
-        direction,
-        key: &key,
-        iv: iv.as_deref(),
-        aad: None,
-        padding: false,
-        implementation: Implementation::Fast,
-    };
-    // Models under which `auto` never splits, and always splits into its most items.
-    let split_never = CostModel {
-        seq_bytes_per_second: f64::MAX,
-        split_seconds: 0.0,
-    };
-    let split_always = CostModel {
-        seq_bytes_per_second: 1.0,
-        split_seconds: 0.0,
-    };
-    let mut scratch = vec![0u8; CALIBRATION_BYTES];
-    let mut alone = Vec::with_capacity(CALIBRATION_ROUNDS);
-    let mut split = Vec::with_capacity(CALIBRATION_ROUNDS);
-    // One untimed pass of each first: tables, pages and the pool's threads warm.
-    for round in 0..=CALIBRATION_ROUNDS {
-        for (model, times) in [(split_never, &mut alone), (split_always, &mut split)] {
-            let mut crypter = Crypter::with_cost_model(engine, &job, Some(model)).ok()?;
-            // The CPU is calibrated, whatever GPU `auto` may also have.
-            crypter.gpu_key = None;
-            let start = std::time::Instant::now();
-            crypter.update(&mut scratch).ok()?;
-            if round > 0 {
-                times.push(start.elapsed().as_secs_f64());
-            }
+    padding: bool,
+    input_length: usize,
+) -> usize {
+    let block_size = spec.algorithm.block_size();
+    match (spec.mode, direction) {
+        (Mode::Gcm, Direction::Encrypt) => input_length + TAG_BYTES,
+        (Mode::Gcm, Direction::Decrypt) => input_length.saturating_sub(TAG_BYTES),
+        (mode, Direction::Encrypt) if padding && mode.pads() => {
+            (input_length / block_size + 1) * block_size
         }
+        _ => input_length,
     }
-    // The best of each: what this machine does when nothing else gets in the way (other
-    // work on the machine only ever adds time, and one disturbed round must not keep
-    // `auto` off the pool for the engine's life).
-    let best = |times: &[f64]| times.iter().copied().fold(f64::INFINITY, f64::min);
-    let (alone, split) = (best(&alone).max(1e-9), best(&split));
-    let shared = alone / engine.threads() as f64;
-    Some(CostModel {
-        seq_bytes_per_second: CALIBRATION_BYTES as f64 / alone,
-        split_seconds: (split - shared).max(0.0),
-    })
 }

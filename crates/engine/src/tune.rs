@@ -320,7 +320,7 @@ fn time_job(
     options: &TuneOptions,
 ) -> Result<f64, JobError> {
     let key = pseudo_random_bytes(spec.algorithm.key_lengths().0);
-    let iv = crate::crypter::placeholder_iv(spec);
+    let iv = crate::cost::placeholder_iv(spec);
     let job = JobSpec {
         spec,
         direction,

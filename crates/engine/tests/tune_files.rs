@@ -1,5 +1,7 @@
-//! Engines find the tune file of their device through PARCRYPT_TUNE_DIR. One test in its
-//! own binary, because it sets a process-wide environment variable.
+//! Engines follow the tune file of their own device in the tune directory their caller
+//! names, and read none unless asked (even with PARCRYPT_TUNE_DIR set: only the command line
+//! reads it). One test in its own binary, because it sets a process-wide environment
+//! variable.
 
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_gpu::tuning::{tune_file, Crossover, CrossoverPoint, TunedShape};
@@ -26,9 +28,17 @@ fn engines_read_the_tune_file_of_their_own_device_only() {
     let directory = tempfile::tempdir().unwrap();
     std::env::set_var("PARCRYPT_TUNE_DIR", directory.path());
     let ctr: CipherSpec = "aes-128-ctr".parse().unwrap();
+    let tuned = |backend: Backend, threads: usize| {
+        Engine::builder()
+            .backend(backend)
+            .threads(threads)
+            .tune_directory(directory.path())
+            .build()
+            .unwrap()
+    };
 
     // No file: auto is CPU only, the GPU backend untuned.
-    let auto = Engine::new(Backend::Auto, Some(2)).unwrap();
+    let auto = tuned(Backend::Auto, 2);
     assert!(auto.auto_tuning().is_none());
     assert!(auto.gpu_for(ctr, Direction::Encrypt, 1 << 30).is_none());
 
@@ -72,11 +82,8 @@ fn engines_read_the_tune_file_of_their_own_device_only() {
     foreign
         .save(&tune_file(directory.path(), "opencl", &identity))
         .unwrap();
-    assert!(Engine::new(Backend::Auto, Some(2))
-        .unwrap()
-        .auto_tuning()
-        .is_none());
-    let opencl = Engine::new(Backend::Opencl, None).unwrap();
+    assert!(tuned(Backend::Auto, 2).auto_tuning().is_none());
+    let opencl = tuned(Backend::Opencl, 1);
     assert!(opencl.gpu().unwrap().tuning().is_none());
     drop(opencl);
 
@@ -91,11 +98,30 @@ fn engines_read_the_tune_file_of_their_own_device_only() {
     table
         .save(&tune_file(directory.path(), "opencl", &identity))
         .unwrap();
-    let opencl = Engine::new(Backend::Opencl, None).unwrap();
+    let opencl = tuned(Backend::Opencl, 1);
     assert_eq!(opencl.gpu().unwrap().tuning().as_deref(), Some(&table));
     drop(opencl);
-    let auto = Engine::new(Backend::Auto, Some(2)).unwrap();
+    let auto = tuned(Backend::Auto, 2);
     let (backend, followed) = auto.auto_tuning().expect("auto reads the table");
+    // The same table named as one file is followed the same way.
+    let named = Engine::builder()
+        .backend(Backend::Auto)
+        .threads(2)
+        .tune_file(tune_file(directory.path(), "opencl", &identity))
+        .build()
+        .unwrap();
+    assert_eq!(named.auto_tuning(), Some((Backend::Opencl, &table)));
+    // Without a directory or file from the caller, nothing is read.
+    assert!(Engine::new(Backend::Auto, Some(2))
+        .unwrap()
+        .auto_tuning()
+        .is_none());
+    assert!(Engine::new(Backend::Opencl, None)
+        .unwrap()
+        .gpu()
+        .unwrap()
+        .tuning()
+        .is_none());
     assert_eq!((backend, followed), (Backend::Opencl, &table));
     assert!(
         auto.gpu_for(ctr, Direction::Encrypt, 1 << 20).is_none(),
@@ -112,14 +138,6 @@ fn engines_read_the_tune_file_of_their_own_device_only() {
 
     // A damaged file means untuned, not an error.
     std::fs::write(tune_file(directory.path(), "opencl", &identity), "{").unwrap();
-    assert!(Engine::new(Backend::Auto, Some(2))
-        .unwrap()
-        .auto_tuning()
-        .is_none());
-    assert!(Engine::new(Backend::Opencl, None)
-        .unwrap()
-        .gpu()
-        .unwrap()
-        .tuning()
-        .is_none());
+    assert!(tuned(Backend::Auto, 2).auto_tuning().is_none());
+    assert!(tuned(Backend::Opencl, 1).gpu().unwrap().tuning().is_none());
 }

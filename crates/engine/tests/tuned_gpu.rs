@@ -11,7 +11,7 @@ use std::time::Duration;
 use parcrypt_ciphers::{Algorithm, Implementation};
 use parcrypt_engine::crypter::{process_buffer, JobSpec};
 use parcrypt_engine::tune::{tune, TuneEvent, TuneOptions};
-use parcrypt_engine::{Backend, Engine, Tuning};
+use parcrypt_engine::{Backend, Engine};
 use parcrypt_gpu::kernel_source::KernelOperation;
 use parcrypt_gpu::tuning::{Crossover, CrossoverPoint, TunedShape};
 use parcrypt_gpu::{
@@ -279,8 +279,8 @@ fn a_small_sweep_measures_installs_and_keeps_output_identical() {
     if open_device().is_none() {
         return;
     }
-    let gpu_engine = Engine::with_tuning(Backend::Opencl, None, Tuning::Ignore).unwrap();
-    let cpu_engine = Engine::with_tuning(Backend::Auto, None, Tuning::Ignore).unwrap();
+    let gpu_engine = Engine::new(Backend::Opencl, None).unwrap();
+    let cpu_engine = Engine::new(Backend::Auto, None).unwrap();
     let device = gpu_engine.gpu().unwrap();
     let untuned = device.launch_geometry();
     let options = TuneOptions {

@@ -3,17 +3,16 @@
 //! (OpenMP `parallel for`, Java Threads), work stealing (Java ForkJoin), and the GPU, timed
 //! end to end (the seed timed only an asynchronous launch). Mean of 10 runs, as the seed.
 
-use parcrypt_engine::{Backend, Engine};
+use parcrypt_engine::Backend;
 use parcrypt_modes::{CipherSpec, Direction};
 
 use crate::lab::{Lab, Level};
 use crate::record::{BenchRecord, Report, Timing};
-use crate::scenario::{engines, find, select, time_files, whole_blocks};
+use crate::scenario::{checked_engines, every_engine, find, select, time_files, whole_blocks};
 use crate::seeds;
 use crate::stats::Repetition;
 use crate::summary::{backend_label, distinct, mbps, ms, or_dash, size, times, Summary, Table};
 use crate::throughput::{memory_pass, random_buffer, MEMORY_PASS};
-use crate::verify::backends_agree;
 use crate::BenchError;
 
 pub const NAME: &str = "s0";
@@ -23,16 +22,13 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
     let spec: CipherSpec = CIPHER.parse().expect("a valid cipher name");
     let level = lab.level();
     let threads = lab.threads();
-    let cpu = engines(
-        &lab.cpu_backends(&[Backend::Seq, Backend::Threads, Backend::Pool]),
+    let (cpu, gpus) = checked_engines(
+        lab,
+        &[Backend::Seq, Backend::Threads, Backend::Pool],
         threads,
+        &[spec],
     )?;
-    let gpus = lab.gpus();
-    let all: Vec<&Engine> = cpu
-        .iter()
-        .chain(gpus.iter().map(|gpu| &gpu.engine))
-        .collect();
-    backends_agree(&[spec], &all)?;
+    let all = every_engine(&cpu, &gpus);
     let runs = level.pick(3, 10, 10);
     let repetition = Repetition::exactly(runs);
     // The seed's 17.9 MB PDF, as whole 16-byte blocks in memory (the file rows pad it).

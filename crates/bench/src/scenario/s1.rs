@@ -5,18 +5,17 @@
 
 use std::time::Duration;
 
-use parcrypt_engine::{Backend, Engine};
+use parcrypt_engine::Backend;
 use parcrypt_modes::{CipherSpec, Direction};
 
 use crate::lab::{Lab, Level};
 use crate::record::Report;
 use crate::scenario::s2::crossover;
-use crate::scenario::{engines, select};
+use crate::scenario::{checked_engines, every_engine, select};
 use crate::seeds;
 use crate::stats::Repetition;
 use crate::summary::{backend_label, distinct, mbps, or_dash, size, times, Summary, Table};
 use crate::throughput::random_buffer;
-use crate::verify::backends_agree;
 use crate::BenchError;
 
 pub const NAME: &str = "s1";
@@ -47,16 +46,8 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
         .iter()
         .map(|name| name.parse().expect("a valid cipher name"))
         .collect();
-    let cpu = engines(
-        &lab.cpu_backends(&[Backend::Seq, Backend::Pool]),
-        lab.threads(),
-    )?;
-    let gpus = lab.gpus();
-    let all: Vec<&Engine> = cpu
-        .iter()
-        .chain(gpus.iter().map(|gpu| &gpu.engine))
-        .collect();
-    backends_agree(&specs, &all)?;
+    let (cpu, gpus) = checked_engines(lab, &[Backend::Seq, Backend::Pool], lab.threads(), &specs)?;
+    let all = every_engine(&cpu, &gpus);
     lab.note(NAME, "RC6 has no OpenSSL twin; the Blowfish key is 32 bytes (256 bits) and OpenSSL's bf-ecb row uses the legacy provider")?;
     let repetition = Repetition::adaptive(
         3,

@@ -11,12 +11,11 @@ use parcrypt_modes::{CipherSpec, Direction};
 use crate::gpu::time_opencl_kernel;
 use crate::lab::{direction_name, Lab, Level};
 use crate::record::{BenchRecord, Report, Timing};
-use crate::scenario::{engines, select};
+use crate::scenario::{checked_engines, every_engine, select};
 use crate::seeds;
 use crate::stats::Repetition;
 use crate::summary::{backend_label, distinct, mbps, ms, or_dash, size, times, Summary, Table};
 use crate::throughput::random_buffer;
-use crate::verify::backends_agree;
 use crate::BenchError;
 
 pub const NAME: &str = "s2";
@@ -56,16 +55,8 @@ fn seed_index(bytes: u64) -> Option<usize> {
 pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
     let spec: CipherSpec = CIPHER.parse().expect("a valid cipher name");
     let level = lab.level();
-    let cpu = engines(
-        &lab.cpu_backends(&[Backend::Seq, Backend::Pool]),
-        lab.threads(),
-    )?;
-    let gpus = lab.gpus();
-    let all: Vec<_> = cpu
-        .iter()
-        .chain(gpus.iter().map(|gpu| &gpu.engine))
-        .collect();
-    backends_agree(&[spec], &all)?;
+    let (cpu, gpus) = checked_engines(lab, &[Backend::Seq, Backend::Pool], lab.threads(), &[spec])?;
+    let all = every_engine(&cpu, &gpus);
     if gpus.iter().any(|gpu| gpu.backend == Backend::Opencl) {
         lab.note(NAME, "opencl: kernel-only figures from OpenCL profiling events (data passes through host memory, copies excluded; on a CPU device such as PoCL these are CPU times)")?;
     }

@@ -12,12 +12,11 @@ use crate::energy::Scope;
 use crate::gpu::{time_cuda, time_host_transfer, DirectDevice, HostTransfer, Residence};
 use crate::lab::Lab;
 use crate::record::{BenchRecord, Report, Timing};
-use crate::scenario::{engines, find, select};
+use crate::scenario::{checked_engines, find, select};
 use crate::seeds;
 use crate::stats::Repetition;
 use crate::summary::{backend_label, mbps, ms, or_dash, times, Summary, Table};
 use crate::throughput::random_buffer;
-use crate::verify::backends_agree;
 use crate::BenchError;
 
 pub const NAME: &str = "s4";
@@ -35,13 +34,7 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
     let spec: CipherSpec = CIPHER.parse().expect("a valid cipher name");
     let level = lab.level();
     let threads = lab.threads();
-    let cpu = engines(&lab.cpu_backends(&[Backend::Seq, Backend::Pool]), threads)?;
-    let gpus = lab.gpus();
-    let all: Vec<_> = cpu
-        .iter()
-        .chain(gpus.iter().map(|gpu| &gpu.engine))
-        .collect();
-    backends_agree(&[spec], &all)?;
+    let (cpu, gpus) = checked_engines(lab, &[Backend::Seq, Backend::Pool], threads, &[spec])?;
     for reason in lab.energy_unavailable() {
         lab.note(NAME, format!("{reason}: no joules in this table"))?;
     }

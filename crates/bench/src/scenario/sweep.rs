@@ -94,7 +94,7 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
             _ => thread_counts(level, threads),
         };
         for count in counts {
-            engines.push(Engine::new(backend, Some(count))?);
+            engines.push(lab.options().engine(backend, count)?);
         }
     }
     let gpus = lab.gpus();

@@ -1,0 +1,341 @@
+//! Where work runs: the [`Backend`] names, the [`Engine`] that holds a backend's threads and
+//! device, and the CPU backends' dispatch of work items (`seq`, the `threads` team, the
+//! work-stealing `pool`). How `auto` chooses is in the cost module, the GPU in the gpu module.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+
+use crate::cost::{CostModel, CALIBRATION_SLOTS};
+use crate::gpu::AutoGpu;
+
+/// Where work runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// One thread, the reference every other backend is compared with.
+    Seq,
+    /// A static equal split over N threads, as OpenMP's `parallel for` or Java `Thread`s do
+    /// (seed S0): thread i always takes the i-th equal range. The threads are started once
+    /// per engine (like an OpenMP team), not once per job.
+    Threads,
+    /// Work stealing on rayon, as Java's ForkJoin does: the job is cut into many work items
+    /// and idle threads steal them, so that a slow core does not hold the others back.
+    Pool,
+    /// One thread or the pool, chosen per job by a cost model measured on this machine;
+    /// with a tune file, also a GPU for the jobs it was measured to finish first.
+    Auto,
+    /// The first OpenCL device (or the one the builder names).
+    Opencl,
+    /// The first CUDA device (or the one the builder names).
+    Cuda,
+}
+
+impl Backend {
+    /// The CPU backends, always available.
+    pub const CPU: [Backend; 4] = [Backend::Seq, Backend::Threads, Backend::Pool, Backend::Auto];
+    /// The GPU backends, available when a device, its driver and (for CUDA) NVRTC are.
+    pub const GPU: [Backend; 2] = [Backend::Opencl, Backend::Cuda];
+
+    /// Whether this backend runs its work on a GPU.
+    pub fn is_gpu(self) -> bool {
+        Backend::GPU.contains(&self)
+    }
+
+    /// The name the command line and tune files use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Seq => "seq",
+            Backend::Threads => "threads",
+            Backend::Pool => "pool",
+            Backend::Auto => "auto",
+            Backend::Opencl => "opencl",
+            Backend::Cuda => "cuda",
+        }
+    }
+
+    /// Whether this backend keeps a thread pool (every backend but `seq`: GPU backends run
+    /// CBC encryption and, on devices without a GHASH kernel, GHASH on it).
+    fn has_pool(self) -> bool {
+        self != Backend::Seq
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Backend {
+    type Err = EngineError;
+    fn from_str(name: &str) -> Result<Self, EngineError> {
+        Backend::CPU
+            .into_iter()
+            .chain(Backend::GPU)
+            .find(|backend| backend.name().eq_ignore_ascii_case(name))
+            .ok_or_else(|| EngineError::UnknownBackend(name.to_string()))
+    }
+}
+
+/// Why an engine could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A backend name that is not one of [`Backend::CPU`] or [`Backend::GPU`].
+    #[error("unknown backend '{0}' (choose seq, threads, pool, opencl, cuda or auto)")]
+    UnknownBackend(String),
+    /// The GPU backend asked for has no usable device here.
+    #[error("{backend} backend unavailable: {reason}")]
+    Gpu {
+        /// The backend asked for.
+        backend: Backend,
+        /// What the GPU layer said.
+        reason: String,
+    },
+    /// Zero threads were asked for.
+    #[error("--threads must be at least 1")]
+    ZeroThreads,
+    /// The operating system refused the pool's threads.
+    #[error("could not start the thread pool: {0}")]
+    Pool(String),
+}
+
+/// The number of threads the machine offers.
+pub fn available_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// A backend with its threads, ready to run work. Build one with [`Engine::builder`]
+/// (or [`Engine::new`] for a backend and thread count alone).
+pub struct Engine {
+    pub(crate) backend: Backend,
+    pub(crate) threads: usize,
+    pub(crate) pool: Option<rayon::ThreadPool>,
+    /// The device of a GPU backend.
+    pub(crate) gpu: Option<Box<dyn parcrypt_gpu::GpuDevice>>,
+    /// `auto`'s cost models per cipher, mode and direction, measured once per engine (read
+    /// without a lock: a small job's whole cost is a few hundred nanoseconds).
+    pub(crate) calibration: [OnceLock<Option<CostModel>>; CALIBRATION_SLOTS],
+    /// `auto`'s GPU, when a tune file says it wins some jobs.
+    pub(crate) auto_gpu: Option<AutoGpu>,
+}
+
+impl Engine {
+    /// An engine on `backend` with `threads` threads (`None`: all cores) that reads no tune
+    /// file: GPU backends launch with their default shapes and `auto` stays on the CPU. Use
+    /// [`Engine::builder`] to name a device or a tune file.
+    ///
+    /// ```
+    /// use parcrypt_engine::{Backend, Engine};
+    /// let engine = Engine::new(Backend::Pool, Some(2))?;
+    /// assert_eq!((engine.backend(), engine.threads()), (Backend::Pool, 2));
+    /// # Ok::<(), parcrypt_engine::EngineError>(())
+    /// ```
+    pub fn new(backend: Backend, threads: Option<usize>) -> Result<Self, EngineError> {
+        let mut builder = Engine::builder().backend(backend);
+        if let Some(threads) = threads {
+            builder = builder.threads(threads);
+        }
+        builder.build()
+    }
+
+    /// Starts the threads of `backend` (one for `seq`); the GPU and tune table are added by
+    /// the builder.
+    pub(crate) fn start(backend: Backend, threads: Option<usize>) -> Result<Self, EngineError> {
+        let threads = match threads {
+            Some(0) => return Err(EngineError::ZeroThreads),
+            Some(n) => n,
+            None => available_threads(),
+        };
+        let pool = if backend.has_pool() {
+            Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(|index| format!("parcrypt-pool-{index}"))
+                    .build()
+                    .map_err(|error| EngineError::Pool(error.to_string()))?,
+            )
+        } else {
+            None
+        };
+        Ok(Engine {
+            backend,
+            threads: if backend.has_pool() { threads } else { 1 },
+            pool,
+            gpu: None,
+            calibration: std::array::from_fn(|_| OnceLock::new()),
+            auto_gpu: None,
+        })
+    }
+
+    /// The backend this engine was built for (`auto` stays `auto`; see [`Engine::resolve`]).
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The threads work is split over (1 for `seq`).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Cuts `length` bytes into work items, each a multiple of `align` bytes except the
+    /// last, and returns their lengths in order. `model` lets `auto` choose well.
+    pub fn plan(&self, length: usize, align: usize, model: Option<CostModel>) -> Vec<usize> {
+        let pieces = match self.backend {
+            Backend::Seq => 1,
+            Backend::Threads => self.threads,
+            Backend::Auto => self.auto_items(length, model),
+            Backend::Pool | Backend::Opencl | Backend::Cuda => self.pool_items(length),
+        };
+        split_lengths(length, align, pieces)
+    }
+
+    /// Runs `work(index, offset, range)` over consecutive ranges of `data` with the given
+    /// lengths (from [`Engine::plan`]) and returns the results in range order.
+    pub fn run<R, F>(&self, data: &mut [u8], lengths: &[usize], work: F) -> Vec<R>
+    where
+        R: Send,
+        F: Fn(usize, usize, &mut [u8]) -> R + Sync,
+    {
+        debug_assert_eq!(lengths.iter().sum::<usize>(), data.len());
+        let mut ranges = Vec::with_capacity(lengths.len());
+        let mut rest = data;
+        let mut offset = 0;
+        for &length in lengths {
+            let (range, tail) = rest.split_at_mut(length);
+            ranges.push((offset, range));
+            offset += length;
+            rest = tail;
+        }
+        if ranges.len() == 1 {
+            let (offset, range) = ranges.pop().expect("one range");
+            return vec![work(0, offset, range)];
+        }
+        // Several ranges mean the plan chose to split: `auto` splits onto the pool.
+        match (self.backend, &self.pool) {
+            (Backend::Threads, Some(pool)) => run_on_team(pool, ranges, work),
+            (_, Some(pool)) => pool.install(|| {
+                ranges
+                    .into_par_iter()
+                    .enumerate()
+                    .map(|(index, (offset, range))| work(index, offset, range))
+                    .collect()
+            }),
+            (_, None) => ranges
+                .into_iter()
+                .enumerate()
+                .map(|(index, (offset, range))| work(index, offset, range))
+                .collect(),
+        }
+    }
+}
+
+/// A range waiting for the `threads` team member it belongs to: (offset, bytes).
+type Slot<'a> = std::sync::Mutex<Option<(usize, &'a mut [u8])>>;
+
+/// The `threads` backend's static split: pool thread t takes ranges t, t + N, t + 2N, ...
+/// whatever the others are doing (no stealing); the plan makes that one range per thread.
+/// Each slot is taken exactly once, by the thread it belongs to.
+fn run_on_team<R, F>(pool: &rayon::ThreadPool, ranges: Vec<(usize, &mut [u8])>, work: F) -> Vec<R>
+where
+    R: Send,
+    F: Fn(usize, usize, &mut [u8]) -> R + Sync,
+{
+    let count = ranges.len();
+    let slots: Vec<Slot<'_>> = ranges
+        .into_iter()
+        .map(|range| std::sync::Mutex::new(Some(range)))
+        .collect();
+    let per_thread = pool.broadcast(|context| {
+        (context.index()..count)
+            .step_by(context.num_threads())
+            .filter_map(|index| {
+                let taken = slots[index]
+                    .lock()
+                    .unwrap_or_else(|poison| poison.into_inner())
+                    .take();
+                taken.map(|(offset, range)| (index, work(index, offset, range)))
+            })
+            .collect::<Vec<_>>()
+    });
+    let mut results: Vec<(usize, R)> = per_thread.into_iter().flatten().collect();
+    results.sort_by_key(|(index, _)| *index);
+    results.into_iter().map(|(_, result)| result).collect()
+}
+
+/// Splits `length` into at most `pieces` lengths, all multiples of `align` except the last.
+fn split_lengths(length: usize, align: usize, pieces: usize) -> Vec<usize> {
+    let units = length / align;
+    let pieces = pieces.clamp(1, units.max(1));
+    let mut lengths = Vec::with_capacity(pieces);
+    let base = units / pieces;
+    let extra = units % pieces;
+    for index in 0..pieces {
+        lengths.push((base + usize::from(index < extra)) * align);
+    }
+    // Whatever does not fill a whole unit rides on the last range.
+    *lengths.last_mut().expect("at least one piece") += length - units * align;
+    lengths
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_cover_the_input_and_stay_aligned() {
+        for length in [0usize, 1, 15, 16, 17, 100, 4096 + 5, 1 << 20] {
+            for align in [8usize, 16] {
+                for pieces in [1usize, 2, 3, 7, 64] {
+                    let lengths = split_lengths(length, align, pieces);
+                    assert_eq!(lengths.iter().sum::<usize>(), length);
+                    assert!(lengths.len() <= pieces.max(1));
+                    for l in &lengths[..lengths.len() - 1] {
+                        assert_eq!(l % align, 0);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_backend_runs_every_range_once_in_order() {
+        for backend in Backend::CPU {
+            let engine = Engine::new(backend, Some(3)).unwrap();
+            let mut data = vec![0u8; 3 << 20];
+            let lengths = engine.plan(data.len(), 16, None);
+            let offsets = engine.run(&mut data, &lengths, |index, offset, range| {
+                range.iter_mut().for_each(|b| *b = b.wrapping_add(1));
+                (index, offset, range.len())
+            });
+            assert!(
+                data.iter().all(|&b| b == 1),
+                "{backend}: a byte was missed or done twice"
+            );
+            let mut expected_offset = 0;
+            for (position, (index, offset, length)) in offsets.into_iter().enumerate() {
+                assert_eq!((index, offset), (position, expected_offset));
+                expected_offset += length;
+            }
+            assert_eq!(expected_offset, data.len());
+        }
+    }
+
+    #[test]
+    fn names_parse_and_gpu_backends_explain_themselves() {
+        for backend in Backend::CPU.into_iter().chain(Backend::GPU) {
+            assert_eq!(backend.name().parse::<Backend>().unwrap(), backend);
+            assert_eq!(
+                backend.name().to_uppercase().parse::<Backend>().unwrap(),
+                backend
+            );
+        }
+        assert!(matches!(
+            "gpu9".parse::<Backend>(),
+            Err(EngineError::UnknownBackend(_))
+        ));
+    }
+}

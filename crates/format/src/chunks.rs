@@ -15,6 +15,10 @@ use zeroize::Zeroize;
 use crate::cobblestone::{MessageKeys, NONCE_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
 use crate::error::FormatError;
 
+/// Chunks per batch by default: 4 MiB of plaintext. Backends say what suits them best
+/// ([`ChunkBatcher::preferred_batch_chunks`]).
+pub const DEFAULT_BATCH_CHUNKS: usize = 256;
+
 /// Seals and opens batches of chunks (see the module documentation for the layout).
 pub trait ChunkBatcher: Send + Sync {
     /// A short name for reports (`seq`, `pool`, `cuda`, ...).
@@ -32,7 +36,7 @@ pub trait ChunkBatcher: Send + Sync {
     /// How many chunks a batch should hold to keep this backend busy: the streaming
     /// pipeline reads and writes batches of this size.
     fn preferred_batch_chunks(&self) -> usize {
-        crate::stream::DEFAULT_BATCH_CHUNKS
+        DEFAULT_BATCH_CHUNKS
     }
 
     /// Authenticates and decrypts every chunk of `batch` in place. On failure returns the
@@ -166,7 +170,7 @@ impl ChunkBatcher for CpuChunks<'_> {
     /// cache between the reader, the cipher and the writer (measured on 2 cores: 4 MiB
     /// batches ran the in-memory pipeline at twice the speed of 16 MiB ones).
     fn preferred_batch_chunks(&self) -> usize {
-        (self.engine.threads() * 32).clamp(crate::stream::DEFAULT_BATCH_CHUNKS, 4096)
+        (self.engine.threads() * 32).clamp(DEFAULT_BATCH_CHUNKS, 4096)
     }
 
     fn seal_batch(

@@ -4,7 +4,7 @@
 
 use parcrypt_ciphers::{new_cipher, BlockCipher, Implementation, KeyError};
 use parcrypt_modes::ctr::{Counter, CounterRule};
-use parcrypt_modes::gcm::{Gcm, GcmAccumulator, GcmError, TAG_BYTES};
+use parcrypt_modes::gcm::{GcmAccumulator, GcmError, GcmKey, GcmMessage, TAG_BYTES};
 use parcrypt_modes::{cbc, ctr, ecb, padding, CipherSpec, Direction, Mode};
 use zeroize::Zeroize;
 
@@ -68,7 +68,8 @@ enum ModeState {
         next: Counter,
     },
     Gcm {
-        gcm: Box<Gcm>,
+        key: Box<GcmKey>,
+        message: GcmMessage,
         accumulator: GcmAccumulator,
     },
 }
@@ -140,10 +141,12 @@ impl<'e> Crypter<'e> {
                 next: Counter::new(iv, CounterRule::Full),
             },
             Mode::Gcm => {
-                let gcm = Gcm::new(cipher.as_ref(), iv)?;
-                let accumulator = GcmAccumulator::new(&gcm, job.aad.unwrap_or_default());
+                let key = GcmKey::new(cipher.as_ref())?;
+                let message = key.message(cipher.as_ref(), iv)?;
+                let accumulator = GcmAccumulator::new(&key, job.aad.unwrap_or_default());
                 ModeState::Gcm {
-                    gcm: Box::new(gcm),
+                    key: Box::new(key),
+                    message,
                     accumulator,
                 }
             }
@@ -222,8 +225,13 @@ impl<'e> Crypter<'e> {
         match (self.spec.mode, self.direction) {
             (Mode::Gcm, Direction::Encrypt) => {
                 self.process(data)?;
-                if let ModeState::Gcm { gcm, accumulator } = &self.state {
-                    data.extend_from_slice(&gcm.tag(accumulator));
+                if let ModeState::Gcm {
+                    key,
+                    message,
+                    accumulator,
+                } = &self.state
+                {
+                    data.extend_from_slice(&key.tag(message, accumulator));
                 }
             }
             (Mode::Gcm, Direction::Decrypt) => {
@@ -232,8 +240,13 @@ impl<'e> Crypter<'e> {
                 }
                 let tag = data.split_off(data.len() - TAG_BYTES);
                 self.process(data)?;
-                if let ModeState::Gcm { gcm, accumulator } = &self.state {
-                    if let Err(error) = gcm.verify(accumulator, &tag) {
+                if let ModeState::Gcm {
+                    key,
+                    message,
+                    accumulator,
+                } = &self.state
+                {
+                    if let Err(error) = key.verify(message, accumulator, &tag) {
                         data.zeroize();
                         data.clear();
                         return Err(error.into());
@@ -321,12 +334,17 @@ impl<'e> Crypter<'e> {
                 });
                 *next = start.advanced((data.len() / block_size) as u64);
             }
-            ModeState::Gcm { gcm, accumulator } => {
+            ModeState::Gcm {
+                key,
+                message,
+                accumulator,
+            } => {
                 let first_block = accumulator.text_bytes() / 16;
                 let lengths = engine.plan(data.len(), 16, model);
-                let gcm_ref: &Gcm = gcm;
+                let (key, message): (&GcmKey, &GcmMessage) = (key, message);
                 let partials = engine.run(data, &lengths, |_, offset, range| {
-                    gcm_ref.process_range(
+                    key.process_range(
+                        message,
                         cipher,
                         direction,
                         first_block + (offset / 16) as u64,
@@ -334,7 +352,7 @@ impl<'e> Crypter<'e> {
                     )
                 });
                 for (partial, length) in partials.into_iter().zip(&lengths) {
-                    accumulator.append(gcm, partial, *length as u64)?;
+                    accumulator.append(key, partial, *length as u64)?;
                 }
             }
         }
@@ -399,27 +417,30 @@ impl Crypter<'_> {
                 )?;
                 *next = next.advanced(data.len().div_ceil(block_size) as u64);
             }
-            ModeState::Gcm { gcm, accumulator } => {
+            ModeState::Gcm {
+                key: gcm_key,
+                message,
+                accumulator,
+            } => {
                 let mut counter = vec![0u8; 16];
-                gcm.text_counter(accumulator.text_bytes() / 16)
+                message
+                    .text_counter(accumulator.text_bytes() / 16)
                     .write(&mut counter);
                 let operation = GpuOperation::Ctr {
                     counter,
                     rule: CounterRule::Low32,
                 };
-                let mut hash_key = zeroize::Zeroizing::new([0u8; 16]);
-                cipher.encrypt_blocks(hash_key.as_mut_slice());
                 // GHASH covers the ciphertext: after encrypting, before decrypting.
                 let partials = if direction == Direction::Encrypt {
                     gpu.process(key, &operation, data)?;
-                    ghash_partials(gpu, &hash_key, engine, gcm, data)?
+                    ghash_partials(gpu, engine, gcm_key, data)?
                 } else {
-                    let partials = ghash_partials(gpu, &hash_key, engine, gcm, data)?;
+                    let partials = ghash_partials(gpu, engine, gcm_key, data)?;
                     gpu.process(key, &operation, data)?;
                     partials
                 };
                 for (partial, length) in partials {
-                    accumulator.append(gcm, partial, length as u64)?;
+                    accumulator.append(gcm_key, partial, length as u64)?;
                 }
             }
         }
@@ -436,19 +457,18 @@ const GPU_GHASH_SEGMENT_BYTES: usize = 4096;
 /// the device has no GHASH kernel.
 fn ghash_partials(
     gpu: &dyn parcrypt_gpu::GpuDevice,
-    hash_key: &[u8; 16],
     engine: &Engine,
-    gcm: &Gcm,
+    key: &GcmKey,
     data: &mut [u8],
 ) -> Result<Vec<(u128, usize)>, JobError> {
-    match gpu.ghash_segments(hash_key, data, GPU_GHASH_SEGMENT_BYTES) {
+    match gpu.ghash_segments(key.hash_subkey(), data, GPU_GHASH_SEGMENT_BYTES) {
         Ok(partials) => Ok(partials
             .into_iter()
             .zip(data.chunks(GPU_GHASH_SEGMENT_BYTES).map(<[u8]>::len))
             .collect()),
         Err(parcrypt_gpu::GpuError::Unsupported { .. }) => {
             let lengths = engine.plan(data.len(), 16, None);
-            let partials = engine.run(data, &lengths, |_, _, range| gcm.hash_range(range));
+            let partials = engine.run(data, &lengths, |_, _, range| key.hash_range(range));
             Ok(partials.into_iter().zip(lengths).collect())
         }
         Err(error) => Err(error.into()),

@@ -1,17 +1,19 @@
 //! Streaming a message from a reader to a writer in bounded memory.
 //!
-//! Three threads form a pipeline over a fixed set of chunk buffers: one reads chunk k+1,
-//! the caller's thread encrypts chunk k on the engine (all cores), one writes chunk k-1.
-//! The time of a run is then about the slowest of the three stages rather than their sum,
-//! and memory stays at [`PIPELINE_BUFFERS`] chunks whatever the input size.
+//! [`process_stream`] runs a [`Crypter`] in the one streaming [`pipeline`]: one thread reads
+//! chunk k+1, the caller's thread encrypts chunk k on the engine (all cores), one writes
+//! chunk k-1, over [`PIPELINE_BUFFERS`] chunk buffers whatever the input size.
 //!
 //! The last few bytes of the input (the padded block or the GCM tag, see
 //! [`Crypter::holdback`]) are carried from chunk to chunk until the end of the input is known.
 
+pub mod pipeline;
+
 use std::io::{self, Read, Write};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use crate::crypter::{Crypter, JobError};
+use pipeline::{PipelineError, Step};
+pub use pipeline::{StageTimes, PIPELINE_BUFFERS};
 
 /// Bytes read per chunk on the CPU backends: enough to feed every core, and small enough
 /// that a chunk stays in the last-level cache between the reader, the cipher and the
@@ -32,73 +34,28 @@ pub fn chunk_bytes_for(engine: &crate::Engine) -> usize {
     }
 }
 
-/// Chunk buffers in flight: one being read, one being encrypted, one being written.
-pub const PIPELINE_BUFFERS: usize = 3;
-
+/// Why a stream stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum StreamError {
+    /// The input could not be read.
     #[error("cannot read input: {0}")]
     Read(io::Error),
+    /// The output could not be written.
     #[error("cannot write output: {0}")]
     Write(io::Error),
+    /// The cipher refused the input (a bad tag, bad padding, a partial block).
     #[error("{0}")]
     Job(#[from] JobError),
 }
 
-/// Reads until `buffer` is full or the input ends; returns the bytes read.
-fn fill(reader: &mut dyn Read, buffer: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match reader.read(&mut buffer[filled..]) {
-            Ok(0) => break,
-            Ok(read) => filled += read,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(error),
+impl From<PipelineError<JobError>> for StreamError {
+    fn from(error: PipelineError<JobError>) -> Self {
+        match error {
+            PipelineError::Read(error) => StreamError::Read(error),
+            PipelineError::Write(error) => StreamError::Write(error),
+            PipelineError::Stage(error) => StreamError::Job(error),
         }
     }
-    Ok(filled)
-}
-
-/// A chunk buffer: `headroom` bytes at the front for the bytes carried over from the
-/// previous chunk, then up to `chunk` bytes of input.
-struct Chunk {
-    bytes: Vec<u8>,
-    /// Input bytes read into this chunk after the headroom.
-    read: usize,
-}
-
-/// The reader stage: fills free buffers and passes them on; a chunk with fewer bytes than
-/// it can hold is the last one.
-fn read_stage(
-    reader: &mut (dyn Read + Send),
-    headroom: usize,
-    free: Receiver<Chunk>,
-    filled: SyncSender<io::Result<Chunk>>,
-) {
-    for mut chunk in free {
-        let result = fill(reader, &mut chunk.bytes[headroom..]).map(|read| {
-            chunk.read = read;
-            chunk
-        });
-        let last = !matches!(&result, Ok(chunk) if chunk.read == chunk.bytes.len() - headroom);
-        if filled.send(result).is_err() || last {
-            return;
-        }
-    }
-}
-
-/// The writer stage: writes `(buffer, start, end)` ranges and returns the buffers.
-fn write_stage(
-    writer: &mut (dyn Write + Send),
-    processed: Receiver<(Chunk, usize, usize)>,
-    free: SyncSender<Chunk>,
-) -> io::Result<()> {
-    for (chunk, start, end) in processed {
-        writer.write_all(&chunk.bytes[start..end])?;
-        // The reader may have stopped already: a closed channel is not an error here.
-        let _ = free.send(chunk);
-    }
-    writer.flush()
 }
 
 /// Runs the whole input through `crypter` and writes the output; returns the bytes written.
@@ -107,7 +64,7 @@ fn write_stage(
 /// error the caller must discard what the writer received (the command line writes to a
 /// temporary file that it deletes, or holds stdout in one).
 pub fn process_stream(
-    mut crypter: Crypter<'_>,
+    crypter: Crypter<'_>,
     reader: &mut (dyn Read + Send),
     writer: &mut (dyn Write + Send),
     chunk_bytes: usize,
@@ -115,73 +72,54 @@ pub fn process_stream(
     let holdback = crypter.holdback();
     // Whole blocks of every cipher, so each full chunk can go through `update`.
     let chunk_bytes = (chunk_bytes / 16).max(1) * 16;
-    let (free_sender, free_receiver) = sync_channel::<Chunk>(PIPELINE_BUFFERS);
-    let (filled_sender, filled_receiver) = sync_channel::<io::Result<Chunk>>(PIPELINE_BUFFERS);
-    let (processed_sender, processed_receiver) =
-        sync_channel::<(Chunk, usize, usize)>(PIPELINE_BUFFERS);
-    for _ in 0..PIPELINE_BUFFERS {
-        let chunk = Chunk {
-            bytes: vec![0u8; holdback + chunk_bytes],
-            read: 0,
-        };
-        free_sender
-            .send(chunk)
-            .expect("the channel holds every buffer");
-    }
-    std::thread::scope(|scope| {
-        scope.spawn(move || read_stage(reader, holdback, free_receiver, filled_sender));
-        let writer_thread =
-            scope.spawn(move || write_stage(writer, processed_receiver, free_sender));
-
-        let outcome = (|| -> Result<u64, StreamError> {
-            let mut carried = Vec::with_capacity(holdback);
-            let mut written = 0u64;
-            for result in filled_receiver.iter() {
-                let mut chunk = result.map_err(StreamError::Read)?;
-                // The carried bytes go just before this chunk's input, in its headroom.
-                let start = holdback - carried.len();
-                chunk.bytes[start..holdback].copy_from_slice(&carried);
-                let end = holdback + chunk.read;
-                if chunk.read < chunk_bytes {
-                    // The input has ended: the rest is the final piece.
-                    let mut last = chunk.bytes[start..end].to_vec();
-                    crypter.finish(&mut last)?;
-                    // Padding or a tag may make the final piece longer than the buffer.
-                    let length = last.len();
-                    chunk.bytes = last;
-                    written += length as u64;
-                    if processed_sender.send((chunk, 0, length)).is_err() {
-                        break;
-                    }
-                    return Ok(written);
-                }
-                // `end - start` is a whole chunk plus the carried bytes: keep `holdback`
-                // bytes back for the next round, process the rest (a whole chunk).
-                let body_end = end - holdback;
-                crypter.update(&mut chunk.bytes[start..body_end])?;
-                carried.clear();
-                carried.extend_from_slice(&chunk.bytes[body_end..end]);
-                written += (body_end - start) as u64;
-                if processed_sender.send((chunk, start, body_end)).is_err() {
-                    break;
-                }
-            }
-            // Reached only when a stage stopped early: the writer's error explains it.
-            Err(StreamError::Write(io::Error::other("the writer stopped")))
-        })();
-        drop(processed_sender);
-        drop(filled_receiver);
-        let written = writer_thread
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        match (outcome, written) {
-            (Ok(bytes), Ok(())) => Ok(bytes),
-            (Err(StreamError::Write(_)), Err(error)) | (Ok(_), Err(error)) => {
-                Err(StreamError::Write(error))
-            }
-            (Err(error), _) => Err(error),
+    // Each buffer keeps `holdback` bytes of headroom in front of its input for the bytes
+    // carried over from the previous chunk.
+    let fill = move |reader: &mut dyn Read, buffer: &mut pipeline::Buffer| {
+        buffer.filled = pipeline::read_full(reader, &mut buffer.bytes[holdback..])?;
+        buffer.ended = buffer.filled < chunk_bytes;
+        Ok(())
+    };
+    let mut crypter = Some(crypter);
+    let mut carried = Vec::with_capacity(holdback);
+    let mut written = 0u64;
+    let process = |buffer: &mut pipeline::Buffer| -> Result<Step<_, JobError>, JobError> {
+        // The carried bytes go just before this chunk's input, in its headroom.
+        let start = holdback - carried.len();
+        buffer.bytes[start..holdback].copy_from_slice(&carried);
+        let end = holdback + buffer.filled;
+        if buffer.ended {
+            // The input has ended: the rest is the final piece.
+            let mut last = buffer.bytes[start..end].to_vec();
+            crypter
+                .take()
+                .expect("the final piece comes once")
+                .finish(&mut last)?;
+            // Padding or a tag may make the final piece longer than the buffer.
+            let length = last.len();
+            buffer.bytes = last;
+            written += length as u64;
+            return Ok(Step {
+                emit: 0..length,
+                outcome: Some(Ok(())),
+            });
         }
-    })
+        // `end - start` is a whole chunk plus the carried bytes: keep `holdback` bytes back
+        // for the next round, process the rest (a whole chunk).
+        let body_end = end - holdback;
+        crypter
+            .as_mut()
+            .expect("no chunk follows the final piece")
+            .update(&mut buffer.bytes[start..body_end])?;
+        carried.clear();
+        carried.extend_from_slice(&buffer.bytes[body_end..end]);
+        written += (body_end - start) as u64;
+        Ok(Step {
+            emit: start..body_end,
+            outcome: None,
+        })
+    };
+    pipeline::run(reader, writer, holdback + chunk_bytes, None, fill, process)?;
+    Ok(written)
 }
 
 #[cfg(test)]

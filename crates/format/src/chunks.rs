@@ -9,13 +9,15 @@
 
 use parcrypt_ciphers::{new_cipher, BlockCipher, Implementation};
 use parcrypt_engine::Engine;
-use parcrypt_modes::ctr::{self, Counter, CounterRule};
-use parcrypt_modes::ghash::GhashKey;
-use subtle::ConstantTimeEq;
+use parcrypt_modes::gcm::GcmKey;
 use zeroize::Zeroize;
 
 use crate::cobblestone::{MessageKeys, NONCE_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
 use crate::error::FormatError;
+
+/// Chunks per batch by default: 4 MiB of plaintext. Backends say what suits them best
+/// ([`ChunkBatcher::preferred_batch_chunks`]).
+pub const DEFAULT_BATCH_CHUNKS: usize = 256;
 
 /// Seals and opens batches of chunks (see the module documentation for the layout).
 pub trait ChunkBatcher: Send + Sync {
@@ -34,7 +36,7 @@ pub trait ChunkBatcher: Send + Sync {
     /// How many chunks a batch should hold to keep this backend busy: the streaming
     /// pipeline reads and writes batches of this size.
     fn preferred_batch_chunks(&self) -> usize {
-        crate::stream::DEFAULT_BATCH_CHUNKS
+        DEFAULT_BATCH_CHUNKS
     }
 
     /// Authenticates and decrypts every chunk of `batch` in place. On failure returns the
@@ -71,86 +73,41 @@ pub fn batch_chunks(first_chunk: u64, batch: &[u8]) -> Result<u64, FormatError> 
     Ok(chunks)
 }
 
-/// One message's AES-GCM state for many chunks on the CPU: the key schedule and the GHASH
-/// key (H and its powers) are made once and shared by every chunk, since all chunks use the
-/// same key and differ only in the nonce. (`parcrypt_modes::gcm::seal` would rebuild the
-/// GHASH key for every 16 KiB chunk.) Output equals SP 800-38D GCM with a 96-bit IV and no
+/// One message's AES-GCM state for many chunks on the CPU: the key schedule, and the
+/// message's [`GcmKey`] (H and its powers, made once per message by [`MessageKeys`]) shared
+/// by every chunk, since all chunks use the same key and differ only in the nonce. Per chunk
+/// only J0 and E_K(J0) are computed. Output equals SP 800-38D GCM with a 96-bit IV and no
 /// AAD; the tests check that against `parcrypt_modes::gcm`.
-pub struct ChunkCipher {
+pub struct ChunkCipher<'k> {
     cipher: Box<dyn BlockCipher>,
-    ghash: GhashKey,
+    key: &'k GcmKey,
 }
 
-impl ChunkCipher {
-    pub fn new(keys: &MessageKeys, implementation: Implementation) -> Result<Self, FormatError> {
+impl<'k> ChunkCipher<'k> {
+    /// The chunk cipher of `keys`'s message, running `implementation` of its block cipher.
+    pub fn new(keys: &'k MessageKeys, implementation: Implementation) -> Result<Self, FormatError> {
         let cipher = new_cipher(keys.suite().algorithm(), implementation, keys.key())
             .map_err(|error| FormatError::Backend(error.to_string()))?;
-        let mut hash_subkey = [0u8; 16];
-        cipher.encrypt_blocks(&mut hash_subkey);
-        let ghash = GhashKey::new(&hash_subkey);
-        hash_subkey.zeroize();
-        Ok(ChunkCipher { cipher, ghash })
+        Ok(ChunkCipher {
+            cipher,
+            key: keys.gcm_key(),
+        })
     }
 
     /// Encrypts `text` with `nonce` and returns the tag.
     pub fn seal(&self, nonce: &[u8; NONCE_BYTES], text: &mut [u8]) -> [u8; TAG_BYTES] {
-        let pre_counter = pre_counter(nonce);
-        ctr::apply(
-            self.cipher.as_ref(),
-            Counter::new(&pre_counter, CounterRule::Low32).advanced(1),
-            text,
-        );
-        self.tag(&pre_counter, text)
+        self.key
+            .seal(self.cipher.as_ref(), nonce, &[], text)
+            .expect("a 96-bit nonce and a chunk are within GCM's limits")
     }
 
     /// Checks `tag` over the ciphertext `text` first and decrypts only if it matches, so
     /// unauthenticated plaintext never exists; a mismatch leaves `text` untouched.
     pub fn open(&self, nonce: &[u8; NONCE_BYTES], text: &mut [u8], tag: &[u8]) -> bool {
-        let pre_counter = pre_counter(nonce);
-        let mut expected = self.tag(&pre_counter, text);
-        let matches = bool::from(expected.as_slice().ct_eq(tag));
-        expected.zeroize();
-        if matches {
-            ctr::apply(
-                self.cipher.as_ref(),
-                Counter::new(&pre_counter, CounterRule::Low32).advanced(1),
-                text,
-            );
-        }
-        matches
+        self.key
+            .open(self.cipher.as_ref(), nonce, &[], text, tag)
+            .is_ok()
     }
-
-    /// GHASH of the ciphertext (no AAD) masked with E(J0).
-    fn tag(&self, pre_counter: &[u8; 16], ciphertext: &[u8]) -> [u8; TAG_BYTES] {
-        let mut state = 0u128;
-        let whole = ciphertext.len() / 16 * 16;
-        self.ghash.update(&mut state, &ciphertext[..whole]);
-        if whole < ciphertext.len() {
-            let mut last = [0u8; 16];
-            last[..ciphertext.len() - whole].copy_from_slice(&ciphertext[whole..]);
-            self.ghash.update(&mut state, &last);
-        }
-        let mut lengths = [0u8; 16];
-        lengths[8..].copy_from_slice(&(ciphertext.len() as u64 * 8).to_be_bytes());
-        self.ghash.update(&mut state, &lengths);
-        let mut mask = *pre_counter;
-        self.cipher.encrypt_blocks(&mut mask);
-        let mut tag = state.to_be_bytes();
-        for (byte, mask) in tag.iter_mut().zip(&mask) {
-            *byte ^= mask;
-        }
-        state.zeroize();
-        mask.zeroize();
-        tag
-    }
-}
-
-/// J0 for a 96-bit IV: IV || 0^31 || 1.
-pub(crate) fn pre_counter(nonce: &[u8; NONCE_BYTES]) -> [u8; 16] {
-    let mut block = [0u8; 16];
-    block[..NONCE_BYTES].copy_from_slice(nonce);
-    block[15] = 1;
-    block
 }
 
 /// The CPU backend: whole chunks spread over the engine's threads (`seq`, `threads`,
@@ -213,7 +170,7 @@ impl ChunkBatcher for CpuChunks<'_> {
     /// cache between the reader, the cipher and the writer (measured on 2 cores: 4 MiB
     /// batches ran the in-memory pipeline at twice the speed of 16 MiB ones).
     fn preferred_batch_chunks(&self) -> usize {
-        (self.engine.threads() * 32).clamp(crate::stream::DEFAULT_BATCH_CHUNKS, 4096)
+        (self.engine.threads() * 32).clamp(DEFAULT_BATCH_CHUNKS, 4096)
     }
 
     fn seal_batch(

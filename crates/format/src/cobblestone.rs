@@ -13,7 +13,8 @@
 //! chunk boundary is detected as truncated.
 
 use hmac::{Hmac, KeyInit, Mac};
-use parcrypt_ciphers::Algorithm;
+use parcrypt_ciphers::{new_cipher, Algorithm, Implementation};
+use parcrypt_modes::gcm::GcmKey;
 use sha2::Sha512;
 use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, Zeroizing};
@@ -120,6 +121,9 @@ impl std::fmt::Display for Suite {
 pub struct MessageKeys {
     suite: Suite,
     key: Zeroizing<Vec<u8>>,
+    /// The chunks' GCM key (H and its powers): every chunk is a GCM message under the same
+    /// key, so it is made once per message here rather than per chunk or batch.
+    gcm_key: GcmKey,
     base_nonce: [u8; NONCE_BYTES],
     commitment: [u8; COMMITMENT_BYTES],
 }
@@ -152,9 +156,14 @@ impl MessageKeys {
         base_nonce.copy_from_slice(&okm[key_bytes..key_bytes + NONCE_BYTES]);
         let mut commitment = [0u8; COMMITMENT_BYTES];
         commitment.copy_from_slice(&okm[key_bytes + NONCE_BYTES..]);
+        let cipher = new_cipher(suite.algorithm(), Implementation::Fast, &key)
+            .map_err(|error| FormatError::Backend(error.to_string()))?;
+        let gcm_key = GcmKey::new(cipher.as_ref())
+            .map_err(|error| FormatError::Backend(error.to_string()))?;
         Ok(MessageKeys {
             suite,
             key,
+            gcm_key,
             base_nonce,
             commitment,
         })
@@ -167,6 +176,11 @@ impl MessageKeys {
     /// The AEAD key (for backends that key their own cipher, such as a GPU).
     pub fn key(&self) -> &[u8] {
         &self.key
+    }
+
+    /// The chunks' GCM key, made once from [`MessageKeys::key`].
+    pub fn gcm_key(&self) -> &GcmKey {
+        &self.gcm_key
     }
 
     pub fn base_nonce(&self) -> &[u8; NONCE_BYTES] {

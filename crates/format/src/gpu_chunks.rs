@@ -3,9 +3,9 @@
 //!
 //! Every chunk is an AES-GCM message with its own nonce and no AAD, so its tag needs only
 //! the GHASH sum of its ciphertext, which the device gives as one partial sum per 16 KiB
-//! chunk (the chunk size is the GHASH segment size); the host hashes on the length block
-//! (one multiplication by H) and masks with E_K(J0). Opening hashes every chunk and checks every tag *before* any chunk is
-//! decrypted, so the device never produces unauthenticated plaintext.
+//! chunk (the chunk size is the GHASH segment size); the host finishes each tag with the
+//! message's `GcmKey`. Opening hashes every chunk and checks every tag *before* any chunk
+//! is decrypted, so the device never produces unauthenticated plaintext.
 //!
 //! CTR runs a whole batch in one device call ([`GpuOperation::CtrSegments`]): the chunk
 //! texts are segments of 16 KiB, each from its own nonce's first text counter. So a batch
@@ -14,13 +14,12 @@
 use parcrypt_ciphers::{new_cipher, BlockCipher, Implementation};
 use parcrypt_engine::Engine;
 use parcrypt_gpu::{GpuDevice, GpuError, GpuOperation, KeyMaterial};
-use parcrypt_modes::ctr::{Counter, CounterRule};
-use parcrypt_modes::ghash::GhashKey;
+use parcrypt_modes::ctr::CounterRule;
+use parcrypt_modes::gcm::{nonce_text_counter, GcmAccumulator, GcmKey, GcmMessage};
 use parcrypt_modes::{CipherSpec, Direction, Mode};
-use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, Zeroizing};
 
-use crate::chunks::{batch_chunks, pre_counter, ChunkBatcher, CpuChunks};
+use crate::chunks::{batch_chunks, ChunkBatcher, CpuChunks};
 use crate::cobblestone::{MessageKeys, CHUNK_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
 use crate::error::FormatError;
 
@@ -111,46 +110,24 @@ impl<'e> GpuChunks<'e> {
 }
 
 /// One message's key in the forms a batch needs: the device's key material, and on the
-/// host the cipher (for E_K(J0)), H for the device and the GHASH key for the tags.
-struct BatchKey {
+/// host the cipher (for E_K(J0)) and the message's GCM key (H for the device, and the tags).
+struct BatchKey<'k> {
     material: KeyMaterial,
     cipher: Box<dyn BlockCipher>,
-    hash_key: Zeroizing<[u8; 16]>,
-    ghash: GhashKey,
+    gcm_key: &'k GcmKey,
 }
 
-impl BatchKey {
-    fn new(keys: &MessageKeys) -> Result<Self, FormatError> {
+impl<'k> BatchKey<'k> {
+    fn new(keys: &'k MessageKeys) -> Result<Self, FormatError> {
         let algorithm = keys.suite().algorithm();
         let material = KeyMaterial::new(algorithm, keys.key()).map_err(device_error)?;
         let cipher = new_cipher(algorithm, Implementation::Fast, keys.key())
             .map_err(|error| FormatError::Backend(error.to_string()))?;
-        let mut hash_key = Zeroizing::new([0u8; 16]);
-        cipher.encrypt_blocks(hash_key.as_mut_slice());
-        let ghash = GhashKey::new(&hash_key);
         Ok(BatchKey {
             material,
             cipher,
-            hash_key,
-            ghash,
+            gcm_key: keys.gcm_key(),
         })
-    }
-
-    /// The tag of a chunk of `text_bytes` whose ciphertext's GHASH sum is `partial`: the
-    /// length block (no AAD) hashed on, then masked with E_K(J0).
-    fn tag(&self, pre_counter: &[u8; 16], mut partial: u128, text_bytes: usize) -> [u8; TAG_BYTES] {
-        let mut lengths = [0u8; 16];
-        lengths[8..].copy_from_slice(&(text_bytes as u64 * 8).to_be_bytes());
-        self.ghash.update(&mut partial, &lengths);
-        let mut mask = *pre_counter;
-        self.cipher.encrypt_blocks(&mut mask);
-        let mut tag = partial.to_be_bytes();
-        for (byte, mask) in tag.iter_mut().zip(&mask) {
-            *byte ^= mask;
-        }
-        partial.zeroize();
-        mask.zeroize();
-        tag
     }
 }
 
@@ -190,29 +167,38 @@ impl GpuChunks<'_> {
             .map_err(device_error)
     }
 
-    /// Each chunk's expected tag over its ciphertext in `texts`.
-    fn tags(
+    /// Runs `finish(position, key, message, accumulator)` for each chunk once the device has
+    /// hashed its ciphertext in `texts`; stops at the first error.
+    fn for_each_hashed_chunk<F>(
         &self,
         keys: &MessageKeys,
         key: &BatchKey,
         first_chunk: u64,
         texts: &[u8],
         count: usize,
-    ) -> Result<Vec<[u8; TAG_BYTES]>, FormatError> {
+        mut finish: F,
+    ) -> Result<(), FormatError>
+    where
+        F: FnMut(usize, &GcmKey, &GcmMessage, &GcmAccumulator) -> Result<(), FormatError>,
+    {
         let partials = self
             .gpu
-            .ghash_segments(&key.hash_key, texts, CHUNK_BYTES)
+            .ghash_segments(key.gcm_key.hash_subkey(), texts, CHUNK_BYTES)
             .map_err(device_error)?;
-        let mut tags = Vec::with_capacity(count);
         for position in 0..count {
             let start = (position * CHUNK_BYTES).min(texts.len());
             let text_bytes = (texts.len() - start).min(CHUNK_BYTES);
             // An empty final chunk has no segment; its GHASH sum is zero.
             let partial = partials.get(position).copied().unwrap_or(0);
             let nonce = keys.nonce(first_chunk + position as u64)?;
-            tags.push(key.tag(&pre_counter(&nonce), partial, text_bytes));
+            let message = key.gcm_key.message_with_nonce(key.cipher.as_ref(), &nonce);
+            let mut accumulator = GcmAccumulator::default();
+            accumulator
+                .append(key.gcm_key, partial, text_bytes as u64)
+                .map_err(|_| FormatError::TooLong)?;
+            finish(position, key.gcm_key, &message, &accumulator)?;
         }
-        Ok(tags)
+        Ok(())
     }
 }
 
@@ -228,9 +214,7 @@ fn batch_ctr(
     let mut counters = Vec::with_capacity(16 * segments);
     for index in (first_chunk..).take(segments) {
         let mut counter = [0u8; 16];
-        Counter::new(&pre_counter(&keys.nonce(index)?), CounterRule::Low32)
-            .advanced(1)
-            .write(&mut counter);
+        nonce_text_counter(&keys.nonce(index)?).write(&mut counter);
         counters.extend_from_slice(&counter);
     }
     Ok(GpuOperation::CtrSegments {
@@ -266,13 +250,22 @@ impl ChunkBatcher for GpuChunks<'_> {
         let key = BatchKey::new(keys)?;
         let mut texts = gather_texts(batch);
         self.apply_ctr(keys, &key, first_chunk, &mut texts, count)?;
-        let tags = self.tags(keys, &key, first_chunk, &texts, count)?;
         scatter_texts(&texts, batch, count);
-        for (chunk, tag) in batch.chunks_mut(SEALED_CHUNK_BYTES).zip(&tags) {
-            let tag_start = chunk.len() - TAG_BYTES;
-            chunk[tag_start..].copy_from_slice(tag);
-        }
-        Ok(())
+        let mut chunks = batch.chunks_mut(SEALED_CHUNK_BYTES);
+        self.for_each_hashed_chunk(
+            keys,
+            &key,
+            first_chunk,
+            &texts,
+            count,
+            |_, gcm_key, message, accumulator| {
+                if let Some(chunk) = chunks.next() {
+                    let tag_start = chunk.len() - TAG_BYTES;
+                    chunk[tag_start..].copy_from_slice(&gcm_key.tag(message, accumulator));
+                }
+                Ok(())
+            },
+        )
     }
 
     fn open_batch(
@@ -284,13 +277,25 @@ impl ChunkBatcher for GpuChunks<'_> {
         let count = batch_chunks(first_chunk, batch)? as usize;
         let key = BatchKey::new(keys)?;
         let mut texts = gather_texts(batch);
-        let mut expected = self.tags(keys, &key, first_chunk, &texts, count)?;
-        // Every tag is compared (in constant time) before anything is decrypted.
-        let failed = batch
-            .chunks(SEALED_CHUNK_BYTES)
-            .zip(&expected)
-            .position(|(chunk, tag)| !bool::from(chunk[chunk.len() - TAG_BYTES..].ct_eq(tag)));
-        expected.zeroize();
+        // Every tag is checked before anything is decrypted.
+        let mut failed = None;
+        let mut chunks = batch.chunks(SEALED_CHUNK_BYTES);
+        self.for_each_hashed_chunk(
+            keys,
+            &key,
+            first_chunk,
+            &texts,
+            count,
+            |position, gcm_key, message, accumulator| {
+                let received = chunks.next().map(|chunk| &chunk[chunk.len() - TAG_BYTES..]);
+                let verified =
+                    received.is_some_and(|tag| gcm_key.verify(message, accumulator, tag).is_ok());
+                if !verified && failed.is_none() {
+                    failed = Some(position);
+                }
+                Ok(())
+            },
+        )?;
         let authenticated = failed.unwrap_or(count);
         self.apply_ctr(keys, &key, first_chunk, &mut texts, authenticated)?;
         scatter_texts(&texts, batch, authenticated);
@@ -311,6 +316,7 @@ mod tests {
     use super::*;
     use crate::cobblestone::Suite;
     use parcrypt_engine::Backend;
+    use parcrypt_modes::ctr::Counter;
 
     /// The machine's GPU engines (OpenCL on PoCL in CI), saying which are missing.
     fn gpu_engines() -> Vec<Engine> {

@@ -1,9 +1,10 @@
 //! Streaming the chunks of a message from a reader to a writer in bounded memory.
 //!
-//! Three threads form a pipeline over [`PIPELINE_BUFFERS`] batch buffers, as in
-//! `parcrypt_engine::stream`: one reads batch k+1, the caller's thread seals or opens batch
-//! k on the backend (all cores, or a GPU), one writes batch k-1. Memory stays at three
-//! batches (12 MiB with the default of 256 chunks per batch) whatever the input size.
+//! Batches of chunks run through the engine's one streaming pipeline
+//! (`parcrypt_engine::stream::pipeline`) over [`PIPELINE_BUFFERS`] batch buffers: one thread
+//! reads batch k+1, the caller's thread seals or opens batch k on the backend (all cores, or
+//! a GPU), one writes batch k-1. Memory stays at three batches (12 MiB with the default of
+//! 256 chunks per batch) whatever the input size.
 //!
 //! Buffers hold chunks in their sealed layout (16 KiB of text, then room for the tag), so
 //! the backend works in place: encryption reads plaintext straight into each chunk's text
@@ -15,20 +16,14 @@
 //! byte of an unauthenticated chunk, ever reaches the writer.
 
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::time::{Duration, Instant};
 
+use parcrypt_engine::stream::pipeline::{self, read_full, PipelineError};
+pub use parcrypt_engine::stream::{StageTimes, PIPELINE_BUFFERS};
+
+pub use crate::chunks::DEFAULT_BATCH_CHUNKS;
 use crate::chunks::{batch_chunks, ChunkBatcher};
 use crate::cobblestone::{MessageKeys, CHUNK_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
 use crate::error::FormatError;
-
-/// Chunks per batch by default: 4 MiB of plaintext. Backends say what suits them best
-/// ([`ChunkBatcher::preferred_batch_chunks`]).
-pub const DEFAULT_BATCH_CHUNKS: usize = 256;
-
-/// Batch buffers in flight: one being read, one being processed, one being written.
-pub const PIPELINE_BUFFERS: usize = 3;
 
 /// Tuning and reporting for a streaming call.
 #[derive(Clone, Copy, Default)]
@@ -40,43 +35,6 @@ pub struct StreamOptions<'a> {
     pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
     /// Where the time of each stage is added up, for a breakdown of a run.
     pub stages: Option<&'a StageTimes>,
-}
-
-/// The time each stage of the pipeline spent on its own work: reading (inside `read`),
-/// sealing or opening batches on the backend, writing (inside `write`). The stages overlap,
-/// so a run's wall time is about the largest of the three, not their sum; a stage near
-/// the wall time is the one that bounds the run.
-#[derive(Debug, Default)]
-pub struct StageTimes {
-    read_nanos: AtomicU64,
-    process_nanos: AtomicU64,
-    write_nanos: AtomicU64,
-}
-
-impl StageTimes {
-    pub fn read(&self) -> Duration {
-        Duration::from_nanos(self.read_nanos.load(Ordering::Relaxed))
-    }
-
-    pub fn process(&self) -> Duration {
-        Duration::from_nanos(self.process_nanos.load(Ordering::Relaxed))
-    }
-
-    pub fn write(&self) -> Duration {
-        Duration::from_nanos(self.write_nanos.load(Ordering::Relaxed))
-    }
-}
-
-/// Adds the time `work` takes to `counter`, when there is one.
-fn timed<T>(counter: Option<&AtomicU64>, work: impl FnOnce() -> T) -> T {
-    let Some(counter) = counter else {
-        return work();
-    };
-    let started = Instant::now();
-    let result = work();
-    let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    counter.fetch_add(nanos, Ordering::Relaxed);
-    result
 }
 
 impl StreamOptions<'_> {
@@ -95,13 +53,7 @@ impl StreamOptions<'_> {
 }
 
 /// A batch buffer and what the reader put in it.
-pub(crate) struct Buffer {
-    pub(crate) bytes: Vec<u8>,
-    /// Bytes read (plaintext for encryption, sealed bytes for decryption).
-    pub(crate) filled: usize,
-    /// The input ended within this buffer.
-    pub(crate) ended: bool,
-}
+pub(crate) type Buffer = pipeline::Buffer;
 
 /// How the reader fills a buffer.
 #[derive(Clone, Copy)]
@@ -136,13 +88,17 @@ impl Emit {
     }
 }
 
-/// What the processing stage decided about a buffer.
-pub(crate) struct Step {
-    pub(crate) emit: Emit,
-    /// `None`: go on; `Some(Ok)`: the message is complete; `Some(Err)`: stop with this error
-    /// once `emit` is written.
-    pub(crate) outcome: Option<Result<(), FormatError>>,
+impl pipeline::Emit for Emit {
+    fn write_to(&self, writer: &mut dyn Write, bytes: &[u8]) -> io::Result<()> {
+        match *self {
+            Emit::Prefix(length) => writer.write_all(&bytes[..length]),
+            Emit::Texts { sealed, skip, take } => write_texts(writer, &bytes[..sealed], skip, take),
+        }
+    }
 }
+
+/// What the processing stage decided about a buffer.
+pub(crate) type Step = pipeline::Step<Emit, FormatError>;
 
 /// Encrypts everything `reader` yields into the chunks of a message (the envelope must
 /// already be written) and returns the plaintext bytes.
@@ -263,20 +219,6 @@ pub fn decrypt_chunks(
     Ok(plaintext)
 }
 
-/// Reads until `buffer` is full or the input ends.
-fn fill_whole(reader: &mut dyn Read, buffer: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match reader.read(&mut buffer[filled..]) {
-            Ok(0) => break,
-            Ok(read) => filled += read,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(filled)
-}
-
 /// Reads plaintext into the text part of each chunk slot of `buffer`, in order, until every
 /// slot is full or the input ends; returns the plaintext bytes read.
 fn fill_slots(reader: &mut dyn Read, buffer: &mut [u8]) -> io::Result<usize> {
@@ -341,120 +283,39 @@ fn write_texts(
     Ok(())
 }
 
-fn read_stage(
-    reader: &mut (dyn Read + Send),
-    fill: Fill,
-    free: Receiver<Buffer>,
-    filled: SyncSender<io::Result<Buffer>>,
-    time: Option<&AtomicU64>,
-) {
-    for mut buffer in free {
-        let result = timed(time, || match fill {
-            Fill::Slots { chunks } => fill_slots(reader, &mut buffer.bytes)
-                .map(|read| (read, read < chunks * CHUNK_BYTES)),
-            Fill::Whole => {
-                fill_whole(reader, &mut buffer.bytes).map(|read| (read, read < buffer.bytes.len()))
-            }
-        });
-        let last = !matches!(result, Ok((_, false)));
-        let message = result.map(|(read, ended)| {
-            buffer.filled = read;
-            buffer.ended = ended;
-            buffer
-        });
-        if filled.send(message).is_err() || last {
-            return;
-        }
-    }
-}
-
-fn write_stage(
-    writer: &mut (dyn Write + Send),
-    processed: Receiver<(Buffer, Emit)>,
-    free: SyncSender<Buffer>,
-    time: Option<&AtomicU64>,
-) -> io::Result<()> {
-    for (buffer, emit) in processed {
-        timed(time, || match emit {
-            Emit::Prefix(length) => writer.write_all(&buffer.bytes[..length]),
-            Emit::Texts { sealed, skip, take } => {
-                write_texts(writer, &buffer.bytes[..sealed], skip, take)
-            }
-        })?;
-        // The reader may have stopped already: a closed channel is not an error here.
-        let _ = free.send(buffer);
-    }
-    writer.flush()
-}
-
-/// Runs the read / process / write pipeline until `process` reports an outcome.
+/// Runs the engine's pipeline with a reader that fills buffers as `fill` says, until
+/// `process` reports an outcome.
 pub(crate) fn run_pipeline<P>(
     reader: &mut (dyn Read + Send),
     writer: &mut (dyn Write + Send),
     buffer_bytes: usize,
     fill: Fill,
     stages: Option<&StageTimes>,
-    mut process: P,
+    process: P,
 ) -> Result<(), FormatError>
 where
     P: FnMut(&mut Buffer) -> Result<Step, FormatError>,
 {
-    let (free_sender, free_receiver) = sync_channel::<Buffer>(PIPELINE_BUFFERS);
-    let (filled_sender, filled_receiver) = sync_channel::<io::Result<Buffer>>(PIPELINE_BUFFERS);
-    let (processed_sender, processed_receiver) = sync_channel::<(Buffer, Emit)>(PIPELINE_BUFFERS);
-    for _ in 0..PIPELINE_BUFFERS {
-        let buffer = Buffer {
-            bytes: vec![0u8; buffer_bytes],
-            filled: 0,
-            ended: false,
-        };
-        free_sender
-            .send(buffer)
-            .expect("the channel holds every buffer");
-    }
-    std::thread::scope(|scope| {
-        let read_time = stages.map(|stages| &stages.read_nanos);
-        let write_time = stages.map(|stages| &stages.write_nanos);
-        let process_time = stages.map(|stages| &stages.process_nanos);
-        scope.spawn(move || read_stage(reader, fill, free_receiver, filled_sender, read_time));
-        let writer_thread =
-            scope.spawn(move || write_stage(writer, processed_receiver, free_sender, write_time));
-
-        let outcome = (|| -> Result<(), FormatError> {
-            for message in filled_receiver.iter() {
-                let mut buffer = message.map_err(FormatError::Read)?;
-                let step = match timed(process_time, || process(&mut buffer)) {
-                    Ok(step) => step,
-                    Err(error) => {
-                        wipe(&mut buffer.bytes);
-                        return Err(error);
-                    }
-                };
-                if processed_sender.send((buffer, step.emit)).is_err() {
-                    break;
-                }
-                if let Some(outcome) = step.outcome {
-                    return outcome;
-                }
+    let fill = move |reader: &mut dyn Read, buffer: &mut Buffer| {
+        let (read, ended) = match fill {
+            Fill::Slots { chunks } => {
+                let read = fill_slots(reader, &mut buffer.bytes)?;
+                (read, read < chunks * CHUNK_BYTES)
             }
-            // Reached only when a stage stopped early: the writer's error explains it.
-            Err(FormatError::Write(io::Error::other("the writer stopped")))
-        })();
-        drop(processed_sender);
-        drop(filled_receiver);
-        let written = writer_thread
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        match (outcome, written) {
-            (Ok(()), Ok(())) => Ok(()),
-            (Ok(()), Err(error)) => Err(FormatError::Write(error)),
-            (Err(FormatError::Write(_)), Err(error)) => Err(FormatError::Write(error)),
-            (Err(error), _) => Err(error),
-        }
-    })
-}
-
-fn wipe(bytes: &mut [u8]) {
-    use zeroize::Zeroize;
-    bytes.zeroize();
+            Fill::Whole => {
+                let read = read_full(reader, &mut buffer.bytes)?;
+                (read, read < buffer.bytes.len())
+            }
+        };
+        buffer.filled = read;
+        buffer.ended = ended;
+        Ok(())
+    };
+    pipeline::run(reader, writer, buffer_bytes, stages, fill, process).map_err(
+        |error| match error {
+            PipelineError::Read(error) => FormatError::Read(error),
+            PipelineError::Write(error) => FormatError::Write(error),
+            PipelineError::Stage(error) => error,
+        },
+    )
 }

@@ -3,10 +3,10 @@
 //!
 //! The device returns one partial sum per segment of `segment_bytes` (from a zero state, a
 //! final partial block zero-padded); joining them in order with powers of H is O(segments)
-//! work on the host, which [`join_partials`] does and which `GcmAccumulator::append` does
-//! for a GCM message.
+//! work on the host: `GhashKey::append_partial` per segment, which [`join_partials`] runs
+//! over a call's segments and `GcmAccumulator::append` over a GCM message's ranges.
 
-use parcrypt_modes::ghash::GhashKey;
+use parcrypt_modes::ghash::{prepare, GhashKey};
 
 use crate::host::MAX_SLAB_BYTES;
 use crate::GpuError;
@@ -18,13 +18,9 @@ const BLOCK_BYTES: usize = 16;
 
 /// The hash key as the kernel takes it, (high, low) words of `H * x^-1`: the form
 /// `parcrypt_modes::ghash` keeps the right operand of every multiplication in, so that the
-/// Montgomery reduction's extra factor x cancels. Must match that module's `prepare`; the
-/// tests compare the kernel's sums with `GhashKey::update`, which would catch a mismatch.
+/// Montgomery reduction's extra factor x cancels.
 pub(crate) fn prepared_key_words(hash_key: &[u8; 16]) -> (u64, u64) {
-    const X_INVERSE: u128 = 0xc200_0000_0000_0000_0000_0000_0000_0001;
-    let element = u128::from_be_bytes(*hash_key);
-    let carry_mask = 0u128.wrapping_sub(element >> 127);
-    let prepared = (element << 1) ^ (X_INVERSE & carry_mask);
+    let prepared = prepare(u128::from_be_bytes(*hash_key));
     ((prepared >> 64) as u64, prepared as u64)
 }
 
@@ -82,9 +78,9 @@ pub fn join_partials(
 ) -> u128 {
     let mut state = 0u128;
     let mut remaining = total_bytes;
-    for partial in partials {
+    for &partial in partials {
         let bytes = remaining.min(segment_bytes);
-        state = key.mul_h_pow(state, bytes.div_ceil(BLOCK_BYTES) as u64) ^ partial;
+        state = key.append_partial(state, partial, bytes as u64);
         remaining -= bytes;
     }
     state

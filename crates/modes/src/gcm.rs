@@ -1,14 +1,20 @@
 //! GCM (SP 800-38D) for 128-bit block ciphers (AES, RC6).
 //!
-//! The message is split into ranges of whole blocks. Each range is run through CTR (with the
+//! A [`GcmKey`] holds what depends on the key alone (H and the powers of H the fast GHASH
+//! paths use) and is made once per key; each message then needs only a [`GcmMessage`]: its
+//! first text counter and E_K(J0), which masks the tag. Callers that seal many messages under
+//! one key (Cobblestone chunks) make the key once and a message per nonce.
+//!
+//! A message is split into ranges of whole blocks. Each range is run through CTR (with the
 //! `inc32` counter rule) and GHASH from a zero state, fused in L1-sized pieces so the data is
 //! read from memory once; the partial GHASH sums are then joined in order with powers of H by
 //! a [`GcmAccumulator`]. Decryption hashes the ciphertext *before* decrypting each piece, so
-//! the tag can be checked by the caller before any plaintext leaves its control.
+//! the tag can be checked by the caller before any plaintext leaves its control. The tag is
+//! finished in one place, [`GcmKey::tag`], and checked beside it by [`GcmKey::verify`].
 
 use parcrypt_ciphers::BlockCipher;
 use subtle::ConstantTimeEq;
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::ctr::{self, Counter, CounterRule};
 use crate::ghash::GhashKey;
@@ -23,78 +29,108 @@ pub const MAX_TEXT_BYTES: u64 = (1 << 36) - 32;
 /// The tag length parcrypt writes and expects.
 pub const TAG_BYTES: usize = 16;
 
+/// The IV length of GCM's fast path, where J0 is the IV and a counter (no GHASH).
+pub const NONCE_BYTES: usize = 12;
+
+/// Why a GCM key, message or tag was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GcmError {
+    /// The IV is empty.
     #[error("GCM needs an IV of at least 1 byte")]
     EmptyIv,
+    /// The block cipher's blocks are not 128 bits.
     #[error("GCM needs a 128-bit block cipher")]
     BlockSize,
+    /// The message is longer than GCM allows under one key and IV.
     #[error("GCM message too long: at most {MAX_TEXT_BYTES} bytes under one key and IV")]
     TooLong,
+    /// The tag does not match the message.
     #[error("authentication failed: the tag does not match (wrong key, IV or AAD, or the data was modified)")]
     TagMismatch,
 }
 
-/// Per-message GCM state derived from the key and IV: the GHASH key, the pre-counter block
-/// J0 and E_K(J0), which masks the tag.
-pub struct Gcm {
+/// What GCM derives from the key alone: the GHASH key H = E_K(0^128) with its powers. Made
+/// once per key and shared by every message under it; wiped on drop.
+///
+/// The block cipher stays with the caller (it also runs the other modes): every method that
+/// encrypts takes it, and it must be the cipher the key was made from.
+#[derive(Clone)]
+pub struct GcmKey {
     ghash: GhashKey,
+    /// H as bytes, for devices that take the raw hash key.
+    hash_subkey: Zeroizing<[u8; 16]>,
+}
+
+/// What one message adds to its [`GcmKey`]: the counter block of its first text block
+/// (J0 + 1) and E_K(J0), the mask of its tag. Wiped on drop.
+pub struct GcmMessage {
     first_text_counter: Counter,
     tag_mask: [u8; 16],
 }
 
-impl Gcm {
-    pub fn new(cipher: &dyn BlockCipher, iv: &[u8]) -> Result<Self, GcmError> {
+impl GcmKey {
+    /// Computes H with `cipher` and the powers of H the GHASH implementation needs.
+    pub fn new(cipher: &dyn BlockCipher) -> Result<Self, GcmError> {
         if cipher.block_size() != 16 {
             return Err(GcmError::BlockSize);
+        }
+        let mut hash_subkey = Zeroizing::new([0u8; 16]);
+        cipher.encrypt_blocks(hash_subkey.as_mut_slice());
+        Ok(GcmKey {
+            ghash: GhashKey::new(&hash_subkey),
+            hash_subkey,
+        })
+    }
+
+    /// The GHASH key (H and its powers).
+    pub fn ghash(&self) -> &GhashKey {
+        &self.ghash
+    }
+
+    /// H = E_K(0^128) as bytes: what GHASH kernels on a device take.
+    pub fn hash_subkey(&self) -> &[u8; 16] {
+        &self.hash_subkey
+    }
+
+    /// Starts a message with `iv`: J0 is `iv || 0^31 || 1` for a 96-bit IV and
+    /// GHASH(IV || pad || \[len(IV)\]_64) otherwise.
+    pub fn message(&self, cipher: &dyn BlockCipher, iv: &[u8]) -> Result<GcmMessage, GcmError> {
+        if let Ok(nonce) = <&[u8; NONCE_BYTES]>::try_from(iv) {
+            return Ok(self.message_with_nonce(cipher, nonce));
         }
         if iv.is_empty() {
             return Err(GcmError::EmptyIv);
         }
-        let mut hash_subkey = [0u8; 16];
-        cipher.encrypt_blocks(&mut hash_subkey);
-        let ghash = GhashKey::new(&hash_subkey);
-        hash_subkey.zeroize();
-
-        // J0 = IV || 0^31 || 1 for 96-bit IVs, GHASH(IV || pad || [len(IV)]_64) otherwise.
-        let mut pre_counter = [0u8; 16];
-        if iv.len() == 12 {
-            pre_counter[..12].copy_from_slice(iv);
-            pre_counter[15] = 1;
-        } else {
-            let mut state = 0u128;
-            hash_padded(&ghash, &mut state, iv);
-            let mut length_block = [0u8; 16];
-            length_block[8..].copy_from_slice(&(iv.len() as u64 * 8).to_be_bytes());
-            ghash.update(&mut state, &length_block);
-            pre_counter = state.to_be_bytes();
-        }
-        let mut tag_mask = pre_counter;
-        cipher.encrypt_blocks(&mut tag_mask);
-        let first_text_counter = Counter::new(&pre_counter, CounterRule::Low32).advanced(1);
-        Ok(Gcm {
-            ghash,
-            first_text_counter,
-            tag_mask,
-        })
+        let mut state = 0u128;
+        hash_padded(&self.ghash, &mut state, iv);
+        let mut length_block = [0u8; 16];
+        length_block[8..].copy_from_slice(&(iv.len() as u64 * 8).to_be_bytes());
+        self.ghash.update(&mut state, &length_block);
+        Ok(GcmMessage::from_pre_counter(cipher, state.to_be_bytes()))
     }
 
-    pub fn ghash_key(&self) -> &GhashKey {
-        &self.ghash
+    /// [`GcmKey::message`] for a 96-bit nonce, which cannot fail.
+    pub fn message_with_nonce(
+        &self,
+        cipher: &dyn BlockCipher,
+        nonce: &[u8; NONCE_BYTES],
+    ) -> GcmMessage {
+        GcmMessage::from_pre_counter(cipher, nonce_pre_counter(nonce))
     }
 
-    /// Encrypts or decrypts the range of the message that starts at block `first_block`
+    /// Encrypts or decrypts the range of `message` that starts at text block `first_block`
     /// (only the last range of a message may end in a partial block) and returns the
     /// GHASH partial sum of the range's ciphertext, from a zero state.
     pub fn process_range(
         &self,
+        message: &GcmMessage,
         cipher: &dyn BlockCipher,
         direction: Direction,
         first_block: u64,
         data: &mut [u8],
     ) -> u128 {
         let mut state = 0u128;
-        let mut counter = self.first_text_counter.advanced(first_block);
+        let mut counter = message.text_counter(first_block);
         for piece in data.chunks_mut(FUSED_PIECE_BYTES) {
             if direction == Direction::Decrypt {
                 hash_padded(&self.ghash, &mut state, piece);
@@ -108,38 +144,39 @@ impl Gcm {
         state
     }
 
-    /// The counter block of text block `first_block` (for a GPU or other CTR engine).
-    pub fn text_counter(&self, first_block: u64) -> Counter {
-        self.first_text_counter.advanced(first_block)
-    }
-
     /// The GHASH partial sum of a range of ciphertext from a zero state (a final partial
     /// block zero-padded), for engines that run the CTR part elsewhere.
     pub fn hash_range(&self, ciphertext: &[u8]) -> u128 {
         let mut state = 0u128;
-        for piece in ciphertext.chunks(FUSED_PIECE_BYTES) {
-            hash_padded(&self.ghash, &mut state, piece);
-        }
+        hash_padded(&self.ghash, &mut state, ciphertext);
         state
     }
 
-    /// The tag for a finished accumulator.
-    pub fn tag(&self, accumulator: &GcmAccumulator) -> [u8; 16] {
+    /// The tag of `message` once `accumulator` holds all of its AAD and ciphertext: the
+    /// length block hashed on, then masked with E_K(J0). Every GCM tag parcrypt makes or
+    /// checks is finished here.
+    pub fn tag(&self, message: &GcmMessage, accumulator: &GcmAccumulator) -> [u8; TAG_BYTES] {
         let mut state = accumulator.state;
         let mut length_block = [0u8; 16];
         length_block[..8].copy_from_slice(&(accumulator.aad_bytes * 8).to_be_bytes());
         length_block[8..].copy_from_slice(&(accumulator.text_bytes * 8).to_be_bytes());
         self.ghash.update(&mut state, &length_block);
         let mut tag = state.to_be_bytes();
-        for (t, m) in tag.iter_mut().zip(&self.tag_mask) {
-            *t ^= m;
+        state.zeroize();
+        for (byte, mask) in tag.iter_mut().zip(&message.tag_mask) {
+            *byte ^= mask;
         }
         tag
     }
 
-    /// Compares the computed tag with `received` in constant time.
-    pub fn verify(&self, accumulator: &GcmAccumulator, received: &[u8]) -> Result<(), GcmError> {
-        let mut expected = self.tag(accumulator);
+    /// Compares the tag of `message` with `received` in constant time.
+    pub fn verify(
+        &self,
+        message: &GcmMessage,
+        accumulator: &GcmAccumulator,
+        received: &[u8],
+    ) -> Result<(), GcmError> {
+        let mut expected = self.tag(message, accumulator);
         let equal: bool = expected.as_slice().ct_eq(received).into();
         expected.zeroize();
         if equal {
@@ -148,12 +185,94 @@ impl Gcm {
             Err(GcmError::TagMismatch)
         }
     }
+
+    /// Encrypts a whole message in place on the calling thread and returns its tag.
+    pub fn seal(
+        &self,
+        cipher: &dyn BlockCipher,
+        iv: &[u8],
+        aad: &[u8],
+        data: &mut [u8],
+    ) -> Result<[u8; TAG_BYTES], GcmError> {
+        let message = self.message(cipher, iv)?;
+        let mut accumulator = GcmAccumulator::new(self, aad);
+        check_length(data)?;
+        let partial = self.process_range(&message, cipher, Direction::Encrypt, 0, data);
+        accumulator.append(self, partial, data.len() as u64)?;
+        Ok(self.tag(&message, &accumulator))
+    }
+
+    /// Decrypts a whole message in place on the calling thread, checking `tag` over the
+    /// ciphertext first: on a mismatch `data` is left as it was (ciphertext), so no
+    /// unauthenticated plaintext ever exists.
+    pub fn open(
+        &self,
+        cipher: &dyn BlockCipher,
+        iv: &[u8],
+        aad: &[u8],
+        data: &mut [u8],
+        tag: &[u8],
+    ) -> Result<(), GcmError> {
+        let message = self.message(cipher, iv)?;
+        let mut accumulator = GcmAccumulator::new(self, aad);
+        check_length(data)?;
+        accumulator.append(self, self.hash_range(data), data.len() as u64)?;
+        self.verify(&message, &accumulator, tag)?;
+        ctr::apply(cipher, message.text_counter(0), data);
+        Ok(())
+    }
 }
 
-impl Drop for Gcm {
+impl std::fmt::Debug for GcmKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GcmKey")
+            .field("ghash", &self.ghash)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GcmMessage {
+    fn from_pre_counter(cipher: &dyn BlockCipher, pre_counter: [u8; 16]) -> Self {
+        let mut tag_mask = pre_counter;
+        cipher.encrypt_blocks(&mut tag_mask);
+        GcmMessage {
+            first_text_counter: Counter::new(&pre_counter, CounterRule::Low32).advanced(1),
+            tag_mask,
+        }
+    }
+
+    /// The counter block of text block `first_block` (for a GPU or other CTR engine).
+    pub fn text_counter(&self, first_block: u64) -> Counter {
+        self.first_text_counter.advanced(first_block)
+    }
+}
+
+impl Drop for GcmMessage {
     fn drop(&mut self) {
         self.tag_mask.zeroize();
     }
+}
+
+/// The counter block of the first text block of a message with a 96-bit nonce (J0 + 1),
+/// without the rest of a [`GcmMessage`]: for engines that run the CTR part of many
+/// messages at once.
+pub fn nonce_text_counter(nonce: &[u8; NONCE_BYTES]) -> Counter {
+    Counter::new(&nonce_pre_counter(nonce), CounterRule::Low32).advanced(1)
+}
+
+/// J0 for a 96-bit nonce: nonce || 0^31 || 1.
+fn nonce_pre_counter(nonce: &[u8; NONCE_BYTES]) -> [u8; 16] {
+    let mut block = [0u8; 16];
+    block[..NONCE_BYTES].copy_from_slice(nonce);
+    block[15] = 1;
+    block
+}
+
+fn check_length(data: &[u8]) -> Result<(), GcmError> {
+    if data.len() as u64 > MAX_TEXT_BYTES {
+        return Err(GcmError::TooLong);
+    }
+    Ok(())
 }
 
 /// Hashes `data`, zero-padding a final partial block.
@@ -167,7 +286,8 @@ fn hash_padded(ghash: &GhashKey, state: &mut u128, data: &[u8]) {
     }
 }
 
-/// The running GHASH of one message: AAD first, then ranges of ciphertext in order.
+/// The running GHASH of one message: AAD first, then ranges of ciphertext in order. The
+/// default is a message with no AAD and no text yet.
 #[derive(Debug, Default, Clone)]
 pub struct GcmAccumulator {
     state: u128,
@@ -176,9 +296,10 @@ pub struct GcmAccumulator {
 }
 
 impl GcmAccumulator {
-    pub fn new(gcm: &Gcm, aad: &[u8]) -> Self {
+    /// Starts a message by hashing its `aad`.
+    pub fn new(key: &GcmKey, aad: &[u8]) -> Self {
         let mut state = 0u128;
-        hash_padded(&gcm.ghash, &mut state, aad);
+        hash_padded(&key.ghash, &mut state, aad);
         GcmAccumulator {
             state,
             aad_bytes: aad.len() as u64,
@@ -188,7 +309,7 @@ impl GcmAccumulator {
 
     /// Appends the partial sum of the next range of `bytes` ciphertext bytes (a whole number
     /// of blocks except for the message's last range).
-    pub fn append(&mut self, gcm: &Gcm, partial: u128, bytes: u64) -> Result<(), GcmError> {
+    pub fn append(&mut self, key: &GcmKey, partial: u128, bytes: u64) -> Result<(), GcmError> {
         debug_assert!(
             self.text_bytes.is_multiple_of(16),
             "a partial block must end the message"
@@ -200,8 +321,13 @@ impl GcmAccumulator {
         if total > MAX_TEXT_BYTES {
             return Err(GcmError::TooLong);
         }
-        let blocks = bytes.div_ceil(16);
-        self.state = gcm.ghash.mul_h_pow(self.state, blocks) ^ partial;
+        // Nothing hashed yet (lengths are public) means a zero state: carrying it past the
+        // range would cost a power of H per message for nothing.
+        self.state = if self.aad_bytes == 0 && self.text_bytes == 0 {
+            partial
+        } else {
+            key.ghash.append_partial(self.state, partial, bytes)
+        };
         self.text_bytes = total;
         Ok(())
     }
@@ -218,26 +344,21 @@ impl Drop for GcmAccumulator {
     }
 }
 
-/// One-shot GCM over a whole buffer on the calling thread: `data` is replaced by its
-/// ciphertext and the tag is returned.
+/// One-shot GCM over a whole buffer on the calling thread under a key used once: `data` is
+/// replaced by its ciphertext and the tag is returned. Callers with many messages under one
+/// key make a [`GcmKey`] once and call [`GcmKey::seal`].
 pub fn seal(
     cipher: &dyn BlockCipher,
     iv: &[u8],
     aad: &[u8],
     data: &mut [u8],
-) -> Result<[u8; 16], GcmError> {
-    let gcm = Gcm::new(cipher, iv)?;
-    let mut accumulator = GcmAccumulator::new(&gcm, aad);
-    if data.len() as u64 > MAX_TEXT_BYTES {
-        return Err(GcmError::TooLong);
-    }
-    let partial = gcm.process_range(cipher, Direction::Encrypt, 0, data);
-    accumulator.append(&gcm, partial, data.len() as u64)?;
-    Ok(gcm.tag(&accumulator))
+) -> Result<[u8; TAG_BYTES], GcmError> {
+    GcmKey::new(cipher)?.seal(cipher, iv, aad, data)
 }
 
-/// One-shot GCM decryption on the calling thread. On a tag mismatch `data` is wiped to
-/// zeros, so no unauthenticated plaintext survives the call.
+/// One-shot GCM decryption on the calling thread under a key used once (see
+/// [`GcmKey::open`]): the tag is checked before anything is decrypted, so on a mismatch
+/// `data` still holds the ciphertext.
 pub fn open(
     cipher: &dyn BlockCipher,
     iv: &[u8],
@@ -245,16 +366,5 @@ pub fn open(
     data: &mut [u8],
     tag: &[u8],
 ) -> Result<(), GcmError> {
-    let gcm = Gcm::new(cipher, iv)?;
-    let mut accumulator = GcmAccumulator::new(&gcm, aad);
-    if data.len() as u64 > MAX_TEXT_BYTES {
-        return Err(GcmError::TooLong);
-    }
-    let partial = gcm.process_range(cipher, Direction::Decrypt, 0, data);
-    accumulator.append(&gcm, partial, data.len() as u64)?;
-    let verdict = gcm.verify(&accumulator, tag);
-    if verdict.is_err() {
-        data.zeroize();
-    }
-    verdict
+    GcmKey::new(cipher)?.open(cipher, iv, aad, data, tag)
 }

@@ -46,9 +46,10 @@ mod x86_vpclmul;
 const POWERS: usize = 32;
 
 /// `element * x^-1`: the form in which the right operand of every multiplication is kept (see
-/// the module documentation). Shifting out x^0 needs x^-1 = x^127 + x^6 + x + 1, which is the
-/// constant; the mask keeps the choice free of branches.
-fn prepare(element: u128) -> u128 {
+/// the module documentation), and the form GHASH kernels on a device take H in. Shifting out
+/// x^0 needs x^-1 = x^127 + x^6 + x + 1, which is the constant; the mask keeps the choice
+/// free of branches.
+pub fn prepare(element: u128) -> u128 {
     const X_INVERSE: u128 = 0xc200_0000_0000_0000_0000_0000_0000_0001;
     let carry_mask = 0u128.wrapping_sub(element >> 127);
     (element << 1) ^ (X_INVERSE & carry_mask)
@@ -209,6 +210,13 @@ impl GhashKey {
         power.zeroize();
         power_prepared.zeroize();
         result
+    }
+
+    /// The running sum of consecutive ranges joined with the next range's partial sum (its
+    /// GHASH from a zero state over `bytes` bytes, a final partial block zero-padded):
+    /// `state * H^(blocks of the range) + partial`.
+    pub fn append_partial(&self, state: u128, partial: u128, bytes: u64) -> u128 {
+        self.mul_h_pow(state, bytes.div_ceil(16)) ^ partial
     }
 
     /// `left * right` for a `right` made by [`prepare`].

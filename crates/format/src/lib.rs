@@ -20,7 +20,7 @@
 //! - [`Decryptor`] ([`reader`]): reads the envelope, unlocks it, and yields the plaintext
 //!   as a [`Read`] releasing only authenticated chunks ([`DecryptingReader`]), or over a
 //!   seekable input as a `Read + Seek` ([`SeekableReader`], [`seekable`]);
-//! - [`file`]: [`encrypt_file`] and [`decrypt_file`], which write beside the destination and
+//! - [`file`](mod@file): [`encrypt_file`] and [`decrypt_file`], which write beside the destination and
 //!   rename only on success;
 //! - [`secrets`]: keys from hex and key files, passphrases from files, the environment and
 //!   the terminal, all wiped after use.

@@ -1,8 +1,8 @@
 //! Decrypting from any [`Read`]: the [`Decryptor`] reads the envelope (and so learns whether
 //! a key or a passphrase is needed), [`Decryptor::unlock`] checks the secret against the
 //! key commitment, and the [`UnlockedDecryptor`] then yields the plaintext as a [`Read`]
-//! ([`DecryptingReader`]), as a [`Read`] + [`Seek`](std::io::Seek)
-//! ([`SeekableReader`](crate::seekable::SeekableReader)), or through the three-stage pipeline
+//! ([`DecryptingReader`]), as a [`Read`] + [`Seek`]
+//! ([`SeekableReader`]), or through the three-stage pipeline
 //! into a writer ([`UnlockedDecryptor::decrypt_to`], the fastest path).
 //!
 //! Whatever the path, a chunk's bytes are released only once it authenticated: a damaged

@@ -5,19 +5,15 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
-use std::time::Instant;
 
 use parcrypt_engine::Engine;
 use parcrypt_format::cobblestone::{CHUNK_BYTES, SEALED_CHUNK_BYTES};
 use parcrypt_format::secrets::{self, SecretBytes};
-use parcrypt_format::stream::{StageTimes, StreamOptions};
-use parcrypt_format::{
-    batcher_for, ByteRange, ChunkBatcher, Decryptor, Format, FormatError, UnlockedDecryptor,
-};
+use parcrypt_format::stream::StreamOptions;
+use parcrypt_format::{ByteRange, ChunkBatcher, Decryptor, Format, FormatError, UnlockedDecryptor};
 
-use super::encrypt::{file_size, secret_of, take_key, CommonArgs, DecryptArgs};
-use super::files::{open_input, plain, Output};
-use super::progress::{print_stats, Progress};
+use super::encrypt::{file_size, run_to_output, secret_of, take_key, CommonArgs, DecryptArgs};
+use super::files::{open_input, plain};
 use super::Failure;
 
 pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
@@ -115,34 +111,12 @@ fn decrypt_into(
         &StreamOptions<'_>,
     ) -> Result<u64, FormatError>,
 ) -> Result<(), Failure> {
-    let mut output = Output::create(
-        common.output.as_deref(),
-        common.input.as_deref(),
-        common.force,
-        false,
-    )?;
-    let batcher = batcher_for(engine);
     let plaintext_estimate = file_size(common.input.as_deref()).map(|size| {
         let sealed = size.saturating_sub(envelope_bytes as u64);
         sealed / SEALED_CHUNK_BYTES as u64 * CHUNK_BYTES as u64 + sealed % SEALED_CHUNK_BYTES as u64
     });
     let total = plaintext_estimate.filter(|_| estimate);
-    let progress = Progress::new(common.quiet, total, "decrypting");
-    let report = |bytes: u64| progress.update(bytes);
-    let stages = StageTimes::default();
-    let options = StreamOptions {
-        progress: Some(&report),
-        stages: common.stats.then_some(&stages),
-        ..StreamOptions::default()
-    };
-    let started = Instant::now();
-    let plaintext = run(batcher.as_ref(), output.writer(), &options)?;
-    progress.finish();
-    output.commit()?;
-    if common.stats {
-        print_stats("decrypted", plaintext, started, &batcher.name(), &stages);
-    }
-    Ok(())
+    run_to_output(common, engine, total, ["decrypting", "decrypted"], run)
 }
 
 fn open_seekable(path: &Path) -> Result<File, Failure> {

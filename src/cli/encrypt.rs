@@ -2,7 +2,7 @@
 //! it parses the arguments, asks the library for the secret, the envelope and the streaming
 //! run, and shows progress. Decryption is in `decrypt.rs`; where output goes, in `files.rs`.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -10,7 +10,9 @@ use clap::Args;
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_format::secrets::{self, SecretBytes};
 use parcrypt_format::stream::{StageTimes, StreamOptions};
-use parcrypt_format::{batcher_for, Argon2Params, Encryptor, Format, Secret, Setup, Suite};
+use parcrypt_format::{
+    batcher_for, Argon2Params, ChunkBatcher, Encryptor, Format, FormatError, Secret, Setup, Suite,
+};
 use zeroize::Zeroize;
 
 use super::files::{open_input, Output};
@@ -173,13 +175,38 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
     let encryptor = Encryptor::new(&setup, secret_of(&key, &passphrase)?)?;
     drop(passphrase);
     drop(key);
+    run_to_output(
+        common,
+        &engine,
+        input_size,
+        ["encrypting", "encrypted"],
+        |batcher, writer, options| {
+            encryptor.encrypt_stream(batcher, input.as_mut(), writer, options)
+        },
+    )
+}
+
+/// The streaming run of both commands: makes the output (only now, so that a refusal
+/// before leaves nothing behind), shows progress towards `total` plaintext bytes, commits
+/// the output and prints `--stats`. `words`: what is going on, and what was done.
+pub(super) fn run_to_output(
+    common: &CommonArgs,
+    engine: &Engine,
+    total: Option<u64>,
+    words: [&'static str; 2],
+    run: impl FnOnce(
+        &dyn ChunkBatcher,
+        &mut (dyn Write + Send),
+        &StreamOptions<'_>,
+    ) -> Result<u64, FormatError>,
+) -> Result<(), Failure> {
     let mut output = Output::create(
         common.output.as_deref(),
         common.input.as_deref(),
         common.force,
         false,
     )?;
-    let progress = Progress::new(common.quiet, input_size, "encrypting");
+    let progress = Progress::new(common.quiet, total, words[0]);
     let report = |bytes: u64| progress.update(bytes);
     let stages = StageTimes::default();
     let options = StreamOptions {
@@ -188,13 +215,12 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
         ..StreamOptions::default()
     };
     let started = Instant::now();
-    let batcher = batcher_for(&engine);
-    let plaintext =
-        encryptor.encrypt_stream(batcher.as_ref(), input.as_mut(), output.writer(), &options)?;
+    let batcher = batcher_for(engine);
+    let plaintext = run(batcher.as_ref(), output.writer(), &options)?;
     progress.finish();
     output.commit()?;
     if common.stats {
-        print_stats("encrypted", plaintext, started, &batcher.name(), &stages);
+        print_stats(words[1], plaintext, started, &batcher.name(), &stages);
     }
     Ok(())
 }

@@ -2,9 +2,11 @@
 //! arguments, calls the library and reports; none holds logic of its own.
 
 mod bench;
+mod decrypt;
 mod devices;
 mod encrypt;
 mod files;
+mod progress;
 mod raw;
 mod tune;
 
@@ -127,7 +129,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Raw(command) => raw::run(command),
         Command::Encrypt(args) => encrypt::run_encrypt(args),
-        Command::Decrypt(args) => encrypt::run_decrypt(args),
+        Command::Decrypt(args) => decrypt::run(args),
         Command::Devices => devices::run(),
         Command::Bench(args) => bench::run(args),
         Command::Tune(args) => tune::run(args),

@@ -1,30 +1,20 @@
 //! The command line as users and scripts meet it: round trips through files and pipes, and
 //! bad input answered with one line on stderr, a non-zero exit and nothing left behind.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
+
+#[path = "support/process.rs"]
+mod process;
 
 const KEY: &str = "000102030405060708090a0b0c0d0e0f";
 const IV: &str = "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
 
 fn parcrypt(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_parcrypt"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run parcrypt");
-    let mut pipe = child.stdin.take().unwrap();
-    let input = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        // The program may exit before reading: a broken pipe here is not the test's concern.
-        let _ = pipe.write_all(&input);
-    });
-    let output = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    output
+    process::run_with_stdin(
+        Command::new(env!("CARGO_BIN_EXE_parcrypt")).args(args),
+        stdin,
+    )
 }
 
 /// Asserts a refusal: non-zero exit, nothing on stdout, one line on stderr that mentions

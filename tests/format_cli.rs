@@ -3,14 +3,18 @@
 //! and every refusal answered with one line, a non-zero exit, and no plaintext from a bad
 //! chunk and no file left behind.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use sha2::{Digest, Sha512};
 
 #[path = "support/engine.rs"]
 mod engine;
+#[path = "support/process.rs"]
+mod process;
+
+use process::names;
 
 const KEY: &str = "000102030405060708090a0b0c0d0e0f";
 /// A passphrase KDF cheap enough for tests (real files default to 64 MiB, 3 passes).
@@ -20,25 +24,11 @@ const SEALED_CHUNK: usize = CHUNK + 16;
 
 fn parcrypt_with_env(args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_parcrypt"));
-    command
-        .args(args)
-        .env_remove("PARCRYPT_PASSPHRASE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    command.args(args).env_remove("PARCRYPT_PASSPHRASE");
     for (name, value) in env {
         command.env(name, value);
     }
-    let mut child = command.spawn().expect("run parcrypt");
-    let mut pipe = child.stdin.take().unwrap();
-    let input = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        // The program may exit before reading: a broken pipe here is not the test's concern.
-        let _ = pipe.write_all(&input);
-    });
-    let output = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    output
+    process::run_with_stdin(&mut command, stdin)
 }
 
 fn parcrypt(args: &[&str], stdin: &[u8]) -> Output {
@@ -85,16 +75,6 @@ fn data(length: usize) -> Vec<u8> {
 
 fn path(p: &Path) -> String {
     p.to_str().unwrap().to_string()
-}
-
-/// Files in `folder` (to catch temporary files left behind).
-fn names(folder: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(folder)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 struct Folder {

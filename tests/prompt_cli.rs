@@ -14,6 +14,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+#[path = "support/process.rs"]
+mod process;
+
+use process::names;
+
 /// A passphrase KDF cheap enough for tests.
 const CHEAP_KDF: [&str; 6] = ["--kdf-memory", "1", "--kdf-passes", "1", "--kdf-lanes", "1"];
 const FIRST_PROMPT: &str = "parcrypt: passphrase: ";
@@ -197,15 +202,6 @@ fn local_modes(master: &File) -> libc::tcflag_t {
 
 fn data(length: usize) -> Vec<u8> {
     (0..length).map(|i| ((i * 131) ^ (i >> 9)) as u8).collect()
-}
-
-fn names(folder: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(folder)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 /// What the terminal showed after the last prompt, as lines without the terminal's `\r`.

@@ -1,6 +1,7 @@
 //! Why a file could not be encrypted or decrypted, in words for the person who ran it.
 
 use std::io;
+use std::path::PathBuf;
 
 use crate::cobblestone::{CHUNK_BYTES, TAG_BYTES};
 
@@ -54,6 +55,48 @@ pub enum FormatError {
     Random(String),
     #[error("{0}")]
     Backend(String),
+    /// A secret could not be had (a key file, a passphrase, the terminal).
+    #[error(transparent)]
+    Secret(#[from] crate::secrets::SecretError),
+    /// An input file that could not be opened.
+    #[error("cannot open input '{}': {}", .path.display(), plain(.error))]
+    OpenInput { path: PathBuf, error: io::Error },
+    /// An input that is a folder.
+    #[error("input '{}' is a folder", .0.display())]
+    InputIsFolder(PathBuf),
+    /// An output that is a folder.
+    #[error("output '{}' is a folder", .0.display())]
+    OutputIsFolder(PathBuf),
+    /// An output that is the input file itself.
+    #[error("output '{}' is the input file; write to another file", .0.display())]
+    OutputIsInput(PathBuf),
+    /// An output that exists and may not be replaced.
+    #[error("output '{}' already exists (allow replacing it, or choose another name)", .0.display())]
+    OutputExists(PathBuf),
+    /// No temporary file could be made beside the output.
+    #[error("cannot write in '{}': {}", .folder.display(), plain(.error))]
+    CreateTemporary { folder: PathBuf, error: io::Error },
+    /// The finished output could not be flushed to disk.
+    #[error("cannot write '{}': {}", .path.display(), plain(.error))]
+    FinishOutput { path: PathBuf, error: io::Error },
+    /// The finished output could not be moved to its name.
+    #[error("cannot create '{}': {}", .path.display(), plain(.error))]
+    PersistOutput { path: PathBuf, error: io::Error },
+}
+
+impl From<FormatError> for io::Error {
+    /// For the `Read` and `Write` adapters: the kind says what happened in I/O terms, and
+    /// the [`FormatError`] itself travels inside (`get_ref`/`into_inner` and a downcast).
+    fn from(error: FormatError) -> io::Error {
+        let kind = match &error {
+            FormatError::Read(inner) | FormatError::Write(inner) => inner.kind(),
+            FormatError::TruncatedAfter { .. }
+            | FormatError::TruncatedChunk { .. }
+            | FormatError::TruncatedHeader(_) => io::ErrorKind::UnexpectedEof,
+            _ => io::ErrorKind::InvalidData,
+        };
+        io::Error::new(kind, error)
+    }
 }
 
 fn chunk_start(index: u64) -> u64 {
@@ -82,8 +125,9 @@ fn truncated_chunk(index: u64, bytes: usize) -> String {
     )
 }
 
-/// The OS error text without Rust's " (os error N)" suffix.
-fn plain(error: &io::Error) -> String {
+/// The operating system's error text without Rust's " (os error N)" suffix, for messages
+/// read by people.
+pub fn plain(error: &io::Error) -> String {
     let text = error.to_string();
     match text.find(" (os error") {
         Some(cut) => text[..cut].to_string(),

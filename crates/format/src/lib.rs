@@ -14,29 +14,79 @@
 //!   authenticated chunks.
 //! - [`range`]: random-access decryption of a byte range.
 //!
+//! The file API over those parts, what a program calls:
+//! - [`Encryptor`] ([`writer`]): a new message under a key or a passphrase; wraps any
+//!   [`Write`] ([`EncryptingWriter`], finished by `finish()`) or streams from a reader;
+//! - [`Decryptor`] ([`reader`]): reads the envelope, unlocks it, and yields the plaintext
+//!   as a [`Read`] releasing only authenticated chunks ([`DecryptingReader`]), or over a
+//!   seekable input as a `Read + Seek` ([`SeekableReader`], [`seekable`]);
+//! - [`file`](mod@file): [`encrypt_file`] and [`decrypt_file`], which write beside the destination and
+//!   rename only on success;
+//! - [`secrets`]: keys from hex and key files, passphrases from files, the environment and
+//!   the terminal, all wiped after use.
+//!
 //! The command line (`parcrypt encrypt|decrypt`) is a thin layer over this crate.
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use parcrypt_format::{CpuChunks, Decryptor, Encryptor, Format, Secret, Setup};
+//! use parcrypt_engine::{Backend, Engine};
+//!
+//! let engine = Engine::new(Backend::Pool, None)?;
+//! let batcher = CpuChunks::new(&engine);
+//! let passphrase = b"correct horse battery staple";
+//! // A cheap argon2id for the example; the default costs 64 MiB and three passes.
+//! let setup = Setup {
+//!     argon2: parcrypt_format::Argon2Params { memory_kib: 64, passes: 1, lanes: 1 },
+//!     ..Setup::default()
+//! };
+//! let mut writer = Encryptor::new(&setup, Secret::Passphrase(passphrase))?
+//!     .wrap_output(&batcher, Vec::new())?;
+//! writer.write_all(&[42u8; 100_000])?;
+//! let sealed = writer.finish()?;
+//!
+//! let decryptor = Decryptor::new(Format::Parcrypt, &sealed[..])?;
+//! assert!(decryptor.envelope().needs_passphrase());
+//! let mut plain = Vec::new();
+//! decryptor
+//!     .unlock(Secret::Passphrase(passphrase), b"")?
+//!     .reader(&batcher)
+//!     .read_to_end(&mut plain)?;
+//! assert_eq!(plain, vec![42u8; 100_000]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod chunks;
 pub mod cobblestone;
 pub mod error;
+pub mod file;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gpu_chunks;
 pub mod header;
 pub mod message;
 pub mod range;
+pub mod reader;
+pub mod secrets;
+pub mod seekable;
 pub mod stream;
+pub mod writer;
 
 use std::io::{Read, Write};
 
 pub use chunks::{ChunkBatcher, CpuChunks};
 pub use cobblestone::{MessageKeys, Suite};
 pub use error::FormatError;
+pub use file::{decrypt_file, encrypt_file, FileOptions};
 pub use gpu_chunks::{batcher_for, GpuChunks};
 pub use header::{Argon2Params, KeySource, ParcryptHeader};
 pub use message::{Envelope, Format, Salts, Secret, Setup};
 pub use range::ByteRange;
+pub use reader::{DecryptingReader, Decryptor, UnlockedDecryptor};
+pub use secrets::{SecretBytes, SecretError};
+pub use seekable::SeekableReader;
 pub use stream::StreamOptions;
+pub use writer::{EncryptingWriter, Encryptor};
 
 /// Encrypts `reader` into a whole message (envelope and chunks) on `writer`; returns the
 /// plaintext bytes.
@@ -48,11 +98,7 @@ pub fn encrypt(
     writer: &mut (dyn Write + Send),
     options: &StreamOptions<'_>,
 ) -> Result<u64, FormatError> {
-    let (envelope, keys) = Envelope::create(setup, secret)?;
-    writer
-        .write_all(&envelope.to_bytes())
-        .map_err(FormatError::Write)?;
-    stream::encrypt_chunks(batcher, &keys, reader, writer, options)
+    Encryptor::new(setup, secret)?.encrypt_stream(batcher, reader, writer, options)
 }
 
 /// Decrypts a whole message from `reader` to `writer`; returns the plaintext bytes. Only
@@ -66,7 +112,7 @@ pub fn decrypt(
     writer: &mut (dyn Write + Send),
     options: &StreamOptions<'_>,
 ) -> Result<u64, FormatError> {
-    let envelope = Envelope::read(format, reader)?;
-    let keys = envelope.unlock(secret, context)?;
-    stream::decrypt_chunks(batcher, &keys, reader, writer, options)
+    Decryptor::new(format, reader)?
+        .unlock(secret, context)?
+        .decrypt_to(batcher, writer, options)
 }

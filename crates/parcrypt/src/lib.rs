@@ -10,6 +10,30 @@
 //! - [`engine`]: runs a job on a backend (`seq`, `threads`, `pool`, a GPU, or `auto`);
 //! - [`format`](mod@format): authenticated, chunked, seekable files (Cobblestone inside a small header)
 //!   and the secrets they are opened with.
+//!
+//! Files, in a few lines (`examples/file_encryption.rs` and `examples/seek.rs` show more):
+//!
+//! ```
+//! use std::io::{Read, Write};
+//! use parcrypt::engine::{Backend, Engine};
+//! use parcrypt::format::{batcher_for, Decryptor, Encryptor, Format, Secret, Setup};
+//!
+//! let engine = Engine::new(Backend::Pool, None)?;
+//! let batcher = batcher_for(&engine);
+//! let key = [7u8; 16];
+//! let mut writer = Encryptor::new(&Setup::default(), Secret::Key(&key))?
+//!     .wrap_output(batcher.as_ref(), Vec::new())?;
+//! writer.write_all(b"sealed in 16 KiB chunks, each authenticated")?;
+//! let sealed = writer.finish()?;
+//!
+//! let mut plain = Vec::new();
+//! Decryptor::new(Format::Parcrypt, &sealed[..])?
+//!     .unlock(Secret::Key(&key), b"")?
+//!     .reader(batcher.as_ref())
+//!     .read_to_end(&mut plain)?;
+//! assert_eq!(plain, b"sealed in 16 KiB chunks, each authenticated");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![forbid(unsafe_code)]
 
 pub use parcrypt_ciphers as ciphers;

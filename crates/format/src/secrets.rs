@@ -1,0 +1,298 @@
+//! Where keys and passphrases come from: hex text, key files, passphrase files, the
+//! `PARCRYPT_PASSPHRASE` environment variable and the terminal.
+//!
+//! Every secret comes back as a [`SecretBytes`], wiped when dropped, and every refusal is a
+//! [`SecretError`] phrased for the person who gave the secret. The command line and every
+//! binding find secrets here, so a key file or a passphrase means the same everywhere.
+//!
+//! ```
+//! use parcrypt_format::secrets;
+//!
+//! let key = secrets::key_from_hex("000102030405060708090a0b0c0d0e0f")?;
+//! assert_eq!(key.len(), 16);
+//!
+//! let folder = tempfile::tempdir()?;
+//! let path = folder.path().join("passphrase");
+//! std::fs::write(&path, "correct horse\n")?;
+//! // One trailing newline is how editors end a file, not part of the secret.
+//! assert_eq!(secrets::read_passphrase_file(&path)?.as_slice(), b"correct horse");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod terminal;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use zeroize::Zeroizing;
+
+use crate::error::plain;
+
+/// Secret bytes (a key or a passphrase), wiped when dropped.
+pub type SecretBytes = Zeroizing<Vec<u8>>;
+
+/// The environment variable a passphrase may come from (a command line never carries one:
+/// the process list would show it).
+pub const PASSPHRASE_VARIABLE: &str = "PARCRYPT_PASSPHRASE";
+
+/// Why a secret could not be had. Each message is one line for the person who gave it.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    /// Text that should be hex is not; `what` names where it came from (`--key`).
+    #[error("{what} is not valid hex: {reason}")]
+    NotHex {
+        /// Where the text came from, as the person knows it.
+        what: String,
+        /// What is wrong with the text.
+        reason: String,
+    },
+    /// A key of a length no suite takes.
+    #[error("the key must be 16 bytes (AES-128) or 32 bytes (AES-256), got {0} bytes")]
+    KeyLength(usize),
+    /// A key file that could not be read.
+    #[error("cannot read key file '{}': {}", .path.display(), plain(.error))]
+    ReadKeyFile {
+        /// The key file.
+        path: PathBuf,
+        /// What the operating system said.
+        error: io::Error,
+    },
+    /// A key file that holds neither 16 or 32 raw bytes nor their hex.
+    #[error("key file '{}' must hold 16 or 32 bytes, raw or in hex; it has {bytes} bytes", .path.display())]
+    KeyFileLength {
+        /// The key file.
+        path: PathBuf,
+        /// Its length.
+        bytes: usize,
+    },
+    /// A passphrase file that could not be read.
+    #[error("cannot read passphrase file '{}': {}", .path.display(), plain(.error))]
+    ReadPassphraseFile {
+        /// The passphrase file.
+        path: PathBuf,
+        /// What the operating system said.
+        error: io::Error,
+    },
+    /// A passphrase file with nothing in it but (at most) a newline.
+    #[error("passphrase file '{}' is empty", .0.display())]
+    EmptyPassphraseFile(PathBuf),
+    /// [`PASSPHRASE_VARIABLE`] is set to nothing.
+    #[error("{PASSPHRASE_VARIABLE} is set but empty")]
+    EmptyPassphraseVariable,
+    /// No file, no variable, and no terminal to ask on.
+    #[error("no passphrase: use --passphrase-file or {PASSPHRASE_VARIABLE}, or run on a terminal to be asked ({})", plain(.0))]
+    NoTerminal(io::Error),
+    /// Enter pressed on an empty line at the prompt.
+    #[error("the passphrase is empty")]
+    EmptyPassphrase,
+    /// The confirmation differs from the first answer.
+    #[error("the two passphrases differ; nothing was written")]
+    PassphrasesDiffer,
+    /// End of input (Ctrl-D) at the prompt: a refusal, not an empty passphrase.
+    #[error("no passphrase was typed (end of input at the prompt)")]
+    NothingTyped,
+    /// The terminal failed while asking.
+    #[error("cannot read the passphrase from the terminal: {}", plain(.0))]
+    Terminal(io::Error),
+}
+
+/// Decodes hex (surrounding whitespace ignored) into secret bytes; `what` names the text
+/// in the error (`--key`, `--context`).
+pub fn decode_hex(what: &str, text: &str) -> Result<SecretBytes, SecretError> {
+    let bytes = hex::decode(text.trim()).map_err(|error| {
+        let reason = match error {
+            hex::FromHexError::OddLength => "an odd number of hex digits".to_string(),
+            hex::FromHexError::InvalidHexCharacter { c, index } => {
+                format!("'{c}' at position {index} is not a hex digit")
+            }
+            other => other.to_string(),
+        };
+        SecretError::NotHex {
+            what: what.to_string(),
+            reason,
+        }
+    })?;
+    Ok(Zeroizing::new(bytes))
+}
+
+/// Refuses a key that is neither 16 bytes (Cobblestone-128) nor 32 (Cobblestone-256).
+pub fn checked_key(key: SecretBytes) -> Result<SecretBytes, SecretError> {
+    match key.len() {
+        16 | 32 => Ok(key),
+        other => Err(SecretError::KeyLength(other)),
+    }
+}
+
+/// A 16- or 32-byte key from its hex.
+pub fn key_from_hex(text: &str) -> Result<SecretBytes, SecretError> {
+    decode_hex("the key", text).and_then(checked_key)
+}
+
+/// A key file holds the key in hex (32 or 64 digits, surrounding whitespace ignored) or as
+/// 16 or 32 raw bytes. Hex wins when both readings fit (a raw 32-byte key made only of hex
+/// digits: about one chance in 10^34 for a random key).
+pub fn read_key_file(path: &Path) -> Result<SecretBytes, SecretError> {
+    let contents =
+        Zeroizing::new(
+            std::fs::read(path).map_err(|error| SecretError::ReadKeyFile {
+                path: path.to_path_buf(),
+                error,
+            })?,
+        );
+    let trimmed = contents.trim_ascii();
+    if (trimmed.len() == 32 || trimmed.len() == 64) && trimmed.iter().all(u8::is_ascii_hexdigit) {
+        let mut key = Zeroizing::new(vec![0u8; trimmed.len() / 2]);
+        // Every byte was checked to be a hex digit and the length is even: this cannot fail.
+        if hex::decode_to_slice(trimmed, &mut key).is_ok() {
+            return Ok(key);
+        }
+    }
+    if contents.len() == 16 || contents.len() == 32 {
+        return Ok(Zeroizing::new(contents.to_vec()));
+    }
+    Err(SecretError::KeyFileLength {
+        path: path.to_path_buf(),
+        bytes: contents.len(),
+    })
+}
+
+/// A passphrase file's content, less one trailing newline (`\n` or `\r\n`): that is how
+/// editors and `echo` end a file, not part of the secret.
+pub fn read_passphrase_file(path: &Path) -> Result<SecretBytes, SecretError> {
+    let mut contents =
+        Zeroizing::new(
+            std::fs::read(path).map_err(|error| SecretError::ReadPassphraseFile {
+                path: path.to_path_buf(),
+                error,
+            })?,
+        );
+    if contents.last() == Some(&b'\n') {
+        contents.pop();
+        if contents.last() == Some(&b'\r') {
+            contents.pop();
+        }
+    }
+    if contents.is_empty() {
+        return Err(SecretError::EmptyPassphraseFile(path.to_path_buf()));
+    }
+    Ok(contents)
+}
+
+/// The passphrase in [`PASSPHRASE_VARIABLE`], or `None` when the variable is not set.
+pub fn passphrase_from_environment() -> Result<Option<SecretBytes>, SecretError> {
+    use std::os::unix::ffi::OsStringExt;
+    let Some(value) = std::env::var_os(PASSPHRASE_VARIABLE) else {
+        return Ok(None);
+    };
+    let value = Zeroizing::new(value.into_vec());
+    if value.is_empty() {
+        return Err(SecretError::EmptyPassphraseVariable);
+    }
+    Ok(Some(value))
+}
+
+/// Asks for the passphrase on the controlling terminal with echo off (twice when
+/// `confirm`, the answers compared in constant time). Ctrl-C or a hang-up while asking
+/// restores the terminal before the process ends.
+pub fn prompt_passphrase(confirm: bool) -> Result<SecretBytes, SecretError> {
+    let mut terminal = terminal::Terminal::open().map_err(SecretError::NoTerminal)?;
+    let first = ask(&mut terminal, "parcrypt: passphrase: ")?;
+    if first.is_empty() {
+        return Err(SecretError::EmptyPassphrase);
+    }
+    if confirm {
+        let second = ask(&mut terminal, "parcrypt: passphrase again: ")?;
+        if !bool::from(subtle::ConstantTimeEq::ct_eq(
+            first.as_slice(),
+            second.as_slice(),
+        )) {
+            return Err(SecretError::PassphrasesDiffer);
+        }
+    }
+    Ok(first)
+}
+
+/// The passphrase from `file` when given, then from [`PASSPHRASE_VARIABLE`], then from the
+/// terminal (asked twice when `confirm`, as when encrypting).
+pub fn read_passphrase(file: Option<&Path>, confirm: bool) -> Result<SecretBytes, SecretError> {
+    if let Some(path) = file {
+        return read_passphrase_file(path);
+    }
+    if let Some(passphrase) = passphrase_from_environment()? {
+        return Ok(passphrase);
+    }
+    prompt_passphrase(confirm)
+}
+
+/// One answer from the terminal; end of input (Ctrl-D) is a refusal, not an empty passphrase.
+fn ask(terminal: &mut terminal::Terminal, prompt: &str) -> Result<SecretBytes, SecretError> {
+    match terminal.ask(prompt) {
+        Ok(Some(answer)) => Ok(answer),
+        Ok(None) => Err(SecretError::NothingTyped),
+        Err(error) => Err(SecretError::Terminal(error)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_files_take_raw_bytes_or_hex() {
+        let folder = tempfile::tempdir().unwrap();
+        let write = |name: &str, contents: &[u8]| {
+            let path = folder.path().join(name);
+            std::fs::write(&path, contents).unwrap();
+            path
+        };
+        let raw = write("raw", &[7u8; 32]);
+        assert_eq!(read_key_file(&raw).unwrap().as_slice(), &[7u8; 32]);
+        let hex_file = write("hex", b"  000102030405060708090a0b0c0d0e0f\n");
+        assert_eq!(read_key_file(&hex_file).unwrap().len(), 16);
+        let short = write("short", b"0123");
+        assert!(matches!(
+            read_key_file(&short),
+            Err(SecretError::KeyFileLength { bytes: 4, .. })
+        ));
+        assert!(matches!(
+            read_key_file(Path::new("/nonexistent/key")),
+            Err(SecretError::ReadKeyFile { .. })
+        ));
+    }
+
+    #[test]
+    fn hex_keys_are_checked_for_digits_and_length() {
+        assert!(matches!(
+            key_from_hex("0011"),
+            Err(SecretError::KeyLength(2))
+        ));
+        let error = decode_hex("--key", "zz").unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "--key is not valid hex: 'z' at position 0 is not a hex digit"
+        );
+        assert!(decode_hex("--context", "abc")
+            .unwrap_err()
+            .to_string()
+            .contains("odd number"));
+    }
+
+    #[test]
+    fn passphrase_files_lose_one_line_ending_only() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("pass");
+        for (contents, expected) in [
+            (&b"secret\r\n"[..], &b"secret"[..]),
+            (b"secret\n\n", b"secret\n"),
+            (b" secret ", b" secret "),
+        ] {
+            std::fs::write(&path, contents).unwrap();
+            assert_eq!(read_passphrase_file(&path).unwrap().as_slice(), expected);
+        }
+        std::fs::write(&path, b"\n").unwrap();
+        assert!(matches!(
+            read_passphrase_file(&path),
+            Err(SecretError::EmptyPassphraseFile(_))
+        ));
+    }
+}

@@ -1,0 +1,137 @@
+//! `parcrypt decrypt`: the envelope is read first (it says whether a key or a passphrase
+//! is needed), the secret checked against its commitment, and only then is the output made;
+//! the plaintext streams through the library's pipeline, whole or as a `--range`.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::Path;
+
+use parcrypt_engine::Engine;
+use parcrypt_format::cobblestone::{CHUNK_BYTES, SEALED_CHUNK_BYTES};
+use parcrypt_format::secrets::{self, SecretBytes};
+use parcrypt_format::stream::StreamOptions;
+use parcrypt_format::{ByteRange, ChunkBatcher, Decryptor, Format, FormatError, UnlockedDecryptor};
+
+use super::encrypt::{file_size, run_to_output, secret_of, take_key, CommonArgs, DecryptArgs};
+use super::files::{open_input, plain};
+use super::Failure;
+
+pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
+    let common = &mut args.common;
+    let context = secrets::decode_hex("--context", common.context.as_deref().unwrap_or(""))?;
+    let key = take_key(common)?;
+    if common.format == Format::Cobblestone && key.is_none() {
+        return Err(Failure(
+            "--format cobblestone needs --key or --key-file".into(),
+        ));
+    }
+    let range: Option<ByteRange> = args.range.as_deref().map(str::parse).transpose()?;
+    let engine = super::engine(common.backend, common.threads)?;
+    let common = &*common;
+    // Random access needs to seek: a file, not a pipe.
+    match (range, common.input.as_deref()) {
+        (None, path) => {
+            let (unlocked, envelope_bytes) = unlock(common, open_input(path)?, key, &context)?;
+            decrypt_into(
+                common,
+                &engine,
+                envelope_bytes,
+                true,
+                |batcher, writer, options| unlocked.decrypt_to(batcher, writer, options),
+            )
+        }
+        (Some(range), Some(path)) if path != Path::new("-") => {
+            let (unlocked, envelope_bytes) = unlock(common, open_seekable(path)?, key, &context)?;
+            decrypt_into(
+                common,
+                &engine,
+                envelope_bytes,
+                false,
+                |batcher, writer, options| {
+                    unlocked.decrypt_range_to(batcher, range, writer, options)
+                },
+            )
+        }
+        (Some(_), _) => Err(Failure(
+            "--range needs an INPUT file that can seek, not stdin".into(),
+        )),
+    }
+}
+
+/// Reads the envelope, gets the secret it needs and checks it; returns the unlocked message
+/// and the envelope's length.
+fn unlock<R: Read>(
+    common: &CommonArgs,
+    input: R,
+    key: Option<SecretBytes>,
+    context: &[u8],
+) -> Result<(UnlockedDecryptor<R>, usize), Failure> {
+    let decryptor = match Decryptor::new(common.format, input) {
+        Err(FormatError::NotParcrypt) => {
+            return Err(Failure(
+                "not a parcrypt file (no parcrypt header; for a bare Cobblestone message use --format cobblestone with --key)".into(),
+            ))
+        }
+        other => other?,
+    };
+    let passphrase = match (decryptor.envelope().needs_passphrase(), &key) {
+        (true, Some(_)) => {
+            return Err(Failure(
+                "this file was encrypted with a passphrase, not a key: drop --key/--key-file"
+                    .into(),
+            ))
+        }
+        (true, None) => Some(secrets::read_passphrase(
+            common.passphrase_file.as_deref(),
+            false,
+        )?),
+        (false, None) => {
+            return Err(Failure(
+                "this file was encrypted with a key: give --key or --key-file".into(),
+            ))
+        }
+        (false, Some(_)) => None,
+    };
+    let envelope_bytes = decryptor.envelope().len();
+    let unlocked = decryptor.unlock(secret_of(&key, &passphrase)?, context)?;
+    Ok((unlocked, envelope_bytes))
+}
+
+/// The run after unlocking: the output is made only now, so a wrong key or passphrase, or a
+/// foreign file, leaves nothing behind. `estimate`: whether the progress bar may assume the
+/// whole input is decrypted.
+fn decrypt_into(
+    common: &CommonArgs,
+    engine: &Engine,
+    envelope_bytes: usize,
+    estimate: bool,
+    run: impl FnOnce(
+        &dyn ChunkBatcher,
+        &mut (dyn Write + Send),
+        &StreamOptions<'_>,
+    ) -> Result<u64, FormatError>,
+) -> Result<(), Failure> {
+    let plaintext_estimate = file_size(common.input.as_deref()).map(|size| {
+        let sealed = size.saturating_sub(envelope_bytes as u64);
+        sealed / SEALED_CHUNK_BYTES as u64 * CHUNK_BYTES as u64 + sealed % SEALED_CHUNK_BYTES as u64
+    });
+    let total = plaintext_estimate.filter(|_| estimate);
+    run_to_output(common, engine, total, ["decrypting", "decrypted"], run)
+}
+
+fn open_seekable(path: &Path) -> Result<File, Failure> {
+    let file = File::open(path).map_err(|error| {
+        Failure(format!(
+            "cannot open input '{}': {}",
+            path.display(),
+            plain(&error)
+        ))
+    })?;
+    match file.metadata() {
+        Ok(metadata) if metadata.is_file() => Ok(file),
+        _ => Err(Failure(format!(
+            "--range needs a regular INPUT file; '{}' is not one",
+            path.display()
+        ))),
+    }
+}

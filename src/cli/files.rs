@@ -79,13 +79,7 @@ impl Output {
     /// effort: a file system that cannot preallocate just allocates as it goes.
     pub fn reserve(&mut self, bytes: u64) {
         if let Output::File(output) = self {
-            use std::os::unix::io::AsRawFd;
-            let Ok(length) = libc::off_t::try_from(bytes) else {
-                return;
-            };
-            // SAFETY: the descriptor belongs to `output`'s file, which is open for writing
-            // and outlives the call; fallocate reads no memory of ours.
-            unsafe { libc::fallocate(output.file().as_raw_fd(), 0, 0, length) };
+            output.reserve(bytes);
         }
     }
 

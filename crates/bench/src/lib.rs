@@ -11,6 +11,7 @@
 //! goes through), [`scenario`] (the sweep and the five seed experiments, each with the
 //! tables and comparisons it derives from its records), [`record`] (the one result record)
 //! and [`export`] (terminal table, JSON, CSV, Markdown over it).
+#![forbid(unsafe_code)]
 
 pub mod energy;
 pub mod export;

@@ -115,6 +115,14 @@ impl OutputFile {
         self.temporary.as_file_mut()
     }
 
+    /// Reserves `bytes` of disk before writing, so that writing copies into allocated pages
+    /// instead of allocating page by page (on tmpfs that is most of a write's cost); the
+    /// commit trims the file to what was written. Best effort: a file system that cannot
+    /// preallocate allocates as it goes.
+    pub fn reserve(&mut self, bytes: u64) {
+        parcrypt_sys::reserve_file_space(self.temporary.as_file(), bytes);
+    }
+
     /// Makes the output visible: trims the file to what was written (space reserved
     /// beyond it is released), flushes it to disk, and renames it over the target.
     pub fn commit(self) -> Result<(), FormatError> {

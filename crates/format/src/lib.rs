@@ -55,6 +55,7 @@
 //! assert_eq!(plain, vec![42u8; 100_000]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![forbid(unsafe_code)]
 
 pub mod chunks;
 pub mod cobblestone;

@@ -19,7 +19,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod terminal;
+use parcrypt_sys::terminal;
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -330,6 +330,19 @@ mod tests {
         state
     }
 
+    /// A random key, up to 300 random blocks (and how many), and their GHASH in one pass.
+    fn random_message(
+        rng: &mut StdRng,
+        implementation: Implementation,
+    ) -> (GhashKey, usize, Vec<u8>, u128) {
+        let key = key(&rng.random(), implementation);
+        let blocks = rng.random_range(0..=300usize);
+        let mut data = vec![0u8; blocks * 16];
+        rng.fill_bytes(&mut data);
+        let expected = ghash_one_pass(&key, &data);
+        (key, blocks, data, expected)
+    }
+
     #[test]
     fn gcm_specification_vectors() {
         let records = parse_vectors(VECTORS);
@@ -416,11 +429,7 @@ mod tests {
         let (mut rng, seed) = seeded_rng();
         for implementation in available_implementations() {
             for _ in 0..50 {
-                let key = key(&rng.random(), implementation);
-                let blocks = rng.random_range(0..=300usize);
-                let mut data = vec![0u8; blocks * 16];
-                rng.fill_bytes(&mut data);
-                let expected = ghash_one_pass(&key, &data);
+                let (key, blocks, data, expected) = random_message(&mut rng, implementation);
 
                 let mut state = 0;
                 let mut rest = data.as_slice();
@@ -443,11 +452,7 @@ mod tests {
         let (mut rng, seed) = seeded_rng();
         for implementation in available_implementations() {
             for _ in 0..50 {
-                let key = key(&rng.random(), implementation);
-                let blocks = rng.random_range(0..=300usize);
-                let mut data = vec![0u8; blocks * 16];
-                rng.fill_bytes(&mut data);
-                let expected = ghash_one_pass(&key, &data);
+                let (key, blocks, data, expected) = random_message(&mut rng, implementation);
 
                 let mut cuts: Vec<usize> = (0..rng.random_range(0..6))
                     .map(|_| rng.random_range(0..=blocks))

@@ -14,7 +14,8 @@ use super::{typed, Failure};
 #[derive(Args)]
 #[command(after_help = scenario_help())]
 pub struct BenchArgs {
-    /// Scenarios, comma-separated: sweep, s0, s1, s2, s3, s4 or all
+    /// Scenarios, comma-separated: sweep, s0, s1, s2, s3, s4 or all (what each measures:
+    /// below)
     #[arg(long, value_delimiter = ',')]
     scenario: Vec<String>,
     /// Small sizes and few runs: the whole lab in under a minute
@@ -57,7 +58,7 @@ pub struct BenchArgs {
 
 /// The scenarios and how levels work, under `--help`.
 fn scenario_help() -> String {
-    let mut text = String::from("Scenarios:\n");
+    let mut text = String::from("Scenarios (what each measures):\n");
     for (name, description) in scenario::DESCRIPTIONS {
         text += &format!("  {name:<6} {description}\n");
     }

@@ -308,20 +308,48 @@ impl Lab {
     }
 
     /// Adds the ratios to `seq` and to OpenSSL measured earlier in the run, and records it.
-    /// Times `spec` on a CUDA device with the data already in device memory (kernel time from
-    /// CUDA events) and records it for `scenario`, labelled with `cipher`.
+    /// Times an in-place pass over `bytes` that does no cipher work on `engine` (the memory
+    /// ceiling no cipher pass can beat) and records it for `scenario`.
+    pub fn push_memory_pass(
+        &mut self,
+        scenario: &str,
+        engine: &Engine,
+        bytes: usize,
+        repetition: Repetition,
+    ) -> Result<(), BenchError> {
+        let sampled = crate::throughput::memory_pass(engine, bytes, self.repetition(repetition));
+        self.push(
+            BenchRecord::new(
+                scenario,
+                crate::throughput::MEMORY_PASS,
+                "xor",
+                engine.backend().name(),
+                engine.threads(),
+                bytes as u64,
+                Timing::EndToEnd,
+            )
+            .with_figures(&sampled),
+        )
+    }
+
+    /// Times `spec` on `gpu`'s CUDA device with the data already in device memory (kernel
+    /// time from CUDA events) and records it for `scenario`, labelled with `cipher`. A GPU
+    /// backend that is not CUDA records nothing.
     #[allow(clippy::too_many_arguments)]
     pub fn push_cuda_kernel(
         &mut self,
         scenario: &str,
         cipher: &str,
-        cuda: &parcrypt_gpu::CudaDevice,
+        gpu: &GpuBackend,
         spec: CipherSpec,
         direction: Direction,
         bytes: usize,
         threads: usize,
         repetition: Repetition,
     ) -> Result<(), BenchError> {
+        let Some(cuda) = gpu.direct().ok().and_then(|device| device.cuda()) else {
+            return Ok(());
+        };
         let sampled = crate::gpu::time_cuda(
             cuda,
             spec,

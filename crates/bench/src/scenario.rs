@@ -28,31 +28,32 @@ use crate::BenchError;
 /// Every scenario, in the order `all` runs them.
 pub const NAMES: [&str; 6] = ["sweep", "s0", "s1", "s2", "s3", "s4"];
 
-/// One line per scenario, for `--help` and errors.
+/// What each scenario measures, one line each, for `--help` and the scenario list. The
+/// names s0..s4 are the seeds' (seeds.md), which users and documents cite.
 pub const DESCRIPTIONS: [(&str, &str); 6] = [
     (
         "sweep",
-        "ciphers x directions x backends x threads x sizes, memory ceiling, files, OpenSSL",
+        "MB/s of every cipher, direction, backend, thread count and size; memory ceiling, files, OpenSSL",
     ),
     (
         "s0",
-        "AES-128 on a 17.9 MB input: seq vs threads vs pool vs GPU, mean of 10 (seed S0)",
+        "time to encrypt 17.9 MB with AES-128 on seq, threads, pool and GPU, mean of 10 (seed S0)",
     ),
     (
         "s1",
-        "Blowfish and RC6 ECB on growing random inputs, CPU vs GPU speedup curve (seed S1)",
+        "GPU over CPU speedup of Blowfish and RC6 ECB as random inputs grow (seed S1)",
     ),
     (
         "s2",
-        "AES-128 ECB from 1 KiB to 1 GiB, MB/s, speedup and crossover, end to end (seed S2)",
+        "AES-128 ECB MB/s from 1 KiB to 1 GiB, end to end, and where the GPU overtakes (seed S2)",
     ),
     (
         "s3",
-        "AES-128/192/256 threads-per-group sweep, best shape per size, tuning gain (seed S3)",
+        "gain of the best GPU threads-per-group over the default, AES-128/192/256 (seed S3)",
     ),
     (
         "s4",
-        "AES-128 at 1000 KB: copy vs zero-copy, time and energy (seed S4)",
+        "time and energy of AES-128 on 1000 KB with copies against zero-copy (seed S4)",
     ),
 ];
 

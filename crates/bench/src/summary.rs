@@ -190,6 +190,20 @@ pub fn backend_label(record: &BenchRecord) -> String {
     label
 }
 
+/// The sizes of `records`, smallest first, and their backend labels in order of first
+/// appearance, with the GPU backends' labels apart.
+pub fn sizes_and_labels(records: &[&BenchRecord]) -> (Vec<u64>, Vec<String>, Vec<String>) {
+    let mut sizes = distinct(records, |record| record.bytes);
+    sizes.sort_unstable();
+    let labels = distinct(records, backend_label);
+    let gpu_labels = labels
+        .iter()
+        .filter(|label| label.starts_with("opencl") || label.starts_with("cuda"))
+        .cloned()
+        .collect();
+    (sizes, labels, gpu_labels)
+}
+
 /// The distinct values of `key` over `records`, in first-seen order.
 pub fn distinct<T: PartialEq + Clone>(
     records: &[&BenchRecord],

@@ -108,13 +108,42 @@ impl Engine {
     }
 }
 
-/// An all-zero IV of the length `spec` takes (none for ECB, 12 bytes for GCM), for jobs
-/// that are only timed.
-pub(crate) fn placeholder_iv(spec: CipherSpec) -> Option<Vec<u8>> {
-    match spec.mode {
-        Mode::Ecb => None,
-        Mode::Gcm => Some(vec![0u8; 12]),
-        _ => Some(vec![0u8; spec.algorithm.block_size()]),
+/// A key and an all-zero IV for jobs that are only timed.
+pub(crate) struct TimedJob {
+    spec: CipherSpec,
+    direction: Direction,
+    key: Vec<u8>,
+    iv: Option<Vec<u8>>,
+}
+
+impl TimedJob {
+    /// `key` must have a length `spec`'s algorithm takes; the IV has the length `spec` takes
+    /// (none for ECB, 12 bytes for GCM).
+    pub(crate) fn new(spec: CipherSpec, direction: Direction, key: Vec<u8>) -> Self {
+        let iv = match spec.mode {
+            Mode::Ecb => None,
+            Mode::Gcm => Some(vec![0u8; 12]),
+            _ => Some(vec![0u8; spec.algorithm.block_size()]),
+        };
+        TimedJob {
+            spec,
+            direction,
+            key,
+            iv,
+        }
+    }
+
+    /// The job, unpadded, on the fast implementation.
+    pub(crate) fn spec(&self) -> JobSpec<'_> {
+        JobSpec {
+            spec: self.spec,
+            direction: self.direction,
+            key: &self.key,
+            iv: self.iv.as_deref(),
+            aad: None,
+            padding: false,
+            implementation: Implementation::Fast,
+        }
     }
 }
 
@@ -125,17 +154,8 @@ pub(crate) fn placeholder_iv(spec: CipherSpec) -> Option<Vec<u8>> {
 /// first, as it does in use). The split's fixed cost is what the split took beyond the
 /// one-thread time divided by the threads (best runs of each).
 fn calibrate(engine: &Engine, spec: CipherSpec, direction: Direction) -> Option<CostModel> {
-    let key = vec![0u8; spec.algorithm.key_lengths().0];
-    let iv = placeholder_iv(spec);
-    let job = JobSpec {
-        spec,
-        direction,
-        key: &key,
-        iv: iv.as_deref(),
-        aad: None,
-        padding: false,
-        implementation: Implementation::Fast,
-    };
+    let timed = TimedJob::new(spec, direction, vec![0u8; spec.algorithm.key_lengths().0]);
+    let job = timed.spec();
     // Models under which `auto` never splits, and always splits into its most items.
     let split_never = CostModel {
         seq_bytes_per_second: f64::MAX,

@@ -13,32 +13,56 @@ use crate::{CostModel, Engine};
 /// Why a job could not be set up or finished. Each message is one line written for people.
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
+    /// The key does not suit the algorithm.
     #[error("bad key: {0}")]
     Key(#[from] KeyError),
+    /// The IV is not the one length the mode takes.
     #[error("{spec} needs an IV of {expected} bytes (--iv), got {got}")]
     IvLength {
+        /// The cipher and mode.
         spec: CipherSpec,
+        /// The length it takes.
         expected: usize,
+        /// The length given.
         got: usize,
     },
+    /// CBC, CTR and GCM need an IV and none was given.
     #[error("{0} needs an IV (--iv)")]
     IvMissing(CipherSpec),
+    /// ECB was given an IV.
     #[error("{0} takes no IV")]
     IvNotUsed(CipherSpec),
+    /// Additional authenticated data was given to a mode that authenticates nothing.
     #[error("--aad is only for GCM")]
     AadNotUsed,
+    /// Unpadded ECB or CBC input that is not whole blocks.
     #[error("input is {length} bytes, not a whole number of {block_size}-byte blocks (use padding, or a stream mode such as CTR)")]
-    PartialBlock { length: u64, block_size: usize },
+    PartialBlock {
+        /// The input's length.
+        length: u64,
+        /// The cipher's block size.
+        block_size: usize,
+    },
+    /// The padding of a decrypted message is not PKCS#7.
     #[error("bad padding: wrong key or IV, or the data is not {0} ciphertext")]
     BadPadding(CipherSpec),
+    /// GCM input shorter than its tag.
     #[error("input is {0} bytes, too short to hold a 16-byte GCM tag")]
     MissingTag(u64),
+    /// GCM refused the IV or the tag did not match.
     #[error("{0}")]
     Gcm(#[from] GcmError),
+    /// The GPU failed.
     #[error("GPU: {0}")]
     Gpu(#[from] parcrypt_gpu::GpuError),
+    /// A caller's output buffer is shorter than the message's output can be.
     #[error("the output buffer holds {got} bytes; this message needs {needed}")]
-    OutputTooSmall { needed: usize, got: usize },
+    OutputTooSmall {
+        /// The bytes the output may take.
+        needed: usize,
+        /// The bytes the buffer holds.
+        got: usize,
+    },
 }
 
 /// What a job needs besides the engine.

@@ -22,12 +22,16 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(missing_docs)]
+
 mod backend;
 mod builder;
 mod cipher;
 mod cost;
 pub mod crypter;
 mod gpu;
+// Its error's variants and fields have no doc comments yet.
+#[allow(missing_docs)]
 pub mod stream;
 pub mod tune;
 

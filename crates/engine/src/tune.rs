@@ -17,14 +17,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parcrypt_ciphers::{Algorithm, Implementation};
+use parcrypt_ciphers::Algorithm;
 use parcrypt_gpu::kernel_source::KernelOperation;
 use parcrypt_gpu::tuning::{operation_name, Crossover, CrossoverPoint, TunedShape};
 use parcrypt_gpu::{DeviceKind, GpuDevice, GpuOperation, KeyMaterial, LaunchGeometry, TuneTable};
 use parcrypt_modes::ctr::CounterRule;
 use parcrypt_modes::{CipherSpec, Direction, Mode};
 
-use crate::crypter::{Crypter, JobError, JobSpec};
+use crate::cost::TimedJob;
+use crate::crypter::{Crypter, JobError};
 use crate::Engine;
 
 /// Alternating rounds that confirm a sweep's winner against the untuned shape.
@@ -33,18 +34,23 @@ const CONFIRMATION_ROUNDS: usize = 3;
 /// What to measure. [`TuneOptions::standard`] chooses per kind of device.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TuneOptions {
+    /// The ciphers whose kernels are swept.
     pub algorithms: Vec<Algorithm>,
+    /// The kernel operations swept for each cipher.
     pub operations: Vec<KernelOperation>,
     /// Input sizes in bytes (multiples of 16) for the shape sweep.
     pub sizes: Vec<usize>,
+    /// Candidate threads per work group (CUDA block).
     pub threads_per_group: Vec<usize>,
+    /// Candidate cipher blocks per device thread.
     pub blocks_per_thread: Vec<usize>,
     /// Timed runs per point, after one warm-up run.
     pub runs: usize,
     /// A point whose first run takes longer than this is timed fewer times.
     pub point_budget: Duration,
-    /// Jobs whose CPU/GPU crossover is measured, and the sizes it is measured at.
+    /// Jobs whose CPU/GPU crossover is measured.
     pub crossover_jobs: Vec<(CipherSpec, Direction)>,
+    /// The sizes crossovers are measured at.
     pub crossover_sizes: Vec<usize>,
 }
 
@@ -319,17 +325,12 @@ fn time_job(
     data: &mut [u8],
     options: &TuneOptions,
 ) -> Result<f64, JobError> {
-    let key = pseudo_random_bytes(spec.algorithm.key_lengths().0);
-    let iv = crate::cost::placeholder_iv(spec);
-    let job = JobSpec {
+    let timed = TimedJob::new(
         spec,
         direction,
-        key: &key,
-        iv: iv.as_deref(),
-        aad: None,
-        padding: false,
-        implementation: Implementation::Fast,
-    };
+        pseudo_random_bytes(spec.algorithm.key_lengths().0),
+    );
+    let job = timed.spec();
     let mut run = || -> Result<Duration, JobError> {
         let mut crypter = Crypter::new(engine, &job)?;
         let started = Instant::now();

@@ -12,7 +12,7 @@ use crate::scenario::{checked_engines, every_engine, find, select, time_files, w
 use crate::seeds;
 use crate::stats::Repetition;
 use crate::summary::{backend_label, distinct, mbps, ms, or_dash, size, times, Summary, Table};
-use crate::throughput::{memory_pass, random_buffer, MEMORY_PASS};
+use crate::throughput::{random_buffer, MEMORY_PASS};
 use crate::BenchError;
 
 pub const NAME: &str = "s0";
@@ -45,11 +45,8 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
             lab.push(record)?;
         }
         for gpu in &gpus {
-            let Some(cuda) = gpu.direct().ok().and_then(|device| device.cuda()) else {
-                continue;
-            };
             lab.push_cuda_kernel(
-                NAME, CIPHER, cuda, spec, direction, bytes, threads, repetition,
+                NAME, CIPHER, gpu, spec, direction, bytes, threads, repetition,
             )?;
         }
     }
@@ -59,19 +56,7 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
         .iter()
         .filter(|engine| engine.backend() != Backend::Threads)
     {
-        let sampled = memory_pass(engine, bytes, lab.repetition(repetition));
-        lab.push(
-            BenchRecord::new(
-                NAME,
-                MEMORY_PASS,
-                "xor",
-                engine.backend().name(),
-                engine.threads(),
-                bytes as u64,
-                Timing::EndToEnd,
-            )
-            .with_figures(&sampled),
-        )?;
+        lab.push_memory_pass(NAME, engine, bytes, repetition)?;
     }
     // The seed encrypted a file: the same size through files, with OpenSSL's `enc`.
     time_files(

@@ -14,7 +14,7 @@ use crate::scenario::s2::crossover;
 use crate::scenario::{checked_engines, every_engine, select};
 use crate::seeds;
 use crate::stats::Repetition;
-use crate::summary::{backend_label, distinct, mbps, or_dash, size, times, Summary, Table};
+use crate::summary::{backend_label, mbps, or_dash, size, sizes_and_labels, times, Summary, Table};
 use crate::throughput::random_buffer;
 use crate::BenchError;
 
@@ -74,13 +74,10 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
                 lab.push(record)?;
             }
             for gpu in &gpus {
-                let Some(cuda) = gpu.direct().ok().and_then(|device| device.cuda()) else {
-                    continue;
-                };
                 lab.push_cuda_kernel(
                     NAME,
                     &spec.to_string(),
-                    cuda,
+                    gpu,
                     spec,
                     Direction::Encrypt,
                     bytes,
@@ -113,14 +110,7 @@ pub fn summarize(report: &Report) -> Summary {
         if records.is_empty() {
             continue;
         }
-        let mut sizes = distinct(&records, |record| record.bytes);
-        sizes.sort_unstable();
-        let labels = distinct(&records, backend_label);
-        let gpu_labels: Vec<String> = labels
-            .iter()
-            .filter(|label| label.starts_with("opencl") || label.starts_with("cuda"))
-            .cloned()
-            .collect();
+        let (sizes, labels, gpu_labels) = sizes_and_labels(&records);
         let mut columns: Vec<String> = vec!["size".into()];
         columns.extend(labels.iter().map(|label| format!("{label} MB/s")));
         columns.extend(

@@ -14,7 +14,9 @@ use crate::record::{BenchRecord, Report, Timing};
 use crate::scenario::{checked_engines, every_engine, select};
 use crate::seeds;
 use crate::stats::Repetition;
-use crate::summary::{backend_label, distinct, mbps, ms, or_dash, size, times, Summary, Table};
+use crate::summary::{
+    backend_label, distinct, mbps, ms, or_dash, size, sizes_and_labels, times, Summary, Table,
+};
 use crate::throughput::random_buffer;
 use crate::BenchError;
 
@@ -24,32 +26,25 @@ const KIB: usize = 1 << 10;
 const MIB: usize = 1 << 20;
 
 /// The seed's sizes (1 KB .. 1 GB, here in binary units so that every size is whole
-/// blocks); shorter levels stop earlier.
+/// blocks).
+const SEED_SIZES: [usize; 7] = [
+    KIB,
+    100 * KIB,
+    MIB,
+    10 * MIB,
+    100 * MIB,
+    500 * MIB,
+    1024 * MIB,
+];
+
+/// The seed's sizes; shorter levels stop earlier.
 pub fn sizes(level: Level) -> Vec<usize> {
-    let all = [
-        KIB,
-        100 * KIB,
-        MIB,
-        10 * MIB,
-        100 * MIB,
-        500 * MIB,
-        1024 * MIB,
-    ];
-    all[..level.pick(4, 5, 7)].to_vec()
+    SEED_SIZES[..level.pick(4, 5, 7)].to_vec()
 }
 
 /// The seed's index for one of our sizes.
 fn seed_index(bytes: u64) -> Option<usize> {
-    let all = [
-        KIB,
-        100 * KIB,
-        MIB,
-        10 * MIB,
-        100 * MIB,
-        500 * MIB,
-        1024 * MIB,
-    ];
-    all.iter().position(|&size| size as u64 == bytes)
+    SEED_SIZES.iter().position(|&size| size as u64 == bytes)
 }
 
 pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
@@ -100,13 +95,10 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
                     record.device = Some(opencl.name());
                     lab.push(record)?;
                 }
-                let Some(cuda) = gpu.direct().ok().and_then(|device| device.cuda()) else {
-                    continue;
-                };
                 lab.push_cuda_kernel(
                     NAME,
                     CIPHER,
-                    cuda,
+                    gpu,
                     spec,
                     direction,
                     bytes,
@@ -152,14 +144,7 @@ pub fn summarize(report: &Report) -> Summary {
         if records.is_empty() {
             continue;
         }
-        let mut sizes = distinct(&records, |record| record.bytes);
-        sizes.sort_unstable();
-        let labels = distinct(&records, backend_label);
-        let gpu_labels: Vec<String> = labels
-            .iter()
-            .filter(|label| label.starts_with("opencl") || label.starts_with("cuda"))
-            .cloned()
-            .collect();
+        let (sizes, labels, gpu_labels) = sizes_and_labels(&records);
         let cpu_labels: Vec<String> = labels
             .iter()
             .filter(|label| !gpu_labels.contains(label) && *label != "seq")

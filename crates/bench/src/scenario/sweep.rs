@@ -15,7 +15,7 @@ use crate::stats::Repetition;
 use crate::summary::{
     backend_label, distinct, mbps, or_dash, percent, short_direction, size, times, Summary, Table,
 };
-use crate::throughput::{memory_pass, random_buffer, MEMORY_PASS};
+use crate::throughput::{random_buffer, MEMORY_PASS};
 use crate::verify::backends_agree;
 use crate::BenchError;
 
@@ -130,16 +130,13 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
                     lab.push(record)?;
                 }
                 for gpu in &gpus {
-                    let Some(cuda) = gpu.direct().ok().and_then(|device| device.cuda()) else {
-                        continue;
-                    };
                     if operation(spec, direction).is_none() {
                         continue;
                     }
                     lab.push_cuda_kernel(
                         NAME,
                         &spec.to_string(),
-                        cuda,
+                        gpu,
                         spec,
                         direction,
                         bytes,
@@ -161,18 +158,7 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
                 size(bytes as u64),
                 engine.backend()
             ));
-            let sampled = memory_pass(engine, bytes, lab.repetition(repetition));
-            let record = BenchRecord::new(
-                NAME,
-                MEMORY_PASS,
-                "xor",
-                engine.backend().name(),
-                engine.threads(),
-                bytes as u64,
-                Timing::EndToEnd,
-            )
-            .with_figures(&sampled);
-            lab.push(record)?;
+            lab.push_memory_pass(NAME, engine, bytes, repetition)?;
         }
     }
     if file_bytes > 0 {

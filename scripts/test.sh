@@ -32,11 +32,12 @@ cargo test --workspace --all-targets "$@" -- --show-output 2>&1 | awk -v skips="
     /^successes:$/ { quiet = 1; next }
     /^failures:$/ || /^test result:/ { quiet = 0 }
     quiet && /^---- .* stdout ----$/ { name = $2; next }
-    quiet && /SKIPPED/ { sub(/^[[:space:]]+/, ""); print name ": " $0 >> skips; next }
+    quiet && /SKIPPED/ { sub(/^[[:space:]]+/, ""); line = name ": " $0; if (length(line) > 180) line = substr(line, 1, 177) "..."; print line >> skips; next }
+    /^test result:/ { passed += $4; failed += $6; ignored += $8 }
     !quiet { print }
+    END { printf "\n== tests: %d passed, %d failed, %d ignored (run by hand: see each #[ignore] reason)\n", passed, failed, ignored }
 '
 count="$(sort -u "$skips" | wc -l)"
-echo
 if [ "$count" -eq 0 ]; then
     echo "== skipped: none (every test ran in full)"
 else

@@ -56,6 +56,17 @@ COLOURS = {
 }
 
 
+
+def records_of(report, scenario):
+    """The records of one scenario, in run order."""
+    return [r for r in report["records"] if r["scenario"] == scenario]
+
+
+def panel_row(count, width, height):
+    """A figure of `count` panels side by side, each `width` x `height` inches; the axes
+    come back as a row (`axes_row[0]`) even for one panel."""
+    return plt.subplots(1, count, figsize=(width * count, height), squeeze=False, layout="constrained")
+
 def load(folder):
     """The run as a dict with 'run', 'records' and 'notes'."""
     path = os.path.join(folder, "results.json")
@@ -138,7 +149,11 @@ def title_line(report):
     return f"{run.get('cpu', '?')}, {run.get('threads', '?')} threads"
 
 
-def save(figure, folder, name, written, dpi=110):
+def save(figure, folder, name, written, dpi=110, title=None, report=None):
+    """Writes `figure` as `name` in `folder` and closes it; with `title`, first heads it with
+    the title and the run's line."""
+    if title is not None:
+        figure.suptitle(f"{title} - {title_line(report)}")
     path = os.path.join(folder, name)
     figure.savefig(path, dpi=dpi, bbox_inches="tight")
     plt.close(figure)
@@ -165,7 +180,7 @@ def crossover(sizes, speedups):
 
 
 def plot_sweep(report, folder, written):
-    records = [r for r in report["records"] if r["scenario"] == "sweep" and r["timing"] != "file"]
+    records = [r for r in records_of(report, "sweep") if r["timing"] != "file"]
     ciphers = [c for c in dict.fromkeys(r["cipher"] for r in records) if c != "memory"]
     if not ciphers:
         return
@@ -200,12 +215,11 @@ def plot_sweep(report, folder, written):
         for handle, name in zip(*axes.get_legend_handles_labels()):
             legend.setdefault(name, handle)
     figure.legend(list(legend.values()), list(legend.keys()), loc="outside lower center", ncol=min(6, len(legend)), fontsize=8)
-    figure.suptitle(f"Sweep, in memory, end to end, MB/s (log) - {title_line(report)}")
-    save(figure, folder, "sweep-throughput.png", written, dpi=90 if rows > 3 else 110)
+    save(figure, folder, "sweep-throughput.png", written, dpi=90 if rows > 3 else 110, title="Sweep, in memory, end to end, MB/s (log)", report=report)
 
 
 def plot_s0(report, folder, written):
-    records = [r for r in report["records"] if r["scenario"] == "s0" and r["timing"] != "file"]
+    records = [r for r in records_of(report, "s0") if r["timing"] != "file"]
     if not records:
         return
     ours = []
@@ -253,11 +267,11 @@ def plot_speedups(records, axes, title):
 
 
 def plot_s1(report, folder, written):
-    records = [r for r in report["records"] if r["scenario"] == "s1"]
+    records = records_of(report, "s1")
     ciphers = list(dict.fromkeys(r["cipher"] for r in records))
     if not ciphers:
         return
-    figure, axes_row = plt.subplots(1, len(ciphers), figsize=(6 * len(ciphers), 4.2), squeeze=False, layout="constrained")
+    figure, axes_row = panel_row(len(ciphers), 6, 4.2)
     seed = {"bf-ecb": 24, "rc6-128-ecb": 17}
     for axes, cipher in zip(axes_row[0], ciphers):
         plot_speedups([r for r in records if r["cipher"] == cipher], axes, f"{cipher} encryption")
@@ -265,16 +279,15 @@ def plot_s1(report, folder, written):
             axes.axhline(seed[cipher], color="#999999", linestyle="--", linewidth=0.8)
             axes.annotate(f"seed's best GPU speedup: {seed[cipher]}x (GTX 465)", (axes.get_xlim()[0], seed[cipher]), textcoords="offset points", xytext=(4, 3), fontsize=7, color="#666666")
         axes.legend(fontsize=7)
-    figure.suptitle(f"S1: speedup over one thread - {title_line(report)}")
-    save(figure, folder, "s1-speedup.png", written)
+    save(figure, folder, "s1-speedup.png", written, title="S1: speedup over one thread", report=report)
 
 
 def plot_s2(report, folder, written):
-    records = [r for r in report["records"] if r["scenario"] == "s2"]
+    records = records_of(report, "s2")
     if not records:
         return
     directions = [d for d in ("encrypt", "decrypt") if any(r["direction"] == d for r in records)]
-    figure, axes_row = plt.subplots(1, len(directions), figsize=(6.2 * len(directions), 4.4), squeeze=False, layout="constrained")
+    figure, axes_row = panel_row(len(directions), 6.2, 4.4)
     for axes, direction in zip(axes_row[0], directions):
         chosen = [r for r in records if r["direction"] == direction]
         for name in labels_of(chosen):
@@ -290,25 +303,23 @@ def plot_s2(report, folder, written):
         size_axis(axes)
         axes.grid(True, which="both", alpha=0.3)
         axes.legend(fontsize=7)
-    figure.suptitle(f"S2: throughput against input size - {title_line(report)}")
-    save(figure, folder, "s2-throughput.png", written)
+    save(figure, folder, "s2-throughput.png", written, title="S2: throughput against input size", report=report)
 
-    figure, axes_row = plt.subplots(1, len(directions), figsize=(6.2 * len(directions), 4.4), squeeze=False, layout="constrained")
+    figure, axes_row = panel_row(len(directions), 6.2, 4.4)
     for axes, direction in zip(axes_row[0], directions):
         plot_speedups([r for r in records if r["direction"] == direction], axes, f"AES-128-ECB {direction}ion")
         if direction == "encrypt":
             axes.plot(S2_SIZES, [max(s, 0.005) for s in S2_SPEEDUP], "x--", color="#999999", label="seed GPU / CPU (RX 7600)")
         axes.legend(fontsize=7)
-    figure.suptitle(f"S2: speedup over one thread; vertical lines: where the GPU starts to win - {title_line(report)}")
-    save(figure, folder, "s2-speedup.png", written)
+    save(figure, folder, "s2-speedup.png", written, title="S2: speedup over one thread; vertical lines: where the GPU starts to win", report=report)
 
 
 def plot_s3(report, folder, written):
-    records = [r for r in report["records"] if r["scenario"] == "s3" and r.get("variant") == "sweep"]
+    records = [r for r in records_of(report, "s3") if r.get("variant") == "sweep"]
     panels = list(dict.fromkeys((r["backend"], r["cipher"]) for r in records))
     if not panels:
         return
-    figure, axes_row = plt.subplots(1, len(panels), figsize=(4.8 * len(panels), 4.6), squeeze=False, layout="constrained")
+    figure, axes_row = panel_row(len(panels), 4.8, 4.6)
     image = None
     for axes, (backend, cipher) in zip(axes_row[0], panels):
         chosen = [r for r in records if r["backend"] == backend and r["cipher"] == cipher]
@@ -330,17 +341,16 @@ def plot_s3(report, folder, written):
         axes.set_ylabel("work-items per group")
         axes.set_title(f"{backend} {cipher}", fontsize=9)
     figure.colorbar(image, ax=axes_row[0].tolist(), label="MB/s relative to the best shape at that size", shrink=0.85)
-    figure.suptitle(f"S3: launch-shape sweep (star: best) - {title_line(report)}")
-    save(figure, folder, "s3-heatmap.png", written)
+    save(figure, folder, "s3-heatmap.png", written, title="S3: launch-shape sweep (star: best)", report=report)
 
 
 def plot_s4(report, folder, written):
-    records = [r for r in report["records"] if r["scenario"] == "s4"]
+    records = records_of(report, "s4")
     if not records:
         return
     metered = [r for r in records if r.get("energy_j") is not None]
     panels = 2 if metered else 1
-    figure, axes_row = plt.subplots(1, panels, figsize=(6.5 * panels, 3.6), squeeze=False, layout="constrained")
+    figure, axes_row = panel_row(panels, 6.5, 3.6)
     names = [f"{label(r)}: {r.get('variant') or 'host memory'}" for r in records]
     axes = axes_row[0][0]
     axes.barh(range(len(records)), [r["median_s"] * 1e3 for r in records], color=[colour(label(r)) for r in records])
@@ -360,8 +370,7 @@ def plot_s4(report, folder, written):
         axes.set_xlabel(f"joules per job ({metered[0].get('energy_meter')})")
     else:
         axes.set_title("no energy meter readable on this machine (see the report's notes)", fontsize=8)
-    figure.suptitle(f"S4: AES-128 at 1000 KB - {title_line(report)}")
-    save(figure, folder, "s4-time-energy.png", written)
+    save(figure, folder, "s4-time-energy.png", written, title="S4: AES-128 at 1000 KB", report=report)
 
 
 def main(arguments):

@@ -422,6 +422,27 @@ impl Lab {
         Ok(record.with_figures(&sampled))
     }
 
+    /// Measures `spec` over `data` on each of `engines` in turn (see
+    /// [`Lab::measure_engine`]) and records each figure as it is.
+    #[allow(clippy::too_many_arguments)]
+    pub fn push_engines(
+        &mut self,
+        scenario: &str,
+        spec: CipherSpec,
+        direction: Direction,
+        engines: &[&Engine],
+        data: &mut [u8],
+        repetition: Repetition,
+        energy: Option<Scope>,
+    ) -> Result<(), BenchError> {
+        for engine in engines {
+            let record =
+                self.measure_engine(scenario, spec, direction, engine, data, repetition, energy)?;
+            self.push(record)?;
+        }
+        Ok(())
+    }
+
     /// Runs `measure` with an energy probe over `scope` when one exists, and puts the joules
     /// per job in `record`.
     pub fn with_energy(

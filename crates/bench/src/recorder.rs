@@ -40,20 +40,24 @@ impl Recorder {
         Ok(())
     }
 
+    /// Writes a measured figure and keeps it.
     pub fn record(&mut self, record: BenchRecord) -> io::Result<()> {
-        let line = Line::Record(record);
-        self.write(&line)?;
-        if let Line::Record(record) = line {
-            self.report.records.push(record);
-        }
-        Ok(())
+        self.keep(Line::Record(record))
     }
 
+    /// Writes a note and keeps it.
     pub fn note(&mut self, note: Note) -> io::Result<()> {
-        let line = Line::Note(note);
+        self.keep(Line::Note(note))
+    }
+
+    /// Writes `line` first, so that the file holds all the report does even if the run
+    /// stops right after.
+    fn keep(&mut self, line: Line) -> io::Result<()> {
         self.write(&line)?;
-        if let Line::Note(note) = line {
-            self.report.notes.push(note);
+        match line {
+            Line::Record(record) => self.report.records.push(record),
+            Line::Note(note) => self.report.notes.push(note),
+            Line::Run(_) => {}
         }
         Ok(())
     }

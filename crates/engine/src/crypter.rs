@@ -247,7 +247,15 @@ impl<'e> Crypter<'e> {
         let block_size = self.cipher.block_size();
         let total = self.processed + data.len() as u64;
         match (self.spec.mode, self.direction) {
-            (Mode::Gcm, Direction::Encrypt) => {
+            (Mode::Gcm, direction) => {
+                // Decryption takes the tag off before the ciphertext goes through the cipher.
+                let received_tag = match direction {
+                    Direction::Encrypt => None,
+                    Direction::Decrypt if data.len() < TAG_BYTES => {
+                        return Err(JobError::MissingTag(total))
+                    }
+                    Direction::Decrypt => Some(data.split_off(data.len() - TAG_BYTES)),
+                };
                 self.process(data)?;
                 if let ModeState::Gcm {
                     key,
@@ -255,25 +263,15 @@ impl<'e> Crypter<'e> {
                     accumulator,
                 } = &self.state
                 {
-                    data.extend_from_slice(&key.tag(message, accumulator));
-                }
-            }
-            (Mode::Gcm, Direction::Decrypt) => {
-                if data.len() < TAG_BYTES {
-                    return Err(JobError::MissingTag(total));
-                }
-                let tag = data.split_off(data.len() - TAG_BYTES);
-                self.process(data)?;
-                if let ModeState::Gcm {
-                    key,
-                    message,
-                    accumulator,
-                } = &self.state
-                {
-                    if let Err(error) = key.verify(message, accumulator, &tag) {
-                        data.zeroize();
-                        data.clear();
-                        return Err(error.into());
+                    match received_tag {
+                        None => data.extend_from_slice(&key.tag(message, accumulator)),
+                        Some(tag) => {
+                            if let Err(error) = key.verify(message, accumulator, &tag) {
+                                data.zeroize();
+                                data.clear();
+                                return Err(error.into());
+                            }
+                        }
                     }
                 }
             }

@@ -30,8 +30,6 @@ mod cipher;
 mod cost;
 pub mod crypter;
 mod gpu;
-// Its error's variants and fields have no doc comments yet.
-#[allow(missing_docs)]
 pub mod stream;
 pub mod tune;
 

@@ -54,8 +54,9 @@ pub struct TuneOptions {
     pub crossover_sizes: Vec<usize>,
 }
 
-/// Powers of `step` from `first` up to `last`, inclusive.
-fn geometric(first: usize, last: usize, step: usize) -> Vec<usize> {
+/// Sizes from `first` up to `last` inclusive, each `step` times the one before: the size
+/// ladders that tuning and the benchmarks sweep.
+pub fn geometric(first: usize, last: usize, step: usize) -> Vec<usize> {
     std::iter::successors(Some(first), |size| size.checked_mul(step))
         .take_while(|size| *size <= last)
         .collect()

@@ -8,34 +8,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+#[path = "support/opencl.rs"]
+mod opencl;
+
+use opencl::{aes_128_ctr_shape, geometry, open_first_device};
 use parcrypt_ciphers::{Algorithm, Implementation};
 use parcrypt_engine::crypter::{process_buffer, JobSpec};
 use parcrypt_engine::tune::{tune, TuneEvent, TuneOptions};
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_gpu::kernel_source::KernelOperation;
-use parcrypt_gpu::tuning::{Crossover, CrossoverPoint, TunedShape};
+use parcrypt_gpu::tuning::{Crossover, CrossoverPoint};
 use parcrypt_gpu::{
     GpuDevice, GpuError, GpuOperation, KeyMaterial, LaunchGeometry, OpenClDevice, TuneTable,
 };
 use parcrypt_modes::{CipherSpec, Direction};
-
-fn open_device() -> Option<OpenClDevice> {
-    let reason = match OpenClDevice::list() {
-        Ok(devices) if !devices.is_empty() => {
-            return Some(
-                OpenClDevice::open(0)
-                    .unwrap_or_else(|error| panic!("opening OpenCL device: {error}")),
-            )
-        }
-        Ok(_) => "no OpenCL device".to_string(),
-        Err(error) => error.to_string(),
-    };
-    if std::env::var_os("CI").is_some() {
-        panic!("CI is set, so an OpenCL device (PoCL) must be present, but: {reason}");
-    }
-    println!("SKIPPED: no OpenCL device (install pocl-opencl-icd) [{reason}]");
-    None
-}
 
 /// A device that counts the data calls that reach it.
 struct Counting {
@@ -134,7 +120,9 @@ fn point(bytes: u64, cpu_seconds: f64, gpu_seconds: f64) -> CrossoverPoint {
 
 #[test]
 fn auto_sends_the_gpu_exactly_the_jobs_the_table_gives_it() {
-    let Some(device) = open_device() else { return };
+    let Some(device) = open_first_device() else {
+        return;
+    };
     let identity = device.identity();
     let calls = Arc::new(AtomicUsize::new(0));
     let counting = Counting {
@@ -145,10 +133,7 @@ fn auto_sends_the_gpu_exactly_the_jobs_the_table_gives_it() {
     let table = TuneTable::new(
         "opencl",
         identity,
-        LaunchGeometry {
-            threads_per_group: 64,
-            blocks_per_thread: 64,
-        },
+        geometry(64, 64),
         Vec::new(),
         vec![
             Crossover::new(
@@ -208,25 +193,13 @@ fn auto_sends_the_gpu_exactly_the_jobs_the_table_gives_it() {
 
 #[test]
 fn tuned_shapes_are_launched_and_change_no_byte() {
-    let Some(device) = open_device() else { return };
+    let Some(device) = open_first_device() else {
+        return;
+    };
     let untuned = GpuDevice::launch_geometry(&device);
-    let odd = LaunchGeometry {
-        threads_per_group: 96,
-        blocks_per_thread: 3,
-    };
-    let shape = |bytes: u64, geometry: LaunchGeometry| TunedShape {
-        algorithm: "aes-128".into(),
-        operation: "ctr".into(),
-        bytes,
-        threads_per_group: geometry.threads_per_group,
-        blocks_per_thread: geometry.blocks_per_thread,
-        kernel_seconds: 1.0,
-        untuned_kernel_seconds: 1.0,
-    };
-    let tiny = LaunchGeometry {
-        threads_per_group: 32,
-        blocks_per_thread: 1,
-    };
+    let odd = geometry(96, 3);
+    let shape = |bytes: u64, geometry: LaunchGeometry| aes_128_ctr_shape(bytes, geometry, 1.0, 1.0);
+    let tiny = geometry(32, 1);
     let table = TuneTable::new(
         "opencl",
         device.identity(),
@@ -276,7 +249,7 @@ fn tuned_shapes_are_launched_and_change_no_byte() {
 
 #[test]
 fn a_small_sweep_measures_installs_and_keeps_output_identical() {
-    if open_device().is_none() {
+    if open_first_device().is_none() {
         return;
     }
     let gpu_engine = Engine::new(Backend::Opencl, None).unwrap();

@@ -39,11 +39,7 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
         if threads > 1 && level != Level::Quick {
             lab.openssl_speed(NAME, spec, direction, bytes, threads)?;
         }
-        for engine in &all {
-            let record =
-                lab.measure_engine(NAME, spec, direction, engine, &mut data, repetition, None)?;
-            lab.push(record)?;
-        }
+        lab.push_engines(NAME, spec, direction, &all, &mut data, repetition, None)?;
         for gpu in &gpus {
             lab.push_cuda_kernel(
                 NAME, CIPHER, gpu, spec, direction, bytes, threads, repetition,

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use parcrypt_engine::tune::geometric;
 use parcrypt_engine::Backend;
 use parcrypt_modes::{CipherSpec, Direction};
 
@@ -27,16 +28,7 @@ pub fn sizes(level: Level) -> Vec<usize> {
     level.pick(
         vec![64 * KIB, MIB, 4 * MIB],
         vec![64 * KIB, MIB, 16 * MIB, 64 * MIB],
-        vec![
-            16 * KIB,
-            64 * KIB,
-            256 * KIB,
-            MIB,
-            4 * MIB,
-            16 * MIB,
-            64 * MIB,
-            256 * MIB,
-        ],
+        geometric(16 * KIB, 256 * MIB, 4),
     )
 }
 
@@ -61,18 +53,15 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
             if level != Level::Quick || bytes == *sizes.last().unwrap_or(&0) {
                 lab.openssl_speed(NAME, spec, Direction::Encrypt, bytes, 1)?;
             }
-            for engine in &all {
-                let record = lab.measure_engine(
-                    NAME,
-                    spec,
-                    Direction::Encrypt,
-                    engine,
-                    &mut data,
-                    repetition,
-                    None,
-                )?;
-                lab.push(record)?;
-            }
+            lab.push_engines(
+                NAME,
+                spec,
+                Direction::Encrypt,
+                &all,
+                &mut data,
+                repetition,
+                None,
+            )?;
             for gpu in &gpus {
                 lab.push_cuda_kernel(
                     NAME,

@@ -66,11 +66,7 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
             if level != Level::Quick || bytes == MIB {
                 lab.openssl_speed(NAME, spec, direction, bytes, 1)?;
             }
-            for engine in &all {
-                let record =
-                    lab.measure_engine(NAME, spec, direction, engine, &mut data, repetition, None)?;
-                lab.push(record)?;
-            }
+            lab.push_engines(NAME, spec, direction, &all, &mut data, repetition, None)?;
             for gpu in &gpus {
                 if let Some(opencl) = gpu.direct().ok().and_then(|device| device.opencl()) {
                     let sampled = time_opencl_kernel(
@@ -279,15 +275,19 @@ pub fn summarize(report: &Report) -> Summary {
                 figure(label, largest).map(|r| format!("{label} {} MB/s", mbps(r.mb_per_s)))
             })
             .collect();
-        let no_gpu = "no GPU backend here (see the run's GPU lines)".to_string();
+        // Every GPU figure is quoted at the largest size, or says why there is none.
+        let no_gpu = "no GPU backend here (see the run's GPU lines)";
+        let at_largest = |parts: Vec<String>| {
+            if parts.is_empty() {
+                no_gpu.to_string()
+            } else {
+                format!("{} at {}", parts.join(", "), size(largest))
+            }
+        };
         summary.compare(
             format!("GPU MB/s at the largest size, {direction}"),
             seed_gpu,
-            if gpu_at_largest.is_empty() {
-                no_gpu.clone()
-            } else {
-                format!("{} at {}", gpu_at_largest.join(", "), size(largest))
-            },
+            at_largest(gpu_at_largest),
         );
         let speedups: Vec<String> = gpu_labels
             .iter()
@@ -300,11 +300,7 @@ pub fn summarize(report: &Report) -> Summary {
         summary.compare(
             format!("GPU over one CPU thread, {direction}"),
             seed_speedup,
-            if speedups.is_empty() {
-                no_gpu.clone()
-            } else {
-                format!("{} at {}", speedups.join(", "), size(largest))
-            },
+            at_largest(speedups),
         );
         if direction == "encrypt" {
             let crossovers: Vec<String> = gpu_labels
@@ -318,7 +314,7 @@ pub fn summarize(report: &Report) -> Summary {
                 "crossover: the GPU starts to win",
                 seeds::s2::CROSSOVER,
                 if crossovers.is_empty() {
-                    no_gpu
+                    no_gpu.to_string()
                 } else {
                     crossovers.join("; ")
                 },

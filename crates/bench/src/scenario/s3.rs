@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use parcrypt_engine::tune::geometric;
 use parcrypt_gpu::LaunchGeometry;
 use parcrypt_modes::{CipherSpec, Direction};
 
@@ -33,18 +34,7 @@ pub fn sizes(level: Level) -> Vec<usize> {
     level.pick(
         vec![64, 16 * KIB, MIB],
         vec![64, KIB, 16 * KIB, 256 * KIB, 4 * MIB],
-        vec![
-            64,
-            256,
-            KIB,
-            4 * KIB,
-            16 * KIB,
-            64 * KIB,
-            256 * KIB,
-            MIB,
-            4 * MIB,
-            16 * MIB,
-        ],
+        geometric(64, 16 * MIB, 4),
     )
 }
 

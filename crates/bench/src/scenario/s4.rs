@@ -12,9 +12,9 @@ use crate::energy::Scope;
 use crate::gpu::{time_cuda, time_host_transfer, DirectDevice, HostTransfer, Residence};
 use crate::lab::Lab;
 use crate::record::{BenchRecord, Report, Timing};
-use crate::scenario::{checked_engines, find, select};
+use crate::scenario::{checked_engines, every_engine, find, select};
 use crate::seeds;
-use crate::stats::Repetition;
+use crate::stats::{Probe, Repetition, Sampled};
 use crate::summary::{backend_label, mbps, ms, or_dash, times, Summary, Table};
 use crate::throughput::random_buffer;
 use crate::BenchError;
@@ -46,18 +46,15 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
     );
     let mut data = random_buffer(BYTES, 4);
     lab.openssl_speed(NAME, spec, Direction::Encrypt, BYTES, 1)?;
-    for engine in &cpu {
-        let record = lab.measure_engine(
-            NAME,
-            spec,
-            Direction::Encrypt,
-            engine,
-            &mut data,
-            repetition,
-            Some(Scope::Cpu),
-        )?;
-        lab.push(record)?;
-    }
+    lab.push_engines(
+        NAME,
+        spec,
+        Direction::Encrypt,
+        &every_engine(&cpu, &[]),
+        &mut data,
+        repetition,
+        Some(Scope::Cpu),
+    )?;
     for gpu in &gpus {
         let mut record = lab.measure_engine(
             NAME,
@@ -80,7 +77,7 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
                 continue;
             }
         };
-        measure_zero_copy(lab, device, spec, threads, repetition)?;
+        measure_zero_copy(lab, device, spec, repetition)?;
         if let Some(cuda) = device.cuda() {
             for (residence, transfer, variant, timing) in [
                 (
@@ -102,32 +99,27 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
                     Timing::KernelOnly,
                 ),
             ] {
-                let mut record = BenchRecord::new(
-                    NAME,
-                    CIPHER,
-                    "encrypt",
-                    "cuda",
-                    threads,
-                    BYTES as u64,
-                    timing,
-                );
-                let repetition = lab.repetition(repetition);
-                let sampled = lab.with_energy(Scope::CpuAndGpu, &mut record, |probe| {
-                    time_cuda(
-                        cuda,
-                        spec,
-                        Direction::Encrypt,
-                        BYTES,
-                        residence,
-                        repetition,
-                        probe,
-                    )
-                })?;
-                let mut record = record.with_figures(&sampled);
-                record.transfer = Some(transfer.into());
-                record.variant = Some(variant.into());
-                record.device = Some(cuda.name());
-                lab.push(record)?;
+                push_gpu_figure(
+                    lab,
+                    ("cuda", cuda.name()),
+                    Way {
+                        transfer,
+                        variant,
+                        timing,
+                    },
+                    repetition,
+                    |repetition, probe| {
+                        time_cuda(
+                            cuda,
+                            spec,
+                            Direction::Encrypt,
+                            BYTES,
+                            residence,
+                            repetition,
+                            probe,
+                        )
+                    },
+                )?;
             }
         }
     }
@@ -141,7 +133,6 @@ fn measure_zero_copy(
     lab: &mut Lab,
     device: &DirectDevice,
     spec: CipherSpec,
-    threads: usize,
     repetition: Repetition,
 ) -> Result<(), BenchError> {
     let backend = device.backend();
@@ -192,34 +183,65 @@ fn measure_zero_copy(
         lab.progress(&format!(
             "{NAME}: {spec} encrypt 1000 KB on {backend}, {variant}"
         ));
-        let mut record = BenchRecord::new(
-            NAME,
-            CIPHER,
-            "encrypt",
-            backend.name(),
-            threads,
-            BYTES as u64,
-            timing,
-        );
-        let repetition = lab.repetition(repetition);
-        let sampled = lab.with_energy(Scope::CpuAndGpu, &mut record, |probe| {
-            time_host_transfer(
-                device,
-                spec,
-                Direction::Encrypt,
-                BYTES,
-                transfer,
-                repetition,
-                probe,
-            )
-        })?;
-        let mut record = record.with_figures(&sampled);
-        record.transfer = Some(label.into());
-        record.variant = Some(variant.into());
-        record.device = Some(device.name());
-        lab.push(record)?;
+        push_gpu_figure(
+            lab,
+            (backend.name(), device.name()),
+            Way {
+                transfer: label,
+                variant,
+                timing,
+            },
+            repetition,
+            |repetition, probe| {
+                time_host_transfer(
+                    device,
+                    spec,
+                    Direction::Encrypt,
+                    BYTES,
+                    transfer,
+                    repetition,
+                    probe,
+                )
+            },
+        )?;
     }
     Ok(())
+}
+
+/// How a GPU figure moved its data, as its record labels it.
+struct Way<'a> {
+    transfer: &'a str,
+    variant: &'a str,
+    timing: Timing,
+}
+
+/// Times `measure` with the energy of the CPU and the GPU and records it as this scenario's
+/// encryption on `device` (its backend's name and its own), labelled by `way`.
+fn push_gpu_figure(
+    lab: &mut Lab,
+    (backend, device): (&str, String),
+    way: Way,
+    repetition: Repetition,
+    measure: impl FnOnce(Repetition, &mut dyn Probe) -> Result<Sampled, BenchError>,
+) -> Result<(), BenchError> {
+    let mut record = BenchRecord::new(
+        NAME,
+        CIPHER,
+        "encrypt",
+        backend,
+        lab.threads(),
+        BYTES as u64,
+        way.timing,
+    );
+    let repetition = lab.repetition(repetition);
+    let sampled = lab.with_energy(Scope::CpuAndGpu, &mut record, |probe| {
+        measure(repetition, probe)
+    })?;
+    let mut record = record.with_figures(&sampled);
+    record.transfer = Some(way.transfer.into());
+    record.variant = Some(way.variant.into());
+    record.device = Some(device);
+    lab.push(record)
 }
 
 pub fn summarize(report: &Report) -> Summary {

@@ -123,12 +123,7 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
                 if threads > 1 && bytes == largest && spec.mode.parallel(direction) {
                     lab.openssl_speed(NAME, spec, direction, bytes, threads)?;
                 }
-                for engine in &all {
-                    let record = lab.measure_engine(
-                        NAME, spec, direction, engine, &mut data, repetition, None,
-                    )?;
-                    lab.push(record)?;
-                }
+                lab.push_engines(NAME, spec, direction, &all, &mut data, repetition, None)?;
                 for gpu in &gpus {
                     if operation(spec, direction).is_none() {
                         continue;

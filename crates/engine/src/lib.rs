@@ -21,6 +21,7 @@
 //! assert_eq!(cipher.decrypt(&ciphertext, None)?, vec![0u8; 1 << 20]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![forbid(unsafe_code)]
 
 #![warn(missing_docs)]
 

@@ -307,14 +307,7 @@ pub fn time_cuda(
             })
         }
         Residence::Device | Residence::DeviceKernel => {
-            let mut buffer = device
-                .stream()
-                .clone_htod(&data)
-                .map_err(|error| cuda(&error))?;
-            device
-                .stream()
-                .synchronize()
-                .map_err(|error| cuda(&error))?;
+            let mut buffer = device.copy_to_device(&data)?;
             measure_repeated(&mut SystemClock::default(), repetition, probe, || {
                 if residence == Residence::DeviceKernel {
                     let kernel: Duration =

@@ -234,10 +234,9 @@ impl Engine {
         table: parcrypt_gpu::TuneTable,
     ) -> Result<Self, EngineError> {
         let mut engine = Self::with_tuning(Backend::Auto, threads, Tuning::Ignore)?;
-        let backend = if device.api() == "cuda" {
-            Backend::Cuda
-        } else {
-            Backend::Opencl
+        let backend = match device.api() {
+            parcrypt_gpu::GpuApi::Cuda => Backend::Cuda,
+            parcrypt_gpu::GpuApi::Opencl => Backend::Opencl,
         };
         let table = Arc::new(table);
         device.set_tuning(Some(Arc::clone(&table)));

@@ -60,11 +60,17 @@ use crate::host::{
 use crate::kernel_source::{self, kernel_name, CipherFamily, KernelOperation};
 use crate::operation::{ModeArguments, SlabChain};
 use crate::{
-    program_cache, self_test, tuning, DeviceKind, GpuDevice, GpuError, GpuOperation, KernelCache,
-    KeyMaterial, LaunchGeometry, OpenOptions, ProgramOrigin, TableCopies, TuneTable,
+    program_cache, self_test, tuning, DeviceKind, GpuApi, GpuDevice, GpuError, GpuOperation,
+    KernelCache, KeyMaterial, LaunchGeometry, OpenOptions, ProgramOrigin, TableCopies, TuneTable,
 };
 use compiler::ImageKind;
 use devices::CudaResultExt;
+
+/// Data in this device's memory, as [`CudaDevice::process_device_buffer`] takes it.
+pub type DeviceBuffer = CudaSlice<u8>;
+
+/// Page-locked host memory, as [`CudaDevice::alloc_pinned`] gives it.
+pub type PinnedBuffer = PinnedHostSlice<u8>;
 
 /// Streams, each with its own slab buffers, that consecutive slabs rotate over.
 pub const STREAMS: usize = 3;
@@ -620,6 +626,15 @@ impl CudaDevice {
             ));
         }
         alloc_pinned_zeroed(&self.context, bytes)
+    }
+
+    /// A copy of `data` in this device's memory, allocated on [`CudaDevice::stream`] and
+    /// complete when this returns, for [`CudaDevice::process_device_buffer`].
+    pub fn copy_to_device(&self, data: &[u8]) -> Result<DeviceBuffer, GpuError> {
+        let stream = &self.streams[0];
+        let buffer = stream.clone_htod(data).or_cuda("cuMemcpyHtoDAsync")?;
+        stream.synchronize().or_cuda("cuStreamSynchronize")?;
+        Ok(buffer)
     }
 
     /// Runs `operation` under `key` over `data` in place: copies in, computes, copies out,
@@ -1530,12 +1545,12 @@ fn context_is_dead(error: &cudarc::driver::DriverError) -> bool {
 }
 
 impl GpuDevice for CudaDevice {
-    fn api(&self) -> &'static str {
-        "cuda"
+    fn api(&self) -> GpuApi {
+        GpuApi::Cuda
     }
 
     fn identity(&self) -> String {
-        tuning::device_identity("cuda", &self.info.to_string())
+        tuning::device_identity(GpuApi::Cuda.name(), &self.info.to_string())
     }
 
     fn launch_geometry(&self) -> LaunchGeometry {

@@ -57,7 +57,7 @@ pub(crate) fn launch_shape(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::opencl::DEFAULT_SLAB_BYTES;
+    use crate::DEFAULT_SLAB_BYTES;
 
     #[test]
     fn slabs_are_whole_blocks_within_limits() {

@@ -30,7 +30,6 @@ use opencl3::memory::{cl_mem, Buffer, ClMem, CL_MEM_READ_ONLY, CL_MEM_WRITE_ONLY
 use opencl3::program::Program;
 use opencl3::types::{cl_device_id, CL_BLOCKING, CL_NON_BLOCKING};
 
-pub use program::ProgramOrigin;
 pub use zero_copy::MappedBuffer;
 
 use crate::error::ApiResultExt;
@@ -41,49 +40,10 @@ use crate::host::{
 use crate::kernel_source::{self, CipherFamily, KernelOperation};
 use crate::operation::{ModeArguments, SlabChain};
 use crate::{
-    program_cache, self_test, tuning, DeviceInfo, GpuError, GpuOperation, KeyMaterial,
-    LaunchGeometry, TableCopies, TuneTable,
+    program_cache, self_test, tuning, DeviceInfo, DeviceKind, GpuApi, GpuDevice, GpuError,
+    GpuOperation, KernelCache, KeyMaterial, LaunchGeometry, OpenOptions, ProgramOrigin,
+    TableCopies, TuneTable,
 };
-
-/// Host data is moved through the device in slabs of at most this many bytes, so that the
-/// device memory a call needs is bounded (four slab buffers) whatever the input size.
-pub const DEFAULT_SLAB_BYTES: usize = 64 << 20;
-
-/// Where compiled kernel binaries are kept between runs.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum KernelCache {
-    /// `$XDG_CACHE_HOME/parcrypt/kernels` or `~/.cache/parcrypt/kernels`.
-    #[default]
-    Default,
-    Directory(PathBuf),
-    /// Always compile from source.
-    Disabled,
-}
-
-/// Choices made when a device is opened; the defaults suit normal use.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OpenOptions {
-    /// Table copies in local memory; `None` chooses from the device
-    /// ([`TableCopies::for_device`]).
-    pub table_copies: Option<TableCopies>,
-    /// Launch shape; `None` uses [`LaunchGeometry::default_for`] the device's kind.
-    pub geometry: Option<LaunchGeometry>,
-    /// Bytes per slab (rounded down to whole 16-byte blocks, kept below the device's largest
-    /// buffer).
-    pub slab_bytes: usize,
-    pub kernel_cache: KernelCache,
-}
-
-impl Default for OpenOptions {
-    fn default() -> Self {
-        OpenOptions {
-            table_copies: None,
-            geometry: None,
-            slab_bytes: DEFAULT_SLAB_BYTES,
-            kernel_cache: KernelCache::Default,
-        }
-    }
-}
 
 /// One compiled kernel and the largest work-group the device allows for it (which depends
 /// on the kernel's local memory and registers).
@@ -1075,6 +1035,72 @@ fn cache_entry(
 
 fn build_options(table_copies: TableCopies) -> String {
     format!("-cl-std=CL1.2 {}", table_copies.compiler_options())
+}
+
+impl GpuDevice for OpenClDevice {
+    fn api(&self) -> GpuApi {
+        GpuApi::Opencl
+    }
+
+    fn identity(&self) -> String {
+        tuning::device_identity(GpuApi::Opencl.name(), &self.info().to_string())
+    }
+
+    fn kind(&self) -> DeviceKind {
+        self.info().kind
+    }
+
+    fn launch_geometry(&self) -> LaunchGeometry {
+        OpenClDevice::launch_geometry(self)
+    }
+
+    fn set_launch_geometry(&self, geometry: LaunchGeometry) -> Result<(), GpuError> {
+        OpenClDevice::set_launch_geometry(self, geometry)
+    }
+
+    fn set_tuning(&self, table: Option<Arc<TuneTable>>) {
+        OpenClDevice::set_tuning(self, table)
+    }
+
+    fn tuning(&self) -> Option<Arc<TuneTable>> {
+        OpenClDevice::tuning(self)
+    }
+
+    fn kernel_times(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+        runs: usize,
+    ) -> Result<Vec<Duration>, GpuError> {
+        (0..runs)
+            .map(|_| {
+                OpenClDevice::process_timed(self, key, operation, data).map(|(kernel, _)| kernel)
+            })
+            .collect()
+    }
+
+    fn description(&self) -> String {
+        self.info().to_string()
+    }
+
+    fn process(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+    ) -> Result<(), GpuError> {
+        OpenClDevice::process(self, key, operation, data)
+    }
+
+    fn ghash_segments(
+        &self,
+        hash_key: &[u8; 16],
+        data: &[u8],
+        segment_bytes: usize,
+    ) -> Result<Vec<u128>, GpuError> {
+        OpenClDevice::ghash_segments(self, hash_key, data, segment_bytes)
+    }
 }
 
 #[cfg(test)]

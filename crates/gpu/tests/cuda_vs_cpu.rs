@@ -331,7 +331,7 @@ fn device_list_describes_the_device() {
     assert!(info.multiprocessors >= 1 && info.shared_memory_per_block_bytes >= 48 * 1024);
     assert!(info.to_string().starts_with(&format!("#{} ", info.index)));
     let as_trait: &dyn GpuDevice = device;
-    assert_eq!(as_trait.api(), "cuda");
+    assert_eq!(as_trait.api().to_string(), "cuda");
     assert!(as_trait.description().contains(device.architecture()));
     // A GPU whose architecture NVRTC knows gets machine code, not PTX.
     let (major, minor) = info.compute_capability;

@@ -77,7 +77,7 @@ impl HostMapped {
             .or_cuda("cuDeviceGetAttribute")?;
         if can_map == 0 {
             return Err(GpuError::Unsupported {
-                api: "cuda",
+                api: crate::GpuApi::Cuda,
                 operation: "mapped (zero-copy) host memory",
             });
         }
@@ -259,7 +259,7 @@ impl MappedBuffer<'_> {
 fn refuse_segments(operation: &GpuOperation) -> Result<(), GpuError> {
     if matches!(operation, GpuOperation::CtrSegments { .. }) {
         return Err(GpuError::Unsupported {
-            api: "cuda",
+            api: crate::GpuApi::Cuda,
             operation: "segmented CTR through mapped host memory",
         });
     }

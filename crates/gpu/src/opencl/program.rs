@@ -9,16 +9,7 @@ use opencl3::types::cl_device_id;
 
 use crate::error::ApiResultExt;
 use crate::program_cache;
-use crate::GpuError;
-
-/// Where a device's compiled kernels came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ProgramOrigin {
-    /// Compiled from source in this process.
-    Compiled,
-    /// Loaded from the binary cache on disk.
-    Cache,
-}
+use crate::{GpuError, ProgramOrigin};
 
 /// Compiles `source` for `device_id`, keeping the whole build log when the compiler refuses.
 pub(crate) fn compile(

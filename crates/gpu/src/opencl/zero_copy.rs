@@ -58,7 +58,7 @@ fn lost_mapping() -> GpuError {
 fn refuse_segments(operation: &GpuOperation) -> Result<(), GpuError> {
     if matches!(operation, GpuOperation::CtrSegments { .. }) {
         return Err(GpuError::Unsupported {
-            api: "opencl",
+            api: crate::GpuApi::Opencl,
             operation: "segmented CTR through mapped host memory",
         });
     }

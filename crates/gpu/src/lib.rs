@@ -49,6 +49,8 @@ pub use disabled::opencl;
 
 pub use cuda::{CudaDevice, CudaDeviceInfo};
 pub use error::GpuError;
+pub use host::zero_copy::MappedBuffer as GpuMappedBuffer;
+pub use host::GpuHost;
 pub use kernel_source::TableCopies;
 pub use key_material::KeyMaterial;
 pub use opencl::OpenClDevice;

@@ -93,16 +93,39 @@ pub struct Shape {
     pub groups: usize,
 }
 
+/// A device call's result.
+pub type Outcome<T = ()> = Result<T, GpuError>;
+
+/// One kernel launch as the host hands it to an adapter: the kernel, the key's buffers,
+/// the arguments by role and the shape.
+pub struct Launch<'a, A: Api> {
+    pub kernel: &'a A::Kernel,
+    pub keys: &'a A::Keys,
+    pub arguments: &'a ArgumentList,
+    pub shape: Shape,
+    /// Whether the caller wants the kernel's own time (the mapped paths; the slab paths
+    /// collect every launch's event instead).
+    pub timed: bool,
+}
+
+/// Repeated runs of one operation, timed by the device for tuning.
+pub struct TimingJob<'a> {
+    pub key: &'a KeyMaterial,
+    pub operation: &'a GpuOperation,
+    pub data: &'a mut [u8],
+    pub runs: usize,
+}
+
 /// What a GPU API must provide for the shared host: the few calls that differ per API.
 /// Queues are numbered `0..QUEUES`; slab `k` of a call runs on queue `k % QUEUES` with
-/// that queue's [`Api::Slot`] of buffers.
+/// that queue's [`Api::Slot`] of buffers, which knows its queue.
 ///
 /// The unsafe methods enqueue work that reads or writes host memory after they return;
 /// their contract is the one the host keeps: the memory stays borrowed, and untouched by
 /// the host, until [`Api::finish_slab`] of that slot or [`Api::wait`] has returned.
 ///
 /// This trait is public only so that the device types can name it; it lives in a private
-/// module and nothing outside this crate can implement or call it.
+/// module, so nothing outside this crate can name, implement or call it.
 pub trait Api: Sized + Send + Sync + 'static {
     /// Which API this is, for messages and tune files.
     const API: GpuApi;
@@ -111,11 +134,11 @@ pub trait Api: Sized + Send + Sync + 'static {
     /// A compiled kernel function.
     type Kernel: Send;
     /// A queue's slab buffers (input, output, counters, staging), grown on demand.
-    type Slot: Default + Send;
+    type Slot: Send;
     /// The device's copies of the key, and what uploading them needs.
     type Keys: Send;
     /// Two halves of host memory mapped for the device ([`zero_copy`]).
-    type Mapped: Send + Sync;
+    type Mapped: zero_copy::MappedHalves;
     /// A launched kernel, for its profiled time (`()` where the API times otherwise).
     type Event: Send;
     /// State only this API's own entry points use, kept under the device's lock.
@@ -130,57 +153,44 @@ pub trait Api: Sized + Send + Sync + 'static {
     /// What kind of processor runs the kernels.
     fn kind(&self) -> DeviceKind;
 
-    /// Makes `slot` hold at least `bytes` in its input and output buffers (and staging
-    /// buffer when staged), grown as [`grown_capacity`] says up to `limit`.
+    /// The empty buffers of queue `queue`.
+    fn new_slot(queue: usize) -> Self::Slot;
+
+    /// Makes `slot` hold at least `bytes` in its input and output buffers (and its staging
+    /// buffer when staged), grown as [`grown_capacity`] says up to `limit`; its copies
+    /// until the next `reserve` go as `staging` says.
     fn reserve(
         &self,
-        queue: usize,
         slot: &mut Self::Slot,
         bytes: usize,
         limit: usize,
         staging: Staging,
-    ) -> Result<(), GpuError>;
+    ) -> Outcome;
 
     /// Copies segmented CTR's counter blocks for the slot's next launch into its counter
     /// buffer (grown to fit), in queue order after the slot's previous launch. `counters`
     /// is read before this returns or stays borrowed as for [`Api::upload`].
-    fn upload_counters(
-        &self,
-        queue: usize,
-        slot: &mut Self::Slot,
-        counters: &[u8],
-    ) -> Result<(), GpuError>;
+    fn upload_counters(&self, slot: &mut Self::Slot, counters: &[u8]) -> Outcome;
 
     /// Enqueues the copy of `data` into the slot's input buffer at byte `offset`.
     ///
     /// # Safety
     /// `data` must stay borrowed and unwritten until the slot is finished or the queues
     /// waited for; the buffer must hold `offset + data.len()` bytes (reserved).
-    unsafe fn upload(
-        &self,
-        queue: usize,
-        slot: &mut Self::Slot,
-        data: &[u8],
-        offset: usize,
-        staging: Staging,
-    ) -> Result<(), GpuError>;
+    unsafe fn upload(&self, slot: &mut Self::Slot, data: &[u8], offset: usize) -> Outcome;
 
-    /// Enqueues `kernel` over the slot's buffers (input to output, and its counter buffer
+    /// Enqueues the kernel over the slot's buffers (input to output, and its counter buffer
     /// where the arguments name it) with the key's buffers.
     ///
     /// # Safety
-    /// `arguments` must be the kernel's parameter list ([`arguments::cipher_arguments`] or
-    /// [`arguments::ghash_arguments`] for that kernel), its block count within what the
+    /// The arguments must be the kernel's parameter list ([`arguments::cipher_arguments`]
+    /// or [`arguments::ghash_arguments`] for that kernel), its block count within what the
     /// reserved buffers hold; the keys hold the key the launch is for.
     unsafe fn launch(
         &self,
-        queue: usize,
         slot: &mut Self::Slot,
-        kernel: &Self::Kernel,
-        keys: &Self::Keys,
-        arguments: &ArgumentList,
-        shape: Shape,
-    ) -> Result<Self::Event, GpuError>;
+        launch: Launch<'_, Self>,
+    ) -> Outcome<Self::Event>;
 
     /// Enqueues the copy of the first `data.len()` bytes of the slot's output buffer into
     /// `data` (through the staging buffer when staged: [`Api::finish_slab`] copies it out).
@@ -188,55 +198,32 @@ pub trait Api: Sized + Send + Sync + 'static {
     /// # Safety
     /// As for [`Api::upload`]: `data` stays borrowed and untouched until the slot is
     /// finished or the queues waited for.
-    unsafe fn download(
-        &self,
-        queue: usize,
-        slot: &mut Self::Slot,
-        data: &mut [u8],
-        staging: Staging,
-    ) -> Result<(), GpuError>;
+    unsafe fn download(&self, slot: &mut Self::Slot, data: &mut [u8]) -> Outcome;
 
-    /// Starts the device on what was enqueued on `queue`.
-    fn flush(&self, queue: usize) -> Result<(), GpuError>;
+    /// Starts the device on what was enqueued on the slot's queue.
+    fn flush(&self, slot: &Self::Slot) -> Outcome;
 
     /// Before a queue takes its next slab: waits for its previous one, and when staged
     /// copies the result out of the staging buffer into `data`. Nothing to do where
     /// in-order queues and direct copies already order everything.
-    fn finish_slab(
-        &self,
-        queue: usize,
-        slot: &mut Self::Slot,
-        data: &mut [u8],
-        staging: Staging,
-    ) -> Result<(), GpuError>;
+    fn finish_slab(&self, slot: &mut Self::Slot, data: &mut [u8]) -> Outcome;
 
     /// Waits until every queue is idle. `host_memory_in_flight`: copies may still touch
     /// host memory safe code can reach; an adapter that cannot make sure they stopped must
     /// abort the process rather than return.
-    fn wait(&self, host_memory_in_flight: bool) -> Result<(), GpuError>;
+    fn wait(&self, host_memory_in_flight: bool) -> Outcome;
 
     /// Copies the key's words to the device, visible to every queue.
-    fn upload_key(
-        &self,
-        keys: &mut Self::Keys,
-        key: &KeyMaterial,
-        decrypting: bool,
-    ) -> Result<(), GpuError>;
+    fn upload_key(&self, keys: &mut Self::Keys, key: &KeyMaterial, decrypting: bool) -> Outcome;
 
     /// Overwrites every copy of the key the device and the adapter hold.
-    fn wipe_key(&self, keys: &mut Self::Keys, key: &KeyMaterial) -> Result<(), GpuError>;
+    fn wipe_key(&self, keys: &mut Self::Keys, key: &KeyMaterial) -> Outcome;
 
     /// The time during which at least one of `events`' kernels ran.
-    fn kernel_time(events: &[Self::Event]) -> Result<Duration, GpuError>;
+    fn kernel_time(events: &[Self::Event]) -> Outcome<Duration>;
 
-    /// Kernel-only times of `runs` runs of `operation` over `data`, for tuning.
-    fn kernel_times(
-        device: &GpuHost<Self>,
-        key: &KeyMaterial,
-        operation: &GpuOperation,
-        data: &mut [u8],
-        runs: usize,
-    ) -> Result<Vec<Duration>, GpuError>;
+    /// Kernel-only times of the job's runs, for tuning.
+    fn kernel_times(device: &GpuHost<Self>, job: TimingJob<'_>) -> Outcome<Vec<Duration>>;
 
     /// Copies host memory to host memory (staging, mapped buffers).
     fn copy_host(destination: &mut [u8], source: &[u8]) {
@@ -261,6 +248,24 @@ pub struct State<A: Api> {
 }
 
 impl<A: Api> State<A> {
+    /// A freshly opened device's state: no tune table, empty slots, no mapped buffer.
+    pub(crate) fn new(
+        geometry: LaunchGeometry,
+        kernels: KernelTable<A::Kernel>,
+        keys: A::Keys,
+        extra: A::Extra,
+    ) -> Self {
+        State {
+            geometry,
+            tuning: None,
+            kernels,
+            slots: (0..A::QUEUES).map(A::new_slot).collect(),
+            keys,
+            zero_copy: None,
+            extra,
+        }
+    }
+
     /// The kernel that runs `operation` for `key` and the shape tuned for `bytes`.
     pub(crate) fn cipher_kernel(
         &self,
@@ -468,10 +473,10 @@ impl<A: Api> GpuHost<A> {
             let queue = slab_index % A::QUEUES;
             let slot = &mut slots[queue];
             if let Some(done) = pending[queue].take() {
-                adapter.finish_slab(queue, slot, &mut data[done], staging)?;
+                adapter.finish_slab(slot, &mut data[done])?;
             }
             let blocks = length.div_ceil(block_size);
-            adapter.reserve(queue, slot, blocks * block_size, self.slab_bytes, staging)?;
+            adapter.reserve(slot, blocks * block_size, self.slab_bytes, staging)?;
             // Taken before this slab's download is enqueued: for CBC it copies the slab's
             // last ciphertext block, which the download overwrites.
             let mode = chain.next(&data[range.clone()], block_size);
@@ -483,7 +488,7 @@ impl<A: Api> GpuHost<A> {
             };
             if !counters.is_empty() {
                 // In queue order after this slot's previous launch, which read the buffer.
-                adapter.upload_counters(queue, slot, counters)?;
+                adapter.upload_counters(slot, counters)?;
             }
             let arguments = arguments::cipher_arguments(
                 kernel.segmented,
@@ -493,6 +498,13 @@ impl<A: Api> GpuHost<A> {
                 !counters.is_empty(),
             )?;
             let shape = launch_shape(geometry, blocks, kernel.max_group_size);
+            let launch = Launch {
+                kernel: &kernel.kernel,
+                keys,
+                arguments: &arguments,
+                shape,
+                timed: false,
+            };
             // SAFETY: the copies are asynchronous: the device reads and writes
             // `data[range]` (or the staging buffer) after these calls return. Nothing here
             // touches that memory again until `finish_slab` has finished this slot, and
@@ -501,16 +513,15 @@ impl<A: Api> GpuHost<A> {
             // slab's counter blocks (uploaded just before, in queue order), and the
             // arguments are the kernel's own list for these blocks.
             unsafe {
-                adapter.upload(queue, slot, &data[range.clone()], 0, staging)?;
-                let launched =
-                    adapter.launch(queue, slot, &kernel.kernel, keys, &arguments, shape)?;
+                adapter.upload(slot, &data[range.clone()], 0)?;
+                let launched = adapter.launch(slot, launch)?;
                 if let Some(events) = events.as_mut() {
                     events.push(launched);
                 }
-                adapter.download(queue, slot, &mut data[range.clone()], staging)?;
+                adapter.download(slot, &mut data[range.clone()])?;
             }
             // Starts the device on this slab while the next one is enqueued.
-            adapter.flush(queue)?;
+            adapter.flush(slot)?;
             pending[queue] = Some(range);
             offset += length;
             slab_index += 1;
@@ -518,7 +529,7 @@ impl<A: Api> GpuHost<A> {
         for step in 0..A::QUEUES {
             let queue = (slab_index + step) % A::QUEUES;
             if let Some(done) = pending[queue].take() {
-                adapter.finish_slab(queue, &mut slots[queue], &mut data[done], staging)?;
+                adapter.finish_slab(&mut slots[queue], &mut data[done])?;
             }
         }
         Ok(())
@@ -601,11 +612,18 @@ impl<A: Api> GpuHost<A> {
             let slot = &mut slots[queue];
             let blocks = slab.len().div_ceil(16);
             let segments = ghash::segment_count(slab.len(), plan.segment_bytes);
-            adapter.reserve(queue, slot, blocks * 16, self.slab_bytes, Staging::Direct)?;
+            adapter.reserve(slot, blocks * 16, self.slab_bytes, Staging::Direct)?;
             let whole = slab.len() / 16 * 16;
             let arguments = arguments::ghash_arguments(blocks, blocks_per_segment, prepared_key)?;
             let shape = launch_shape(geometry, segments, kernels.ghash_max_group_size);
             let slab_partials = &mut slab_partials[..16 * segments];
+            let launch = Launch {
+                kernel: &kernels.ghash,
+                keys,
+                arguments: &arguments,
+                shape,
+                timed: false,
+            };
             // SAFETY: `slab` is borrowed from `data`, and the partial sums and `last_block`
             // from `ghash_segments`, until it has waited for every queue, and nothing
             // touches them before. Only the final slab can end in a partial block, so
@@ -615,16 +633,16 @@ impl<A: Api> GpuHost<A> {
             // kernel's own list.
             unsafe {
                 if whole > 0 {
-                    adapter.upload(queue, slot, &slab[..whole], 0, Staging::Direct)?;
+                    adapter.upload(slot, &slab[..whole], 0)?;
                 }
                 if whole < slab.len() {
                     last_block[..slab.len() - whole].copy_from_slice(&slab[whole..]);
-                    adapter.upload(queue, slot, &last_block[..], whole, Staging::Direct)?;
+                    adapter.upload(slot, &last_block[..], whole)?;
                 }
-                adapter.launch(queue, slot, &kernels.ghash, keys, &arguments, shape)?;
-                adapter.download(queue, slot, slab_partials, Staging::Direct)?;
+                adapter.launch(slot, launch)?;
+                adapter.download(slot, slab_partials)?;
             }
-            adapter.flush(queue)?;
+            adapter.flush(slot)?;
         }
         Ok(())
     }
@@ -670,7 +688,13 @@ impl<A: Api> GpuDevice for GpuHost<A> {
         data: &mut [u8],
         runs: usize,
     ) -> Result<Vec<Duration>, GpuError> {
-        A::kernel_times(self, key, operation, data, runs)
+        let job = TimingJob {
+            key,
+            operation,
+            data,
+            runs,
+        };
+        A::kernel_times(self, job)
     }
 
     fn process(
@@ -729,6 +753,13 @@ mod tests {
             blocks_per_thread: 0,
         };
         assert!(validate_geometry(bad).is_err());
+    }
+
+    #[test]
+    fn devices_are_shareable_between_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<crate::OpenClDevice>();
+        assert_send_sync::<crate::CudaDevice>();
     }
 
     fn shape(group_size: usize, groups: usize) -> Shape {

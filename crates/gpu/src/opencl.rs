@@ -166,19 +166,12 @@ impl GpuHost<OpenCl> {
             &mut aes_tables,
             &kernel_source::aes_table_words(),
         )?;
-        let state = State {
-            geometry,
-            tuning: None,
-            kernels,
-            slots: (0..OpenCl::QUEUES).map(|_| Default::default()).collect(),
-            keys: Keys {
-                round_keys: word_buffer(&context, ROUND_KEY_WORDS)?,
-                key_tables: word_buffer(&context, KEY_TABLE_WORDS)?,
-                aes_tables,
-            },
-            zero_copy: None,
-            extra: (),
+        let keys = Keys {
+            round_keys: word_buffer(&context, ROUND_KEY_WORDS)?,
+            key_tables: word_buffer(&context, KEY_TABLE_WORDS)?,
+            aes_tables,
         };
+        let state = State::new(geometry, kernels, keys, ());
         let device_handle = ClDevice::new(device.id);
         let adapter = OpenCl {
             info: device.info.clone(),
@@ -188,13 +181,8 @@ impl GpuHost<OpenCl> {
             _program: program,
             context,
         };
-        Ok(GpuHost::new(
-            adapter,
-            state,
-            slab_bytes,
-            origin,
-            table_copies,
-        ))
+        let host = GpuHost::new(adapter, state, slab_bytes, origin, table_copies);
+        Ok(host)
     }
 
     fn self_test(&self) -> Result<(), GpuError> {
@@ -274,12 +262,6 @@ fn build_options(table_copies: TableCopies) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn device_is_shareable_between_threads() {
-        fn assert_send_sync<T: Send + Sync>() {}
-        assert_send_sync::<OpenClDevice>();
-    }
 
     /// The first device, or `None` after saying why (a failure under CI, which has PoCL).
     fn first_device() -> Option<devices::FoundDevice> {

@@ -19,9 +19,11 @@ use zeroize::Zeroize;
 
 use super::devices::{CudaDeviceInfo, CudaResultExt};
 use super::KernelVariant;
-use crate::host::arguments::{Argument, ArgumentList, MOST_ARGUMENTS};
-use crate::host::{grown_capacity, Api, GpuHost, Shape, Staging, ROUND_KEY_WORDS};
-use crate::{DeviceKind, GpuApi, GpuError, GpuOperation, KeyMaterial};
+use crate::host::arguments::{Argument, MOST_ARGUMENTS};
+use crate::host::{
+    grown_capacity, Api, GpuHost, Launch, Outcome, Staging, TimingJob, ROUND_KEY_WORDS,
+};
+use crate::{DeviceKind, GpuApi, GpuError, KeyMaterial};
 
 /// Streams, each with its own slab buffers, that consecutive slabs rotate over.
 pub const STREAMS: usize = 3;
@@ -56,12 +58,15 @@ pub struct CudaKernel {
 }
 
 /// A stream's slab buffers, grown on demand and kept for later calls.
-#[derive(Default)]
 pub struct Slot {
+    /// The stream this slot's slabs run on.
+    stream: usize,
+    /// How the slab now in the slot is copied (set by `reserve`).
+    staging: Staging,
     input: Option<CudaSlice<u8>>,
     output: Option<CudaSlice<u8>>,
     /// Pinned host memory ordinary (pageable) data is staged through.
-    staging: Option<PinnedHostSlice<u8>>,
+    staged: Option<PinnedHostSlice<u8>>,
     /// Segmented CTR: the slab's counter blocks.
     counters: Option<CudaSlice<u8>>,
 }
@@ -112,22 +117,21 @@ enum Value {
     Words2(Words2),
 }
 
-/// Launches `kernel` on `stream` with `arguments`, their buffers being `input`, `output`
-/// and `counters` (device addresses) and the key's buffers.
+/// Launches `launch` on `stream`, its buffers being `input`, `output` and `counters`
+/// (device addresses) and the key's buffers.
 ///
 /// # Safety
-/// `arguments` must be `kernel`'s parameter list; `input`, `output` and `counters` (where
-/// the list names it) must address live allocations of this context that hold what the
-/// launch reads and writes and outlive it (their owners stay borrowed until the streams are
-/// synchronised); the key buffers must hold the key the launch is for.
+/// The launch's arguments must be its kernel's parameter list; `input`, `output` and
+/// `counters` (where the list names it) must address live allocations of this context that
+/// hold what the launch reads and writes and outlive it (their owners stay borrowed until
+/// the streams are synchronised); the key buffers must hold the key the launch is for.
 pub(crate) unsafe fn launch_on(
     stream: &CudaStream,
-    kernel: &CudaKernel,
-    keys: &Keys,
-    arguments: &ArgumentList,
-    shape: Shape,
+    launch: &Launch<'_, Cuda>,
     (input, output, counters): (CUdeviceptr, CUdeviceptr, Option<CUdeviceptr>),
-) -> Result<(), GpuError> {
+) -> Outcome {
+    let (kernel, keys, arguments, shape) =
+        (launch.kernel, launch.keys, launch.arguments, launch.shape);
     let (round_keys, _round_keys_record) = keys.round_keys.device_ptr(stream);
     let (key_tables, _key_tables_record) = keys.key_tables.device_ptr(stream);
     let (aes_tables, _aes_tables_record) = keys.aes_tables.device_ptr(stream);
@@ -161,14 +165,14 @@ pub(crate) unsafe fn launch_on(
         block_dim: (shape.group_size as u32, 1, 1),
         shared_mem_bytes: kernel.shared_bytes,
     };
-    let mut launch = stream.launch_builder(&kernel.function);
+    let mut builder = stream.launch_builder(&kernel.function);
     for value in &values[..count] {
         match value {
-            Value::Pointer(pointer) => launch.arg(pointer),
-            Value::U32(value) => launch.arg(value),
-            Value::U64(value) => launch.arg(value),
-            Value::Words4(words) => launch.arg(words),
-            Value::Words2(words) => launch.arg(words),
+            Value::Pointer(pointer) => builder.arg(pointer),
+            Value::U32(value) => builder.arg(value),
+            Value::U64(value) => builder.arg(value),
+            Value::Words4(words) => builder.arg(words),
+            Value::Words2(words) => builder.arg(words),
         };
     }
     // SAFETY: the arguments follow the kernel's signature in parcrypt.cl in order and type
@@ -179,7 +183,7 @@ pub(crate) unsafe fn launch_on(
     // launch). The grid-stride loops never index past the block count, whatever the grid.
     // The dynamic shared memory is what the variant's tables take, and the kernel was
     // allowed that much at load time.
-    unsafe { launch.launch(config) }.or_cuda("cuLaunchKernel")?;
+    unsafe { builder.launch(config) }.or_cuda("cuLaunchKernel")?;
     Ok(())
 }
 
@@ -232,8 +236,8 @@ pub(crate) fn copy_in_parallel(destination: &mut [u8], source: &[u8]) {
 }
 
 /// The pinned staging buffer of a slot as bytes.
-fn staging_bytes(staging: Option<&mut PinnedHostSlice<u8>>) -> Result<&mut [u8], GpuError> {
-    staging
+fn staging_bytes(staged: Option<&mut PinnedHostSlice<u8>>) -> Result<&mut [u8], GpuError> {
+    staged
         .expect("reserve allocates staging for staged slabs")
         .as_mut_slice()
         .or_cuda("cuEventSynchronize")
@@ -285,15 +289,20 @@ impl Api for Cuda {
         DeviceKind::Gpu
     }
 
-    fn reserve(
-        &self,
-        queue: usize,
-        slot: &mut Slot,
-        bytes: usize,
-        limit: usize,
-        staging: Staging,
-    ) -> Result<(), GpuError> {
-        let stream = &self.streams[queue];
+    fn new_slot(stream: usize) -> Slot {
+        Slot {
+            stream,
+            staging: Staging::Direct,
+            input: None,
+            output: None,
+            staged: None,
+            counters: None,
+        }
+    }
+
+    fn reserve(&self, slot: &mut Slot, bytes: usize, limit: usize, staging: Staging) -> Outcome {
+        let stream = &self.streams[slot.stream];
+        slot.staging = staging;
         let device_capacity = slot.input.as_ref().map_or(0, CudaSlice::len);
         if device_capacity < bytes || slot.output.is_none() {
             let capacity = grown_capacity(bytes, limit);
@@ -304,10 +313,10 @@ impl Api for Cuda {
             slot.input = Some(stream.alloc_zeros(capacity).or_cuda("cuMemAlloc")?);
             slot.output = Some(stream.alloc_zeros(capacity).or_cuda("cuMemAlloc")?);
         }
-        let staging_capacity = slot.staging.as_ref().map_or(0, PinnedHostSlice::len);
-        if staging == Staging::Staged && staging_capacity < bytes {
-            slot.staging = None;
-            slot.staging = Some(alloc_pinned_zeroed(
+        let staged_capacity = slot.staged.as_ref().map_or(0, PinnedHostSlice::len);
+        if staging == Staging::Staged && staged_capacity < bytes {
+            slot.staged = None;
+            slot.staged = Some(alloc_pinned_zeroed(
                 stream.context(),
                 grown_capacity(bytes, limit),
             )?);
@@ -315,13 +324,8 @@ impl Api for Cuda {
         Ok(())
     }
 
-    fn upload_counters(
-        &self,
-        queue: usize,
-        slot: &mut Slot,
-        counters: &[u8],
-    ) -> Result<(), GpuError> {
-        let stream = &self.streams[queue];
+    fn upload_counters(&self, slot: &mut Slot, counters: &[u8]) -> Outcome {
+        let stream = &self.streams[slot.stream];
         if slot.counters.as_ref().map_or(0, CudaSlice::len) < counters.len() {
             slot.counters = None;
             slot.counters = Some(
@@ -339,21 +343,14 @@ impl Api for Cuda {
         Ok(())
     }
 
-    unsafe fn upload(
-        &self,
-        queue: usize,
-        slot: &mut Slot,
-        data: &[u8],
-        offset: usize,
-        staging: Staging,
-    ) -> Result<(), GpuError> {
-        let stream = &self.streams[queue];
+    unsafe fn upload(&self, slot: &mut Slot, data: &[u8], offset: usize) -> Outcome {
+        let stream = &self.streams[slot.stream];
         let range = offset..offset + data.len();
         let input = slot.input.as_mut().expect("reserve allocates the input");
         // Asynchronous: the device reads `data` (or the staging buffer) after this returns,
         // which the caller's contract allows.
-        if staging == Staging::Staged {
-            let staged = staging_bytes(slot.staging.as_mut())?;
+        if slot.staging == Staging::Staged {
+            let staged = staging_bytes(slot.staged.as_mut())?;
             copy_in_parallel(&mut staged[range.clone()], data);
             stream
                 .memcpy_htod(&staged[range.clone()], &mut input.slice_mut(range))
@@ -366,16 +363,8 @@ impl Api for Cuda {
         Ok(())
     }
 
-    unsafe fn launch(
-        &self,
-        queue: usize,
-        slot: &mut Slot,
-        kernel: &CudaKernel,
-        keys: &Keys,
-        arguments: &ArgumentList,
-        shape: Shape,
-    ) -> Result<(), GpuError> {
-        let stream = &self.streams[queue];
+    unsafe fn launch(&self, slot: &mut Slot, launch: Launch<'_, Self>) -> Outcome {
+        let stream = &self.streams[slot.stream];
         let (Some(input), Some(output)) = (slot.input.as_ref(), slot.output.as_mut()) else {
             unreachable!("reserve leaves both buffers allocated");
         };
@@ -384,40 +373,22 @@ impl Api for Cuda {
         let counter_record = slot
             .counters
             .as_ref()
-            .filter(|_| arguments.reads_counters())
+            .filter(|_| launch.arguments.reads_counters())
             .map(|buffer| buffer.device_ptr(stream));
+        let counters = counter_record.as_ref().map(|(pointer, _)| *pointer);
         // SAFETY: the slot's buffers hold the launch's blocks and, for segmented CTR, this
         // slab's counter blocks, uploaded just before in stream order (the caller's
         // guarantee); they live in the locked device state until the streams are
         // synchronised, and their records are held until after the launch.
-        unsafe {
-            launch_on(
-                stream,
-                kernel,
-                keys,
-                arguments,
-                shape,
-                (
-                    input_pointer,
-                    output_pointer,
-                    counter_record.as_ref().map(|(pointer, _)| *pointer),
-                ),
-            )
-        }
+        unsafe { launch_on(stream, &launch, (input_pointer, output_pointer, counters)) }
     }
 
-    unsafe fn download(
-        &self,
-        queue: usize,
-        slot: &mut Slot,
-        data: &mut [u8],
-        staging: Staging,
-    ) -> Result<(), GpuError> {
-        let stream = &self.streams[queue];
+    unsafe fn download(&self, slot: &mut Slot, data: &mut [u8]) -> Outcome {
+        let stream = &self.streams[slot.stream];
         let length = data.len();
         let output = slot.output.as_ref().expect("reserve allocates the output");
-        if staging == Staging::Staged {
-            let staged = staging_bytes(slot.staging.as_mut())?;
+        if slot.staging == Staging::Staged {
+            let staged = staging_bytes(slot.staged.as_mut())?;
             stream
                 .memcpy_dtoh(&output.slice(..length), &mut staged[..length])
                 .or_cuda("cuMemcpyDtoHAsync")?;
@@ -430,24 +401,18 @@ impl Api for Cuda {
     }
 
     /// Work is submitted as it is queued.
-    fn flush(&self, _queue: usize) -> Result<(), GpuError> {
+    fn flush(&self, _slot: &Slot) -> Outcome {
         Ok(())
     }
 
     /// Waits for the stream's slab to come back and, when it was staged, copies it out to
     /// `data`: the staging buffer is then free for the stream's next slab.
-    fn finish_slab(
-        &self,
-        queue: usize,
-        slot: &mut Slot,
-        data: &mut [u8],
-        staging: Staging,
-    ) -> Result<(), GpuError> {
-        self.streams[queue]
+    fn finish_slab(&self, slot: &mut Slot, data: &mut [u8]) -> Outcome {
+        self.streams[slot.stream]
             .synchronize()
             .or_cuda("cuStreamSynchronize")?;
-        if staging == Staging::Staged {
-            let staged = staging_bytes(slot.staging.as_mut())?;
+        if slot.staging == Staging::Staged {
+            let staged = staging_bytes(slot.staged.as_mut())?;
             copy_in_parallel(data, &staged[..data.len()]);
         }
         Ok(())
@@ -456,7 +421,7 @@ impl Api for Cuda {
     /// If the device cannot say that copies into host memory stopped, returning would hand
     /// that memory back while it can still change, so the process is aborted instead,
     /// unless the error is a fault that stopped the context (then nothing runs any more).
-    fn wait(&self, host_memory_in_flight: bool) -> Result<(), GpuError> {
+    fn wait(&self, host_memory_in_flight: bool) -> Outcome {
         let mut outcome = Ok(());
         for stream in &self.streams {
             // cudarc reports an error stored by earlier bookkeeping (an event record, a
@@ -482,12 +447,7 @@ impl Api for Cuda {
 
     /// Copies the key's words to the device on stream 0 and makes the other streams wait
     /// for them.
-    fn upload_key(
-        &self,
-        keys: &mut Keys,
-        key: &KeyMaterial,
-        decrypting: bool,
-    ) -> Result<(), GpuError> {
+    fn upload_key(&self, keys: &mut Keys, key: &KeyMaterial, decrypting: bool) -> Outcome {
         let stream = &self.streams[0];
         let round_keys = key.round_keys(decrypting);
         let tables = key.key_tables();
@@ -520,7 +480,7 @@ impl Api for Cuda {
 
     /// Overwrites the device's and the staging buffer's copies of the key. Runs after every
     /// stream is idle.
-    fn wipe_key(&self, keys: &mut Keys, _key: &KeyMaterial) -> Result<(), GpuError> {
+    fn wipe_key(&self, keys: &mut Keys, _key: &KeyMaterial) -> Outcome {
         let stream = &self.streams[0];
         let device_wiped = stream
             .memset_zeros(&mut keys.round_keys)
@@ -539,27 +499,21 @@ impl Api for Cuda {
 
     /// The host path records no per-kernel events on CUDA: kernel times come from events
     /// around the device-buffer and mapped launches instead.
-    fn kernel_time(_events: &[()]) -> Result<Duration, GpuError> {
+    fn kernel_time(_events: &[()]) -> Outcome<Duration> {
         Ok(Duration::ZERO)
     }
 
     /// The data is copied to the device once; each run is timed with CUDA events around
     /// the launches on the device buffer (no host copies in the time).
-    fn kernel_times(
-        device: &GpuHost<Self>,
-        key: &KeyMaterial,
-        operation: &GpuOperation,
-        data: &mut [u8],
-        runs: usize,
-    ) -> Result<Vec<Duration>, GpuError> {
-        if data.is_empty() {
-            return Ok(vec![Duration::ZERO; runs]);
+    fn kernel_times(device: &GpuHost<Self>, job: TimingJob<'_>) -> Outcome<Vec<Duration>> {
+        if job.data.is_empty() {
+            return Ok(vec![Duration::ZERO; job.runs]);
         }
         let mut buffer = device.adapter.streams[0]
-            .clone_htod(&*data)
+            .clone_htod(&*job.data)
             .or_cuda("cuMemcpyHtoDAsync")?;
-        (0..runs)
-            .map(|_| device.process_device_buffer_timed(key, operation, &mut buffer))
+        (0..job.runs)
+            .map(|_| device.process_device_buffer_timed(job.key, job.operation, &mut buffer))
             .collect()
     }
 

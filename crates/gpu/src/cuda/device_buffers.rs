@@ -18,7 +18,7 @@ use super::adapter::{alloc_pinned_zeroed, launch_on, Cuda, CudaKernel, Extra, Ke
 use super::devices::CudaResultExt;
 use super::{DeviceBuffer, PinnedBuffer};
 use crate::host::arguments::{cipher_arguments, LoadedKernel};
-use crate::host::{launch_shape, Api, GpuHost, Staging, State, MAX_SLAB_BYTES};
+use crate::host::{launch_shape, Api, GpuHost, Launch, Staging, State, MAX_SLAB_BYTES};
 use crate::kernel_source::{CipherFamily, KernelOperation};
 use crate::operation::{ModeArguments, SlabChain};
 use crate::{tuning, GpuError, GpuOperation, KeyMaterial, LaunchGeometry};
@@ -47,7 +47,13 @@ impl DeviceLaunch<'_> {
     ) -> Result<(), GpuError> {
         let arguments =
             cipher_arguments(kernel.segmented, self.key, blocks, mode, counters.is_some())?;
-        let shape = launch_shape(self.geometry, blocks, kernel.max_group_size);
+        let launch = Launch {
+            kernel: &kernel.kernel,
+            keys: self.keys,
+            arguments: &arguments,
+            shape: launch_shape(self.geometry, blocks, kernel.max_group_size),
+            timed: false,
+        };
         // SAFETY: the arguments are the kernel's own list for `blocks` blocks. The callers
         // pass addresses inside the caller's device buffer (its whole blocks), the scratch
         // or tail buffers, and the counter blocks uploaded for these segments, all live
@@ -56,16 +62,7 @@ impl DeviceLaunch<'_> {
         // writing it and read no block another thread writes (the non-coherent read-only
         // cache that `const __restrict__` allows is never asked for a written block); CBC,
         // whose threads read their neighbour's block, reads from the scratch copy.
-        unsafe {
-            launch_on(
-                stream,
-                &kernel.kernel,
-                self.keys,
-                &arguments,
-                shape,
-                (input, output, counters),
-            )
-        }
+        unsafe { launch_on(stream, &launch, (input, output, counters)) }
     }
 }
 

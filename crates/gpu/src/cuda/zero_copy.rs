@@ -20,11 +20,10 @@ use cudarc::driver::sys::{
 };
 use cudarc::driver::{CudaContext, PinnedHostSlice};
 
-use super::adapter::{alloc_pinned_zeroed_with_flags, launch_on, Cuda, CudaKernel, Keys};
+use super::adapter::{alloc_pinned_zeroed_with_flags, launch_on, Cuda};
 use super::devices::CudaResultExt;
-use crate::host::arguments::ArgumentList;
-use crate::host::zero_copy::{MappedMemory, BLOCK_BYTES};
-use crate::host::{Api, Shape};
+use crate::host::zero_copy::{KernelTime, MappedHalves, MappedMemory, BLOCK_BYTES};
+use crate::host::{Api, Launch, Outcome};
 use crate::GpuError;
 
 /// One half: the pinned allocation (which frees itself), its host address and the address
@@ -96,15 +95,16 @@ impl HostMapped {
             capacity,
         })
     }
+}
 
+impl MappedHalves for HostMapped {
     fn capacity(&self) -> usize {
         self.capacity
     }
 
-    /// The front half as the host sees it: `capacity` bytes.
     fn bytes(&self) -> &[u8] {
         // SAFETY: `capacity` zeroed-at-allocation bytes owned by the half's pinned buffer,
-        // alive as long as `self`; no kernel runs on them outside `run`, which takes
+        // alive as long as `self`; no kernel runs on them outside `run_mapped`, which takes
         // `&mut self` and waits for the kernel before returning.
         unsafe { std::slice::from_raw_parts(self.halves[self.front].host.as_ptr(), self.capacity) }
     }
@@ -118,20 +118,8 @@ impl HostMapped {
 }
 
 impl MappedMemory for Cuda {
-    fn new_mapped(&self, bytes: usize) -> Result<HostMapped, GpuError> {
+    fn new_mapped(&self, bytes: usize) -> Outcome<HostMapped> {
         HostMapped::new(&self.context, bytes)
-    }
-
-    fn mapped_capacity(mapped: &HostMapped) -> usize {
-        mapped.capacity()
-    }
-
-    fn mapped_bytes(mapped: &HostMapped) -> &[u8] {
-        mapped.bytes()
-    }
-
-    fn mapped_bytes_mut(mapped: &mut HostMapped) -> &mut [u8] {
-        mapped.bytes_mut()
     }
 
     /// `CU_DEVICE_ATTRIBUTE_INTEGRATED`: Jetson and other integrated GPUs; `false` on
@@ -149,22 +137,14 @@ impl MappedMemory for Cuda {
 
     /// One launch on stream 0 from the front half into the back half, between two timing
     /// events when `timed`; waits for every stream, then shows the back half.
-    unsafe fn run_mapped(
-        &self,
-        mapped: &mut HostMapped,
-        kernel: &CudaKernel,
-        keys: &Keys,
-        arguments: &ArgumentList,
-        shape: Shape,
-        timed: bool,
-    ) -> Result<Option<Duration>, GpuError> {
+    unsafe fn run_mapped(&self, mapped: &mut HostMapped, launch: Launch<'_, Self>) -> KernelTime {
         // CU_EVENT_DEFAULT: cudarc's default events do not record time.
         let new_event = || {
             self.context
                 .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
                 .or_cuda("cuEventCreate")
         };
-        let timing = match timed {
+        let timing = match launch.timed {
             true => Some((new_event()?, new_event()?)),
             false => None,
         };
@@ -184,16 +164,7 @@ impl MappedMemory for Cuda {
                 // SAFETY: as above, and the arguments are the kernel's own list (the
                 // caller's guarantee), with no counter buffer (mapped paths refuse
                 // segmented CTR).
-                unsafe {
-                    launch_on(
-                        stream,
-                        kernel,
-                        keys,
-                        arguments,
-                        shape,
-                        (input, output, None),
-                    )
-                }
+                unsafe { launch_on(stream, &launch, (input, output, None)) }
             })
             .and_then(|()| match &timing {
                 Some((_, end)) => end.record(stream).or_cuda("cuEventRecord"),

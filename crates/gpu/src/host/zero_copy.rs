@@ -19,7 +19,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{grown_capacity, launch_shape, slab_size, Api, ArgumentList, GpuHost, Shape, State};
+use super::{grown_capacity, launch_shape, slab_size, Api, GpuHost, Launch, Outcome, State};
 use crate::operation::{ModeArguments, SlabChain};
 use crate::{GpuError, GpuOperation, KeyMaterial};
 
@@ -27,21 +27,27 @@ use crate::{GpuError, GpuOperation, KeyMaterial};
 /// Blowfish block) is a whole block inside the buffer when the kernel reads and writes it.
 pub(crate) const BLOCK_BYTES: usize = 16;
 
+/// Two halves of host memory mapped for a device; the front half is the one the host sees.
+pub trait MappedHalves: Send + Sync {
+    /// Bytes in each half: whole blocks, at least one.
+    fn capacity(&self) -> usize;
+
+    /// The front half as the host sees it: the whole capacity, or nothing where an earlier
+    /// device error left the buffer without a mapping.
+    fn bytes(&self) -> &[u8];
+
+    /// As [`MappedHalves::bytes`], writable.
+    fn bytes_mut(&mut self) -> &mut [u8];
+}
+
+/// A mapped launch's kernel time, where one was asked for.
+pub type KernelTime = Outcome<Option<Duration>>;
+
 /// What an API does with its mapped memory; the rest of zero-copy is written once here.
 pub trait MappedMemory: Api {
     /// Two zeroed halves of at least `bytes` bytes each (whole blocks), the front one
     /// visible to the host.
-    fn new_mapped(&self, bytes: usize) -> Result<Self::Mapped, GpuError>;
-
-    /// Bytes in each half.
-    fn mapped_capacity(mapped: &Self::Mapped) -> usize;
-
-    /// The front half as the host sees it: the whole capacity, or nothing where an earlier
-    /// device error left the buffer without a mapping.
-    fn mapped_bytes(mapped: &Self::Mapped) -> &[u8];
-
-    /// As [`MappedMemory::mapped_bytes`], writable.
-    fn mapped_bytes_mut(mapped: &mut Self::Mapped) -> &mut [u8];
+    fn new_mapped(&self, bytes: usize) -> Outcome<Self::Mapped>;
 
     /// Whether the device shares the host's memory, where mapped memory is its own.
     fn host_unified_memory(&self) -> bool;
@@ -49,21 +55,13 @@ pub trait MappedMemory: Api {
     /// The largest buffer the device allows (at most one launch is made per call).
     fn max_allocation_bytes(&self) -> u64;
 
-    /// Runs `kernel` from the front half into the back half, waits for it and makes the
-    /// back half the front; returns the kernel's own time when `timed`.
+    /// Runs the launch from the front half into the back half, waits for it and makes the
+    /// back half the front; returns the kernel's own time when the launch asks for it.
     ///
     /// # Safety
-    /// `arguments` must be the kernel's parameter list for at most the blocks the halves
-    /// hold, and `keys` hold the key the launch is for.
-    unsafe fn run_mapped(
-        &self,
-        mapped: &mut Self::Mapped,
-        kernel: &Self::Kernel,
-        keys: &Self::Keys,
-        arguments: &ArgumentList,
-        shape: Shape,
-        timed: bool,
-    ) -> Result<Option<Duration>, GpuError>;
+    /// The launch's arguments must be its kernel's parameter list for at most the blocks
+    /// the halves hold, and its keys hold the key the launch is for.
+    unsafe fn run_mapped(&self, halves: &mut Self::Mapped, launch: Launch<'_, Self>) -> KernelTime;
 }
 
 fn lost_mapping() -> GpuError {
@@ -104,8 +102,8 @@ impl<A: MappedMemory> std::fmt::Debug for MappedBuffer<'_, A> {
             .debug_struct("MappedBuffer")
             .field("device", &self.device.name())
             .field("len", &self.len)
-            .field("capacity", &A::mapped_capacity(&self.inner))
-            .field("mapped", &!A::mapped_bytes(&self.inner).is_empty())
+            .field("capacity", &self.inner.capacity())
+            .field("mapped", &!self.inner.bytes().is_empty())
             .finish()
     }
 }
@@ -124,7 +122,7 @@ impl<A: MappedMemory> MappedBuffer<'_, A> {
     /// The most bytes [`MappedBuffer::set_len`] allows: the length asked for, rounded up to
     /// whole 16-byte blocks.
     pub fn capacity(&self) -> usize {
-        A::mapped_capacity(&self.inner)
+        self.inner.capacity()
     }
 
     /// Changes how many bytes the buffer shows and processes, within its capacity. Bytes
@@ -143,15 +141,13 @@ impl<A: MappedMemory> MappedBuffer<'_, A> {
     /// The data, read straight from the mapped memory. Empty only when a device error
     /// left the buffer without a mapping (then [`MappedBuffer::process`] says so).
     pub fn as_slice(&self) -> &[u8] {
-        A::mapped_bytes(&self.inner).get(..self.len).unwrap_or(&[])
+        self.inner.bytes().get(..self.len).unwrap_or(&[])
     }
 
     /// The data, written straight into the mapped memory.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         let len = self.len;
-        A::mapped_bytes_mut(&mut self.inner)
-            .get_mut(..len)
-            .unwrap_or(&mut [])
+        self.inner.bytes_mut().get_mut(..len).unwrap_or(&mut [])
     }
 
     /// Runs `operation` under `key` over the buffer's bytes, in place as the caller sees
@@ -193,7 +189,7 @@ impl<A: MappedMemory> MappedBuffer<'_, A> {
         let device = self.device;
         let inner = &mut self.inner;
         device.with_key(key, operation, |state| {
-            let data = A::mapped_bytes(inner).get(..len).ok_or_else(lost_mapping)?;
+            let data = inner.bytes().get(..len).ok_or_else(lost_mapping)?;
             let mode = SlabChain::new(operation).next(data, key.algorithm().block_size());
             device.run_mapped(state, inner, key, operation, len, mode, timed)
         })
@@ -255,9 +251,10 @@ impl<A: MappedMemory> GpuHost<A> {
         let slab_bytes = self.slab_bytes;
         self.with_key(key, operation, |state| {
             let needed = data.len().min(slab_bytes).div_ceil(BLOCK_BYTES) * BLOCK_BYTES;
-            let fits = state.zero_copy.as_ref().is_some_and(|mapped| {
-                A::mapped_capacity(mapped) >= needed && !A::mapped_bytes(mapped).is_empty()
-            });
+            let fits = state
+                .zero_copy
+                .as_ref()
+                .is_some_and(|mapped| mapped.capacity() >= needed && !mapped.bytes().is_empty());
             if !fits {
                 // Dropped first, so that its memory can be reused.
                 state.zero_copy = None;
@@ -271,7 +268,7 @@ impl<A: MappedMemory> GpuHost<A> {
             let mut outcome = Ok(());
             for slab in data.chunks_mut(slab_bytes) {
                 let length = slab.len();
-                let Some(front) = A::mapped_bytes_mut(&mut mapped).get_mut(..length) else {
+                let Some(front) = mapped.bytes_mut().get_mut(..length) else {
                     outcome = Err(lost_mapping());
                     break;
                 };
@@ -283,7 +280,7 @@ impl<A: MappedMemory> GpuHost<A> {
                 if outcome.is_err() {
                     break;
                 }
-                A::copy_host(slab, &A::mapped_bytes(&mapped)[..length]);
+                A::copy_host(slab, &mapped.bytes()[..length]);
             }
             state.zero_copy = Some(mapped);
             outcome
@@ -302,26 +299,23 @@ impl<A: MappedMemory> GpuHost<A> {
         length: usize,
         mode: ModeArguments,
         timed: bool,
-    ) -> Result<Option<Duration>, GpuError> {
+    ) -> KernelTime {
         let (kernel, geometry) = state.cipher_kernel(key, operation, length);
         let blocks = length.div_ceil(key.algorithm().block_size());
-        debug_assert!(blocks * key.algorithm().block_size() <= A::mapped_capacity(mapped));
+        debug_assert!(blocks * key.algorithm().block_size() <= mapped.capacity());
         let arguments =
             super::arguments::cipher_arguments(kernel.segmented, key, blocks, mode, false)?;
-        let shape = launch_shape(geometry, blocks, kernel.max_group_size);
+        let launch = Launch {
+            kernel: &kernel.kernel,
+            keys: &state.keys,
+            arguments: &arguments,
+            shape: launch_shape(geometry, blocks, kernel.max_group_size),
+            timed,
+        };
         // SAFETY: the arguments are the kernel's own list for `blocks` blocks, which the
         // halves hold (`length` is within their capacity: checked by the callers), and the
         // keys were uploaded for `key` by `with_key`.
-        unsafe {
-            self.adapter.run_mapped(
-                mapped,
-                &kernel.kernel,
-                &state.keys,
-                &arguments,
-                shape,
-                timed,
-            )
-        }
+        unsafe { self.adapter.run_mapped(mapped, launch) }
     }
 
     /// Locks the device, uploads `key`, runs `work`, waits for every queue and wipes the

@@ -14,9 +14,12 @@ use opencl3::program::Program;
 use opencl3::types::{cl_device_id, CL_BLOCKING, CL_NON_BLOCKING};
 
 use crate::error::ApiResultExt;
-use crate::host::arguments::{Argument, ArgumentList};
-use crate::host::{grown_capacity, Api, GpuHost, Shape, Staging, KEY_TABLE_WORDS, ROUND_KEY_WORDS};
-use crate::{DeviceInfo, DeviceKind, GpuApi, GpuError, GpuOperation, KeyMaterial};
+use crate::host::arguments::Argument;
+use crate::host::{
+    grown_capacity, Api, GpuHost, Launch, Outcome, Staging, TimingJob, KEY_TABLE_WORDS,
+    ROUND_KEY_WORDS,
+};
+use crate::{DeviceInfo, DeviceKind, GpuApi, GpuError, KeyMaterial};
 
 /// An OpenCL device's handles: what the shared host drives through [`Api`].
 pub struct OpenCl {
@@ -44,8 +47,9 @@ impl std::fmt::Debug for OpenCl {
 
 /// A queue's pair of slab buffers, grown on demand and kept for later calls, and the
 /// counter buffer of segmented CTR.
-#[derive(Default)]
 pub struct Slot {
+    /// The queue this slot's slabs run on.
+    queue: usize,
     input: Option<Buffer<u8>>,
     output: Option<Buffer<u8>>,
     capacity: usize,
@@ -111,25 +115,24 @@ pub(crate) fn create_queue(
     }
 }
 
-/// Sets `kernel`'s arguments from their roles and enqueues it on `queue` with `shape`.
+/// Sets the launch's kernel arguments from their roles and enqueues it on `queue`.
 ///
 /// # Safety
-/// `arguments` must be `kernel`'s parameter list; `input`, `output` and `counters` (where
-/// the list names it) must be buffers of the device's context that hold what the launch
-/// reads and writes, stay alive, and that the host does not touch until it has completed.
+/// The launch's arguments must be its kernel's parameter list; `input`, `output` and
+/// `counters` (where the list names it) must be buffers of the device's context that hold
+/// what the launch reads and writes, stay alive, and that the host does not touch until it
+/// has completed.
 pub(crate) unsafe fn enqueue_kernel(
     queue: &CommandQueue,
-    kernel: &Kernel,
-    keys: &Keys,
-    arguments: &ArgumentList,
-    shape: Shape,
+    launch: &Launch<'_, OpenCl>,
     (input, output, counters): (cl_mem, cl_mem, Option<cl_mem>),
-) -> Result<Event, GpuError> {
-    for (index, argument) in arguments.as_slice().iter().enumerate() {
+) -> Outcome<Event> {
+    let (kernel, keys) = (launch.kernel, launch.keys);
+    for (index, argument) in launch.arguments.as_slice().iter().enumerate() {
         let index = index as u32;
-        // SAFETY: `arguments` is the kernel's list (the caller's guarantee), so each value
-        // has the size and layout of its parameter: `cl_mem` for pointers, `u32` / `u64`,
-        // `[u32; 4]` / `[u32; 2]` for `u32x4` / `u32x2`.
+        // SAFETY: the arguments are the kernel's list (the caller's guarantee), so each
+        // value has the size and layout of its parameter: `cl_mem` for pointers, `u32` /
+        // `u64`, `[u32; 4]` / `[u32; 2]` for `u32x4` / `u32x2`.
         unsafe {
             match *argument {
                 Argument::Input => kernel.set_arg(index, &input),
@@ -153,6 +156,7 @@ pub(crate) unsafe fn enqueue_kernel(
         }
         .or_api("clSetKernelArg")?;
     }
+    let shape = launch.shape;
     // SAFETY: every argument was set above; the sizes are one-dimensional, with the global
     // size a multiple of the group size as OpenCL 1.2 requires. The caller guarantees the
     // data buffers; the key buffers hold what the kernels read.
@@ -195,14 +199,20 @@ impl Api for OpenCl {
         self.info.kind
     }
 
-    fn reserve(
-        &self,
-        _queue: usize,
-        slot: &mut Slot,
-        bytes: usize,
-        limit: usize,
-        _staging: Staging,
-    ) -> Result<(), GpuError> {
+    fn new_slot(queue: usize) -> Slot {
+        Slot {
+            queue,
+            input: None,
+            output: None,
+            capacity: 0,
+            counters: None,
+            counter_capacity: 0,
+        }
+    }
+
+    /// OpenCL copies straight from and to the caller's memory whatever `_staging` says:
+    /// the driver pins or stages pageable memory itself.
+    fn reserve(&self, slot: &mut Slot, bytes: usize, limit: usize, _staging: Staging) -> Outcome {
         if slot.capacity >= bytes && slot.input.is_some() && slot.output.is_some() {
             return Ok(());
         }
@@ -218,12 +228,7 @@ impl Api for OpenCl {
         Ok(())
     }
 
-    fn upload_counters(
-        &self,
-        queue: usize,
-        slot: &mut Slot,
-        counters: &[u8],
-    ) -> Result<(), GpuError> {
+    fn upload_counters(&self, slot: &mut Slot, counters: &[u8]) -> Outcome {
         if slot.counter_capacity < counters.len() || slot.counters.is_none() {
             let capacity = counters.len().next_power_of_two();
             slot.counters = None;
@@ -232,50 +237,33 @@ impl Api for OpenCl {
             slot.counter_capacity = capacity;
         }
         let buffer = slot.counters.as_mut().expect("allocated above");
+        let queue = &self.queues[slot.queue];
         // SAFETY: non-blocking; `counters` is borrowed from the caller's operation, which
         // it holds (unchanged) until it has waited for both queues, and the buffer holds at
         // least its length (grown above). In queue order after this slot's previous launch.
-        unsafe {
-            self.queues[queue].enqueue_write_buffer(buffer, CL_NON_BLOCKING, 0, counters, &[])
-        }
-        .or_api("clEnqueueWriteBuffer")?;
+        unsafe { queue.enqueue_write_buffer(buffer, CL_NON_BLOCKING, 0, counters, &[]) }
+            .or_api("clEnqueueWriteBuffer")?;
         Ok(())
     }
 
-    unsafe fn upload(
-        &self,
-        queue: usize,
-        slot: &mut Slot,
-        data: &[u8],
-        offset: usize,
-        _staging: Staging,
-    ) -> Result<(), GpuError> {
+    unsafe fn upload(&self, slot: &mut Slot, data: &[u8], offset: usize) -> Outcome {
         let input = slot.input.as_mut().expect("reserve allocates the input");
+        let queue = &self.queues[slot.queue];
         // SAFETY: non-blocking, so the device reads `data` after this returns, which the
         // caller allows; the buffer holds `offset + data.len()` bytes (reserved).
-        unsafe {
-            self.queues[queue].enqueue_write_buffer(input, CL_NON_BLOCKING, offset, data, &[])
-        }
-        .or_api("clEnqueueWriteBuffer")?;
+        unsafe { queue.enqueue_write_buffer(input, CL_NON_BLOCKING, offset, data, &[]) }
+            .or_api("clEnqueueWriteBuffer")?;
         Ok(())
     }
 
-    unsafe fn launch(
-        &self,
-        queue: usize,
-        slot: &mut Slot,
-        kernel: &Kernel,
-        keys: &Keys,
-        arguments: &ArgumentList,
-        shape: Shape,
-    ) -> Result<Event, GpuError> {
+    unsafe fn launch(&self, slot: &mut Slot, launch: Launch<'_, Self>) -> Outcome<Event> {
         let (Some(input), Some(output)) = (slot.input.as_ref(), slot.output.as_ref()) else {
             unreachable!("reserve leaves both buffers allocated");
         };
         let counters = slot
             .counters
             .as_ref()
-            .filter(|_| arguments.reads_counters())
+            .filter(|_| launch.arguments.reads_counters())
             .map(|buffer| buffer.get());
         // SAFETY: the slot's two buffers are distinct buffers of this context holding the
         // launch's blocks (the caller's guarantee), alive in the locked device state; the
@@ -284,49 +272,35 @@ impl Api for OpenCl {
         // slab writes it after this launch, in order).
         unsafe {
             enqueue_kernel(
-                &self.queues[queue],
-                kernel,
-                keys,
-                arguments,
-                shape,
+                &self.queues[slot.queue],
+                &launch,
                 (input.get(), output.get(), counters),
             )
         }
     }
 
-    unsafe fn download(
-        &self,
-        queue: usize,
-        slot: &mut Slot,
-        data: &mut [u8],
-        _staging: Staging,
-    ) -> Result<(), GpuError> {
+    unsafe fn download(&self, slot: &mut Slot, data: &mut [u8]) -> Outcome {
         let output = slot.output.as_ref().expect("reserve allocates the output");
+        let queue = &self.queues[slot.queue];
         // SAFETY: non-blocking; the device writes `data` after the kernel, in queue order,
         // and the caller leaves it untouched until the queues are drained. The buffer holds
         // at least `data.len()` bytes (reserved).
-        unsafe { self.queues[queue].enqueue_read_buffer(output, CL_NON_BLOCKING, 0, data, &[]) }
+        unsafe { queue.enqueue_read_buffer(output, CL_NON_BLOCKING, 0, data, &[]) }
             .or_api("clEnqueueReadBuffer")?;
         Ok(())
     }
 
-    fn flush(&self, queue: usize) -> Result<(), GpuError> {
-        self.queues[queue].flush().or_api("clFlush")
+    fn flush(&self, slot: &Slot) -> Outcome {
+        self.queues[slot.queue].flush().or_api("clFlush")
     }
 
     /// In-order queues copy straight into the caller's memory: a queue's next slab is
     /// ordered after its previous one without waiting here.
-    fn finish_slab(
-        &self,
-        _queue: usize,
-        _slot: &mut Slot,
-        _data: &mut [u8],
-        _staging: Staging,
-    ) -> Result<(), GpuError> {
+    fn finish_slab(&self, _slot: &mut Slot, _data: &mut [u8]) -> Outcome {
         Ok(())
     }
 
-    fn wait(&self, _host_memory_in_flight: bool) -> Result<(), GpuError> {
+    fn wait(&self, _host_memory_in_flight: bool) -> Outcome {
         for queue in &self.queues {
             if queue.finish().is_err() {
                 // The device may still be copying into the caller's buffer, and there is no
@@ -339,12 +313,7 @@ impl Api for OpenCl {
         Ok(())
     }
 
-    fn upload_key(
-        &self,
-        keys: &mut Keys,
-        key: &KeyMaterial,
-        decrypting: bool,
-    ) -> Result<(), GpuError> {
+    fn upload_key(&self, keys: &mut Keys, key: &KeyMaterial, decrypting: bool) -> Outcome {
         write_words(
             &self.queues[0],
             &mut keys.round_keys,
@@ -356,7 +325,7 @@ impl Api for OpenCl {
         Ok(())
     }
 
-    fn wipe_key(&self, keys: &mut Keys, key: &KeyMaterial) -> Result<(), GpuError> {
+    fn wipe_key(&self, keys: &mut Keys, key: &KeyMaterial) -> Outcome {
         write_words(&self.queues[0], &mut keys.round_keys, &[0; ROUND_KEY_WORDS])?;
         if !key.key_tables().is_empty() {
             write_words(&self.queues[0], &mut keys.key_tables, &[0; KEY_TABLE_WORDS])?;
@@ -367,7 +336,7 @@ impl Api for OpenCl {
     /// From each kernel's `CL_PROFILING_COMMAND_START` to `_END` (copies excluded), counting
     /// the time during which at least one kernel ran: kernels of the two queues may overlap
     /// (PoCL runs them side by side), and overlapping time counts once.
-    fn kernel_time(events: &[Event]) -> Result<Duration, GpuError> {
+    fn kernel_time(events: &[Event]) -> Outcome<Duration> {
         let mut intervals = Vec::with_capacity(events.len());
         for event in events {
             let start = event
@@ -381,13 +350,13 @@ impl Api for OpenCl {
         Ok(Duration::from_nanos(busy_nanoseconds(intervals)))
     }
 
-    fn kernel_times(
-        device: &GpuHost<Self>,
-        key: &KeyMaterial,
-        operation: &GpuOperation,
-        data: &mut [u8],
-        runs: usize,
-    ) -> Result<Vec<Duration>, GpuError> {
+    fn kernel_times(device: &GpuHost<Self>, job: TimingJob<'_>) -> Outcome<Vec<Duration>> {
+        let TimingJob {
+            key,
+            operation,
+            data,
+            runs,
+        } = job;
         (0..runs)
             .map(|_| {
                 device

@@ -18,11 +18,10 @@ use opencl3::memory::{
 };
 use opencl3::types::CL_BLOCKING;
 
-use super::adapter::{create_queue, enqueue_kernel, Keys, OpenCl};
+use super::adapter::{create_queue, enqueue_kernel, OpenCl};
 use crate::error::ApiResultExt;
-use crate::host::arguments::ArgumentList;
-use crate::host::zero_copy::{MappedMemory, BLOCK_BYTES};
-use crate::host::Shape;
+use crate::host::zero_copy::{KernelTime, MappedHalves, MappedMemory, BLOCK_BYTES};
+use crate::host::{Launch, Outcome};
 use crate::GpuError;
 
 /// Whether `device` says it shares the host's memory; `false` when the driver does not
@@ -138,29 +137,6 @@ impl HostMapped {
         }
         Ok(())
     }
-
-    /// The front half as the host sees it: `capacity` bytes, empty without a mapping.
-    pub(super) fn bytes(&self) -> &[u8] {
-        match self.mapped {
-            // SAFETY: a mapping of `capacity` bytes that stays valid until it is unmapped,
-            // which takes `&mut self`; every byte was zeroed when the buffer was made or
-            // written by a kernel since, and no kernel writes the front half while it is
-            // mapped (kernels run only inside `run`, on the unmapped halves).
-            Some(pointer) => unsafe { std::slice::from_raw_parts(pointer.as_ptr(), self.capacity) },
-            None => &[],
-        }
-    }
-
-    /// As [`HostMapped::bytes`], writable.
-    pub(super) fn bytes_mut(&mut self) -> &mut [u8] {
-        match self.mapped {
-            // SAFETY: as in `bytes`, and `&mut self` makes the slice the only access.
-            Some(pointer) => unsafe {
-                std::slice::from_raw_parts_mut(pointer.as_ptr(), self.capacity)
-            },
-            None => &mut [],
-        }
-    }
 }
 
 impl Drop for HostMapped {
@@ -172,21 +148,36 @@ impl Drop for HostMapped {
     }
 }
 
+impl MappedHalves for HostMapped {
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self.mapped {
+            // SAFETY: a mapping of `capacity` bytes that stays valid until it is unmapped,
+            // which takes `&mut self`; every byte was zeroed when the buffer was made or
+            // written by a kernel since, and no kernel writes the front half while it is
+            // mapped (kernels run only inside `run_mapped`, on the unmapped halves).
+            Some(pointer) => unsafe { std::slice::from_raw_parts(pointer.as_ptr(), self.capacity) },
+            None => &[],
+        }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match self.mapped {
+            // SAFETY: as in `bytes`, and `&mut self` makes the slice the only access.
+            Some(pointer) => unsafe {
+                std::slice::from_raw_parts_mut(pointer.as_ptr(), self.capacity)
+            },
+            None => &mut [],
+        }
+    }
+}
+
 impl MappedMemory for OpenCl {
-    fn new_mapped(&self, bytes: usize) -> Result<HostMapped, GpuError> {
+    fn new_mapped(&self, bytes: usize) -> Outcome<HostMapped> {
         HostMapped::new(&self.context, &self.device, bytes)
-    }
-
-    fn mapped_capacity(mapped: &HostMapped) -> usize {
-        mapped.capacity
-    }
-
-    fn mapped_bytes(mapped: &HostMapped) -> &[u8] {
-        mapped.bytes()
-    }
-
-    fn mapped_bytes_mut(mapped: &mut HostMapped) -> &mut [u8] {
-        mapped.bytes_mut()
     }
 
     fn host_unified_memory(&self) -> bool {
@@ -199,15 +190,7 @@ impl MappedMemory for OpenCl {
 
     /// Unmaps the front half, runs the kernel from it into the back half on the buffer's
     /// own queue, and maps the back half as the new front, which waits for the kernel.
-    unsafe fn run_mapped(
-        &self,
-        mapped: &mut HostMapped,
-        kernel: &opencl3::kernel::Kernel,
-        keys: &Keys,
-        arguments: &ArgumentList,
-        shape: Shape,
-        timed: bool,
-    ) -> Result<Option<Duration>, GpuError> {
+    unsafe fn run_mapped(&self, mapped: &mut HostMapped, launch: Launch<'_, Self>) -> KernelTime {
         if mapped.mapped.is_none() {
             return Err(GpuError::InvalidInput(
                 "the mapped buffer lost its mapping after an earlier device error; allocate \
@@ -222,16 +205,7 @@ impl MappedMemory for OpenCl {
         // at least the launch's blocks (the caller's guarantee); the halves live as long as
         // `mapped`, which stays borrowed until the blocking map below has waited for the
         // kernel, and neither half is mapped while it runs.
-        let launched = unsafe {
-            enqueue_kernel(
-                &mapped.queue,
-                kernel,
-                keys,
-                arguments,
-                shape,
-                (input, output, None),
-            )
-        };
+        let launched = unsafe { enqueue_kernel(&mapped.queue, &launch, (input, output, None)) };
         let event = match launched {
             Ok(event) => event,
             Err(error) => {
@@ -247,7 +221,7 @@ impl MappedMemory for OpenCl {
             let _ = mapped.queue.finish();
             return Err(error);
         }
-        if !timed {
+        if !launch.timed {
             return Ok(None);
         }
         let start = event

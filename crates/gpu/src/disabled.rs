@@ -1,255 +1,195 @@
-//! What stands in for a GPU API whose cargo feature is off: the same public types and entry
-//! points, so that the engine, the file format, the bench lab and the command line compile
-//! unchanged, and every way in ([`list`](opencl::OpenClDevice::list),
-//! [`open`](opencl::OpenClDevice::open)) says that the API is not in this build.
+//! What stands in for a GPU API whose cargo feature is off: an adapter ([`Unavailable`]) of
+//! which no device can exist, so that the shared host gives the same public types and
+//! methods as in a full build, and the engine, the file format, the bench lab and the command
+//! line compile unchanged. Every way in (`OpenClDevice::list`,
+//! `OpenClDevice::open`, ...) says that the API is not in this build.
 //!
-//! A device of a disabled API can never exist (its types hold an uninhabited value), so its
-//! methods need no behaviour: each is a `match` on nothing, which the compiler checks.
+//! The adapter's types are uninhabited, so its methods need no behaviour: each is a `match`
+//! on nothing, which the compiler checks.
 
 use std::marker::PhantomData;
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{
-    GpuApi, GpuDevice, GpuError, GpuOperation, KeyMaterial, LaunchGeometry, OpenOptions,
-    ProgramOrigin, TableCopies, TuneTable,
-};
+use crate::host::zero_copy::{KernelTime, MappedHalves, MappedMemory};
+use crate::host::{Api, GpuHost, Launch, Outcome, Staging, TimingJob};
+use crate::{DeviceKind, GpuApi, GpuError, KeyMaterial, OpenOptions};
 
-/// A value no code can make: it marks the types of an API that is not in this build.
+/// A value no code can make: the types of an API that is not in this build hold one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Never {}
+pub enum Never {}
+
+impl MappedHalves for Never {
+    fn capacity(&self) -> usize {
+        match *self {}
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match *self {}
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match *self {}
+    }
+}
+
+/// Which API is missing, for its messages.
+pub trait Missing: Send + Sync + 'static {
+    /// The API.
+    const API: GpuApi;
+}
+
+/// The adapter of an API that is not in this build: no value of it exists.
+pub struct Unavailable<M> {
+    never: Never,
+    api: PhantomData<M>,
+}
+
+impl<M: Missing> std::fmt::Debug for Unavailable<M> {
+    fn fmt(&self, _formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.never {}
+    }
+}
 
 /// The error every entry point of a disabled API returns.
 fn not_in_this_build(api: GpuApi) -> GpuError {
     GpuError::NotInThisBuild { api }
 }
 
-/// The methods both disabled devices share, written once: every one is unreachable because
-/// no device value exists.
-macro_rules! disabled_device {
-    ($device:ident, $info:ty, $api:expr) => {
-        impl $device {
-            /// Always [`GpuError::NotInThisBuild`]: this build has no such device.
-            pub fn list() -> Result<Vec<$info>, GpuError> {
-                Err(super::not_in_this_build($api))
-            }
+impl<M: Missing> Api for Unavailable<M> {
+    const API: GpuApi = M::API;
+    const QUEUES: usize = 1;
+    type Kernel = Never;
+    type Slot = Never;
+    type Keys = Never;
+    type Mapped = Never;
+    type Event = Never;
+    type Extra = Never;
 
-            /// Always [`GpuError::NotInThisBuild`].
-            pub fn open(_index: usize) -> Result<Self, GpuError> {
-                Err(super::not_in_this_build($api))
-            }
+    fn device_name(&self) -> String {
+        match self.never {}
+    }
+    fn description(&self) -> String {
+        match self.never {}
+    }
+    fn identity_description(&self) -> String {
+        match self.never {}
+    }
+    fn kind(&self) -> DeviceKind {
+        match self.never {}
+    }
+    fn new_slot(_queue: usize) -> Never {
+        unreachable!("no device of an API outside this build is ever opened")
+    }
+    fn reserve(&self, slot: &mut Never, _: usize, _: usize, _: Staging) -> Outcome {
+        match *slot {}
+    }
+    fn upload_counters(&self, slot: &mut Never, _: &[u8]) -> Outcome {
+        match *slot {}
+    }
+    unsafe fn upload(&self, slot: &mut Never, _: &[u8], _: usize) -> Outcome {
+        match *slot {}
+    }
+    unsafe fn launch(&self, slot: &mut Never, _: Launch<'_, Self>) -> Outcome<Never> {
+        match *slot {}
+    }
+    unsafe fn download(&self, slot: &mut Never, _: &mut [u8]) -> Outcome {
+        match *slot {}
+    }
+    fn flush(&self, slot: &Never) -> Outcome {
+        match *slot {}
+    }
+    fn finish_slab(&self, slot: &mut Never, _: &mut [u8]) -> Outcome {
+        match *slot {}
+    }
+    fn wait(&self, _: bool) -> Outcome {
+        match self.never {}
+    }
+    fn upload_key(&self, keys: &mut Never, _: &KeyMaterial, _: bool) -> Outcome {
+        match *keys {}
+    }
+    fn wipe_key(&self, keys: &mut Never, _: &KeyMaterial) -> Outcome {
+        match *keys {}
+    }
+    fn kernel_time(_events: &[Never]) -> Outcome<Duration> {
+        Ok(Duration::ZERO)
+    }
+    fn kernel_times(device: &GpuHost<Self>, _: TimingJob<'_>) -> Outcome<Vec<Duration>> {
+        match device.adapter.never {}
+    }
+}
 
-            /// Always [`GpuError::NotInThisBuild`].
-            pub fn open_with(_index: usize, _options: &OpenOptions) -> Result<Self, GpuError> {
-                Err(super::not_in_this_build($api))
-            }
+impl<M: Missing> MappedMemory for Unavailable<M> {
+    fn new_mapped(&self, _bytes: usize) -> Outcome<Never> {
+        match self.never {}
+    }
+    fn host_unified_memory(&self) -> bool {
+        match self.never {}
+    }
+    fn max_allocation_bytes(&self) -> u64 {
+        match self.never {}
+    }
+    unsafe fn run_mapped(&self, halves: &mut Never, _: Launch<'_, Self>) -> KernelTime {
+        match *halves {}
+    }
+}
 
-            /// The device's name (never called: no device exists).
-            pub fn name(&self) -> String {
-                match self.never {}
-            }
-
-            /// What the driver reports (never called: no device exists).
-            pub fn info(&self) -> &$info {
-                match self.never {}
-            }
-
-            /// The compiled table copies (never called: no device exists).
-            pub fn table_copies(&self) -> TableCopies {
-                match self.never {}
-            }
-
-            /// Where the kernels came from (never called: no device exists).
-            pub fn program_origin(&self) -> ProgramOrigin {
-                match self.never {}
-            }
-
-            /// Bytes per slab (never called: no device exists).
-            pub fn slab_bytes(&self) -> usize {
-                match self.never {}
-            }
-
-            /// The launch shape (never called: no device exists).
-            pub fn launch_geometry(&self) -> LaunchGeometry {
-                match self.never {}
-            }
-
-            /// Sets the launch shape (never called: no device exists).
-            pub fn set_launch_geometry(&self, _geometry: LaunchGeometry) -> Result<(), GpuError> {
-                match self.never {}
-            }
-
-            /// Installs a tune table (never called: no device exists).
-            pub fn set_tuning(&self, _table: Option<Arc<TuneTable>>) {
-                match self.never {}
-            }
-
-            /// The tune table (never called: no device exists).
-            pub fn tuning(&self) -> Option<Arc<TuneTable>> {
-                match self.never {}
-            }
-
-            /// Runs an operation (never called: no device exists).
-            pub fn process(
-                &self,
-                _key: &KeyMaterial,
-                _operation: &GpuOperation,
-                _data: &mut [u8],
-            ) -> Result<(), GpuError> {
-                match self.never {}
-            }
-
-            /// GHASH partial sums (never called: no device exists).
-            pub fn ghash_segments(
-                &self,
-                _hash_key: &[u8; 16],
-                _data: &[u8],
-                _segment_bytes: usize,
-            ) -> Result<Vec<u128>, GpuError> {
-                match self.never {}
-            }
-
-            /// Whether the device shares host memory (never called: no device exists).
-            pub fn host_unified_memory(&self) -> bool {
-                match self.never {}
-            }
-
-            /// The largest mapped buffer (never called: no device exists).
-            pub fn max_mapped_bytes(&self) -> usize {
-                match self.never {}
-            }
-
-            /// A mapped buffer (never called: no device exists).
-            pub fn mapped_buffer(&self, _len: usize) -> Result<MappedBuffer<'_>, GpuError> {
-                match self.never {}
-            }
-
-            /// Runs an operation through mapped memory (never called: no device exists).
-            pub fn process_zero_copy(
-                &self,
-                _key: &KeyMaterial,
-                _operation: &GpuOperation,
-                _data: &mut [u8],
-            ) -> Result<(), GpuError> {
-                match self.never {}
-            }
+/// The entry points that open a device, for a missing API: each says it is not in this
+/// build.
+macro_rules! unavailable_entry_points {
+    ($info:ty) => {
+        /// Always [`GpuError::NotInThisBuild`]: this build has no such device.
+        pub fn list() -> Result<Vec<$info>, GpuError> {
+            Err(not_in_this_build(<Self as HasApi>::API))
         }
 
-        impl GpuDevice for $device {
-            fn api(&self) -> GpuApi {
-                $api
-            }
-            fn description(&self) -> String {
-                match self.never {}
-            }
-            fn identity(&self) -> String {
-                match self.never {}
-            }
-            fn launch_geometry(&self) -> LaunchGeometry {
-                match self.never {}
-            }
-            fn set_launch_geometry(&self, _geometry: LaunchGeometry) -> Result<(), GpuError> {
-                match self.never {}
-            }
-            fn set_tuning(&self, _table: Option<Arc<TuneTable>>) {
-                match self.never {}
-            }
-            fn tuning(&self) -> Option<Arc<TuneTable>> {
-                match self.never {}
-            }
-            fn kernel_times(
-                &self,
-                _key: &KeyMaterial,
-                _operation: &GpuOperation,
-                _data: &mut [u8],
-                _runs: usize,
-            ) -> Result<Vec<Duration>, GpuError> {
-                match self.never {}
-            }
-            fn process(
-                &self,
-                _key: &KeyMaterial,
-                _operation: &GpuOperation,
-                _data: &mut [u8],
-            ) -> Result<(), GpuError> {
-                match self.never {}
-            }
+        /// Always [`GpuError::NotInThisBuild`].
+        pub fn open(_index: usize) -> Result<Self, GpuError> {
+            Err(not_in_this_build(<Self as HasApi>::API))
         }
 
-        /// Mapped host memory of a device that cannot exist in this build.
-        #[derive(Debug)]
-        pub struct MappedBuffer<'device> {
-            never: super::Never,
-            _device: PhantomData<&'device $device>,
+        /// Always [`GpuError::NotInThisBuild`].
+        pub fn open_with(_index: usize, _options: &OpenOptions) -> Result<Self, GpuError> {
+            Err(not_in_this_build(<Self as HasApi>::API))
         }
 
-        impl MappedBuffer<'_> {
-            /// Bytes in use (never called: no buffer exists).
-            pub fn len(&self) -> usize {
-                match self.never {}
-            }
-
-            /// Whether no byte is in use (never called: no buffer exists).
-            pub fn is_empty(&self) -> bool {
-                match self.never {}
-            }
-
-            /// Bytes allocated (never called: no buffer exists).
-            pub fn capacity(&self) -> usize {
-                match self.never {}
-            }
-
-            /// Changes the bytes in use (never called: no buffer exists).
-            pub fn set_len(&mut self, _len: usize) -> Result<(), GpuError> {
-                match self.never {}
-            }
-
-            /// The bytes in use (never called: no buffer exists).
-            pub fn as_slice(&self) -> &[u8] {
-                match self.never {}
-            }
-
-            /// The bytes in use, writable (never called: no buffer exists).
-            pub fn as_mut_slice(&mut self) -> &mut [u8] {
-                match self.never {}
-            }
-
-            /// Runs an operation in place (never called: no buffer exists).
-            pub fn process(
-                &mut self,
-                _key: &KeyMaterial,
-                _operation: &GpuOperation,
-            ) -> Result<(), GpuError> {
-                match self.never {}
-            }
-
-            /// Runs an operation in place, timed (never called: no buffer exists).
-            pub fn process_timed(
-                &mut self,
-                _key: &KeyMaterial,
-                _operation: &GpuOperation,
-            ) -> Result<(Duration, Duration), GpuError> {
-                match self.never {}
-            }
+        /// What the driver reports (never called: no device exists).
+        pub fn info(&self) -> &$info {
+            match self.adapter.never {}
         }
     };
+}
+
+/// The API of a device type, for the entry points above.
+trait HasApi {
+    const API: GpuApi;
+}
+
+impl<M: Missing> HasApi for GpuHost<Unavailable<M>> {
+    const API: GpuApi = M::API;
 }
 
 /// OpenCL in a build without the `opencl` feature.
 #[cfg(not(feature = "opencl"))]
 pub mod opencl {
     use super::*;
-    use crate::DeviceInfo;
+    use crate::{DeviceInfo, GpuOperation, TableCopies};
 
-    /// An OpenCL device; in this build none can be opened.
-    #[derive(Debug)]
-    pub struct OpenClDevice {
-        never: Never,
+    /// Marks OpenCL as missing.
+    pub struct OpenClMissing;
+
+    impl Missing for OpenClMissing {
+        const API: GpuApi = GpuApi::Opencl;
     }
 
-    disabled_device!(OpenClDevice, DeviceInfo, GpuApi::Opencl);
+    /// An OpenCL device; in this build none can be opened.
+    pub type OpenClDevice = GpuHost<Unavailable<OpenClMissing>>;
 
-    impl OpenClDevice {
+    /// Mapped memory of an OpenCL device; in this build there is none.
+    pub type MappedBuffer<'device> = crate::GpuMappedBuffer<'device, Unavailable<OpenClMissing>>;
+
+    impl GpuHost<Unavailable<OpenClMissing>> {
+        unavailable_entry_points!(DeviceInfo);
+
         /// Always [`GpuError::NotInThisBuild`].
         pub fn compile_check(_index: usize, _table_copies: TableCopies) -> Result<(), GpuError> {
             Err(not_in_this_build(GpuApi::Opencl))
@@ -262,7 +202,7 @@ pub mod opencl {
             _operation: &GpuOperation,
             _data: &mut [u8],
         ) -> Result<(Duration, Duration), GpuError> {
-            match self.never {}
+            match self.adapter.never {}
         }
     }
 }
@@ -274,9 +214,23 @@ pub mod cuda {
     use std::ops::Range;
 
     use super::*;
+    use crate::GpuOperation;
 
     /// Streams the CUDA host rotates slabs over (as in a build with CUDA).
     pub const STREAMS: usize = 3;
+
+    /// Marks CUDA as missing.
+    pub struct CudaMissing;
+
+    impl Missing for CudaMissing {
+        const API: GpuApi = GpuApi::Cuda;
+    }
+
+    /// A CUDA device; in this build none can be opened.
+    pub type CudaDevice = GpuHost<Unavailable<CudaMissing>>;
+
+    /// Mapped memory of a CUDA device; in this build there is none.
+    pub type MappedBuffer<'device> = crate::GpuMappedBuffer<'device, Unavailable<CudaMissing>>;
 
     /// A CUDA device as the driver describes it; in this build there is none.
     #[derive(Clone, Debug, PartialEq, Eq)]
@@ -321,28 +275,22 @@ pub mod cuda {
         }
     }
 
-    /// A CUDA device; in this build none can be opened.
-    #[derive(Debug)]
-    pub struct CudaDevice {
-        never: Never,
-    }
+    impl GpuHost<Unavailable<CudaMissing>> {
+        unavailable_entry_points!(CudaDeviceInfo);
 
-    disabled_device!(CudaDevice, CudaDeviceInfo, GpuApi::Cuda);
-
-    impl CudaDevice {
         /// What the kernels were compiled for (never called: no device exists).
         pub fn architecture(&self) -> &str {
-            match self.never {}
+            match self.adapter.never {}
         }
 
         /// Pinned host memory (never called: no device exists).
         pub fn alloc_pinned(&self, _bytes: usize) -> Result<PinnedBuffer, GpuError> {
-            match self.never {}
+            match self.adapter.never {}
         }
 
         /// A device-memory copy of `data` (never called: no device exists).
         pub fn copy_to_device(&self, _data: &[u8]) -> Result<DeviceBuffer, GpuError> {
-            match self.never {}
+            match self.adapter.never {}
         }
 
         /// Runs over pinned memory (never called: no device exists).
@@ -350,10 +298,10 @@ pub mod cuda {
             &self,
             _key: &KeyMaterial,
             _operation: &GpuOperation,
-            _data: &mut PinnedBuffer,
+            data: &mut PinnedBuffer,
             _range: Range<usize>,
         ) -> Result<(), GpuError> {
-            match self.never {}
+            match data.never {}
         }
 
         /// Runs over device memory (never called: no device exists).
@@ -361,9 +309,9 @@ pub mod cuda {
             &self,
             _key: &KeyMaterial,
             _operation: &GpuOperation,
-            _buffer: &mut DeviceBuffer,
+            buffer: &mut DeviceBuffer,
         ) -> Result<(), GpuError> {
-            match self.never {}
+            match buffer.never {}
         }
 
         /// Runs over device memory, timed (never called: no device exists).
@@ -371,9 +319,9 @@ pub mod cuda {
             &self,
             _key: &KeyMaterial,
             _operation: &GpuOperation,
-            _buffer: &mut DeviceBuffer,
+            buffer: &mut DeviceBuffer,
         ) -> Result<Duration, GpuError> {
-            match self.never {}
+            match buffer.never {}
         }
     }
 }

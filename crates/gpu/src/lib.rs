@@ -1,4 +1,5 @@
-//! The GPU layer: block-cipher kernels compiled at run time, and the OpenCL backend.
+//! The GPU layer: block-cipher kernels compiled at run time, and one host that drives them
+//! through OpenCL or CUDA.
 //!
 //! There is one kernel source text, `kernels/parcrypt.cl`, for every compiler: the host puts
 //! a small vendor header in front of it (`kernels/vendor_opencl.h` for OpenCL C,
@@ -6,19 +7,27 @@
 //! [`kernel_source`]. Key schedules are expanded once on the host with the CPU crate's code
 //! ([`KeyMaterial`]), so a kernel and its CPU twin cannot disagree on the schedule.
 //!
-//! [`OpenClDevice`] runs ECB, CTR and CBC decryption for AES, Blowfish and RC6 on any
-//! OpenCL device. libOpenCL is loaded at run time: on a machine without it every call returns
-//! [`GpuError::NoOpenClLibrary`], and nothing else is affected. Output is bit-identical to the
-//! CPU path (`parcrypt-modes` over `parcrypt-ciphers`); the tests compare every operation.
+//! The host is written once, [`GpuHost`]: slabs and their buffers, queues (streams) that
+//! overlap one slab's copies with another's kernel, launch shapes and tuning, key upload and
+//! wipe, GHASH segments, zero-copy mapped memory ([`GpuMappedBuffer`]) and the self-test.
+//! Each API is an adapter that only translates its calls: [`OpenClDevice`] is the host over
+//! OpenCL, [`CudaDevice`] over CUDA (which adds pinned and device-memory paths). Both run
+//! ECB, CTR and CBC decryption for AES, Blowfish and RC6, and GHASH partial sums for GCM
+//! ([`GpuDevice::ghash_segments`]), so that a GCM message's authentication runs where its
+//! CTR part runs. Output is bit-identical to the CPU path (`parcrypt-modes` over
+//! `parcrypt-ciphers`); the tests compare every operation.
 //!
-//! The OpenCL and CUDA devices also compute GHASH partial sums for GCM ([`GpuDevice::ghash_segments`]), so that a
-//! GCM message's authentication runs where its CTR part runs.
+//! GPU libraries are loaded at run time: on a machine without libOpenCL every OpenCL call
+//! returns [`GpuError::NoOpenClLibrary`], and nothing else is affected. Each API is also a
+//! cargo feature (`opencl`, `cuda`, on by default); a build without one has the same types,
+//! whose entry points return [`GpuError::NotInThisBuild`].
 //!
 //! Each device runs a known-answer self-test of every kernel when it is opened and is refused
 //! if any result is wrong, so a miscompiled kernel or a broken driver never encrypts data.
 
-// Without any GPU API the shared host logic has no caller; it stays compiled (and tested)
-// so that a build with no GPU checks it too.
+// Without any GPU API nothing opens a device: the host's constructors and the sizes only
+// the real adapters use have no caller then, and stay compiled so that such a build checks
+// them too.
 #![cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))]
 
 #[cfg(feature = "cuda")]

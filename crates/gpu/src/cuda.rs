@@ -108,13 +108,13 @@ impl GpuHost<Cuda> {
         let slab_bytes = slab_size(options.slab_bytes, u64::MAX);
 
         let context = CudaContext::new(index).or_cuda("cuDevicePrimaryCtxRetain")?;
-        let (module, origin) = load_or_compile(
-            &context,
-            &architecture,
-            &source,
-            &compile_options,
-            cache_entry.as_deref(),
-        )?;
+        let module_source = ModuleSource {
+            architecture: &architecture,
+            source: &source,
+            options: &compile_options,
+            cache_entry: cache_entry.as_deref(),
+        };
+        let (module, origin) = load_or_compile(&context, &module_source)?;
         let assemble = |module, origin| {
             Self::assemble(
                 info.clone(),
@@ -129,13 +129,7 @@ impl GpuHost<Cuda> {
         };
         let opened = assemble(module, origin)?;
         self_test::accept_or_rebuild(opened, origin, Self::self_test, || {
-            let module = compile_and_store(
-                &context,
-                &architecture,
-                &source,
-                &compile_options,
-                cache_entry.as_deref(),
-            )?;
+            let module = compile_and_store(&context, &module_source)?;
             assemble(module, ProgramOrigin::Compiled)
         })
     }
@@ -275,17 +269,24 @@ fn check_shared_memory(info: &CudaDeviceInfo, variant: KernelVariant) -> Result<
     Ok(())
 }
 
+/// What a device's module is built from, and where its image is cached.
+#[derive(Clone, Copy)]
+struct ModuleSource<'a> {
+    architecture: &'a str,
+    source: &'a str,
+    options: &'a [String],
+    cache_entry: Option<&'a std::path::Path>,
+}
+
 /// The module from the cache file at `cache_entry` if there is a usable one, else compiled
 /// from source and stored there for next time.
 fn load_or_compile(
     context: &Arc<CudaContext>,
-    architecture: &str,
-    source: &str,
-    options: &[String],
-    cache_entry: Option<&std::path::Path>,
+    module_source: &ModuleSource<'_>,
 ) -> Result<(Arc<CudaModule>, ProgramOrigin), GpuError> {
-    let kind = ImageKind::of(architecture)?;
-    if let Some(image) = cache_entry
+    let kind = ImageKind::of(module_source.architecture)?;
+    if let Some(image) = module_source
+        .cache_entry
         .and_then(program_cache::load)
         .filter(|image| kind.plausible(image))
     {
@@ -293,18 +294,21 @@ fn load_or_compile(
             return Ok((module, ProgramOrigin::Cache));
         }
     }
-    let module = compile_and_store(context, architecture, source, options, cache_entry)?;
+    let module = compile_and_store(context, module_source)?;
     Ok((module, ProgramOrigin::Compiled))
 }
 
 /// Compiles from source and stores the image at `cache_entry` (replacing what is there).
 fn compile_and_store(
     context: &Arc<CudaContext>,
-    architecture: &str,
-    source: &str,
-    options: &[String],
-    cache_entry: Option<&std::path::Path>,
+    module_source: &ModuleSource<'_>,
 ) -> Result<Arc<CudaModule>, GpuError> {
+    let ModuleSource {
+        architecture,
+        source,
+        options,
+        cache_entry,
+    } = *module_source;
     let image = compiler::compile_source(source, architecture, options)?;
     let module = context
         .load_module(Ptx::from_binary(image.clone()))

@@ -84,14 +84,14 @@ impl GpuHost<OpenCl> {
         let cache_entry = cache_entry(&options.kernel_cache, &device, &build_options, &source);
 
         let context = Context::from_device(&ClDevice::new(device.id)).or_api("clCreateContext")?;
-        let (program, origin) = program::load_or_compile(
-            &context,
-            device.id,
-            &info.name,
-            &source,
-            &build_options,
-            cache_entry.as_deref(),
-        )?;
+        let program_source = program::ProgramSource {
+            device_id: device.id,
+            device_name: &info.name,
+            source: &source,
+            options: &build_options,
+            cache_entry: cache_entry.as_deref(),
+        };
+        let (program, origin) = program::load_or_compile(&context, &program_source)?;
         let slab_bytes = slab_size(options.slab_bytes, info.max_allocation_bytes);
         let assemble = |context, program, origin| {
             Self::assemble(
@@ -108,14 +108,7 @@ impl GpuHost<OpenCl> {
         self_test::accept_or_rebuild(opened, origin, Self::self_test, || {
             let context =
                 Context::from_device(&ClDevice::new(device.id)).or_api("clCreateContext")?;
-            let program = program::compile_and_store(
-                &context,
-                device.id,
-                &info.name,
-                &source,
-                &build_options,
-                cache_entry.as_deref(),
-            )?;
+            let program = program::compile_and_store(&context, &program_source)?;
             assemble(context, program, ProgramOrigin::Compiled)
         })
     }
@@ -317,15 +310,14 @@ mod tests {
         let wrong_source = program_cache::stale::wrong_source(&source);
         let context = Context::from_device(&ClDevice::new(device.id)).unwrap();
         let path = cache_entry(&cache, &device, &options, &source).unwrap();
-        program::compile_and_store(
-            &context,
-            device.id,
-            "test",
-            &wrong_source,
-            &options,
-            Some(&path),
-        )
-        .unwrap();
+        let program_source = program::ProgramSource {
+            device_id: device.id,
+            device_name: "test",
+            source: &wrong_source,
+            options: &options,
+            cache_entry: Some(&path),
+        };
+        program::compile_and_store(&context, &program_source).unwrap();
         let stale = std::fs::read(&path).unwrap();
         program_cache::stale::assert_replaced_on_open(&path, &stale, copies, cache, |options| {
             OpenClDevice::open_with(0, options).map(|opened| opened.program_origin())

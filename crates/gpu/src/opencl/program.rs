@@ -54,16 +54,28 @@ fn from_binary(
     Some(program)
 }
 
+/// What a device's program is built from, and where its binary is cached.
+#[derive(Clone, Copy)]
+pub(crate) struct ProgramSource<'a> {
+    pub device_id: cl_device_id,
+    pub device_name: &'a str,
+    pub source: &'a str,
+    pub options: &'a str,
+    pub cache_entry: Option<&'a Path>,
+}
+
 /// The program from the cache file at `cache_entry` if there is a usable one, else compiled
 /// from source and stored there for next time.
 pub(crate) fn load_or_compile(
     context: &Context,
-    device_id: cl_device_id,
-    device_name: &str,
-    source: &str,
-    options: &str,
-    cache_entry: Option<&Path>,
+    program_source: &ProgramSource<'_>,
 ) -> Result<(Program, ProgramOrigin), GpuError> {
+    let ProgramSource {
+        device_id,
+        options,
+        cache_entry,
+        ..
+    } = *program_source;
     if let Some(path) = cache_entry {
         if let Some(program) = program_cache::load(path)
             .and_then(|binary| from_binary(context, device_id, &binary, options))
@@ -71,26 +83,22 @@ pub(crate) fn load_or_compile(
             return Ok((program, ProgramOrigin::Cache));
         }
     }
-    let program = compile_and_store(
-        context,
-        device_id,
-        device_name,
-        source,
-        options,
-        cache_entry,
-    )?;
+    let program = compile_and_store(context, program_source)?;
     Ok((program, ProgramOrigin::Compiled))
 }
 
 /// Compiles from source and stores the binary at `cache_entry` (replacing what is there).
 pub(crate) fn compile_and_store(
     context: &Context,
-    device_id: cl_device_id,
-    device_name: &str,
-    source: &str,
-    options: &str,
-    cache_entry: Option<&Path>,
+    program_source: &ProgramSource<'_>,
 ) -> Result<Program, GpuError> {
+    let ProgramSource {
+        device_id,
+        device_name,
+        source,
+        options,
+        cache_entry,
+    } = *program_source;
     let program = compile(context, device_id, device_name, source, options)?;
     if let Some(path) = cache_entry {
         if let Some(binary) = program

@@ -8,7 +8,6 @@
 //! and shows it from then on.
 
 use std::ptr::{self, NonNull};
-use std::time::Duration;
 
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
@@ -21,7 +20,7 @@ use opencl3::types::CL_BLOCKING;
 use super::adapter::{create_queue, enqueue_kernel, OpenCl};
 use crate::error::ApiResultExt;
 use crate::host::zero_copy::{KernelTime, MappedHalves, MappedMemory, BLOCK_BYTES};
-use crate::host::{Launch, Outcome};
+use crate::host::{Api, Launch, Outcome};
 use crate::GpuError;
 
 /// Whether `device` says it shares the host's memory; `false` when the driver does not
@@ -224,13 +223,7 @@ impl MappedMemory for OpenCl {
         if !launch.timed {
             return Ok(None);
         }
-        let start = event
-            .profiling_command_start()
-            .or_api("clGetEventProfilingInfo")?;
-        let end = event
-            .profiling_command_end()
-            .or_api("clGetEventProfilingInfo")?;
-        Ok(Some(Duration::from_nanos(end.saturating_sub(start))))
+        OpenCl::kernel_time(std::slice::from_ref(&event)).map(Some)
     }
 }
 

@@ -80,7 +80,7 @@ pub fn run(args: TuneArgs) -> Result<(), Failure> {
             let directory = tune_directory().ok_or_else(|| {
                 Failure("no tune directory: set PARCRYPT_TUNE_DIR, XDG_CONFIG_HOME or HOME, or pass --output".into())
             })?;
-            tune_file(&directory, device.api(), &device.identity())
+            tune_file(&directory, device.api().name(), &device.identity())
         }
     };
 

@@ -236,31 +236,24 @@ pub fn time_host_transfer(
             // Each job is one call on the buffer, timed by the host clock (end to end) or
             // by the device (the kernel alone).
             let kernel_only = transfer == HostTransfer::ZeroCopyMappedKernel;
+            // The two APIs' mapped buffers are different types with the same methods.
+            macro_rules! time_mapped {
+                ($device:expr) => {{
+                    let mut buffer = $device.mapped_buffer(bytes)?;
+                    buffer.as_mut_slice().copy_from_slice(&data);
+                    measure_repeated(clock, repetition, probe, || {
+                        if kernel_only {
+                            Ok(Some(buffer.process_timed(&key, &operation)?.0))
+                        } else {
+                            buffer.process(&key, &operation)?;
+                            Ok(None)
+                        }
+                    })
+                }};
+            }
             match device {
-                DirectDevice::OpenCl(device) => {
-                    let mut buffer = device.mapped_buffer(bytes)?;
-                    buffer.as_mut_slice().copy_from_slice(&data);
-                    measure_repeated(clock, repetition, probe, || {
-                        if kernel_only {
-                            Ok(Some(buffer.process_timed(&key, &operation)?.0))
-                        } else {
-                            buffer.process(&key, &operation)?;
-                            Ok(None)
-                        }
-                    })
-                }
-                DirectDevice::Cuda(device) => {
-                    let mut buffer = device.mapped_buffer(bytes)?;
-                    buffer.as_mut_slice().copy_from_slice(&data);
-                    measure_repeated(clock, repetition, probe, || {
-                        if kernel_only {
-                            Ok(Some(buffer.process_timed(&key, &operation)?.0))
-                        } else {
-                            buffer.process(&key, &operation)?;
-                            Ok(None)
-                        }
-                    })
-                }
+                DirectDevice::OpenCl(device) => time_mapped!(device),
+                DirectDevice::Cuda(device) => time_mapped!(device),
             }
         }
     }
@@ -307,14 +300,7 @@ pub fn time_cuda(
             })
         }
         Residence::Device | Residence::DeviceKernel => {
-            let mut buffer = device
-                .stream()
-                .clone_htod(&data)
-                .map_err(|error| cuda(&error))?;
-            device
-                .stream()
-                .synchronize()
-                .map_err(|error| cuda(&error))?;
+            let mut buffer = device.copy_to_device(&data)?;
             measure_repeated(&mut SystemClock::default(), repetition, probe, || {
                 if residence == Residence::DeviceKernel {
                     let kernel: Duration =

@@ -62,6 +62,16 @@ impl Backend {
     }
 }
 
+impl From<parcrypt_gpu::GpuApi> for Backend {
+    /// The backend that drives devices of a GPU API.
+    fn from(api: parcrypt_gpu::GpuApi) -> Self {
+        match api {
+            parcrypt_gpu::GpuApi::Opencl => Backend::Opencl,
+            parcrypt_gpu::GpuApi::Cuda => Backend::Cuda,
+        }
+    }
+}
+
 impl fmt::Display for Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -143,7 +143,7 @@ impl Engine {
         table: TuneTable,
     ) -> Result<Self, EngineError> {
         let mut engine = Engine::new(Backend::Auto, threads)?;
-        let backend = device.api().parse().unwrap_or(Backend::Opencl);
+        let backend = Backend::from(device.api());
         let table = Arc::new(table);
         device.set_tuning(Some(Arc::clone(&table)));
         engine.auto_gpu = Some(AutoGpu {

@@ -193,7 +193,13 @@ pub fn tune(
     swept?;
     restored?;
 
-    let mut table = TuneTable::new(device.api(), device.identity(), untuned, shapes, Vec::new());
+    let mut table = TuneTable::new(
+        device.api().name(),
+        device.identity(),
+        untuned,
+        shapes,
+        Vec::new(),
+    );
     device.set_tuning(Some(Arc::new(table.clone())));
 
     let crossover_largest = options.crossover_sizes.iter().copied().max().unwrap_or(0);

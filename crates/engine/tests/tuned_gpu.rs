@@ -19,7 +19,7 @@ use parcrypt_engine::{Backend, Engine};
 use parcrypt_gpu::kernel_source::KernelOperation;
 use parcrypt_gpu::tuning::{Crossover, CrossoverPoint};
 use parcrypt_gpu::{
-    GpuDevice, GpuError, GpuOperation, KeyMaterial, LaunchGeometry, OpenClDevice, TuneTable,
+    GpuApi, GpuDevice, GpuError, GpuOperation, KeyMaterial, LaunchGeometry, OpenClDevice, TuneTable,
 };
 use parcrypt_modes::{CipherSpec, Direction};
 
@@ -30,7 +30,7 @@ struct Counting {
 }
 
 impl GpuDevice for Counting {
-    fn api(&self) -> &'static str {
+    fn api(&self) -> GpuApi {
         self.inner.api()
     }
     fn description(&self) -> String {

@@ -101,11 +101,20 @@ pub enum GpuError {
          CPU instead"
     )]
     Unsupported {
-        api: &'static str,
+        api: crate::GpuApi,
         operation: &'static str,
     },
+
+    #[error(
+        "{title} is not in this build (built without the `{name}` feature); rebuild with \
+         `--features {name}` or use another backend",
+        title = .api.title(),
+        name = .api.name()
+    )]
+    NotInThisBuild { api: crate::GpuApi },
 }
 
+#[cfg(feature = "opencl")]
 impl GpuError {
     /// Wraps an OpenCL error code with the name of the call that returned it.
     pub(crate) fn api(call: &'static str, error: opencl3::error_codes::ClError) -> Self {
@@ -117,10 +126,12 @@ impl GpuError {
 }
 
 /// `.or_api("clSomething")?` on an opencl3 result.
+#[cfg(feature = "opencl")]
 pub(crate) trait ApiResultExt<T> {
     fn or_api(self, call: &'static str) -> Result<T, GpuError>;
 }
 
+#[cfg(feature = "opencl")]
 impl<T> ApiResultExt<T> for Result<T, opencl3::error_codes::ClError> {
     fn or_api(self, call: &'static str) -> Result<T, GpuError> {
         self.map_err(|error| GpuError::api(call, error))

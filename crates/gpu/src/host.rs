@@ -1,8 +1,27 @@
-//! Host-side logic the OpenCL and CUDA hosts share, none of it tied to an API: how large
-//! slabs and slab buffers are, which launch shapes are allowed and how one maps onto a
-//! launch, and how many key words the device's key buffers hold.
+//! The GPU host, written once for every API: a device's state and lock, slabs and their
+//! buffers, the rotation of slabs over queues (streams) that overlaps one slab's copies with
+//! another's kernel, launch shapes and tuning, key upload and wipe, GHASH segments, and
+//! zero-copy mapped memory ([`zero_copy`]). An API is an adapter implementing [`Api`]: it
+//! allocates, copies, launches a kernel given its arguments by role ([`arguments`]), waits,
+//! and maps host memory, and it opens the device (compiling the one kernel source with its
+//! vendor header). OpenCL and CUDA are two such adapters; adding an API means writing a
+//! third and its vendor header, nothing here.
 
-use crate::{GpuError, LaunchGeometry};
+pub(crate) mod arguments;
+pub(crate) mod zero_copy;
+
+use std::ops::Range;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use crate::ghash::{self, SegmentPlan};
+use crate::kernel_source::CipherFamily;
+use crate::operation::{ModeArguments, SlabChain};
+use crate::{
+    tuning, DeviceKind, GpuApi, GpuDevice, GpuError, GpuOperation, KeyMaterial, LaunchGeometry,
+    ProgramOrigin, TableCopies, TuneTable,
+};
+use arguments::{ArgumentList, KernelTable, LoadedKernel};
 
 /// The largest slab or launch: keeps every block index of a launch well inside the kernels'
 /// 32-bit counters (2^27 blocks of 8 bytes).
@@ -48,16 +67,659 @@ pub(crate) fn launch_shape(
     geometry: LaunchGeometry,
     blocks: usize,
     max_group_size: usize,
-) -> (usize, usize) {
+) -> Shape {
     let group_size = geometry.threads_per_group.min(max_group_size).max(1);
     let threads = blocks.div_ceil(geometry.blocks_per_thread);
-    (group_size, threads.div_ceil(group_size).max(1))
+    Shape {
+        group_size,
+        groups: threads.div_ceil(group_size).max(1),
+    }
+}
+
+/// How host data reaches the device buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Staging {
+    /// Copied straight between the caller's memory and the device.
+    Direct,
+    /// Copied through the adapter's own host buffers first (CUDA: pinned memory, since
+    /// only pinned memory copies asynchronously; the caller's memory is pageable).
+    Staged,
+}
+
+/// The shape of one launch: threads per group and groups, from [`launch_shape`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub group_size: usize,
+    pub groups: usize,
+}
+
+/// A device call's result.
+pub type Outcome<T = ()> = Result<T, GpuError>;
+
+/// One kernel launch as the host hands it to an adapter: the kernel, the key's buffers,
+/// the arguments by role and the shape.
+pub struct Launch<'a, A: Api> {
+    pub kernel: &'a A::Kernel,
+    pub keys: &'a A::Keys,
+    pub arguments: &'a ArgumentList,
+    pub shape: Shape,
+    /// Whether the caller wants the kernel's own time (the mapped paths; the slab paths
+    /// collect every launch's event instead).
+    pub timed: bool,
+}
+
+/// Repeated runs of one operation, timed by the device for tuning.
+pub struct TimingJob<'a> {
+    pub key: &'a KeyMaterial,
+    pub operation: &'a GpuOperation,
+    pub data: &'a mut [u8],
+    pub runs: usize,
+}
+
+/// What a GPU API must provide for the shared host: the few calls that differ per API.
+/// Queues are numbered `0..QUEUES`; slab `k` of a call runs on queue `k % QUEUES` with
+/// that queue's [`Api::Slot`] of buffers, which knows its queue.
+///
+/// The unsafe methods enqueue work that reads or writes host memory after they return;
+/// their contract is the one the host keeps: the memory stays borrowed, and untouched by
+/// the host, until [`Api::finish_slab`] of that slot or [`Api::wait`] has returned.
+///
+/// This trait is public only so that the device types can name it; it lives in a private
+/// module, so nothing outside this crate can name, implement or call it.
+pub trait Api: Sized + Send + Sync + 'static {
+    /// Which API this is, for messages and tune files.
+    const API: GpuApi;
+    /// Queues (streams) slabs rotate over, each with its own buffers.
+    const QUEUES: usize;
+    /// A compiled kernel function.
+    type Kernel: Send;
+    /// A queue's slab buffers (input, output, counters, staging), grown on demand.
+    type Slot: Send;
+    /// The device's copies of the key, and what uploading them needs.
+    type Keys: Send;
+    /// Two halves of host memory mapped for the device ([`zero_copy`]).
+    type Mapped: zero_copy::MappedHalves;
+    /// A launched kernel, for its profiled time (`()` where the API times otherwise).
+    type Event: Send;
+    /// State only this API's own entry points use, kept under the device's lock.
+    type Extra: Send;
+
+    /// The device's name, for messages and the self-test.
+    fn device_name(&self) -> String;
+    /// One line for `parcrypt devices` and reports.
+    fn description(&self) -> String;
+    /// The device as [`crate::tuning::device_identity`] names it, without the API.
+    fn identity_description(&self) -> String;
+    /// What kind of processor runs the kernels.
+    fn kind(&self) -> DeviceKind;
+
+    /// The empty buffers of queue `queue`.
+    fn new_slot(queue: usize) -> Self::Slot;
+
+    /// Makes `slot` hold at least `bytes` in its input and output buffers (and its staging
+    /// buffer when staged), grown as [`grown_capacity`] says up to `limit`; its copies
+    /// until the next `reserve` go as `staging` says.
+    fn reserve(
+        &self,
+        slot: &mut Self::Slot,
+        bytes: usize,
+        limit: usize,
+        staging: Staging,
+    ) -> Outcome;
+
+    /// Copies segmented CTR's counter blocks for the slot's next launch into its counter
+    /// buffer (grown to fit), in queue order after the slot's previous launch. `counters`
+    /// is read before this returns or stays borrowed as for [`Api::upload`].
+    fn upload_counters(&self, slot: &mut Self::Slot, counters: &[u8]) -> Outcome;
+
+    /// Enqueues the copy of `data` into the slot's input buffer at byte `offset`.
+    ///
+    /// # Safety
+    /// `data` must stay borrowed and unwritten until the slot is finished or the queues
+    /// waited for; the buffer must hold `offset + data.len()` bytes (reserved).
+    unsafe fn upload(&self, slot: &mut Self::Slot, data: &[u8], offset: usize) -> Outcome;
+
+    /// Enqueues the kernel over the slot's buffers (input to output, and its counter buffer
+    /// where the arguments name it) with the key's buffers.
+    ///
+    /// # Safety
+    /// The arguments must be the kernel's parameter list ([`arguments::cipher_arguments`]
+    /// or [`arguments::ghash_arguments`] for that kernel), its block count within what the
+    /// reserved buffers hold; the keys hold the key the launch is for.
+    unsafe fn launch(
+        &self,
+        slot: &mut Self::Slot,
+        launch: Launch<'_, Self>,
+    ) -> Outcome<Self::Event>;
+
+    /// Enqueues the copy of the first `data.len()` bytes of the slot's output buffer into
+    /// `data` (through the staging buffer when staged: [`Api::finish_slab`] copies it out).
+    ///
+    /// # Safety
+    /// As for [`Api::upload`]: `data` stays borrowed and untouched until the slot is
+    /// finished or the queues waited for.
+    unsafe fn download(&self, slot: &mut Self::Slot, data: &mut [u8]) -> Outcome;
+
+    /// Starts the device on what was enqueued on the slot's queue.
+    fn flush(&self, slot: &Self::Slot) -> Outcome;
+
+    /// Before a queue takes its next slab: waits for its previous one, and when staged
+    /// copies the result out of the staging buffer into `data`. Nothing to do where
+    /// in-order queues and direct copies already order everything.
+    fn finish_slab(&self, slot: &mut Self::Slot, data: &mut [u8]) -> Outcome;
+
+    /// Waits until every queue is idle. `host_memory_in_flight`: copies may still touch
+    /// host memory safe code can reach; an adapter that cannot make sure they stopped must
+    /// abort the process rather than return.
+    fn wait(&self, host_memory_in_flight: bool) -> Outcome;
+
+    /// Copies the key's words to the device, visible to every queue.
+    fn upload_key(&self, keys: &mut Self::Keys, key: &KeyMaterial, decrypting: bool) -> Outcome;
+
+    /// Overwrites every copy of the key the device and the adapter hold.
+    fn wipe_key(&self, keys: &mut Self::Keys, key: &KeyMaterial) -> Outcome;
+
+    /// The time during which at least one of `events`' kernels ran.
+    fn kernel_time(events: &[Self::Event]) -> Outcome<Duration>;
+
+    /// Kernel-only times of the job's runs, for tuning.
+    fn kernel_times(device: &GpuHost<Self>, job: TimingJob<'_>) -> Outcome<Vec<Duration>>;
+
+    /// Copies host memory to host memory (staging, mapped buffers).
+    fn copy_host(destination: &mut [u8], source: &[u8]) {
+        destination.copy_from_slice(source);
+    }
+}
+
+/// What a call changes, under the device's lock: the launch shape, the kernels (whose
+/// arguments OpenCL sets per launch), buffers, the key.
+pub struct State<A: Api> {
+    pub(crate) geometry: LaunchGeometry,
+    /// Shapes per cipher, operation and size from `parcrypt tune`, ahead of `geometry`.
+    pub(crate) tuning: Option<Arc<TuneTable>>,
+    pub(crate) kernels: KernelTable<A::Kernel>,
+    pub(crate) slots: Vec<A::Slot>,
+    pub(crate) keys: A::Keys,
+    /// The mapped buffer [`GpuHost::process_zero_copy`] stages through, kept for later calls.
+    pub(crate) zero_copy: Option<A::Mapped>,
+    // Only CUDA keeps state of its own (the device-buffer path's scratch buffers).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) extra: A::Extra,
+}
+
+impl<A: Api> State<A> {
+    /// A freshly opened device's state: no tune table, empty slots, no mapped buffer.
+    pub(crate) fn new(
+        geometry: LaunchGeometry,
+        kernels: KernelTable<A::Kernel>,
+        keys: A::Keys,
+        extra: A::Extra,
+    ) -> Self {
+        State {
+            geometry,
+            tuning: None,
+            kernels,
+            slots: (0..A::QUEUES).map(A::new_slot).collect(),
+            keys,
+            zero_copy: None,
+            extra,
+        }
+    }
+
+    /// The kernel that runs `operation` for `key` and the shape tuned for `bytes`.
+    pub(crate) fn cipher_kernel(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        bytes: usize,
+    ) -> (&LoadedKernel<A::Kernel>, LaunchGeometry) {
+        let kernel_operation = operation.kernel_operation();
+        let geometry = tuning::choose_geometry(
+            self.geometry,
+            self.tuning.as_deref(),
+            key.algorithm(),
+            kernel_operation,
+            bytes,
+        );
+        let kernel = self.kernels.find(
+            CipherFamily::of(key.algorithm()),
+            kernel_operation,
+            operation.segmented(),
+        );
+        (kernel, geometry)
+    }
+}
+
+/// An opened, self-tested GPU device of API `A`: [`crate::OpenClDevice`] and
+/// [`crate::CudaDevice`] are this type.
+///
+/// `process` and the other entry points may be called from several threads; calls on one
+/// device run one at a time.
+pub struct GpuHost<A: Api> {
+    // Dropped first (field order): buffers and kernels before the adapter's queues,
+    // program and context.
+    pub(crate) state: Mutex<State<A>>,
+    pub(crate) adapter: A,
+    pub(crate) slab_bytes: usize,
+    pub(crate) origin: ProgramOrigin,
+    pub(crate) table_copies: TableCopies,
+}
+
+impl<A: Api + std::fmt::Debug> std::fmt::Debug for GpuHost<A> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("GpuHost")
+            .field("adapter", &self.adapter)
+            .field("table_copies", &self.table_copies)
+            .field("origin", &self.origin)
+            .field("slab_bytes", &self.slab_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A: Api> GpuHost<A> {
+    /// Wraps an adapter and its state; the caller self-tests the result.
+    pub(crate) fn new(
+        adapter: A,
+        state: State<A>,
+        slab_bytes: usize,
+        origin: ProgramOrigin,
+        table_copies: TableCopies,
+    ) -> Self {
+        GpuHost {
+            state: Mutex::new(state),
+            adapter,
+            slab_bytes,
+            origin,
+            table_copies,
+        }
+    }
+
+    /// The device's name as its driver reports it.
+    pub fn name(&self) -> String {
+        self.adapter.device_name()
+    }
+
+    /// The table copies the kernels were compiled with (see the top of `parcrypt.cl` for
+    /// what fewer than 32 means for timing).
+    pub fn table_copies(&self) -> TableCopies {
+        self.table_copies
+    }
+
+    /// Whether the kernels were compiled here or loaded from the binary cache.
+    pub fn program_origin(&self) -> ProgramOrigin {
+        self.origin
+    }
+
+    /// Bytes per slab: the most one launch and one buffer of the pipeline hold.
+    pub fn slab_bytes(&self) -> usize {
+        self.slab_bytes
+    }
+
+    /// The launch shape used where no tune table applies.
+    pub fn launch_geometry(&self) -> LaunchGeometry {
+        self.lock_state().geometry
+    }
+
+    /// Changes the launch shape for later calls (for tuning) and drops any tune table; any
+    /// shape gives the same output.
+    pub fn set_launch_geometry(&self, geometry: LaunchGeometry) -> Result<(), GpuError> {
+        validate_geometry(geometry)?;
+        let mut state = self.lock_state();
+        state.geometry = geometry;
+        state.tuning = None;
+        Ok(())
+    }
+
+    /// Installs or removes a tune table; see [`GpuDevice::set_tuning`].
+    pub fn set_tuning(&self, table: Option<Arc<TuneTable>>) {
+        self.lock_state().tuning = table;
+    }
+
+    /// The installed tune table.
+    pub fn tuning(&self) -> Option<Arc<TuneTable>> {
+        self.lock_state().tuning.clone()
+    }
+
+    pub(crate) fn lock_state(&self) -> MutexGuard<'_, State<A>> {
+        // A panic while holding the lock leaves only scratch buffers, kernel arguments and
+        // key words behind, all of which every call sets afresh.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `operation` under `key` over `data` in place: copies in, computes, copies out,
+    /// and returns when the result is in `data`. ECB and CBC need whole blocks; CTR takes
+    /// any length.
+    pub fn process(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+    ) -> Result<(), GpuError> {
+        self.run_host(key, operation, data, Staging::Staged, None)
+    }
+
+    /// The host paths: validates, locks, uploads the key, runs every slab, waits for the
+    /// queues and wipes the key. `events` collects each slab's kernel for timing.
+    pub(crate) fn run_host(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+        staging: Staging,
+        events: Option<&mut Vec<A::Event>>,
+    ) -> Result<(), GpuError> {
+        operation.validate(key.algorithm(), data.len())?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        let mut state = self.lock_state();
+        let decrypting = operation.kernel_operation().decrypts();
+        let uploaded = self.adapter.upload_key(&mut state.keys, key, decrypting);
+        let ran = uploaded
+            .and_then(|()| self.run_slabs(&mut state, key, operation, data, staging, events));
+        // A failed wait returns at once: it means the device stopped (an adapter that
+        // cannot tell aborts instead), and nothing is left to wipe on a stopped device.
+        self.adapter.wait(true)?;
+        let wiped = self.adapter.wipe_key(&mut state.keys, key);
+        ran.and(wiped)
+    }
+
+    /// Enqueues every slab: upload, kernel, download on rotating queues; a queue's previous
+    /// slab is finished (and, when staged, copied out) before the queue takes the next.
+    /// Returns once everything is enqueued and the last slabs are finished, or at the first
+    /// failure; the caller then waits for the queues.
+    fn run_slabs(
+        &self,
+        state: &mut State<A>,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+        staging: Staging,
+        mut events: Option<&mut Vec<A::Event>>,
+    ) -> Result<(), GpuError> {
+        let adapter = &self.adapter;
+        let block_size = key.algorithm().block_size();
+        // Segmented CTR: slabs of whole segments.
+        let slab_bytes = operation.slab_bytes(self.slab_bytes)?;
+        let State {
+            slots,
+            keys,
+            kernels,
+            geometry,
+            tuning,
+            ..
+        } = state;
+        let kernel_operation = operation.kernel_operation();
+        let geometry = tuning::choose_geometry(
+            *geometry,
+            tuning.as_deref(),
+            key.algorithm(),
+            kernel_operation,
+            data.len(),
+        );
+        let kernel = kernels.find(
+            CipherFamily::of(key.algorithm()),
+            kernel_operation,
+            operation.segmented(),
+        );
+        let mut chain = SlabChain::new(operation);
+        let mut pending: Vec<Option<Range<usize>>> = vec![None; A::QUEUES];
+        let mut slab_index = 0;
+        let mut offset = 0;
+        while offset < data.len() {
+            let range = offset..offset + slab_bytes.min(data.len() - offset);
+            let length = range.len();
+            let queue = slab_index % A::QUEUES;
+            let slot = &mut slots[queue];
+            if let Some(done) = pending[queue].take() {
+                adapter.finish_slab(slot, &mut data[done])?;
+            }
+            let blocks = length.div_ceil(block_size);
+            adapter.reserve(slot, blocks * block_size, self.slab_bytes, staging)?;
+            // Taken before this slab's download is enqueued: for CBC it copies the slab's
+            // last ciphertext block, which the download overwrites.
+            let mode = chain.next(&data[range.clone()], block_size);
+            let counters = match mode {
+                ModeArguments::Segments { first, count, .. } => {
+                    operation.segment_counters(block_size, first, count)
+                }
+                _ => &[],
+            };
+            if !counters.is_empty() {
+                // In queue order after this slot's previous launch, which read the buffer.
+                adapter.upload_counters(slot, counters)?;
+            }
+            let arguments = arguments::cipher_arguments(
+                kernel.segmented,
+                key,
+                blocks,
+                mode,
+                !counters.is_empty(),
+            )?;
+            let shape = launch_shape(geometry, blocks, kernel.max_group_size);
+            let launch = Launch {
+                kernel: &kernel.kernel,
+                keys,
+                arguments: &arguments,
+                shape,
+                timed: false,
+            };
+            // SAFETY: the copies are asynchronous: the device reads and writes
+            // `data[range]` (or the staging buffer) after these calls return. Nothing here
+            // touches that memory again until `finish_slab` has finished this slot, and
+            // `data` stays borrowed until the caller has waited for every queue. The slot's
+            // buffers hold `blocks` whole blocks (reserved above), its counter buffer this
+            // slab's counter blocks (uploaded just before, in queue order), and the
+            // arguments are the kernel's own list for these blocks.
+            unsafe {
+                adapter.upload(slot, &data[range.clone()], 0)?;
+                let launched = adapter.launch(slot, launch)?;
+                if let Some(events) = events.as_mut() {
+                    events.push(launched);
+                }
+                adapter.download(slot, &mut data[range.clone()])?;
+            }
+            // Starts the device on this slab while the next one is enqueued.
+            adapter.flush(slot)?;
+            pending[queue] = Some(range);
+            offset += length;
+            slab_index += 1;
+        }
+        for step in 0..A::QUEUES {
+            let queue = (slab_index + step) % A::QUEUES;
+            if let Some(done) = pending[queue].take() {
+                adapter.finish_slab(&mut slots[queue], &mut data[done])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// GHASH partial sums of `data`, one per segment of `segment_bytes`; see
+    /// [`GpuDevice::ghash_segments`]. Nothing secret stays on the device: the hash key (H)
+    /// is a kernel argument, which the driver keeps in its own parameter memory, and the
+    /// data is ciphertext.
+    pub fn ghash_segments(
+        &self,
+        hash_key: &[u8; 16],
+        data: &[u8],
+        segment_bytes: usize,
+    ) -> Result<Vec<u128>, GpuError> {
+        let plan = SegmentPlan::new(segment_bytes, self.slab_bytes)?;
+        let segments = ghash::segment_count(data.len(), segment_bytes);
+        if segments == 0 {
+            return Ok(Vec::new());
+        }
+        // 16 bytes per segment: the (high, low) u64 pair the kernel writes, device order.
+        let mut partial_bytes = vec![0u8; 16 * segments];
+        // A final partial block, zero-padded; outlives the wait below, as the copies need.
+        let mut last_block = [0u8; 16];
+        let mut state = self.lock_state();
+        let ran = self.run_ghash_slabs(
+            &mut state,
+            hash_key,
+            plan,
+            data,
+            &mut partial_bytes,
+            &mut last_block,
+        );
+        // Host memory (the data, the partial sums) may be in flight until the queues drain.
+        let waited = self.adapter.wait(true);
+        drop(state);
+        ran.and(waited)?;
+        Ok(partial_bytes
+            .chunks_exact(16)
+            .map(|pair| {
+                let high = u64::from_le_bytes(pair[..8].try_into().expect("8 bytes"));
+                let low = u64::from_le_bytes(pair[8..].try_into().expect("8 bytes"));
+                ghash::partial_from_words(high, low)
+            })
+            .collect())
+    }
+
+    /// Enqueues every slab of whole segments: upload (a final partial block zero-padded),
+    /// kernel, download of the slab's partial sums, on rotating queues. The caller waits.
+    fn run_ghash_slabs(
+        &self,
+        state: &mut State<A>,
+        hash_key: &[u8; 16],
+        plan: SegmentPlan,
+        data: &[u8],
+        partial_bytes: &mut [u8],
+        last_block: &mut [u8; 16],
+    ) -> Result<(), GpuError> {
+        let adapter = &self.adapter;
+        let prepared_key = ghash::prepared_key_words(hash_key);
+        let blocks_per_segment = plan.blocks_per_segment();
+        let segments_per_slab = plan.slab_bytes / plan.segment_bytes;
+        // One thread per segment: the grid-stride loop gives a thread more only when the
+        // device allows fewer threads than segments.
+        let geometry = LaunchGeometry {
+            threads_per_group: state.geometry.threads_per_group,
+            blocks_per_thread: 1,
+        };
+        let State {
+            slots,
+            keys,
+            kernels,
+            ..
+        } = state;
+        let slabs = data
+            .chunks(plan.slab_bytes)
+            .zip(partial_bytes.chunks_mut(16 * segments_per_slab));
+        for (slab_index, (slab, slab_partials)) in slabs.enumerate() {
+            let queue = slab_index % A::QUEUES;
+            let slot = &mut slots[queue];
+            let blocks = slab.len().div_ceil(16);
+            let segments = ghash::segment_count(slab.len(), plan.segment_bytes);
+            adapter.reserve(slot, blocks * 16, self.slab_bytes, Staging::Direct)?;
+            let whole = slab.len() / 16 * 16;
+            let arguments = arguments::ghash_arguments(blocks, blocks_per_segment, prepared_key)?;
+            let shape = launch_shape(geometry, segments, kernels.ghash_max_group_size);
+            let slab_partials = &mut slab_partials[..16 * segments];
+            let launch = Launch {
+                kernel: &kernels.ghash,
+                keys,
+                arguments: &arguments,
+                shape,
+                timed: false,
+            };
+            // SAFETY: `slab` is borrowed from `data`, and the partial sums and `last_block`
+            // from `ghash_segments`, until it has waited for every queue, and nothing
+            // touches them before. Only the final slab can end in a partial block, so
+            // `last_block` is written once, before its copy is enqueued. The slot's buffers
+            // hold `blocks * 16` bytes (reserved), at least the 16 bytes per segment the
+            // kernel writes (every segment has a block); the arguments are the GHASH
+            // kernel's own list.
+            unsafe {
+                if whole > 0 {
+                    adapter.upload(slot, &slab[..whole], 0)?;
+                }
+                if whole < slab.len() {
+                    last_block[..slab.len() - whole].copy_from_slice(&slab[whole..]);
+                    adapter.upload(slot, &last_block[..], whole)?;
+                }
+                adapter.launch(slot, launch)?;
+                adapter.download(slot, slab_partials)?;
+            }
+            adapter.flush(slot)?;
+        }
+        Ok(())
+    }
+}
+
+impl<A: Api> GpuDevice for GpuHost<A> {
+    fn api(&self) -> GpuApi {
+        A::API
+    }
+
+    fn description(&self) -> String {
+        self.adapter.description()
+    }
+
+    fn identity(&self) -> String {
+        tuning::device_identity(A::API.name(), &self.adapter.identity_description())
+    }
+
+    fn kind(&self) -> DeviceKind {
+        self.adapter.kind()
+    }
+
+    fn launch_geometry(&self) -> LaunchGeometry {
+        GpuHost::launch_geometry(self)
+    }
+
+    fn set_launch_geometry(&self, geometry: LaunchGeometry) -> Result<(), GpuError> {
+        GpuHost::set_launch_geometry(self, geometry)
+    }
+
+    fn set_tuning(&self, table: Option<Arc<TuneTable>>) {
+        GpuHost::set_tuning(self, table)
+    }
+
+    fn tuning(&self) -> Option<Arc<TuneTable>> {
+        GpuHost::tuning(self)
+    }
+
+    fn kernel_times(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+        runs: usize,
+    ) -> Result<Vec<Duration>, GpuError> {
+        let job = TimingJob {
+            key,
+            operation,
+            data,
+            runs,
+        };
+        A::kernel_times(self, job)
+    }
+
+    fn process(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+    ) -> Result<(), GpuError> {
+        GpuHost::process(self, key, operation, data)
+    }
+
+    fn ghash_segments(
+        &self,
+        hash_key: &[u8; 16],
+        data: &[u8],
+        segment_bytes: usize,
+    ) -> Result<Vec<u128>, GpuError> {
+        GpuHost::ghash_segments(self, hash_key, data, segment_bytes)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::opencl::DEFAULT_SLAB_BYTES;
+    use crate::DEFAULT_SLAB_BYTES;
 
     #[test]
     fn slabs_are_whole_blocks_within_limits() {
@@ -94,17 +756,28 @@ mod tests {
     }
 
     #[test]
+    fn devices_are_shareable_between_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<crate::OpenClDevice>();
+        assert_send_sync::<crate::CudaDevice>();
+    }
+
+    fn shape(group_size: usize, groups: usize) -> Shape {
+        Shape { group_size, groups }
+    }
+
+    #[test]
     fn launches_cover_every_block_in_whole_groups() {
         let geometry = LaunchGeometry {
             threads_per_group: 256,
             blocks_per_thread: 16,
         };
         // 1000 blocks: 63 threads, one group of 256.
-        assert_eq!(launch_shape(geometry, 1000, 1024), (256, 1));
+        assert_eq!(launch_shape(geometry, 1000, 1024), shape(256, 1));
         // Clamped to what the kernel allows: 63 threads in groups of 32.
-        assert_eq!(launch_shape(geometry, 1000, 32), (32, 2));
-        assert_eq!(launch_shape(geometry, 1 << 20, 1024), (256, 256));
+        assert_eq!(launch_shape(geometry, 1000, 32), shape(32, 2));
+        assert_eq!(launch_shape(geometry, 1 << 20, 1024), shape(256, 256));
         // Nothing to do still launches one group (never the case on the hosts' paths).
-        assert_eq!(launch_shape(geometry, 0, 1024), (256, 1));
+        assert_eq!(launch_shape(geometry, 0, 1024), shape(256, 1));
     }
 }

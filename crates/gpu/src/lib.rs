@@ -1,4 +1,5 @@
-//! The GPU layer: block-cipher kernels compiled at run time, and the OpenCL backend.
+//! The GPU layer: block-cipher kernels compiled at run time, and one host that drives them
+//! through OpenCL or CUDA.
 //!
 //! There is one kernel source text, `kernels/parcrypt.cl`, for every compiler: the host puts
 //! a small vendor header in front of it (`kernels/vendor_opencl.h` for OpenCL C,
@@ -6,25 +7,42 @@
 //! [`kernel_source`]. Key schedules are expanded once on the host with the CPU crate's code
 //! ([`KeyMaterial`]), so a kernel and its CPU twin cannot disagree on the schedule.
 //!
-//! [`OpenClDevice`] runs ECB, CTR and CBC decryption for AES, Blowfish and RC6 on any
-//! OpenCL device. libOpenCL is loaded at run time: on a machine without it every call returns
-//! [`GpuError::NoOpenClLibrary`], and nothing else is affected. Output is bit-identical to the
-//! CPU path (`parcrypt-modes` over `parcrypt-ciphers`); the tests compare every operation.
+//! The host is written once, [`GpuHost`]: slabs and their buffers, queues (streams) that
+//! overlap one slab's copies with another's kernel, launch shapes and tuning, key upload and
+//! wipe, GHASH segments, zero-copy mapped memory ([`GpuMappedBuffer`]) and the self-test.
+//! Each API is an adapter that only translates its calls: [`OpenClDevice`] is the host over
+//! OpenCL, [`CudaDevice`] over CUDA (which adds pinned and device-memory paths). Both run
+//! ECB, CTR and CBC decryption for AES, Blowfish and RC6, and GHASH partial sums for GCM
+//! ([`GpuDevice::ghash_segments`]), so that a GCM message's authentication runs where its
+//! CTR part runs. Output is bit-identical to the CPU path (`parcrypt-modes` over
+//! `parcrypt-ciphers`); the tests compare every operation.
 //!
-//! The OpenCL and CUDA devices also compute GHASH partial sums for GCM ([`GpuDevice::ghash_segments`]), so that a
-//! GCM message's authentication runs where its CTR part runs.
+//! GPU libraries are loaded at run time: on a machine without libOpenCL every OpenCL call
+//! returns [`GpuError::NoOpenClLibrary`], and nothing else is affected. Each API is also a
+//! cargo feature (`opencl`, `cuda`, on by default); a build without one has the same types,
+//! whose entry points return [`GpuError::NotInThisBuild`].
 //!
 //! Each device runs a known-answer self-test of every kernel when it is opened and is refused
 //! if any result is wrong, so a miscompiled kernel or a broken driver never encrypts data.
 
+// Without any GPU API nothing opens a device: the host's constructors and the sizes only
+// the real adapters use have no caller then, and stay compiled so that such a build checks
+// them too.
+#![cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))]
+
+#[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(not(all(feature = "opencl", feature = "cuda")))]
+mod disabled;
 mod error;
 pub mod ghash;
 mod host;
 pub mod kernel_source;
 mod key_material;
+#[cfg(feature = "opencl")]
 pub mod opencl;
 mod operation;
+mod options;
 mod program_cache;
 mod self_test;
 pub mod tuning;
@@ -33,13 +51,57 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(not(feature = "cuda"))]
+pub use disabled::cuda;
+#[cfg(not(feature = "opencl"))]
+pub use disabled::opencl;
+
 pub use cuda::{CudaDevice, CudaDeviceInfo};
 pub use error::GpuError;
+pub use host::zero_copy::MappedBuffer as GpuMappedBuffer;
+pub use host::GpuHost;
 pub use kernel_source::TableCopies;
 pub use key_material::KeyMaterial;
-pub use opencl::{KernelCache, OpenClDevice, OpenOptions, ProgramOrigin};
+pub use opencl::OpenClDevice;
 pub use operation::GpuOperation;
+pub use options::{KernelCache, OpenOptions, ProgramOrigin, DEFAULT_SLAB_BYTES};
 pub use tuning::TuneTable;
+
+/// The GPU programming interface a device is driven through.
+///
+/// Displays as the name the command line, tune files and messages use (`opencl`, `cuda`),
+/// so that a device's API travels typed and is spelled in one place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GpuApi {
+    /// OpenCL, through libOpenCL loaded at run time.
+    Opencl,
+    /// CUDA, through libcuda and NVRTC loaded at run time.
+    Cuda,
+}
+
+impl GpuApi {
+    /// The API's name as users type it and tune files carry it: `opencl` or `cuda`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GpuApi::Opencl => "opencl",
+            GpuApi::Cuda => "cuda",
+        }
+    }
+
+    /// The API's name as people write it in prose: `OpenCL` or `CUDA`.
+    pub fn title(self) -> &'static str {
+        match self {
+            GpuApi::Opencl => "OpenCL",
+            GpuApi::Cuda => "CUDA",
+        }
+    }
+}
+
+impl fmt::Display for GpuApi {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.name())
+    }
+}
 
 /// What kind of processor an OpenCL device is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -136,8 +198,8 @@ impl LaunchGeometry {
 
 /// What the engine needs from a GPU, whichever API drives it (OpenCL, CUDA).
 pub trait GpuDevice: Send + Sync {
-    /// The API's name: "opencl" or "cuda".
-    fn api(&self) -> &'static str;
+    /// The API that drives the device; displays as "opencl" or "cuda".
+    fn api(&self) -> GpuApi;
     /// One line for `parcrypt devices` and benchmark reports.
     fn description(&self) -> String;
     /// The line that ties this device to its tune file: the API and the device as
@@ -219,71 +281,5 @@ pub trait GpuDevice: Send + Sync {
             api: self.api(),
             operation: "GHASH",
         })
-    }
-}
-
-impl GpuDevice for OpenClDevice {
-    fn api(&self) -> &'static str {
-        "opencl"
-    }
-
-    fn identity(&self) -> String {
-        tuning::device_identity("opencl", &self.info().to_string())
-    }
-
-    fn kind(&self) -> DeviceKind {
-        self.info().kind
-    }
-
-    fn launch_geometry(&self) -> LaunchGeometry {
-        OpenClDevice::launch_geometry(self)
-    }
-
-    fn set_launch_geometry(&self, geometry: LaunchGeometry) -> Result<(), GpuError> {
-        OpenClDevice::set_launch_geometry(self, geometry)
-    }
-
-    fn set_tuning(&self, table: Option<Arc<TuneTable>>) {
-        OpenClDevice::set_tuning(self, table)
-    }
-
-    fn tuning(&self) -> Option<Arc<TuneTable>> {
-        OpenClDevice::tuning(self)
-    }
-
-    fn kernel_times(
-        &self,
-        key: &KeyMaterial,
-        operation: &GpuOperation,
-        data: &mut [u8],
-        runs: usize,
-    ) -> Result<Vec<Duration>, GpuError> {
-        (0..runs)
-            .map(|_| {
-                OpenClDevice::process_timed(self, key, operation, data).map(|(kernel, _)| kernel)
-            })
-            .collect()
-    }
-
-    fn description(&self) -> String {
-        self.info().to_string()
-    }
-
-    fn process(
-        &self,
-        key: &KeyMaterial,
-        operation: &GpuOperation,
-        data: &mut [u8],
-    ) -> Result<(), GpuError> {
-        OpenClDevice::process(self, key, operation, data)
-    }
-
-    fn ghash_segments(
-        &self,
-        hash_key: &[u8; 16],
-        data: &[u8],
-        segment_bytes: usize,
-    ) -> Result<Vec<u128>, GpuError> {
-        OpenClDevice::ghash_segments(self, hash_key, data, segment_bytes)
     }
 }

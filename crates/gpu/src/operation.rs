@@ -128,6 +128,8 @@ impl GpuOperation {
 
     /// Segmented CTR: the arguments of a launch over `length` bytes from byte `start` of
     /// the data, which must be a segment boundary. `None` for every other operation.
+    // Only the CUDA host processes data already on the device, in launches of its own.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn segment_arguments(
         &self,
         block_size: usize,
@@ -154,6 +156,8 @@ impl GpuOperation {
     /// Segmented CTR: the block at byte `offset` of the data (a block boundary) as a
     /// one-range [`GpuOperation::Ctr`] from its own counter, for running it alone (a final
     /// partial block). `None` for every other operation.
+    // Only the CUDA host processes data already on the device, in launches of its own.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn segment_block_as_ctr(&self, block_size: usize, offset: usize) -> Option<Self> {
         let GpuOperation::CtrSegments {
             counters,

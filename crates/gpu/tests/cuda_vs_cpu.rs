@@ -6,12 +6,14 @@
 //! Runs on CUDA device 0 (or `PARCRYPT_CUDA_DEVICE=N`). Without a CUDA driver or GPU the
 //! tests print a SKIPPED line and pass, in CI too: CI has no GPU. Anything else that stops a
 //! device from opening (NVRTC missing on a GPU machine, a self-test failure) fails.
-//! The cases themselves are shared with the OpenCL tests (`support/cases.rs`).
+//! The tests every API runs are `device_tests!` (`support/device_tests.rs`) over the shared
+//! cases (`support/cases.rs`); this file says how CUDA runs them, and adds its own.
 
 #[path = "support/cases.rs"]
 mod cases;
-
-use std::sync::OnceLock;
+#[macro_use]
+#[path = "support/device_tests.rs"]
+mod device_tests;
 
 use parcrypt_ciphers::Algorithm;
 use parcrypt_gpu::cuda::KernelVariant;
@@ -22,16 +24,22 @@ use parcrypt_modes::ctr::CounterRule;
 
 use cases::on_cpu;
 
-fn device_index() -> usize {
-    cases::device_index("PARCRYPT_CUDA_DEVICE")
-}
+const EVERY_CASE_SEED: u64 = 0x6375_6461;
+const WIDEST_GROUP: usize = 1024;
 
-/// One device with default options, shared by the tests that do not need their own.
-fn shared_device() -> Option<&'static CudaDevice> {
-    static DEVICE: OnceLock<Option<CudaDevice>> = OnceLock::new();
-    DEVICE
-        .get_or_init(|| cases::open_cuda(&OpenOptions::default()))
-        .as_ref()
+fn table_layouts() -> Vec<TableCopies> {
+    vec![
+        // Per lane: Blowfish's 128 KiB need dynamic shared memory and the opt-in attribute.
+        TableCopies::uniform(32),
+        // Everything static.
+        TableCopies::uniform(8),
+        TableCopies {
+            aes_encrypt: 16,
+            aes_decrypt: 8,
+            blowfish: 2,
+        },
+        TableCopies::uniform(1),
+    ]
 }
 
 /// How the data reaches the device.
@@ -124,59 +132,22 @@ fn through<'a>(
     }
 }
 
-#[test]
-fn every_cipher_operation_size_and_path_matches_the_cpu() {
-    let Some(device) = shared_device() else {
-        return;
-    };
-    cases::every_cipher_operation_and_size(0x6375_6461, through(device, &PATHS));
+fn check_every_path(
+    device: &Device,
+) -> impl Fn(Algorithm, &[u8], &GpuOperation, &[u8]) + Sync + '_ {
+    through(device, &PATHS)
 }
 
-#[test]
-fn ctr_counters_wrap_like_the_cpu() {
-    let Some(device) = shared_device() else {
-        return;
-    };
-    cases::ctr_wrap_cases(through(device, &PATHS));
+/// Table layouts and launch shapes change only the kernels: the host and device paths
+/// cover them.
+fn check_layout_paths(
+    device: &Device,
+) -> impl Fn(Algorithm, &[u8], &GpuOperation, &[u8]) + Sync + '_ {
+    through(device, &[Path::Host, Path::DeviceBuffer])
 }
 
-#[test]
-fn slabs_chain_counters_and_cbc_blocks_across_every_stream() {
-    // Slabs rotate over the streams; on the device path CBC decryption runs in chunks of
-    // the slab size, each needing the ciphertext block before it.
-    let options = OpenOptions {
-        slab_bytes: cases::TEST_SLAB_BYTES,
-        ..OpenOptions::default()
-    };
-    let Some(device) = cases::open_cuda(&options) else {
-        return;
-    };
-    assert_eq!(device.slab_bytes(), cases::TEST_SLAB_BYTES);
-    cases::slab_edge_cases(through(&device, &PATHS));
-}
-
-#[test]
-fn ctr_segments_match_the_cpu_on_every_path() {
-    let Some(device) = shared_device() else {
-        return;
-    };
-    cases::ctr_segment_cases(through(device, &PATHS));
-}
-
-#[test]
-fn ctr_segment_slabs_are_cut_between_segments_on_every_stream() {
-    let options = OpenOptions {
-        slab_bytes: cases::TEST_SLAB_BYTES,
-        ..OpenOptions::default()
-    };
-    let Some(device) = cases::open_cuda(&options) else {
-        return;
-    };
-    cases::ctr_segment_slab_cases(through(&device, &PATHS));
-    cases::segments_longer_than_a_slab_are_refused(|key, operation, data| {
-        device.process(key, operation, data)
-    });
-    // The device-buffer path takes the same segments as the host paths.
+/// The device-buffer path takes the same segments as the host paths.
+fn more_segment_slab_checks(device: &Device) {
     let key = KeyMaterial::new(Algorithm::Aes128, &[1; 16]).unwrap();
     let too_long = GpuOperation::CtrSegments {
         counters: vec![0; 16],
@@ -190,78 +161,21 @@ fn ctr_segment_slabs_are_cut_between_segments_on_every_stream() {
     ));
 }
 
-#[test]
-fn per_lane_static_and_reduced_table_layouts_match_the_cpu() {
-    for copies in [
-        // Per lane: Blowfish's 128 KiB need dynamic shared memory and the opt-in attribute.
-        TableCopies::uniform(32),
-        // Everything static.
-        TableCopies::uniform(8),
-        TableCopies {
-            aes_encrypt: 16,
-            aes_decrypt: 8,
-            blowfish: 2,
-        },
-        TableCopies::uniform(1),
-    ] {
-        let options = OpenOptions {
-            table_copies: Some(copies),
-            ..OpenOptions::default()
-        };
-        let Some(device) = cases::open_cuda(&options) else {
-            return;
-        };
-        assert_eq!(device.table_copies(), copies);
-        assert_eq!(
-            device.kernel_variant(),
-            KernelVariant::for_table_copies(copies)
-        );
-        cases::table_layout_cases(copies, through(&device, &[Path::Host, Path::DeviceBuffer]));
-    }
-}
-
-#[test]
-fn launch_geometry_does_not_change_results() {
-    let Some(device) = cases::open_cuda(&OpenOptions::default()) else {
-        return;
-    };
-    cases::launch_geometry_cases(
-        1024,
-        |geometry| device.set_launch_geometry(geometry),
-        || device.launch_geometry(),
-        through(&device, &[Path::Host, Path::DeviceBuffer]),
+/// The layout decides the compiled variant (static or dynamic shared memory).
+fn more_layout_checks(device: &Device, copies: TableCopies) {
+    assert_eq!(
+        device.kernel_variant(),
+        KernelVariant::for_table_copies(copies)
     );
 }
 
+device_tests!(CudaDevice, cases::open_cuda, "PARCRYPT_CUDA_DEVICE");
+
 #[test]
-fn concurrent_calls_on_one_device_do_not_mix() {
+fn bad_pinned_ranges_and_misaligned_device_views_are_refused_with_a_reason() {
     let Some(device) = shared_device() else {
         return;
     };
-    cases::concurrent_cases(through(device, &PATHS));
-}
-
-#[test]
-fn compiled_kernels_are_cached_and_a_damaged_cache_is_recompiled() {
-    if shared_device().is_none() {
-        return;
-    }
-    cases::kernel_cache_cases(
-        cases::open_cuda,
-        CudaDevice::program_origin,
-        |device, algorithm, key, operation, data| {
-            assert_same(device, Path::Host, algorithm, key, operation, data)
-        },
-    );
-}
-
-#[test]
-fn bad_lengths_and_misaligned_device_views_are_refused_with_a_reason() {
-    let Some(device) = shared_device() else {
-        return;
-    };
-    cases::bad_length_cases(|key, operation, data| device.process(key, operation, data));
-
     let key = KeyMaterial::new(Algorithm::Aes128, &[1; 16]).unwrap();
 
     let mut pinned = device.alloc_pinned(64).unwrap();
@@ -331,7 +245,7 @@ fn device_list_describes_the_device() {
     assert!(info.multiprocessors >= 1 && info.shared_memory_per_block_bytes >= 48 * 1024);
     assert!(info.to_string().starts_with(&format!("#{} ", info.index)));
     let as_trait: &dyn GpuDevice = device;
-    assert_eq!(as_trait.api(), "cuda");
+    assert_eq!(as_trait.api().to_string(), "cuda");
     assert!(as_trait.description().contains(device.architecture()));
     // A GPU whose architecture NVRTC knows gets machine code, not PTX.
     let (major, minor) = info.compute_capability;
@@ -339,32 +253,4 @@ fn device_list_describes_the_device() {
         assert_eq!(device.architecture(), "sm_90");
         assert_eq!(device.table_copies(), TableCopies::uniform(32));
     }
-}
-
-#[test]
-fn ghash_partial_sums_join_to_the_cpu_ghash() {
-    let Some(device) = shared_device() else {
-        return;
-    };
-    cases::ghash_cases(
-        0x6768_6173,
-        &cases::GHASH_SEGMENT_SIZES,
-        |hash_key, data, segment_bytes| device.ghash_segments(hash_key, data, segment_bytes),
-    );
-}
-
-#[test]
-fn ghash_slabs_of_whole_segments_match_the_cpu() {
-    let options = OpenOptions {
-        slab_bytes: cases::TEST_SLAB_BYTES,
-        ..OpenOptions::default()
-    };
-    let Some(device) = cases::open_cuda(&options) else {
-        return;
-    };
-    cases::ghash_cases(
-        0x736c_6162,
-        &[16, 48, 1024, 4096],
-        |hash_key, data, segment_bytes| device.ghash_segments(hash_key, data, segment_bytes),
-    );
 }

@@ -1,48 +1,30 @@
-//! Zero-copy on CUDA: page-locked host memory mapped into the device's address space
+//! Zero-copy in CUDA: page-locked host memory mapped into the device's address space
 //! (`cuMemHostAlloc` with `CU_MEMHOSTALLOC_DEVICEMAP`, its device address from
 //! `cuMemHostGetDevicePointer`), which the kernels read and write directly: no copy to or
 //! from device memory is made, every load and store of the kernel crosses the bus instead.
-//!
-//! What is and is not zero-copy:
-//! - [`MappedBuffer`]: the caller writes its data straight into the mapped memory and reads
-//!   the result from there; nothing is copied.
-//! - [`CudaDevice::process_zero_copy`]: ordinary host data, copied by the host into a
-//!   mapped buffer and back out again, to compare the paths on the same data.
+//! The shared host ([`crate::host::zero_copy`]) does the rest.
 //!
 //! On a discrete GPU (the H200) the kernel's loads and stores then run at the bus's speed
 //! rather than device memory's: the data still crosses the bus once each way, only without
 //! separate copies and their latency, so whether it beats copying depends on the size and
 //! the machine (benchmark scenario s4 measures it). On GPUs that share the host's memory
-//! ([`CudaDevice::host_unified_memory`]: Jetson and other integrated GPUs) mapped memory is
-//! the GPU's own memory.
-//!
-//! As on OpenCL, the kernels' input and output are `restrict` pointers, so a mapped buffer
-//! is two halves: a call runs the kernel from the half the host sees into the other, and
-//! shows that one from then on.
+//! (Jetson and other integrated GPUs) mapped memory is the GPU's own memory.
 
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cudarc::driver::sys::{
     self, CUdevice_attribute, CUdeviceptr, CUevent_flags, CU_MEMHOSTALLOC_DEVICEMAP,
     CU_MEMHOSTALLOC_PORTABLE,
 };
-use cudarc::driver::{CudaContext, CudaEvent, PinnedHostSlice};
+use cudarc::driver::{CudaContext, PinnedHostSlice};
 
+use super::adapter::{alloc_pinned_zeroed_with_flags, launch_on, Cuda};
 use super::devices::CudaResultExt;
-use super::{
-    alloc_pinned_zeroed_with_flags, copy_in_parallel, launch_kernel, CudaDevice, DeviceState,
-    KeyArguments,
-};
-use crate::host::{grown_capacity, slab_size};
-use crate::kernel_source::CipherFamily;
-use crate::operation::{ModeArguments, SlabChain};
-use crate::{tuning, GpuError, GpuOperation, KeyMaterial};
-
-/// Mapped buffers hold whole 16-byte blocks, so that a final partial CTR block is a whole
-/// block inside the buffer when the kernel reads and writes it.
-const BLOCK_BYTES: usize = 16;
+use crate::host::zero_copy::{KernelTime, MappedHalves, MappedMemory, BLOCK_BYTES};
+use crate::host::{Api, Launch, Outcome};
+use crate::GpuError;
 
 /// One half: the pinned allocation (which frees itself), its host address and the address
 /// the device reaches it at.
@@ -54,7 +36,7 @@ struct Half {
 }
 
 /// Two halves of mapped, page-locked host memory; the front half is the one the host sees.
-pub(super) struct HostMapped {
+pub struct HostMapped {
     halves: [Half; 2],
     front: usize,
     /// Bytes in each half: whole blocks, at least one.
@@ -77,7 +59,7 @@ impl HostMapped {
             .or_cuda("cuDeviceGetAttribute")?;
         if can_map == 0 {
             return Err(GpuError::Unsupported {
-                api: "cuda",
+                api: crate::GpuApi::Cuda,
                 operation: "mapped (zero-copy) host memory",
             });
         }
@@ -113,15 +95,16 @@ impl HostMapped {
             capacity,
         })
     }
+}
 
+impl MappedHalves for HostMapped {
     fn capacity(&self) -> usize {
         self.capacity
     }
 
-    /// The front half as the host sees it: `capacity` bytes.
     fn bytes(&self) -> &[u8] {
         // SAFETY: `capacity` zeroed-at-allocation bytes owned by the half's pinned buffer,
-        // alive as long as `self`; no kernel runs on them outside `run`, which takes
+        // alive as long as `self`; no kernel runs on them outside `run_mapped`, which takes
         // `&mut self` and waits for the kernel before returning.
         unsafe { std::slice::from_raw_parts(self.halves[self.front].host.as_ptr(), self.capacity) }
     }
@@ -134,299 +117,70 @@ impl HostMapped {
     }
 }
 
-/// `len` bytes of mapped, page-locked host memory that a [`CudaDevice`] processes in place
-/// with no copy: write the data with [`MappedBuffer::as_mut_slice`], call
-/// [`MappedBuffer::process`], read the result with [`MappedBuffer::as_slice`].
-///
-/// Made by [`CudaDevice::mapped_buffer`]. A call runs one kernel over the whole length, so a
-/// buffer holds at most [`CudaDevice::max_mapped_bytes`]. The memory is zeroed when the
-/// buffer is made; it is not wiped when the buffer is dropped (it holds data, never keys).
-pub struct MappedBuffer<'device> {
-    device: &'device CudaDevice,
-    inner: HostMapped,
-    len: usize,
-}
-
-impl std::fmt::Debug for MappedBuffer<'_> {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("MappedBuffer")
-            .field("device", &self.device.name())
-            .field("len", &self.len)
-            .field("capacity", &self.inner.capacity)
-            .finish()
-    }
-}
-
-impl MappedBuffer<'_> {
-    pub fn len(&self) -> usize {
-        self.len
+impl MappedMemory for Cuda {
+    fn new_mapped(&self, bytes: usize) -> Outcome<HostMapped> {
+        HostMapped::new(&self.context, bytes)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The most bytes [`MappedBuffer::set_len`] allows: the length asked for, rounded up to
-    /// whole 16-byte blocks.
-    pub fn capacity(&self) -> usize {
-        self.inner.capacity
-    }
-
-    /// Changes how many bytes the buffer shows and processes, within its capacity. Bytes
-    /// that come into view hold whatever the memory last held (zero, or earlier data).
-    pub fn set_len(&mut self, len: usize) -> Result<(), GpuError> {
-        if len > self.inner.capacity {
-            return Err(GpuError::InvalidInput(format!(
-                "{len} bytes do not fit a mapped buffer of {} bytes",
-                self.inner.capacity
-            )));
-        }
-        self.len = len;
-        Ok(())
-    }
-
-    pub fn as_slice(&self) -> &[u8] {
-        &self.inner.bytes()[..self.len]
-    }
-
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        let len = self.len;
-        &mut self.inner.bytes_mut()[..len]
-    }
-
-    /// Runs `operation` under `key` over the buffer's bytes, in place as the caller sees
-    /// them; returns when the result can be read and the device's copy of the key is
-    /// wiped. ECB and CBC need whole blocks; CTR takes any length.
-    pub fn process(&mut self, key: &KeyMaterial, operation: &GpuOperation) -> Result<(), GpuError> {
-        self.run(key, operation, None)
-    }
-
-    /// [`MappedBuffer::process`], timed: the kernel's time (CUDA events around the launch,
-    /// which includes its loads and stores over the bus) and the call's wall time, key
-    /// upload and wipe included. Both are zero for an empty buffer.
-    pub fn process_timed(
-        &mut self,
-        key: &KeyMaterial,
-        operation: &GpuOperation,
-    ) -> Result<(Duration, Duration), GpuError> {
-        if self.len == 0 {
-            operation.validate(key.algorithm(), 0)?;
-            return Ok((Duration::ZERO, Duration::ZERO));
-        }
-        // CU_EVENT_DEFAULT: cudarc's default events do not record time.
-        let new_event = || {
-            self.device
-                .context
-                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .or_cuda("cuEventCreate")
-        };
-        let events = (new_event()?, new_event()?);
-        let started = Instant::now();
-        self.run(key, operation, Some(&events))?;
-        let end_to_end = started.elapsed();
-        let milliseconds = events
-            .0
-            .elapsed_ms(&events.1)
-            .or_cuda("cuEventElapsedTime")?;
-        let kernel = Duration::from_secs_f64(f64::from(milliseconds.max(0.0)) / 1e3);
-        Ok((kernel, end_to_end))
-    }
-
-    fn run(
-        &mut self,
-        key: &KeyMaterial,
-        operation: &GpuOperation,
-        timing: Option<&(CudaEvent, CudaEvent)>,
-    ) -> Result<(), GpuError> {
-        operation.validate(key.algorithm(), self.len)?;
-        refuse_segments(operation)?;
-        if self.len == 0 {
-            return Ok(());
-        }
-        let len = self.len;
-        let device = self.device;
-        let inner = &mut self.inner;
-        device.with_key(key, operation, |state| {
-            let block_size = key.algorithm().block_size();
-            let mode = SlabChain::new(operation).next(&inner.bytes()[..len], block_size);
-            device.run_mapped(state, inner, key, operation, len, mode, timing)
-        })
-    }
-}
-
-/// Segmented CTR uploads counter blocks per launch, which only the copy paths do.
-fn refuse_segments(operation: &GpuOperation) -> Result<(), GpuError> {
-    if matches!(operation, GpuOperation::CtrSegments { .. }) {
-        return Err(GpuError::Unsupported {
-            api: "cuda",
-            operation: "segmented CTR through mapped host memory",
-        });
-    }
-    Ok(())
-}
-
-impl CudaDevice {
-    /// Whether the GPU shares the host's memory (`CU_DEVICE_ATTRIBUTE_INTEGRATED`: Jetson
-    /// and other integrated GPUs), where mapped host memory is the GPU's own memory and
-    /// zero-copy saves the copies outright. `false` on discrete GPUs such as the H200, and
-    /// when the driver does not answer.
-    pub fn host_unified_memory(&self) -> bool {
+    /// `CU_DEVICE_ATTRIBUTE_INTEGRATED`: Jetson and other integrated GPUs; `false` on
+    /// discrete GPUs such as the H200, and when the driver does not answer.
+    fn host_unified_memory(&self) -> bool {
         self.context
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_INTEGRATED)
             .is_ok_and(|integrated| integrated != 0)
     }
 
-    /// The largest [`MappedBuffer`]: one kernel launch (at most 1 GiB).
-    pub fn max_mapped_bytes(&self) -> usize {
-        slab_size(usize::MAX, u64::MAX)
+    /// CUDA names no largest allocation: one launch (1 GiB) is the bound.
+    fn max_allocation_bytes(&self) -> u64 {
+        u64::MAX
     }
 
-    /// Mapped, page-locked host memory for `len` bytes that this device processes in place;
-    /// see [`MappedBuffer`]. [`GpuError::Unsupported`] where the GPU cannot map host memory.
-    pub fn mapped_buffer(&self, len: usize) -> Result<MappedBuffer<'_>, GpuError> {
-        let limit = self.max_mapped_bytes();
-        if len > limit {
-            return Err(GpuError::InvalidInput(format!(
-                "a mapped buffer holds at most {limit} bytes, asked for {len}"
-            )));
-        }
-        Ok(MappedBuffer {
-            device: self,
-            inner: HostMapped::new(&self.context, len)?,
-            len,
-        })
-    }
-
-    /// [`CudaDevice::process`] through mapped host memory instead of device buffers: slab
-    /// by slab, `data` is copied into a mapped buffer (kept for later calls), the kernel
-    /// reads and writes it over the bus, and the result is copied back. The host still
-    /// copies every byte in and out; only [`MappedBuffer`] avoids that. Same output as
-    /// `process`; the key is wiped before this returns.
-    pub fn process_zero_copy(
-        &self,
-        key: &KeyMaterial,
-        operation: &GpuOperation,
-        data: &mut [u8],
-    ) -> Result<(), GpuError> {
-        operation.validate(key.algorithm(), data.len())?;
-        refuse_segments(operation)?;
-        if data.is_empty() {
-            return Ok(());
-        }
-        let block_size = key.algorithm().block_size();
-        let slab_bytes = self.slab_bytes;
-        self.with_key(key, operation, |state| {
-            let needed = data.len().min(slab_bytes).div_ceil(BLOCK_BYTES) * BLOCK_BYTES;
-            if state
-                .zero_copy
-                .as_ref()
-                .is_some_and(|mapped| mapped.capacity() < needed)
-            {
-                // Freed first, so that its memory can be reused.
-                state.zero_copy = None;
-            }
-            let mut mapped = match state.zero_copy.take() {
-                Some(mapped) => mapped,
-                None => HostMapped::new(&self.context, grown_capacity(needed, slab_bytes))?,
-            };
-            let mut chain = SlabChain::new(operation);
-            let mut outcome = Ok(());
-            for slab in data.chunks_mut(slab_bytes) {
-                let length = slab.len();
-                copy_in_parallel(&mut mapped.bytes_mut()[..length], slab);
-                let mode = chain.next(slab, block_size);
-                outcome = self.run_mapped(state, &mut mapped, key, operation, length, mode, None);
-                if outcome.is_err() {
-                    break;
-                }
-                copy_in_parallel(slab, &mapped.bytes()[..length]);
-            }
-            state.zero_copy = Some(mapped);
-            outcome
-        })
-    }
-
-    /// Runs one kernel over the first `length` bytes of `mapped`'s front half into its back
-    /// half, waits for it, and makes the back half the front.
-    #[allow(clippy::too_many_arguments)]
-    fn run_mapped(
-        &self,
-        state: &mut DeviceState,
-        mapped: &mut HostMapped,
-        key: &KeyMaterial,
-        operation: &GpuOperation,
-        length: usize,
-        mode: ModeArguments,
-        timing: Option<&(CudaEvent, CudaEvent)>,
-    ) -> Result<(), GpuError> {
-        let DeviceState {
-            geometry,
-            tuning,
-            round_keys,
-            key_tables,
-            aes_tables,
-            ..
-        } = state;
-        let kernel_operation = operation.kernel_operation();
-        let arguments = KeyArguments {
-            key,
-            round_keys,
-            key_tables,
-            aes_tables,
-            geometry: tuning::choose_geometry(
-                *geometry,
-                tuning.as_deref(),
-                key.algorithm(),
-                kernel_operation,
-                length,
-            ),
+    /// One launch on stream 0 from the front half into the back half, between two timing
+    /// events when `timed`; waits for every stream, then shows the back half.
+    unsafe fn run_mapped(&self, mapped: &mut HostMapped, launch: Launch<'_, Self>) -> KernelTime {
+        // CU_EVENT_DEFAULT: cudarc's default events do not record time.
+        let new_event = || {
+            self.context
+                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .or_cuda("cuEventCreate")
         };
-        let kernel = self.kernel(CipherFamily::of(key.algorithm()), kernel_operation);
-        let blocks = length.div_ceil(key.algorithm().block_size());
-        debug_assert!(blocks * key.algorithm().block_size() <= mapped.capacity);
+        let timing = match launch.timed {
+            true => Some((new_event()?, new_event()?)),
+            false => None,
+        };
         let stream = &self.streams[0];
         let input = mapped.halves[mapped.front].device;
         let output = mapped.halves[1 - mapped.front].device;
-        let started = match timing {
+        let started = match &timing {
             Some((start, _)) => start.record(stream).or_cuda("cuEventRecord"),
             None => Ok(()),
         };
         // The kernel reads one half and writes the other straight in host memory: two
-        // distinct mapped allocations of `capacity >= blocks` whole blocks each, alive as
-        // long as `mapped`, which stays borrowed until the streams are synchronised below.
+        // distinct mapped allocations of `capacity` bytes each, at least the launch's blocks
+        // (the caller's guarantee), alive as long as `mapped`, which stays borrowed until
+        // the streams are synchronised below.
         let launched = started
-            .and_then(|()| launch_kernel(stream, kernel, &arguments, input, output, blocks, mode))
-            .and_then(|()| match timing {
+            .and_then(|()| {
+                // SAFETY: as above, and the arguments are the kernel's own list (the
+                // caller's guarantee), with no counter buffer (mapped paths refuse
+                // segmented CTR).
+                unsafe { launch_on(stream, &launch, (input, output, None)) }
+            })
+            .and_then(|()| match &timing {
                 Some((_, end)) => end.record(stream).or_cuda("cuEventRecord"),
                 None => Ok(()),
             });
         // Host memory is in flight whether or not a later step failed: a failed wait aborts.
-        let waited = self.wait_for_streams(true);
+        let waited = self.wait(true);
         launched?;
         waited?;
         mapped.front = 1 - mapped.front;
-        Ok(())
-    }
-
-    /// Locks the device, uploads `key`, runs `work`, waits for every stream and wipes the
-    /// key whatever happened.
-    fn with_key<T>(
-        &self,
-        key: &KeyMaterial,
-        operation: &GpuOperation,
-        work: impl FnOnce(&mut DeviceState) -> Result<T, GpuError>,
-    ) -> Result<T, GpuError> {
-        let mut state = self.lock_state();
-        let decrypting = operation.kernel_operation().decrypts();
-        let outcome = self
-            .upload_key(&mut state, key, decrypting)
-            .and_then(|()| work(&mut state));
-        let waited = self.wait_for_streams(true);
-        let wiped = self.wipe_key(&mut state);
-        match (outcome, waited, wiped) {
-            (Ok(value), Ok(()), Ok(())) => Ok(value),
-            (Err(error), _, _) | (Ok(_), Err(error), _) | (Ok(_), Ok(()), Err(error)) => Err(error),
-        }
+        let Some((start, end)) = timing else {
+            return Ok(None);
+        };
+        let milliseconds = start.elapsed_ms(&end).or_cuda("cuEventElapsedTime")?;
+        Ok(Some(Duration::from_secs_f64(
+            f64::from(milliseconds.max(0.0)) / 1e3,
+        )))
     }
 }

@@ -9,16 +9,7 @@ use opencl3::types::cl_device_id;
 
 use crate::error::ApiResultExt;
 use crate::program_cache;
-use crate::GpuError;
-
-/// Where a device's compiled kernels came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ProgramOrigin {
-    /// Compiled from source in this process.
-    Compiled,
-    /// Loaded from the binary cache on disk.
-    Cache,
-}
+use crate::{GpuError, ProgramOrigin};
 
 /// Compiles `source` for `device_id`, keeping the whole build log when the compiler refuses.
 pub(crate) fn compile(
@@ -63,16 +54,28 @@ fn from_binary(
     Some(program)
 }
 
+/// What a device's program is built from, and where its binary is cached.
+#[derive(Clone, Copy)]
+pub(crate) struct ProgramSource<'a> {
+    pub device_id: cl_device_id,
+    pub device_name: &'a str,
+    pub source: &'a str,
+    pub options: &'a str,
+    pub cache_entry: Option<&'a Path>,
+}
+
 /// The program from the cache file at `cache_entry` if there is a usable one, else compiled
 /// from source and stored there for next time.
 pub(crate) fn load_or_compile(
     context: &Context,
-    device_id: cl_device_id,
-    device_name: &str,
-    source: &str,
-    options: &str,
-    cache_entry: Option<&Path>,
+    program_source: &ProgramSource<'_>,
 ) -> Result<(Program, ProgramOrigin), GpuError> {
+    let ProgramSource {
+        device_id,
+        options,
+        cache_entry,
+        ..
+    } = *program_source;
     if let Some(path) = cache_entry {
         if let Some(program) = program_cache::load(path)
             .and_then(|binary| from_binary(context, device_id, &binary, options))
@@ -80,26 +83,22 @@ pub(crate) fn load_or_compile(
             return Ok((program, ProgramOrigin::Cache));
         }
     }
-    let program = compile_and_store(
-        context,
-        device_id,
-        device_name,
-        source,
-        options,
-        cache_entry,
-    )?;
+    let program = compile_and_store(context, program_source)?;
     Ok((program, ProgramOrigin::Compiled))
 }
 
 /// Compiles from source and stores the binary at `cache_entry` (replacing what is there).
 pub(crate) fn compile_and_store(
     context: &Context,
-    device_id: cl_device_id,
-    device_name: &str,
-    source: &str,
-    options: &str,
-    cache_entry: Option<&Path>,
+    program_source: &ProgramSource<'_>,
 ) -> Result<Program, GpuError> {
+    let ProgramSource {
+        device_id,
+        device_name,
+        source,
+        options,
+        cache_entry,
+    } = *program_source;
     let program = compile(context, device_id, device_name, source, options)?;
     if let Some(path) = cache_entry {
         if let Some(binary) = program

@@ -1,0 +1,351 @@
+//! What stands in for a GPU API whose cargo feature is off: an adapter ([`Unavailable`]) of
+//! which no device can exist, so that the shared host gives the same public types and
+//! methods as in a full build, and the engine, the file format, the bench lab and the command
+//! line compile unchanged. Every way in (`OpenClDevice::list`,
+//! `OpenClDevice::open`, ...) says that the API is not in this build.
+//!
+//! The adapter's types are uninhabited, so its methods need no behaviour: each is a `match`
+//! on nothing, which the compiler checks.
+
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use crate::host::zero_copy::{KernelTime, MappedHalves, MappedMemory};
+use crate::host::{Api, GpuHost, Launch, Outcome, Staging, TimingJob};
+use crate::{DeviceKind, GpuApi, GpuError, KeyMaterial, OpenOptions};
+
+/// A value no code can make: the types of an API that is not in this build hold one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Never {}
+
+impl MappedHalves for Never {
+    fn capacity(&self) -> usize {
+        match *self {}
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match *self {}
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match *self {}
+    }
+}
+
+/// Which API is missing, for its messages.
+pub trait Missing: Send + Sync + 'static {
+    /// The API.
+    const API: GpuApi;
+}
+
+/// The adapter of an API that is not in this build: no value of it exists.
+pub struct Unavailable<M> {
+    never: Never,
+    api: PhantomData<M>,
+}
+
+impl<M: Missing> std::fmt::Debug for Unavailable<M> {
+    fn fmt(&self, _formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.never {}
+    }
+}
+
+/// The error every entry point of a disabled API returns.
+fn not_in_this_build(api: GpuApi) -> GpuError {
+    GpuError::NotInThisBuild { api }
+}
+
+impl<M: Missing> Api for Unavailable<M> {
+    const API: GpuApi = M::API;
+    const QUEUES: usize = 1;
+    type Kernel = Never;
+    type Slot = Never;
+    type Keys = Never;
+    type Mapped = Never;
+    type Event = Never;
+    type Extra = Never;
+
+    fn device_name(&self) -> String {
+        match self.never {}
+    }
+    fn description(&self) -> String {
+        match self.never {}
+    }
+    fn identity_description(&self) -> String {
+        match self.never {}
+    }
+    fn kind(&self) -> DeviceKind {
+        match self.never {}
+    }
+    fn new_slot(_queue: usize) -> Never {
+        unreachable!("no device of an API outside this build is ever opened")
+    }
+    fn reserve(&self, slot: &mut Never, _: usize, _: usize, _: Staging) -> Outcome {
+        match *slot {}
+    }
+    fn upload_counters(&self, slot: &mut Never, _: &[u8]) -> Outcome {
+        match *slot {}
+    }
+    unsafe fn upload(&self, slot: &mut Never, _: &[u8], _: usize) -> Outcome {
+        match *slot {}
+    }
+    unsafe fn launch(&self, slot: &mut Never, _: Launch<'_, Self>) -> Outcome<Never> {
+        match *slot {}
+    }
+    unsafe fn download(&self, slot: &mut Never, _: &mut [u8]) -> Outcome {
+        match *slot {}
+    }
+    fn flush(&self, slot: &Never) -> Outcome {
+        match *slot {}
+    }
+    fn finish_slab(&self, slot: &mut Never, _: &mut [u8]) -> Outcome {
+        match *slot {}
+    }
+    fn wait(&self, _: bool) -> Outcome {
+        match self.never {}
+    }
+    fn upload_key(&self, keys: &mut Never, _: &KeyMaterial, _: bool) -> Outcome {
+        match *keys {}
+    }
+    fn wipe_key(&self, keys: &mut Never, _: &KeyMaterial) -> Outcome {
+        match *keys {}
+    }
+    fn kernel_time(_events: &[Never]) -> Outcome<Duration> {
+        Ok(Duration::ZERO)
+    }
+    fn kernel_times(device: &GpuHost<Self>, _: TimingJob<'_>) -> Outcome<Vec<Duration>> {
+        match device.adapter.never {}
+    }
+}
+
+impl<M: Missing> MappedMemory for Unavailable<M> {
+    fn new_mapped(&self, _bytes: usize) -> Outcome<Never> {
+        match self.never {}
+    }
+    fn host_unified_memory(&self) -> bool {
+        match self.never {}
+    }
+    fn max_allocation_bytes(&self) -> u64 {
+        match self.never {}
+    }
+    unsafe fn run_mapped(&self, halves: &mut Never, _: Launch<'_, Self>) -> KernelTime {
+        match *halves {}
+    }
+}
+
+/// The entry points that open a device, for a missing API: each says it is not in this
+/// build.
+macro_rules! unavailable_entry_points {
+    ($info:ty) => {
+        /// Always [`GpuError::NotInThisBuild`]: this build has no such device.
+        pub fn list() -> Result<Vec<$info>, GpuError> {
+            Err(not_in_this_build(<Self as HasApi>::API))
+        }
+
+        /// Always [`GpuError::NotInThisBuild`].
+        pub fn open(_index: usize) -> Result<Self, GpuError> {
+            Err(not_in_this_build(<Self as HasApi>::API))
+        }
+
+        /// Always [`GpuError::NotInThisBuild`].
+        pub fn open_with(_index: usize, _options: &OpenOptions) -> Result<Self, GpuError> {
+            Err(not_in_this_build(<Self as HasApi>::API))
+        }
+
+        /// What the driver reports (never called: no device exists).
+        pub fn info(&self) -> &$info {
+            match self.adapter.never {}
+        }
+    };
+}
+
+/// The API of a device type, for the entry points above.
+trait HasApi {
+    const API: GpuApi;
+}
+
+impl<M: Missing> HasApi for GpuHost<Unavailable<M>> {
+    const API: GpuApi = M::API;
+}
+
+/// OpenCL in a build without the `opencl` feature.
+#[cfg(not(feature = "opencl"))]
+pub mod opencl {
+    use super::*;
+    use crate::{DeviceInfo, GpuOperation, TableCopies};
+
+    /// Marks OpenCL as missing.
+    pub struct OpenClMissing;
+
+    impl Missing for OpenClMissing {
+        const API: GpuApi = GpuApi::Opencl;
+    }
+
+    /// An OpenCL device; in this build none can be opened.
+    pub type OpenClDevice = GpuHost<Unavailable<OpenClMissing>>;
+
+    /// Mapped memory of an OpenCL device; in this build there is none.
+    pub type MappedBuffer<'device> = crate::GpuMappedBuffer<'device, Unavailable<OpenClMissing>>;
+
+    impl GpuHost<Unavailable<OpenClMissing>> {
+        unavailable_entry_points!(DeviceInfo);
+
+        /// Always [`GpuError::NotInThisBuild`].
+        pub fn compile_check(_index: usize, _table_copies: TableCopies) -> Result<(), GpuError> {
+            Err(not_in_this_build(GpuApi::Opencl))
+        }
+
+        /// A timed run (never called: no device exists).
+        pub fn process_timed(
+            &self,
+            _key: &KeyMaterial,
+            _operation: &GpuOperation,
+            _data: &mut [u8],
+        ) -> Result<(Duration, Duration), GpuError> {
+            match self.adapter.never {}
+        }
+    }
+}
+
+/// CUDA in a build without the `cuda` feature.
+#[cfg(not(feature = "cuda"))]
+pub mod cuda {
+    use std::fmt;
+    use std::ops::Range;
+
+    use super::*;
+    use crate::GpuOperation;
+
+    /// Streams the CUDA host rotates slabs over (as in a build with CUDA).
+    pub const STREAMS: usize = 3;
+
+    /// Marks CUDA as missing.
+    pub struct CudaMissing;
+
+    impl Missing for CudaMissing {
+        const API: GpuApi = GpuApi::Cuda;
+    }
+
+    /// A CUDA device; in this build none can be opened.
+    pub type CudaDevice = GpuHost<Unavailable<CudaMissing>>;
+
+    /// Mapped memory of a CUDA device; in this build there is none.
+    pub type MappedBuffer<'device> = crate::GpuMappedBuffer<'device, Unavailable<CudaMissing>>;
+
+    /// A CUDA device as the driver describes it; in this build there is none.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct CudaDeviceInfo {
+        never: Never,
+    }
+
+    impl fmt::Display for CudaDeviceInfo {
+        fn fmt(&self, _formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self.never {}
+        }
+    }
+
+    /// Data in device memory; in this build there is none.
+    #[derive(Debug)]
+    pub struct DeviceBuffer {
+        never: Never,
+    }
+
+    impl DeviceBuffer {
+        /// The buffer's length in bytes (never called: no buffer exists).
+        pub fn len(&self) -> usize {
+            match self.never {}
+        }
+
+        /// Whether the buffer is empty (never called: no buffer exists).
+        pub fn is_empty(&self) -> bool {
+            match self.never {}
+        }
+    }
+
+    /// Page-locked host memory; in this build there is none.
+    #[derive(Debug)]
+    pub struct PinnedBuffer {
+        never: Never,
+    }
+
+    impl PinnedBuffer {
+        /// The buffer's bytes (never called: no buffer exists).
+        pub fn as_mut_slice(&mut self) -> Result<&mut [u8], GpuError> {
+            match self.never {}
+        }
+    }
+
+    impl GpuHost<Unavailable<CudaMissing>> {
+        unavailable_entry_points!(CudaDeviceInfo);
+
+        /// What the kernels were compiled for (never called: no device exists).
+        pub fn architecture(&self) -> &str {
+            match self.adapter.never {}
+        }
+
+        /// Pinned host memory (never called: no device exists).
+        pub fn alloc_pinned(&self, _bytes: usize) -> Result<PinnedBuffer, GpuError> {
+            match self.adapter.never {}
+        }
+
+        /// A device-memory copy of `data` (never called: no device exists).
+        pub fn copy_to_device(&self, _data: &[u8]) -> Result<DeviceBuffer, GpuError> {
+            match self.adapter.never {}
+        }
+
+        /// Runs over pinned memory (never called: no device exists).
+        pub fn process_pinned(
+            &self,
+            _key: &KeyMaterial,
+            _operation: &GpuOperation,
+            data: &mut PinnedBuffer,
+            _range: Range<usize>,
+        ) -> Result<(), GpuError> {
+            match data.never {}
+        }
+
+        /// Runs over device memory (never called: no device exists).
+        pub fn process_device_buffer(
+            &self,
+            _key: &KeyMaterial,
+            _operation: &GpuOperation,
+            buffer: &mut DeviceBuffer,
+        ) -> Result<(), GpuError> {
+            match buffer.never {}
+        }
+
+        /// Runs over device memory, timed (never called: no device exists).
+        pub fn process_device_buffer_timed(
+            &self,
+            _key: &KeyMaterial,
+            _operation: &GpuOperation,
+            buffer: &mut DeviceBuffer,
+        ) -> Result<Duration, GpuError> {
+            match buffer.never {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[cfg(not(feature = "opencl"))]
+    #[test]
+    fn opencl_says_it_is_not_in_this_build() {
+        let error = super::opencl::OpenClDevice::open(0).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "OpenCL is not in this build (built without the `opencl` feature); rebuild with \
+             `--features opencl` or use another backend"
+        );
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    #[test]
+    fn cuda_says_it_is_not_in_this_build() {
+        let error = super::cuda::CudaDevice::list().unwrap_err();
+        assert!(
+            error.to_string().starts_with("CUDA is not in this build"),
+            "{error}"
+        );
+    }
+}

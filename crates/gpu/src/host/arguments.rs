@@ -1,0 +1,282 @@
+//! The kernels' parameter lists, written once: which arguments a launch passes, in which
+//! order and of which type, as roles ([`Argument`]) that an adapter turns into its API's
+//! values (an OpenCL `cl_mem`, a CUDA device pointer). The order and types follow the
+//! kernel signatures in `kernels/parcrypt.cl`, which every API compiles.
+
+use crate::kernel_source::{self, CipherFamily, KernelOperation};
+use crate::operation::ModeArguments;
+use crate::{ghash, GpuError, KeyMaterial};
+
+/// One kernel argument, by role: buffers are named, values carried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Argument {
+    /// The data the kernel reads (a `const` pointer).
+    Input,
+    /// Where the kernel writes (may be the input's memory only where the caller says so).
+    Output,
+    /// Segmented CTR: the counter block of every segment of the launch.
+    Counters,
+    /// The key's round keys.
+    RoundKeys,
+    /// The key-dependent tables (Blowfish's S-boxes).
+    KeyTables,
+    /// The fixed AES tables.
+    AesTables,
+    /// A `u32` by value.
+    U32(u32),
+    /// A `u64` by value.
+    U64(u64),
+    /// A `u32x4` by value (a 16-byte counter or previous block).
+    Words4([u32; 4]),
+    /// A `u32x2` by value (an 8-byte block).
+    Words2([u32; 2]),
+}
+
+/// The most arguments a kernel takes (AES segmented CTR: 9).
+pub(crate) const MOST_ARGUMENTS: usize = 10;
+
+/// A launch's arguments in order, kept on the stack: a launch allocates nothing.
+#[derive(Clone, Copy, Debug)]
+pub struct ArgumentList {
+    items: [Argument; MOST_ARGUMENTS],
+    length: usize,
+}
+
+impl ArgumentList {
+    fn new() -> Self {
+        ArgumentList {
+            items: [Argument::U32(0); MOST_ARGUMENTS],
+            length: 0,
+        }
+    }
+
+    fn push(&mut self, argument: Argument) {
+        self.items[self.length] = argument;
+        self.length += 1;
+    }
+
+    /// The arguments in the kernel's parameter order.
+    pub fn as_slice(&self) -> &[Argument] {
+        &self.items[..self.length]
+    }
+
+    /// Whether the launch reads a counter buffer (segmented CTR).
+    pub fn reads_counters(&self) -> bool {
+        self.as_slice().contains(&Argument::Counters)
+    }
+}
+
+/// One compiled kernel, what it runs, and the largest group the device allows for it
+/// (which depends on the kernel's registers and local memory).
+pub(crate) struct LoadedKernel<K> {
+    pub family: CipherFamily,
+    pub operation: KernelOperation,
+    /// The segmented variant of the CTR kernel ([`kernel_source::ctr_segments_kernel_name`]).
+    pub segmented: bool,
+    pub kernel: K,
+    pub max_group_size: usize,
+}
+
+/// Every cipher kernel of the program, and the GHASH kernel, which belongs to no family.
+pub(crate) struct KernelTable<K> {
+    ciphers: Vec<LoadedKernel<K>>,
+    pub ghash: K,
+    pub ghash_max_group_size: usize,
+}
+
+impl<K> KernelTable<K> {
+    /// Loads every kernel by name with `load`, which returns the kernel and the largest
+    /// group it may be launched with.
+    pub(crate) fn load(
+        mut load: impl FnMut(
+            &'static str,
+            Option<(CipherFamily, KernelOperation)>,
+        ) -> Result<(K, usize), GpuError>,
+    ) -> Result<Self, GpuError> {
+        let mut ciphers = Vec::new();
+        for family in CipherFamily::ALL {
+            for function in kernel_source::family_kernels(family) {
+                let (kernel, max_group_size) =
+                    load(function.name, Some((family, function.operation)))?;
+                ciphers.push(LoadedKernel {
+                    family,
+                    operation: function.operation,
+                    segmented: function.segmented,
+                    kernel,
+                    max_group_size: max_group_size.max(1),
+                });
+            }
+        }
+        let (ghash, ghash_max_group_size) = load(ghash::KERNEL_NAME, None)?;
+        Ok(KernelTable {
+            ciphers,
+            ghash,
+            ghash_max_group_size: ghash_max_group_size.max(1),
+        })
+    }
+
+    /// The kernel of `family` for `operation`, segmented CTR or not.
+    pub(crate) fn find(
+        &self,
+        family: CipherFamily,
+        operation: KernelOperation,
+        segmented: bool,
+    ) -> &LoadedKernel<K> {
+        self.ciphers
+            .iter()
+            .find(|loaded| {
+                loaded.family == family
+                    && loaded.operation == operation
+                    && loaded.segmented == segmented
+            })
+            .expect("a kernel exists for every family and operation")
+    }
+}
+
+/// The arguments of a cipher kernel's launch over `blocks` blocks under `key`, with the
+/// mode's arguments of its first block. Segment arguments go with a segmented kernel and
+/// only with one; `counters_available` says whether the caller has a counter buffer to
+/// give (the mapped paths have none).
+pub(crate) fn cipher_arguments(
+    segmented: bool,
+    key: &KeyMaterial,
+    blocks: usize,
+    mode: ModeArguments,
+    counters_available: bool,
+) -> Result<ArgumentList, GpuError> {
+    if segmented != matches!(mode, ModeArguments::Segments { .. }) {
+        return Err(GpuError::InvalidInput(
+            "segment arguments go with a segmented CTR kernel and only with one".into(),
+        ));
+    }
+    let block_count = u32::try_from(blocks)
+        .map_err(|_| GpuError::InvalidInput(format!("{blocks} blocks do not fit one launch")))?;
+    let block_words = |words: [u32; 4]| match key.algorithm().block_size() {
+        16 => Argument::Words4(words),
+        _ => Argument::Words2([words[0], words[1]]),
+    };
+    let mut arguments = ArgumentList::new();
+    arguments.push(Argument::Input);
+    arguments.push(Argument::Output);
+    arguments.push(Argument::U32(block_count));
+    arguments.push(Argument::RoundKeys);
+    match CipherFamily::of(key.algorithm()) {
+        CipherFamily::Aes => {
+            arguments.push(Argument::U32(key.rounds()));
+            arguments.push(Argument::AesTables);
+        }
+        CipherFamily::Blowfish => arguments.push(Argument::KeyTables),
+        CipherFamily::Rc6 => {}
+    }
+    match mode {
+        ModeArguments::None => {}
+        ModeArguments::Counter { words, rule } => {
+            arguments.push(block_words(words));
+            arguments.push(Argument::U32(rule));
+        }
+        ModeArguments::Previous { words } => arguments.push(block_words(words)),
+        ModeArguments::Segments {
+            blocks_per_segment,
+            rule,
+            ..
+        } => {
+            if !counters_available {
+                return Err(GpuError::InvalidInput(
+                    "segmented CTR runs through the copying paths only (process, and on \
+                     CUDA process_pinned and the device-buffer calls), not through mapped \
+                     memory"
+                        .into(),
+                ));
+            }
+            arguments.push(Argument::Counters);
+            arguments.push(Argument::U32(blocks_per_segment));
+            arguments.push(Argument::U32(rule));
+        }
+    }
+    Ok(arguments)
+}
+
+/// The arguments of the GHASH kernel over `blocks` blocks in segments of
+/// `blocks_per_segment`, under the prepared hash key's (high, low) words.
+pub(crate) fn ghash_arguments(
+    blocks: usize,
+    blocks_per_segment: u32,
+    (key_high, key_low): (u64, u64),
+) -> Result<ArgumentList, GpuError> {
+    let block_count = u32::try_from(blocks)
+        .map_err(|_| GpuError::InvalidInput(format!("{blocks} blocks do not fit one launch")))?;
+    let mut arguments = ArgumentList::new();
+    for argument in [
+        Argument::Input,
+        Argument::Output,
+        Argument::U32(block_count),
+        Argument::U32(blocks_per_segment),
+        Argument::U64(key_high),
+        Argument::U64(key_low),
+    ] {
+        arguments.push(argument);
+    }
+    Ok(arguments)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parcrypt_ciphers::Algorithm;
+
+    #[test]
+    fn aes_ctr_passes_rounds_tables_counter_and_rule_in_order() {
+        let key = KeyMaterial::new(Algorithm::Aes128, &[0; 16]).unwrap();
+        let mode = ModeArguments::Counter {
+            words: [1, 2, 3, 4],
+            rule: 7,
+        };
+        let arguments = cipher_arguments(false, &key, 5, mode, true).unwrap();
+        assert_eq!(
+            arguments.as_slice(),
+            [
+                Argument::Input,
+                Argument::Output,
+                Argument::U32(5),
+                Argument::RoundKeys,
+                Argument::U32(10),
+                Argument::AesTables,
+                Argument::Words4([1, 2, 3, 4]),
+                Argument::U32(7),
+            ]
+        );
+    }
+
+    #[test]
+    fn blowfish_blocks_are_two_words() {
+        let key = KeyMaterial::new(Algorithm::Blowfish, &[1; 16]).unwrap();
+        let mode = ModeArguments::Previous {
+            words: [9, 8, 0, 0],
+        };
+        let arguments = cipher_arguments(false, &key, 1, mode, true).unwrap();
+        assert_eq!(
+            &arguments.as_slice()[3..],
+            [
+                Argument::RoundKeys,
+                Argument::KeyTables,
+                Argument::Words2([9, 8])
+            ]
+        );
+    }
+
+    #[test]
+    fn segment_arguments_need_the_segmented_kernel_and_a_counter_buffer() {
+        let key = KeyMaterial::new(Algorithm::Rc6_128, &[0; 16]).unwrap();
+        let segments = ModeArguments::Segments {
+            first: 0,
+            count: 1,
+            blocks_per_segment: 4,
+            rule: 0,
+        };
+        assert!(cipher_arguments(false, &key, 4, segments, true).is_err());
+        assert!(cipher_arguments(true, &key, 4, ModeArguments::None, true).is_err());
+        assert!(cipher_arguments(true, &key, 4, segments, false).is_err());
+        let arguments = cipher_arguments(true, &key, 4, segments, true).unwrap();
+        assert!(arguments.reads_counters());
+    }
+}

@@ -73,6 +73,17 @@ pub fn batch_chunks(first_chunk: u64, batch: &[u8]) -> Result<u64, FormatError> 
     Ok(chunks)
 }
 
+/// Zeroes `batch` (whose first chunk is chunk `first_chunk` of the message) from chunk
+/// `index` on and names that chunk as damaged: what every backend's `open_batch` does on a
+/// failed tag, so that no unauthenticated plaintext outlives the call.
+pub fn damaged_from(batch: &mut [u8], first_chunk: u64, index: u64) -> FormatError {
+    let from = ((index - first_chunk) as usize)
+        .saturating_mul(SEALED_CHUNK_BYTES)
+        .min(batch.len());
+    batch[from..].zeroize();
+    FormatError::DamagedChunk { index }
+}
+
 /// One message's AES-GCM state for many chunks on the CPU: the key schedule, and the
 /// message's [`GcmKey`] (H and its powers, made once per message by [`MessageKeys`]) shared
 /// by every chunk, since all chunks use the same key and differ only in the nonce. Per chunk
@@ -133,24 +144,31 @@ impl<'e> CpuChunks<'e> {
         }
     }
 
-    /// Runs `work(chunk index, sealed chunk)` over every chunk of `batch` on the engine and
-    /// returns, per work item, the lowest chunk index it reported as failed.
+    /// Runs `work(cipher, nonce, text, tag)` over every chunk of `batch` on the engine and
+    /// returns the lowest chunk index it reported as failed.
     fn for_each_chunk<F>(
         &self,
+        keys: &MessageKeys,
         first_chunk: u64,
         batch: &mut [u8],
         work: F,
     ) -> Result<Option<u64>, FormatError>
     where
-        F: Fn(u64, &mut [u8]) -> bool + Sync,
+        F: Fn(&ChunkCipher, &[u8; NONCE_BYTES], &mut [u8], &mut [u8]) -> bool + Sync,
     {
         batch_chunks(first_chunk, batch)?;
+        let cipher = ChunkCipher::new(keys, self.implementation)?;
         let lengths = self.engine.plan(batch.len(), SEALED_CHUNK_BYTES, None);
         let failures = self.engine.run(batch, &lengths, |_, offset, range| {
             let first = first_chunk + (offset / SEALED_CHUNK_BYTES) as u64;
             let mut failed = None;
             for (index, chunk) in (first..).zip(range.chunks_mut(SEALED_CHUNK_BYTES)) {
-                if !work(index, chunk) && failed.is_none() {
+                // `batch_chunks` checked every index against the limit.
+                let done = keys.nonce(index).is_ok_and(|nonce| {
+                    let (text, tag) = chunk.split_at_mut(chunk.len() - TAG_BYTES);
+                    work(&cipher, &nonce, text, tag)
+                });
+                if !done && failed.is_none() {
                     failed = Some(index);
                 }
             }
@@ -179,14 +197,8 @@ impl ChunkBatcher for CpuChunks<'_> {
         first_chunk: u64,
         batch: &mut [u8],
     ) -> Result<(), FormatError> {
-        let cipher = ChunkCipher::new(keys, self.implementation)?;
-        self.for_each_chunk(first_chunk, batch, |index, chunk| {
-            // `batch_chunks` checked every index against the limit.
-            let Ok(nonce) = keys.nonce(index) else {
-                return false;
-            };
-            let (text, tag) = chunk.split_at_mut(chunk.len() - TAG_BYTES);
-            tag.copy_from_slice(&cipher.seal(&nonce, text));
+        self.for_each_chunk(keys, first_chunk, batch, |cipher, nonce, text, tag| {
+            tag.copy_from_slice(&cipher.seal(nonce, text));
             true
         })?;
         Ok(())
@@ -198,30 +210,20 @@ impl ChunkBatcher for CpuChunks<'_> {
         first_chunk: u64,
         batch: &mut [u8],
     ) -> Result<(), FormatError> {
-        let cipher = ChunkCipher::new(keys, self.implementation)?;
-        let failed = self.for_each_chunk(first_chunk, batch, |index, chunk| {
-            let Ok(nonce) = keys.nonce(index) else {
-                return false;
-            };
-            let (text, tag) = chunk.split_at_mut(chunk.len() - TAG_BYTES);
-            cipher.open(&nonce, text, tag)
-        })?;
+        let failed =
+            self.for_each_chunk(keys, first_chunk, batch, |cipher, nonce, text, tag| {
+                cipher.open(nonce, text, tag)
+            })?;
         match failed {
             None => Ok(()),
-            Some(index) => {
-                // Chunks after the failed one may have been opened by other threads.
-                let from = ((index - first_chunk) as usize)
-                    .saturating_mul(SEALED_CHUNK_BYTES)
-                    .min(batch.len());
-                batch[from..].zeroize();
-                Err(FormatError::DamagedChunk { index })
-            }
+            // Chunks after the failed one may have been opened by other threads.
+            Some(index) => Err(damaged_from(batch, first_chunk, index)),
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::cobblestone::{Suite, CHUNK_BYTES};
     use parcrypt_engine::Backend;
@@ -269,16 +271,25 @@ mod tests {
         }
     }
 
+    /// A batch in file layout (text, then a zeroed tag, per chunk) of `text_bytes`, and its
+    /// plaintext.
+    pub(crate) fn layout(text_bytes: usize) -> (Vec<u8>, Vec<u8>) {
+        let plaintext: Vec<u8> = (0..text_bytes).map(|i| (i * 7 + i / 5000) as u8).collect();
+        let mut batch = Vec::new();
+        for piece in plaintext.chunks(CHUNK_BYTES) {
+            batch.extend_from_slice(piece);
+            batch.extend_from_slice(&[0u8; TAG_BYTES]);
+        }
+        if text_bytes == 0 {
+            batch.extend_from_slice(&[0u8; TAG_BYTES]);
+        }
+        (plaintext, batch)
+    }
+
     #[test]
     fn every_backend_seals_a_batch_the_same_and_a_bad_chunk_is_named() {
         let keys = MessageKeys::derive(Suite::Cobblestone128, &[9u8; 16], &[1; 24], b"").unwrap();
-        let text_bytes = 37 * CHUNK_BYTES + 1234;
-        let plaintext: Vec<u8> = (0..text_bytes).map(|i| (i * 7 + i / 5000) as u8).collect();
-        let mut layout = Vec::new();
-        for piece in plaintext.chunks(CHUNK_BYTES) {
-            layout.extend_from_slice(piece);
-            layout.extend_from_slice(&[0u8; TAG_BYTES]);
-        }
+        let (plaintext, layout) = layout(37 * CHUNK_BYTES + 1234);
         let mut results = Vec::new();
         for backend in Backend::CPU {
             let engine = Engine::new(backend, Some(3)).unwrap();

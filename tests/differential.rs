@@ -4,17 +4,20 @@
 
 #[path = "support/engine.rs"]
 mod engine;
+#[path = "../crates/format/tests/support/random.rs"]
+mod random;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
 
 use cipher::{BlockCipherEncrypt, KeyInit};
-use engine::{all_engines, seeded_rng, Message};
+use engine::{all_engines, Message};
 use parcrypt_ciphers::Implementation;
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_modes::{CipherSpec, Mode};
 use rand::rngs::StdRng;
 use rand::{Rng, RngExt};
+use random::seeded_rng;
 
 const SIZES: [usize; 7] = [0, 1, 15, 16, 17, 4096 + 5, (1 << 20) + 3];
 

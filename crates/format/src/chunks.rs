@@ -13,7 +13,7 @@ use parcrypt_modes::gcm::GcmKey;
 use zeroize::Zeroize;
 
 use crate::cobblestone::{MessageKeys, NONCE_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
-use crate::error::FormatError;
+use crate::error::{FormatError, Result};
 
 /// Chunks per batch by default: 4 MiB of plaintext. Backends say what suits them best
 /// ([`ChunkBatcher::preferred_batch_chunks`]).
@@ -26,12 +26,7 @@ pub trait ChunkBatcher: Send + Sync {
 
     /// Encrypts every chunk of `batch` in place and writes its tag; the first chunk of the
     /// batch is chunk `first_chunk` of the message.
-    fn seal_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError>;
+    fn seal_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<()>;
 
     /// How many chunks a batch should hold to keep this backend busy: the streaming
     /// pipeline reads and writes batches of this size.
@@ -43,12 +38,7 @@ pub trait ChunkBatcher: Send + Sync {
     /// lowest failed chunk as [`FormatError::DamagedChunk`]; the chunks before it hold
     /// authenticated plaintext, and every byte from the failed chunk on is zeroed, so no
     /// unauthenticated plaintext outlives the call.
-    fn open_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError>;
+    fn open_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<()>;
 }
 
 /// Checks that a batch is whole chunks with at most one short chunk at its end, and returns
@@ -191,12 +181,7 @@ impl ChunkBatcher for CpuChunks<'_> {
         (self.engine.threads() * 32).clamp(DEFAULT_BATCH_CHUNKS, 4096)
     }
 
-    fn seal_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError> {
+    fn seal_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<()> {
         self.for_each_chunk(keys, first_chunk, batch, |cipher, nonce, text, tag| {
             tag.copy_from_slice(&cipher.seal(nonce, text));
             true
@@ -204,12 +189,7 @@ impl ChunkBatcher for CpuChunks<'_> {
         Ok(())
     }
 
-    fn open_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError> {
+    fn open_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<()> {
         let failed =
             self.for_each_chunk(keys, first_chunk, batch, |cipher, nonce, text, tag| {
                 cipher.open(nonce, text, tag)

@@ -21,7 +21,7 @@ use zeroize::Zeroizing;
 
 use crate::chunks::{batch_chunks, damaged_from, ChunkBatcher, CpuChunks};
 use crate::cobblestone::{MessageKeys, CHUNK_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
-use crate::error::FormatError;
+use crate::error::{FormatError, Result};
 
 /// The batcher for `engine`: its GPU when it has one; under `auto` with a tuned GPU, each
 /// batch where the tune table says it finishes first; its CPU threads otherwise.
@@ -80,22 +80,12 @@ impl ChunkBatcher for AutoChunks<'_> {
         self.cpu.preferred_batch_chunks()
     }
 
-    fn seal_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError> {
+    fn seal_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<()> {
         let gpu = self.gpu_for(keys, Direction::Encrypt, batch.len());
         self.or_cpu(&gpu).seal_batch(keys, first_chunk, batch)
     }
 
-    fn open_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError> {
+    fn open_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<()> {
         let gpu = self.gpu_for(keys, Direction::Decrypt, batch.len());
         self.or_cpu(&gpu).open_batch(keys, first_chunk, batch)
     }
@@ -159,7 +149,7 @@ impl GpuChunks<'_> {
         first_chunk: u64,
         texts: &mut [u8],
         count: usize,
-    ) -> Result<(), FormatError> {
+    ) -> Result<()> {
         let length = (count * CHUNK_BYTES).min(texts.len());
         let texts = &mut texts[..length];
         if texts.is_empty() {
@@ -181,9 +171,9 @@ impl GpuChunks<'_> {
         texts: &[u8],
         count: usize,
         mut finish: F,
-    ) -> Result<(), FormatError>
+    ) -> Result<()>
     where
-        F: FnMut(usize, &GcmKey, &GcmMessage, &GcmAccumulator) -> Result<(), FormatError>,
+        F: FnMut(usize, &GcmKey, &GcmMessage, &GcmAccumulator) -> Result<()>,
     {
         let partials = self
             .gpu
@@ -244,12 +234,7 @@ impl ChunkBatcher for GpuChunks<'_> {
         self.gpu.api().to_string()
     }
 
-    fn seal_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError> {
+    fn seal_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<()> {
         let count = batch_chunks(first_chunk, batch)? as usize;
         let key = BatchKey::new(keys)?;
         let mut texts = gather_texts(batch);
@@ -272,12 +257,7 @@ impl ChunkBatcher for GpuChunks<'_> {
         )
     }
 
-    fn open_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError> {
+    fn open_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<()> {
         // Every tag is checked before anything is decrypted.
         let mut failed = None;
         let count = batch_chunks(first_chunk, batch)? as usize;

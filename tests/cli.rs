@@ -138,10 +138,7 @@ fn round_trips_through_files_and_refuses_to_clobber() {
     assert_eq!(std::fs::read(&plain).unwrap(), data, "input was modified");
     let forced = gcm("decrypt", &sealed_name, &opened_name, &["--force"]);
     assert!(forced.status.success());
-    let leftovers: Vec<_> = std::fs::read_dir(folder.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    let leftovers = process::names(folder.path());
     assert_eq!(
         leftovers.len(),
         3,
@@ -190,10 +187,7 @@ fn failed_gcm_decryption_releases_nothing_and_leaves_no_file() {
             !target.exists(),
             "output file left after a failed decryption"
         );
-        let names: Vec<_> = std::fs::read_dir(folder.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let names = process::names(folder.path());
         assert_eq!(names.len(), 1, "temporary files left behind: {names:?}");
     }
     // The wrong AAD fails the same way.

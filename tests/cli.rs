@@ -17,27 +17,23 @@ fn parcrypt(args: &[&str], stdin: &[u8]) -> Output {
     )
 }
 
-/// Asserts a refusal: non-zero exit, nothing on stdout, one line on stderr that mentions
-/// `reason`, and no sign of a panic.
+/// Asserts a refusal: nothing on stdout, and the one line on stderr (apart from warnings) that
+/// [`process::assert_refused_with`] checks.
 fn assert_refused(output: &Output, reason: &str) {
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "succeeded, stderr: {stderr}");
-    assert_ne!(output.status.code(), Some(101), "panicked: {stderr}");
     assert!(
         output.stdout.is_empty(),
         "wrote {} bytes to stdout",
         output.stdout.len()
     );
-    let lines: Vec<&str> = stderr.lines().filter(|l| !l.contains("warning:")).collect();
-    assert_eq!(lines.len(), 1, "expected one line, got: {stderr}");
-    assert!(lines[0].starts_with("parcrypt: error: "), "{stderr}");
+    process::assert_refused_with(output, reason, |line| line.contains("warning:"));
+}
+
+/// Asserts success, showing stderr otherwise.
+fn assert_succeeded(output: &Output) {
     assert!(
-        lines[0].to_lowercase().contains(&reason.to_lowercase()),
-        "'{reason}' not in: {stderr}"
-    );
-    assert!(
-        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
-        "{stderr}"
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
     );
 }
 
@@ -109,92 +105,40 @@ fn round_trips_through_files_and_refuses_to_clobber() {
         .collect();
     std::fs::write(&plain, &data).unwrap();
     let path = |p: &Path| p.to_str().unwrap().to_string();
+    let (plain_name, sealed_name, opened_name) = (path(&plain), path(&sealed), path(&opened));
     let key = "ab".repeat(32);
-    let encrypt = run_raw_with_key(
-        "encrypt",
-        "aes-256-gcm",
-        &key,
-        &[
-            "--iv",
-            "00112233445566778899aabb",
-            &path(&plain),
-            "-o",
-            &path(&sealed),
-        ],
-        b"",
-    );
-    assert!(
-        encrypt.status.success(),
-        "{}",
-        String::from_utf8_lossy(&encrypt.stderr)
-    );
+    // AES-256-GCM from one file to another, `extra` options between the IV and the files.
+    let gcm = |direction, from: &str, to: &str, extra: &[&str]| {
+        let mut options = vec!["--iv", "00112233445566778899aabb"];
+        options.extend(extra);
+        options.extend([from, "-o", to]);
+        run_raw_with_key(direction, "aes-256-gcm", &key, &options, b"")
+    };
+    let encrypt = gcm("encrypt", &plain_name, &sealed_name, &[]);
+    assert_succeeded(&encrypt);
     assert_eq!(
         std::fs::metadata(&sealed).unwrap().len(),
         data.len() as u64 + 16
     );
-    let decrypt = run_raw_with_key(
-        "decrypt",
-        "aes-256-gcm",
-        &key,
-        &[
-            "--iv",
-            "00112233445566778899aabb",
-            &path(&sealed),
-            "-o",
-            &path(&opened),
-        ],
-        b"",
-    );
-    assert!(
-        decrypt.status.success(),
-        "{}",
-        String::from_utf8_lossy(&decrypt.stderr)
-    );
+    let decrypt = gcm("decrypt", &sealed_name, &opened_name, &[]);
+    assert_succeeded(&decrypt);
     assert_eq!(std::fs::read(&opened).unwrap(), data);
 
     // An existing output is kept unless --force is given.
-    let again = run_raw_with_key(
-        "decrypt",
-        "aes-256-gcm",
-        &key,
-        &[
-            "--iv",
-            "00112233445566778899aabb",
-            &path(&sealed),
-            "-o",
-            &path(&opened),
-        ],
-        b"",
-    );
+    let again = gcm("decrypt", &sealed_name, &opened_name, &[]);
     assert_refused(&again, "already exists");
     // The input is never the output, even with --force.
     let same = run_raw(
         "encrypt",
         "aes-128-ctr",
-        &["--iv", IV, "--force", &path(&plain), "-o", &path(&plain)],
+        &["--iv", IV, "--force", &plain_name, "-o", &plain_name],
         b"",
     );
     assert_refused(&same, "is the input file");
     assert_eq!(std::fs::read(&plain).unwrap(), data, "input was modified");
-    let forced = run_raw_with_key(
-        "decrypt",
-        "aes-256-gcm",
-        &key,
-        &[
-            "--iv",
-            "00112233445566778899aabb",
-            "--force",
-            &path(&sealed),
-            "-o",
-            &path(&opened),
-        ],
-        b"",
-    );
+    let forced = gcm("decrypt", &sealed_name, &opened_name, &["--force"]);
     assert!(forced.status.success());
-    let leftovers: Vec<_> = std::fs::read_dir(folder.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    let leftovers = process::names(folder.path());
     assert_eq!(
         leftovers.len(),
         3,
@@ -243,10 +187,7 @@ fn failed_gcm_decryption_releases_nothing_and_leaves_no_file() {
             !target.exists(),
             "output file left after a failed decryption"
         );
-        let names: Vec<_> = std::fs::read_dir(folder.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let names = process::names(folder.path());
         assert_eq!(names.len(), 1, "temporary files left behind: {names:?}");
     }
     // The wrong AAD fails the same way.
@@ -259,263 +200,114 @@ fn failed_gcm_decryption_releases_nothing_and_leaves_no_file() {
     assert_refused(&wrong_aad, "authentication failed");
 }
 
+/// The arguments of a `raw` command: `direction`, `cipher`, `key`, then `iv` when given and
+/// `extra`.
+fn raw_args<'a>(
+    direction: &'a str,
+    cipher: &'a str,
+    key: &'a str,
+    iv: Option<&'a str>,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec!["raw", direction, "--cipher", cipher, "--key", key];
+    if let Some(iv) = iv {
+        args.extend(["--iv", iv]);
+    }
+    args.extend(extra);
+    args
+}
+
 #[test]
 fn bad_input_gets_one_line_and_a_non_zero_exit() {
+    let encrypt = |cipher, key, iv, extra| raw_args("encrypt", cipher, key, iv, extra);
+    let decrypt = |cipher, key, iv, extra| raw_args("decrypt", cipher, key, iv, extra);
+    let bad_hex = "zz0102030405060708090a0b0c0d0e0f";
+    let no_output = ["-o", "/no/such/dir/out"];
     let cases: Vec<(Vec<&str>, &[u8], &str)> = vec![
         (
-            vec![
-                "raw",
-                "encrypt",
-                "--cipher",
-                "aes-128-ctr",
-                "--key",
-                "0011",
-                "--iv",
-                IV,
-            ],
+            encrypt("aes-128-ctr", "0011", Some(IV), &[]),
             b"x",
             "key of 16 bytes",
         ),
         (
-            vec![
-                "raw",
-                "encrypt",
-                "--cipher",
-                "aes-128-ctr",
-                "--key",
-                "zz0102030405060708090a0b0c0d0e0f",
-                "--iv",
-                IV,
-            ],
+            encrypt("aes-128-ctr", bad_hex, Some(IV), &[]),
             b"x",
             "not valid hex",
         ),
         (
-            vec![
-                "raw",
-                "encrypt",
-                "--cipher",
-                "aes-128-ctr",
-                "--key",
-                "0",
-                "--iv",
-                IV,
-            ],
+            encrypt("aes-128-ctr", "0", Some(IV), &[]),
             b"x",
             "odd number",
         ),
         (
-            vec![
-                "raw",
-                "encrypt",
-                "--cipher",
-                "aes-128-cbc",
-                "--key",
-                KEY,
-                "--iv",
-                "0011",
-            ],
+            encrypt("aes-128-cbc", KEY, Some("0011"), &[]),
             b"x",
             "IV of 16 bytes",
         ),
+        (encrypt("aes-128-cbc", KEY, None, &[]), b"x", "needs an IV"),
         (
-            vec!["raw", "encrypt", "--cipher", "aes-128-cbc", "--key", KEY],
-            b"x",
-            "needs an IV",
-        ),
-        (
-            vec![
-                "raw",
-                "encrypt",
-                "--cipher",
-                "aes-128-ecb",
-                "--key",
-                KEY,
-                "--iv",
-                IV,
-            ],
+            encrypt("aes-128-ecb", KEY, Some(IV), &[]),
             b"x",
             "takes no IV",
         ),
         (
-            vec![
-                "raw",
-                "encrypt",
-                "--cipher",
-                "aes-128-gcm",
-                "--key",
-                KEY,
-                "--iv",
-                "",
-            ],
+            encrypt("aes-128-gcm", KEY, Some(""), &[]),
             b"x",
             "IV of at least 1 byte",
         ),
         (
-            vec![
-                "raw",
-                "encrypt",
-                "--cipher",
-                "aes-512-ctr",
-                "--key",
-                KEY,
-                "--iv",
-                IV,
-            ],
+            encrypt("aes-512-ctr", KEY, Some(IV), &[]),
             b"x",
             "unknown cipher",
         ),
+        (encrypt("bf-gcm", KEY, Some(IV), &[]), b"x", "128-bit block"),
         (
-            vec![
-                "raw", "encrypt", "--cipher", "bf-gcm", "--key", KEY, "--iv", IV,
-            ],
-            b"x",
-            "128-bit block",
-        ),
-        (
-            vec![
-                "raw",
-                "encrypt",
-                "--cipher",
-                "aes-128-ctr",
-                "--key",
-                KEY,
-                "--iv",
-                IV,
-                "--backend",
-                "gpu9",
-            ],
+            encrypt("aes-128-ctr", KEY, Some(IV), &["--backend", "gpu9"]),
             b"x",
             "unknown backend",
         ),
         (
-            vec![
-                "raw",
-                "encrypt",
-                "--cipher",
-                "aes-128-ctr",
-                "--key",
-                KEY,
-                "--iv",
-                IV,
-                "--threads",
-                "0",
-            ],
+            encrypt("aes-128-ctr", KEY, Some(IV), &["--threads", "0"]),
             b"x",
             "at least 1",
         ),
         (
-            vec![
-                "raw",
-                "decrypt",
-                "--cipher",
-                "aes-128-cbc",
-                "--key",
-                KEY,
-                "--iv",
-                IV,
-            ],
+            decrypt("aes-128-cbc", KEY, Some(IV), &[]),
             &[7u8; 17],
             "not a whole number",
         ),
         (
-            vec![
-                "raw",
-                "decrypt",
-                "--cipher",
-                "aes-128-cbc",
-                "--key",
-                KEY,
-                "--iv",
-                IV,
-            ],
+            decrypt("aes-128-cbc", KEY, Some(IV), &[]),
             &[7u8; 32],
             "bad padding",
         ),
         (
-            vec![
-                "raw",
-                "decrypt",
-                "--cipher",
-                "aes-128-cbc",
-                "--key",
-                KEY,
-                "--iv",
-                IV,
-            ],
+            decrypt("aes-128-cbc", KEY, Some(IV), &[]),
             b"",
             "not a whole number",
         ),
         (
-            vec![
-                "raw",
-                "encrypt",
-                "--cipher",
-                "aes-128-ecb",
-                "--key",
-                KEY,
-                "--no-pad",
-            ],
+            encrypt("aes-128-ecb", KEY, None, &["--no-pad"]),
             &[1u8; 20],
             "not a whole number",
         ),
         (
-            vec![
-                "raw",
-                "decrypt",
-                "--cipher",
-                "aes-128-gcm",
-                "--key",
-                KEY,
-                "--iv",
-                IV,
-            ],
+            decrypt("aes-128-gcm", KEY, Some(IV), &[]),
             &[1u8; 15],
             "too short",
         ),
         (
-            vec![
-                "raw",
-                "encrypt",
-                "--cipher",
-                "aes-128-ctr",
-                "--key",
-                KEY,
-                "--iv",
-                IV,
-                "/no/such/file",
-            ],
+            encrypt("aes-128-ctr", KEY, Some(IV), &["/no/such/file"]),
             b"",
             "cannot open input",
         ),
         (
-            vec![
-                "raw",
-                "encrypt",
-                "--cipher",
-                "aes-128-ctr",
-                "--key",
-                KEY,
-                "--iv",
-                IV,
-                "--aad",
-                "00",
-            ],
+            encrypt("aes-128-ctr", KEY, Some(IV), &["--aad", "00"]),
             b"",
             "only for GCM",
         ),
         (
-            vec![
-                "raw",
-                "encrypt",
-                "--cipher",
-                "aes-128-ctr",
-                "--key",
-                KEY,
-                "--iv",
-                IV,
-                "--bogus",
-            ],
+            encrypt("aes-128-ctr", KEY, Some(IV), &["--bogus"]),
             b"",
             "unexpected argument",
         ),
@@ -525,18 +317,7 @@ fn bad_input_gets_one_line_and_a_non_zero_exit() {
             "required",
         ),
         (
-            vec![
-                "raw",
-                "encrypt",
-                "--cipher",
-                "aes-128-ctr",
-                "--key",
-                KEY,
-                "--iv",
-                IV,
-                "-o",
-                "/no/such/dir/out",
-            ],
+            encrypt("aes-128-ctr", KEY, Some(IV), &no_output),
             b"",
             "cannot write",
         ),

@@ -4,17 +4,20 @@
 
 #[path = "support/engine.rs"]
 mod engine;
+#[path = "../crates/format/tests/support/random.rs"]
+mod random;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
 
 use cipher::{BlockCipherEncrypt, KeyInit};
-use engine::{all_engines, seeded_rng, Message};
+use engine::{all_engines, Message};
 use parcrypt_ciphers::Implementation;
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_modes::{CipherSpec, Mode};
 use rand::rngs::StdRng;
 use rand::{Rng, RngExt};
+use random::seeded_rng;
 
 const SIZES: [usize; 7] = [0, 1, 15, 16, 17, 4096 + 5, (1 << 20) + 3];
 
@@ -209,6 +212,12 @@ fn ctr_counter_wraps_like_openssl() {
 /// One block encrypted in place by an independent implementation.
 type BlockFunction = Box<dyn Fn(&mut [u8])>;
 
+/// One block of RustCrypto's `Cipher` under `key`, as a [`BlockFunction`].
+fn block_function<Cipher: BlockCipherEncrypt + KeyInit + 'static>(key: &[u8]) -> BlockFunction {
+    let cipher = Cipher::new_from_slice(key).unwrap();
+    Box::new(move |block: &mut [u8]| cipher.encrypt_block(block.try_into().unwrap()))
+}
+
 /// Reference modes written out over any single-block function, to check ours against
 /// RustCrypto's block ciphers.
 fn reference_mode(
@@ -264,44 +273,12 @@ fn blowfish_and_rc6_modes_match_rustcrypto_block_ciphers() {
             let mut message = Message::new(&spec.to_string(), &key, iv.as_deref());
             message.padding = false;
             let ours = message.encrypt(&engine, &plaintext).unwrap();
-            let encrypt_block: BlockFunction = match spec.algorithm.name() {
-                "bf" => {
-                    let cipher: blowfish::Blowfish =
-                        blowfish::Blowfish::new_from_slice(&key).unwrap();
-                    Box::new(move |block: &mut [u8]| {
-                        cipher.encrypt_block(block.try_into().unwrap())
-                    })
-                }
-                "rc6-128" => {
-                    let cipher =
-                        rc6::RC6::<u32, cipher::consts::U20, cipher::consts::U16>::new_from_slice(
-                            &key,
-                        )
-                        .unwrap();
-                    Box::new(move |block: &mut [u8]| {
-                        cipher.encrypt_block(block.try_into().unwrap())
-                    })
-                }
-                "rc6-192" => {
-                    let cipher =
-                        rc6::RC6::<u32, cipher::consts::U20, cipher::consts::U24>::new_from_slice(
-                            &key,
-                        )
-                        .unwrap();
-                    Box::new(move |block: &mut [u8]| {
-                        cipher.encrypt_block(block.try_into().unwrap())
-                    })
-                }
-                _ => {
-                    let cipher =
-                        rc6::RC6::<u32, cipher::consts::U20, cipher::consts::U32>::new_from_slice(
-                            &key,
-                        )
-                        .unwrap();
-                    Box::new(move |block: &mut [u8]| {
-                        cipher.encrypt_block(block.try_into().unwrap())
-                    })
-                }
+            type Rc6<KeySize> = rc6::RC6<u32, cipher::consts::U20, KeySize>;
+            let encrypt_block = match spec.algorithm.name() {
+                "bf" => block_function::<blowfish::Blowfish>(&key),
+                "rc6-128" => block_function::<Rc6<cipher::consts::U16>>(&key),
+                "rc6-192" => block_function::<Rc6<cipher::consts::U24>>(&key),
+                _ => block_function::<Rc6<cipher::consts::U32>>(&key),
             };
             let theirs = reference_mode(
                 spec.mode,
@@ -315,9 +292,22 @@ fn blowfish_and_rc6_modes_match_rustcrypto_block_ciphers() {
     }
 }
 
+/// Seals `data` in place with RustCrypto's `Aead` under a 96-bit IV; returns the tag.
+fn seal_detached<Aead: aes_gcm::aead::AeadInOut + aes_gcm::aead::KeyInit>(
+    key: &[u8],
+    iv: &[u8],
+    aad: &[u8],
+    data: &mut [u8],
+) -> Vec<u8> {
+    Aead::new_from_slice(key)
+        .unwrap()
+        .encrypt_inout_detached(iv.try_into().unwrap(), aad, data.into())
+        .unwrap()
+        .to_vec()
+}
+
 #[test]
 fn aes_gcm_matches_rustcrypto_aes_gcm() {
-    use aes_gcm::aead::{AeadInOut, KeyInit as _};
     let mut rng = seeded_rng("aes_gcm_matches_rustcrypto");
     let engine = Engine::new(Backend::Pool, Some(3)).unwrap();
     for size in SIZES {
@@ -333,23 +323,9 @@ fn aes_gcm_matches_rustcrypto_aes_gcm() {
             let ours = message.encrypt(&engine, &plaintext).unwrap();
             let mut theirs = plaintext.clone();
             let tag = if key_length == 16 {
-                aes_gcm::Aes128Gcm::new_from_slice(&key)
-                    .unwrap()
-                    .encrypt_inout_detached(
-                        iv.as_slice().try_into().unwrap(),
-                        &aad,
-                        theirs.as_mut_slice().into(),
-                    )
-                    .unwrap()
+                seal_detached::<aes_gcm::Aes128Gcm>(&key, &iv, &aad, &mut theirs)
             } else {
-                aes_gcm::Aes256Gcm::new_from_slice(&key)
-                    .unwrap()
-                    .encrypt_inout_detached(
-                        iv.as_slice().try_into().unwrap(),
-                        &aad,
-                        theirs.as_mut_slice().into(),
-                    )
-                    .unwrap()
+                seal_detached::<aes_gcm::Aes256Gcm>(&key, &iv, &aad, &mut theirs)
             };
             theirs.extend_from_slice(&tag);
             assert_eq!(ours, theirs, "{name} size {size}");

@@ -158,12 +158,12 @@ impl OnTerminal {
         self.master.flush().unwrap();
     }
 
-    /// Waits for the child to end; returns how it ended and everything the terminal showed.
-    fn finish(mut self) -> (ExitStatus, String) {
+    /// Waits for the child to end, killing it and failing the test after [`PATIENCE`].
+    fn wait_for_exit(&mut self) -> ExitStatus {
         let deadline = Instant::now() + PATIENCE;
-        let status = loop {
+        loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
+                return status;
             }
             if Instant::now() >= deadline {
                 let _ = self.child.kill();
@@ -173,7 +173,12 @@ impl OnTerminal {
                 );
             }
             std::thread::sleep(Duration::from_millis(5));
-        };
+        }
+    }
+
+    /// Waits for the child to end; returns how it ended and everything the terminal showed.
+    fn finish(mut self) -> (ExitStatus, String) {
+        let status = self.wait_for_exit();
         // The reader sees EIO once the child is gone; give it a moment to drain.
         let reader = self.reader.take().unwrap();
         let drained = Instant::now() + Duration::from_secs(5);
@@ -202,6 +207,41 @@ fn local_modes(master: &File) -> libc::tcflag_t {
 
 fn data(length: usize) -> Vec<u8> {
     (0..length).map(|i| ((i * 131) ^ (i >> 9)) as u8).collect()
+}
+
+/// The arguments that encrypt `plain.bin` to `sealed.pc` with the cheap KDF, asking for the
+/// passphrase.
+fn encrypt_plain_args() -> Vec<&'static str> {
+    let mut args = vec!["encrypt", "-q", "plain.bin", "-o", "sealed.pc"];
+    args.extend(CHEAP_KDF);
+    args
+}
+
+/// Asserts that the terminal never showed `typed` (a part of a typed passphrase).
+fn assert_not_echoed(shown: &str, typed: &str) {
+    assert!(
+        !shown.contains(typed),
+        "the passphrase was echoed: {shown:?}"
+    );
+}
+
+/// Asserts that `folder` holds only `file`.
+fn assert_only_left(folder: &Path, file: &str) {
+    assert_eq!(names(folder), [file], "a file was left behind");
+}
+
+/// Asserts a refusal for `reason` on the terminal that showed nothing of `typed` and left
+/// only `file` in `folder`.
+fn assert_refused_cleanly(
+    (status, shown): (ExitStatus, String),
+    reason: &str,
+    typed: &str,
+    folder: &Path,
+    file: &str,
+) {
+    assert_refused_on_terminal(status, &shown, reason);
+    assert_not_echoed(&shown, typed);
+    assert_only_left(folder, file);
 }
 
 /// What the terminal showed after the last prompt, as lines without the terminal's `\r`.
@@ -251,8 +291,7 @@ fn encryption_asks_twice_without_echo_and_the_file_opens_with_the_same_passphras
     let plain = data(3 * 16384 + 77);
     std::fs::write(folder.path().join("plain.bin"), &plain).unwrap();
     let passphrase = "Tr0ub4dor&3 correct horse";
-    let mut args = vec!["encrypt", "-q", "plain.bin", "-o", "sealed.pc"];
-    args.extend(CHEAP_KDF);
+    let args = encrypt_plain_args();
     let Some(mut terminal) = OnTerminal::start(&args, folder.path(), None) else {
         return;
     };
@@ -310,10 +349,7 @@ fn the_plaintext_may_come_from_a_pipe_while_the_prompt_uses_the_terminal() {
     }
     let (status, shown) = terminal.finish();
     assert!(status.success(), "encrypt failed: {shown:?}");
-    assert!(
-        !shown.contains("piped-plaintext"),
-        "the passphrase was echoed: {shown:?}"
-    );
+    assert_not_echoed(&shown, "piped-plaintext");
     let opened = decrypt_with_variable(&folder.path().join("sealed.pc"), "piped-plaintext-pass");
     assert!(opened.status.success() && opened.stdout == plain);
 }
@@ -322,8 +358,7 @@ fn the_plaintext_may_come_from_a_pipe_while_the_prompt_uses_the_terminal() {
 fn a_second_entry_that_differs_is_refused_and_nothing_is_written() {
     let folder = tempfile::tempdir().unwrap();
     std::fs::write(folder.path().join("plain.bin"), data(1000)).unwrap();
-    let mut args = vec!["encrypt", "-q", "plain.bin", "-o", "sealed.pc"];
-    args.extend(CHEAP_KDF);
+    let args = encrypt_plain_args();
     let Some(mut terminal) = OnTerminal::start(&args, folder.path(), None) else {
         return;
     };
@@ -331,16 +366,12 @@ fn a_second_entry_that_differs_is_refused_and_nothing_is_written() {
     terminal.type_keys(b"first-attempt\n");
     terminal.wait_for(SECOND_PROMPT, 1);
     terminal.type_keys(b"first-attempT\n");
-    let (status, shown) = terminal.finish();
-    assert_refused_on_terminal(status, &shown, "the two passphrases differ");
-    assert!(
-        !shown.contains("first-attemp"),
-        "the passphrase was echoed: {shown:?}"
-    );
-    assert_eq!(
-        names(folder.path()),
-        ["plain.bin"],
-        "a file was left behind"
+    assert_refused_cleanly(
+        terminal.finish(),
+        "the two passphrases differ",
+        "first-attemp",
+        folder.path(),
+        "plain.bin",
     );
 }
 
@@ -363,47 +394,38 @@ fn decryption_asks_once_and_a_wrong_passphrase_leaves_nothing() {
     assert!(sealed.status.success());
     std::fs::write(folder.path().join("sealed.pc"), &sealed.stdout).unwrap();
 
-    let Some(mut terminal) = OnTerminal::start(
-        &["decrypt", "-q", "sealed.pc", "-o", "opened.bin"],
-        folder.path(),
-        None,
-    ) else {
+    // Decrypts sealed.pc to opened.bin, typing `keys` at the prompt; `None` without a terminal.
+    let decrypt_typing = |keys: &[u8]| {
+        let mut terminal = OnTerminal::start(
+            &["decrypt", "-q", "sealed.pc", "-o", "opened.bin"],
+            folder.path(),
+            None,
+        )?;
+        terminal.wait_for(FIRST_PROMPT, 1);
+        terminal.type_keys(keys);
+        Some(terminal.finish())
+    };
+    let Some((status, shown)) = decrypt_typing(b"the right one\n") else {
         return;
     };
-    terminal.wait_for(FIRST_PROMPT, 1);
-    terminal.type_keys(b"the right one\n");
-    let (status, shown) = terminal.finish();
     assert!(status.success(), "decrypt failed: {shown:?}");
     assert!(
         !shown.contains(SECOND_PROMPT),
         "decryption asked twice: {shown:?}"
     );
-    assert!(
-        !shown.contains("right"),
-        "the passphrase was echoed: {shown:?}"
-    );
+    assert_not_echoed(&shown, "right");
     assert!(std::fs::read(folder.path().join("opened.bin")).unwrap() == plain);
     std::fs::remove_file(folder.path().join("opened.bin")).unwrap();
 
-    let Some(mut terminal) = OnTerminal::start(
-        &["decrypt", "-q", "sealed.pc", "-o", "opened.bin"],
-        folder.path(),
-        None,
-    ) else {
+    let Some(ended) = decrypt_typing(b"the wrong one\n") else {
         return;
     };
-    terminal.wait_for(FIRST_PROMPT, 1);
-    terminal.type_keys(b"the wrong one\n");
-    let (status, shown) = terminal.finish();
-    assert_refused_on_terminal(status, &shown, "wrong key or passphrase");
-    assert!(
-        !shown.contains("wrong one"),
-        "the passphrase was echoed: {shown:?}"
-    );
-    assert_eq!(
-        names(folder.path()),
-        ["sealed.pc"],
-        "a file was left behind"
+    assert_refused_cleanly(
+        ended,
+        "wrong key or passphrase",
+        "wrong one",
+        folder.path(),
+        "sealed.pc",
     );
 }
 
@@ -411,8 +433,7 @@ fn decryption_asks_once_and_a_wrong_passphrase_leaves_nothing() {
 fn an_empty_entry_and_end_of_input_are_refused_in_one_line() {
     let folder = tempfile::tempdir().unwrap();
     std::fs::write(folder.path().join("plain.bin"), data(10)).unwrap();
-    let mut args = vec!["encrypt", "-q", "plain.bin", "-o", "sealed.pc"];
-    args.extend(CHEAP_KDF);
+    let args = encrypt_plain_args();
     for (keys, reason) in [
         (&b"\n"[..], "the passphrase is empty"),
         (&b"\x04"[..], "no passphrase was typed"),
@@ -425,11 +446,7 @@ fn an_empty_entry_and_end_of_input_are_refused_in_one_line() {
         let (status, shown) = terminal.finish();
         assert_refused_on_terminal(status, &shown, reason);
         assert!(terminal_gave_back(&shown));
-        assert_eq!(
-            names(folder.path()),
-            ["plain.bin"],
-            "a file was left behind"
-        );
+        assert_only_left(folder.path(), "plain.bin");
     }
 }
 
@@ -442,8 +459,7 @@ fn terminal_gave_back(shown: &str) -> bool {
 fn interrupting_the_prompt_gives_the_terminal_back_with_echo_on() {
     let folder = tempfile::tempdir().unwrap();
     std::fs::write(folder.path().join("plain.bin"), data(10)).unwrap();
-    let mut args = vec!["encrypt", "-q", "plain.bin", "-o", "sealed.pc"];
-    args.extend(CHEAP_KDF);
+    let args = encrypt_plain_args();
     // (typed before the signal, at which prompt, the signal): Ctrl-C as the terminal sends
     // it (the line discipline turns it into SIGINT), and a kill from elsewhere.
     let cases = [
@@ -501,29 +517,13 @@ fn interrupting_the_prompt_gives_the_terminal_back_with_echo_on() {
             modes_after, before,
             "terminal modes changed by an interrupted prompt"
         );
-        assert_eq!(
-            names(folder.path()),
-            ["plain.bin"],
-            "a file was left behind"
-        );
+        assert_only_left(folder.path(), "plain.bin");
     }
 }
 
 /// Like [`OnTerminal::finish`] but keeps the terminal open for inspection.
 fn terminal_finish_keep(terminal: &mut OnTerminal) -> (ExitStatus, String) {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if let Some(status) = terminal.child.try_wait().unwrap() {
-            std::thread::sleep(Duration::from_millis(50));
-            return (status, terminal.shown());
-        }
-        if Instant::now() >= deadline {
-            let _ = terminal.child.kill();
-            panic!(
-                "parcrypt still running after {PATIENCE:?}; the terminal shows {:?}",
-                terminal.shown()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let status = terminal.wait_for_exit();
+    std::thread::sleep(Duration::from_millis(50));
+    (status, terminal.shown())
 }

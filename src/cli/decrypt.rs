@@ -3,17 +3,16 @@
 //! the plaintext streams through the library's pipeline, whole or as a `--range`.
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 
 use parcrypt_engine::Engine;
 use parcrypt_format::cobblestone::{CHUNK_BYTES, SEALED_CHUNK_BYTES};
 use parcrypt_format::secrets::{self, SecretBytes};
-use parcrypt_format::stream::StreamOptions;
-use parcrypt_format::{ByteRange, ChunkBatcher, Decryptor, Format, FormatError, UnlockedDecryptor};
+use parcrypt_format::{ByteRange, Decryptor, Format, FormatError, UnlockedDecryptor};
 
-use super::encrypt::{file_size, run_to_output, secret_of, take_key, CommonArgs, DecryptArgs};
-use super::files::{open_input, plain};
+use super::encrypt::{run_to_output, secret_of, take_key, CommonArgs, DecryptArgs, StreamRun};
+use super::files::{file_size, open_input, plain};
 use super::Failure;
 
 pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
@@ -105,11 +104,7 @@ fn decrypt_into(
     engine: &Engine,
     envelope_bytes: usize,
     estimate: bool,
-    run: impl FnOnce(
-        &dyn ChunkBatcher,
-        &mut (dyn Write + Send),
-        &StreamOptions<'_>,
-    ) -> Result<u64, FormatError>,
+    run: impl StreamRun,
 ) -> Result<(), Failure> {
     let plaintext_estimate = file_size(common.input.as_deref()).map(|size| {
         let sealed = size.saturating_sub(envelope_bytes as u64);

@@ -15,7 +15,7 @@ use parcrypt_format::{
 };
 use zeroize::Zeroize;
 
-use super::files::{open_input, Output};
+use super::files::{file_size, open_input, Output};
 use super::progress::{print_stats, Progress};
 use super::Failure;
 
@@ -186,6 +186,22 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
     )
 }
 
+/// What a command runs in the streaming pipeline: given the batcher, the output and the
+/// options, it returns the plaintext bytes.
+pub(super) trait StreamRun:
+    FnOnce(&dyn ChunkBatcher, &mut (dyn Write + Send), &StreamOptions<'_>) -> Result<u64, FormatError>
+{
+}
+
+impl<Run> StreamRun for Run where
+    Run: FnOnce(
+        &dyn ChunkBatcher,
+        &mut (dyn Write + Send),
+        &StreamOptions<'_>,
+    ) -> Result<u64, FormatError>
+{
+}
+
 /// The streaming run of both commands: makes the output (only now, so that a refusal
 /// before leaves nothing behind), shows progress towards `total` plaintext bytes, commits
 /// the output and prints `--stats`. `words`: what is going on, and what was done.
@@ -194,11 +210,7 @@ pub(super) fn run_to_output(
     engine: &Engine,
     total: Option<u64>,
     words: [&'static str; 2],
-    run: impl FnOnce(
-        &dyn ChunkBatcher,
-        &mut (dyn Write + Send),
-        &StreamOptions<'_>,
-    ) -> Result<u64, FormatError>,
+    run: impl StreamRun,
 ) -> Result<(), Failure> {
     let mut output = Output::create(
         common.output.as_deref(),
@@ -234,15 +246,6 @@ pub(super) fn secret_of<'a>(
         (None, Some(passphrase)) => Ok(Secret::Passphrase(passphrase)),
         (None, None) => Err(Failure("no key or passphrase".into())),
     }
-}
-
-/// The size of a regular input file, for the progress bar.
-pub(super) fn file_size(input: Option<&Path>) -> Option<u64> {
-    let path = input.filter(|path| *path != Path::new("-"))?;
-    std::fs::metadata(path)
-        .ok()
-        .filter(|metadata| metadata.is_file())
-        .map(|metadata| metadata.len())
 }
 
 /// `--cipher`: the suites by their AEAD names (or their Cobblestone names).

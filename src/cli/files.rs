@@ -23,6 +23,15 @@ pub fn open_input(path: Option<&Path>) -> Result<Box<dyn Read + Send>, Failure> 
     }
 }
 
+/// The size of a regular input file (`-` is stdin), for progress bars and output buffers.
+pub fn file_size(input: Option<&Path>) -> Option<u64> {
+    let path = input.filter(|path| *path != Path::new("-"))?;
+    std::fs::metadata(path)
+        .ok()
+        .filter(|metadata| metadata.is_file())
+        .map(|metadata| metadata.len())
+}
+
 pub use parcrypt_format::error::plain;
 
 pub enum Output {

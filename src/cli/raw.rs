@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use parcrypt_engine::stream::{chunk_bytes_for, process_stream};
 use parcrypt_engine::{Backend, Cipher, CipherSpec, Direction, Implementation, Mode};
-use zeroize::{Zeroize, Zeroizing};
+use parcrypt_format::secrets::decode_hex;
+use zeroize::Zeroize;
 
-use super::files::{open_input, Output};
+use super::files::{file_size, open_input, Output};
 use super::{typed, Failure};
 
 const CIPHER_HELP: &str = "Cipher and mode: aes-128|aes-192|aes-256 + -ecb|-cbc|-ctr|-gcm; \
@@ -76,26 +77,12 @@ pub struct RawArgs {
     output: Option<PathBuf>,
 }
 
-fn parse_hex(what: &str, text: &str) -> Result<Zeroizing<Vec<u8>>, Failure> {
-    let bytes = hex::decode(text.trim()).map_err(|error| {
-        let reason = match error {
-            hex::FromHexError::OddLength => "an odd number of hex digits".to_string(),
-            hex::FromHexError::InvalidHexCharacter { c, index } => {
-                format!("'{c}' at position {index} is not a hex digit")
-            }
-            other => other.to_string(),
-        };
-        Failure(format!("{what} is not valid hex: {reason}"))
-    })?;
-    Ok(Zeroizing::new(bytes))
-}
-
 pub fn run(command: RawCommand) -> Result<(), Failure> {
     let (direction, mut args) = match command {
         RawCommand::Encrypt(args) => (Direction::Encrypt, args),
         RawCommand::Decrypt(args) => (Direction::Decrypt, args),
     };
-    let key = parse_hex("--key", &args.key);
+    let key = decode_hex("--key", &args.key);
     // The argument string is ours to wipe once parsed.
     args.key.zeroize();
     let key = key?;
@@ -103,12 +90,12 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
     let iv = args
         .iv
         .as_deref()
-        .map(|iv| parse_hex("--iv", iv))
+        .map(|iv| decode_hex("--iv", iv))
         .transpose()?;
     let aad = args
         .aad
         .as_deref()
-        .map(|aad| parse_hex("--aad", aad))
+        .map(|aad| decode_hex("--aad", aad))
         .transpose()?;
     if spec.mode == Mode::Ecb {
         eprintln!("parcrypt: warning: ECB encrypts equal blocks to equal blocks and leaks patterns; use it only for experiments");
@@ -136,12 +123,7 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
         hold,
     )?;
     let mut input = open_input(args.input.as_deref())?;
-    if let Some(length) = args
-        .input
-        .as_deref()
-        .and_then(|path| std::fs::metadata(path).ok())
-        .map(|m| m.len())
-    {
+    if let Some(length) = file_size(args.input.as_deref()) {
         // The output is about as long as the input (plus a tag or padding block).
         output.reserve(length + 32);
     }

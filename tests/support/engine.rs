@@ -6,8 +6,6 @@ use parcrypt_ciphers::Implementation;
 use parcrypt_engine::crypter::{process_buffer, JobSpec};
 use parcrypt_engine::{Backend, Engine, JobError};
 use parcrypt_modes::{CipherSpec, Direction};
-use rand::rngs::StdRng;
-use rand::SeedableRng;
 
 /// One engine of each CPU backend (three threads, so that splits are uneven on any
 /// machine) and of each GPU backend this machine has. OpenCL is required in CI, which
@@ -30,17 +28,6 @@ pub fn all_engines() -> Vec<Engine> {
         }
     }
     engines
-}
-
-/// A seeded generator: the seed is printed so that a failure can be replayed with
-/// PARCRYPT_TEST_SEED=<seed>.
-pub fn seeded_rng(test: &str) -> StdRng {
-    let seed = std::env::var("PARCRYPT_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand::random::<u64>);
-    eprintln!("{test}: PARCRYPT_TEST_SEED={seed}");
-    StdRng::seed_from_u64(seed)
 }
 
 pub struct Message<'a> {

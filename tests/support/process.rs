@@ -34,3 +34,22 @@ pub fn names(folder: &Path) -> Vec<String> {
     names.sort();
     names
 }
+
+/// Asserts a refusal: non-zero exit, no panic, and one line on stderr, apart from the lines
+/// `ignored` accepts, that starts with `parcrypt: error: ` and mentions `reason` (in any case).
+pub fn assert_refused_with(output: &Output, reason: &str, ignored: impl Fn(&str) -> bool) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "succeeded, stderr: {stderr}");
+    assert_ne!(output.status.code(), Some(101), "panicked: {stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|line| !ignored(line)).collect();
+    assert_eq!(lines.len(), 1, "expected one line, got: {stderr}");
+    assert!(lines[0].starts_with("parcrypt: error: "), "{stderr}");
+    assert!(
+        lines[0].to_lowercase().contains(&reason.to_lowercase()),
+        "'{reason}' not in: {stderr}"
+    );
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
+        "{stderr}"
+    );
+}

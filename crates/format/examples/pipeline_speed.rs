@@ -23,11 +23,7 @@ fn main() {
         .nth(2)
         .and_then(|a| a.parse().ok())
         .unwrap_or(0);
-    let options = StreamOptions {
-        batch_chunks,
-        progress: None,
-        ..StreamOptions::default()
-    };
+    let options = StreamOptions::with_batch_chunks(batch_chunks);
     for _ in 0..3 {
         let start = Instant::now();
         encrypt_chunks(

@@ -13,7 +13,7 @@ use parcrypt_modes::gcm::GcmKey;
 use zeroize::Zeroize;
 
 use crate::cobblestone::{MessageKeys, NONCE_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
-use crate::error::FormatError;
+use crate::error::{FormatError, Result};
 
 /// Chunks per batch by default: 4 MiB of plaintext. Backends say what suits them best
 /// ([`ChunkBatcher::preferred_batch_chunks`]).
@@ -26,12 +26,7 @@ pub trait ChunkBatcher: Send + Sync {
 
     /// Encrypts every chunk of `batch` in place and writes its tag; the first chunk of the
     /// batch is chunk `first_chunk` of the message.
-    fn seal_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError>;
+    fn seal_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<()>;
 
     /// How many chunks a batch should hold to keep this backend busy: the streaming
     /// pipeline reads and writes batches of this size.
@@ -43,12 +38,7 @@ pub trait ChunkBatcher: Send + Sync {
     /// lowest failed chunk as [`FormatError::DamagedChunk`]; the chunks before it hold
     /// authenticated plaintext, and every byte from the failed chunk on is zeroed, so no
     /// unauthenticated plaintext outlives the call.
-    fn open_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError>;
+    fn open_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<()>;
 }
 
 /// Checks that a batch is whole chunks with at most one short chunk at its end, and returns
@@ -71,6 +61,17 @@ pub fn batch_chunks(first_chunk: u64, batch: &[u8]) -> Result<u64, FormatError> 
         return Err(FormatError::TooLong);
     }
     Ok(chunks)
+}
+
+/// Zeroes `batch` (whose first chunk is chunk `first_chunk` of the message) from chunk
+/// `index` on and names that chunk as damaged: what every backend's `open_batch` does on a
+/// failed tag, so that no unauthenticated plaintext outlives the call.
+pub fn damaged_from(batch: &mut [u8], first_chunk: u64, index: u64) -> FormatError {
+    let from = ((index - first_chunk) as usize)
+        .saturating_mul(SEALED_CHUNK_BYTES)
+        .min(batch.len());
+    batch[from..].zeroize();
+    FormatError::DamagedChunk { index }
 }
 
 /// One message's AES-GCM state for many chunks on the CPU: the key schedule, and the
@@ -133,24 +134,31 @@ impl<'e> CpuChunks<'e> {
         }
     }
 
-    /// Runs `work(chunk index, sealed chunk)` over every chunk of `batch` on the engine and
-    /// returns, per work item, the lowest chunk index it reported as failed.
+    /// Runs `work(cipher, nonce, text, tag)` over every chunk of `batch` on the engine and
+    /// returns the lowest chunk index it reported as failed.
     fn for_each_chunk<F>(
         &self,
+        keys: &MessageKeys,
         first_chunk: u64,
         batch: &mut [u8],
         work: F,
     ) -> Result<Option<u64>, FormatError>
     where
-        F: Fn(u64, &mut [u8]) -> bool + Sync,
+        F: Fn(&ChunkCipher, &[u8; NONCE_BYTES], &mut [u8], &mut [u8]) -> bool + Sync,
     {
         batch_chunks(first_chunk, batch)?;
+        let cipher = ChunkCipher::new(keys, self.implementation)?;
         let lengths = self.engine.plan(batch.len(), SEALED_CHUNK_BYTES, None);
         let failures = self.engine.run(batch, &lengths, |_, offset, range| {
             let first = first_chunk + (offset / SEALED_CHUNK_BYTES) as u64;
             let mut failed = None;
             for (index, chunk) in (first..).zip(range.chunks_mut(SEALED_CHUNK_BYTES)) {
-                if !work(index, chunk) && failed.is_none() {
+                // `batch_chunks` checked every index against the limit.
+                let done = keys.nonce(index).is_ok_and(|nonce| {
+                    let (text, tag) = chunk.split_at_mut(chunk.len() - TAG_BYTES);
+                    work(&cipher, &nonce, text, tag)
+                });
+                if !done && failed.is_none() {
                     failed = Some(index);
                 }
             }
@@ -173,55 +181,29 @@ impl ChunkBatcher for CpuChunks<'_> {
         (self.engine.threads() * 32).clamp(DEFAULT_BATCH_CHUNKS, 4096)
     }
 
-    fn seal_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError> {
-        let cipher = ChunkCipher::new(keys, self.implementation)?;
-        self.for_each_chunk(first_chunk, batch, |index, chunk| {
-            // `batch_chunks` checked every index against the limit.
-            let Ok(nonce) = keys.nonce(index) else {
-                return false;
-            };
-            let (text, tag) = chunk.split_at_mut(chunk.len() - TAG_BYTES);
-            tag.copy_from_slice(&cipher.seal(&nonce, text));
+    fn seal_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<()> {
+        self.for_each_chunk(keys, first_chunk, batch, |cipher, nonce, text, tag| {
+            tag.copy_from_slice(&cipher.seal(nonce, text));
             true
         })?;
         Ok(())
     }
 
-    fn open_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError> {
-        let cipher = ChunkCipher::new(keys, self.implementation)?;
-        let failed = self.for_each_chunk(first_chunk, batch, |index, chunk| {
-            let Ok(nonce) = keys.nonce(index) else {
-                return false;
-            };
-            let (text, tag) = chunk.split_at_mut(chunk.len() - TAG_BYTES);
-            cipher.open(&nonce, text, tag)
-        })?;
+    fn open_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<()> {
+        let failed =
+            self.for_each_chunk(keys, first_chunk, batch, |cipher, nonce, text, tag| {
+                cipher.open(nonce, text, tag)
+            })?;
         match failed {
             None => Ok(()),
-            Some(index) => {
-                // Chunks after the failed one may have been opened by other threads.
-                let from = ((index - first_chunk) as usize)
-                    .saturating_mul(SEALED_CHUNK_BYTES)
-                    .min(batch.len());
-                batch[from..].zeroize();
-                Err(FormatError::DamagedChunk { index })
-            }
+            // Chunks after the failed one may have been opened by other threads.
+            Some(index) => Err(damaged_from(batch, first_chunk, index)),
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::cobblestone::{Suite, CHUNK_BYTES};
     use parcrypt_engine::Backend;
@@ -269,16 +251,25 @@ mod tests {
         }
     }
 
+    /// A batch in file layout (text, then a zeroed tag, per chunk) of `text_bytes`, and its
+    /// plaintext.
+    pub(crate) fn layout(text_bytes: usize) -> (Vec<u8>, Vec<u8>) {
+        let plaintext: Vec<u8> = (0..text_bytes).map(|i| (i * 7 + i / 5000) as u8).collect();
+        let mut batch = Vec::new();
+        for piece in plaintext.chunks(CHUNK_BYTES) {
+            batch.extend_from_slice(piece);
+            batch.extend_from_slice(&[0u8; TAG_BYTES]);
+        }
+        if text_bytes == 0 {
+            batch.extend_from_slice(&[0u8; TAG_BYTES]);
+        }
+        (plaintext, batch)
+    }
+
     #[test]
     fn every_backend_seals_a_batch_the_same_and_a_bad_chunk_is_named() {
         let keys = MessageKeys::derive(Suite::Cobblestone128, &[9u8; 16], &[1; 24], b"").unwrap();
-        let text_bytes = 37 * CHUNK_BYTES + 1234;
-        let plaintext: Vec<u8> = (0..text_bytes).map(|i| (i * 7 + i / 5000) as u8).collect();
-        let mut layout = Vec::new();
-        for piece in plaintext.chunks(CHUNK_BYTES) {
-            layout.extend_from_slice(piece);
-            layout.extend_from_slice(&[0u8; TAG_BYTES]);
-        }
+        let (plaintext, layout) = layout(37 * CHUNK_BYTES + 1234);
         let mut results = Vec::new();
         for backend in Backend::CPU {
             let engine = Engine::new(backend, Some(3)).unwrap();

@@ -5,6 +5,10 @@ use std::path::PathBuf;
 
 use crate::cobblestone::{CHUNK_BYTES, TAG_BYTES};
 
+/// A result whose error is, unless said otherwise, a [`FormatError`] (as `io::Result` is for
+/// `io::Error`).
+pub type Result<T, E = FormatError> = std::result::Result<T, E>;
+
 /// Every failure of this crate. Each message is one line that says what went wrong and,
 /// where there is one, what to do next.
 #[derive(Debug, thiserror::Error)]

@@ -93,11 +93,7 @@ pub fn parse(data: &[u8]) {
     let chunks = &data[1 + SALT_BYTES..];
     let engine = Engine::new(Backend::Seq, None).expect("the seq engine");
     let batcher = CpuChunks::new(&engine);
-    let options = StreamOptions {
-        batch_chunks,
-        progress: None,
-        ..StreamOptions::default()
-    };
+    let options = StreamOptions::with_batch_chunks(batch_chunks);
     let mut output = Vec::new();
     let result = decrypt_chunks(&batcher, &keys, &mut &chunks[..], &mut output, &options);
     assert!(
@@ -148,11 +144,7 @@ pub fn edit_and_open(data: &[u8]) {
     };
     let engine = Engine::new(Backend::Seq, None).expect("the seq engine");
     let batcher = CpuChunks::new(&engine);
-    let options = StreamOptions {
-        batch_chunks: 1 + choices.number(3),
-        progress: None,
-        ..StreamOptions::default()
-    };
+    let options = StreamOptions::with_batch_chunks(1 + choices.number(3));
     let (envelope, keys) =
         Envelope::create_with_salts(&setup, Secret::Key(&KEY), salts).expect("a new message");
     let mut original = envelope.to_bytes();

@@ -17,11 +17,11 @@ use parcrypt_gpu::{GpuDevice, GpuError, GpuOperation, KeyMaterial};
 use parcrypt_modes::ctr::CounterRule;
 use parcrypt_modes::gcm::{nonce_text_counter, GcmAccumulator, GcmKey, GcmMessage};
 use parcrypt_modes::{CipherSpec, Direction, Mode};
-use zeroize::{Zeroize, Zeroizing};
+use zeroize::Zeroizing;
 
-use crate::chunks::{batch_chunks, ChunkBatcher, CpuChunks};
+use crate::chunks::{batch_chunks, damaged_from, ChunkBatcher, CpuChunks};
 use crate::cobblestone::{MessageKeys, CHUNK_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
-use crate::error::FormatError;
+use crate::error::{FormatError, Result};
 
 /// The batcher for `engine`: its GPU when it has one; under `auto` with a tuned GPU, each
 /// batch where the tune table says it finishes first; its CPU threads otherwise.
@@ -61,6 +61,14 @@ impl AutoChunks<'_> {
             .gpu_for(spec, direction, bytes)
             .map(|gpu| GpuChunks { gpu })
     }
+
+    /// `gpu` when the tune table chose it ([`AutoChunks::gpu_for`]), the CPU pool otherwise.
+    fn or_cpu<'s>(&'s self, gpu: &'s Option<GpuChunks<'_>>) -> &'s dyn ChunkBatcher {
+        match gpu {
+            Some(gpu) => gpu,
+            None => &self.cpu,
+        }
+    }
 }
 
 impl ChunkBatcher for AutoChunks<'_> {
@@ -72,28 +80,14 @@ impl ChunkBatcher for AutoChunks<'_> {
         self.cpu.preferred_batch_chunks()
     }
 
-    fn seal_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError> {
-        match self.gpu_for(keys, Direction::Encrypt, batch.len()) {
-            Some(gpu) => gpu.seal_batch(keys, first_chunk, batch),
-            None => self.cpu.seal_batch(keys, first_chunk, batch),
-        }
+    fn seal_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<()> {
+        let gpu = self.gpu_for(keys, Direction::Encrypt, batch.len());
+        self.or_cpu(&gpu).seal_batch(keys, first_chunk, batch)
     }
 
-    fn open_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError> {
-        match self.gpu_for(keys, Direction::Decrypt, batch.len()) {
-            Some(gpu) => gpu.open_batch(keys, first_chunk, batch),
-            None => self.cpu.open_batch(keys, first_chunk, batch),
-        }
+    fn open_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<()> {
+        let gpu = self.gpu_for(keys, Direction::Decrypt, batch.len());
+        self.or_cpu(&gpu).open_batch(keys, first_chunk, batch)
     }
 }
 
@@ -155,7 +149,7 @@ impl GpuChunks<'_> {
         first_chunk: u64,
         texts: &mut [u8],
         count: usize,
-    ) -> Result<(), FormatError> {
+    ) -> Result<()> {
         let length = (count * CHUNK_BYTES).min(texts.len());
         let texts = &mut texts[..length];
         if texts.is_empty() {
@@ -177,9 +171,9 @@ impl GpuChunks<'_> {
         texts: &[u8],
         count: usize,
         mut finish: F,
-    ) -> Result<(), FormatError>
+    ) -> Result<()>
     where
-        F: FnMut(usize, &GcmKey, &GcmMessage, &GcmAccumulator) -> Result<(), FormatError>,
+        F: FnMut(usize, &GcmKey, &GcmMessage, &GcmAccumulator) -> Result<()>,
     {
         let partials = self
             .gpu
@@ -240,12 +234,7 @@ impl ChunkBatcher for GpuChunks<'_> {
         self.gpu.api().to_string()
     }
 
-    fn seal_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError> {
+    fn seal_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<()> {
         let count = batch_chunks(first_chunk, batch)? as usize;
         let key = BatchKey::new(keys)?;
         let mut texts = gather_texts(batch);
@@ -268,17 +257,12 @@ impl ChunkBatcher for GpuChunks<'_> {
         )
     }
 
-    fn open_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError> {
+    fn open_batch(&self, keys: &MessageKeys, first_chunk: u64, batch: &mut [u8]) -> Result<()> {
+        // Every tag is checked before anything is decrypted.
+        let mut failed = None;
         let count = batch_chunks(first_chunk, batch)? as usize;
         let key = BatchKey::new(keys)?;
         let mut texts = gather_texts(batch);
-        // Every tag is checked before anything is decrypted.
-        let mut failed = None;
         let mut chunks = batch.chunks(SEALED_CHUNK_BYTES);
         self.for_each_hashed_chunk(
             keys,
@@ -301,12 +285,11 @@ impl ChunkBatcher for GpuChunks<'_> {
         scatter_texts(&texts, batch, authenticated);
         match failed {
             None => Ok(()),
-            Some(position) => {
-                batch[position * SEALED_CHUNK_BYTES..].zeroize();
-                Err(FormatError::DamagedChunk {
-                    index: first_chunk + position as u64,
-                })
-            }
+            Some(position) => Err(damaged_from(
+                batch,
+                first_chunk,
+                first_chunk + position as u64,
+            )),
         }
     }
 }
@@ -314,6 +297,7 @@ impl ChunkBatcher for GpuChunks<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chunks::tests::layout;
     use crate::cobblestone::Suite;
     use parcrypt_engine::Backend;
     use parcrypt_modes::ctr::Counter;
@@ -330,20 +314,6 @@ mod tests {
                 }
             })
             .collect()
-    }
-
-    /// A batch in file layout (text, then a zeroed tag, per chunk) of `text_bytes`.
-    fn layout(text_bytes: usize) -> (Vec<u8>, Vec<u8>) {
-        let plaintext: Vec<u8> = (0..text_bytes).map(|i| (i * 7 + i / 5000) as u8).collect();
-        let mut batch = Vec::new();
-        for piece in plaintext.chunks(CHUNK_BYTES) {
-            batch.extend_from_slice(piece);
-            batch.extend_from_slice(&[0u8; TAG_BYTES]);
-        }
-        if text_bytes == 0 {
-            batch.extend_from_slice(&[0u8; TAG_BYTES]);
-        }
-        (plaintext, batch)
     }
 
     #[test]
@@ -478,11 +448,7 @@ mod tests {
                 Envelope::create_with_salts(&setup, Secret::Key(&key), salts).unwrap();
             let mut sealed = envelope.to_bytes();
             // Batches of two chunks: a batch boundary falls inside the message.
-            let options = StreamOptions {
-                batch_chunks: 2,
-                progress: None,
-                ..StreamOptions::default()
-            };
+            let options = StreamOptions::with_batch_chunks(2);
             encrypt_chunks(batcher, &keys, &mut &message[..], &mut sealed, &options).unwrap();
             sealed
         };

@@ -38,6 +38,14 @@ pub struct StreamOptions<'a> {
 }
 
 impl StreamOptions<'_> {
+    /// `batch_chunks` chunks per batch, with no progress report and no stage timing.
+    pub fn with_batch_chunks(batch_chunks: usize) -> Self {
+        StreamOptions {
+            batch_chunks,
+            ..StreamOptions::default()
+        }
+    }
+
     pub(crate) fn batch_chunks(&self, batcher: &dyn ChunkBatcher) -> usize {
         match self.batch_chunks {
             0 => batcher.preferred_batch_chunks().max(1),

@@ -2,13 +2,14 @@
 //! random access, damage, truncation, a writer never finished, and files left behind.
 
 use std::io::{Cursor, Read, Seek, SeekFrom, Write};
+use std::path::Path;
 
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_format::cobblestone::{CHUNK_BYTES, SEALED_CHUNK_BYTES};
 use parcrypt_format::file::{encrypt_file, FileOptions};
 use parcrypt_format::{
-    decrypt, encrypt, CpuChunks, Decryptor, Encryptor, Format, FormatError, Salts, Secret, Setup,
-    StreamOptions,
+    decrypt, encrypt, CpuChunks, Decryptor, Encryptor, Format, FormatError, Salts, Secret,
+    SeekableReader, Setup, StreamOptions,
 };
 use rand::{RngExt, SeedableRng};
 
@@ -75,6 +76,18 @@ fn read_all(batcher: &CpuChunks<'_>, sealed: &[u8]) -> (Vec<u8>, Option<std::io:
             Err(error) => return (plain, Some(error)),
         }
     }
+}
+
+/// `sealed` (a parcrypt message under [`KEY`]) unlocked, as a seekable reader on `batcher`.
+fn seekable<'b>(
+    batcher: &'b CpuChunks<'_>,
+    sealed: &'b [u8],
+) -> Result<SeekableReader<'b, Cursor<&'b [u8]>>, FormatError> {
+    Decryptor::new(Format::Parcrypt, Cursor::new(sealed))
+        .unwrap()
+        .unlock(Secret::Key(&KEY), b"")
+        .unwrap()
+        .seekable(batcher)
 }
 
 #[test]
@@ -164,12 +177,7 @@ fn a_tampered_chunk_is_an_error_and_none_of_its_bytes_are_read() {
     assert!(opened == plain[..opened.len()]);
 
     // The seekable reader refuses the chunk, and still reads the others.
-    let mut reader = Decryptor::new(Format::Parcrypt, Cursor::new(&sealed))
-        .unwrap()
-        .unlock(Secret::Key(&KEY), b"")
-        .unwrap()
-        .seekable(&batcher)
-        .unwrap();
+    let mut reader = seekable(&batcher, &sealed).unwrap();
     let mut piece = vec![0u8; 100];
     reader
         .seek(SeekFrom::Start(3 * CHUNK_BYTES as u64 + 50))
@@ -198,12 +206,7 @@ fn a_truncated_message_is_an_error_after_its_authenticated_chunks() {
         assert!(error.is_some(), "cut at {cut} went unnoticed");
         assert!(opened == plain[..opened.len()]);
         // A cut file has no trustworthy length: seeking from the end fails.
-        let seekable = Decryptor::new(Format::Parcrypt, Cursor::new(&sealed[..cut]))
-            .unwrap()
-            .unlock(Secret::Key(&KEY), b"")
-            .unwrap()
-            .seekable(&batcher);
-        if let Ok(mut reader) = seekable {
+        if let Ok(mut reader) = seekable(&batcher, &sealed[..cut]) {
             assert!(reader.seek(SeekFrom::End(0)).is_err(), "cut at {cut}");
         }
     }
@@ -235,12 +238,7 @@ fn the_seekable_reader_matches_the_plaintext_anywhere() {
     let batcher = CpuChunks::new(&engine);
     let plain = data(9 * CHUNK_BYTES + 4321);
     let sealed = sealed_by_encrypt(&batcher, &plain);
-    let mut reader = Decryptor::new(Format::Parcrypt, Cursor::new(&sealed))
-        .unwrap()
-        .unlock(Secret::Key(&KEY), b"")
-        .unwrap()
-        .seekable(&batcher)
-        .unwrap();
+    let mut reader = seekable(&batcher, &sealed).unwrap();
     let length = plain.len() as u64;
     assert_eq!(reader.plaintext_len().unwrap(), length);
     let mut random = rand::rngs::StdRng::seed_from_u64(12);
@@ -295,41 +293,30 @@ fn encrypt_file_leaves_no_file_when_it_fails() {
     let destination = folder.path().join("sealed");
     let missing = folder.path().join("missing");
     let setup = Setup::default();
-    assert!(encrypt_file(
-        &batcher,
-        &setup,
-        Secret::Key(&KEY),
-        &missing,
-        &destination,
-        &options
-    )
-    .is_err());
+    // Under the key, with the default setup.
+    let seal = |source: &Path, destination: &Path, options: &FileOptions<'_>| {
+        encrypt_file(
+            &batcher,
+            &setup,
+            Secret::Key(&KEY),
+            source,
+            destination,
+            options,
+        )
+    };
+    assert!(seal(&missing, &destination, &options).is_err());
     let bare = Setup {
         format: Format::Cobblestone,
         ..Setup::default()
     };
-    assert!(encrypt_file(
-        &batcher,
-        &bare,
-        Secret::Passphrase(b"x"),
-        &source,
-        &destination,
-        &options
-    )
-    .is_err());
+    let passphrase = Secret::Passphrase(b"x");
+    assert!(encrypt_file(&batcher, &bare, passphrase, &source, &destination, &options).is_err());
     let replace = FileOptions {
         replace: true,
         ..FileOptions::default()
     };
     assert!(matches!(
-        encrypt_file(
-            &batcher,
-            &setup,
-            Secret::Key(&KEY),
-            &source,
-            &source,
-            &replace
-        ),
+        seal(&source, &source, &replace),
         Err(FormatError::OutputIsInput(_))
     ));
     assert_eq!(listing(), before);
@@ -337,34 +324,11 @@ fn encrypt_file_leaves_no_file_when_it_fails() {
     let folder_source = folder.path().join("a folder");
     std::fs::create_dir(&folder_source).unwrap();
     let before = listing();
-    assert!(encrypt_file(
-        &batcher,
-        &setup,
-        Secret::Key(&KEY),
-        &folder_source,
-        &destination,
-        &options
-    )
-    .is_err());
+    assert!(seal(&folder_source, &destination, &options).is_err());
     assert_eq!(listing(), before);
-    encrypt_file(
-        &batcher,
-        &setup,
-        Secret::Key(&KEY),
-        &source,
-        &destination,
-        &options,
-    )
-    .unwrap();
+    seal(&source, &destination, &options).unwrap();
     assert!(matches!(
-        encrypt_file(
-            &batcher,
-            &setup,
-            Secret::Key(&KEY),
-            &source,
-            &destination,
-            &options
-        ),
+        seal(&source, &destination, &options),
         Err(FormatError::OutputExists(_))
     ));
 }

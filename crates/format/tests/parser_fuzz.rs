@@ -9,7 +9,12 @@ use std::time::{Duration, Instant};
 use parcrypt_format::fuzzing;
 use parcrypt_format::{Argon2Params, Envelope, Format, Secret, Setup, Suite};
 use rand::rngs::StdRng;
-use rand::{Rng, RngExt, SeedableRng};
+use rand::{Rng, RngExt};
+
+#[path = "support/random.rs"]
+mod random;
+
+use random::seeded_rng;
 
 fn budget() -> Duration {
     let seconds = std::env::var("PARCRYPT_FUZZ_SECONDS")
@@ -17,15 +22,6 @@ fn budget() -> Duration {
         .and_then(|s| s.parse().ok())
         .unwrap_or(3.0);
     Duration::from_secs_f64(seconds)
-}
-
-fn seeded(test: &str) -> StdRng {
-    let seed = std::env::var("PARCRYPT_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand::random::<u64>);
-    eprintln!("{test}: PARCRYPT_TEST_SEED={seed}");
-    StdRng::seed_from_u64(seed)
 }
 
 /// The inputs cargo-fuzz found interesting and kept, so the stable suite replays them.
@@ -103,7 +99,7 @@ fn mutate(rng: &mut StdRng, input: &mut Vec<u8>) {
 
 #[test]
 fn parsing_arbitrary_and_mutated_input_never_panics_or_accepts_forgeries() {
-    let mut rng = seeded("parse");
+    let mut rng = seeded_rng("parse");
     for input in corpus("parse") {
         fuzzing::parse(&input);
     }
@@ -134,7 +130,7 @@ fn parsing_arbitrary_and_mutated_input_never_panics_or_accepts_forgeries() {
 
 #[test]
 fn edited_messages_are_refused_and_releases_are_genuine() {
-    let mut rng = seeded("edit_and_open");
+    let mut rng = seeded_rng("edit_and_open");
     for input in corpus("edit_and_open") {
         fuzzing::edit_and_open(&input);
     }

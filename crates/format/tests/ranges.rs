@@ -7,11 +7,10 @@ use std::io::{self, Cursor, IoSlice, Write};
 
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_format::cobblestone::{CHUNK_BYTES, SEALED_CHUNK_BYTES};
-use parcrypt_format::range::decrypt_range;
 use parcrypt_format::stream::encrypt_chunks;
 use parcrypt_format::{
-    batcher_for, ByteRange, CpuChunks, Envelope, Format, FormatError, Salts, Secret, Setup,
-    StreamOptions,
+    batcher_for, ByteRange, CpuChunks, Decryptor, Envelope, Format, FormatError, Salts, Secret,
+    Setup, StreamOptions,
 };
 
 const KEY: [u8; 16] = [0x5c; 16];
@@ -100,25 +99,14 @@ fn read_range(
     batch_chunks: usize,
 ) -> (Recorder, Result<u64, FormatError>) {
     let range: ByteRange = text.parse().unwrap();
-    let mut reader = Cursor::new(sealed);
-    let envelope = Envelope::read(Format::Cobblestone, &mut reader).unwrap();
-    let keys = envelope.unlock(Secret::Key(&KEY), b"").unwrap();
+    let unlocked = Decryptor::new(Format::Cobblestone, Cursor::new(sealed))
+        .unwrap()
+        .unlock(Secret::Key(&KEY), b"")
+        .unwrap();
     let batcher = batcher_for(engine);
     let mut output = Recorder::default();
-    let options = StreamOptions {
-        batch_chunks,
-        progress: None,
-        ..StreamOptions::default()
-    };
-    let result = decrypt_range(
-        batcher.as_ref(),
-        &keys,
-        &mut reader,
-        envelope.len() as u64,
-        range,
-        &mut output,
-        &options,
-    );
+    let options = StreamOptions::with_batch_chunks(batch_chunks);
+    let result = unlocked.decrypt_range_to(batcher.as_ref(), range, &mut output, &options);
     (output, result)
 }
 

@@ -6,11 +6,10 @@ use std::io::{self, Cursor, Read, Write};
 
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_format::cobblestone::{CHUNK_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
-use parcrypt_format::range::decrypt_range;
 use parcrypt_format::stream::{decrypt_chunks, encrypt_chunks};
 use parcrypt_format::{
-    decrypt, encrypt, Argon2Params, ByteRange, CpuChunks, Envelope, Format, FormatError, Salts,
-    Secret, Setup, StreamOptions, Suite,
+    decrypt, encrypt, Argon2Params, ByteRange, CpuChunks, Decryptor, Envelope, Format, FormatError,
+    Salts, Secret, Setup, StreamOptions, Suite,
 };
 
 const KEY_128: [u8; 16] = [0x42; 16];
@@ -56,11 +55,7 @@ fn seal(
 ) -> Vec<u8> {
     let (envelope, keys) = Envelope::create_with_salts(setup, secret, SALTS).unwrap();
     let mut sealed = envelope.to_bytes();
-    let options = StreamOptions {
-        batch_chunks,
-        progress: None,
-        ..StreamOptions::default()
-    };
+    let options = StreamOptions::with_batch_chunks(batch_chunks);
     let written = encrypt_chunks(
         &CpuChunks::new(engine),
         &keys,
@@ -85,11 +80,7 @@ fn open(
     batch_chunks: usize,
 ) -> (Vec<u8>, Result<u64, FormatError>) {
     let mut output = Vec::new();
-    let options = StreamOptions {
-        batch_chunks,
-        progress: None,
-        ..StreamOptions::default()
-    };
+    let options = StreamOptions::with_batch_chunks(batch_chunks);
     let result = decrypt(
         &CpuChunks::new(engine),
         format,
@@ -127,27 +118,12 @@ fn round_trips_at_chunk_boundaries_on_every_backend_with_identical_files() {
         5 * CHUNK_BYTES + 7,
         9 * CHUNK_BYTES,
     ];
+    let (key_128, key_256) = (Secret::Key(&KEY_128), Secret::Key(&KEY_256));
     let cases: [(Format, Suite, Secret<'_>); 5] = [
-        (
-            Format::Parcrypt,
-            Suite::Cobblestone128,
-            Secret::Key(&KEY_128),
-        ),
-        (
-            Format::Parcrypt,
-            Suite::Cobblestone256,
-            Secret::Key(&KEY_256),
-        ),
-        (
-            Format::Cobblestone,
-            Suite::Cobblestone128,
-            Secret::Key(&KEY_128),
-        ),
-        (
-            Format::Cobblestone,
-            Suite::Cobblestone256,
-            Secret::Key(&KEY_256),
-        ),
+        (Format::Parcrypt, Suite::Cobblestone128, key_128),
+        (Format::Parcrypt, Suite::Cobblestone256, key_256),
+        (Format::Cobblestone, Suite::Cobblestone128, key_128),
+        (Format::Cobblestone, Suite::Cobblestone256, key_256),
         (
             Format::Parcrypt,
             Suite::Cobblestone256,
@@ -543,24 +519,13 @@ fn ranges_match_slices_and_check_the_end_when_relative_to_it() {
     let sealed = seal(&engine, &setup, Secret::Key(&KEY_128), &message, 1024);
     let read_range = |sealed: &[u8], text: &str| -> Result<Vec<u8>, FormatError> {
         let range: ByteRange = text.parse().unwrap();
-        let mut reader = Cursor::new(sealed);
-        let envelope = Envelope::read(Format::Cobblestone, &mut reader).unwrap();
-        let keys = envelope.unlock(Secret::Key(&KEY_128), b"").unwrap();
+        let unlocked = Decryptor::new(Format::Cobblestone, Cursor::new(sealed))
+            .unwrap()
+            .unlock(Secret::Key(&KEY_128), b"")
+            .unwrap();
         let mut output = Vec::new();
-        let options = StreamOptions {
-            batch_chunks: 2,
-            progress: None,
-            ..StreamOptions::default()
-        };
-        let written = decrypt_range(
-            &batcher,
-            &keys,
-            &mut reader,
-            envelope.len() as u64,
-            range,
-            &mut output,
-            &options,
-        )?;
+        let options = StreamOptions::with_batch_chunks(2);
+        let written = unlocked.decrypt_range_to(&batcher, range, &mut output, &options)?;
         assert_eq!(written as usize, output.len());
         Ok(output)
     };
@@ -637,11 +602,7 @@ fn failing_writers_and_readers_are_reported() {
     let batcher = CpuChunks::new(&engine);
     let (_, keys) = Envelope::create(&Setup::default(), Secret::Key(&KEY_128)).unwrap();
     let message = plaintext(100_000);
-    let options = StreamOptions {
-        batch_chunks: 1,
-        progress: None,
-        ..StreamOptions::default()
-    };
+    let options = StreamOptions::with_batch_chunks(1);
     let error =
         encrypt_chunks(&batcher, &keys, &mut &message[..], &mut Broken, &options).unwrap_err();
     assert!(

@@ -108,11 +108,7 @@ fn decrypt_streaming(
     let result = Envelope::read(Format::Cobblestone, &mut reader)
         .and_then(|envelope| envelope.unlock_as(suite, Secret::Key(&vector.key), &vector.context))
         .and_then(|keys| {
-            let options = StreamOptions {
-                batch_chunks,
-                progress: None,
-                ..StreamOptions::default()
-            };
+            let options = StreamOptions::with_batch_chunks(batch_chunks);
             decrypt_chunks(&batcher, &keys, &mut reader, &mut output, &options)
         });
     (output, result)
@@ -134,11 +130,7 @@ fn decrypt_by_range(
                 .map(|keys| (envelope, keys))
         })
         .and_then(|(envelope, keys)| {
-            let options = StreamOptions {
-                batch_chunks: 3,
-                progress: None,
-                ..StreamOptions::default()
-            };
+            let options = StreamOptions::with_batch_chunks(3);
             decrypt_range(
                 &batcher,
                 &keys,
@@ -270,11 +262,7 @@ fn check_file(file: &str) {
                 .unwrap();
                 let mut sealed = envelope.to_bytes();
                 let batcher = CpuChunks::new(engine);
-                let options = StreamOptions {
-                    batch_chunks: 5,
-                    progress: None,
-                    ..StreamOptions::default()
-                };
+                let options = StreamOptions::with_batch_chunks(5);
                 encrypt_chunks(&batcher, &keys, &mut &message[..], &mut sealed, &options).unwrap();
                 assert!(
                     sealed == vector.ciphertext,

@@ -4,23 +4,13 @@
 //! `cargo run -p parcrypt --example file_encryption`
 
 use std::io::{Read, Write};
-use std::process::ExitCode;
 
 use parcrypt::engine::{Backend, Engine};
 use parcrypt::format::file::{decrypt_file, encrypt_file, FileOptions};
 use parcrypt::format::{batcher_for, Argon2Params, Decryptor, Encryptor, Format, Secret, Setup};
 
-fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("file_encryption: {error}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// Any failure ends the program with the error and a non-zero exit status.
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The engine picks where chunks are sealed: every core here, a GPU under `auto`.
     let engine = Engine::new(Backend::Pool, None)?;
     let batcher = batcher_for(&engine);

@@ -4,21 +4,10 @@
 //!
 //! Run with `cargo run -p parcrypt --example raw_buffers`.
 
-use std::process::ExitCode;
-
 use parcrypt::engine::{Backend, Cipher, CipherSpec, Engine};
 
-fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("raw_buffers: {error}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// Any failure ends the program with the error and a non-zero exit status.
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let suite: CipherSpec = "aes-128-gcm".parse()?;
     // A fixed key and nonce only because this is a demonstration: a real program draws the
     // key from a secret source and never encrypts two messages under one nonce.

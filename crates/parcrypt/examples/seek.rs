@@ -6,23 +6,13 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::process::ExitCode;
 
 use parcrypt::engine::{Backend, Engine};
 use parcrypt::format::file::{encrypt_file, FileOptions};
 use parcrypt::format::{batcher_for, Decryptor, Format, Secret, Setup};
 
-fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("seek: {error}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// Any failure ends the program with the error and a non-zero exit status.
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let engine = Engine::new(Backend::Pool, None)?;
     let batcher = batcher_for(&engine);
     let key = [0x5au8; 32];

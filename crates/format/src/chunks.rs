@@ -119,6 +119,7 @@ pub struct CpuChunks<'e> {
 }
 
 impl<'e> CpuChunks<'e> {
+    /// Chunks sealed and opened on `engine`'s CPU backend (its threads split each batch).
     pub fn new(engine: &'e Engine) -> Self {
         CpuChunks {
             engine,

@@ -52,6 +52,7 @@ pub enum Suite {
 }
 
 impl Suite {
+    /// Every suite, in the order of their identifiers.
     pub const ALL: [Suite; 2] = [Suite::Cobblestone128, Suite::Cobblestone256];
 
     /// The suite whose AEAD takes a key of this length.
@@ -71,6 +72,7 @@ impl Suite {
         }
     }
 
+    /// The suite's name in the Cobblestone specification.
     pub fn name(self) -> &'static str {
         match self {
             Suite::Cobblestone128 => "Cobblestone-128",
@@ -86,6 +88,7 @@ impl Suite {
         }
     }
 
+    /// The block cipher under the suite's AEAD.
     pub fn algorithm(self) -> Algorithm {
         match self {
             Suite::Cobblestone128 => Algorithm::Aes128,
@@ -169,6 +172,7 @@ impl MessageKeys {
         })
     }
 
+    /// The suite these keys are for.
     pub fn suite(&self) -> Suite {
         self.suite
     }
@@ -183,10 +187,12 @@ impl MessageKeys {
         &self.gcm_key
     }
 
+    /// The nonce chunk counters are XORed into.
     pub fn base_nonce(&self) -> &[u8; NONCE_BYTES] {
         &self.base_nonce
     }
 
+    /// The key commitment stored before chunk 0 and checked before any chunk is opened.
     pub fn commitment(&self) -> &[u8; COMMITMENT_BYTES] {
         &self.commitment
     }

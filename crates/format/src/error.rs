@@ -13,50 +13,85 @@ pub type Result<T, E = FormatError> = std::result::Result<T, E>;
 /// where there is one, what to do next.
 #[derive(Debug, thiserror::Error)]
 pub enum FormatError {
+    /// The input does not start with a parcrypt header.
     #[error("not a parcrypt file (it does not start with a parcrypt header; a bare Cobblestone message needs the cobblestone format and its key)")]
     NotParcrypt,
+    /// The header names a format version newer than this build reads.
     #[error("this file was written by a newer parcrypt (format version {0}); this parcrypt reads version 1")]
     UnsupportedVersion(u8),
+    /// A header field holds a value no writer produces (which field, in words).
     #[error("damaged header: {0}")]
     DamagedHeader(&'static str),
+    /// The input ends inside a header (which header, in words).
     #[error("truncated: the file ends inside its {0} header")]
     TruncatedHeader(&'static str),
+    /// A key of a length no suite takes (the length given).
     #[error("the key must be 16 bytes (AES-128) or 32 bytes (AES-256), got {0} bytes")]
     KeyLength(usize),
+    /// A key whose length does not match the message's suite.
     #[error("this message needs a {expected}-byte key ({suite}), got {got} bytes")]
     KeySuiteMismatch {
+        /// The message's suite.
         suite: &'static str,
+        /// The key length the suite takes.
         expected: usize,
+        /// The key length given.
         got: usize,
     },
+    /// The key commitment does not match: wrong key, passphrase or context.
     #[error("wrong key or passphrase (key commitment mismatch)")]
     WrongKey,
+    /// A key was given for a message sealed under a passphrase.
     #[error("this file was encrypted with a passphrase, not a key: give the passphrase")]
     NeedsPassphrase,
+    /// A passphrase was given for a message sealed under a key.
     #[error("this file was encrypted with a key, not a passphrase: give the key")]
     NeedsKey,
+    /// An empty passphrase, which is refused.
     #[error("the passphrase is empty")]
     EmptyPassphrase,
+    /// argon2id failed (its reason).
     #[error("passphrase key derivation (argon2id) failed: {0}")]
     Kdf(String),
+    /// argon2id parameters outside the bounds this build accepts (which, in words).
     #[error("argon2id parameters out of range: {0}")]
     KdfLimits(String),
+    /// A chunk failed authentication; nothing from it on is released.
     #[error("damaged: chunk {index} (plaintext bytes {start}..{end}) failed authentication; the file was modified, truncated or extended", start = chunk_start(*index), end = chunk_start(*index) + CHUNK_BYTES as u64)]
-    DamagedChunk { index: u64 },
+    DamagedChunk {
+        /// The chunk's index from 0.
+        index: u64,
+    },
+    /// The message ends after whole chunks, without its final chunk.
     #[error("{}", truncated_after(*chunks))]
-    TruncatedAfter { chunks: u64 },
+    TruncatedAfter {
+        /// How many whole chunks were read.
+        chunks: u64,
+    },
+    /// The message ends inside a chunk, before its tag.
     #[error("{}", truncated_chunk(*index, *bytes))]
-    TruncatedChunk { index: u64, bytes: usize },
+    TruncatedChunk {
+        /// The chunk's index from 0.
+        index: u64,
+        /// How many of its bytes were there.
+        bytes: usize,
+    },
+    /// More chunks than Cobblestone's nonce space allows.
     #[error("message too long: Cobblestone allows at most 2^38 chunks (4 PiB)")]
     TooLong,
+    /// A byte range that cannot be read (why, in words).
     #[error("{0}")]
     Range(String),
+    /// Reading the input failed.
     #[error("cannot read input: {}", plain(.0))]
     Read(io::Error),
+    /// Writing the output failed.
     #[error("cannot write output: {}", plain(.0))]
     Write(io::Error),
+    /// The operating system gave no random bytes (its reason).
     #[error("cannot get random bytes from the operating system: {0}")]
     Random(String),
+    /// The backend that seals or opens chunks failed (its message).
     #[error("{0}")]
     Backend(String),
     /// A secret could not be had (a key file, a passphrase, the terminal).
@@ -64,7 +99,12 @@ pub enum FormatError {
     Secret(#[from] crate::secrets::SecretError),
     /// An input file that could not be opened.
     #[error("cannot open input '{}': {}", .path.display(), plain(.error))]
-    OpenInput { path: PathBuf, error: io::Error },
+    OpenInput {
+        /// The input.
+        path: PathBuf,
+        /// Why it could not be opened.
+        error: io::Error,
+    },
     /// An input that is a folder.
     #[error("input '{}' is a folder", .0.display())]
     InputIsFolder(PathBuf),
@@ -79,13 +119,28 @@ pub enum FormatError {
     OutputExists(PathBuf),
     /// No temporary file could be made beside the output.
     #[error("cannot write in '{}': {}", .folder.display(), plain(.error))]
-    CreateTemporary { folder: PathBuf, error: io::Error },
+    CreateTemporary {
+        /// The output's folder.
+        folder: PathBuf,
+        /// Why no file could be made there.
+        error: io::Error,
+    },
     /// The finished output could not be flushed to disk.
     #[error("cannot write '{}': {}", .path.display(), plain(.error))]
-    FinishOutput { path: PathBuf, error: io::Error },
+    FinishOutput {
+        /// The output.
+        path: PathBuf,
+        /// Why it could not be flushed.
+        error: io::Error,
+    },
     /// The finished output could not be moved to its name.
     #[error("cannot create '{}': {}", .path.display(), plain(.error))]
-    PersistOutput { path: PathBuf, error: io::Error },
+    PersistOutput {
+        /// The output.
+        path: PathBuf,
+        /// Why it could not be renamed into place.
+        error: io::Error,
+    },
 }
 
 impl From<FormatError> for io::Error {

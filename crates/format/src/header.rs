@@ -58,7 +58,9 @@ impl Argon2Params {
     /// The most memory a header may ask for: 4 GiB. A header is read before anything is
     /// authenticated, so these limits bound what a malicious file can make a reader spend.
     pub const MAX_MEMORY_KIB: u32 = 4 * 1024 * 1024;
+    /// The most passes a header may ask for.
     pub const MAX_PASSES: u32 = 100;
+    /// The most lanes a header may ask for.
     pub const MAX_LANES: u32 = 64;
 
     /// Checks the limits above and argon2's own (at least 8 KiB of memory per lane).
@@ -124,7 +126,9 @@ pub enum KeySource {
     Key,
     /// argon2id of a passphrase with these parameters and salt.
     Argon2id {
+        /// Memory, passes and lanes.
         params: Argon2Params,
+        /// The salt, random per file.
         salt: [u8; KDF_SALT_BYTES],
     },
 }
@@ -132,11 +136,14 @@ pub enum KeySource {
 /// A parsed parcrypt header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParcryptHeader {
+    /// The AEAD of the Cobblestone message that follows.
     pub suite: Suite,
+    /// Whether a key or a passphrase opens it.
     pub key_source: KeySource,
 }
 
 impl ParcryptHeader {
+    /// The header's 40 bytes as docs/FORMAT.md specifies them.
     pub fn to_bytes(&self) -> [u8; HEADER_BYTES] {
         let mut bytes = [0u8; HEADER_BYTES];
         bytes[..8].copy_from_slice(MAGIC);

@@ -56,7 +56,9 @@ pub struct Envelope {
 /// How to set up a new message.
 #[derive(Clone, Copy, Debug)]
 pub struct Setup<'a> {
+    /// A parcrypt header before the message, or a bare Cobblestone message.
     pub format: Format,
+    /// The AEAD (a key's length must match it).
     pub suite: Suite,
     /// Application data bound into the key derivation; decryption must give the same.
     pub context: &'a [u8],
@@ -78,7 +80,9 @@ impl Default for Setup<'_> {
 /// Salts for a new message. Random unless a test or a vector needs them fixed.
 #[derive(Clone, Copy, Debug)]
 pub struct Salts {
+    /// Cobblestone's key-derivation salt.
     pub cobblestone: [u8; SALT_BYTES],
+    /// argon2id's salt (used only under a passphrase).
     pub argon2: [u8; KDF_SALT_BYTES],
 }
 
@@ -204,6 +208,7 @@ impl Envelope {
             }
     }
 
+    /// The parcrypt header, or `None` for a bare Cobblestone message.
     pub fn header(&self) -> Option<&ParcryptHeader> {
         self.header.as_ref()
     }

@@ -35,6 +35,7 @@ pub enum Bound {
 /// the message are clamped to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ByteRange {
+    /// The first byte.
     pub start: Bound,
     /// `None`: to the end of the message.
     pub end: Option<Bound>,

@@ -34,6 +34,7 @@
 //! assert_eq!(plain, b"sealed in 16 KiB chunks, each authenticated");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub use parcrypt_ciphers as ciphers;

@@ -4,6 +4,7 @@
 //! - [`terminal`]: a question on the controlling terminal with echo off, restored on every
 //!   way out (signals included);
 //! - [`reserve_file_space`]: preallocating an output file's blocks before it is written.
+#![warn(missing_docs)]
 
 pub mod terminal;
 

@@ -10,8 +10,7 @@ use parcrypt_gpu::{
     CudaDevice, GpuError, GpuOperation, KernelCache, KeyMaterial, LaunchGeometry, OpenClDevice,
     OpenOptions, ProgramOrigin, TableCopies,
 };
-use parcrypt_modes::ctr::{Counter, CounterRule};
-use parcrypt_modes::{cbc, ctr, ecb, Direction};
+use parcrypt_modes::ctr::CounterRule;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -78,36 +77,20 @@ pub fn random_bytes(rng: &mut StdRng, length: usize) -> Vec<u8> {
 /// The CPU result of `operation` over `data`.
 pub fn on_cpu(algorithm: Algorithm, key: &[u8], operation: &GpuOperation, data: &[u8]) -> Vec<u8> {
     let cipher = new_cipher(algorithm, Implementation::Fast, key).unwrap();
-    let mut result = data.to_vec();
-    match operation {
-        GpuOperation::EcbEncrypt => ecb::apply(cipher.as_ref(), Direction::Encrypt, &mut result),
-        GpuOperation::EcbDecrypt => ecb::apply(cipher.as_ref(), Direction::Decrypt, &mut result),
-        GpuOperation::CbcDecrypt { previous } => {
-            cbc::decrypt(cipher.as_ref(), previous, &mut result)
-        }
-        GpuOperation::Ctr { counter, rule } => {
-            ctr::apply(cipher.as_ref(), Counter::new(counter, *rule), &mut result)
-        }
-        GpuOperation::CtrSegments {
-            counters,
-            segment_bytes,
-            rule,
-        } => {
-            // Each segment is its own CTR stream from its own counter block.
-            let block_size = algorithm.block_size();
-            assert_eq!(
-                counters.len(),
-                data.len().div_ceil(*segment_bytes) * block_size,
-                "a test must give one counter block per segment"
-            );
-            for (segment, counter) in result
-                .chunks_mut(*segment_bytes)
-                .zip(counters.chunks_exact(block_size))
-            {
-                ctr::apply(cipher.as_ref(), Counter::new(counter, *rule), segment);
-            }
-        }
+    if let GpuOperation::CtrSegments {
+        counters,
+        segment_bytes,
+        ..
+    } = operation
+    {
+        assert_eq!(
+            counters.len(),
+            data.len().div_ceil(*segment_bytes) * algorithm.block_size(),
+            "a test must give one counter block per segment"
+        );
     }
+    let mut result = data.to_vec();
+    operation.apply_on_cpu(cipher.as_ref(), &mut result);
     result
 }
 

@@ -7,6 +7,7 @@
 //! The tests every API runs are `device_tests!` (`support/device_tests.rs`) over the shared
 //! cases (`support/cases.rs`); this file says how OpenCL runs them, and adds its own.
 
+#[macro_use]
 #[path = "support/cases.rs"]
 mod cases;
 #[macro_use]

@@ -9,6 +9,7 @@
 //! CUDA runs on device 0 (or `PARCRYPT_CUDA_DEVICE=N`) and is skipped with a SKIPPED line
 //! where there is no driver or GPU, in CI too.
 
+#[macro_use]
 #[path = "support/cases.rs"]
 #[allow(dead_code)]
 mod cases;
@@ -101,34 +102,21 @@ macro_rules! zero_copy_tests {
                 cases::every_cipher_operation_and_size(0x7a65_726f, through(device, &PATHS));
             }
 
-            #[test]
-            fn ctr_counters_wrap_like_the_cpu() {
-                let Some(device) = shared_device() else {
-                    return;
-                };
-                cases::ctr_wrap_cases(through(device, &PATHS));
+            on_shared_device! {
+                ctr_counters_wrap_like_the_cpu =>
+                    |device| cases::ctr_wrap_cases(through(device, &PATHS));
+                concurrent_zero_copy_calls_do_not_mix =>
+                    |device| cases::concurrent_cases(through(device, &PATHS));
             }
 
             #[test]
             fn staged_slabs_chain_counters_and_cbc_blocks() {
-                let options = OpenOptions {
-                    slab_bytes: cases::TEST_SLAB_BYTES,
-                    ..OpenOptions::default()
-                };
-                let Some(device) = $open(&options) else {
+                let Some(device) = $open(&cases::small_slab_options()) else {
                     return;
                 };
                 // The mapped buffer is one launch whatever the slab size; the staged path
                 // goes slab by slab through one mapped buffer.
                 cases::slab_edge_cases(through(&device, &PATHS));
-            }
-
-            #[test]
-            fn concurrent_zero_copy_calls_do_not_mix() {
-                let Some(device) = shared_device() else {
-                    return;
-                };
-                cases::concurrent_cases(through(device, &PATHS));
             }
 
             #[test]

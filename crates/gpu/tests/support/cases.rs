@@ -23,6 +23,30 @@ pub const SIZES: [usize; 7] = [0, 1, 15, 16, 17, 4096 + 5, (1 << 20) + 3];
 /// powers of two.
 pub const TEST_SLAB_BYTES: usize = 4096 + 48;
 
+/// Options that open a device with [`TEST_SLAB_BYTES`] slabs.
+pub fn small_slab_options() -> OpenOptions {
+    OpenOptions {
+        slab_bytes: TEST_SLAB_BYTES,
+        ..OpenOptions::default()
+    }
+}
+
+/// Tests that each need only the invoking file's `shared_device()`: `name => |device| ...;`
+/// becomes a test that runs the closure on the device, or passes having said why there is
+/// none (the opener prints the SKIPPED line).
+#[allow(unused_macros)] // not every file that includes the cases has such tests
+macro_rules! on_shared_device {
+    ($($test:ident => $body:expr;)*) => {$(
+        #[test]
+        fn $test() {
+            if let Some(device) = shared_device() {
+                let body: fn(&Device) = $body;
+                body(device);
+            }
+        }
+    )*};
+}
+
 /// Opens the OpenCL test device (`PARCRYPT_OPENCL_DEVICE`, else the first) with `options`,
 /// or says why the test is skipped. Under `CI`, which installs PoCL, a missing device fails.
 #[allow(dead_code)] // each test file opens the API it tests

@@ -56,31 +56,26 @@ macro_rules! device_tests {
             );
         }
 
-        #[test]
-        fn every_cipher_operation_and_size_matches_the_cpu() {
-            let Some(device) = shared_device() else {
-                return;
+        on_shared_device! {
+            every_cipher_operation_and_size_matches_the_cpu => |device| {
+                cases::every_cipher_operation_and_size(EVERY_CASE_SEED, check_every_path(device))
             };
-            cases::every_cipher_operation_and_size(EVERY_CASE_SEED, check_every_path(device));
-        }
-
-        #[test]
-        fn ctr_counters_wrap_like_the_cpu() {
-            let Some(device) = shared_device() else {
-                return;
+            ctr_counters_wrap_like_the_cpu =>
+                |device| cases::ctr_wrap_cases(check_every_path(device));
+            ctr_segments_match_the_cpu =>
+                |device| cases::ctr_segment_cases(check_every_path(device));
+            concurrent_calls_on_one_device_do_not_mix =>
+                |device| cases::concurrent_cases(check_every_path(device));
+            bad_lengths_are_refused_with_a_reason => |device| {
+                cases::bad_length_cases(|key, operation, data| device.process(key, operation, data))
             };
-            cases::ctr_wrap_cases(check_every_path(device));
         }
 
         #[test]
         fn slabs_chain_counters_and_cbc_blocks_across_every_queue() {
             // Slabs rotate over the queues (streams); on CUDA's device path CBC decryption
             // runs in chunks of the slab size, each needing the ciphertext block before it.
-            let options = OpenOptions {
-                slab_bytes: cases::TEST_SLAB_BYTES,
-                ..OpenOptions::default()
-            };
-            let Some(device) = open(&options) else {
+            let Some(device) = open(&cases::small_slab_options()) else {
                 return;
             };
             assert_eq!(device.slab_bytes(), cases::TEST_SLAB_BYTES);
@@ -88,20 +83,8 @@ macro_rules! device_tests {
         }
 
         #[test]
-        fn ctr_segments_match_the_cpu() {
-            let Some(device) = shared_device() else {
-                return;
-            };
-            cases::ctr_segment_cases(check_every_path(device));
-        }
-
-        #[test]
         fn ctr_segment_slabs_are_cut_between_segments() {
-            let options = OpenOptions {
-                slab_bytes: cases::TEST_SLAB_BYTES,
-                ..OpenOptions::default()
-            };
-            let Some(device) = open(&options) else {
+            let Some(device) = open(&cases::small_slab_options()) else {
                 return;
             };
             cases::ctr_segment_slab_cases(check_every_path(&device));
@@ -141,27 +124,11 @@ macro_rules! device_tests {
         }
 
         #[test]
-        fn concurrent_calls_on_one_device_do_not_mix() {
-            let Some(device) = shared_device() else {
-                return;
-            };
-            cases::concurrent_cases(check_every_path(device));
-        }
-
-        #[test]
         fn compiled_kernels_are_cached_and_a_damaged_cache_is_recompiled() {
             if shared_device().is_none() {
                 return;
             }
             cases::kernel_cache_cases(open, Device::program_origin, assert_same_on_host);
-        }
-
-        #[test]
-        fn bad_lengths_are_refused_with_a_reason() {
-            let Some(device) = shared_device() else {
-                return;
-            };
-            cases::bad_length_cases(|key, operation, data| device.process(key, operation, data));
         }
 
         #[test]
@@ -180,11 +147,7 @@ macro_rules! device_tests {
 
         #[test]
         fn ghash_slabs_of_whole_segments_rotate_over_the_queues() {
-            let options = OpenOptions {
-                slab_bytes: cases::TEST_SLAB_BYTES,
-                ..OpenOptions::default()
-            };
-            let Some(device) = open(&options) else {
+            let Some(device) = open(&cases::small_slab_options()) else {
                 return;
             };
             // 4144-byte slabs: 4096 bytes of 1024- or 4096-byte segments, 4128 of 48-byte

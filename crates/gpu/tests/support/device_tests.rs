@@ -7,7 +7,8 @@
 //!   the shared cases' check through every way data reaches the device, and through those
 //!   that table layouts and launch shapes are checked on;
 //! - `EVERY_CASE_SEED`, `WIDEST_GROUP` and `fn table_layouts()`;
-//! - `fn more_segment_slab_checks(device: &Device)` and
+//! - `fn more_device_list_checks(device: &Device, info: &Info)` (Info: the API's `list()` item),
+//!   `fn more_segment_slab_checks(device: &Device)` and
 //!   `fn more_layout_checks(device: &Device, copies: TableCopies)`: what only this API has.
 //!
 //! Included with `#[macro_use] #[path = "support/device_tests.rs"] mod device_tests;`.
@@ -121,6 +122,19 @@ macro_rules! device_tests {
                 || device.launch_geometry(),
                 check_layout_paths(&device),
             );
+        }
+
+        #[test]
+        fn device_list_describes_the_device() {
+            let Some(device) = shared_device() else {
+                return;
+            };
+            let devices = Device::list().unwrap();
+            let info = &devices[device_index()];
+            assert_eq!(info, device.info());
+            assert_eq!(device.name(), info.name.trim());
+            assert!(info.to_string().starts_with(&format!("#{} ", info.index)));
+            more_device_list_checks(device, info);
         }
 
         #[test]

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use parcrypt_engine::Backend;
 use parcrypt_gpu::{
-    CudaDevice, DeviceKind, GpuError, GpuOperation, KeyMaterial, LaunchGeometry, OpenClDevice,
+    CudaDevice, DeviceKind, GpuDevice, GpuError, GpuOperation, KeyMaterial, LaunchGeometry,
+    OpenClDevice,
 };
 use parcrypt_modes::ctr::CounterRule;
 use parcrypt_modes::{CipherSpec, Direction, Mode};
@@ -54,31 +55,21 @@ impl DirectDevice {
         }
     }
 
-    pub fn launch_geometry(&self) -> LaunchGeometry {
+    /// The device as the engine drives it, for what both APIs do alike (host data in,
+    /// result back in host memory, device synchronised; the launch shape).
+    pub fn gpu(&self) -> &dyn GpuDevice {
         match self {
-            DirectDevice::OpenCl(device) => device.launch_geometry(),
-            DirectDevice::Cuda(device) => device.launch_geometry(),
+            DirectDevice::OpenCl(device) => device.as_ref(),
+            DirectDevice::Cuda(device) => device.as_ref(),
         }
+    }
+
+    pub fn launch_geometry(&self) -> LaunchGeometry {
+        self.gpu().launch_geometry()
     }
 
     pub fn set_launch_geometry(&self, geometry: LaunchGeometry) -> Result<(), GpuError> {
-        match self {
-            DirectDevice::OpenCl(device) => device.set_launch_geometry(geometry),
-            DirectDevice::Cuda(device) => device.set_launch_geometry(geometry),
-        }
-    }
-
-    /// Host data in, result back in host memory, device synchronised.
-    pub fn process(
-        &self,
-        key: &KeyMaterial,
-        operation: &GpuOperation,
-        data: &mut [u8],
-    ) -> Result<(), GpuError> {
-        match self {
-            DirectDevice::OpenCl(device) => device.process(key, operation, data),
-            DirectDevice::Cuda(device) => device.process(key, operation, data),
-        }
+        self.gpu().set_launch_geometry(geometry)
     }
 
     pub fn opencl(&self) -> Option<&OpenClDevice> {
@@ -161,6 +152,7 @@ pub fn time_host(
     let (key, operation) = key_and_operation(spec, direction)?;
     measure_repeated(&mut SystemClock::default(), repetition, &mut (), || {
         device
+            .gpu()
             .process(&key, &operation, data)
             .map(|()| None)
             .map_err(BenchError::from)
@@ -218,7 +210,7 @@ pub fn time_host_transfer(
     let clock = &mut SystemClock::default();
     match transfer {
         HostTransfer::Copy => measure_repeated(clock, repetition, probe, || {
-            device.process(&key, &operation, &mut data)?;
+            device.gpu().process(&key, &operation, &mut data)?;
             Ok(None)
         }),
         HostTransfer::ZeroCopyStaged => measure_repeated(clock, repetition, probe, || {

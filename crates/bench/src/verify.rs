@@ -89,7 +89,7 @@ pub fn geometry_agrees(
         let input = random_buffer(blocks * spec.algorithm.block_size(), blocks as u64);
         let expected = process_buffer(&reference, &job, input.clone())?;
         let mut got = input;
-        device.process(&material, &operation, &mut got)?;
+        device.gpu().process(&material, &operation, &mut got)?;
         if got != expected {
             return Err(BenchError::Mismatch(format!(
                 "{} {spec} with {} threads per group differs from seq on {blocks} blocks",

@@ -269,11 +269,9 @@ fn run() -> Result<(), Box<dyn Error>> {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("cuda_speed: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    let Err(error) = run() else {
+        return ExitCode::SUCCESS;
+    };
+    eprintln!("cuda_speed: {error}");
+    ExitCode::FAILURE
 }

@@ -253,11 +253,11 @@ fn build_options(table_copies: TableCopies) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The first device, or `None` after saying why (a failure under CI, which has PoCL).
-    fn first_device() -> Option<devices::FoundDevice> {
+    pub(crate) fn first_device() -> Option<devices::FoundDevice> {
         match devices::find_all() {
             Ok(found) if !found.is_empty() => found.into_iter().next(),
             outcome => {

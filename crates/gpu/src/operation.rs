@@ -1,8 +1,9 @@
 //! What a device is asked to do to a buffer, and the per-launch arguments that follow from
 //! it. Nothing here is specific to OpenCL, so that the CUDA host can share it.
 
-use parcrypt_ciphers::Algorithm;
-use parcrypt_modes::ctr::{Counter, CounterRule};
+use parcrypt_ciphers::{Algorithm, BlockCipher};
+use parcrypt_modes::ctr::{self, Counter, CounterRule};
+use parcrypt_modes::{cbc, ecb, Direction};
 
 use crate::kernel_source::{self, CipherFamily, KernelOperation};
 use crate::GpuError;
@@ -69,6 +70,32 @@ impl GpuOperation {
             kernel_source::ctr_segments_kernel_name(family)
         } else {
             kernel_source::kernel_name(family, self.kernel_operation())
+        }
+    }
+
+    /// This operation done on the CPU with `cipher` through the modes crate: the reference
+    /// a device's result is held to, by the self-test and by the cross-backend tests (so
+    /// both hold devices to one definition). Lengths as [`Self::validate`] accepts them.
+    #[doc(hidden)]
+    pub fn apply_on_cpu(&self, cipher: &dyn BlockCipher, data: &mut [u8]) {
+        match self {
+            GpuOperation::EcbEncrypt => ecb::apply(cipher, Direction::Encrypt, data),
+            GpuOperation::EcbDecrypt => ecb::apply(cipher, Direction::Decrypt, data),
+            GpuOperation::CbcDecrypt { previous } => cbc::decrypt(cipher, previous, data),
+            GpuOperation::Ctr { counter, rule } => {
+                ctr::apply(cipher, Counter::new(counter, *rule), data)
+            }
+            GpuOperation::CtrSegments {
+                counters,
+                segment_bytes,
+                rule,
+            } => {
+                // Each segment is its own CTR stream from its own counter block.
+                let segments = data.chunks_mut(*segment_bytes);
+                for (segment, counter) in segments.zip(counters.chunks_exact(cipher.block_size())) {
+                    ctr::apply(cipher, Counter::new(counter, *rule), segment);
+                }
+            }
         }
     }
 

@@ -13,7 +13,7 @@
 //! block.
 
 use parcrypt_ciphers::{new_cipher, Algorithm, Implementation};
-use parcrypt_modes::ctr::{self, Counter, CounterRule};
+use parcrypt_modes::ctr::CounterRule;
 
 use crate::kernel_source::CipherFamily;
 use crate::{GpuError, GpuOperation, KeyMaterial, ProgramOrigin};
@@ -157,18 +157,13 @@ fn segments_check(
     let length = 2 * segment_bytes + block_size + 5;
 
     let cipher = new_cipher(vector.algorithm, Implementation::Fast, &bytes(vector.key))?;
-    let mut expected = vec![0u8; length];
-    for (segment, counter) in expected
-        .chunks_mut(segment_bytes)
-        .zip(counters.chunks_exact(block_size))
-    {
-        ctr::apply(cipher.as_ref(), Counter::new(counter, rule), segment);
-    }
     let operation = GpuOperation::CtrSegments {
         counters,
         segment_bytes,
         rule,
     };
+    let mut expected = vec![0u8; length];
+    operation.apply_on_cpu(cipher.as_ref(), &mut expected);
     Ok((operation, vec![0; length], expected))
 }
 
@@ -197,34 +192,12 @@ pub(crate) fn accept_or_rebuild<D>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use parcrypt_ciphers::{new_cipher, Implementation};
-    use parcrypt_modes::{cbc, ctr, ecb, Direction};
 
     /// The self-test itself, run against the CPU implementation: it must pass there, and it
     /// must notice a wrong answer.
     fn on_cpu(key_bytes: &[u8], algorithm: Algorithm, operation: &GpuOperation, data: &mut [u8]) {
         let cipher = new_cipher(algorithm, Implementation::Fast, key_bytes).unwrap();
-        match operation {
-            GpuOperation::EcbEncrypt => ecb::apply(cipher.as_ref(), Direction::Encrypt, data),
-            GpuOperation::EcbDecrypt => ecb::apply(cipher.as_ref(), Direction::Decrypt, data),
-            GpuOperation::Ctr { counter, rule } => {
-                ctr::apply(cipher.as_ref(), ctr::Counter::new(counter, *rule), data)
-            }
-            GpuOperation::CbcDecrypt { previous } => cbc::decrypt(cipher.as_ref(), previous, data),
-            GpuOperation::CtrSegments {
-                counters,
-                segment_bytes,
-                rule,
-            } => {
-                let block_size = algorithm.block_size();
-                for (segment, counter) in data
-                    .chunks_mut(*segment_bytes)
-                    .zip(counters.chunks_exact(block_size))
-                {
-                    ctr::apply(cipher.as_ref(), ctr::Counter::new(counter, *rule), segment);
-                }
-            }
-        }
+        operation.apply_on_cpu(cipher.as_ref(), data);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! The tests every API runs are `device_tests!` (`support/device_tests.rs`) over the shared
 //! cases (`support/cases.rs`); this file says how OpenCL runs them, and adds its own.
 
+#[macro_use]
 #[path = "support/cases.rs"]
 mod cases;
 #[macro_use]
@@ -14,7 +15,7 @@ mod cases;
 mod device_tests;
 
 use parcrypt_ciphers::Algorithm;
-use parcrypt_gpu::{GpuError, GpuOperation, OpenClDevice, OpenOptions, TableCopies};
+use parcrypt_gpu::{DeviceInfo, GpuError, GpuOperation, OpenClDevice, OpenOptions, TableCopies};
 
 const EVERY_CASE_SEED: u64 = 0x6770_7531;
 const WIDEST_GROUP: usize = 256;
@@ -86,17 +87,9 @@ fn kernel_source_compiles_with_every_table_copy_define() {
     ));
 }
 
-#[test]
-fn device_list_describes_the_device() {
-    let Some(device) = shared_device() else {
-        return;
-    };
-    let devices = OpenClDevice::list().unwrap();
-    let info = &devices[device_index()];
-    assert_eq!(info, device.info());
-    assert_eq!(device.name(), info.name.trim());
+/// What `device_list_describes_the_device` checks beyond what every API lists.
+fn more_device_list_checks(_device: &Device, info: &DeviceInfo) {
     assert!(info.compute_units >= 1 && info.local_memory_bytes > 0);
-    assert!(info.to_string().starts_with(&format!("#{} ", info.index)));
 }
 
 #[test]

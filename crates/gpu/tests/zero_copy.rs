@@ -9,6 +9,7 @@
 //! CUDA runs on device 0 (or `PARCRYPT_CUDA_DEVICE=N`) and is skipped with a SKIPPED line
 //! where there is no driver or GPU, in CI too.
 
+#[macro_use]
 #[path = "support/cases.rs"]
 #[allow(dead_code)]
 mod cases;
@@ -101,34 +102,21 @@ macro_rules! zero_copy_tests {
                 cases::every_cipher_operation_and_size(0x7a65_726f, through(device, &PATHS));
             }
 
-            #[test]
-            fn ctr_counters_wrap_like_the_cpu() {
-                let Some(device) = shared_device() else {
-                    return;
-                };
-                cases::ctr_wrap_cases(through(device, &PATHS));
+            on_shared_device! {
+                ctr_counters_wrap_like_the_cpu =>
+                    |device| cases::ctr_wrap_cases(through(device, &PATHS));
+                concurrent_zero_copy_calls_do_not_mix =>
+                    |device| cases::concurrent_cases(through(device, &PATHS));
             }
 
             #[test]
             fn staged_slabs_chain_counters_and_cbc_blocks() {
-                let options = OpenOptions {
-                    slab_bytes: cases::TEST_SLAB_BYTES,
-                    ..OpenOptions::default()
-                };
-                let Some(device) = $open(&options) else {
+                let Some(device) = $open(&cases::small_slab_options()) else {
                     return;
                 };
                 // The mapped buffer is one launch whatever the slab size; the staged path
                 // goes slab by slab through one mapped buffer.
                 cases::slab_edge_cases(through(&device, &PATHS));
-            }
-
-            #[test]
-            fn concurrent_zero_copy_calls_do_not_mix() {
-                let Some(device) = shared_device() else {
-                    return;
-                };
-                cases::concurrent_cases(through(device, &PATHS));
             }
 
             #[test]
@@ -181,31 +169,17 @@ macro_rules! zero_copy_tests {
                     "CTR twice is the identity"
                 );
 
-                buffer.set_len(4096).unwrap();
-                buffer.process(&key, &GpuOperation::EcbEncrypt).unwrap();
-                assert_eq!(
-                    buffer.as_mut_slice(),
-                    &cases::on_cpu(
-                        Algorithm::Aes128,
-                        &key_bytes,
-                        &GpuOperation::EcbEncrypt,
-                        &original[..4096]
-                    )[..]
-                );
-                buffer.process(&key, &GpuOperation::EcbDecrypt).unwrap();
-                assert_eq!(buffer.as_mut_slice(), &original[..4096]);
-
-                buffer.set_len(16).unwrap();
-                buffer.process(&key, &GpuOperation::EcbEncrypt).unwrap();
-                assert_eq!(
-                    buffer.as_mut_slice(),
-                    &cases::on_cpu(
-                        Algorithm::Aes128,
-                        &key_bytes,
-                        &GpuOperation::EcbEncrypt,
-                        &original[..16]
-                    )[..]
-                );
+                // Shrunk within the capacity, the buffer processes only its new length.
+                for length in [4096, 16] {
+                    buffer.set_len(length).unwrap();
+                    let ecb = GpuOperation::EcbEncrypt;
+                    buffer.process(&key, &ecb).unwrap();
+                    let expected =
+                        cases::on_cpu(Algorithm::Aes128, &key_bytes, &ecb, &original[..length]);
+                    assert_eq!(buffer.as_mut_slice(), &expected[..]);
+                    buffer.process(&key, &GpuOperation::EcbDecrypt).unwrap();
+                    assert_eq!(buffer.as_mut_slice(), &original[..length]);
+                }
                 assert!(buffer.set_len(4096 + 17).is_err());
                 buffer.set_len(4096 + 16).unwrap();
                 assert_eq!(buffer.as_mut_slice().len(), 4096 + 16);

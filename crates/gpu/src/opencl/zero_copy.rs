@@ -231,34 +231,19 @@ impl MappedMemory for OpenCl {
 mod tests {
     use super::*;
     use crate::host::{KEY_TABLE_WORDS, ROUND_KEY_WORDS};
-    use crate::opencl::{devices, OpenClDevice};
+    use crate::opencl::OpenClDevice;
     use crate::{GpuOperation, KeyMaterial, OpenOptions};
     use parcrypt_ciphers::Algorithm;
     use parcrypt_modes::ctr::CounterRule;
 
     /// Device 0 with small slabs, or `None` after saying why (a failure under CI).
     fn device() -> Option<OpenClDevice> {
-        match devices::find_all() {
-            Ok(found) if !found.is_empty() => Some(
-                OpenClDevice::open_with(
-                    0,
-                    &OpenOptions {
-                        slab_bytes: 4096,
-                        ..OpenOptions::default()
-                    },
-                )
-                .unwrap(),
-            ),
-            outcome => {
-                let reason = outcome.map(|found| found.len());
-                assert!(
-                    std::env::var_os("CI").is_none(),
-                    "CI needs an OpenCL device: {reason:?}"
-                );
-                println!("SKIPPED: no OpenCL device (install pocl-opencl-icd)");
-                None
-            }
-        }
+        crate::opencl::tests::first_device()?;
+        let options = OpenOptions {
+            slab_bytes: 4096,
+            ..OpenOptions::default()
+        };
+        Some(OpenClDevice::open_with(0, &options).unwrap())
     }
 
     fn device_key_words(device: &OpenClDevice) -> Vec<u32> {

@@ -10,8 +10,7 @@ use parcrypt_gpu::{
     CudaDevice, GpuError, GpuOperation, KernelCache, KeyMaterial, LaunchGeometry, OpenClDevice,
     OpenOptions, ProgramOrigin, TableCopies,
 };
-use parcrypt_modes::ctr::{Counter, CounterRule};
-use parcrypt_modes::{cbc, ctr, ecb, Direction};
+use parcrypt_modes::ctr::CounterRule;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -23,6 +22,30 @@ pub const SIZES: [usize; 7] = [0, 1, 15, 16, 17, 4096 + 5, (1 << 20) + 3];
 /// MiB into ~250 slabs rotating over the queues or streams, with slab edges that are not
 /// powers of two.
 pub const TEST_SLAB_BYTES: usize = 4096 + 48;
+
+/// Options that open a device with [`TEST_SLAB_BYTES`] slabs.
+pub fn small_slab_options() -> OpenOptions {
+    OpenOptions {
+        slab_bytes: TEST_SLAB_BYTES,
+        ..OpenOptions::default()
+    }
+}
+
+/// Tests that each need only the invoking file's `shared_device()`: `name => |device| ...;`
+/// becomes a test that runs the closure on the device, or passes having said why there is
+/// none (the opener prints the SKIPPED line).
+#[allow(unused_macros)] // not every file that includes the cases has such tests
+macro_rules! on_shared_device {
+    ($($test:ident => $body:expr;)*) => {$(
+        #[test]
+        fn $test() {
+            if let Some(device) = shared_device() {
+                let body: fn(&Device) = $body;
+                body(device);
+            }
+        }
+    )*};
+}
 
 /// Opens the OpenCL test device (`PARCRYPT_OPENCL_DEVICE`, else the first) with `options`,
 /// or says why the test is skipped. Under `CI`, which installs PoCL, a missing device fails.
@@ -78,36 +101,20 @@ pub fn random_bytes(rng: &mut StdRng, length: usize) -> Vec<u8> {
 /// The CPU result of `operation` over `data`.
 pub fn on_cpu(algorithm: Algorithm, key: &[u8], operation: &GpuOperation, data: &[u8]) -> Vec<u8> {
     let cipher = new_cipher(algorithm, Implementation::Fast, key).unwrap();
-    let mut result = data.to_vec();
-    match operation {
-        GpuOperation::EcbEncrypt => ecb::apply(cipher.as_ref(), Direction::Encrypt, &mut result),
-        GpuOperation::EcbDecrypt => ecb::apply(cipher.as_ref(), Direction::Decrypt, &mut result),
-        GpuOperation::CbcDecrypt { previous } => {
-            cbc::decrypt(cipher.as_ref(), previous, &mut result)
-        }
-        GpuOperation::Ctr { counter, rule } => {
-            ctr::apply(cipher.as_ref(), Counter::new(counter, *rule), &mut result)
-        }
-        GpuOperation::CtrSegments {
-            counters,
-            segment_bytes,
-            rule,
-        } => {
-            // Each segment is its own CTR stream from its own counter block.
-            let block_size = algorithm.block_size();
-            assert_eq!(
-                counters.len(),
-                data.len().div_ceil(*segment_bytes) * block_size,
-                "a test must give one counter block per segment"
-            );
-            for (segment, counter) in result
-                .chunks_mut(*segment_bytes)
-                .zip(counters.chunks_exact(block_size))
-            {
-                ctr::apply(cipher.as_ref(), Counter::new(counter, *rule), segment);
-            }
-        }
+    if let GpuOperation::CtrSegments {
+        counters,
+        segment_bytes,
+        ..
+    } = operation
+    {
+        assert_eq!(
+            counters.len(),
+            data.len().div_ceil(*segment_bytes) * algorithm.block_size(),
+            "a test must give one counter block per segment"
+        );
     }
+    let mut result = data.to_vec();
+    operation.apply_on_cpu(cipher.as_ref(), &mut result);
     result
 }
 

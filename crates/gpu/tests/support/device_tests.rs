@@ -7,7 +7,8 @@
 //!   the shared cases' check through every way data reaches the device, and through those
 //!   that table layouts and launch shapes are checked on;
 //! - `EVERY_CASE_SEED`, `WIDEST_GROUP` and `fn table_layouts()`;
-//! - `fn more_segment_slab_checks(device: &Device)` and
+//! - `fn more_device_list_checks(device: &Device, info: &Info)` (Info: the API's `list()` item),
+//!   `fn more_segment_slab_checks(device: &Device)` and
 //!   `fn more_layout_checks(device: &Device, copies: TableCopies)`: what only this API has.
 //!
 //! Included with `#[macro_use] #[path = "support/device_tests.rs"] mod device_tests;`.
@@ -56,31 +57,26 @@ macro_rules! device_tests {
             );
         }
 
-        #[test]
-        fn every_cipher_operation_and_size_matches_the_cpu() {
-            let Some(device) = shared_device() else {
-                return;
+        on_shared_device! {
+            every_cipher_operation_and_size_matches_the_cpu => |device| {
+                cases::every_cipher_operation_and_size(EVERY_CASE_SEED, check_every_path(device))
             };
-            cases::every_cipher_operation_and_size(EVERY_CASE_SEED, check_every_path(device));
-        }
-
-        #[test]
-        fn ctr_counters_wrap_like_the_cpu() {
-            let Some(device) = shared_device() else {
-                return;
+            ctr_counters_wrap_like_the_cpu =>
+                |device| cases::ctr_wrap_cases(check_every_path(device));
+            ctr_segments_match_the_cpu =>
+                |device| cases::ctr_segment_cases(check_every_path(device));
+            concurrent_calls_on_one_device_do_not_mix =>
+                |device| cases::concurrent_cases(check_every_path(device));
+            bad_lengths_are_refused_with_a_reason => |device| {
+                cases::bad_length_cases(|key, operation, data| device.process(key, operation, data))
             };
-            cases::ctr_wrap_cases(check_every_path(device));
         }
 
         #[test]
         fn slabs_chain_counters_and_cbc_blocks_across_every_queue() {
             // Slabs rotate over the queues (streams); on CUDA's device path CBC decryption
             // runs in chunks of the slab size, each needing the ciphertext block before it.
-            let options = OpenOptions {
-                slab_bytes: cases::TEST_SLAB_BYTES,
-                ..OpenOptions::default()
-            };
-            let Some(device) = open(&options) else {
+            let Some(device) = open(&cases::small_slab_options()) else {
                 return;
             };
             assert_eq!(device.slab_bytes(), cases::TEST_SLAB_BYTES);
@@ -88,20 +84,8 @@ macro_rules! device_tests {
         }
 
         #[test]
-        fn ctr_segments_match_the_cpu() {
-            let Some(device) = shared_device() else {
-                return;
-            };
-            cases::ctr_segment_cases(check_every_path(device));
-        }
-
-        #[test]
         fn ctr_segment_slabs_are_cut_between_segments() {
-            let options = OpenOptions {
-                slab_bytes: cases::TEST_SLAB_BYTES,
-                ..OpenOptions::default()
-            };
-            let Some(device) = open(&options) else {
+            let Some(device) = open(&cases::small_slab_options()) else {
                 return;
             };
             cases::ctr_segment_slab_cases(check_every_path(&device));
@@ -141,11 +125,16 @@ macro_rules! device_tests {
         }
 
         #[test]
-        fn concurrent_calls_on_one_device_do_not_mix() {
+        fn device_list_describes_the_device() {
             let Some(device) = shared_device() else {
                 return;
             };
-            cases::concurrent_cases(check_every_path(device));
+            let devices = Device::list().unwrap();
+            let info = &devices[device_index()];
+            assert_eq!(info, device.info());
+            assert_eq!(device.name(), info.name.trim());
+            assert!(info.to_string().starts_with(&format!("#{} ", info.index)));
+            more_device_list_checks(device, info);
         }
 
         #[test]
@@ -154,14 +143,6 @@ macro_rules! device_tests {
                 return;
             }
             cases::kernel_cache_cases(open, Device::program_origin, assert_same_on_host);
-        }
-
-        #[test]
-        fn bad_lengths_are_refused_with_a_reason() {
-            let Some(device) = shared_device() else {
-                return;
-            };
-            cases::bad_length_cases(|key, operation, data| device.process(key, operation, data));
         }
 
         #[test]
@@ -180,11 +161,7 @@ macro_rules! device_tests {
 
         #[test]
         fn ghash_slabs_of_whole_segments_rotate_over_the_queues() {
-            let options = OpenOptions {
-                slab_bytes: cases::TEST_SLAB_BYTES,
-                ..OpenOptions::default()
-            };
-            let Some(device) = open(&options) else {
+            let Some(device) = open(&cases::small_slab_options()) else {
                 return;
             };
             // 4144-byte slabs: 4096 bytes of 1024- or 4096-byte segments, 4128 of 48-byte

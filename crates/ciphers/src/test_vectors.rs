@@ -39,10 +39,32 @@ impl Index<&str> for Record {
 /// Panics, naming the file and line, on a line that is not `name = hex`, on bad hex, on a
 /// field given twice in one record and on a record before any section.
 pub(crate) fn read(name: &str) -> BTreeMap<String, Vec<Record>> {
+    let (headers, records) = read_file(name);
+    let mut sections: BTreeMap<String, Vec<Record>> = headers
+        .into_iter()
+        .map(|header| (header, Vec::new()))
+        .collect();
+    for record in records {
+        sections
+            .get_mut(&record.section)
+            .expect("every record's section has a header")
+            .push(record);
+    }
+    sections
+}
+
+/// Every record of `tests/vectors/{name}` in file order across sections, for checks that the
+/// file keeps the order of its source; panics as [`read`] does.
+pub(crate) fn records_in_file_order(name: &str) -> Vec<Record> {
+    read_file(name).1
+}
+
+/// The `[section]` headers of `tests/vectors/{name}` and its records, both in file order.
+fn read_file(name: &str) -> (Vec<String>, Vec<Record>) {
     let path = format!("{}/../../tests/vectors/{name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{path}: {error}"));
-    let mut sections: BTreeMap<String, Vec<Record>> = BTreeMap::new();
-    let mut current_section: Option<String> = None;
+    let mut headers: Vec<String> = Vec::new();
+    let mut records: Vec<Record> = Vec::new();
     let mut record_open = false;
     for (line_number, raw_line) in text.lines().enumerate() {
         let line = raw_line.trim();
@@ -55,17 +77,15 @@ pub(crate) fn read(name: &str) -> BTreeMap<String, Vec<Record>> {
             .strip_prefix('[')
             .and_then(|rest| rest.strip_suffix(']'))
         {
-            current_section = Some(header.to_string());
-            sections.entry(header.to_string()).or_default();
+            headers.push(header.to_string());
             record_open = false;
         } else {
             let (field, value) = line
                 .split_once('=')
                 .unwrap_or_else(|| panic!("{name}:{}: not `name = hex`", line_number + 1));
-            let section = current_section.as_ref().unwrap_or_else(|| {
+            let section = headers.last().unwrap_or_else(|| {
                 panic!("{name}:{}: record before any [section]", line_number + 1)
             });
-            let records = sections.get_mut(section).expect("section entry exists");
             if !record_open {
                 records.push(Record {
                     section: section.clone(),
@@ -87,7 +107,7 @@ pub(crate) fn read(name: &str) -> BTreeMap<String, Vec<Record>> {
             );
         }
     }
-    sections
+    (headers, records)
 }
 
 /// The one record of `[section]` in `tests/vectors/{name}`.
@@ -179,5 +199,20 @@ mod tests {
         let vectors = block_vectors("aes_fips197.txt");
         assert_eq!(vectors.len(), 3);
         assert_eq!(vectors[0].key, record["key"]);
+    }
+
+    #[test]
+    fn records_in_file_order_keep_the_file_order() {
+        let records = records_in_file_order("aes_gcm_spec.txt");
+        let sections: Vec<&str> = records
+            .iter()
+            .map(|record| record.section.as_str())
+            .collect();
+        assert_eq!(sections.first(), Some(&"aes128-case1"));
+        assert_eq!(sections.last(), Some(&"aes256-case18"));
+        assert_eq!(
+            records.len(),
+            read("aes_gcm_spec.txt").values().flatten().count()
+        );
     }
 }

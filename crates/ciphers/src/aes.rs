@@ -5,6 +5,30 @@
 //! (VAES-512), chosen at run time, and the RustCrypto `aes` crate wherever none fits the CPU;
 //! [`ReferenceAes`] is our own table code, the CPU twin of the GPU kernels.
 
+/// Evaluates `$body` with `$rounds` (10, 12 or 14) as the constant `$constant`, so that a
+/// kernel is instantiated once per key size: its round loops then unroll completely and every
+/// round key is a register operand.
+#[cfg(target_arch = "x86_64")]
+macro_rules! with_rounds {
+    ($rounds:expr, $constant:ident => $body:expr) => {
+        match $rounds {
+            10 => {
+                const $constant: usize = 10;
+                $body
+            }
+            12 => {
+                const $constant: usize = 12;
+                $body
+            }
+            14 => {
+                const $constant: usize = 14;
+                $body
+            }
+            other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod cbc_aesni;
 #[cfg(target_arch = "x86_64")]

@@ -27,14 +27,9 @@ pub(super) unsafe fn cbc_encrypt(
     chain: &mut [u8; 16],
     data: &mut [[u8; 16]],
 ) {
-    // One instance per key size, so that the round loop unrolls and the keys stay in
-    // registers.
-    match round_keys.rounds {
-        10 => cbc_encrypt_rounds::<10>(&round_keys.keys, chain, data),
-        12 => cbc_encrypt_rounds::<12>(&round_keys.keys, chain, data),
-        14 => cbc_encrypt_rounds::<14>(&round_keys.keys, chain, data),
-        other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
-    }
+    with_rounds!(round_keys.rounds, ROUNDS => {
+        cbc_encrypt_rounds::<ROUNDS>(&round_keys.keys, chain, data)
+    })
 }
 
 #[inline]

@@ -21,19 +21,11 @@
 
 use core::arch::x86_64::*;
 
-use super::ecb_vaes512::keep_round_order;
+use super::ecb_vaes512::{
+    keep_round_order, load_step, masked_load, masked_store, store_step, SHORT_TAIL_VECTORS,
+    STEP_BYTES, VECTORS_PER_STEP, VECTOR_BYTES,
+};
 use super::fast::{RoundKeys, MAX_ROUND_KEYS};
-
-/// Bytes in one zmm register: four AES blocks.
-const VECTOR_BYTES: usize = 64;
-
-/// zmm registers in flight per main-loop step (48 blocks), as in the ECB and CTR kernels.
-const VECTORS_PER_STEP: usize = 12;
-
-const STEP_BYTES: usize = VECTORS_PER_STEP * VECTOR_BYTES;
-
-/// Width of the group that finishes a short tail; see `super::ecb_vaes512`.
-const SHORT_TAIL_VECTORS: usize = 4;
 
 /// Decrypts the whole blocks of `data` in CBC mode, in place, with `previous` as the
 /// ciphertext block before them; the contract is [`crate::BlockCipher::cbc_decrypt`]'s.
@@ -45,14 +37,9 @@ const SHORT_TAIL_VECTORS: usize = 4;
 /// written).
 #[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
 pub(super) unsafe fn cbc_decrypt(round_keys: &RoundKeys, previous: &[u8; 16], data: &mut [u8]) {
-    // Separate instances per key size so that the round loops unroll completely and every
-    // round key is a register operand.
-    match round_keys.rounds {
-        10 => cbc_decrypt_rounds::<10>(&round_keys.keys, previous, data),
-        12 => cbc_decrypt_rounds::<12>(&round_keys.keys, previous, data),
-        14 => cbc_decrypt_rounds::<14>(&round_keys.keys, previous, data),
-        other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
-    }
+    with_rounds!(round_keys.rounds, ROUNDS => {
+        cbc_decrypt_rounds::<ROUNDS>(&round_keys.keys, previous, data)
+    })
 }
 
 #[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
@@ -85,19 +72,13 @@ fn cbc_decrypt_rounds<const ROUNDS: usize>(
 
     let (steps, rest) = data.as_chunks_mut::<STEP_BYTES>();
     for step in steps {
-        let (vectors, _) = step.as_chunks_mut::<VECTOR_BYTES>();
-        let mut ciphertext = [_mm512_setzero_si512(); VECTORS_PER_STEP];
-        for (block, bytes) in ciphertext.iter_mut().zip(vectors.iter()) {
-            // SAFETY: `bytes` is a 64-byte array, read whole; no alignment needed.
-            *block = unsafe { _mm512_loadu_si512(bytes.as_ptr().cast()) };
-        }
+        // All of the step's ciphertext is in registers before anything is stored, so
+        // in-place decryption needs no copy.
+        let ciphertext = load_step(step);
         let mut blocks = ciphertext;
         decrypt_rounds::<ROUNDS, VECTORS_PER_STEP>(&keys, &mut blocks);
         let plaintext = finish::<ROUNDS, VECTORS_PER_STEP>(&keys, &blocks, &ciphertext, &mut below);
-        for (block, bytes) in plaintext.iter().zip(vectors) {
-            // SAFETY: `bytes` is a 64-byte array, written whole; no alignment needed.
-            unsafe { _mm512_storeu_si512(bytes.as_mut_ptr().cast(), *block) };
-        }
+        store_step(step, &plaintext);
     }
 
     if rest.len() > SHORT_TAIL_VECTORS * VECTOR_BYTES {
@@ -107,8 +88,7 @@ fn cbc_decrypt_rounds<const ROUNDS: usize>(
     }
 }
 
-/// Decrypts one group of `WIDTH` vectors over `bytes` (at most `WIDTH * 64` of them) through
-/// byte-masked loads and stores, which neither touch nor fault on the bytes they mask off.
+/// Decrypts one group of `WIDTH` vectors over `bytes` (at most `WIDTH * 64` of them).
 #[inline]
 #[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
 fn masked_group<const ROUNDS: usize, const WIDTH: usize>(
@@ -116,38 +96,11 @@ fn masked_group<const ROUNDS: usize, const WIDTH: usize>(
     mut below: __m512i,
     bytes: &mut [u8],
 ) {
-    debug_assert!(bytes.len() <= WIDTH * VECTOR_BYTES);
-    let length = bytes.len();
-    let piece = |index: usize| {
-        let start = (index * VECTOR_BYTES).min(length);
-        (start, byte_mask((length - start).min(VECTOR_BYTES)))
-    };
-    let mut ciphertext = [_mm512_setzero_si512(); WIDTH];
-    for (index, block) in ciphertext.iter_mut().enumerate() {
-        let (start, mask) = piece(index);
-        // SAFETY: `start <= bytes.len()`, so the pointer is inside `bytes` or one past its
-        // end, and `mask` selects only bytes below `bytes.len()`; masked-off bytes are not
-        // accessed.
-        *block = unsafe { _mm512_maskz_loadu_epi8(mask, bytes.as_ptr().add(start).cast()) };
-    }
+    let ciphertext = masked_load::<WIDTH>(bytes);
     let mut blocks = ciphertext;
     decrypt_rounds::<ROUNDS, WIDTH>(keys, &mut blocks);
     let plaintext = finish::<ROUNDS, WIDTH>(keys, &blocks, &ciphertext, &mut below);
-    for (index, block) in plaintext.iter().enumerate() {
-        let (start, mask) = piece(index);
-        // SAFETY: as for the loads above.
-        unsafe { _mm512_mask_storeu_epi8(bytes.as_mut_ptr().add(start).cast(), mask, *block) };
-    }
-}
-
-/// The low `length` bits set, for `length` in 0..=64.
-#[inline]
-fn byte_mask(length: usize) -> __mmask64 {
-    if length >= VECTOR_BYTES {
-        u64::MAX
-    } else {
-        (1u64 << length) - 1
-    }
+    masked_store(bytes, &plaintext);
 }
 
 /// The initial key XOR and every round but the last on `WIDTH` independent vectors, round

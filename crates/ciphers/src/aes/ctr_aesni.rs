@@ -24,12 +24,9 @@ const STEP_BYTES: usize = BLOCKS_PER_STEP * 16;
 /// The CPU must support AES-NI and SSSE3.
 #[target_feature(enable = "aes,ssse3")]
 pub(super) unsafe fn ctr32_xor(round_keys: &RoundKeys, counter: &[u8; 16], data: &mut [u8]) {
-    match round_keys.rounds {
-        10 => ctr32_xor_rounds::<10>(&round_keys.keys, counter, data),
-        12 => ctr32_xor_rounds::<12>(&round_keys.keys, counter, data),
-        14 => ctr32_xor_rounds::<14>(&round_keys.keys, counter, data),
-        other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
-    }
+    with_rounds!(round_keys.rounds, ROUNDS => {
+        ctr32_xor_rounds::<ROUNDS>(&round_keys.keys, counter, data)
+    })
 }
 
 #[target_feature(enable = "aes,ssse3")]
@@ -116,7 +113,7 @@ fn ctr32_xor_rounds<const ROUNDS: usize>(
 const _: () = assert!(BLOCKS_PER_STEP == 8, "update keep_round_order's operands");
 
 /// Pins the round-major order across the step's blocks; see
-/// `super::ctr_vaes512::keep_round_order` for why (LLVM otherwise emits whole chains one after
+/// `super::ecb_vaes512::keep_round_order` for why (LLVM otherwise emits whole chains one after
 /// another, leaving only about three in flight).
 #[inline]
 #[target_feature(enable = "sse2")]

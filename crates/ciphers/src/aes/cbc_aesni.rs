@@ -14,27 +14,17 @@
 
 use core::arch::x86_64::*;
 
-use super::fast::{RoundKeys, MAX_ROUND_KEYS};
+use super::ctr_aesni::load_round_keys;
+use super::fast::MAX_ROUND_KEYS;
 
-/// Encrypts the whole blocks of `data` in CBC mode, starting from and updating `chain`; the
-/// contract is [`crate::BlockCipher::cbc_encrypt`]'s.
+/// Encrypts the whole blocks of `data` in CBC mode with the first `ROUNDS + 1` FIPS-197
+/// round keys, starting from and updating `chain`; the contract is
+/// [`crate::BlockCipher::cbc_encrypt`]'s.
 ///
 /// # Safety
 /// The CPU must support AES-NI.
 #[target_feature(enable = "aes")]
-pub(super) unsafe fn cbc_encrypt(
-    round_keys: &RoundKeys,
-    chain: &mut [u8; 16],
-    data: &mut [[u8; 16]],
-) {
-    with_rounds!(round_keys.rounds, ROUNDS => {
-        cbc_encrypt_rounds::<ROUNDS>(&round_keys.keys, chain, data)
-    })
-}
-
-#[inline]
-#[target_feature(enable = "aes")]
-fn cbc_encrypt_rounds<const ROUNDS: usize>(
+pub(super) unsafe fn cbc_encrypt<const ROUNDS: usize>(
     round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
     chain: &mut [u8; 16],
     data: &mut [[u8; 16]],
@@ -42,10 +32,7 @@ fn cbc_encrypt_rounds<const ROUNDS: usize>(
     let Some((first, _)) = data.split_first() else {
         return;
     };
-    let mut keys = [_mm_setzero_si128(); MAX_ROUND_KEYS];
-    for (register, key) in keys.iter_mut().zip(round_keys).take(ROUNDS + 1) {
-        *register = load(key);
-    }
+    let keys = load_round_keys::<ROUNDS>(round_keys);
     let last_and_first = _mm_xor_si128(keys[ROUNDS], keys[0]);
 
     // The state entering round 1 of the current block.

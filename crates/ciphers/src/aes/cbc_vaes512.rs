@@ -25,25 +25,19 @@ use super::ecb_vaes512::{
     keep_round_order, load_step, masked_load, masked_store, store_step, SHORT_TAIL_VECTORS,
     STEP_BYTES, VECTORS_PER_STEP, VECTOR_BYTES,
 };
-use super::fast::{RoundKeys, MAX_ROUND_KEYS};
+use super::fast::MAX_ROUND_KEYS;
 
 /// Decrypts the whole blocks of `data` in CBC mode, in place, with `previous` as the
 /// ciphertext block before them; the contract is [`crate::BlockCipher::cbc_decrypt`]'s.
-/// `round_keys` are the FIPS-197 encryption round keys.
+/// `round_keys` are the FIPS-197 encryption round keys, of which the first `ROUNDS + 1` are
+/// used.
 ///
 /// # Safety
 /// The CPU must support AES-NI, VAES, AVX-512F and AVX-512BW. `data.len()` should be a
 /// multiple of 16 (a partial final block would come out as garbage, only its own bytes
 /// written).
 #[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-pub(super) unsafe fn cbc_decrypt(round_keys: &RoundKeys, previous: &[u8; 16], data: &mut [u8]) {
-    with_rounds!(round_keys.rounds, ROUNDS => {
-        cbc_decrypt_rounds::<ROUNDS>(&round_keys.keys, previous, data)
-    })
-}
-
-#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-fn cbc_decrypt_rounds<const ROUNDS: usize>(
+pub(super) unsafe fn cbc_decrypt<const ROUNDS: usize>(
     round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
     previous: &[u8; 16],
     data: &mut [u8],

@@ -8,7 +8,7 @@
 
 use core::arch::x86_64::*;
 
-use super::fast::{RoundKeys, MAX_ROUND_KEYS};
+use super::fast::MAX_ROUND_KEYS;
 
 /// Independent blocks per main-loop step: AES-NI has a latency of about four cycles at up
 /// to two per cycle on current cores, and 8 blocks plus 15 round keys still fit the 16 xmm
@@ -17,29 +17,18 @@ const BLOCKS_PER_STEP: usize = 8;
 
 const STEP_BYTES: usize = BLOCKS_PER_STEP * 16;
 
-/// XORs the CTR keystream starting at `counter` into `data`; the contract is
-/// [`crate::BlockCipher::ctr32_xor`]'s.
+/// XORs the CTR keystream starting at `counter` into `data` with the first `ROUNDS + 1`
+/// FIPS-197 round keys; the contract is [`crate::BlockCipher::ctr32_xor`]'s.
 ///
 /// # Safety
 /// The CPU must support AES-NI and SSSE3.
 #[target_feature(enable = "aes,ssse3")]
-pub(super) unsafe fn ctr32_xor(round_keys: &RoundKeys, counter: &[u8; 16], data: &mut [u8]) {
-    with_rounds!(round_keys.rounds, ROUNDS => {
-        ctr32_xor_rounds::<ROUNDS>(&round_keys.keys, counter, data)
-    })
-}
-
-#[target_feature(enable = "aes,ssse3")]
-fn ctr32_xor_rounds<const ROUNDS: usize>(
+pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
     round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
     counter: &[u8; 16],
     data: &mut [u8],
 ) {
-    let mut keys = [_mm_setzero_si128(); MAX_ROUND_KEYS];
-    for (register, key) in keys.iter_mut().zip(round_keys).take(ROUNDS + 1) {
-        // SAFETY: `key` is a 16-byte array; `loadu` has no alignment requirement.
-        *register = unsafe { _mm_loadu_si128(key.as_ptr().cast()) };
-    }
+    let keys = load_round_keys::<ROUNDS>(round_keys);
 
     // Byte j takes byte 15 - j: block order <-> counter-as-integer order.
     let reverse = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -107,6 +96,21 @@ fn ctr32_xor_rounds<const ROUNDS: usize>(
         }
         partial.copy_from_slice(&buffer[..partial.len()]);
     }
+}
+
+/// Round keys 0..=`ROUNDS` in xmm registers (the rest zero), loaded once per call; the CBC
+/// encryption kernel shares it.
+#[inline]
+#[target_feature(enable = "sse2")]
+pub(super) fn load_round_keys<const ROUNDS: usize>(
+    round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
+) -> [__m128i; MAX_ROUND_KEYS] {
+    let mut keys = [_mm_setzero_si128(); MAX_ROUND_KEYS];
+    for (register, key) in keys.iter_mut().zip(round_keys).take(ROUNDS + 1) {
+        // SAFETY: `key` is a 16-byte array; `loadu` has no alignment requirement.
+        *register = unsafe { _mm_loadu_si128(key.as_ptr().cast()) };
+    }
+    keys
 }
 
 // `keep_round_order` names each block of a step as an `asm!` operand.

@@ -17,22 +17,15 @@ use core::arch::x86_64::*;
 use super::ecb_vaes512::{
     broadcast_round_keys, keep_round_order, STEP_BYTES, VECTORS_PER_STEP, VECTOR_BYTES,
 };
-use super::fast::{RoundKeys, MAX_ROUND_KEYS};
+use super::fast::MAX_ROUND_KEYS;
 
-/// XORs the CTR keystream starting at `counter` into `data`; the contract is
-/// [`crate::BlockCipher::ctr32_xor`]'s.
+/// XORs the CTR keystream starting at `counter` into `data` with the first `ROUNDS + 1`
+/// FIPS-197 round keys; the contract is [`crate::BlockCipher::ctr32_xor`]'s.
 ///
 /// # Safety
 /// The CPU must support AES-NI, VAES, AVX-512F and AVX-512BW.
 #[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-pub(super) unsafe fn ctr32_xor(round_keys: &RoundKeys, counter: &[u8; 16], data: &mut [u8]) {
-    with_rounds!(round_keys.rounds, ROUNDS => {
-        ctr32_xor_rounds::<ROUNDS>(&round_keys.keys, counter, data)
-    })
-}
-
-#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-fn ctr32_xor_rounds<const ROUNDS: usize>(
+pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
     round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
     counter: &[u8; 16],
     data: &mut [u8],

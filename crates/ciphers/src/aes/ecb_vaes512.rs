@@ -30,29 +30,32 @@ pub(super) const STEP_BYTES: usize = VECTORS_PER_STEP * VECTOR_BYTES;
 /// instead of spending a full step's worth of AES instructions on masked-off lanes.
 pub(super) const SHORT_TAIL_VECTORS: usize = 4;
 
-/// Encrypts every 16-byte block of `data` in place with the FIPS-197 round keys.
+/// Encrypts every 16-byte block of `data` in place with the first `ROUNDS + 1` FIPS-197
+/// round keys, or with `DECRYPT` decrypts it with keys from [`inverse_round_keys`].
 ///
 /// # Safety
 /// The CPU must support AES-NI, VAES, AVX-512F and AVX-512BW. `data.len()` should be a
-/// multiple of 16 (a partial final block would be encrypted as if zero-padded, and only its
+/// multiple of 16 (a partial final block would be processed as if zero-padded, and only its
 /// own bytes written back).
 #[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-pub(super) unsafe fn encrypt(round_keys: &RoundKeys, data: &mut [u8]) {
-    with_rounds!(round_keys.rounds, ROUNDS => {
-        ecb_rounds::<ROUNDS, false>(&round_keys.keys, data)
-    })
-}
+pub(super) unsafe fn ecb<const ROUNDS: usize, const DECRYPT: bool>(
+    round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
+    data: &mut [u8],
+) {
+    let keys = broadcast_round_keys::<ROUNDS>(round_keys);
 
-/// Decrypts every 16-byte block of `data` in place; `inverse_keys` must come from
-/// [`inverse_round_keys`].
-///
-/// # Safety
-/// As for [`encrypt`].
-#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-pub(super) unsafe fn decrypt(inverse_keys: &RoundKeys, data: &mut [u8]) {
-    with_rounds!(inverse_keys.rounds, ROUNDS => {
-        ecb_rounds::<ROUNDS, true>(&inverse_keys.keys, data)
-    })
+    let (steps, rest) = data.as_chunks_mut::<STEP_BYTES>();
+    for step in steps {
+        let mut blocks = load_step(step);
+        cipher_group::<ROUNDS, DECRYPT, VECTORS_PER_STEP>(&keys, &mut blocks);
+        store_step(step, &blocks);
+    }
+
+    if rest.len() > SHORT_TAIL_VECTORS * VECTOR_BYTES {
+        masked_group::<ROUNDS, DECRYPT, VECTORS_PER_STEP>(&keys, rest);
+    } else if !rest.is_empty() {
+        masked_group::<ROUNDS, DECRYPT, SHORT_TAIL_VECTORS>(&keys, rest);
+    }
 }
 
 /// The round keys of the equivalent inverse cipher: encryption key `rounds - i` for
@@ -82,27 +85,6 @@ pub(super) unsafe fn inverse_round_keys(round_keys: &RoundKeys) -> RoundKeys {
         }
     }
     inverse
-}
-
-#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-fn ecb_rounds<const ROUNDS: usize, const DECRYPT: bool>(
-    round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
-    data: &mut [u8],
-) {
-    let keys = broadcast_round_keys::<ROUNDS>(round_keys);
-
-    let (steps, rest) = data.as_chunks_mut::<STEP_BYTES>();
-    for step in steps {
-        let mut blocks = load_step(step);
-        cipher_group::<ROUNDS, DECRYPT, VECTORS_PER_STEP>(&keys, &mut blocks);
-        store_step(step, &blocks);
-    }
-
-    if rest.len() > SHORT_TAIL_VECTORS * VECTOR_BYTES {
-        masked_group::<ROUNDS, DECRYPT, VECTORS_PER_STEP>(&keys, rest);
-    } else if !rest.is_empty() {
-        masked_group::<ROUNDS, DECRYPT, SHORT_TAIL_VECTORS>(&keys, rest);
-    }
 }
 
 /// Runs one group of `WIDTH` vectors over `bytes` (at most `WIDTH * 64` of them).

@@ -556,20 +556,29 @@ impl FastAes {
                     blocks.len().is_multiple_of(16),
                     "AES input is not a whole number of blocks"
                 );
-                if decrypt {
+                use super::ecb_vaes512::ecb;
+                let keys = if decrypt {
+                    self.ecb_decrypt_keys.get_or_init(|| {
+                        // SAFETY: the caller guarantees the kernel's features, AES-NI among
+                        // them.
+                        Box::new(unsafe {
+                            super::ecb_vaes512::inverse_round_keys(&self.round_keys)
+                        })
+                    })
+                } else {
+                    &self.round_keys
+                };
+                with_rounds!(keys.rounds, ROUNDS => {
                     // SAFETY: the caller guarantees the kernel's features; the kernel reads
                     // and writes only inside `blocks`.
                     unsafe {
-                        let inverse_keys = self.ecb_decrypt_keys.get_or_init(|| {
-                            Box::new(super::ecb_vaes512::inverse_round_keys(&self.round_keys))
-                        });
-                        super::ecb_vaes512::decrypt(inverse_keys, blocks);
+                        if decrypt {
+                            ecb::<ROUNDS, true>(&keys.keys, blocks);
+                        } else {
+                            ecb::<ROUNDS, false>(&keys.keys, blocks);
+                        }
                     }
-                } else {
-                    // SAFETY: the caller guarantees the kernel's features; the kernel reads
-                    // and writes only inside `blocks`.
-                    unsafe { super::ecb_vaes512::encrypt(&self.round_keys, blocks) };
-                }
+                });
             }
             _ if decrypt => self.crate_decrypt_blocks(blocks),
             _ => self.crate_encrypt_blocks(blocks),
@@ -590,10 +599,18 @@ impl FastAes {
         match self.ecb_path {
             #[cfg(target_arch = "x86_64")]
             EcbPath::Vaes512 => {
-                // SAFETY: `ecb_path` came from `EcbPath::detect`, so this CPU has the VAES-512
-                // features; the kernel reads `previous` and reads and writes only inside
-                // `data`.
-                unsafe { super::cbc_vaes512::cbc_decrypt(&self.round_keys, previous, data) };
+                with_rounds!(self.round_keys.rounds, ROUNDS => {
+                    // SAFETY: `ecb_path` came from `EcbPath::detect`, so this CPU has the
+                    // VAES-512 features; the kernel reads `previous` and reads and writes only
+                    // inside `data`.
+                    unsafe {
+                        super::cbc_vaes512::cbc_decrypt::<ROUNDS>(
+                            &self.round_keys.keys,
+                            previous,
+                            data,
+                        );
+                    }
+                });
                 true
             }
             _ => false,
@@ -627,12 +644,16 @@ impl FastAes {
         assert!(rest.is_empty(), "CBC input is not a whole number of blocks");
         match path {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: the caller guarantees the kernel's features; the kernel reads and
-            // writes only `chain` and `blocks`.
-            CbcPath::AesNi => unsafe {
-                super::cbc_aesni::cbc_encrypt(&self.round_keys, chain, blocks);
+            CbcPath::AesNi => {
+                with_rounds!(self.round_keys.rounds, ROUNDS => {
+                    // SAFETY: the caller guarantees the kernel's features; the kernel reads
+                    // and writes only `chain` and `blocks`.
+                    unsafe {
+                        super::cbc_aesni::cbc_encrypt::<ROUNDS>(&self.round_keys.keys, chain, blocks);
+                    }
+                });
                 true
-            },
+            }
             _ => {
                 // See `run_ctr_kernel`: keeps other architectures free of unused warnings.
                 let _ = (&self.round_keys, chain, blocks);
@@ -662,18 +683,26 @@ impl FastAes {
     unsafe fn run_ctr_kernel(&self, path: CtrPath, counter: &[u8; 16], data: &mut [u8]) -> bool {
         match path {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: the caller guarantees the kernel's features; the kernel reads and
-            // writes only inside `data`.
-            CtrPath::Vaes512 => unsafe {
-                super::ctr_vaes512::ctr32_xor(&self.round_keys, counter, data);
+            CtrPath::Vaes512 => {
+                with_rounds!(self.round_keys.rounds, ROUNDS => {
+                    // SAFETY: the caller guarantees the kernel's features; the kernel reads
+                    // and writes only inside `data`.
+                    unsafe {
+                        super::ctr_vaes512::ctr32_xor::<ROUNDS>(&self.round_keys.keys, counter, data);
+                    }
+                });
                 true
-            },
+            }
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: as above.
-            CtrPath::AesNi => unsafe {
-                super::ctr_aesni::ctr32_xor(&self.round_keys, counter, data);
+            CtrPath::AesNi => {
+                with_rounds!(self.round_keys.rounds, ROUNDS => {
+                    // SAFETY: as above.
+                    unsafe {
+                        super::ctr_aesni::ctr32_xor::<ROUNDS>(&self.round_keys.keys, counter, data);
+                    }
+                });
                 true
-            },
+            }
             _ => {
                 // No kernel for this path or architecture; naming the operands keeps builds
                 // for other architectures free of unused-value warnings.

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::ops::Index;
 
-use rand::{Rng, RngExt};
+use rand::rngs::StdRng;
+use rand::{Rng, RngExt, SeedableRng};
 
 use crate::BlockCipher;
 
@@ -173,6 +174,62 @@ pub(crate) fn assert_round_trips_random_data<C: BlockCipher>(
         cipher.encrypt_blocks(&mut data);
         cipher.decrypt_blocks(&mut data);
         assert_eq!(data, plaintext);
+    }
+}
+
+/// Runs `check` on a cipher under a random key of each of `key_lengths` and, for each, a
+/// random input of every length in `lengths`, all drawn from a generator seeded with `seed`
+/// (which `check` may draw more from). Stops at the first `false` from `check` (a kernel's
+/// "not on this CPU") and returns whether every case ran.
+pub(crate) fn random_cases<C>(
+    seed: u64,
+    key_lengths: &[usize],
+    lengths: impl Iterator<Item = usize> + Clone,
+    new: impl Fn(&[u8]) -> C,
+    mut check: impl FnMut(&C, &[u8], &mut StdRng) -> bool,
+) -> bool {
+    let mut rng = StdRng::seed_from_u64(seed);
+    for &key_length in key_lengths {
+        let mut key = vec![0u8; key_length];
+        rng.fill_bytes(&mut key);
+        let cipher = new(&key);
+        for length in lengths.clone() {
+            let mut input = vec![0u8; length];
+            rng.fill_bytes(&mut input);
+            if !check(&cipher, &input, &mut rng) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// `bytes` (whole 16-byte blocks) cut into random pieces of at most `longest` blocks, empty
+/// pieces included: the byte lengths of successive calls over the same data.
+pub(crate) fn random_pieces(rng: &mut StdRng, bytes: usize, longest: usize) -> Vec<usize> {
+    let mut pieces = Vec::new();
+    let mut left = bytes / 16;
+    while left > 0 {
+        let blocks = rng.random_range(0..=left.min(longest));
+        pieces.push(16 * blocks);
+        left -= blocks;
+    }
+    pieces
+}
+
+/// Panics, naming `context`, the length and the first byte that differs, when `actual` is
+/// not `expected`: `assert_eq!` would print both buffers, megabytes for the large cases.
+pub(crate) fn assert_same_bytes(actual: &[u8], expected: &[u8], context: impl std::fmt::Display) {
+    if actual != expected {
+        let first = actual
+            .iter()
+            .zip(expected)
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        panic!(
+            "{context}: {} bytes: first difference at byte {first}",
+            expected.len()
+        );
     }
 }
 

@@ -140,11 +140,10 @@ fn finish<const ROUNDS: usize, const WIDTH: usize>(
 
 #[cfg(test)]
 mod tests {
-    use rand::rngs::StdRng;
-    use rand::{Rng, RngExt, SeedableRng};
+    use rand::{Rng, RngExt};
 
     use crate::aes::fast::FastAes;
-    use crate::test_vectors::single_record;
+    use crate::test_vectors::{assert_same_bytes, random_cases, random_pieces, single_record};
     use crate::BlockCipher;
 
     /// CBC decryption built from the `aes` crate's single-block decryption, independently of
@@ -191,17 +190,11 @@ mod tests {
         assert_eq!(offset, input.len());
         let mut expected = input.to_vec();
         generic_cbc_decrypt(cipher, iv, &mut expected);
-        if fused != expected {
-            let first = fused
-                .iter()
-                .zip(&expected)
-                .position(|(a, b)| a != b)
-                .unwrap_or(0);
-            panic!(
-                "{} bytes in pieces {pieces:?}, shift {shift}: first difference at byte {first}",
-                input.len()
-            );
-        }
+        assert_same_bytes(
+            fused,
+            &expected,
+            format_args!("pieces {pieces:?}, shift {shift}"),
+        );
         true
     }
 
@@ -211,32 +204,28 @@ mod tests {
     /// (empty ones included), so that every position within a step starts a call.
     #[test]
     fn agrees_with_generic_cbc() {
-        let mut rng = StdRng::seed_from_u64(0xCBC0_D512);
         let large = [64 * 1024 + 16, 1024 * 1024 + 48];
-        for key_length in [16, 24, 32] {
-            let mut key = vec![0u8; key_length];
-            rng.fill_bytes(&mut key);
-            let cipher = FastAes::new(&key);
-            for length in (0..=1600).step_by(16).chain(large) {
-                let mut input = vec![0u8; length];
-                rng.fill_bytes(&mut input);
+        let lengths = (0..=1600).step_by(16).chain(large);
+        let all_ran = random_cases(
+            0xCBC0_D512,
+            &[16, 24, 32],
+            lengths,
+            FastAes::new,
+            |cipher, input, rng| {
                 let mut iv = [0u8; 16];
                 rng.fill_bytes(&mut iv);
                 let shift = rng.random_range(0..64);
-                if !check_case(&cipher, &iv, &input, &[length], shift) {
-                    eprintln!("VAES-512 CBC decryption not available on this CPU; skipped");
-                    return;
+                if !check_case(cipher, &iv, input, &[input.len()], shift) {
+                    return false;
                 }
-                let mut pieces = Vec::new();
-                let mut left = length / 16;
-                let longest = if length > 4096 { 400 } else { 60 };
-                while left > 0 {
-                    let blocks = rng.random_range(0..=left.min(longest));
-                    pieces.push(16 * blocks);
-                    left -= blocks;
-                }
-                assert!(check_case(&cipher, &iv, &input, &pieces, shift));
-            }
+                let longest = if input.len() > 4096 { 400 } else { 60 };
+                let pieces = random_pieces(rng, input.len(), longest);
+                assert!(check_case(cipher, &iv, input, &pieces, shift));
+                true
+            },
+        );
+        if !all_ran {
+            eprintln!("VAES-512 CBC decryption not available on this CPU; skipped");
         }
     }
 

@@ -121,11 +121,10 @@ fn encrypt_xor<const ROUNDS: usize>(
 pub(super) mod tests {
     //! Checks shared by both fused kernels (`ctr_aesni` calls them with its own path).
 
-    use rand::rngs::StdRng;
-    use rand::{Rng, SeedableRng};
+    use rand::Rng;
 
     use crate::aes::fast::{CtrPath, FastAes};
-    use crate::test_vectors::single_record;
+    use crate::test_vectors::{assert_same_bytes, random_cases, single_record};
     use crate::BlockCipher;
 
     /// The unfused path, written independently of the kernels: counter blocks built one by
@@ -157,18 +156,11 @@ pub(super) mod tests {
         }
         let mut expected = input.to_vec();
         generic_ctr32_xor(cipher, counter, &mut expected);
-        if fused != expected {
-            let first = fused
-                .iter()
-                .zip(&expected)
-                .position(|(a, b)| a != b)
-                .unwrap_or(0);
-            panic!(
-                "{path:?}: {} bytes, counter {}: first difference at byte {first}",
-                input.len(),
-                hex::encode(counter)
-            );
-        }
+        assert_same_bytes(
+            &fused,
+            &expected,
+            format_args!("{path:?}, counter {}", hex::encode(counter)),
+        );
         true
     }
 
@@ -176,19 +168,18 @@ pub(super) mod tests {
     /// wrapping as the length allows), every length 0..=1600 (past two VAES main-loop steps
     /// of 768 bytes, so that each step count meets every tail) and a few large ones.
     pub(in crate::aes) fn agrees_with_generic_ctr(path: CtrPath) {
-        let mut rng = StdRng::seed_from_u64(0xC7A0_0512);
         let large = [64 * 1024 + 5, 1024 * 1024 + 3];
-        for key_length in [16, 24, 32] {
-            let mut key = vec![0u8; key_length];
-            rng.fill_bytes(&mut key);
-            let cipher = FastAes::new(&key);
-            for length in (0..=1600).chain(large) {
-                let mut input = vec![0u8; length];
-                rng.fill_bytes(&mut input);
+        let lengths = (0..=1600).chain(large);
+        let all_ran = random_cases(
+            0xC7A0_0512,
+            &[16, 24, 32],
+            lengths,
+            FastAes::new,
+            |cipher, input, rng| {
                 let mut counter = [0u8; 16];
                 rng.fill_bytes(&mut counter);
-                let blocks = length.div_ceil(16) as u64;
-                if length % 3 == 0 {
+                let blocks = input.len().div_ceil(16) as u64;
+                if input.len() % 3 == 0 {
                     // The last block uses 0xFFFFFFFF exactly.
                     let low = ((1u64 << 32) - blocks.max(1)) as u32;
                     counter[12..].copy_from_slice(&low.to_be_bytes());
@@ -199,11 +190,11 @@ pub(super) mod tests {
                         counter[12..].copy_from_slice(&0u32.to_be_bytes());
                     }
                 }
-                if !check_case(path, &cipher, &counter, &input) {
-                    eprintln!("{path:?} kernel not available on this CPU; skipped");
-                    return;
-                }
-            }
+                check_case(path, cipher, &counter, input)
+            },
+        );
+        if !all_ran {
+            eprintln!("{path:?} kernel not available on this CPU; skipped");
         }
     }
 

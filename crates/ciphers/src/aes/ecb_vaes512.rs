@@ -270,11 +270,8 @@ pub(super) fn keep_round_order(blocks: &mut [__m512i]) {
 
 #[cfg(test)]
 pub(super) mod tests {
-    use rand::rngs::StdRng;
-    use rand::{Rng, SeedableRng};
-
     use crate::aes::fast::{EcbPath, FastAes};
-    use crate::test_vectors::single_record;
+    use crate::test_vectors::{assert_same_bytes, random_cases, single_record};
     use crate::BlockCipher;
 
     /// Runs `path` both ways on `input` and compares with the `aes` crate's block
@@ -304,37 +301,24 @@ pub(super) mod tests {
     }
 
     fn assert_same(path: EcbPath, what: &str, actual: &[u8], expected: &[u8]) {
-        if actual != expected {
-            let first = actual
-                .iter()
-                .zip(expected)
-                .position(|(a, b)| a != b)
-                .unwrap_or(0);
-            panic!(
-                "{path:?} {what}: {} bytes: first difference at byte {first}",
-                expected.len()
-            );
-        }
+        assert_same_bytes(actual, expected, format_args!("{path:?} {what}"));
     }
 
     /// Random keys of all three sizes, every whole-block length up to 1600 bytes (past two
     /// main-loop steps of 768 bytes, so that each step count meets both tail widths and
     /// every tail length) and a few large ones.
     fn agrees_with_crate(path: EcbPath) {
-        let mut rng = StdRng::seed_from_u64(0xECB0_0512);
         let large = [64 * 1024 + 16, 1024 * 1024 + 48];
-        for key_length in [16, 24, 32] {
-            let mut key = vec![0u8; key_length];
-            rng.fill_bytes(&mut key);
-            let cipher = FastAes::new(&key);
-            for length in (0..=1600).step_by(16).chain(large) {
-                let mut input = vec![0u8; length];
-                rng.fill_bytes(&mut input);
-                if !check_case(path, &cipher, &input) {
-                    eprintln!("{path:?} kernel not available on this CPU; skipped");
-                    return;
-                }
-            }
+        let lengths = (0..=1600).step_by(16).chain(large);
+        let all_ran = random_cases(
+            0xECB0_0512,
+            &[16, 24, 32],
+            lengths,
+            FastAes::new,
+            |cipher, input, _| check_case(path, cipher, input),
+        );
+        if !all_ran {
+            eprintln!("{path:?} kernel not available on this CPU; skipped");
         }
     }
 

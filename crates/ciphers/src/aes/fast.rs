@@ -20,6 +20,17 @@ use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::BlockCipher;
 
+/// Whether this CPU has every one of the named features (never, off x86-64).
+macro_rules! cpu_has {
+    ($($feature:tt),+) => {{
+        #[cfg(target_arch = "x86_64")]
+        let has = true $(&& std::arch::is_x86_feature_detected!($feature))+;
+        #[cfg(not(target_arch = "x86_64"))]
+        let has = false;
+        has
+    }};
+}
+
 /// One of the three AES key sizes through the `aes` crate, key schedule wiped on drop (crate
 /// feature `zeroize`).
 enum CrateCipher {
@@ -342,39 +353,16 @@ pub(super) enum CtrPath {
     None,
 }
 
-impl CtrPath {
-    /// The fastest kernel whose features this CPU has.
-    fn detect() -> Self {
-        if Self::Vaes512.is_available() {
-            CtrPath::Vaes512
-        } else if Self::AesNi.is_available() {
-            CtrPath::AesNi
-        } else {
-            CtrPath::None
-        }
-    }
+impl KernelPath for CtrPath {
+    const PREFERENCE: &'static [Self] = &[CtrPath::Vaes512, CtrPath::AesNi];
+    const FALLBACK: Self = CtrPath::None;
 
-    /// Whether this CPU has every feature the kernel enables.
     fn is_available(self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected;
-            match self {
-                CtrPath::Vaes512 => {
-                    is_x86_feature_detected!("aes")
-                        && is_x86_feature_detected!("vaes")
-                        && is_x86_feature_detected!("avx512f")
-                        && is_x86_feature_detected!("avx512bw")
-                }
-                CtrPath::AesNi => {
-                    is_x86_feature_detected!("aes") && is_x86_feature_detected!("ssse3")
-                }
-                CtrPath::None => false,
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            false
+        match self {
+            CtrPath::Vaes512 => cpu_has!("aes", "vaes", "avx512f", "avx512bw"),
+            // SSSE3 for the byte shuffle that turns counters into blocks.
+            CtrPath::AesNi => cpu_has!("aes", "ssse3"),
+            CtrPath::None => false,
         }
     }
 }
@@ -388,21 +376,13 @@ pub(super) enum EcbPath {
     Crate,
 }
 
-impl EcbPath {
-    fn detect() -> Self {
-        if Self::Vaes512.is_available() {
-            EcbPath::Vaes512
-        } else {
-            EcbPath::Crate
-        }
-    }
+impl KernelPath for EcbPath {
+    const PREFERENCE: &'static [Self] = &[EcbPath::Vaes512];
+    const FALLBACK: Self = EcbPath::Crate;
 
     fn is_available(self) -> bool {
-        match self {
-            // The same features as the VAES-512 CTR kernel.
-            EcbPath::Vaes512 => CtrPath::Vaes512.is_available(),
-            EcbPath::Crate => true,
-        }
+        // The VAES-512 kernels all enable the same features.
+        self == EcbPath::Crate || CtrPath::Vaes512.is_available()
     }
 }
 
@@ -417,28 +397,32 @@ pub(super) enum CbcPath {
     None,
 }
 
-impl CbcPath {
-    fn detect() -> Self {
-        if Self::AesNi.is_available() {
-            CbcPath::AesNi
-        } else {
-            CbcPath::None
-        }
-    }
+impl KernelPath for CbcPath {
+    const PREFERENCE: &'static [Self] = &[CbcPath::AesNi];
+    const FALLBACK: Self = CbcPath::None;
 
     fn is_available(self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected;
-            match self {
-                CbcPath::AesNi => is_x86_feature_detected!("aes"),
-                CbcPath::None => false,
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            false
-        }
+        self == CbcPath::AesNi && cpu_has!("aes")
+    }
+}
+
+/// A choice among kernels for one operation, made once per key from the CPU's features.
+pub(super) trait KernelPath: Copy + 'static {
+    /// The kernels, fastest first.
+    const PREFERENCE: &'static [Self];
+    /// What runs when this CPU has none of them.
+    const FALLBACK: Self;
+
+    /// Whether this CPU has every feature the kernel enables.
+    fn is_available(self) -> bool;
+
+    /// The fastest kernel whose features this CPU has.
+    fn detect() -> Self {
+        Self::PREFERENCE
+            .iter()
+            .copied()
+            .find(|path| path.is_available())
+            .unwrap_or(Self::FALLBACK)
     }
 }
 

@@ -29,6 +29,23 @@ macro_rules! with_rounds {
     };
 }
 
+/// An empty `asm!` that takes and returns every named register, so that round r+1 of any of
+/// them depends on round r of all of them: see `ecb_vaes512::keep_round_order` for why.
+#[cfg(target_arch = "x86_64")]
+macro_rules! pin_round_order {
+    ($class:ident: $($block:ident),+) => {
+        // SAFETY: the template is a comment: it executes nothing and leaves every register
+        // as it was.
+        unsafe {
+            core::arch::asm!(
+                concat!("/*", $(" {", stringify!($block), "}",)+ " */"),
+                $($block = inout($class) *$block,)+
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod cbc_aesni;
 #[cfg(target_arch = "x86_64")]

@@ -113,31 +113,14 @@ pub(super) fn load_round_keys<const ROUNDS: usize>(
     keys
 }
 
-// `keep_round_order` names each block of a step as an `asm!` operand.
-const _: () = assert!(BLOCKS_PER_STEP == 8, "update keep_round_order's operands");
-
 /// Pins the round-major order across the step's blocks; see
 /// `super::ecb_vaes512::keep_round_order` for why (LLVM otherwise emits whole chains one after
 /// another, leaving only about three in flight).
 #[inline]
 #[target_feature(enable = "sse2")]
 fn keep_round_order(blocks: &mut [__m128i; BLOCKS_PER_STEP]) {
-    // SAFETY: the template is a comment: it executes nothing and leaves every register as it
-    // was.
-    unsafe {
-        core::arch::asm!(
-            "/* {0} {1} {2} {3} {4} {5} {6} {7} */",
-            inout(xmm_reg) blocks[0],
-            inout(xmm_reg) blocks[1],
-            inout(xmm_reg) blocks[2],
-            inout(xmm_reg) blocks[3],
-            inout(xmm_reg) blocks[4],
-            inout(xmm_reg) blocks[5],
-            inout(xmm_reg) blocks[6],
-            inout(xmm_reg) blocks[7],
-            options(pure, nomem, nostack, preserves_flags),
-        );
-    }
+    let [b0, b1, b2, b3, b4, b5, b6, b7] = blocks;
+    pin_round_order!(xmm_reg: b0, b1, b2, b3, b4, b5, b6, b7);
 }
 
 /// AES of the counter block `block`, XORed with `input`.

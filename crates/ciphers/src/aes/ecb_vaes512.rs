@@ -10,6 +10,7 @@
 
 use core::arch::x86_64::*;
 
+use super::ctr_aesni::load_round_keys;
 use super::fast::{RoundKeys, MAX_ROUND_KEYS};
 
 /// Bytes in one zmm register: four AES blocks.
@@ -106,10 +107,10 @@ fn masked_group<const ROUNDS: usize, const DECRYPT: bool, const WIDTH: usize>(
 pub(super) fn broadcast_round_keys<const ROUNDS: usize>(
     round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
 ) -> [__m512i; MAX_ROUND_KEYS] {
+    let narrow = load_round_keys::<ROUNDS>(round_keys);
     let mut keys = [_mm512_setzero_si512(); MAX_ROUND_KEYS];
-    for (wide, key) in keys.iter_mut().zip(round_keys).take(ROUNDS + 1) {
-        // SAFETY: `key` is a 16-byte array; `loadu` has no alignment requirement.
-        *wide = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(key.as_ptr().cast()) });
+    for (wide, key) in keys.iter_mut().zip(narrow).take(ROUNDS + 1) {
+        *wide = _mm512_broadcast_i32x4(key);
     }
     keys
 }
@@ -229,40 +230,9 @@ const _: () = assert!(VECTORS_PER_STEP == 12 && SHORT_TAIL_VECTORS == 4);
 #[target_feature(enable = "avx512f")]
 pub(super) fn keep_round_order(blocks: &mut [__m512i]) {
     match blocks {
-        [b0, b1, b2, b3] => {
-            // SAFETY: the template is a comment: it executes nothing and leaves every
-            // register as it was.
-            unsafe {
-                core::arch::asm!(
-                    "/* {0} {1} {2} {3} */",
-                    inout(zmm_reg) * b0,
-                    inout(zmm_reg) * b1,
-                    inout(zmm_reg) * b2,
-                    inout(zmm_reg) * b3,
-                    options(pure, nomem, nostack, preserves_flags),
-                );
-            }
-        }
+        [b0, b1, b2, b3] => pin_round_order!(zmm_reg: b0, b1, b2, b3),
         [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11] => {
-            // SAFETY: as above.
-            unsafe {
-                core::arch::asm!(
-                    "/* {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} */",
-                    inout(zmm_reg) * b0,
-                    inout(zmm_reg) * b1,
-                    inout(zmm_reg) * b2,
-                    inout(zmm_reg) * b3,
-                    inout(zmm_reg) * b4,
-                    inout(zmm_reg) * b5,
-                    inout(zmm_reg) * b6,
-                    inout(zmm_reg) * b7,
-                    inout(zmm_reg) * b8,
-                    inout(zmm_reg) * b9,
-                    inout(zmm_reg) * b10,
-                    inout(zmm_reg) * b11,
-                    options(pure, nomem, nostack, preserves_flags),
-                );
-            }
+            pin_round_order!(zmm_reg: b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11)
         }
         other => unreachable!("no round-order barrier for {} vectors", other.len()),
     }

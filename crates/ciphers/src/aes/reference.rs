@@ -111,37 +111,28 @@ const fn column_word(byte0: u8, byte1: u8, byte2: u8, byte3: u8) -> u32 {
 /// `Te1..Te3` are that word rotated right by 8, 16 and 24 bits, for input rows 1..3, so that a
 /// full round is four lookups and four XORs per output column.
 const fn build_encryption_tables(sbox: &[u8; 256]) -> [[u32; 256]; 4] {
-    let mut tables = [[0u32; 256]; 4];
-    let mut index = 0;
-    while index < 256 {
-        let substituted = sbox[index];
-        let word = column_word(
-            gf_multiply(substituted, 2),
-            substituted,
-            substituted,
-            gf_multiply(substituted, 3),
-        );
-        tables[0][index] = word;
-        tables[1][index] = word.rotate_right(8);
-        tables[2][index] = word.rotate_right(16);
-        tables[3][index] = word.rotate_right(24);
-        index += 1;
-    }
-    tables
+    build_tables(sbox, [2, 1, 1, 3])
 }
 
 /// `Td0[x]` is InvMixColumns applied to the column (S⁻¹[x], 0, 0, 0): (14·s, 9·s, 13·s, 11·s);
 /// `Td1..Td3` are its byte rotations, as for encryption.
 const fn build_decryption_tables(inverse_sbox: &[u8; 256]) -> [[u32; 256]; 4] {
+    build_tables(inverse_sbox, [14, 9, 13, 11])
+}
+
+/// Table 0 maps x to the column (c0·s, c1·s, c2·s, c3·s) for s = `sbox[x]` and `column` =
+/// (c0, c1, c2, c3), the first column of (Inv)MixColumns; tables 1..3 are that word rotated
+/// right by 8, 16 and 24 bits.
+const fn build_tables(sbox: &[u8; 256], column: [u8; 4]) -> [[u32; 256]; 4] {
     let mut tables = [[0u32; 256]; 4];
     let mut index = 0;
     while index < 256 {
-        let substituted = inverse_sbox[index];
+        let substituted = sbox[index];
         let word = column_word(
-            gf_multiply(substituted, 14),
-            gf_multiply(substituted, 9),
-            gf_multiply(substituted, 13),
-            gf_multiply(substituted, 11),
+            gf_multiply(substituted, column[0]),
+            gf_multiply(substituted, column[1]),
+            gf_multiply(substituted, column[2]),
+            gf_multiply(substituted, column[3]),
         );
         tables[0][index] = word;
         tables[1][index] = word.rotate_right(8);

@@ -647,7 +647,10 @@ impl BlockCipher for Rc6 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_vectors::{assert_round_trips_random_data, block_vectors, random_bytes};
+    use crate::test_vectors::{
+        assert_batch_agrees_with_single_blocks, assert_round_trips_random_data, block_vectors,
+        random_bytes,
+    };
     use cipher::consts::{U16, U20, U24, U32};
     use cipher::{BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
     use rand::RngExt;
@@ -734,30 +737,11 @@ mod tests {
         let key = random_bytes(16);
         for backend in Backend::supported() {
             let cipher = Rc6::with_backend(&key, backend);
-            for count in BLOCK_COUNTS {
-                let plaintext = random_bytes(count * BLOCK_SIZE);
-
-                let mut batch = plaintext.clone();
-                cipher.encrypt_blocks(&mut batch);
-                let mut single = plaintext.clone();
-                for block in single.chunks_exact_mut(BLOCK_SIZE) {
-                    cipher.encrypt_blocks(block);
-                }
-                assert_eq!(batch, single, "{backend:?} encrypting {count} blocks");
-                if count > 0 {
-                    assert_ne!(batch, plaintext, "{backend:?}: {count} blocks unchanged");
-                }
-
-                for block in single.chunks_exact_mut(BLOCK_SIZE) {
-                    cipher.decrypt_blocks(block);
-                }
-                assert_eq!(
-                    single, plaintext,
-                    "{backend:?} decrypting {count} single blocks"
-                );
-                cipher.decrypt_blocks(&mut batch);
-                assert_eq!(batch, plaintext, "{backend:?} decrypting {count} blocks");
-            }
+            assert_batch_agrees_with_single_blocks(
+                &cipher,
+                &BLOCK_COUNTS,
+                format_args!("{backend:?}"),
+            );
         }
     }
 

@@ -217,6 +217,41 @@ pub(crate) fn random_pieces(rng: &mut StdRng, bytes: usize, longest: usize) -> V
     pieces
 }
 
+/// Encrypts random data of each of `block_counts` blocks in one call and one block per call,
+/// insisting on the same result and on a change, then decrypts both back the same two ways;
+/// `context` names the cipher in failure messages.
+pub(crate) fn assert_batch_agrees_with_single_blocks(
+    cipher: &dyn BlockCipher,
+    block_counts: &[usize],
+    context: impl std::fmt::Display,
+) {
+    let block_size = cipher.block_size();
+    for &count in block_counts {
+        let plaintext = random_bytes(count * block_size);
+
+        let mut batch = plaintext.clone();
+        cipher.encrypt_blocks(&mut batch);
+        let mut single = plaintext.clone();
+        for block in single.chunks_exact_mut(block_size) {
+            cipher.encrypt_blocks(block);
+        }
+        assert_eq!(batch, single, "{context} encrypting {count} blocks");
+        if count > 0 {
+            assert_ne!(batch, plaintext, "{context}: {count} blocks unchanged");
+        }
+
+        for block in single.chunks_exact_mut(block_size) {
+            cipher.decrypt_blocks(block);
+        }
+        assert_eq!(
+            single, plaintext,
+            "{context} decrypting {count} single blocks"
+        );
+        cipher.decrypt_blocks(&mut batch);
+        assert_eq!(batch, plaintext, "{context} decrypting {count} blocks");
+    }
+}
+
 /// Panics, naming `context`, the length and the first byte that differs, when `actual` is
 /// not `expected`: `assert_eq!` would print both buffers, megabytes for the large cases.
 pub(crate) fn assert_same_bytes(actual: &[u8], expected: &[u8], context: impl std::fmt::Display) {

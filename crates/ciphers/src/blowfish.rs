@@ -235,18 +235,12 @@ impl BlockCipher for Blowfish {
             partial.is_empty(),
             "Blowfish CBC input is not a whole number of blocks"
         );
-        let mut previous: [u8; BLOCK_SIZE] = chain.try_into().expect("an 8-byte chain block");
-        for block in blocks {
-            for (byte, chained) in block.iter_mut().zip(&previous) {
-                *byte ^= chained;
-            }
+        crate::cbc_encrypt_one_by_one(chain, blocks, |block| {
             self.schedule.process_group(
                 core::array::from_mut(block),
                 KeySchedule::encrypt_lanes::<1>,
             );
-            previous = *block;
-        }
-        chain.copy_from_slice(&previous);
+        });
         true
     }
 }

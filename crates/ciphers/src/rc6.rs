@@ -631,15 +631,9 @@ impl BlockCipher for Rc6 {
     /// CBC encryption is one block after another; doing the chain here keeps each block a
     /// direct call of the portable rounds instead of a trip through the batch API.
     fn cbc_encrypt(&self, chain: &mut [u8], data: &mut [u8]) -> bool {
-        let mut previous: [u8; BLOCK_SIZE] = chain.try_into().expect("a 16-byte chain block");
-        for block in whole_blocks(data) {
-            for (byte, chained) in block.iter_mut().zip(&previous) {
-                *byte ^= chained;
-            }
+        crate::cbc_encrypt_one_by_one(chain, whole_blocks(data), |block| {
             encrypt_group(&self.round_keys, core::array::from_mut(block));
-            previous = *block;
-        }
-        chain.copy_from_slice(&previous);
+        });
         true
     }
 }

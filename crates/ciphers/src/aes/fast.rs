@@ -215,6 +215,25 @@ mod aesni_expansion {
         _mm_set1_epi32(i32::from(value))
     }
 
+    /// `aeskeygenassist` of `vector` with a zero round constant, the dword `SHUFFLE` picks
+    /// broadcast to all four.
+    #[inline]
+    #[target_feature(enable = "aes")]
+    fn assist<const SHUFFLE: i32>(vector: __m128i) -> __m128i {
+        _mm_shuffle_epi32::<SHUFFLE>(_mm_aeskeygenassist_si128::<0>(vector))
+    }
+
+    /// The first four words of the next group: those of `previous` prefix-XORed, with the
+    /// broadcast `assist` and the round constant XORed in.
+    #[inline]
+    #[target_feature(enable = "aes")]
+    fn next_group(previous: __m128i, assist: __m128i, constant: u8) -> __m128i {
+        _mm_xor_si128(
+            _mm_xor_si128(prefix_xor(previous), round_constant(constant)),
+            assist,
+        )
+    }
+
     /// Loads 16 bytes from the front of `bytes`.
     #[inline]
     #[target_feature(enable = "aes")]
@@ -258,11 +277,7 @@ mod aesni_expansion {
         let mut constant = 1u8;
         for round in 1..=10 {
             // The previous group's last word is dword 3: RotWord(SubWord) is dword 3.
-            let assist = _mm_shuffle_epi32::<0xFF>(_mm_aeskeygenassist_si128::<0>(group));
-            group = _mm_xor_si128(
-                _mm_xor_si128(prefix_xor(group), round_constant(constant)),
-                assist,
-            );
+            group = next_group(group, assist::<0xFF>(group), constant);
             store(schedule, 16 * round, group);
             constant = super::multiply_by_x(constant);
         }
@@ -284,11 +299,7 @@ mod aesni_expansion {
         for group in 1..=8 {
             // The previous group's last word is dword 1 of `back`: RotWord(SubWord) is
             // dword 1.
-            let assist = _mm_shuffle_epi32::<0x55>(_mm_aeskeygenassist_si128::<0>(back));
-            front = _mm_xor_si128(
-                _mm_xor_si128(prefix_xor(front), round_constant(constant)),
-                assist,
-            );
+            front = next_group(front, assist::<0x55>(back), constant);
             store(schedule, 24 * group, front);
             if group == 8 {
                 break;
@@ -324,18 +335,13 @@ mod aesni_expansion {
         // 60 words: seven more groups of eight, the last one cut to its first four.
         for group in 1..=7 {
             // Word 7 of the previous group is dword 3 of `back`: RotWord(SubWord) is dword 3.
-            let assist = _mm_shuffle_epi32::<0xFF>(_mm_aeskeygenassist_si128::<0>(back));
-            front = _mm_xor_si128(
-                _mm_xor_si128(prefix_xor(front), round_constant(constant)),
-                assist,
-            );
+            front = next_group(front, assist::<0xFF>(back), constant);
             store(schedule, 32 * group, front);
             if group == 7 {
                 break;
             }
             // Word 4 takes SubWord (no RotWord, no constant) of word 3: dword 2.
-            let assist = _mm_shuffle_epi32::<0xAA>(_mm_aeskeygenassist_si128::<0>(front));
-            back = _mm_xor_si128(prefix_xor(back), assist);
+            back = _mm_xor_si128(prefix_xor(back), assist::<0xAA>(front));
             store(schedule, 32 * group + 16, back);
             constant = super::multiply_by_x(constant);
         }

@@ -639,7 +639,8 @@ impl FastAes {
                     // SAFETY: the caller guarantees the kernel's features; the kernel reads
                     // and writes only `chain` and `blocks`.
                     unsafe {
-                        super::cbc_aesni::cbc_encrypt::<ROUNDS>(&self.round_keys.keys, chain, blocks);
+                        let keys = &self.round_keys.keys;
+                        super::cbc_aesni::cbc_encrypt::<ROUNDS>(keys, chain, blocks);
                     }
                 });
                 true
@@ -678,7 +679,8 @@ impl FastAes {
                     // SAFETY: the caller guarantees the kernel's features; the kernel reads
                     // and writes only inside `data`.
                     unsafe {
-                        super::ctr_vaes512::ctr32_xor::<ROUNDS>(&self.round_keys.keys, counter, data);
+                        let keys = &self.round_keys.keys;
+                        super::ctr_vaes512::ctr32_xor::<ROUNDS>(keys, counter, data);
                     }
                 });
                 true
@@ -688,7 +690,8 @@ impl FastAes {
                 with_rounds!(self.round_keys.rounds, ROUNDS => {
                     // SAFETY: as above.
                     unsafe {
-                        super::ctr_aesni::ctr32_xor::<ROUNDS>(&self.round_keys.keys, counter, data);
+                        let keys = &self.round_keys.keys;
+                        super::ctr_aesni::ctr32_xor::<ROUNDS>(keys, counter, data);
                     }
                 });
                 true

@@ -9,16 +9,13 @@
 //! without a kernel (counter blocks written out, `encrypt_blocks`, XOR). Each figure is the
 //! median of several timed runs after a warm-up.
 
-use std::hint::black_box;
-use std::process::Command;
-use std::time::{Duration, Instant};
-
 use parcrypt_ciphers::aes::FastAes;
 use parcrypt_ciphers::BlockCipher;
 
-const RUNS: usize = 9;
-const RUN_TIME: Duration = Duration::from_millis(200);
-const OPENSSL_BLOCK: usize = 16 * 1024;
+#[path = "support/timing.rs"]
+mod timing;
+
+use timing::{measure, openssl_bytes_per_second, Rate, OPENSSL_BLOCK};
 
 fn main() {
     println!("CPU: {}", parcrypt_ciphers::cpu_features());
@@ -27,7 +24,7 @@ fn main() {
             .map(|byte| byte.wrapping_mul(37) ^ 0x5A)
             .collect();
         let cipher = FastAes::new(&key);
-        let openssl = openssl_bytes_per_second(name);
+        let openssl = openssl_bytes_per_second(name, false);
 
         let fused_small = measure(OPENSSL_BLOCK, |data| fused(&cipher, data));
         let fused_large = measure(16 << 20, |data| fused(&cipher, data));
@@ -42,13 +39,6 @@ fn main() {
         report("fused kernel, 16 MiB", fused_large, openssl);
         report("unfused (aes crate), 16 KiB", unfused_small, openssl);
     }
-}
-
-/// Bytes per second over the timed runs.
-struct Rate {
-    median: f64,
-    /// The fastest run: on a shared machine the one least disturbed by other work.
-    best: f64,
 }
 
 fn report(label: &str, rate: Rate, openssl: Option<f64>) {
@@ -85,46 +75,4 @@ fn unfused(cipher: &FastAes, data: &mut [u8]) {
             *byte ^= key_byte;
         }
     }
-}
-
-/// Rate of `work` over a pre-touched buffer of `size` bytes, from [`RUNS`] runs of at least
-/// [`RUN_TIME`] each after one warm-up run.
-fn measure(size: usize, mut work: impl FnMut(&mut [u8])) -> Rate {
-    let mut buffer = vec![0x17u8; size];
-    // Clock reads between calls cost as much as a few hundred bytes of CTR: read it once per
-    // batch of at least 1 MiB.
-    let calls_per_check = (1usize << 20).div_ceil(size);
-    let mut one_run = || {
-        let start = Instant::now();
-        let mut bytes = 0usize;
-        while start.elapsed() < RUN_TIME {
-            for _ in 0..calls_per_check {
-                work(black_box(&mut buffer));
-            }
-            bytes += size * calls_per_check;
-        }
-        bytes as f64 / start.elapsed().as_secs_f64()
-    };
-    one_run();
-    let mut rates: Vec<f64> = (0..RUNS).map(|_| one_run()).collect();
-    rates.sort_by(f64::total_cmp);
-    Rate {
-        median: rates[RUNS / 2],
-        best: rates[RUNS - 1],
-    }
-}
-
-/// OpenSSL's figure for `cipher` over 16 KiB buffers, from the `+F:` line of its
-/// machine-readable output (`+F:index:name:bytes-per-second`).
-fn openssl_bytes_per_second(cipher: &str) -> Option<f64> {
-    let bytes = OPENSSL_BLOCK.to_string();
-    let output = Command::new("openssl")
-        .args([
-            "speed", "-evp", cipher, "-bytes", &bytes, "-seconds", "1", "-mr",
-        ])
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let line = text.lines().rev().find(|line| line.starts_with("+F:"))?;
-    line.rsplit(':').next()?.trim().parse().ok()
 }

@@ -14,17 +14,15 @@
 //! For scale, the `aes` crate's own block functions on 16 KiB. Each figure is the median of
 //! several timed runs after a warm-up, with the best run alongside.
 
-use std::hint::black_box;
-use std::process::Command;
-use std::time::{Duration, Instant};
-
 use aes::cipher::{Array, BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
 use parcrypt_ciphers::aes::FastAes;
 use parcrypt_ciphers::BlockCipher;
 
-const RUNS: usize = 9;
-const RUN_TIME: Duration = Duration::from_millis(200);
-const OPENSSL_BLOCK: usize = 16 * 1024;
+#[path = "support/timing.rs"]
+mod timing;
+
+use timing::{measure, openssl_bytes_per_second, Rate, OPENSSL_BLOCK};
+
 const LARGE: usize = 16 << 20;
 
 fn main() {
@@ -144,13 +142,6 @@ fn xor_in_place(target: &mut [u8], source: &[u8]) {
     }
 }
 
-/// Bytes per second over the timed runs.
-struct Rate {
-    median: f64,
-    /// The fastest run: on a shared machine the one least disturbed by other work.
-    best: f64,
-}
-
 fn report_openssl(label: &str, rate: Option<f64>) {
     match rate {
         Some(rate) => println!("  {label:<35} {:7.2} GB/s", rate / 1e9),
@@ -173,48 +164,4 @@ fn report(label: &str, rate: Rate, openssl: Option<f64>) {
         rate.median / 1e9,
         rate.best / 1e9
     );
-}
-
-/// Rate of `work` over a pre-touched buffer of `size` bytes, from [`RUNS`] runs of at least
-/// [`RUN_TIME`] each after one warm-up run.
-fn measure(size: usize, mut work: impl FnMut(&mut [u8])) -> Rate {
-    let mut buffer = vec![0x17u8; size];
-    // Clock reads between calls cost as much as a few hundred bytes of ECB: read it once per
-    // batch of at least 1 MiB.
-    let calls_per_check = (1usize << 20).div_ceil(size);
-    let mut one_run = || {
-        let start = Instant::now();
-        let mut bytes = 0usize;
-        while start.elapsed() < RUN_TIME {
-            for _ in 0..calls_per_check {
-                work(black_box(&mut buffer));
-            }
-            bytes += size * calls_per_check;
-        }
-        bytes as f64 / start.elapsed().as_secs_f64()
-    };
-    one_run();
-    let mut rates: Vec<f64> = (0..RUNS).map(|_| one_run()).collect();
-    rates.sort_by(f64::total_cmp);
-    Rate {
-        median: rates[RUNS / 2],
-        best: rates[RUNS - 1],
-    }
-}
-
-/// OpenSSL's figure for `cipher` over 16 KiB buffers, from the last `+F:` line of its
-/// machine-readable output (`+F:index:name:bytes-per-second`).
-fn openssl_bytes_per_second(cipher: &str, decrypt: bool) -> Option<f64> {
-    let bytes = OPENSSL_BLOCK.to_string();
-    let mut command = Command::new("openssl");
-    command.args([
-        "speed", "-evp", cipher, "-bytes", &bytes, "-seconds", "1", "-mr",
-    ]);
-    if decrypt {
-        command.arg("-decrypt");
-    }
-    let output = command.output().ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let line = text.lines().rev().find(|line| line.starts_with("+F:"))?;
-    line.rsplit(':').next()?.trim().parse().ok()
 }

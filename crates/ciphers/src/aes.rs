@@ -5,6 +5,47 @@
 //! (VAES-512), chosen at run time, and the RustCrypto `aes` crate wherever none fits the CPU;
 //! [`ReferenceAes`] is our own table code, the CPU twin of the GPU kernels.
 
+/// Evaluates `$body` with `$rounds` (10, 12 or 14) as the constant `$constant`, so that a
+/// kernel is instantiated once per key size: its round loops then unroll completely and every
+/// round key is a register operand.
+#[cfg(target_arch = "x86_64")]
+macro_rules! with_rounds {
+    ($rounds:expr, $constant:ident => $body:expr) => {
+        match $rounds {
+            10 => {
+                const $constant: usize = 10;
+                $body
+            }
+            12 => {
+                const $constant: usize = 12;
+                $body
+            }
+            14 => {
+                const $constant: usize = 14;
+                $body
+            }
+            other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
+        }
+    };
+}
+
+/// An empty `asm!` that takes and returns every named register, so that round r+1 of any of
+/// them depends on round r of all of them: see `ecb_vaes512::keep_round_order` for why.
+#[cfg(target_arch = "x86_64")]
+macro_rules! pin_round_order {
+    ($class:ident: $($block:ident),+) => {
+        // SAFETY: the template is a comment: it executes nothing and leaves every register
+        // as it was.
+        unsafe {
+            core::arch::asm!(
+                concat!("/*", $(" {", stringify!($block), "}",)+ " */"),
+                $($block = inout($class) *$block,)+
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod cbc_aesni;
 #[cfg(target_arch = "x86_64")]

@@ -235,18 +235,12 @@ impl BlockCipher for Blowfish {
             partial.is_empty(),
             "Blowfish CBC input is not a whole number of blocks"
         );
-        let mut previous: [u8; BLOCK_SIZE] = chain.try_into().expect("an 8-byte chain block");
-        for block in blocks {
-            for (byte, chained) in block.iter_mut().zip(&previous) {
-                *byte ^= chained;
-            }
+        crate::cbc_encrypt_one_by_one(chain, blocks, |block| {
             self.schedule.process_group(
                 core::array::from_mut(block),
                 KeySchedule::encrypt_lanes::<1>,
             );
-            previous = *block;
-        }
-        chain.copy_from_slice(&previous);
+        });
         true
     }
 }
@@ -254,21 +248,12 @@ impl BlockCipher for Blowfish {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_vectors::{assert_round_trips_random_data, block_vectors, random_bytes};
+    use crate::test_vectors::{
+        assert_batch_agrees_with_single_blocks, assert_round_trips_random_data, block_vectors,
+        random_bytes,
+    };
     use cipher::{BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
     use rand::RngExt;
-
-    fn encrypt_one_by_one(cipher: &Blowfish, data: &mut [u8]) {
-        for block in data.chunks_exact_mut(BLOCK_SIZE) {
-            cipher.encrypt_blocks(block);
-        }
-    }
-
-    fn decrypt_one_by_one(cipher: &Blowfish, data: &mut [u8]) {
-        for block in data.chunks_exact_mut(BLOCK_SIZE) {
-            cipher.decrypt_blocks(block);
-        }
-    }
 
     /// Block counts that exercise the tail alone, whole groups, and groups plus every tail
     /// length.
@@ -341,26 +326,7 @@ mod tests {
     #[test]
     fn batch_agrees_with_single_blocks() {
         let cipher = Blowfish::new(&random_bytes(16));
-        for count in BLOCK_COUNTS {
-            let plaintext = random_bytes(count * BLOCK_SIZE);
-
-            let mut batch = plaintext.clone();
-            cipher.encrypt_blocks(&mut batch);
-            let mut single = plaintext.clone();
-            encrypt_one_by_one(&cipher, &mut single);
-            assert_eq!(batch, single, "encrypting {count} blocks");
-            if count > 0 {
-                assert_ne!(
-                    batch, plaintext,
-                    "encrypting {count} blocks changed nothing"
-                );
-            }
-
-            decrypt_one_by_one(&cipher, &mut single);
-            assert_eq!(single, plaintext, "decrypting {count} single blocks");
-            cipher.decrypt_blocks(&mut batch);
-            assert_eq!(batch, plaintext, "decrypting {count} blocks");
-        }
+        assert_batch_agrees_with_single_blocks(&cipher, &BLOCK_COUNTS, "Blowfish");
     }
 
     #[test]

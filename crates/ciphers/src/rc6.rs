@@ -8,8 +8,10 @@
 //! or AVX2 (8 blocks per vector), chosen once at construction by run-time detection.
 
 /// Generates a SIMD backend's `encrypt` and `decrypt` from the primitives of the module it
-/// is invoked in: `splat`, `add`, `sub`, `xor`, `rotate_left`, `rotate_right`, `quadratic`,
-/// `load_group` and `store_group`, all `#[target_feature(enable = $feature)]`.
+/// is invoked in: `rotate_left`, `rotate_right` (unless named among `$operation`s) and
+/// `quadratic`, all `#[target_feature(enable = $feature)]`. `splat`, every lane-wise
+/// `$operation` (at least `add`, `sub` and `xor`) and the loads and stores of whole groups are
+/// generated here from the named intrinsics, so that every ISA's code reads the same.
 ///
 /// A vector holds one word (A, B, C or D) of `$blocks_per_vector` blocks; `$in_flight`
 /// vectors of each word go through the rounds together so that the multiply latency of one
@@ -20,9 +22,84 @@ macro_rules! simd_backend {
         feature: $feature:literal,
         vector: $vector:ty,
         blocks_per_vector: $blocks_per_vector:literal,
-        in_flight: $in_flight:literal $(,)?
+        in_flight: $in_flight:literal,
+        splat: $splat:path,
+        operations: { $($operation:ident => $intrinsic:path),+ $(,)? },
+        unpack: [$low_32:path, $high_32:path, $low_64:path, $high_64:path $(,)?],
+        load: $load:path,
+        store: $store:path $(,)?
     ) => {
         use super::{RoundKeys, BLOCK_SIZE, ROUNDS};
+
+        // A group's blocks are exactly the four vectors `load_group` reads.
+        const _: () = assert!(size_of::<Group>() == 4 * size_of::<$vector>());
+
+        /// Transposes the 4x4 word matrix in each 128-bit lane: four vectors of whole blocks
+        /// become the A, B, C and D words of those blocks, and back again (the transpose is
+        /// its own inverse). Lane order ends up permuted, which is harmless because every
+        /// lane goes through the same rounds and the store applies the same transpose.
+        #[target_feature(enable = $feature)]
+        #[inline]
+        fn transpose([row0, row1, row2, row3]: [$vector; 4]) -> [$vector; 4] {
+            let low01 = $low_32(row0, row1);
+            let high01 = $high_32(row0, row1);
+            let low23 = $low_32(row2, row3);
+            let high23 = $high_32(row2, row3);
+            [
+                $low_64(low01, low23),
+                $high_64(low01, low23),
+                $low_64(high01, high23),
+                $high_64(high01, high23),
+            ]
+        }
+
+        #[target_feature(enable = $feature)]
+        #[inline]
+        fn load_group(group: &Group) -> [$vector; 4] {
+            let pointer = group.as_ptr().cast::<$vector>();
+            // SAFETY: `group` is borrowed for this call and is exactly the four vectors read
+            // here (asserted above), all initialised; `loadu` has no alignment requirement.
+            let rows = unsafe {
+                [
+                    $load(pointer.cast()),
+                    $load(pointer.add(1).cast()),
+                    $load(pointer.add(2).cast()),
+                    $load(pointer.add(3).cast()),
+                ]
+            };
+            transpose(rows)
+        }
+
+        #[target_feature(enable = $feature)]
+        #[inline]
+        fn store_group(group: &mut Group, words: [$vector; 4]) {
+            let [row0, row1, row2, row3] = transpose(words);
+            let pointer = group.as_mut_ptr().cast::<$vector>();
+            // SAFETY: `group` is borrowed mutably and exclusively for this call and is
+            // exactly the four vectors written here (asserted above); `storeu` has no
+            // alignment requirement.
+            unsafe {
+                $store(pointer.cast(), row0);
+                $store(pointer.add(1).cast(), row1);
+                $store(pointer.add(2).cast(), row2);
+                $store(pointer.add(3).cast(), row3);
+            }
+        }
+
+        /// Every lane set to `value`.
+        #[target_feature(enable = $feature)]
+        #[inline]
+        fn splat(value: u32) -> $vector {
+            $splat(value as i32)
+        }
+
+        $(
+            #[target_feature(enable = $feature)]
+            #[inline]
+            fn $operation(x: $vector, y: $vector) -> $vector {
+                $intrinsic(x, y)
+            }
+        )+
 
         /// The blocks whose words fill one vector each.
         type Group = [[u8; BLOCK_SIZE]; $blocks_per_vector];
@@ -38,25 +115,7 @@ macro_rules! simd_backend {
             round_keys: &RoundKeys,
             blocks: &'a mut [[u8; BLOCK_SIZE]],
         ) -> &'a mut [[u8; BLOCK_SIZE]] {
-            let (groups, rest) = blocks.as_chunks_mut::<$blocks_per_vector>();
-            let (batches, groups) = groups.as_chunks_mut::<$in_flight>();
-            for batch in batches {
-                encrypt_groups(round_keys, batch);
-            }
-            // Short batches (a mode's 64 blocks) end here: keep the groups left over in
-            // flight together too, four, two, then one at a time.
-            let (fours, groups) = groups.as_chunks_mut::<4>();
-            for four in fours {
-                encrypt_groups(round_keys, four);
-            }
-            let (twos, groups) = groups.as_chunks_mut::<2>();
-            for two in twos {
-                encrypt_groups(round_keys, two);
-            }
-            for group in groups {
-                encrypt_groups(round_keys, core::array::from_mut(group));
-            }
-            rest
+            cipher_blocks::<false>(round_keys, blocks)
         }
 
         /// The inverse of [`encrypt`], with the same split.
@@ -65,25 +124,49 @@ macro_rules! simd_backend {
             round_keys: &RoundKeys,
             blocks: &'a mut [[u8; BLOCK_SIZE]],
         ) -> &'a mut [[u8; BLOCK_SIZE]] {
+            cipher_blocks::<true>(round_keys, blocks)
+        }
+
+        /// [`encrypt`], or with `DECRYPT` [`decrypt`]: both split the blocks the same way.
+        #[target_feature(enable = $feature)]
+        #[inline]
+        fn cipher_blocks<'a, const DECRYPT: bool>(
+            round_keys: &RoundKeys,
+            blocks: &'a mut [[u8; BLOCK_SIZE]],
+        ) -> &'a mut [[u8; BLOCK_SIZE]] {
             let (groups, rest) = blocks.as_chunks_mut::<$blocks_per_vector>();
             let (batches, groups) = groups.as_chunks_mut::<$in_flight>();
             for batch in batches {
-                decrypt_groups(round_keys, batch);
+                cipher_groups::<_, DECRYPT>(round_keys, batch);
             }
             // Short batches (a mode's 64 blocks) end here: keep the groups left over in
             // flight together too, four, two, then one at a time.
             let (fours, groups) = groups.as_chunks_mut::<4>();
             for four in fours {
-                decrypt_groups(round_keys, four);
+                cipher_groups::<_, DECRYPT>(round_keys, four);
             }
             let (twos, groups) = groups.as_chunks_mut::<2>();
             for two in twos {
-                decrypt_groups(round_keys, two);
+                cipher_groups::<_, DECRYPT>(round_keys, two);
             }
             for group in groups {
-                decrypt_groups(round_keys, core::array::from_mut(group));
+                cipher_groups::<_, DECRYPT>(round_keys, core::array::from_mut(group));
             }
             rest
+        }
+
+        /// `encrypt_groups` or, with `DECRYPT`, `decrypt_groups`.
+        #[target_feature(enable = $feature)]
+        #[inline]
+        fn cipher_groups<const G: usize, const DECRYPT: bool>(
+            round_keys: &RoundKeys,
+            groups: &mut [Group; G],
+        ) {
+            if DECRYPT {
+                decrypt_groups(round_keys, groups);
+            } else {
+                encrypt_groups(round_keys, groups);
+            }
         }
 
         type Words<const G: usize> = [[$vector; G]; 4];
@@ -548,15 +631,9 @@ impl BlockCipher for Rc6 {
     /// CBC encryption is one block after another; doing the chain here keeps each block a
     /// direct call of the portable rounds instead of a trip through the batch API.
     fn cbc_encrypt(&self, chain: &mut [u8], data: &mut [u8]) -> bool {
-        let mut previous: [u8; BLOCK_SIZE] = chain.try_into().expect("a 16-byte chain block");
-        for block in whole_blocks(data) {
-            for (byte, chained) in block.iter_mut().zip(&previous) {
-                *byte ^= chained;
-            }
+        crate::cbc_encrypt_one_by_one(chain, whole_blocks(data), |block| {
             encrypt_group(&self.round_keys, core::array::from_mut(block));
-            previous = *block;
-        }
-        chain.copy_from_slice(&previous);
+        });
         true
     }
 }
@@ -564,7 +641,10 @@ impl BlockCipher for Rc6 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_vectors::{assert_round_trips_random_data, block_vectors, random_bytes};
+    use crate::test_vectors::{
+        assert_batch_agrees_with_single_blocks, assert_round_trips_random_data, block_vectors,
+        random_bytes,
+    };
     use cipher::consts::{U16, U20, U24, U32};
     use cipher::{BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
     use rand::RngExt;
@@ -651,30 +731,11 @@ mod tests {
         let key = random_bytes(16);
         for backend in Backend::supported() {
             let cipher = Rc6::with_backend(&key, backend);
-            for count in BLOCK_COUNTS {
-                let plaintext = random_bytes(count * BLOCK_SIZE);
-
-                let mut batch = plaintext.clone();
-                cipher.encrypt_blocks(&mut batch);
-                let mut single = plaintext.clone();
-                for block in single.chunks_exact_mut(BLOCK_SIZE) {
-                    cipher.encrypt_blocks(block);
-                }
-                assert_eq!(batch, single, "{backend:?} encrypting {count} blocks");
-                if count > 0 {
-                    assert_ne!(batch, plaintext, "{backend:?}: {count} blocks unchanged");
-                }
-
-                for block in single.chunks_exact_mut(BLOCK_SIZE) {
-                    cipher.decrypt_blocks(block);
-                }
-                assert_eq!(
-                    single, plaintext,
-                    "{backend:?} decrypting {count} single blocks"
-                );
-                cipher.decrypt_blocks(&mut batch);
-                assert_eq!(batch, plaintext, "{backend:?} decrypting {count} blocks");
-            }
+            assert_batch_agrees_with_single_blocks(
+                &cipher,
+                &BLOCK_COUNTS,
+                format_args!("{backend:?}"),
+            );
         }
     }
 

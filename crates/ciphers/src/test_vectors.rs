@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::ops::Index;
 
-use rand::{Rng, RngExt};
+use rand::rngs::StdRng;
+use rand::{Rng, RngExt, SeedableRng};
 
 use crate::BlockCipher;
 
@@ -39,10 +40,32 @@ impl Index<&str> for Record {
 /// Panics, naming the file and line, on a line that is not `name = hex`, on bad hex, on a
 /// field given twice in one record and on a record before any section.
 pub(crate) fn read(name: &str) -> BTreeMap<String, Vec<Record>> {
+    let (headers, records) = read_file(name);
+    let mut sections: BTreeMap<String, Vec<Record>> = headers
+        .into_iter()
+        .map(|header| (header, Vec::new()))
+        .collect();
+    for record in records {
+        sections
+            .get_mut(&record.section)
+            .expect("every record's section has a header")
+            .push(record);
+    }
+    sections
+}
+
+/// Every record of `tests/vectors/{name}` in file order across sections, for checks that the
+/// file keeps the order of its source; panics as [`read`] does.
+pub(crate) fn records_in_file_order(name: &str) -> Vec<Record> {
+    read_file(name).1
+}
+
+/// The `[section]` headers of `tests/vectors/{name}` and its records, both in file order.
+fn read_file(name: &str) -> (Vec<String>, Vec<Record>) {
     let path = format!("{}/../../tests/vectors/{name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{path}: {error}"));
-    let mut sections: BTreeMap<String, Vec<Record>> = BTreeMap::new();
-    let mut current_section: Option<String> = None;
+    let mut headers: Vec<String> = Vec::new();
+    let mut records: Vec<Record> = Vec::new();
     let mut record_open = false;
     for (line_number, raw_line) in text.lines().enumerate() {
         let line = raw_line.trim();
@@ -55,17 +78,15 @@ pub(crate) fn read(name: &str) -> BTreeMap<String, Vec<Record>> {
             .strip_prefix('[')
             .and_then(|rest| rest.strip_suffix(']'))
         {
-            current_section = Some(header.to_string());
-            sections.entry(header.to_string()).or_default();
+            headers.push(header.to_string());
             record_open = false;
         } else {
             let (field, value) = line
                 .split_once('=')
                 .unwrap_or_else(|| panic!("{name}:{}: not `name = hex`", line_number + 1));
-            let section = current_section.as_ref().unwrap_or_else(|| {
+            let section = headers.last().unwrap_or_else(|| {
                 panic!("{name}:{}: record before any [section]", line_number + 1)
             });
-            let records = sections.get_mut(section).expect("section entry exists");
             if !record_open {
                 records.push(Record {
                     section: section.clone(),
@@ -87,7 +108,7 @@ pub(crate) fn read(name: &str) -> BTreeMap<String, Vec<Record>> {
             );
         }
     }
-    sections
+    (headers, records)
 }
 
 /// The one record of `[section]` in `tests/vectors/{name}`.
@@ -156,6 +177,97 @@ pub(crate) fn assert_round_trips_random_data<C: BlockCipher>(
     }
 }
 
+/// Runs `check` on a cipher under a random key of each of `key_lengths` and, for each, a
+/// random input of every length in `lengths`, all drawn from a generator seeded with `seed`
+/// (which `check` may draw more from). Stops at the first `false` from `check` (a kernel's
+/// "not on this CPU") and returns whether every case ran.
+pub(crate) fn random_cases<C>(
+    seed: u64,
+    key_lengths: &[usize],
+    lengths: impl Iterator<Item = usize> + Clone,
+    new: impl Fn(&[u8]) -> C,
+    mut check: impl FnMut(&C, &[u8], &mut StdRng) -> bool,
+) -> bool {
+    let mut rng = StdRng::seed_from_u64(seed);
+    for &key_length in key_lengths {
+        let mut key = vec![0u8; key_length];
+        rng.fill_bytes(&mut key);
+        let cipher = new(&key);
+        for length in lengths.clone() {
+            let mut input = vec![0u8; length];
+            rng.fill_bytes(&mut input);
+            if !check(&cipher, &input, &mut rng) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// `bytes` (whole 16-byte blocks) cut into random pieces of at most `longest` blocks, empty
+/// pieces included: the byte lengths of successive calls over the same data.
+pub(crate) fn random_pieces(rng: &mut StdRng, bytes: usize, longest: usize) -> Vec<usize> {
+    let mut pieces = Vec::new();
+    let mut left = bytes / 16;
+    while left > 0 {
+        let blocks = rng.random_range(0..=left.min(longest));
+        pieces.push(16 * blocks);
+        left -= blocks;
+    }
+    pieces
+}
+
+/// Encrypts random data of each of `block_counts` blocks in one call and one block per call,
+/// insisting on the same result and on a change, then decrypts both back the same two ways;
+/// `context` names the cipher in failure messages.
+pub(crate) fn assert_batch_agrees_with_single_blocks(
+    cipher: &dyn BlockCipher,
+    block_counts: &[usize],
+    context: impl std::fmt::Display,
+) {
+    let block_size = cipher.block_size();
+    for &count in block_counts {
+        let plaintext = random_bytes(count * block_size);
+
+        let mut batch = plaintext.clone();
+        cipher.encrypt_blocks(&mut batch);
+        let mut single = plaintext.clone();
+        for block in single.chunks_exact_mut(block_size) {
+            cipher.encrypt_blocks(block);
+        }
+        assert_eq!(batch, single, "{context} encrypting {count} blocks");
+        if count > 0 {
+            assert_ne!(batch, plaintext, "{context}: {count} blocks unchanged");
+        }
+
+        for block in single.chunks_exact_mut(block_size) {
+            cipher.decrypt_blocks(block);
+        }
+        assert_eq!(
+            single, plaintext,
+            "{context} decrypting {count} single blocks"
+        );
+        cipher.decrypt_blocks(&mut batch);
+        assert_eq!(batch, plaintext, "{context} decrypting {count} blocks");
+    }
+}
+
+/// Panics, naming `context`, the length and the first byte that differs, when `actual` is
+/// not `expected`: `assert_eq!` would print both buffers, megabytes for the large cases.
+pub(crate) fn assert_same_bytes(actual: &[u8], expected: &[u8], context: impl std::fmt::Display) {
+    if actual != expected {
+        let first = actual
+            .iter()
+            .zip(expected)
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        panic!(
+            "{context}: {} bytes: first difference at byte {first}",
+            expected.len()
+        );
+    }
+}
+
 mod tests {
     use super::*;
 
@@ -179,5 +291,20 @@ mod tests {
         let vectors = block_vectors("aes_fips197.txt");
         assert_eq!(vectors.len(), 3);
         assert_eq!(vectors[0].key, record["key"]);
+    }
+
+    #[test]
+    fn records_in_file_order_keep_the_file_order() {
+        let records = records_in_file_order("aes_gcm_spec.txt");
+        let sections: Vec<&str> = records
+            .iter()
+            .map(|record| record.section.as_str())
+            .collect();
+        assert_eq!(sections.first(), Some(&"aes128-case1"));
+        assert_eq!(sections.last(), Some(&"aes256-case18"));
+        assert_eq!(
+            records.len(),
+            read("aes_gcm_spec.txt").values().flatten().count()
+        );
     }
 }

@@ -9,9 +9,9 @@ use parcrypt_ciphers::BlockCipher;
 /// How many blocks decryption hands the cipher per call.
 const DECRYPT_BATCH_BLOCKS: usize = 256;
 
-/// Encrypts whole blocks in place. `chain` holds the IV (or the last ciphertext block of the
-/// previous call) and is left holding this call's last ciphertext block.
-pub fn encrypt(cipher: &dyn BlockCipher, chain: &mut [u8], data: &mut [u8]) {
+/// The cipher's block size, after checking that `chain` is one block and `data` whole
+/// blocks: a caller's bug otherwise.
+fn checked_block_size(cipher: &dyn BlockCipher, chain: &[u8], data: &[u8]) -> usize {
     let block_size = cipher.block_size();
     assert_eq!(chain.len(), block_size);
     assert_eq!(
@@ -19,6 +19,13 @@ pub fn encrypt(cipher: &dyn BlockCipher, chain: &mut [u8], data: &mut [u8]) {
         0,
         "CBC input is not a whole number of blocks"
     );
+    block_size
+}
+
+/// Encrypts whole blocks in place. `chain` holds the IV (or the last ciphertext block of the
+/// previous call) and is left holding this call's last ciphertext block.
+pub fn encrypt(cipher: &dyn BlockCipher, chain: &mut [u8], data: &mut [u8]) {
+    let block_size = checked_block_size(cipher, chain, data);
     if cipher.cbc_encrypt(chain, data) {
         return;
     }
@@ -32,13 +39,7 @@ pub fn encrypt(cipher: &dyn BlockCipher, chain: &mut [u8], data: &mut [u8]) {
 /// Decrypts a range of whole blocks in place; `previous` is the ciphertext block before
 /// the range (the IV for the first range).
 pub fn decrypt(cipher: &dyn BlockCipher, previous: &[u8], data: &mut [u8]) {
-    let block_size = cipher.block_size();
-    assert_eq!(previous.len(), block_size);
-    assert_eq!(
-        data.len() % block_size,
-        0,
-        "CBC input is not a whole number of blocks"
-    );
+    let block_size = checked_block_size(cipher, previous, data);
     if cipher.cbc_decrypt(previous, data) {
         return;
     }

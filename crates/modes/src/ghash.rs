@@ -424,52 +424,76 @@ mod tests {
         }
     }
 
-    #[test]
-    fn updates_in_pieces_continue_the_state() {
+    /// A message from [`random_message`], with what a failure message names.
+    struct RandomMessage {
+        key: GhashKey,
+        blocks: usize,
+        data: Vec<u8>,
+        expected: u128,
+        /// The implementation and the generator's seed.
+        context: String,
+    }
+
+    /// Runs `check` on 50 random messages per available implementation, with the generator
+    /// they came from (to draw more from).
+    fn for_random_messages(mut check: impl FnMut(&mut StdRng, RandomMessage)) {
         let (mut rng, seed) = seeded_rng();
         for implementation in available_implementations() {
             for _ in 0..50 {
                 let (key, blocks, data, expected) = random_message(&mut rng, implementation);
-
-                let mut state = 0;
-                let mut rest = data.as_slice();
-                while !rest.is_empty() {
-                    let piece = rng.random_range(0..=rest.len() / 16) * 16;
-                    let (head, tail) = rest.split_at(piece);
-                    key.update(&mut state, head);
-                    rest = tail;
-                }
-                assert_eq!(
-                    state, expected,
-                    "{implementation}, {blocks} blocks, seed {seed}"
-                );
+                let context = format!("{implementation}, seed {seed}");
+                let message = RandomMessage {
+                    key,
+                    blocks,
+                    data,
+                    expected,
+                    context,
+                };
+                check(&mut rng, message);
             }
         }
     }
 
     #[test]
-    fn partial_sums_join_with_powers_of_h() {
-        let (mut rng, seed) = seeded_rng();
-        for implementation in available_implementations() {
-            for _ in 0..50 {
-                let (key, blocks, data, expected) = random_message(&mut rng, implementation);
-
-                let mut cuts: Vec<usize> = (0..rng.random_range(0..6))
-                    .map(|_| rng.random_range(0..=blocks))
-                    .collect();
-                cuts.extend([0, blocks]);
-                cuts.sort_unstable();
-                let mut joined = 0;
-                for range in cuts.windows(2) {
-                    let partial = ghash_one_pass(&key, &data[range[0] * 16..range[1] * 16]);
-                    joined = key.mul_h_pow(joined, (range[1] - range[0]) as u64) ^ partial;
-                }
-                assert_eq!(
-                    joined, expected,
-                    "{implementation}, cuts {cuts:?}, seed {seed}"
-                );
+    fn updates_in_pieces_continue_the_state() {
+        for_random_messages(|rng, message| {
+            let mut state = 0;
+            let mut rest = message.data.as_slice();
+            while !rest.is_empty() {
+                let piece = rng.random_range(0..=rest.len() / 16) * 16;
+                let (head, tail) = rest.split_at(piece);
+                message.key.update(&mut state, head);
+                rest = tail;
             }
-        }
+            assert_eq!(
+                state, message.expected,
+                "{}, {} blocks",
+                message.context, message.blocks
+            );
+        });
+    }
+
+    #[test]
+    fn partial_sums_join_with_powers_of_h() {
+        for_random_messages(|rng, message| {
+            let blocks = message.blocks;
+            let mut cuts: Vec<usize> = (0..rng.random_range(0..6))
+                .map(|_| rng.random_range(0..=blocks))
+                .collect();
+            cuts.extend([0, blocks]);
+            cuts.sort_unstable();
+            let mut joined = 0;
+            for range in cuts.windows(2) {
+                let partial =
+                    ghash_one_pass(&message.key, &message.data[range[0] * 16..range[1] * 16]);
+                joined = message.key.mul_h_pow(joined, (range[1] - range[0]) as u64) ^ partial;
+            }
+            assert_eq!(
+                joined, message.expected,
+                "{}, cuts {cuts:?}",
+                message.context
+            );
+        });
     }
 
     #[test]

@@ -14,32 +14,17 @@
 
 use core::arch::x86_64::*;
 
-use super::fast::{RoundKeys, MAX_ROUND_KEYS};
+use super::ctr_aesni::load_round_keys;
+use super::fast::MAX_ROUND_KEYS;
 
-/// Encrypts the whole blocks of `data` in CBC mode, starting from and updating `chain`; the
-/// contract is [`crate::BlockCipher::cbc_encrypt`]'s.
+/// Encrypts the whole blocks of `data` in CBC mode with the first `ROUNDS + 1` FIPS-197
+/// round keys, starting from and updating `chain`; the contract is
+/// [`crate::BlockCipher::cbc_encrypt`]'s.
 ///
 /// # Safety
 /// The CPU must support AES-NI.
 #[target_feature(enable = "aes")]
-pub(super) unsafe fn cbc_encrypt(
-    round_keys: &RoundKeys,
-    chain: &mut [u8; 16],
-    data: &mut [[u8; 16]],
-) {
-    // One instance per key size, so that the round loop unrolls and the keys stay in
-    // registers.
-    match round_keys.rounds {
-        10 => cbc_encrypt_rounds::<10>(&round_keys.keys, chain, data),
-        12 => cbc_encrypt_rounds::<12>(&round_keys.keys, chain, data),
-        14 => cbc_encrypt_rounds::<14>(&round_keys.keys, chain, data),
-        other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
-    }
-}
-
-#[inline]
-#[target_feature(enable = "aes")]
-fn cbc_encrypt_rounds<const ROUNDS: usize>(
+pub(super) unsafe fn cbc_encrypt<const ROUNDS: usize>(
     round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
     chain: &mut [u8; 16],
     data: &mut [[u8; 16]],
@@ -47,10 +32,7 @@ fn cbc_encrypt_rounds<const ROUNDS: usize>(
     let Some((first, _)) = data.split_first() else {
         return;
     };
-    let mut keys = [_mm_setzero_si128(); MAX_ROUND_KEYS];
-    for (register, key) in keys.iter_mut().zip(round_keys).take(ROUNDS + 1) {
-        *register = load(key);
-    }
+    let keys = load_round_keys::<ROUNDS>(round_keys);
     let last_and_first = _mm_xor_si128(keys[ROUNDS], keys[0]);
 
     // The state entering round 1 of the current block.
@@ -81,11 +63,10 @@ fn load(bytes: &[u8; 16]) -> __m128i {
 
 #[cfg(test)]
 mod tests {
-    use rand::rngs::StdRng;
-    use rand::{Rng, RngExt, SeedableRng};
+    use rand::Rng;
 
     use crate::aes::fast::{CbcPath, FastAes};
-    use crate::test_vectors::single_record;
+    use crate::test_vectors::{assert_same_bytes, random_cases, random_pieces, single_record};
     use crate::BlockCipher;
 
     /// CBC built from the `aes` crate's single-block encryption, independently of the kernel.
@@ -131,17 +112,11 @@ mod tests {
         let mut expected = input.to_vec();
         let mut expected_chain = *iv;
         generic_cbc_encrypt(cipher, &mut expected_chain, &mut expected);
-        if fused != expected {
-            let first = fused
-                .iter()
-                .zip(&expected)
-                .position(|(a, b)| a != b)
-                .unwrap_or(0);
-            panic!(
-                "{path:?}: {} bytes in pieces {pieces:?}: first difference at byte {first}",
-                input.len()
-            );
-        }
+        assert_same_bytes(
+            &fused,
+            &expected,
+            format_args!("{path:?}, pieces {pieces:?}"),
+        );
         assert_eq!(
             fused_chain, expected_chain,
             "{path:?}: chain after {pieces:?}"
@@ -153,30 +128,26 @@ mod tests {
     /// large ones in one call, then the same data split into several calls of random sizes
     /// (empty calls included), so that the chain is carried from call to call.
     fn agrees_with_generic_cbc(path: CbcPath) {
-        let mut rng = StdRng::seed_from_u64(0xCBC0_0128);
         let large = [64 * 1024, 1024 * 1024 + 16];
-        for key_length in [16, 24, 32] {
-            let mut key = vec![0u8; key_length];
-            rng.fill_bytes(&mut key);
-            let cipher = FastAes::new(&key);
-            for length in (0..=1600).step_by(16).chain(large) {
-                let mut input = vec![0u8; length];
-                rng.fill_bytes(&mut input);
+        let lengths = (0..=1600).step_by(16).chain(large);
+        let all_ran = random_cases(
+            0xCBC0_0128,
+            &[16, 24, 32],
+            lengths,
+            FastAes::new,
+            |cipher, input, rng| {
                 let mut iv = [0u8; 16];
                 rng.fill_bytes(&mut iv);
-                if !check_case(path, &cipher, &iv, &input, &[length]) {
-                    eprintln!("{path:?} kernel not available on this CPU; skipped");
-                    return;
+                if !check_case(path, cipher, &iv, input, &[input.len()]) {
+                    return false;
                 }
-                let mut pieces = Vec::new();
-                let mut left = length / 16;
-                while left > 0 {
-                    let blocks = rng.random_range(0..=left.min(40));
-                    pieces.push(16 * blocks);
-                    left -= blocks;
-                }
-                assert!(check_case(path, &cipher, &iv, &input, &pieces));
-            }
+                let pieces = random_pieces(rng, input.len(), 40);
+                assert!(check_case(path, cipher, &iv, input, &pieces));
+                true
+            },
+        );
+        if !all_ran {
+            eprintln!("{path:?} kernel not available on this CPU; skipped");
         }
     }
 

@@ -21,42 +21,23 @@
 
 use core::arch::x86_64::*;
 
-use super::ecb_vaes512::keep_round_order;
-use super::fast::{RoundKeys, MAX_ROUND_KEYS};
-
-/// Bytes in one zmm register: four AES blocks.
-const VECTOR_BYTES: usize = 64;
-
-/// zmm registers in flight per main-loop step (48 blocks), as in the ECB and CTR kernels.
-const VECTORS_PER_STEP: usize = 12;
-
-const STEP_BYTES: usize = VECTORS_PER_STEP * VECTOR_BYTES;
-
-/// Width of the group that finishes a short tail; see `super::ecb_vaes512`.
-const SHORT_TAIL_VECTORS: usize = 4;
+use super::ecb_vaes512::{
+    keep_round_order, load_step, masked_load, masked_store, store_step, SHORT_TAIL_VECTORS,
+    STEP_BYTES, VECTORS_PER_STEP, VECTOR_BYTES,
+};
+use super::fast::MAX_ROUND_KEYS;
 
 /// Decrypts the whole blocks of `data` in CBC mode, in place, with `previous` as the
 /// ciphertext block before them; the contract is [`crate::BlockCipher::cbc_decrypt`]'s.
-/// `round_keys` are the FIPS-197 encryption round keys.
+/// `round_keys` are the FIPS-197 encryption round keys, of which the first `ROUNDS + 1` are
+/// used.
 ///
 /// # Safety
 /// The CPU must support AES-NI, VAES, AVX-512F and AVX-512BW. `data.len()` should be a
 /// multiple of 16 (a partial final block would come out as garbage, only its own bytes
 /// written).
 #[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-pub(super) unsafe fn cbc_decrypt(round_keys: &RoundKeys, previous: &[u8; 16], data: &mut [u8]) {
-    // Separate instances per key size so that the round loops unroll completely and every
-    // round key is a register operand.
-    match round_keys.rounds {
-        10 => cbc_decrypt_rounds::<10>(&round_keys.keys, previous, data),
-        12 => cbc_decrypt_rounds::<12>(&round_keys.keys, previous, data),
-        14 => cbc_decrypt_rounds::<14>(&round_keys.keys, previous, data),
-        other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
-    }
-}
-
-#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-fn cbc_decrypt_rounds<const ROUNDS: usize>(
+pub(super) unsafe fn cbc_decrypt<const ROUNDS: usize>(
     round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
     previous: &[u8; 16],
     data: &mut [u8],
@@ -85,19 +66,13 @@ fn cbc_decrypt_rounds<const ROUNDS: usize>(
 
     let (steps, rest) = data.as_chunks_mut::<STEP_BYTES>();
     for step in steps {
-        let (vectors, _) = step.as_chunks_mut::<VECTOR_BYTES>();
-        let mut ciphertext = [_mm512_setzero_si512(); VECTORS_PER_STEP];
-        for (block, bytes) in ciphertext.iter_mut().zip(vectors.iter()) {
-            // SAFETY: `bytes` is a 64-byte array, read whole; no alignment needed.
-            *block = unsafe { _mm512_loadu_si512(bytes.as_ptr().cast()) };
-        }
+        // All of the step's ciphertext is in registers before anything is stored, so
+        // in-place decryption needs no copy.
+        let ciphertext = load_step(step);
         let mut blocks = ciphertext;
         decrypt_rounds::<ROUNDS, VECTORS_PER_STEP>(&keys, &mut blocks);
         let plaintext = finish::<ROUNDS, VECTORS_PER_STEP>(&keys, &blocks, &ciphertext, &mut below);
-        for (block, bytes) in plaintext.iter().zip(vectors) {
-            // SAFETY: `bytes` is a 64-byte array, written whole; no alignment needed.
-            unsafe { _mm512_storeu_si512(bytes.as_mut_ptr().cast(), *block) };
-        }
+        store_step(step, &plaintext);
     }
 
     if rest.len() > SHORT_TAIL_VECTORS * VECTOR_BYTES {
@@ -107,8 +82,7 @@ fn cbc_decrypt_rounds<const ROUNDS: usize>(
     }
 }
 
-/// Decrypts one group of `WIDTH` vectors over `bytes` (at most `WIDTH * 64` of them) through
-/// byte-masked loads and stores, which neither touch nor fault on the bytes they mask off.
+/// Decrypts one group of `WIDTH` vectors over `bytes` (at most `WIDTH * 64` of them).
 #[inline]
 #[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
 fn masked_group<const ROUNDS: usize, const WIDTH: usize>(
@@ -116,38 +90,11 @@ fn masked_group<const ROUNDS: usize, const WIDTH: usize>(
     mut below: __m512i,
     bytes: &mut [u8],
 ) {
-    debug_assert!(bytes.len() <= WIDTH * VECTOR_BYTES);
-    let length = bytes.len();
-    let piece = |index: usize| {
-        let start = (index * VECTOR_BYTES).min(length);
-        (start, byte_mask((length - start).min(VECTOR_BYTES)))
-    };
-    let mut ciphertext = [_mm512_setzero_si512(); WIDTH];
-    for (index, block) in ciphertext.iter_mut().enumerate() {
-        let (start, mask) = piece(index);
-        // SAFETY: `start <= bytes.len()`, so the pointer is inside `bytes` or one past its
-        // end, and `mask` selects only bytes below `bytes.len()`; masked-off bytes are not
-        // accessed.
-        *block = unsafe { _mm512_maskz_loadu_epi8(mask, bytes.as_ptr().add(start).cast()) };
-    }
+    let ciphertext = masked_load::<WIDTH>(bytes);
     let mut blocks = ciphertext;
     decrypt_rounds::<ROUNDS, WIDTH>(keys, &mut blocks);
     let plaintext = finish::<ROUNDS, WIDTH>(keys, &blocks, &ciphertext, &mut below);
-    for (index, block) in plaintext.iter().enumerate() {
-        let (start, mask) = piece(index);
-        // SAFETY: as for the loads above.
-        unsafe { _mm512_mask_storeu_epi8(bytes.as_mut_ptr().add(start).cast(), mask, *block) };
-    }
-}
-
-/// The low `length` bits set, for `length` in 0..=64.
-#[inline]
-fn byte_mask(length: usize) -> __mmask64 {
-    if length >= VECTOR_BYTES {
-        u64::MAX
-    } else {
-        (1u64 << length) - 1
-    }
+    masked_store(bytes, &plaintext);
 }
 
 /// The initial key XOR and every round but the last on `WIDTH` independent vectors, round
@@ -193,11 +140,10 @@ fn finish<const ROUNDS: usize, const WIDTH: usize>(
 
 #[cfg(test)]
 mod tests {
-    use rand::rngs::StdRng;
-    use rand::{Rng, RngExt, SeedableRng};
+    use rand::{Rng, RngExt};
 
     use crate::aes::fast::FastAes;
-    use crate::test_vectors::single_record;
+    use crate::test_vectors::{assert_same_bytes, random_cases, random_pieces, single_record};
     use crate::BlockCipher;
 
     /// CBC decryption built from the `aes` crate's single-block decryption, independently of
@@ -244,17 +190,11 @@ mod tests {
         assert_eq!(offset, input.len());
         let mut expected = input.to_vec();
         generic_cbc_decrypt(cipher, iv, &mut expected);
-        if fused != expected {
-            let first = fused
-                .iter()
-                .zip(&expected)
-                .position(|(a, b)| a != b)
-                .unwrap_or(0);
-            panic!(
-                "{} bytes in pieces {pieces:?}, shift {shift}: first difference at byte {first}",
-                input.len()
-            );
-        }
+        assert_same_bytes(
+            fused,
+            &expected,
+            format_args!("pieces {pieces:?}, shift {shift}"),
+        );
         true
     }
 
@@ -264,32 +204,28 @@ mod tests {
     /// (empty ones included), so that every position within a step starts a call.
     #[test]
     fn agrees_with_generic_cbc() {
-        let mut rng = StdRng::seed_from_u64(0xCBC0_D512);
         let large = [64 * 1024 + 16, 1024 * 1024 + 48];
-        for key_length in [16, 24, 32] {
-            let mut key = vec![0u8; key_length];
-            rng.fill_bytes(&mut key);
-            let cipher = FastAes::new(&key);
-            for length in (0..=1600).step_by(16).chain(large) {
-                let mut input = vec![0u8; length];
-                rng.fill_bytes(&mut input);
+        let lengths = (0..=1600).step_by(16).chain(large);
+        let all_ran = random_cases(
+            0xCBC0_D512,
+            &[16, 24, 32],
+            lengths,
+            FastAes::new,
+            |cipher, input, rng| {
                 let mut iv = [0u8; 16];
                 rng.fill_bytes(&mut iv);
                 let shift = rng.random_range(0..64);
-                if !check_case(&cipher, &iv, &input, &[length], shift) {
-                    eprintln!("VAES-512 CBC decryption not available on this CPU; skipped");
-                    return;
+                if !check_case(cipher, &iv, input, &[input.len()], shift) {
+                    return false;
                 }
-                let mut pieces = Vec::new();
-                let mut left = length / 16;
-                let longest = if length > 4096 { 400 } else { 60 };
-                while left > 0 {
-                    let blocks = rng.random_range(0..=left.min(longest));
-                    pieces.push(16 * blocks);
-                    left -= blocks;
-                }
-                assert!(check_case(&cipher, &iv, &input, &pieces, shift));
-            }
+                let longest = if input.len() > 4096 { 400 } else { 60 };
+                let pieces = random_pieces(rng, input.len(), longest);
+                assert!(check_case(cipher, &iv, input, &pieces, shift));
+                true
+            },
+        );
+        if !all_ran {
+            eprintln!("VAES-512 CBC decryption not available on this CPU; skipped");
         }
     }
 

@@ -8,7 +8,7 @@
 
 use core::arch::x86_64::*;
 
-use super::fast::{RoundKeys, MAX_ROUND_KEYS};
+use super::fast::MAX_ROUND_KEYS;
 
 /// Independent blocks per main-loop step: AES-NI has a latency of about four cycles at up
 /// to two per cycle on current cores, and 8 blocks plus 15 round keys still fit the 16 xmm
@@ -17,32 +17,18 @@ const BLOCKS_PER_STEP: usize = 8;
 
 const STEP_BYTES: usize = BLOCKS_PER_STEP * 16;
 
-/// XORs the CTR keystream starting at `counter` into `data`; the contract is
-/// [`crate::BlockCipher::ctr32_xor`]'s.
+/// XORs the CTR keystream starting at `counter` into `data` with the first `ROUNDS + 1`
+/// FIPS-197 round keys; the contract is [`crate::BlockCipher::ctr32_xor`]'s.
 ///
 /// # Safety
 /// The CPU must support AES-NI and SSSE3.
 #[target_feature(enable = "aes,ssse3")]
-pub(super) unsafe fn ctr32_xor(round_keys: &RoundKeys, counter: &[u8; 16], data: &mut [u8]) {
-    match round_keys.rounds {
-        10 => ctr32_xor_rounds::<10>(&round_keys.keys, counter, data),
-        12 => ctr32_xor_rounds::<12>(&round_keys.keys, counter, data),
-        14 => ctr32_xor_rounds::<14>(&round_keys.keys, counter, data),
-        other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
-    }
-}
-
-#[target_feature(enable = "aes,ssse3")]
-fn ctr32_xor_rounds<const ROUNDS: usize>(
+pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
     round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
     counter: &[u8; 16],
     data: &mut [u8],
 ) {
-    let mut keys = [_mm_setzero_si128(); MAX_ROUND_KEYS];
-    for (register, key) in keys.iter_mut().zip(round_keys).take(ROUNDS + 1) {
-        // SAFETY: `key` is a 16-byte array; `loadu` has no alignment requirement.
-        *register = unsafe { _mm_loadu_si128(key.as_ptr().cast()) };
-    }
+    let keys = load_round_keys::<ROUNDS>(round_keys);
 
     // Byte j takes byte 15 - j: block order <-> counter-as-integer order.
     let reverse = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -112,31 +98,29 @@ fn ctr32_xor_rounds<const ROUNDS: usize>(
     }
 }
 
-// `keep_round_order` names each block of a step as an `asm!` operand.
-const _: () = assert!(BLOCKS_PER_STEP == 8, "update keep_round_order's operands");
+/// Round keys 0..=`ROUNDS` in xmm registers (the rest zero), loaded once per call; the CBC
+/// encryption kernel shares it.
+#[inline]
+#[target_feature(enable = "sse2")]
+pub(super) fn load_round_keys<const ROUNDS: usize>(
+    round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
+) -> [__m128i; MAX_ROUND_KEYS] {
+    let mut keys = [_mm_setzero_si128(); MAX_ROUND_KEYS];
+    for (register, key) in keys.iter_mut().zip(round_keys).take(ROUNDS + 1) {
+        // SAFETY: `key` is a 16-byte array; `loadu` has no alignment requirement.
+        *register = unsafe { _mm_loadu_si128(key.as_ptr().cast()) };
+    }
+    keys
+}
 
 /// Pins the round-major order across the step's blocks; see
-/// `super::ctr_vaes512::keep_round_order` for why (LLVM otherwise emits whole chains one after
+/// `super::ecb_vaes512::keep_round_order` for why (LLVM otherwise emits whole chains one after
 /// another, leaving only about three in flight).
 #[inline]
 #[target_feature(enable = "sse2")]
 fn keep_round_order(blocks: &mut [__m128i; BLOCKS_PER_STEP]) {
-    // SAFETY: the template is a comment: it executes nothing and leaves every register as it
-    // was.
-    unsafe {
-        core::arch::asm!(
-            "/* {0} {1} {2} {3} {4} {5} {6} {7} */",
-            inout(xmm_reg) blocks[0],
-            inout(xmm_reg) blocks[1],
-            inout(xmm_reg) blocks[2],
-            inout(xmm_reg) blocks[3],
-            inout(xmm_reg) blocks[4],
-            inout(xmm_reg) blocks[5],
-            inout(xmm_reg) blocks[6],
-            inout(xmm_reg) blocks[7],
-            options(pure, nomem, nostack, preserves_flags),
-        );
-    }
+    let [b0, b1, b2, b3, b4, b5, b6, b7] = blocks;
+    pin_round_order!(xmm_reg: b0, b1, b2, b3, b4, b5, b6, b7);
 }
 
 /// AES of the counter block `block`, XORed with `input`.

@@ -14,47 +14,23 @@
 
 use core::arch::x86_64::*;
 
-use super::fast::{RoundKeys, MAX_ROUND_KEYS};
+use super::ecb_vaes512::{
+    broadcast_round_keys, keep_round_order, STEP_BYTES, VECTORS_PER_STEP, VECTOR_BYTES,
+};
+use super::fast::MAX_ROUND_KEYS;
 
-/// Bytes in one zmm register: four AES blocks.
-const VECTOR_BYTES: usize = 64;
-
-/// zmm registers in flight per main-loop step (48 blocks). `vaesenc` on Zen 5 has a latency
-/// of about 4 cycles at 2 per cycle, so at least 8 independent chains are needed; measured
-/// with `examples/aes_ctr_speed.rs`, 8 reaches about 95% of the port limit, 12 about 98%, and
-/// 16 no more (AES-256 then keeps round keys on the stack).
-const VECTORS_PER_STEP: usize = 12;
-
-const STEP_BYTES: usize = VECTORS_PER_STEP * VECTOR_BYTES;
-
-/// XORs the CTR keystream starting at `counter` into `data`; the contract is
-/// [`crate::BlockCipher::ctr32_xor`]'s.
+/// XORs the CTR keystream starting at `counter` into `data` with the first `ROUNDS + 1`
+/// FIPS-197 round keys; the contract is [`crate::BlockCipher::ctr32_xor`]'s.
 ///
 /// # Safety
 /// The CPU must support AES-NI, VAES, AVX-512F and AVX-512BW.
 #[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-pub(super) unsafe fn ctr32_xor(round_keys: &RoundKeys, counter: &[u8; 16], data: &mut [u8]) {
-    // Separate instances per key size so that the round loops unroll completely and every
-    // round key is a register operand.
-    match round_keys.rounds {
-        10 => ctr32_xor_rounds::<10>(&round_keys.keys, counter, data),
-        12 => ctr32_xor_rounds::<12>(&round_keys.keys, counter, data),
-        14 => ctr32_xor_rounds::<14>(&round_keys.keys, counter, data),
-        other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
-    }
-}
-
-#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-fn ctr32_xor_rounds<const ROUNDS: usize>(
+pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
     round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
     counter: &[u8; 16],
     data: &mut [u8],
 ) {
-    let mut keys = [_mm512_setzero_si512(); MAX_ROUND_KEYS];
-    for (wide, key) in keys.iter_mut().zip(round_keys).take(ROUNDS + 1) {
-        // SAFETY: `key` is a 16-byte array; `loadu` has no alignment requirement.
-        *wide = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(key.as_ptr().cast()) });
-    }
+    let keys = broadcast_round_keys::<ROUNDS>(round_keys);
 
     // Byte j of each lane takes byte 15 - j: block order <-> counter-as-integer order.
     let reverse_lane = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -126,41 +102,6 @@ fn ctr32_xor_rounds<const ROUNDS: usize>(
     }
 }
 
-// `keep_round_order` names each vector of a step as an `asm!` operand.
-const _: () = assert!(VECTORS_PER_STEP == 12, "update keep_round_order's operands");
-
-/// Makes the compiler issue a step round by round across all of its vectors.
-///
-/// Left alone, LLVM sometimes (AES-256 in particular) emits each vector's whole round chain
-/// before the next one's, to save registers. The out-of-order window then holds only a few
-/// chains at once and throughput falls to about 60%. An empty `asm!` that takes and returns
-/// every vector makes round r+1 of any vector depend on round r of all of them, which pins
-/// the round-major order and costs no instruction.
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn keep_round_order(blocks: &mut [__m512i; VECTORS_PER_STEP]) {
-    // SAFETY: the template is a comment: it executes nothing and leaves every register as it
-    // was.
-    unsafe {
-        core::arch::asm!(
-            "/* {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} */",
-            inout(zmm_reg) blocks[0],
-            inout(zmm_reg) blocks[1],
-            inout(zmm_reg) blocks[2],
-            inout(zmm_reg) blocks[3],
-            inout(zmm_reg) blocks[4],
-            inout(zmm_reg) blocks[5],
-            inout(zmm_reg) blocks[6],
-            inout(zmm_reg) blocks[7],
-            inout(zmm_reg) blocks[8],
-            inout(zmm_reg) blocks[9],
-            inout(zmm_reg) blocks[10],
-            inout(zmm_reg) blocks[11],
-            options(pure, nomem, nostack, preserves_flags),
-        );
-    }
-}
-
 /// AES of the four counter blocks in `blocks`, XORed with `input`.
 #[inline]
 #[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
@@ -180,11 +121,10 @@ fn encrypt_xor<const ROUNDS: usize>(
 pub(super) mod tests {
     //! Checks shared by both fused kernels (`ctr_aesni` calls them with its own path).
 
-    use rand::rngs::StdRng;
-    use rand::{Rng, SeedableRng};
+    use rand::Rng;
 
     use crate::aes::fast::{CtrPath, FastAes};
-    use crate::test_vectors::single_record;
+    use crate::test_vectors::{assert_same_bytes, random_cases, single_record};
     use crate::BlockCipher;
 
     /// The unfused path, written independently of the kernels: counter blocks built one by
@@ -216,18 +156,11 @@ pub(super) mod tests {
         }
         let mut expected = input.to_vec();
         generic_ctr32_xor(cipher, counter, &mut expected);
-        if fused != expected {
-            let first = fused
-                .iter()
-                .zip(&expected)
-                .position(|(a, b)| a != b)
-                .unwrap_or(0);
-            panic!(
-                "{path:?}: {} bytes, counter {}: first difference at byte {first}",
-                input.len(),
-                hex::encode(counter)
-            );
-        }
+        assert_same_bytes(
+            &fused,
+            &expected,
+            format_args!("{path:?}, counter {}", hex::encode(counter)),
+        );
         true
     }
 
@@ -235,19 +168,18 @@ pub(super) mod tests {
     /// wrapping as the length allows), every length 0..=1600 (past two VAES main-loop steps
     /// of 768 bytes, so that each step count meets every tail) and a few large ones.
     pub(in crate::aes) fn agrees_with_generic_ctr(path: CtrPath) {
-        let mut rng = StdRng::seed_from_u64(0xC7A0_0512);
         let large = [64 * 1024 + 5, 1024 * 1024 + 3];
-        for key_length in [16, 24, 32] {
-            let mut key = vec![0u8; key_length];
-            rng.fill_bytes(&mut key);
-            let cipher = FastAes::new(&key);
-            for length in (0..=1600).chain(large) {
-                let mut input = vec![0u8; length];
-                rng.fill_bytes(&mut input);
+        let lengths = (0..=1600).chain(large);
+        let all_ran = random_cases(
+            0xC7A0_0512,
+            &[16, 24, 32],
+            lengths,
+            FastAes::new,
+            |cipher, input, rng| {
                 let mut counter = [0u8; 16];
                 rng.fill_bytes(&mut counter);
-                let blocks = length.div_ceil(16) as u64;
-                if length % 3 == 0 {
+                let blocks = input.len().div_ceil(16) as u64;
+                if input.len() % 3 == 0 {
                     // The last block uses 0xFFFFFFFF exactly.
                     let low = ((1u64 << 32) - blocks.max(1)) as u32;
                     counter[12..].copy_from_slice(&low.to_be_bytes());
@@ -258,11 +190,11 @@ pub(super) mod tests {
                         counter[12..].copy_from_slice(&0u32.to_be_bytes());
                     }
                 }
-                if !check_case(path, &cipher, &counter, &input) {
-                    eprintln!("{path:?} kernel not available on this CPU; skipped");
-                    return;
-                }
-            }
+                check_case(path, cipher, &counter, input)
+            },
+        );
+        if !all_ran {
+            eprintln!("{path:?} kernel not available on this CPU; skipped");
         }
     }
 

@@ -10,54 +10,52 @@
 
 use core::arch::x86_64::*;
 
+use super::ctr_aesni::load_round_keys;
 use super::fast::{RoundKeys, MAX_ROUND_KEYS};
 
 /// Bytes in one zmm register: four AES blocks.
-const VECTOR_BYTES: usize = 64;
+pub(super) const VECTOR_BYTES: usize = 64;
 
-/// zmm registers in flight per main-loop step (48 blocks), as in the CTR kernel: 8
-/// independent chains cover the `vaesenc` latency at two per cycle on Zen 5, 12 leave
-/// headroom for the loads and stores, and 12 plus 15 broadcast round keys still fit the 32
-/// zmm registers.
-const VECTORS_PER_STEP: usize = 12;
+/// zmm registers in flight per main-loop step (48 blocks), shared by the VAES-512 kernels:
+/// 8 independent chains cover the `vaesenc` latency at two per cycle on Zen 5, 12 leave
+/// headroom for the loads and stores (measured with `examples/aes_ctr_speed.rs`, 8 reach
+/// about 95% of the port limit, 12 about 98%, and 16 no more), and 12 plus 15 broadcast
+/// round keys still fit the 32 zmm registers.
+pub(super) const VECTORS_PER_STEP: usize = 12;
 
-const STEP_BYTES: usize = VECTORS_PER_STEP * VECTOR_BYTES;
+/// Bytes in one main-loop step.
+pub(super) const STEP_BYTES: usize = VECTORS_PER_STEP * VECTOR_BYTES;
 
 /// Width of the group that finishes a short tail (up to this many vectors): four chains are
 /// only half the port rate, but they finish a one-block call in about one block's latency
 /// instead of spending a full step's worth of AES instructions on masked-off lanes.
-const SHORT_TAIL_VECTORS: usize = 4;
+pub(super) const SHORT_TAIL_VECTORS: usize = 4;
 
-/// Encrypts every 16-byte block of `data` in place with the FIPS-197 round keys.
+/// Encrypts every 16-byte block of `data` in place with the first `ROUNDS + 1` FIPS-197
+/// round keys, or with `DECRYPT` decrypts it with keys from [`inverse_round_keys`].
 ///
 /// # Safety
 /// The CPU must support AES-NI, VAES, AVX-512F and AVX-512BW. `data.len()` should be a
-/// multiple of 16 (a partial final block would be encrypted as if zero-padded, and only its
+/// multiple of 16 (a partial final block would be processed as if zero-padded, and only its
 /// own bytes written back).
 #[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-pub(super) unsafe fn encrypt(round_keys: &RoundKeys, data: &mut [u8]) {
-    // Separate instances per key size so that the round loops unroll completely and every
-    // round key is a register operand.
-    match round_keys.rounds {
-        10 => ecb_rounds::<10, false>(&round_keys.keys, data),
-        12 => ecb_rounds::<12, false>(&round_keys.keys, data),
-        14 => ecb_rounds::<14, false>(&round_keys.keys, data),
-        other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
-    }
-}
+pub(super) unsafe fn ecb<const ROUNDS: usize, const DECRYPT: bool>(
+    round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
+    data: &mut [u8],
+) {
+    let keys = broadcast_round_keys::<ROUNDS>(round_keys);
 
-/// Decrypts every 16-byte block of `data` in place; `inverse_keys` must come from
-/// [`inverse_round_keys`].
-///
-/// # Safety
-/// As for [`encrypt`].
-#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-pub(super) unsafe fn decrypt(inverse_keys: &RoundKeys, data: &mut [u8]) {
-    match inverse_keys.rounds {
-        10 => ecb_rounds::<10, true>(&inverse_keys.keys, data),
-        12 => ecb_rounds::<12, true>(&inverse_keys.keys, data),
-        14 => ecb_rounds::<14, true>(&inverse_keys.keys, data),
-        other => unreachable!("AES has 10, 12 or 14 rounds, not {other}"),
+    let (steps, rest) = data.as_chunks_mut::<STEP_BYTES>();
+    for step in steps {
+        let mut blocks = load_step(step);
+        cipher_group::<ROUNDS, DECRYPT, VECTORS_PER_STEP>(&keys, &mut blocks);
+        store_step(step, &blocks);
+    }
+
+    if rest.len() > SHORT_TAIL_VECTORS * VECTOR_BYTES {
+        masked_group::<ROUNDS, DECRYPT, VECTORS_PER_STEP>(&keys, rest);
+    } else if !rest.is_empty() {
+        masked_group::<ROUNDS, DECRYPT, SHORT_TAIL_VECTORS>(&keys, rest);
     }
 }
 
@@ -90,71 +88,95 @@ pub(super) unsafe fn inverse_round_keys(round_keys: &RoundKeys) -> RoundKeys {
     inverse
 }
 
-#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-fn ecb_rounds<const ROUNDS: usize, const DECRYPT: bool>(
-    round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
-    data: &mut [u8],
-) {
-    let mut keys = [_mm512_setzero_si512(); MAX_ROUND_KEYS];
-    for (wide, key) in keys.iter_mut().zip(round_keys).take(ROUNDS + 1) {
-        // SAFETY: `key` is a 16-byte array; `loadu` has no alignment requirement.
-        *wide = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(key.as_ptr().cast()) });
-    }
-
-    let (steps, rest) = data.as_chunks_mut::<STEP_BYTES>();
-    for step in steps {
-        let (vectors, _) = step.as_chunks_mut::<VECTOR_BYTES>();
-        let mut blocks = [_mm512_setzero_si512(); VECTORS_PER_STEP];
-        for (block, bytes) in blocks.iter_mut().zip(vectors.iter()) {
-            // SAFETY: `bytes` is a 64-byte array, read whole; no alignment needed.
-            *block = unsafe { _mm512_loadu_si512(bytes.as_ptr().cast()) };
-        }
-        cipher_group::<ROUNDS, DECRYPT, VECTORS_PER_STEP>(&keys, &mut blocks);
-        for (block, bytes) in blocks.iter().zip(vectors) {
-            // SAFETY: `bytes` is a 64-byte array, written whole; no alignment needed.
-            unsafe { _mm512_storeu_si512(bytes.as_mut_ptr().cast(), *block) };
-        }
-    }
-
-    if rest.len() > SHORT_TAIL_VECTORS * VECTOR_BYTES {
-        masked_group::<ROUNDS, DECRYPT, VECTORS_PER_STEP>(&keys, rest);
-    } else if !rest.is_empty() {
-        masked_group::<ROUNDS, DECRYPT, SHORT_TAIL_VECTORS>(&keys, rest);
-    }
-}
-
-/// Runs one group of `WIDTH` vectors over `bytes` (at most `WIDTH * 64` of them) through
-/// byte-masked loads and stores, which neither touch nor fault on the bytes they mask off.
+/// Runs one group of `WIDTH` vectors over `bytes` (at most `WIDTH * 64` of them).
 #[inline]
 #[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
 fn masked_group<const ROUNDS: usize, const DECRYPT: bool, const WIDTH: usize>(
     keys: &[__m512i; MAX_ROUND_KEYS],
     bytes: &mut [u8],
 ) {
+    let mut blocks = masked_load::<WIDTH>(bytes);
+    cipher_group::<ROUNDS, DECRYPT, WIDTH>(keys, &mut blocks);
+    masked_store(bytes, &blocks);
+}
+
+/// Round keys 0..=`ROUNDS`, each broadcast to the four lanes of a zmm register (the rest
+/// zero), loaded once per call so that they stay in registers.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(super) fn broadcast_round_keys<const ROUNDS: usize>(
+    round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
+) -> [__m512i; MAX_ROUND_KEYS] {
+    let narrow = load_round_keys::<ROUNDS>(round_keys);
+    let mut keys = [_mm512_setzero_si512(); MAX_ROUND_KEYS];
+    for (wide, key) in keys.iter_mut().zip(narrow).take(ROUNDS + 1) {
+        *wide = _mm512_broadcast_i32x4(key);
+    }
+    keys
+}
+
+/// The vectors of one main-loop step.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(super) fn load_step(step: &[u8; STEP_BYTES]) -> [__m512i; VECTORS_PER_STEP] {
+    let (vectors, _) = step.as_chunks::<VECTOR_BYTES>();
+    let mut blocks = [_mm512_setzero_si512(); VECTORS_PER_STEP];
+    for (block, bytes) in blocks.iter_mut().zip(vectors) {
+        // SAFETY: `bytes` is a 64-byte array, read whole; no alignment needed.
+        *block = unsafe { _mm512_loadu_si512(bytes.as_ptr().cast()) };
+    }
+    blocks
+}
+
+/// Writes `blocks` over one main-loop step.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(super) fn store_step(step: &mut [u8; STEP_BYTES], blocks: &[__m512i; VECTORS_PER_STEP]) {
+    let (vectors, _) = step.as_chunks_mut::<VECTOR_BYTES>();
+    for (block, bytes) in blocks.iter().zip(vectors) {
+        // SAFETY: `bytes` is a 64-byte array, written whole; no alignment needed.
+        unsafe { _mm512_storeu_si512(bytes.as_mut_ptr().cast(), *block) };
+    }
+}
+
+/// Where vector `index` of a masked group over `length` bytes starts, and the mask of its
+/// bytes that lie inside them.
+#[inline(always)]
+fn masked_piece(index: usize, length: usize) -> (usize, __mmask64) {
+    let start = (index * VECTOR_BYTES).min(length);
+    (start, byte_mask((length - start).min(VECTOR_BYTES)))
+}
+
+/// Loads `bytes` (at most `WIDTH * 64` of them) into `WIDTH` vectors, zero past the end,
+/// through byte-masked loads, which neither touch nor fault on the bytes they mask off.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+pub(super) fn masked_load<const WIDTH: usize>(bytes: &[u8]) -> [__m512i; WIDTH] {
     debug_assert!(bytes.len() <= WIDTH * VECTOR_BYTES);
-    let length = bytes.len();
-    let piece = |index: usize| {
-        let start = (index * VECTOR_BYTES).min(length);
-        (start, byte_mask((length - start).min(VECTOR_BYTES)))
-    };
     let mut blocks = [_mm512_setzero_si512(); WIDTH];
     for (index, block) in blocks.iter_mut().enumerate() {
-        let (start, mask) = piece(index);
+        let (start, mask) = masked_piece(index, bytes.len());
         // SAFETY: `start <= bytes.len()`, so the pointer is inside `bytes` or one past its
         // end, and `mask` selects only bytes below `bytes.len()`; masked-off bytes are not
         // accessed.
         *block = unsafe { _mm512_maskz_loadu_epi8(mask, bytes.as_ptr().add(start).cast()) };
     }
-    cipher_group::<ROUNDS, DECRYPT, WIDTH>(keys, &mut blocks);
+    blocks
+}
+
+/// Stores the front of `blocks` over `bytes`, the inverse of [`masked_load`].
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+pub(super) fn masked_store<const WIDTH: usize>(bytes: &mut [u8], blocks: &[__m512i; WIDTH]) {
     for (index, block) in blocks.iter().enumerate() {
-        let (start, mask) = piece(index);
-        // SAFETY: as for the loads above.
+        let (start, mask) = masked_piece(index, bytes.len());
+        // SAFETY: as for `masked_load`.
         unsafe { _mm512_mask_storeu_epi8(bytes.as_mut_ptr().add(start).cast(), mask, *block) };
     }
 }
 
 /// The low `length` bits set, for `length` in 0..=64.
-#[inline]
+#[inline(always)]
 fn byte_mask(length: usize) -> __mmask64 {
     if length >= VECTOR_BYTES {
         u64::MAX
@@ -196,48 +218,21 @@ fn cipher_group<const ROUNDS: usize, const DECRYPT: bool, const WIDTH: usize>(
 // `keep_round_order` names each vector of a group as an `asm!` operand.
 const _: () = assert!(VECTORS_PER_STEP == 12 && SHORT_TAIL_VECTORS == 4);
 
-/// Makes the compiler issue a group round by round across all of its vectors (a group of
-/// 4 or 12; the CBC decryption kernel shares it); see
-/// `super::ctr_vaes512::keep_round_order` for why (LLVM otherwise may emit whole chains one
-/// after another, leaving too few in flight).
+/// Makes the compiler issue a group (of 4 or 12 vectors, in every VAES-512 kernel) round by
+/// round across all of its vectors.
+///
+/// Left alone, LLVM sometimes (AES-256 in particular) emits each vector's whole round chain
+/// before the next one's, to save registers. The out-of-order window then holds only a few
+/// chains at once and throughput falls to about 60%. An empty `asm!` that takes and returns
+/// every vector makes round r+1 of any vector depend on round r of all of them, which pins
+/// the round-major order and costs no instruction.
 #[inline]
 #[target_feature(enable = "avx512f")]
 pub(super) fn keep_round_order(blocks: &mut [__m512i]) {
     match blocks {
-        [b0, b1, b2, b3] => {
-            // SAFETY: the template is a comment: it executes nothing and leaves every
-            // register as it was.
-            unsafe {
-                core::arch::asm!(
-                    "/* {0} {1} {2} {3} */",
-                    inout(zmm_reg) * b0,
-                    inout(zmm_reg) * b1,
-                    inout(zmm_reg) * b2,
-                    inout(zmm_reg) * b3,
-                    options(pure, nomem, nostack, preserves_flags),
-                );
-            }
-        }
+        [b0, b1, b2, b3] => pin_round_order!(zmm_reg: b0, b1, b2, b3),
         [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11] => {
-            // SAFETY: as above.
-            unsafe {
-                core::arch::asm!(
-                    "/* {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} */",
-                    inout(zmm_reg) * b0,
-                    inout(zmm_reg) * b1,
-                    inout(zmm_reg) * b2,
-                    inout(zmm_reg) * b3,
-                    inout(zmm_reg) * b4,
-                    inout(zmm_reg) * b5,
-                    inout(zmm_reg) * b6,
-                    inout(zmm_reg) * b7,
-                    inout(zmm_reg) * b8,
-                    inout(zmm_reg) * b9,
-                    inout(zmm_reg) * b10,
-                    inout(zmm_reg) * b11,
-                    options(pure, nomem, nostack, preserves_flags),
-                );
-            }
+            pin_round_order!(zmm_reg: b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11)
         }
         other => unreachable!("no round-order barrier for {} vectors", other.len()),
     }
@@ -245,11 +240,8 @@ pub(super) fn keep_round_order(blocks: &mut [__m512i]) {
 
 #[cfg(test)]
 pub(super) mod tests {
-    use rand::rngs::StdRng;
-    use rand::{Rng, SeedableRng};
-
     use crate::aes::fast::{EcbPath, FastAes};
-    use crate::test_vectors::single_record;
+    use crate::test_vectors::{assert_same_bytes, random_cases, single_record};
     use crate::BlockCipher;
 
     /// Runs `path` both ways on `input` and compares with the `aes` crate's block
@@ -279,37 +271,24 @@ pub(super) mod tests {
     }
 
     fn assert_same(path: EcbPath, what: &str, actual: &[u8], expected: &[u8]) {
-        if actual != expected {
-            let first = actual
-                .iter()
-                .zip(expected)
-                .position(|(a, b)| a != b)
-                .unwrap_or(0);
-            panic!(
-                "{path:?} {what}: {} bytes: first difference at byte {first}",
-                expected.len()
-            );
-        }
+        assert_same_bytes(actual, expected, format_args!("{path:?} {what}"));
     }
 
     /// Random keys of all three sizes, every whole-block length up to 1600 bytes (past two
     /// main-loop steps of 768 bytes, so that each step count meets both tail widths and
     /// every tail length) and a few large ones.
     fn agrees_with_crate(path: EcbPath) {
-        let mut rng = StdRng::seed_from_u64(0xECB0_0512);
         let large = [64 * 1024 + 16, 1024 * 1024 + 48];
-        for key_length in [16, 24, 32] {
-            let mut key = vec![0u8; key_length];
-            rng.fill_bytes(&mut key);
-            let cipher = FastAes::new(&key);
-            for length in (0..=1600).step_by(16).chain(large) {
-                let mut input = vec![0u8; length];
-                rng.fill_bytes(&mut input);
-                if !check_case(path, &cipher, &input) {
-                    eprintln!("{path:?} kernel not available on this CPU; skipped");
-                    return;
-                }
-            }
+        let lengths = (0..=1600).step_by(16).chain(large);
+        let all_ran = random_cases(
+            0xECB0_0512,
+            &[16, 24, 32],
+            lengths,
+            FastAes::new,
+            |cipher, input, _| check_case(path, cipher, input),
+        );
+        if !all_ran {
+            eprintln!("{path:?} kernel not available on this CPU; skipped");
         }
     }
 

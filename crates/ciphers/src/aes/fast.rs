@@ -20,6 +20,17 @@ use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::BlockCipher;
 
+/// Whether this CPU has every one of the named features (never, off x86-64).
+macro_rules! cpu_has {
+    ($($feature:tt),+) => {{
+        #[cfg(target_arch = "x86_64")]
+        let has = true $(&& std::arch::is_x86_feature_detected!($feature))+;
+        #[cfg(not(target_arch = "x86_64"))]
+        let has = false;
+        has
+    }};
+}
+
 /// One of the three AES key sizes through the `aes` crate, key schedule wiped on drop (crate
 /// feature `zeroize`).
 enum CrateCipher {
@@ -204,6 +215,25 @@ mod aesni_expansion {
         _mm_set1_epi32(i32::from(value))
     }
 
+    /// `aeskeygenassist` of `vector` with a zero round constant, the dword `SHUFFLE` picks
+    /// broadcast to all four.
+    #[inline]
+    #[target_feature(enable = "aes")]
+    fn assist<const SHUFFLE: i32>(vector: __m128i) -> __m128i {
+        _mm_shuffle_epi32::<SHUFFLE>(_mm_aeskeygenassist_si128::<0>(vector))
+    }
+
+    /// The first four words of the next group: those of `previous` prefix-XORed, with the
+    /// broadcast `assist` and the round constant XORed in.
+    #[inline]
+    #[target_feature(enable = "aes")]
+    fn next_group(previous: __m128i, assist: __m128i, constant: u8) -> __m128i {
+        _mm_xor_si128(
+            _mm_xor_si128(prefix_xor(previous), round_constant(constant)),
+            assist,
+        )
+    }
+
     /// Loads 16 bytes from the front of `bytes`.
     #[inline]
     #[target_feature(enable = "aes")]
@@ -247,11 +277,7 @@ mod aesni_expansion {
         let mut constant = 1u8;
         for round in 1..=10 {
             // The previous group's last word is dword 3: RotWord(SubWord) is dword 3.
-            let assist = _mm_shuffle_epi32::<0xFF>(_mm_aeskeygenassist_si128::<0>(group));
-            group = _mm_xor_si128(
-                _mm_xor_si128(prefix_xor(group), round_constant(constant)),
-                assist,
-            );
+            group = next_group(group, assist::<0xFF>(group), constant);
             store(schedule, 16 * round, group);
             constant = super::multiply_by_x(constant);
         }
@@ -273,11 +299,7 @@ mod aesni_expansion {
         for group in 1..=8 {
             // The previous group's last word is dword 1 of `back`: RotWord(SubWord) is
             // dword 1.
-            let assist = _mm_shuffle_epi32::<0x55>(_mm_aeskeygenassist_si128::<0>(back));
-            front = _mm_xor_si128(
-                _mm_xor_si128(prefix_xor(front), round_constant(constant)),
-                assist,
-            );
+            front = next_group(front, assist::<0x55>(back), constant);
             store(schedule, 24 * group, front);
             if group == 8 {
                 break;
@@ -313,18 +335,13 @@ mod aesni_expansion {
         // 60 words: seven more groups of eight, the last one cut to its first four.
         for group in 1..=7 {
             // Word 7 of the previous group is dword 3 of `back`: RotWord(SubWord) is dword 3.
-            let assist = _mm_shuffle_epi32::<0xFF>(_mm_aeskeygenassist_si128::<0>(back));
-            front = _mm_xor_si128(
-                _mm_xor_si128(prefix_xor(front), round_constant(constant)),
-                assist,
-            );
+            front = next_group(front, assist::<0xFF>(back), constant);
             store(schedule, 32 * group, front);
             if group == 7 {
                 break;
             }
             // Word 4 takes SubWord (no RotWord, no constant) of word 3: dword 2.
-            let assist = _mm_shuffle_epi32::<0xAA>(_mm_aeskeygenassist_si128::<0>(front));
-            back = _mm_xor_si128(prefix_xor(back), assist);
+            back = _mm_xor_si128(prefix_xor(back), assist::<0xAA>(front));
             store(schedule, 32 * group + 16, back);
             constant = super::multiply_by_x(constant);
         }
@@ -342,39 +359,16 @@ pub(super) enum CtrPath {
     None,
 }
 
-impl CtrPath {
-    /// The fastest kernel whose features this CPU has.
-    fn detect() -> Self {
-        if Self::Vaes512.is_available() {
-            CtrPath::Vaes512
-        } else if Self::AesNi.is_available() {
-            CtrPath::AesNi
-        } else {
-            CtrPath::None
-        }
-    }
+impl KernelPath for CtrPath {
+    const PREFERENCE: &'static [Self] = &[CtrPath::Vaes512, CtrPath::AesNi];
+    const FALLBACK: Self = CtrPath::None;
 
-    /// Whether this CPU has every feature the kernel enables.
     fn is_available(self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected;
-            match self {
-                CtrPath::Vaes512 => {
-                    is_x86_feature_detected!("aes")
-                        && is_x86_feature_detected!("vaes")
-                        && is_x86_feature_detected!("avx512f")
-                        && is_x86_feature_detected!("avx512bw")
-                }
-                CtrPath::AesNi => {
-                    is_x86_feature_detected!("aes") && is_x86_feature_detected!("ssse3")
-                }
-                CtrPath::None => false,
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            false
+        match self {
+            CtrPath::Vaes512 => cpu_has!("aes", "vaes", "avx512f", "avx512bw"),
+            // SSSE3 for the byte shuffle that turns counters into blocks.
+            CtrPath::AesNi => cpu_has!("aes", "ssse3"),
+            CtrPath::None => false,
         }
     }
 }
@@ -388,21 +382,13 @@ pub(super) enum EcbPath {
     Crate,
 }
 
-impl EcbPath {
-    fn detect() -> Self {
-        if Self::Vaes512.is_available() {
-            EcbPath::Vaes512
-        } else {
-            EcbPath::Crate
-        }
-    }
+impl KernelPath for EcbPath {
+    const PREFERENCE: &'static [Self] = &[EcbPath::Vaes512];
+    const FALLBACK: Self = EcbPath::Crate;
 
     fn is_available(self) -> bool {
-        match self {
-            // The same features as the VAES-512 CTR kernel.
-            EcbPath::Vaes512 => CtrPath::Vaes512.is_available(),
-            EcbPath::Crate => true,
-        }
+        // The VAES-512 kernels all enable the same features.
+        self == EcbPath::Crate || CtrPath::Vaes512.is_available()
     }
 }
 
@@ -417,28 +403,32 @@ pub(super) enum CbcPath {
     None,
 }
 
-impl CbcPath {
-    fn detect() -> Self {
-        if Self::AesNi.is_available() {
-            CbcPath::AesNi
-        } else {
-            CbcPath::None
-        }
-    }
+impl KernelPath for CbcPath {
+    const PREFERENCE: &'static [Self] = &[CbcPath::AesNi];
+    const FALLBACK: Self = CbcPath::None;
 
     fn is_available(self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected;
-            match self {
-                CbcPath::AesNi => is_x86_feature_detected!("aes"),
-                CbcPath::None => false,
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            false
-        }
+        self == CbcPath::AesNi && cpu_has!("aes")
+    }
+}
+
+/// A choice among kernels for one operation, made once per key from the CPU's features.
+pub(super) trait KernelPath: Copy + 'static {
+    /// The kernels, fastest first.
+    const PREFERENCE: &'static [Self];
+    /// What runs when this CPU has none of them.
+    const FALLBACK: Self;
+
+    /// Whether this CPU has every feature the kernel enables.
+    fn is_available(self) -> bool;
+
+    /// The fastest kernel whose features this CPU has.
+    fn detect() -> Self {
+        Self::PREFERENCE
+            .iter()
+            .copied()
+            .find(|path| path.is_available())
+            .unwrap_or(Self::FALLBACK)
     }
 }
 
@@ -556,20 +546,29 @@ impl FastAes {
                     blocks.len().is_multiple_of(16),
                     "AES input is not a whole number of blocks"
                 );
-                if decrypt {
+                use super::ecb_vaes512::ecb;
+                let keys = if decrypt {
+                    self.ecb_decrypt_keys.get_or_init(|| {
+                        // SAFETY: the caller guarantees the kernel's features, AES-NI among
+                        // them.
+                        Box::new(unsafe {
+                            super::ecb_vaes512::inverse_round_keys(&self.round_keys)
+                        })
+                    })
+                } else {
+                    &self.round_keys
+                };
+                with_rounds!(keys.rounds, ROUNDS => {
                     // SAFETY: the caller guarantees the kernel's features; the kernel reads
                     // and writes only inside `blocks`.
                     unsafe {
-                        let inverse_keys = self.ecb_decrypt_keys.get_or_init(|| {
-                            Box::new(super::ecb_vaes512::inverse_round_keys(&self.round_keys))
-                        });
-                        super::ecb_vaes512::decrypt(inverse_keys, blocks);
+                        if decrypt {
+                            ecb::<ROUNDS, true>(&keys.keys, blocks);
+                        } else {
+                            ecb::<ROUNDS, false>(&keys.keys, blocks);
+                        }
                     }
-                } else {
-                    // SAFETY: the caller guarantees the kernel's features; the kernel reads
-                    // and writes only inside `blocks`.
-                    unsafe { super::ecb_vaes512::encrypt(&self.round_keys, blocks) };
-                }
+                });
             }
             _ if decrypt => self.crate_decrypt_blocks(blocks),
             _ => self.crate_encrypt_blocks(blocks),
@@ -590,10 +589,18 @@ impl FastAes {
         match self.ecb_path {
             #[cfg(target_arch = "x86_64")]
             EcbPath::Vaes512 => {
-                // SAFETY: `ecb_path` came from `EcbPath::detect`, so this CPU has the VAES-512
-                // features; the kernel reads `previous` and reads and writes only inside
-                // `data`.
-                unsafe { super::cbc_vaes512::cbc_decrypt(&self.round_keys, previous, data) };
+                with_rounds!(self.round_keys.rounds, ROUNDS => {
+                    // SAFETY: `ecb_path` came from `EcbPath::detect`, so this CPU has the
+                    // VAES-512 features; the kernel reads `previous` and reads and writes only
+                    // inside `data`.
+                    unsafe {
+                        super::cbc_vaes512::cbc_decrypt::<ROUNDS>(
+                            &self.round_keys.keys,
+                            previous,
+                            data,
+                        );
+                    }
+                });
                 true
             }
             _ => false,
@@ -627,12 +634,17 @@ impl FastAes {
         assert!(rest.is_empty(), "CBC input is not a whole number of blocks");
         match path {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: the caller guarantees the kernel's features; the kernel reads and
-            // writes only `chain` and `blocks`.
-            CbcPath::AesNi => unsafe {
-                super::cbc_aesni::cbc_encrypt(&self.round_keys, chain, blocks);
+            CbcPath::AesNi => {
+                with_rounds!(self.round_keys.rounds, ROUNDS => {
+                    // SAFETY: the caller guarantees the kernel's features; the kernel reads
+                    // and writes only `chain` and `blocks`.
+                    unsafe {
+                        let keys = &self.round_keys.keys;
+                        super::cbc_aesni::cbc_encrypt::<ROUNDS>(keys, chain, blocks);
+                    }
+                });
                 true
-            },
+            }
             _ => {
                 // See `run_ctr_kernel`: keeps other architectures free of unused warnings.
                 let _ = (&self.round_keys, chain, blocks);
@@ -662,18 +674,28 @@ impl FastAes {
     unsafe fn run_ctr_kernel(&self, path: CtrPath, counter: &[u8; 16], data: &mut [u8]) -> bool {
         match path {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: the caller guarantees the kernel's features; the kernel reads and
-            // writes only inside `data`.
-            CtrPath::Vaes512 => unsafe {
-                super::ctr_vaes512::ctr32_xor(&self.round_keys, counter, data);
+            CtrPath::Vaes512 => {
+                with_rounds!(self.round_keys.rounds, ROUNDS => {
+                    // SAFETY: the caller guarantees the kernel's features; the kernel reads
+                    // and writes only inside `data`.
+                    unsafe {
+                        let keys = &self.round_keys.keys;
+                        super::ctr_vaes512::ctr32_xor::<ROUNDS>(keys, counter, data);
+                    }
+                });
                 true
-            },
+            }
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: as above.
-            CtrPath::AesNi => unsafe {
-                super::ctr_aesni::ctr32_xor(&self.round_keys, counter, data);
+            CtrPath::AesNi => {
+                with_rounds!(self.round_keys.rounds, ROUNDS => {
+                    // SAFETY: as above.
+                    unsafe {
+                        let keys = &self.round_keys.keys;
+                        super::ctr_aesni::ctr32_xor::<ROUNDS>(keys, counter, data);
+                    }
+                });
                 true
-            },
+            }
             _ => {
                 // No kernel for this path or architecture; naming the operands keeps builds
                 // for other architectures free of unused-value warnings.

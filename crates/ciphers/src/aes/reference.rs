@@ -111,37 +111,28 @@ const fn column_word(byte0: u8, byte1: u8, byte2: u8, byte3: u8) -> u32 {
 /// `Te1..Te3` are that word rotated right by 8, 16 and 24 bits, for input rows 1..3, so that a
 /// full round is four lookups and four XORs per output column.
 const fn build_encryption_tables(sbox: &[u8; 256]) -> [[u32; 256]; 4] {
-    let mut tables = [[0u32; 256]; 4];
-    let mut index = 0;
-    while index < 256 {
-        let substituted = sbox[index];
-        let word = column_word(
-            gf_multiply(substituted, 2),
-            substituted,
-            substituted,
-            gf_multiply(substituted, 3),
-        );
-        tables[0][index] = word;
-        tables[1][index] = word.rotate_right(8);
-        tables[2][index] = word.rotate_right(16);
-        tables[3][index] = word.rotate_right(24);
-        index += 1;
-    }
-    tables
+    build_tables(sbox, [2, 1, 1, 3])
 }
 
 /// `Td0[x]` is InvMixColumns applied to the column (S⁻¹[x], 0, 0, 0): (14·s, 9·s, 13·s, 11·s);
 /// `Td1..Td3` are its byte rotations, as for encryption.
 const fn build_decryption_tables(inverse_sbox: &[u8; 256]) -> [[u32; 256]; 4] {
+    build_tables(inverse_sbox, [14, 9, 13, 11])
+}
+
+/// Table 0 maps x to the column (c0·s, c1·s, c2·s, c3·s) for s = `sbox[x]` and `column` =
+/// (c0, c1, c2, c3), the first column of (Inv)MixColumns; tables 1..3 are that word rotated
+/// right by 8, 16 and 24 bits.
+const fn build_tables(sbox: &[u8; 256], column: [u8; 4]) -> [[u32; 256]; 4] {
     let mut tables = [[0u32; 256]; 4];
     let mut index = 0;
     while index < 256 {
-        let substituted = inverse_sbox[index];
+        let substituted = sbox[index];
         let word = column_word(
-            gf_multiply(substituted, 14),
-            gf_multiply(substituted, 9),
-            gf_multiply(substituted, 13),
-            gf_multiply(substituted, 11),
+            gf_multiply(substituted, column[0]),
+            gf_multiply(substituted, column[1]),
+            gf_multiply(substituted, column[2]),
+            gf_multiply(substituted, column[3]),
         );
         tables[0][index] = word;
         tables[1][index] = word.rotate_right(8);
@@ -301,112 +292,73 @@ impl ReferenceAes {
     }
 
     fn encrypt_block(&self, block: &mut [u8; BLOCK_SIZE]) {
-        let keys = &self.encryption_round_keys;
-        let [te0, te1, te2, te3] = &ENCRYPTION_TABLES;
-        let mut state = load_state(block);
-        for (column, word) in state.iter_mut().enumerate() {
-            *word ^= keys[column];
-        }
-        for round in 1..self.rounds {
-            let [s0, s1, s2, s3] = state;
-            let key = &keys[4 * round..4 * round + 4];
-            // Output column c takes row r from input column c + r: ShiftRows folded into the
-            // choice of inputs, SubBytes and MixColumns into the tables.
-            state = [
-                te0[byte_of(s0, 0)]
-                    ^ te1[byte_of(s1, 1)]
-                    ^ te2[byte_of(s2, 2)]
-                    ^ te3[byte_of(s3, 3)]
-                    ^ key[0],
-                te0[byte_of(s1, 0)]
-                    ^ te1[byte_of(s2, 1)]
-                    ^ te2[byte_of(s3, 2)]
-                    ^ te3[byte_of(s0, 3)]
-                    ^ key[1],
-                te0[byte_of(s2, 0)]
-                    ^ te1[byte_of(s3, 1)]
-                    ^ te2[byte_of(s0, 2)]
-                    ^ te3[byte_of(s1, 3)]
-                    ^ key[2],
-                te0[byte_of(s3, 0)]
-                    ^ te1[byte_of(s0, 1)]
-                    ^ te2[byte_of(s1, 2)]
-                    ^ te3[byte_of(s2, 3)]
-                    ^ key[3],
-            ];
-        }
-        let [s0, s1, s2, s3] = state;
-        let key = &keys[4 * self.rounds..4 * self.rounds + 4];
-        let last_round = |a: u32, b: u32, c: u32, d: u32| {
-            column_word(
-                SBOX[byte_of(a, 0)],
-                SBOX[byte_of(b, 1)],
-                SBOX[byte_of(c, 2)],
-                SBOX[byte_of(d, 3)],
-            )
-        };
-        state = [
-            last_round(s0, s1, s2, s3) ^ key[0],
-            last_round(s1, s2, s3, s0) ^ key[1],
-            last_round(s2, s3, s0, s1) ^ key[2],
-            last_round(s3, s0, s1, s2) ^ key[3],
-        ];
-        store_state(block, state);
+        table_rounds::<false>(
+            &self.encryption_round_keys,
+            self.rounds,
+            &ENCRYPTION_TABLES,
+            &SBOX,
+            block,
+        );
     }
 
     fn decrypt_block(&self, block: &mut [u8; BLOCK_SIZE]) {
-        let keys = &self.decryption_round_keys;
-        let [td0, td1, td2, td3] = &DECRYPTION_TABLES;
-        let mut state = load_state(block);
-        for (column, word) in state.iter_mut().enumerate() {
-            *word ^= keys[column];
-        }
-        for round in 1..self.rounds {
-            let [s0, s1, s2, s3] = state;
-            let key = &keys[4 * round..4 * round + 4];
-            // InvShiftRows moves row r right by r, so output column c takes row r from input
-            // column c - r.
-            state = [
-                td0[byte_of(s0, 0)]
-                    ^ td1[byte_of(s3, 1)]
-                    ^ td2[byte_of(s2, 2)]
-                    ^ td3[byte_of(s1, 3)]
-                    ^ key[0],
-                td0[byte_of(s1, 0)]
-                    ^ td1[byte_of(s0, 1)]
-                    ^ td2[byte_of(s3, 2)]
-                    ^ td3[byte_of(s2, 3)]
-                    ^ key[1],
-                td0[byte_of(s2, 0)]
-                    ^ td1[byte_of(s1, 1)]
-                    ^ td2[byte_of(s0, 2)]
-                    ^ td3[byte_of(s3, 3)]
-                    ^ key[2],
-                td0[byte_of(s3, 0)]
-                    ^ td1[byte_of(s2, 1)]
-                    ^ td2[byte_of(s1, 2)]
-                    ^ td3[byte_of(s0, 3)]
-                    ^ key[3],
-            ];
-        }
-        let [s0, s1, s2, s3] = state;
-        let key = &keys[4 * self.rounds..4 * self.rounds + 4];
-        let last_round = |a: u32, b: u32, c: u32, d: u32| {
-            column_word(
-                INVERSE_SBOX[byte_of(a, 0)],
-                INVERSE_SBOX[byte_of(b, 1)],
-                INVERSE_SBOX[byte_of(c, 2)],
-                INVERSE_SBOX[byte_of(d, 3)],
-            )
-        };
-        state = [
-            last_round(s0, s3, s2, s1) ^ key[0],
-            last_round(s1, s0, s3, s2) ^ key[1],
-            last_round(s2, s1, s0, s3) ^ key[2],
-            last_round(s3, s2, s1, s0) ^ key[3],
-        ];
-        store_state(block, state);
+        table_rounds::<true>(
+            &self.decryption_round_keys,
+            self.rounds,
+            &DECRYPTION_TABLES,
+            &INVERSE_SBOX,
+            block,
+        );
     }
+}
+
+/// Every round of the cipher (`INVERSE`: of the equivalent inverse cipher) on one block, with
+/// the matching tables and S-box. Both directions have the same structure and differ only in
+/// where a row comes from: ShiftRows moves row r left by r, so output column c takes row r
+/// from input column c + r; InvShiftRows moves it right, so from column c - r. Inlined with
+/// `INVERSE` constant so that every column index is a constant, as in the kernels.
+#[inline(always)]
+fn table_rounds<const INVERSE: bool>(
+    keys: &[u32; MAX_ROUND_KEY_WORDS],
+    rounds: usize,
+    tables: &[[u32; 256]; 4],
+    sbox: &[u8; 256],
+    block: &mut [u8; BLOCK_SIZE],
+) {
+    let source_column = |column: usize, row: usize| {
+        if INVERSE {
+            (column + 4 - row) % 4
+        } else {
+            (column + row) % 4
+        }
+    };
+    let mut state = load_state(block);
+    for (column, word) in state.iter_mut().enumerate() {
+        *word ^= keys[column];
+    }
+    for round in 1..rounds {
+        let key = &keys[4 * round..4 * round + 4];
+        // SubBytes and MixColumns are folded into the tables, the row shift into the choice
+        // of inputs.
+        state = core::array::from_fn(|column| {
+            tables[0][byte_of(state[source_column(column, 0)], 0)]
+                ^ tables[1][byte_of(state[source_column(column, 1)], 1)]
+                ^ tables[2][byte_of(state[source_column(column, 2)], 2)]
+                ^ tables[3][byte_of(state[source_column(column, 3)], 3)]
+                ^ key[column]
+        });
+    }
+    // The last round has no MixColumns: bytes through the S-box alone.
+    let key = &keys[4 * rounds..4 * rounds + 4];
+    state = core::array::from_fn(|column| {
+        column_word(
+            sbox[byte_of(state[source_column(column, 0)], 0)],
+            sbox[byte_of(state[source_column(column, 1)], 1)],
+            sbox[byte_of(state[source_column(column, 2)], 2)],
+            sbox[byte_of(state[source_column(column, 3)], 3)],
+        ) ^ key[column]
+    });
+    store_state(block, state);
 }
 
 fn load_state(block: &[u8; BLOCK_SIZE]) -> [u32; 4] {

@@ -12,16 +12,6 @@
 /// 16 would carry into the next kept bit of a full 128-bit product.
 const CLASSES: usize = 5;
 
-const fn class_masks_64() -> [u64; CLASSES] {
-    let mut masks = [0u64; CLASSES];
-    let mut bit = 0;
-    while bit < 64 {
-        masks[bit % CLASSES] |= 1 << bit;
-        bit += 1;
-    }
-    masks
-}
-
 const fn class_masks_128() -> [u128; CLASSES] {
     let mut masks = [0u128; CLASSES];
     let mut bit = 0;
@@ -32,8 +22,17 @@ const fn class_masks_128() -> [u128; CLASSES] {
     masks
 }
 
-const MASKS_64: [u64; CLASSES] = class_masks_64();
 const MASKS_128: [u128; CLASSES] = class_masks_128();
+// A bit's class is its index modulo `CLASSES`, so the classes of a 64-bit word are the low
+// halves of the 128-bit ones (the literal has one entry per class: it stops compiling if
+// `CLASSES` changes).
+const MASKS_64: [u64; CLASSES] = [
+    MASKS_128[0] as u64,
+    MASKS_128[1] as u64,
+    MASKS_128[2] as u64,
+    MASKS_128[3] as u64,
+    MASKS_128[4] as u64,
+];
 
 /// Carry-less product of two 64-bit polynomials (bit `i` is the coefficient of `y^i`).
 #[inline]

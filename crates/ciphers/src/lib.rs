@@ -11,6 +11,8 @@
 //! are, so that the kernels have a CPU twin to be compared with. Blowfish and RC6 are our
 //! own code on both paths (portable, AVX2 and AVX-512 for RC6).
 
+#![warn(missing_docs)]
+
 pub mod aes;
 pub mod blowfish;
 pub mod rc6;
@@ -69,13 +71,19 @@ pub trait BlockCipher: Send + Sync {
 /// The cipher algorithms parcrypt knows, with their key size where it is fixed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
+    /// AES with a 16-byte (128-bit) key.
     Aes128,
+    /// AES with a 24-byte (192-bit) key.
     Aes192,
+    /// AES with a 32-byte (256-bit) key.
     Aes256,
     /// Blowfish with a key of 4 to 56 bytes.
     Blowfish,
+    /// RC6 (20 rounds, 128-bit blocks) with a 16-byte (128-bit) key.
     Rc6_128,
+    /// RC6 (20 rounds, 128-bit blocks) with a 24-byte (192-bit) key.
     Rc6_192,
+    /// RC6 (20 rounds, 128-bit blocks) with a 32-byte (256-bit) key.
     Rc6_256,
 }
 
@@ -92,15 +100,20 @@ pub enum Implementation {
 /// Why a cipher could not be created.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KeyError {
+    /// The key's length is not one the algorithm accepts.
     #[error("{algorithm} needs a key of {expected}, got {got} bytes")]
     WrongLength {
+        /// The algorithm the key was meant for.
         algorithm: Algorithm,
+        /// The accepted length in words, for the message ("16 bytes", "4 to 56 bytes").
         expected: &'static str,
+        /// The length of the key that was given, in bytes.
         got: usize,
     },
 }
 
 impl Algorithm {
+    /// Every algorithm, in the stable order used by help texts, name lookup and tests.
     pub const ALL: [Algorithm; 7] = [
         Algorithm::Aes128,
         Algorithm::Aes192,

@@ -5,113 +5,185 @@ use parcrypt_ciphers::KeyError;
 /// Why a GPU operation could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum GpuError {
+    /// The OpenCL loader library (libOpenCL) could not be loaded.
     #[error(
         "no OpenCL library: could not load {looked_for} ({reason}). Install an OpenCL loader \
          and driver (Debian/Ubuntu: `apt install ocl-icd-libopencl1` plus `pocl-opencl-icd` \
          for the CPU or your GPU vendor's OpenCL driver), or set OPENCL_DYLIB_PATH to the \
          library's path"
     )]
-    NoOpenClLibrary { looked_for: String, reason: String },
+    NoOpenClLibrary {
+        /// The library file names or path that were tried.
+        looked_for: String,
+        /// The loader's own explanation of why loading failed.
+        reason: String,
+    },
 
+    /// libOpenCL loaded, but no OpenCL driver (platform) is registered with it.
     #[error(
         "no OpenCL platform: libOpenCL loaded, but it found no driver (ICD) registered in \
          /etc/OpenCL/vendors or OCL_ICD_VENDORS ({code}). Install one, e.g. `pocl-opencl-icd` \
          for the CPU or your GPU vendor's OpenCL driver"
     )]
-    NoPlatform { code: String },
+    NoPlatform {
+        /// The OpenCL error code and its name, or a note that the list came back empty.
+        code: String,
+    },
 
+    /// The OpenCL device index asked for is past the end of the device list.
     #[error("no OpenCL device number {index}: this machine has {count} (see `parcrypt devices`)")]
-    NoDevice { index: usize, count: usize },
+    NoDevice {
+        /// The device index that was asked for, counted from 0.
+        index: usize,
+        /// How many OpenCL devices the machine has.
+        count: usize,
+    },
 
+    /// The OpenCL driver failed to compile the kernel source for a device.
     #[error(
         "the OpenCL compiler for {device} rejected the kernels (build options `{options}`). \
          Full build log:\n{log}"
     )]
     Build {
+        /// The device's name as the driver reports it.
         device: String,
+        /// The build options (`-D` defines and flags) passed to the compiler.
         options: String,
+        /// The compiler's whole build log.
         log: String,
     },
 
+    /// A compiled kernel gave a wrong result on a known test vector, so the device is
+    /// refused.
     #[error(
         "kernel self-test failed on {device}: {kernel} on the {vector} vector gave {got}, \
          expected {expected}. This device's results cannot be trusted, so parcrypt refuses \
          it; update its driver or use another backend"
     )]
     SelfTest {
+        /// The device's name.
         device: String,
+        /// The name of the kernel that gave the wrong result.
         kernel: &'static str,
+        /// Where the test vector comes from (for example "FIPS-197 C.1 (AES-128)").
         vector: &'static str,
+        /// The correct output, in hexadecimal.
         expected: String,
+        /// The output the device produced, in hexadecimal.
         got: String,
     },
 
+    /// The OpenCL device stores words big-endian, which the kernels do not support.
     #[error("{device} is a big-endian device; parcrypt's kernels need a little-endian one")]
-    BigEndianDevice { device: String },
+    BigEndianDevice {
+        /// The device's name.
+        device: String,
+    },
 
+    /// An OpenCL call returned an error code.
     #[error("OpenCL call {call} failed: {code}")]
-    Api { call: &'static str, code: String },
+    Api {
+        /// The name of the OpenCL function that failed (for example `clEnqueueNDRangeKernel`).
+        call: &'static str,
+        /// The error code's name and number.
+        code: String,
+    },
 
+    /// The CUDA driver library (libcuda) could not be loaded.
     #[error(
         "no CUDA driver: could not load {looked_for}. Install the NVIDIA driver (it brings \
          libcuda), or make its folder visible through LD_LIBRARY_PATH; use another backend \
          on machines without an NVIDIA GPU"
     )]
-    NoCudaDriver { looked_for: String },
+    NoCudaDriver {
+        /// The library file names that were tried.
+        looked_for: String,
+    },
 
+    /// The NVRTC run-time compiler library could not be loaded, so no CUDA kernels can be
+    /// built.
     #[error(
         "NVRTC not found: could not load {looked_for}, which compiles the CUDA kernels at run \
          time. `pip install nvidia-cuda-nvrtc==13.0.88` and put its lib folder \
          (site-packages/nvidia/cu13/lib) on LD_LIBRARY_PATH, or install the CUDA toolkit and \
          put its lib64 folder there"
     )]
-    NoNvrtc { looked_for: String },
+    NoNvrtc {
+        /// The library file names that were tried.
+        looked_for: String,
+    },
 
+    /// The CUDA device index asked for does not exist, or the driver could not start.
     #[error(
         "no CUDA device number {index}: the CUDA driver sees {count}{detail} (see `parcrypt \
          devices`)"
     )]
     NoCudaDevice {
+        /// The device index that was asked for, counted from 0.
         index: usize,
+        /// How many devices the CUDA driver sees.
         count: usize,
+        /// Why the driver sees none, starting with ": " (empty when the index is simply
+        /// out of range).
         detail: String,
     },
 
+    /// NVRTC failed to compile the kernel source for a GPU architecture.
     #[error(
         "NVRTC rejected the kernels for {arch} ({result}; options `{options}`). Full log:\n{log}"
     )]
     NvrtcCompile {
+        /// The GPU architecture compiled for (for example `sm_90`).
         arch: String,
+        /// The compiler options, joined by spaces.
         options: String,
+        /// NVRTC's result code.
         result: String,
+        /// NVRTC's whole compile log.
         log: String,
     },
 
+    /// A CUDA driver or NVRTC call returned an error.
     #[error("CUDA call {call} failed: {code}")]
-    Cuda { call: &'static str, code: String },
+    Cuda {
+        /// The name of the CUDA function that failed (for example `cuMemAlloc`).
+        call: &'static str,
+        /// The error code, with the driver's description where it gives one.
+        code: String,
+    },
 
+    /// The key does not fit the cipher.
     #[error(transparent)]
     Key(#[from] KeyError),
 
+    /// The caller's request is malformed (lengths, counts or settings out of range); holds
+    /// the whole message.
     #[error("{0}")]
     InvalidInput(String),
 
+    /// The backend has no device path for this operation; the caller falls back to the CPU.
     #[error(
         "the {api} backend cannot run {operation} on the device; the caller runs it on the \
          CPU instead"
     )]
     Unsupported {
+        /// The GPU programming interface that was asked.
         api: crate::GpuApi,
+        /// What it cannot do, in words (for example "GHASH").
         operation: &'static str,
     },
 
+    /// Support for this GPU programming interface was left out at compile time.
     #[error(
         "{title} is not in this build (built without the `{name}` feature); rebuild with \
          `--features {name}` or use another backend",
         title = .api.title(),
         name = .api.name()
     )]
-    NotInThisBuild { api: crate::GpuApi },
+    NotInThisBuild {
+        /// The GPU programming interface whose cargo feature was off.
+        api: crate::GpuApi,
+    },
 }
 
 #[cfg(feature = "opencl")]

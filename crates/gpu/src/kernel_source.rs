@@ -32,15 +32,20 @@ fn with_header(header: &str) -> String {
 /// Which kernels serve a cipher.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CipherFamily {
+    /// AES with any key size.
     Aes,
+    /// Blowfish.
     Blowfish,
+    /// RC6 with any key size.
     Rc6,
 }
 
 impl CipherFamily {
+    /// Every family, in a stable order.
     pub const ALL: [CipherFamily; 3] =
         [CipherFamily::Aes, CipherFamily::Blowfish, CipherFamily::Rc6];
 
+    /// The family whose kernels run `algorithm`.
     pub fn of(algorithm: Algorithm) -> Self {
         match algorithm {
             Algorithm::Aes128 | Algorithm::Aes192 | Algorithm::Aes256 => CipherFamily::Aes,
@@ -53,13 +58,18 @@ impl CipherFamily {
 /// What a kernel does to its blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KernelOperation {
+    /// Encrypt every block on its own (ECB).
     EcbEncrypt,
+    /// Decrypt every block on its own (ECB).
     EcbDecrypt,
+    /// XOR the encrypted counter blocks into the data (CTR, encryption and decryption).
     Ctr,
+    /// Decrypt every block and XOR the ciphertext block before it (CBC decryption).
     CbcDecrypt,
 }
 
 impl KernelOperation {
+    /// Every operation, in a stable order.
     pub const ALL: [KernelOperation; 4] = [
         KernelOperation::EcbEncrypt,
         KernelOperation::EcbDecrypt,
@@ -143,8 +153,12 @@ const BLOWFISH_BYTES_PER_COPY: u64 = 1024 * 4;
 /// fit. Each count is a power of two from 1 to 32.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TableCopies {
+    /// Copies of the AES encryption table (Te0, 1 KiB each).
     pub aes_encrypt: u32,
+    /// Copies of the AES decryption tables (Td0 plus the packed inverse S-box, 1.25 KiB
+    /// each).
     pub aes_decrypt: u32,
+    /// Copies of the four Blowfish S-boxes (4 KiB each).
     pub blowfish: u32,
 }
 

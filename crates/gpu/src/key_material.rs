@@ -71,6 +71,7 @@ impl KeyMaterial {
         })
     }
 
+    /// The algorithm whose key schedule this is.
     pub fn algorithm(&self) -> Algorithm {
         self.algorithm
     }

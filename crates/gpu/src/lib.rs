@@ -25,6 +25,7 @@
 //! Each device runs a known-answer self-test of every kernel when it is opened and is refused
 //! if any result is wrong, so a miscompiled kernel or a broken driver never encrypts data.
 
+#![warn(missing_docs)]
 // Without any GPU API nothing opens a device: the host's constructors and the sizes only
 // the real adapters use have no caller then, and stay compiled so that such a build checks
 // them too.
@@ -106,9 +107,13 @@ impl fmt::Display for GpuApi {
 /// What kind of processor an OpenCL device is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DeviceKind {
+    /// A CPU exposed through OpenCL (PoCL, for example).
     Cpu,
+    /// A graphics processor.
     Gpu,
+    /// A dedicated accelerator that is neither CPU nor GPU (an FPGA board, for example).
     Accelerator,
+    /// A device that reports none of the types above.
     Other,
 }
 
@@ -128,20 +133,29 @@ impl fmt::Display for DeviceKind {
 pub struct DeviceInfo {
     /// The number to pass to [`OpenClDevice::open`]: devices of all platforms, in order.
     pub index: usize,
+    /// The device's name as the driver reports it.
     pub name: String,
+    /// The device vendor's name as the driver reports it.
     pub vendor: String,
+    /// The name of the OpenCL platform (driver) the device belongs to.
     pub platform: String,
     /// The device's OpenCL version string.
     pub version: String,
+    /// The driver's version string.
     pub driver_version: String,
+    /// What kind of processor the device is.
     pub kind: DeviceKind,
+    /// Number of compute units (streaming multiprocessors, CPU cores, ...).
     pub compute_units: u32,
+    /// Highest clock frequency, in megahertz.
     pub clock_mhz: u32,
+    /// Size of the device's global memory, in bytes.
     pub global_memory_bytes: u64,
     /// Local (shared) memory per work-group; decides how many table copies fit.
     pub local_memory_bytes: u64,
     /// The largest single buffer the device allows; slabs are kept below it.
     pub max_allocation_bytes: u64,
+    /// Whether the device stores words little-endian; the kernels need it to.
     pub little_endian: bool,
 }
 

@@ -16,18 +16,23 @@ use crate::GpuError;
 /// Cobblestone file) take [`GpuOperation::CtrSegments`] for their CTR parts in one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GpuOperation {
+    /// ECB encryption of a range of whole blocks.
     EcbEncrypt,
+    /// ECB decryption of a range of whole blocks.
     EcbDecrypt,
     /// CBC decryption of a range of whole blocks; `previous` is the ciphertext block just
     /// before the range (the IV for the first range).
     CbcDecrypt {
+        /// The ciphertext block before the range, one block long.
         previous: Vec<u8>,
     },
     /// CTR over any length (a final partial block uses the front of its keystream block);
     /// `counter` is the block-sized counter of the range's first block, big-endian, and
     /// `rule` says which of its bits count.
     Ctr {
+        /// The counter block of the range's first block, big-endian, one block long.
         counter: Vec<u8>,
+        /// Which bits of the counter are incremented.
         rule: CounterRule,
     },
     /// CTR over consecutive segments of `segment_bytes` (a multiple of the block size; the
@@ -40,8 +45,11 @@ pub enum GpuOperation {
     /// segment. A segment may not be longer than the device's slab
     /// ([`crate::OpenClDevice::slab_bytes`]), since slabs are cut between segments.
     CtrSegments {
+        /// One starting counter block per segment, big-endian, back to back.
         counters: Vec<u8>,
+        /// Length of every segment but the last, in bytes.
         segment_bytes: usize,
+        /// Which bits of each counter are incremented.
         rule: CounterRule,
     },
 }

@@ -14,6 +14,7 @@ pub enum KernelCache {
     /// `$XDG_CACHE_HOME/parcrypt/kernels` or `~/.cache/parcrypt/kernels`.
     #[default]
     Default,
+    /// The given folder.
     Directory(PathBuf),
     /// Always compile from source.
     Disabled,
@@ -30,6 +31,7 @@ pub struct OpenOptions {
     /// Bytes per slab (rounded down to whole 16-byte blocks, kept below the device's largest
     /// buffer).
     pub slab_bytes: usize,
+    /// Where compiled kernels are kept between runs.
     pub kernel_cache: KernelCache,
 }
 

@@ -31,8 +31,11 @@ pub struct TunedShape {
     pub algorithm: String,
     /// [`operation_name`]: `ecb-encrypt`, `ecb-decrypt`, `ctr`, `cbc-decrypt`.
     pub operation: String,
+    /// The input size the shape was measured at, in bytes.
     pub bytes: u64,
+    /// Work-items per work-group (CUDA: threads per block) of the best shape.
     pub threads_per_group: usize,
+    /// Blocks each work-item processes, on average, in the best shape.
     pub blocks_per_thread: usize,
     /// Median kernel time with this shape (device timers: copies excluded).
     pub kernel_seconds: f64,
@@ -41,6 +44,7 @@ pub struct TunedShape {
 }
 
 impl TunedShape {
+    /// The shape as the launch code takes it.
     pub fn geometry(&self) -> LaunchGeometry {
         LaunchGeometry {
             threads_per_group: self.threads_per_group,
@@ -62,8 +66,11 @@ impl TunedShape {
 /// (`auto`'s own choice of one thread or the pool) and on the GPU (copies included).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CrossoverPoint {
+    /// The job's input size, in bytes.
     pub bytes: u64,
+    /// Time the whole job took on the CPU, in seconds.
     pub cpu_seconds: f64,
+    /// Time the whole job took on the GPU, copies included, in seconds.
     pub gpu_seconds: f64,
 }
 
@@ -105,6 +112,7 @@ impl Crossover {
 /// Everything `parcrypt tune` measured on one device.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TuneTable {
+    /// The file format version ([`TUNE_FORMAT`] when written by this build).
     pub format: u32,
     /// `opencl` or `cuda`.
     pub api: String,
@@ -114,7 +122,9 @@ pub struct TuneTable {
     pub measured_at_unix: u64,
     /// The shape the device used before tuning (the baseline of every gain).
     pub untuned: LaunchShapeRecord,
+    /// The best shape per cipher, operation and input size.
     pub shapes: Vec<TunedShape>,
+    /// Where the GPU starts to win, per cipher, mode and direction.
     pub crossovers: Vec<Crossover>,
     /// Lookup index, rebuilt after loading.
     #[serde(skip)]
@@ -124,7 +134,9 @@ pub struct TuneTable {
 /// A launch shape as stored in the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaunchShapeRecord {
+    /// Work-items per work-group (CUDA: threads per block).
     pub threads_per_group: usize,
+    /// Blocks each work-item processes, on average.
     pub blocks_per_thread: usize,
 }
 
@@ -147,6 +159,7 @@ pub fn operation_name(operation: KernelOperation) -> &'static str {
     }
 }
 
+/// The stable name of a direction in tune files: `encrypt` or `decrypt`.
 pub fn direction_name(direction: Direction) -> &'static str {
     match direction {
         Direction::Encrypt => "encrypt",
@@ -161,6 +174,8 @@ pub fn device_identity(api: &str, description: &str) -> String {
 }
 
 impl TuneTable {
+    /// A table for the device identified by `device`, stamped with the current time and
+    /// this build's format, with its lookup index built.
     pub fn new(
         api: &str,
         device: String,

@@ -62,6 +62,7 @@ impl Counter {
         out.copy_from_slice(&self.value.to_be_bytes()[16 - self.block_size..]);
     }
 
+    /// Size in bytes of the counter block, which is the cipher's block size (8 or 16).
     pub fn block_size(self) -> usize {
         self.block_size
     }

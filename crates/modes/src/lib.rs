@@ -9,6 +9,8 @@
 //! - GCM: the CTR part splits like CTR; GHASH partial sums of ranges are joined with powers
 //!   of H (`Y_{A||B} = Y_A * H^{|B|} + Y_B`).
 
+#![warn(missing_docs)]
+
 pub mod cbc;
 pub mod ctr;
 pub mod ecb;
@@ -24,22 +26,32 @@ use parcrypt_ciphers::Algorithm;
 /// A mode of operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Mode {
+    /// Electronic codebook: every block encrypted on its own; PKCS#7 padding by default.
     Ecb,
+    /// Cipher block chaining: each block XORed with the previous ciphertext block (the IV
+    /// for the first) before encryption; PKCS#7 padding by default.
     Cbc,
+    /// Counter mode: a keystream of encrypted counter blocks XORed into the data; no padding.
     Ctr,
+    /// Galois/counter mode: CTR encryption plus a GHASH authentication tag; 128-bit block
+    /// ciphers only.
     Gcm,
 }
 
 /// Encrypt or decrypt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Direction {
+    /// Turn plaintext into ciphertext.
     Encrypt,
+    /// Turn ciphertext back into plaintext.
     Decrypt,
 }
 
 impl Mode {
+    /// Every mode, in the stable order used by help texts, name lookup and tests.
     pub const ALL: [Mode; 4] = [Mode::Ecb, Mode::Cbc, Mode::Ctr, Mode::Gcm];
 
+    /// The mode's lower-case name as it appears in cipher names (`ecb`, `cbc`, `ctr`, `gcm`).
     pub fn name(self) -> &'static str {
         match self {
             Mode::Ecb => "ecb",
@@ -69,15 +81,19 @@ impl fmt::Display for Mode {
 /// A cipher and a mode, as named on the command line (`aes-128-gcm`, `bf-cbc`, `rc6-256-ctr`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CipherSpec {
+    /// The block cipher.
     pub algorithm: Algorithm,
+    /// The mode of operation it runs in.
     pub mode: Mode,
 }
 
 /// Why a cipher name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpecError {
+    /// The name matches no known cipher and mode; holds the name as given.
     #[error("unknown cipher '{0}' (try aes-128-ctr, aes-256-gcm, bf-cbc, rc6-128-ecb; `parcrypt raw --help` lists all)")]
     Unknown(String),
+    /// GCM was asked for with a 64-bit block cipher (Blowfish); holds the name as given.
     #[error("{0} is not available: GCM needs a 128-bit block cipher (AES or RC6)")]
     GcmNeeds128BitBlock(String),
 }

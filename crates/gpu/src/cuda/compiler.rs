@@ -28,7 +28,10 @@ const BLOWFISH_WORDS_PER_COPY: u32 = 1024;
 /// tables are declared dynamic (sized at launch) rather than static.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct KernelVariant {
+    /// How many copies of each table the kernels keep in shared memory.
     pub table_copies: TableCopies,
+    /// Whether the shared tables are sized at launch (dynamic shared memory) rather than
+    /// declared with a fixed size in the source.
     pub dynamic_shared: bool,
 }
 

@@ -13,12 +13,15 @@ pub struct CudaDeviceInfo {
     /// The number to pass to [`CudaDevice::open`](super::CudaDevice::open): the driver's
     /// ordinal (after `CUDA_VISIBLE_DEVICES`).
     pub index: usize,
+    /// The device's name as the driver reports it.
     pub name: String,
     /// (major, minor), e.g. (9, 0) for Hopper.
     pub compute_capability: (u32, u32),
+    /// Number of streaming multiprocessors.
     pub multiprocessors: u32,
     /// 0 where the driver no longer reports it.
     pub clock_mhz: u32,
+    /// Size of the device's global memory, in bytes.
     pub global_memory_bytes: u64,
     /// Shared memory one block may have once it opts in; decides how many table copies fit.
     pub shared_memory_per_block_bytes: u64,

@@ -195,18 +195,20 @@ impl Cipher {
     }
 
     fn crypter(&self, direction: Direction, aad: Option<&[u8]>) -> Result<Crypter<'_>, JobError> {
-        Crypter::new(
-            &self.engine,
-            &JobSpec {
-                spec: self.suite,
-                direction,
-                key: &self.key,
-                iv: self.iv.as_deref(),
-                aad,
-                padding: self.padding,
-                implementation: self.implementation,
-            },
-        )
+        Crypter::new(&self.engine, &self.job(direction, aad))
+    }
+
+    /// The job this cipher runs for one message in `direction`.
+    pub(crate) fn job<'a>(&'a self, direction: Direction, aad: Option<&'a [u8]>) -> JobSpec<'a> {
+        JobSpec {
+            spec: self.suite,
+            direction,
+            key: &self.key,
+            iv: self.iv.as_deref(),
+            aad,
+            padding: self.padding,
+            implementation: self.implementation,
+        }
     }
 
     fn process(

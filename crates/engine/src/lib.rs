@@ -7,7 +7,8 @@
 //! - [`Cipher`] is a cipher suite, key and IV on an engine: whole messages in one call,
 //!   into a new buffer, a caller's buffer or in place.
 //! - [`Crypter`] runs one message fed in pieces; [`stream::process_stream`] drives one from
-//!   a reader to a writer in bounded memory.
+//!   a reader to a writer in bounded memory; [`open::Authenticated`] decrypts GCM in two
+//!   passes (authenticate, then decrypt) so that no byte is released before the tag matched.
 //! - `auto` chooses per job between one thread and the pool by a [`CostModel`] measured on
 //!   this machine, and sends a tuned GPU the jobs its tune table says it finishes first.
 //! - [`tune`] measures a GPU's best launch shapes and its CPU/GPU crossover.
@@ -30,6 +31,7 @@ mod cipher;
 mod cost;
 pub mod crypter;
 mod gpu;
+pub mod open;
 pub mod stream;
 pub mod tune;
 

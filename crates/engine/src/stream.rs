@@ -46,6 +46,17 @@ pub enum StreamError {
     /// The cipher refused the input (a bad tag, bad padding, a partial block).
     #[error("{0}")]
     Job(#[from] JobError),
+    /// The input could not be held for authentication ([`crate::open`]): the temporary
+    /// file for a piped ciphertext could not be made or written.
+    #[error("cannot hold the input in a temporary file: {0}")]
+    Spool(io::Error),
+    /// The input read in the decrypting pass is not the one the authenticating pass read
+    /// ([`crate::open`]): the file changed in between.
+    #[error("the input changed between authentication and decryption")]
+    Changed,
+    /// Two-pass decryption ([`crate::open`]) was asked of a mode without a tag.
+    #[error("{0} has no tag: only GCM is authenticated before decryption")]
+    NotAuthenticated(parcrypt_modes::CipherSpec),
 }
 
 impl From<PipelineError<JobError>> for StreamError {
@@ -61,13 +72,26 @@ impl From<PipelineError<JobError>> for StreamError {
 /// Runs the whole input through `crypter` and writes the output; returns the bytes written.
 ///
 /// For GCM decryption the output is written *before* the tag is checked at the end: on
-/// error the caller must discard what the writer received (the command line writes to a
-/// temporary file that it deletes, or holds stdout in one).
+/// error the caller must discard what the writer received. To release nothing before the
+/// tag matched, decrypt GCM with [`crate::open::Authenticated`] instead (what
+/// `parcrypt raw decrypt` does).
 pub fn process_stream(
     crypter: Crypter<'_>,
     reader: &mut (dyn Read + Send),
     writer: &mut (dyn Write + Send),
     chunk_bytes: usize,
+) -> Result<u64, StreamError> {
+    process_stream_with_progress(crypter, reader, writer, chunk_bytes, None)
+}
+
+/// [`process_stream`] that calls `progress` with the input bytes consumed so far after
+/// each chunk (on the calling thread).
+pub fn process_stream_with_progress(
+    crypter: Crypter<'_>,
+    reader: &mut (dyn Read + Send),
+    writer: &mut (dyn Write + Send),
+    chunk_bytes: usize,
+    progress: Option<&dyn Fn(u64)>,
 ) -> Result<u64, StreamError> {
     let holdback = crypter.holdback();
     // Whole blocks of every cipher, so each full chunk can go through `update`.
@@ -82,7 +106,12 @@ pub fn process_stream(
     let mut crypter = Some(crypter);
     let mut carried = Vec::with_capacity(holdback);
     let mut written = 0u64;
+    let mut consumed = 0u64;
     let process = |buffer: &mut pipeline::Buffer| -> Result<Step<_, JobError>, JobError> {
+        consumed += buffer.filled as u64;
+        if let Some(progress) = progress {
+            progress(consumed);
+        }
         // The carried bytes go just before this chunk's input, in its headroom.
         let start = holdback - carried.len();
         buffer.bytes[start..holdback].copy_from_slice(&carried);

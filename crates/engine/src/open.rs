@@ -1,0 +1,585 @@
+//! GCM decryption that releases no byte before the tag matched: authenticate first, then
+//! decrypt.
+//!
+//! A GCM tag covers the whole message, so a one-pass decryption must hand out plaintext
+//! before it knows whether the message is genuine. [`Authenticated`] splits the work in two
+//! passes instead:
+//!
+//! 1. **Authenticate.** The ciphertext is read once and only hashed (GHASH over the AAD and
+//!    the ciphertext, split over the engine's threads like every GCM job; no CTR), and the
+//!    tag is computed and compared with the received one in constant time. Nothing is
+//!    decrypted and nothing is written.
+//! 2. **Decrypt.** Only if the tag matched, [`Authenticated::decrypt`] reads the ciphertext
+//!    again, decrypts it and writes the plaintext as it goes.
+//!
+//! Where the ciphertext is read twice from:
+//!
+//! - A seekable input (a regular file, or any `Read + Seek`) is read twice in place, from
+//!   the position it had when given.
+//! - A pipe or other stream cannot be read twice, so the first pass keeps a copy of the
+//!   *ciphertext* (never the plaintext): in memory up to [`MEMORY_SPOOL_BYTES`] (64 MiB),
+//!   beyond that in an unnamed temporary file in the system's temporary folder (`$TMPDIR`,
+//!   else `/tmp`). On Linux the file is made with `O_TMPFILE` and never has a name, so
+//!   even a `SIGKILL` leaves nothing behind; elsewhere it is unlinked as soon as it is made.
+//!   The folder needs room for the whole ciphertext.
+//!
+//! If the input changes between the passes (another process rewrites the file), the second
+//! pass cannot notice before it has written what it read: it hashes the ciphertext again
+//! as it decrypts (the fused CTR + GHASH of every GCM decryption) and fails at the end with
+//! an authentication error, or with [`StreamError::Changed`] when the input got shorter.
+//! The caller must then discard the output, which holds plaintext of the changed file (the
+//! command line writes to a temporary file that it deletes; a pipe has received it).
+//! Input appended after the first pass is not read.
+//!
+//! ```
+//! use parcrypt_engine::open::{Authenticated, OpenOptions};
+//! use parcrypt_engine::{Backend, Cipher, Engine};
+//!
+//! let cipher = Cipher::new(Engine::new(Backend::Pool, Some(2))?, "aes-128-gcm".parse()?, &[7u8; 16], Some(&[1u8; 12]))?;
+//! let sealed = cipher.encrypt(b"attack at dawn", Some(b"header"))?;
+//!
+//! let mut input = std::io::Cursor::new(sealed.clone());
+//! let options = OpenOptions::default();
+//! let authenticated = Authenticated::seekable(&cipher, Some(b"header"), &mut input, &options)?;
+//! let mut plaintext = Vec::new();
+//! authenticated.decrypt(&mut plaintext, &options)?;
+//! assert_eq!(plaintext, b"attack at dawn");
+//!
+//! // A forged message fails in the first pass: nothing has been written anywhere.
+//! let mut forged = sealed;
+//! forged[3] ^= 1;
+//! assert!(Authenticated::stream(&cipher, Some(b"header"), &mut &forged[..], &options).is_err());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fs::File;
+use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
+
+use parcrypt_ciphers::{new_cipher, BlockCipher};
+use parcrypt_modes::gcm::{GcmAccumulator, GcmKey, GcmMessage, TAG_BYTES};
+use parcrypt_modes::{Direction, Mode};
+
+use crate::crypter::JobError;
+use crate::stream::pipeline::{self, Step};
+use crate::stream::{process_stream_with_progress, StreamError, DEFAULT_CHUNK_BYTES};
+use crate::{Cipher, CostModel, Engine};
+
+/// The longest piped ciphertext held in memory between the passes (64 MiB); a longer one
+/// goes to an unnamed temporary file.
+pub const MEMORY_SPOOL_BYTES: usize = 64 << 20;
+
+/// Bytes read from a pipe per call while spooling it.
+const SPOOL_STEP_BYTES: usize = 1 << 20;
+
+/// Which part of the work a progress report is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Reading a piped ciphertext into memory or a temporary file (its length is unknown).
+    Spooling,
+    /// The first pass: hashing the ciphertext and checking the tag.
+    Authenticating,
+    /// The second pass: decrypting and writing, after the tag matched.
+    Decrypting,
+}
+
+/// How [`Authenticated`] reads and reports.
+#[derive(Clone, Copy)]
+pub struct OpenOptions<'a> {
+    /// Bytes read per chunk (see [`crate::stream::chunk_bytes_for`]).
+    pub chunk_bytes: usize,
+    /// The longest piped ciphertext held in memory; longer ones are spooled to a file.
+    pub memory_limit: usize,
+    /// Called on the calling thread with the phase and the input bytes it has read so far.
+    pub progress: Option<&'a (dyn Fn(Phase, u64) + Sync)>,
+}
+
+impl Default for OpenOptions<'_> {
+    /// [`DEFAULT_CHUNK_BYTES`] chunks, [`MEMORY_SPOOL_BYTES`] in memory, no progress.
+    fn default() -> Self {
+        OpenOptions {
+            chunk_bytes: DEFAULT_CHUNK_BYTES,
+            memory_limit: MEMORY_SPOOL_BYTES,
+            progress: None,
+        }
+    }
+}
+
+impl OpenOptions<'_> {
+    fn report(&self, phase: Phase, bytes: u64) {
+        if let Some(progress) = self.progress {
+            progress(phase, bytes);
+        }
+    }
+}
+
+/// What can be read twice.
+trait SeekRead: Read + Seek + Send {}
+
+impl<T: Read + Seek + Send> SeekRead for T {}
+
+/// Where the authenticated ciphertext is read again from.
+enum Source<'r> {
+    /// The caller's seekable input, from `start`.
+    Seekable {
+        input: &'r mut dyn SeekRead,
+        start: u64,
+    },
+    /// A piped ciphertext held in memory.
+    Memory(Cursor<Vec<u8>>),
+    /// A piped ciphertext in an unnamed temporary file.
+    Spooled(File),
+}
+
+/// A GCM message whose tag matched, ready to be decrypted: made by the first pass
+/// ([`Authenticated::seekable`], [`Authenticated::stream`] or [`Authenticated::file`]),
+/// consumed by the second ([`Authenticated::decrypt`]). See the [module](self) for what is
+/// read when, and what is kept where.
+pub struct Authenticated<'c, 'r> {
+    cipher: &'c Cipher,
+    aad: Option<&'c [u8]>,
+    source: Source<'r>,
+    /// The message's bytes: ciphertext and tag.
+    length: u64,
+}
+
+impl<'c, 'r> Authenticated<'c, 'r> {
+    /// The first pass over a seekable input, from its current position to its end: hashes
+    /// the ciphertext and checks the tag (the last 16 bytes). Fails with
+    /// [`JobError::Gcm`] (in [`StreamError::Job`]) when the tag does not match, and with
+    /// [`JobError::MissingTag`] when the input is shorter than a tag.
+    pub fn seekable<R: Read + Seek + Send>(
+        cipher: &'c Cipher,
+        aad: Option<&'c [u8]>,
+        input: &'r mut R,
+        options: &OpenOptions<'_>,
+    ) -> Result<Self, StreamError> {
+        check_gcm_cipher(cipher)?;
+        let start = input.stream_position().map_err(StreamError::Read)?;
+        let length = authenticate(cipher, aad, input, options)?;
+        Ok(Authenticated {
+            cipher,
+            aad,
+            source: Source::Seekable { input, start },
+            length,
+        })
+    }
+
+    /// The first pass over a stream that cannot be read twice (a pipe): reads it to its end
+    /// while hashing, keeping the ciphertext in memory up to
+    /// [`OpenOptions::memory_limit`] bytes and in an unnamed temporary file beyond.
+    pub fn stream(
+        cipher: &'c Cipher,
+        aad: Option<&'c [u8]>,
+        reader: &mut (dyn Read + Send),
+        options: &OpenOptions<'_>,
+    ) -> Result<Self, StreamError> {
+        check_gcm_cipher(cipher)?;
+        let source = spool(reader, options)?;
+        let mut authenticated = Authenticated {
+            cipher,
+            aad,
+            source,
+            length: 0,
+        };
+        let reader = authenticated.source.reader();
+        authenticated.length = authenticate(cipher, aad, reader, options)?;
+        Ok(authenticated)
+    }
+
+    /// The first pass over an open file: read twice in place when it is a regular file,
+    /// spooled as a stream otherwise (a FIFO, a character device, a terminal).
+    pub fn file(
+        cipher: &'c Cipher,
+        aad: Option<&'c [u8]>,
+        file: &'r mut File,
+        options: &OpenOptions<'_>,
+    ) -> Result<Self, StreamError> {
+        let regular = file
+            .metadata()
+            .map_err(StreamError::Read)?
+            .file_type()
+            .is_file();
+        if regular {
+            Self::seekable(cipher, aad, file, options)
+        } else {
+            Self::stream(cipher, aad, file, options)
+        }
+    }
+
+    /// The message's length: ciphertext and tag.
+    pub fn message_bytes(&self) -> u64 {
+        self.length
+    }
+
+    /// The plaintext's length (the message less its tag).
+    pub fn plaintext_bytes(&self) -> u64 {
+        self.length - TAG_BYTES as u64
+    }
+
+    /// The second pass: decrypts the authenticated message into `writer` and returns the
+    /// plaintext bytes written. The ciphertext is hashed again on the way and the tag
+    /// checked at the end, so a file changed since the first pass ends in an error (after
+    /// its plaintext was written: discard the output then).
+    pub fn decrypt(
+        mut self,
+        writer: &mut (dyn Write + Send),
+        options: &OpenOptions<'_>,
+    ) -> Result<u64, StreamError> {
+        let length = self.length;
+        let cipher = self.cipher;
+        let aad = self.aad;
+        let reader = self.source.reader();
+        let crypter = cipher.decryptor(aad)?;
+        let report = |bytes: u64| options.report(Phase::Decrypting, bytes);
+        let written = process_stream_with_progress(
+            crypter,
+            &mut <&mut (dyn Read + Send) as Read>::take(reader, length),
+            writer,
+            options.chunk_bytes,
+            Some(&report),
+        )?;
+        if written != length - TAG_BYTES as u64 {
+            return Err(StreamError::Changed);
+        }
+        Ok(written)
+    }
+}
+
+impl<'r> Source<'r> {
+    /// The source rewound to the message's start.
+    fn reader(&mut self) -> &mut (dyn Read + Send + 'r) {
+        match self {
+            Source::Seekable { input, start } => {
+                // A failed seek shows up as a short or failed read, which the pass reports.
+                let _ = input.seek(SeekFrom::Start(*start));
+                &mut **input
+            }
+            Source::Memory(cursor) => {
+                cursor.set_position(0);
+                cursor
+            }
+            Source::Spooled(file) => {
+                let _ = file.rewind();
+                file
+            }
+        }
+    }
+}
+
+fn check_gcm_cipher(cipher: &Cipher) -> Result<(), StreamError> {
+    if cipher.suite().mode != Mode::Gcm {
+        return Err(StreamError::NotAuthenticated(cipher.suite()));
+    }
+    Ok(())
+}
+
+/// Reads a piped ciphertext to its end: into memory up to the limit, then into an unnamed
+/// temporary file.
+fn spool<'r>(
+    reader: &mut (dyn Read + Send),
+    options: &OpenOptions<'_>,
+) -> Result<Source<'r>, StreamError> {
+    let limit = options.memory_limit;
+    let mut memory = Vec::new();
+    loop {
+        if memory.len() > limit {
+            break;
+        }
+        let start = memory.len();
+        let step = SPOOL_STEP_BYTES.min(limit + 1 - start);
+        memory.resize(start + step, 0);
+        let read = read_some(reader, &mut memory[start..])?;
+        memory.truncate(start + read);
+        options.report(Phase::Spooling, memory.len() as u64);
+        if read == 0 {
+            return Ok(Source::Memory(Cursor::new(memory)));
+        }
+    }
+    let mut file = tempfile::tempfile().map_err(StreamError::Spool)?;
+    file.write_all(&memory).map_err(StreamError::Spool)?;
+    let mut total = memory.len() as u64;
+    memory.clear();
+    memory.resize(options.chunk_bytes.clamp(SPOOL_STEP_BYTES, 16 << 20), 0);
+    loop {
+        let read = read_some(reader, &mut memory)?;
+        if read == 0 {
+            break;
+        }
+        file.write_all(&memory[..read])
+            .map_err(StreamError::Spool)?;
+        total += read as u64;
+        options.report(Phase::Spooling, total);
+    }
+    Ok(Source::Spooled(file))
+}
+
+/// One read, retried when interrupted.
+fn read_some(reader: &mut dyn Read, buffer: &mut [u8]) -> Result<usize, StreamError> {
+    loop {
+        match reader.read(buffer) {
+            Ok(read) => return Ok(read),
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(StreamError::Read(error)),
+        }
+    }
+}
+
+/// The first pass: hashes everything `reader` holds but the last 16 bytes, checks those as
+/// the tag, and returns the bytes read. Runs in the streaming pipeline (one thread reads
+/// while the engine hashes) and writes nothing.
+fn authenticate(
+    cipher: &Cipher,
+    aad: Option<&[u8]>,
+    reader: &mut (dyn Read + Send),
+    options: &OpenOptions<'_>,
+) -> Result<u64, StreamError> {
+    let mut authenticator = Some(Authenticator::new(cipher, aad)?);
+    let holdback = TAG_BYTES;
+    let chunk_bytes = (options.chunk_bytes / 16).max(1) * 16;
+    let fill = move |reader: &mut dyn Read, buffer: &mut pipeline::Buffer| {
+        buffer.filled = pipeline::read_full(reader, &mut buffer.bytes[holdback..])?;
+        buffer.ended = buffer.filled < chunk_bytes;
+        Ok(())
+    };
+    let mut carried = [0u8; TAG_BYTES];
+    let mut carried_length = 0usize;
+    let mut total = 0u64;
+    let process = |buffer: &mut pipeline::Buffer| -> Result<Step<_, JobError>, JobError> {
+        total += buffer.filled as u64;
+        options.report(Phase::Authenticating, total);
+        let start = holdback - carried_length;
+        buffer.bytes[start..holdback].copy_from_slice(&carried[..carried_length]);
+        let end = holdback + buffer.filled;
+        if buffer.ended {
+            let authenticator = authenticator.take().expect("the final piece comes once");
+            authenticator.finish(&buffer.bytes[start..end])?;
+            return Ok(Step {
+                emit: 0..0,
+                outcome: Some(Ok(())),
+            });
+        }
+        let body_end = end - holdback;
+        authenticator
+            .as_mut()
+            .expect("no chunk follows the final piece")
+            .update(&mut buffer.bytes[start..body_end])?;
+        carried_length = holdback;
+        carried.copy_from_slice(&buffer.bytes[body_end..end]);
+        Ok(Step {
+            emit: 0..0,
+            outcome: None,
+        })
+    };
+    pipeline::run(
+        reader,
+        &mut io::sink(),
+        holdback + chunk_bytes,
+        None,
+        fill,
+        process,
+    )?;
+    Ok(total)
+}
+
+/// GHASH alone over a GCM message's ciphertext, split over the engine, and the tag check.
+struct Authenticator<'c> {
+    engine: &'c Engine,
+    key: GcmKey,
+    message: GcmMessage,
+    accumulator: GcmAccumulator,
+    cost_model: Option<CostModel>,
+}
+
+impl<'c> Authenticator<'c> {
+    fn new(cipher: &'c Cipher, aad: Option<&[u8]>) -> Result<Self, JobError> {
+        let job = cipher.job(Direction::Decrypt, aad);
+        let block: Box<dyn BlockCipher> =
+            new_cipher(job.spec.algorithm, job.implementation, job.key)?;
+        let iv = job.iv.ok_or(JobError::IvMissing(job.spec))?;
+        let key = GcmKey::new(block.as_ref())?;
+        let message = key.message(block.as_ref(), iv)?;
+        let accumulator = GcmAccumulator::new(&key, aad.unwrap_or_default());
+        let engine = cipher.engine();
+        Ok(Authenticator {
+            engine,
+            key,
+            message,
+            accumulator,
+            cost_model: engine.cost_model(job.spec, Direction::Decrypt),
+        })
+    }
+
+    /// Hashes whole blocks of ciphertext (left unchanged; mutable only because the engine
+    /// hands out its work items that way).
+    fn update(&mut self, ciphertext: &mut [u8]) -> Result<(), JobError> {
+        let lengths = self.engine.plan(ciphertext.len(), 16, self.cost_model);
+        let key = &self.key;
+        let partials = self
+            .engine
+            .run(ciphertext, &lengths, |_, _, range| key.hash_range(range));
+        for (partial, length) in partials.into_iter().zip(&lengths) {
+            self.accumulator.append(key, partial, *length as u64)?;
+        }
+        Ok(())
+    }
+
+    /// Hashes the last ciphertext bytes of `tail` and checks its last 16 bytes as the tag.
+    fn finish(mut self, tail: &[u8]) -> Result<(), JobError> {
+        if tail.len() < TAG_BYTES {
+            return Err(JobError::MissingTag(
+                self.accumulator.text_bytes() + tail.len() as u64,
+            ));
+        }
+        let (text, tag) = tail.split_at(tail.len() - TAG_BYTES);
+        let partial = self.key.hash_range(text);
+        self.accumulator
+            .append(&self.key, partial, text.len() as u64)?;
+        self.key.verify(&self.message, &self.accumulator, tag)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Backend;
+
+    fn cipher(backend: Backend, name: &str, iv: &[u8]) -> Cipher {
+        let engine = Engine::new(backend, Some(2)).unwrap();
+        let spec: crate::CipherSpec = name.parse().unwrap();
+        let key = vec![5u8; spec.algorithm.key_lengths().0];
+        Cipher::new(engine, spec, &key, Some(iv)).unwrap()
+    }
+
+    /// Every path (in place, in memory, spooled) at chunk boundaries, on one thread and on
+    /// the pool: a genuine message decrypts to what the one-shot decryption gives; a forged
+    /// one fails in the first pass.
+    #[test]
+    fn both_passes_equal_one_shot_and_forgeries_fail_first() {
+        for backend in [Backend::Seq, Backend::Pool] {
+            for (name, iv) in [("aes-128-gcm", &[3u8; 12][..]), ("rc6-256-gcm", &[4u8; 7])] {
+                let cipher = cipher(backend, name, iv);
+                for length in [0usize, 1, 15, 16, 17, 63, 64, 65, 200, 1000] {
+                    let plaintext: Vec<u8> = (0..length).map(|i| (i * 7) as u8).collect();
+                    let sealed = cipher.encrypt(&plaintext, Some(b"aad")).unwrap();
+                    for chunk_bytes in [16, 64, 1 << 20] {
+                        for memory_limit in [0, 40, usize::MAX / 4] {
+                            let options = OpenOptions {
+                                chunk_bytes,
+                                memory_limit,
+                                progress: None,
+                            };
+                            let mut cursor = Cursor::new(sealed.clone());
+                            let first =
+                                Authenticated::seekable(&cipher, Some(b"aad"), &mut cursor, &options)
+                                    .unwrap();
+                            assert_eq!(first.plaintext_bytes(), length as u64);
+                            let mut output = Vec::new();
+                            first.decrypt(&mut output, &options).unwrap();
+                            assert_eq!(output, plaintext, "{name} {length} {chunk_bytes}");
+
+                            let first =
+                                Authenticated::stream(&cipher, Some(b"aad"), &mut &sealed[..], &options)
+                                    .unwrap();
+                            let mut output = Vec::new();
+                            first.decrypt(&mut output, &options).unwrap();
+                            assert_eq!(output, plaintext);
+
+                            for flip in [0, sealed.len() / 2, sealed.len() - 1] {
+                                let mut forged = sealed.clone();
+                                forged[flip] ^= 0x20;
+                                let error = Authenticated::stream(
+                                    &cipher,
+                                    Some(b"aad"),
+                                    &mut &forged[..],
+                                    &options,
+                                )
+                                .err()
+                                .expect("a forgery is refused");
+                                assert!(
+                                    matches!(error, StreamError::Job(JobError::Gcm(_))),
+                                    "{error}"
+                                );
+                            }
+                            assert!(Authenticated::stream(&cipher, None, &mut &sealed[..], &options)
+                                .is_err());
+                        }
+                    }
+                }
+                for short in 0..TAG_BYTES {
+                    let error = Authenticated::stream(
+                        &cipher,
+                        None,
+                        &mut &vec![0u8; short][..],
+                        &OpenOptions::default(),
+                    )
+                    .err()
+                    .unwrap();
+                    assert!(matches!(error, StreamError::Job(JobError::MissingTag(_))));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_seekable_input_is_read_from_where_it_stood() {
+        let cipher = cipher(Backend::Seq, "aes-256-gcm", &[9u8; 12]);
+        let sealed = cipher.encrypt(b"from the middle", None).unwrap();
+        let mut bytes = b"prefix".to_vec();
+        bytes.extend_from_slice(&sealed);
+        let mut cursor = Cursor::new(bytes);
+        cursor.set_position(6);
+        let options = OpenOptions::default();
+        let first = Authenticated::seekable(&cipher, None, &mut cursor, &options).unwrap();
+        let mut output = Vec::new();
+        first.decrypt(&mut output, &options).unwrap();
+        assert_eq!(output, b"from the middle");
+    }
+
+    #[test]
+    fn an_input_changed_between_the_passes_fails_the_second() {
+        let cipher = cipher(Backend::Seq, "aes-128-gcm", &[1u8; 12]);
+        let sealed = cipher.encrypt(&[0x55u8; 100], None).unwrap();
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&sealed).unwrap();
+        file.rewind().unwrap();
+        let options = OpenOptions::default();
+        let mut handle = file.try_clone().unwrap();
+        let first = Authenticated::file(&cipher, None, &mut handle, &options).unwrap();
+        // Rewrite a byte of the ciphertext behind the first pass's back.
+        let mut writer = file.try_clone().unwrap();
+        writer.seek(SeekFrom::Start(10)).unwrap();
+        writer.write_all(&[sealed[10] ^ 1]).unwrap();
+        let error = first.decrypt(&mut Vec::new(), &options).unwrap_err();
+        assert!(matches!(error, StreamError::Job(JobError::Gcm(_))), "{error}");
+        // Shortened: the second pass sees less than the first authenticated.
+        // (The handles share one file position.)
+        writer.seek(SeekFrom::Start(10)).unwrap();
+        writer.write_all(&[sealed[10]]).unwrap();
+        let mut handle = file.try_clone().unwrap();
+        handle.rewind().unwrap();
+        let first = Authenticated::file(&cipher, None, &mut handle, &options).unwrap();
+        file.set_len(50).unwrap();
+        assert!(first.decrypt(&mut Vec::new(), &options).is_err());
+    }
+
+    #[test]
+    fn progress_reports_each_phase() {
+        let cipher = cipher(Backend::Seq, "aes-128-gcm", &[1u8; 12]);
+        let sealed = cipher.encrypt(&vec![1u8; 5000], None).unwrap();
+        let seen = std::sync::Mutex::new(Vec::new());
+        let report = |phase: Phase, bytes: u64| seen.lock().unwrap().push((phase, bytes));
+        let options = OpenOptions {
+            chunk_bytes: 1024,
+            memory_limit: 100,
+            progress: Some(&report),
+        };
+        let first = Authenticated::stream(&cipher, None, &mut &sealed[..], &options).unwrap();
+        first.decrypt(&mut io::sink(), &options).unwrap();
+        let seen = seen.into_inner().unwrap();
+        for phase in [Phase::Spooling, Phase::Authenticating, Phase::Decrypting] {
+            let last = seen.iter().rev().find(|(p, _)| *p == phase).unwrap();
+            assert_eq!(last.1, sealed.len() as u64, "{phase:?}");
+        }
+    }
+}

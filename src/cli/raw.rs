@@ -1,14 +1,18 @@
 //! `parcrypt raw encrypt|decrypt`: one cipher and mode, explicit key and IV.
 
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use parcrypt_engine::stream::{chunk_bytes_for, process_stream};
+use parcrypt_engine::open::{Authenticated, OpenOptions, Phase};
+use parcrypt_engine::stream::{chunk_bytes_for, process_stream_with_progress};
 use parcrypt_engine::{Backend, Cipher, CipherSpec, Direction, Implementation, Mode};
 use parcrypt_format::secrets::decode_hex;
 use zeroize::Zeroize;
 
-use super::files::{file_size, open_input, Output};
+use super::files::{file_size, Output};
+use super::progress::Progress;
 use super::{typed, Failure};
 
 const CIPHER_HELP: &str = "Cipher and mode: aes-128|aes-192|aes-256 + -ecb|-cbc|-ctr|-gcm; \
@@ -19,8 +23,16 @@ Modes:
   ecb, cbc   PKCS#7 padding unless --no-pad. ECB leaks patterns: for experiments only.
   ctr        The whole IV is one big-endian counter that wraps (as OpenSSL does).
   gcm        Any IV of 1 byte or more (12 bytes is the fast path); output is the
-             ciphertext followed by the 16-byte tag. Decryption releases nothing
-             unless the tag matches.
+             ciphertext followed by the 16-byte tag. Decryption reads the input
+             twice: a first pass only checks the tag (nothing is decrypted or
+             written), and only if it matches a second pass decrypts and writes.
+             A regular INPUT file is read twice in place; stdin or a pipe is read
+             to its end first and its ciphertext (never plaintext) kept in memory
+             up to 64 MiB, beyond that in an unnamed temporary file in $TMPDIR
+             (removed by the system even on SIGKILL; it needs room for the whole
+             input). If the file changes between the passes, the second pass
+             fails at the end: -o FILE is then not created, but a pipe has
+             received the changed file's plaintext.
 Parallelism:
   ECB, CTR, GCM and CBC decryption are split over threads. CBC encryption chains
   every block on the previous one, so it runs on one thread whatever --backend says.
@@ -69,10 +81,13 @@ pub struct RawArgs {
     /// Replace OUTPUT if it exists
     #[arg(long)]
     force: bool,
+    /// No progress bar
+    #[arg(short, long)]
+    quiet: bool,
     /// Input file; missing or - means stdin
     #[arg(value_name = "INPUT")]
     input: Option<PathBuf>,
-    /// Output file; missing or - means stdout
+    /// Output file; missing or - means stdout (missing: refused when stdout is a terminal)
     #[arg(short = 'o', long = "output", value_name = "OUTPUT")]
     output: Option<PathBuf>,
 }
@@ -110,23 +125,102 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
             Implementation::Fast
         });
     let aad = aad.as_deref().map(|aad| aad.as_slice());
+    // Only an explicit `-o -` sends binary to a terminal.
+    if args.output.is_none() && std::io::stdout().is_terminal() {
+        return Err(Failure(format!(
+            "refusing to write {} bytes to the terminal: use -o FILE, a pipe, or -o - to insist",
+            match direction {
+                Direction::Encrypt => "encrypted",
+                Direction::Decrypt => "decrypted",
+            }
+        )));
+    }
+    let input_path = args.input.as_deref().filter(|path| *path != Path::new("-"));
+    // A file stays a `File`: GCM decryption reads a regular one twice in place.
+    let mut input: Option<File> = input_path
+        .map(parcrypt_format::file::open_input)
+        .transpose()?;
+    let total = file_size(input_path);
+    let output_for = || -> Result<Output, Failure> {
+        // Nothing is held back: GCM decryption authenticates before it writes.
+        let mut output = Output::create(
+            args.output.as_deref(),
+            args.input.as_deref(),
+            args.force,
+            false,
+        )?;
+        if let Some(length) = total {
+            // The output is about as long as the input (plus a tag or padding block).
+            output.reserve(length + 32);
+        }
+        Ok(output)
+    };
+    if spec.mode == Mode::Gcm && direction == Direction::Decrypt {
+        // The output is made after the first pass; refuse an existing one before it.
+        if let Some(target) = args
+            .output
+            .as_deref()
+            .filter(|path| *path != Path::new("-"))
+        {
+            if !args.force && target.symlink_metadata().is_ok() {
+                return Err(Failure(format!(
+                    "output '{}' already exists (use --force to replace it)",
+                    target.display()
+                )));
+            }
+        }
+        // Authenticate first, decrypt only after the tag matched: no byte is released (to a
+        // file, a temporary file or stdout) before.
+        let bars = [
+            Progress::new(args.quiet, None, "reading"),
+            Progress::new(args.quiet, total, "authenticating"),
+            Progress::new(args.quiet, total, "decrypting"),
+        ];
+        let report = |phase: Phase, bytes: u64| {
+            let index = match phase {
+                Phase::Spooling => 0,
+                Phase::Authenticating => 1,
+                Phase::Decrypting => 2,
+            };
+            bars[..index].iter().for_each(Progress::finish);
+            bars[index].update(bytes);
+        };
+        let options = OpenOptions {
+            chunk_bytes,
+            progress: Some(&report),
+            ..OpenOptions::default()
+        };
+        let authenticated = match input.as_mut() {
+            Some(file) => Authenticated::file(&cipher, aad, file, &options)?,
+            None => Authenticated::stream(&cipher, aad, &mut std::io::stdin(), &options)?,
+        };
+        // The output is made only now: nothing exists beside it before the tag matched,
+        // whatever stops the run.
+        let mut output = output_for()?;
+        authenticated.decrypt(output.writer(), &options)?;
+        bars[2].finish();
+        return output.commit();
+    }
     let crypter = match direction {
         Direction::Encrypt => cipher.encryptor(aad)?,
         Direction::Decrypt => cipher.decryptor(aad)?,
     };
-    // GCM decryption must not release plaintext before the tag is checked: hold stdout.
-    let hold = spec.mode == Mode::Gcm && direction == Direction::Decrypt;
-    let mut output = Output::create(
-        args.output.as_deref(),
-        args.input.as_deref(),
-        args.force,
-        hold,
-    )?;
-    let mut input = open_input(args.input.as_deref())?;
-    if let Some(length) = file_size(args.input.as_deref()) {
-        // The output is about as long as the input (plus a tag or padding block).
-        output.reserve(length + 32);
-    }
-    process_stream(crypter, input.as_mut(), output.writer(), chunk_bytes)?;
+    let mut output = output_for()?;
+    let progress = Progress::new(
+        args.quiet,
+        total,
+        match direction {
+            Direction::Encrypt => "encrypting",
+            Direction::Decrypt => "decrypting",
+        },
+    );
+    let report = |bytes: u64| progress.update(bytes);
+    let mut stdin = std::io::stdin();
+    let reader: &mut (dyn Read + Send) = match input.as_mut() {
+        Some(file) => file,
+        None => &mut stdin,
+    };
+    process_stream_with_progress(crypter, reader, output.writer(), chunk_bytes, Some(&report))?;
+    progress.finish();
     output.commit()
 }

@@ -470,17 +470,25 @@ mod tests {
                                 progress: None,
                             };
                             let mut cursor = Cursor::new(sealed.clone());
-                            let first =
-                                Authenticated::seekable(&cipher, Some(b"aad"), &mut cursor, &options)
-                                    .unwrap();
+                            let first = Authenticated::seekable(
+                                &cipher,
+                                Some(b"aad"),
+                                &mut cursor,
+                                &options,
+                            )
+                            .unwrap();
                             assert_eq!(first.plaintext_bytes(), length as u64);
                             let mut output = Vec::new();
                             first.decrypt(&mut output, &options).unwrap();
                             assert_eq!(output, plaintext, "{name} {length} {chunk_bytes}");
 
-                            let first =
-                                Authenticated::stream(&cipher, Some(b"aad"), &mut &sealed[..], &options)
-                                    .unwrap();
+                            let first = Authenticated::stream(
+                                &cipher,
+                                Some(b"aad"),
+                                &mut &sealed[..],
+                                &options,
+                            )
+                            .unwrap();
                             let mut output = Vec::new();
                             first.decrypt(&mut output, &options).unwrap();
                             assert_eq!(output, plaintext);
@@ -501,8 +509,13 @@ mod tests {
                                     "{error}"
                                 );
                             }
-                            assert!(Authenticated::stream(&cipher, None, &mut &sealed[..], &options)
-                                .is_err());
+                            assert!(Authenticated::stream(
+                                &cipher,
+                                None,
+                                &mut &sealed[..],
+                                &options
+                            )
+                            .is_err());
                         }
                     }
                 }
@@ -551,7 +564,10 @@ mod tests {
         writer.seek(SeekFrom::Start(10)).unwrap();
         writer.write_all(&[sealed[10] ^ 1]).unwrap();
         let error = first.decrypt(&mut Vec::new(), &options).unwrap_err();
-        assert!(matches!(error, StreamError::Job(JobError::Gcm(_))), "{error}");
+        assert!(
+            matches!(error, StreamError::Job(JobError::Gcm(_))),
+            "{error}"
+        );
         // Shortened: the second pass sees less than the first authenticated.
         // (The handles share one file position.)
         writer.seek(SeekFrom::Start(10)).unwrap();

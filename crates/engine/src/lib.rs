@@ -30,6 +30,8 @@ mod builder;
 mod cipher;
 mod cost;
 pub mod crypter;
+#[doc(hidden)]
+pub mod fuzzing;
 mod gpu;
 pub mod open;
 pub mod stream;

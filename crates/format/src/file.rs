@@ -616,3 +616,208 @@ pub fn decrypt_file(
     output.commit()?;
     Ok(plaintext)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn names(folder: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(folder)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn write_and_commit(mut output: OutputFile, bytes: &[u8], folder: &Path, before: &[&str]) {
+        output.reserve(1 << 20);
+        output.file().write_all(bytes).unwrap();
+        // Until the commit the folder holds what it held (an unnamed file has no name)
+        // or that and one hidden temporary file.
+        let during = names(folder);
+        let hidden: Vec<_> = during
+            .iter()
+            .filter(|name| !before.contains(&name.as_str()))
+            .collect();
+        assert!(
+            hidden.is_empty() || (hidden.len() == 1 && hidden[0].starts_with(".parcrypt-")),
+            "{during:?}"
+        );
+        output.commit().unwrap();
+    }
+
+    #[test]
+    fn a_new_output_appears_only_at_the_commit() {
+        let folder = tempfile::tempdir().unwrap();
+        let target = folder.path().join("out");
+        let plan = OutputPlan::check(&target, None, false).unwrap();
+        assert!(!plan.in_place());
+        let mut output = plan.open().unwrap();
+        output.file().write_all(b"complete").unwrap();
+        assert!(names(folder.path()).is_empty());
+        output.commit().unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"complete");
+        assert_eq!(names(folder.path()), ["out"]);
+        // Dropped without a commit: nothing.
+        let second = folder.path().join("second");
+        let mut output = OutputFile::create(&second, None, false).unwrap();
+        output.file().write_all(b"partial").unwrap();
+        drop(output);
+        assert_eq!(names(folder.path()), ["out"]);
+    }
+
+    #[test]
+    fn a_replaced_output_is_wholly_old_until_the_commit_and_wholly_new_after() {
+        for named in [false, true] {
+            let folder = tempfile::tempdir().unwrap();
+            let target = folder.path().join("out");
+            fs::write(&target, b"old contents").unwrap();
+            assert!(matches!(
+                OutputPlan::check(&target, None, false),
+                Err(FormatError::OutputExists(_))
+            ));
+            let plan = OutputPlan::check(&target, None, true).unwrap();
+            let mut output = if named {
+                plan.open_named().unwrap()
+            } else {
+                plan.open().unwrap()
+            };
+            output.reserve(1 << 20);
+            output.file().write_all(b"new").unwrap();
+            assert_eq!(fs::read(&target).unwrap(), b"old contents");
+            output.commit().unwrap();
+            // Trimmed to what was written, and nothing else left.
+            assert_eq!(fs::read(&target).unwrap(), b"new");
+            assert_eq!(names(folder.path()), ["out"], "named: {named}");
+        }
+    }
+
+    #[test]
+    fn the_named_fallback_is_removed_when_dropped_and_never_clobbers() {
+        let folder = tempfile::tempdir().unwrap();
+        let target = folder.path().join("out");
+        let mut output = OutputPlan::check(&target, None, false)
+            .unwrap()
+            .open_named()
+            .unwrap();
+        output.file().write_all(b"partial").unwrap();
+        let during = names(folder.path());
+        assert_eq!(during.len(), 1);
+        assert!(during[0].starts_with(".parcrypt-") && during[0].ends_with(".tmp"));
+        drop(output);
+        assert!(names(folder.path()).is_empty());
+        // A file that appears at the name meanwhile is kept, and the output refused.
+        for named in [false, true] {
+            let plan = OutputPlan::check(&target, None, false).unwrap();
+            let mut output = if named {
+                plan.open_named().unwrap()
+            } else {
+                plan.open().unwrap()
+            };
+            output.file().write_all(b"late").unwrap();
+            fs::write(&target, b"first").unwrap();
+            assert!(matches!(
+                output.commit(),
+                Err(FormatError::OutputExists(_))
+            ));
+            assert_eq!(fs::read(&target).unwrap(), b"first");
+            assert_eq!(names(folder.path()), ["out"]);
+            fs::remove_file(&target).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_link_is_followed_and_stays_a_link() {
+        let folder = tempfile::tempdir().unwrap();
+        let target = folder.path().join("target");
+        let link = folder.path().join("link");
+        let chained = folder.path().join("chained");
+        fs::write(&target, b"old").unwrap();
+        std::os::unix::fs::symlink("target", &link).unwrap();
+        std::os::unix::fs::symlink(&link, &chained).unwrap();
+        let plan = OutputPlan::check(&chained, None, true).unwrap();
+        assert_eq!(plan.target(), folder.path().join("target"));
+        write_and_commit(
+            plan.open().unwrap(),
+            b"new",
+            folder.path(),
+            &["chained", "link", "target"],
+        );
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(fs::symlink_metadata(&chained).unwrap().file_type().is_symlink());
+        assert_eq!(fs::read(&target).unwrap(), b"new");
+        // A dangling link whose target's folder exists makes the target.
+        let dangling = folder.path().join("dangling");
+        std::os::unix::fs::symlink("made", &dangling).unwrap();
+        let plan = OutputPlan::check(&dangling, None, false).unwrap();
+        write_and_commit(
+            plan.open().unwrap(),
+            b"made",
+            folder.path(),
+            &["chained", "dangling", "link", "target"],
+        );
+        assert_eq!(fs::read(folder.path().join("made")).unwrap(), b"made");
+        // One whose target's folder is missing is refused.
+        let nowhere = folder.path().join("nowhere");
+        std::os::unix::fs::symlink("missing/file", &nowhere).unwrap();
+        assert!(matches!(
+            OutputPlan::check(&nowhere, None, true),
+            Err(FormatError::DanglingLink { .. })
+        ));
+        // A loop is refused too.
+        let loop_link = folder.path().join("loop");
+        std::os::unix::fs::symlink("loop", &loop_link).unwrap();
+        assert!(matches!(
+            OutputPlan::check(&loop_link, None, true),
+            Err(FormatError::OpenOutput { .. })
+        ));
+    }
+
+    #[test]
+    fn refusals_come_at_the_check() {
+        let folder = tempfile::tempdir().unwrap();
+        let input = folder.path().join("input");
+        fs::write(&input, b"x").unwrap();
+        let metadata = fs::metadata(&input).unwrap();
+        let link = folder.path().join("link");
+        std::os::unix::fs::symlink("input", &link).unwrap();
+        for target in [&input, &link] {
+            assert!(matches!(
+                OutputPlan::check(target, Some(&metadata), true),
+                Err(FormatError::OutputIsInput(_))
+            ));
+        }
+        assert!(matches!(
+            OutputPlan::check(folder.path(), None, true),
+            Err(FormatError::OutputIsFolder(_))
+        ));
+        assert!(matches!(
+            OutputPlan::check(&folder.path().join("no/such"), None, true),
+            Err(FormatError::OutputFolderMissing { .. })
+        ));
+        assert!(names(folder.path()) == ["input", "link"]);
+    }
+
+    #[test]
+    fn a_device_is_written_in_place() {
+        let null = Path::new("/dev/null");
+        let is_device = |path: &Path| {
+            use std::os::unix::fs::FileTypeExt;
+            fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_char_device())
+        };
+        if !is_device(null) {
+            return; // no device node here
+        }
+        for replace in [false, true] {
+            let plan = OutputPlan::check(null, None, replace).unwrap();
+            assert!(plan.in_place());
+            let mut output = plan.open().unwrap();
+            output.reserve(1 << 20);
+            output.file().write_all(b"gone").unwrap();
+            output.commit().unwrap();
+            assert!(is_device(null));
+        }
+    }
+}

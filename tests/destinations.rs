@@ -47,7 +47,15 @@ fn sealed_file(folder: &Path) -> std::path::PathBuf {
     let plain = folder.join("plain");
     fs::write(&plain, MESSAGE).unwrap();
     let sealed = folder.join("sealed");
-    let output = run(&["encrypt", "-q", "--key", KEY, path(&plain), "-o", path(&sealed)]);
+    let output = run(&[
+        "encrypt",
+        "-q",
+        "--key",
+        KEY,
+        path(&plain),
+        "-o",
+        path(&sealed),
+    ]);
     assert!(output.status.success(), "{output:?}");
     sealed
 }
@@ -79,7 +87,15 @@ fn a_fifo_is_written_in_place_with_or_without_force() {
                 read
             })
         };
-        let mut args = vec!["decrypt", "-q", "--key", KEY, path(&sealed), "-o", path(&fifo)];
+        let mut args = vec![
+            "decrypt",
+            "-q",
+            "--key",
+            KEY,
+            path(&sealed),
+            "-o",
+            path(&fifo),
+        ];
         if force {
             args.push("--force");
         }
@@ -101,7 +117,15 @@ fn dev_null_takes_output_without_force_and_stays_a_device() {
     let folder = tempfile::tempdir().unwrap();
     let sealed = sealed_file(folder.path());
     for force in [false, true] {
-        let mut args = vec!["decrypt", "-q", "--key", KEY, path(&sealed), "-o", "/dev/null"];
+        let mut args = vec![
+            "decrypt",
+            "-q",
+            "--key",
+            KEY,
+            path(&sealed),
+            "-o",
+            "/dev/null",
+        ];
         if force {
             args.push("--force");
         }
@@ -116,7 +140,15 @@ fn dev_stdout_is_standard_output() {
     let folder = tempfile::tempdir().unwrap();
     let sealed = sealed_file(folder.path());
     let output = parcrypt()
-        .args(["decrypt", "-q", "--key", KEY, path(&sealed), "-o", "/dev/stdout"])
+        .args([
+            "decrypt",
+            "-q",
+            "--key",
+            KEY,
+            path(&sealed),
+            "-o",
+            "/dev/stdout",
+        ])
         .stdout(Stdio::piped())
         .output()
         .unwrap();
@@ -127,12 +159,23 @@ fn dev_stdout_is_standard_output() {
     fs::write(&appended, b"before\n").unwrap();
     let stdout = OpenOptions::new().append(true).open(&appended).unwrap();
     let output = parcrypt()
-        .args(["decrypt", "-q", "--key", KEY, path(&sealed), "-o", "/dev/stdout"])
+        .args([
+            "decrypt",
+            "-q",
+            "--key",
+            KEY,
+            path(&sealed),
+            "-o",
+            "/dev/stdout",
+        ])
         .stdout(stdout)
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
-    assert_eq!(fs::read(&appended).unwrap(), [b"before\n", MESSAGE].concat());
+    assert_eq!(
+        fs::read(&appended).unwrap(),
+        [b"before\n", MESSAGE].concat()
+    );
 }
 
 #[test]
@@ -143,7 +186,15 @@ fn a_link_stays_a_link_and_its_target_is_replaced() {
     let link = folder.path().join("link");
     fs::write(&target, b"old").unwrap();
     std::os::unix::fs::symlink("target", &link).unwrap();
-    let args = ["decrypt", "-q", "--key", KEY, path(&sealed), "-o", path(&link)];
+    let args = [
+        "decrypt",
+        "-q",
+        "--key",
+        KEY,
+        path(&sealed),
+        "-o",
+        path(&link),
+    ];
     assert_refused_with(&run(&args), "already exists", |_| false);
     assert_eq!(fs::read(&target).unwrap(), b"old");
     let output = run(&[&args[..], &["--force"]].concat());
@@ -153,10 +204,7 @@ fn a_link_stays_a_link_and_its_target_is_replaced() {
         .file_type()
         .is_symlink());
     assert_eq!(fs::read(&target).unwrap(), MESSAGE);
-    assert_eq!(
-        names(folder.path()),
-        ["link", "plain", "sealed", "target"]
-    );
+    assert_eq!(names(folder.path()), ["link", "plain", "sealed", "target"]);
 }
 
 #[test]
@@ -220,7 +268,12 @@ fn an_existing_destination_is_refused_before_the_key_derivation_and_the_prompt()
     let output = run(&["decrypt", path(&sealed), "-o", path(&existing)]);
     assert_refused_with(&output, "already exists", |_| false);
     // A missing folder and a folder as the destination, the same way.
-    let output = run(&["encrypt", path(&plain), "-o", path(&folder.path().join("no/file"))]);
+    let output = run(&[
+        "encrypt",
+        path(&plain),
+        "-o",
+        path(&folder.path().join("no/file")),
+    ]);
     assert_refused_with(&output, "does not exist", |_| false);
     let output = run(&["decrypt", path(&sealed), "-o", path(folder.path())]);
     assert_refused_with(&output, "is a folder", |_| false);
@@ -259,7 +312,11 @@ fn standard_output_onto_the_input_is_refused_and_the_input_unchanged() {
     // it), and `encrypt < f >> f`.
     let appending = || OpenOptions::new().append(true).open(&input).unwrap();
     let writing = || OpenOptions::new().write(true).open(&input).unwrap();
-    for (stdout, from_stdin) in [(appending(), false), (writing(), false), (appending(), true)] {
+    for (stdout, from_stdin) in [
+        (appending(), false),
+        (writing(), false),
+        (appending(), true),
+    ] {
         let mut command = parcrypt();
         command.args(["encrypt", "--key", KEY]).stdout(stdout);
         if from_stdin {
@@ -299,7 +356,15 @@ fn the_input_as_the_output_is_refused_through_a_link_too() {
     let link = folder.path().join("link");
     std::os::unix::fs::symlink("input", &link).unwrap();
     for target in [&input, &link] {
-        let output = run(&["encrypt", "--key", KEY, "--force", path(&input), "-o", path(target)]);
+        let output = run(&[
+            "encrypt",
+            "--key",
+            KEY,
+            "--force",
+            path(&input),
+            "-o",
+            path(target),
+        ]);
         assert_refused_with(&output, "is the input file", |_| false);
     }
     assert_eq!(fs::read(&input).unwrap(), MESSAGE);

@@ -326,7 +326,10 @@ fn run_case(case: &Case, plain: &[u8], sealed_by: &dyn Fn(Secret) -> Vec<u8>, en
                 "{case:?}: {} bytes written from {FIRST_PART} bytes of ciphertext",
                 written.len()
             );
-            assert!(written == plain[..written.len()], "{case:?}: not the plaintext");
+            assert!(
+                written == plain[..written.len()],
+                "{case:?}: not the plaintext"
+            );
         }
     }
     running.signal(case.signal.0);
@@ -338,7 +341,10 @@ fn run_case(case: &Case, plain: &[u8], sealed_by: &dyn Fn(Secret) -> Vec<u8>, en
     );
     assert_eq!(names(folder.path()), before, "{case:?}: files left behind");
     if case.replace {
-        assert!(fs::read(&destination).unwrap() == old, "{case:?}: destination changed");
+        assert!(
+            fs::read(&destination).unwrap() == old,
+            "{case:?}: destination changed"
+        );
     }
 }
 

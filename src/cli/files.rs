@@ -90,7 +90,10 @@ pub enum Output {
     File(OutputFile),
     /// A FIFO or a device written in place, with the output held back until the commit
     /// (`hold`), as for stdout.
-    HeldInPlace { held: File, sink: OutputFile },
+    HeldInPlace {
+        held: File,
+        sink: OutputFile,
+    },
 }
 
 fn hold_file() -> Result<File, Failure> {

@@ -110,9 +110,7 @@ fn descriptor_metadata(fd: std::os::fd::BorrowedFd<'_>) -> Option<Metadata> {
 /// input's metadata (of the file, or [`stdin_metadata`]).
 pub fn check_stdout(input: Option<&Metadata>) -> Result<(), FormatError> {
     match (input, stdout_metadata()) {
-        (Some(input), Some(stdout)) if same_file(input, &stdout) => {
-            Err(FormatError::StdoutIsInput)
-        }
+        (Some(input), Some(stdout)) if same_file(input, &stdout) => Err(FormatError::StdoutIsInput),
         _ => Ok(()),
     }
 }
@@ -120,7 +118,10 @@ pub fn check_stdout(input: Option<&Metadata>) -> Result<(), FormatError> {
 /// Two regular files that are one (same device and inode). Devices and pipes may be shared
 /// by input and output (`/dev/null` in and out) and are never "the same file".
 fn same_file(first: &Metadata, second: &Metadata) -> bool {
-    first.is_file() && second.is_file() && first.dev() == second.dev() && first.ino() == second.ino()
+    first.is_file()
+        && second.is_file()
+        && first.dev() == second.dev()
+        && first.ino() == second.ino()
 }
 
 /// The most links followed from a destination to its target (as the kernel's limit).
@@ -332,14 +333,12 @@ impl OutputPlan {
 
     fn open_in_place(self) -> Result<OutputFile, FormatError> {
         let opened = match &self.way {
-            Way::Descriptor(Standard::Output) => io::stdout()
-                .as_fd()
-                .try_clone_to_owned()
-                .map(File::from),
-            Way::Descriptor(Standard::Error) => io::stderr()
-                .as_fd()
-                .try_clone_to_owned()
-                .map(File::from),
+            Way::Descriptor(Standard::Output) => {
+                io::stdout().as_fd().try_clone_to_owned().map(File::from)
+            }
+            Way::Descriptor(Standard::Error) => {
+                io::stderr().as_fd().try_clone_to_owned().map(File::from)
+            }
             Way::InPlace(path) | Way::Replace { target: path, .. } => {
                 fs::OpenOptions::new().write(true).open(path)
             }
@@ -718,10 +717,7 @@ mod tests {
             };
             output.file().write_all(b"late").unwrap();
             fs::write(&target, b"first").unwrap();
-            assert!(matches!(
-                output.commit(),
-                Err(FormatError::OutputExists(_))
-            ));
+            assert!(matches!(output.commit(), Err(FormatError::OutputExists(_))));
             assert_eq!(fs::read(&target).unwrap(), b"first");
             assert_eq!(names(folder.path()), ["out"]);
             fs::remove_file(&target).unwrap();
@@ -745,8 +741,14 @@ mod tests {
             folder.path(),
             &["chained", "link", "target"],
         );
-        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
-        assert!(fs::symlink_metadata(&chained).unwrap().file_type().is_symlink());
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(fs::symlink_metadata(&chained)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         assert_eq!(fs::read(&target).unwrap(), b"new");
         // A dangling link whose target's folder exists makes the target.
         let dangling = folder.path().join("dangling");

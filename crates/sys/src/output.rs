@@ -129,7 +129,8 @@ pub fn folder_writable(folder: &Path) -> bool {
 }
 
 fn c_path(path: &Path) -> io::Result<CString> {
-    CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
 }
 
 /// The signals that end a process by default and that a person or a system sends to stop
@@ -214,7 +215,8 @@ fn install() {
             }
             (*PREVIOUS.0.get())[index] = Some(old);
             let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = remove_and_raise as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_sigaction =
+                remove_and_raise as extern "C" fn(libc::c_int) as libc::sighandler_t;
             action.sa_flags = libc::SA_RESETHAND;
             libc::sigemptyset(&mut action.sa_mask);
             libc::sigaction(signal, &action, ptr::null_mut());

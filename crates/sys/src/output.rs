@@ -106,9 +106,15 @@ pub fn link_unnamed(file: &File, path: &Path) -> io::Result<()> {
 }
 
 /// Flushes `folder`'s entries to disk, so that a name made or changed in it survives a
-/// crash.
+/// crash. A file system that cannot sync a folder (EINVAL, ENOTSUP: some network and FUSE
+/// file systems) is no error: there is nothing more to do.
 pub fn sync_folder(folder: &Path) -> io::Result<()> {
-    File::open(folder)?.sync_all()
+    match File::open(folder)?.sync_all() {
+        Err(error) if matches!(error.raw_os_error(), Some(libc::EINVAL | libc::EOPNOTSUPP)) => {
+            Ok(())
+        }
+        other => other,
+    }
 }
 
 /// Whether this process may make files in `folder` (write and search permission, checked

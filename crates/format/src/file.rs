@@ -810,7 +810,8 @@ mod tests {
             fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_char_device())
         };
         if !is_device(null) {
-            return; // no device node here
+            println!("SKIPPED: /dev/null is not a character device here");
+            return;
         }
         for replace in [false, true] {
             let plan = OutputPlan::check(null, None, replace).unwrap();

@@ -12,7 +12,7 @@ use parcrypt_format::secrets::{self, SecretBytes};
 use parcrypt_format::{ByteRange, Decryptor, Format, FormatError, UnlockedDecryptor};
 
 use super::encrypt::{run_to_output, secret_of, take_key, CommonArgs, DecryptArgs, StreamRun};
-use super::files::{file_size, open_input, plain};
+use super::files::{check_output, file_size, open_input, plain};
 use super::Failure;
 
 pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
@@ -25,6 +25,12 @@ pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
         ));
     }
     let range: Option<ByteRange> = args.range.as_deref().map(str::parse).transpose()?;
+    // Every refusal of the destination comes before the prompt and the key derivation.
+    check_output(
+        common.output.as_deref(),
+        common.input.as_deref(),
+        common.force,
+    )?;
     let engine = super::engine(common.backend, common.threads)?;
     let common = &*common;
     // Random access needs to seek: a file, not a pipe.

@@ -15,7 +15,7 @@ use parcrypt_format::{
 };
 use zeroize::Zeroize;
 
-use super::files::{file_size, open_input, Output};
+use super::files::{check_output, file_size, open_input, Output};
 use super::progress::{print_stats, Progress};
 use super::Failure;
 
@@ -33,10 +33,18 @@ Formats:
                --key-file: 16 bytes for Cobblestone-128, 32 for Cobblestone-256.
                Other Cobblestone implementations read and write the same bytes.
 Safety:
-  Output to a file goes to a temporary file beside it and is renamed only after the whole
-  message authenticated; an existing file is replaced only with --force. Decrypting to
-  stdout streams authenticated 16 KiB chunks only, and ends with an error and a non-zero
-  exit if a later chunk fails.";
+  OUTPUT is checked before any prompt or key derivation: a folder, the input file itself
+  (stdout included: `> INPUT` and `>> INPUT` are refused), an existing file without
+  --force, a link whose target's folder is missing, or a folder that is missing or not
+  writable is refused at once. The output is written into a file with no name (O_TMPFILE)
+  in OUTPUT's folder, synced to disk, and only then linked to OUTPUT and the folder synced:
+  an interrupt, SIGKILL or a crash leaves no file. With --force an existing OUTPUT is
+  replaced in one rename: it is wholly the old file or wholly the new one. Where the file
+  system has no O_TMPFILE, a hidden .parcrypt-*.tmp file is used, removed on SIGINT,
+  SIGTERM and SIGHUP (SIGKILL or a crash may leave it). A symlink OUTPUT keeps pointing at
+  its target, which is replaced. A FIFO, a device (/dev/null) or /dev/stdout is written in
+  place, never replaced. Decrypting to stdout, a FIFO or a device streams authenticated
+  16 KiB chunks only, and ends with an error and a non-zero exit if a later chunk fails.";
 
 #[derive(Args)]
 pub struct CommonArgs {
@@ -156,6 +164,12 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
             "refusing to write encrypted bytes to the terminal: use -o FILE or a pipe".into(),
         ));
     }
+    // Every refusal of the destination comes before the prompt and the key derivation.
+    check_output(
+        common.output.as_deref(),
+        common.input.as_deref(),
+        common.force,
+    )?;
     let mut input = open_input(common.input.as_deref())?;
     // The secret comes before the output file is made, so that a prompt abandoned with
     // Ctrl-C leaves no temporary file behind.

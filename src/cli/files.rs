@@ -1,16 +1,18 @@
 //! Opening inputs and outputs so that nothing is lost.
 //!
-//! Output to a file goes to a temporary file in the target's folder and is renamed over the
-//! target only when the whole job succeeded, so a failed or interrupted run leaves no
-//! partial file. Output to stdout can be held in an unnamed temporary file until the job
-//! has authenticated (GCM decryption), so no unauthenticated plaintext reaches a pipe.
+//! The library's [`OutputPlan`] and [`OutputFile`] decide: output to a file is written
+//! into an unnamed file in the target's folder and linked into place only when the whole
+//! job succeeded, so a failed or interrupted run leaves no partial file; a FIFO or a device
+//! is written in place. Output to stdout can be held in an unnamed temporary file until the
+//! job has authenticated (GCM decryption), so no unauthenticated plaintext reaches a pipe.
+//! Neither a file nor stdout may be the input file.
 
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::io::{self, Read, Seek, Write};
 
 use std::path::Path;
 
-use parcrypt_format::file::{self, OutputFile};
+use parcrypt_format::file::{self, OutputFile, OutputPlan};
 use parcrypt_format::FormatError;
 
 use super::Failure;
@@ -34,52 +36,107 @@ pub fn file_size(input: Option<&Path>) -> Option<u64> {
 
 pub use parcrypt_format::error::plain;
 
+/// The input's metadata: of the file, or of stdin for `None` or `-`.
+fn input_metadata(input: Option<&Path>) -> Option<Metadata> {
+    match input {
+        Some(path) if path != Path::new("-") => std::fs::metadata(path).ok(),
+        _ => file::stdin_metadata(),
+    }
+}
+
+/// Checks where output goes before anything is asked or derived: a file target by the
+/// library's [`OutputPlan::check`], stdout (`None` or `-`) for being the input file.
+pub fn check_output(
+    target: Option<&Path>,
+    input: Option<&Path>,
+    replace: bool,
+) -> Result<(), Failure> {
+    plan_output(target, input, replace).map(drop)
+}
+
+/// The plan for a file target, `None` for stdout; refusals as [`check_output`] says.
+fn plan_output(
+    target: Option<&Path>,
+    input: Option<&Path>,
+    replace: bool,
+) -> Result<Option<OutputPlan>, Failure> {
+    let input = input_metadata(input);
+    let target = match target {
+        Some(path) if path != Path::new("-") => path,
+        _ => {
+            file::check_stdout(input.as_ref())?;
+            return Ok(None);
+        }
+    };
+    match OutputPlan::check(target, input.as_ref(), replace) {
+        Ok(plan) => Ok(Some(plan)),
+        Err(FormatError::OutputExists(path)) => Err(exists(&path)),
+        Err(error) => Err(error.into()),
+    }
+}
+
+fn exists(path: &Path) -> Failure {
+    Failure(format!(
+        "output '{}' already exists (use --force to replace it)",
+        path.display()
+    ))
+}
+
 pub enum Output {
     Stdout {
         held: Option<File>,
         stdout: io::Stdout,
     },
     File(OutputFile),
+    /// A FIFO or a device written in place, with the output held back until the commit
+    /// (`hold`), as for stdout.
+    HeldInPlace {
+        held: File,
+        sink: OutputFile,
+    },
+}
+
+fn hold_file() -> Result<File, Failure> {
+    tempfile::tempfile().map_err(|error| {
+        Failure(format!(
+            "cannot create a temporary file to hold output: {}",
+            plain(&error)
+        ))
+    })
+}
+
+fn copy_held(mut held: File, sink: &mut dyn Write) -> Result<(), Failure> {
+    held.rewind()
+        .map_err(|error| Failure(format!("cannot read held output: {}", plain(&error))))?;
+    io::copy(&mut held, sink)
+        .and_then(|_| sink.flush())
+        .map_err(|error| Failure(format!("cannot write output: {}", plain(&error))))
 }
 
 impl Output {
     /// `target`: `None` or `-` means stdout. `hold` keeps stdout output back until
     /// [`Output::commit`]. An existing target is replaced only with `replace`; the input
-    /// file is never the output.
+    /// file (`None` or `-`: stdin) is never the output, stdout included.
     pub fn create(
         target: Option<&Path>,
         input: Option<&Path>,
         replace: bool,
         hold: bool,
     ) -> Result<Output, Failure> {
-        let target = match target {
-            Some(path) if path != Path::new("-") => path,
-            _ => {
-                let held = if hold {
-                    Some(tempfile::tempfile().map_err(|error| {
-                        Failure(format!(
-                            "cannot create a temporary file to hold output: {}",
-                            plain(&error)
-                        ))
-                    })?)
-                } else {
-                    None
-                };
-                return Ok(Output::Stdout {
-                    held,
-                    stdout: io::stdout(),
-                });
-            }
+        let Some(plan) = plan_output(target, input, replace)? else {
+            return Ok(Output::Stdout {
+                held: hold.then(hold_file).transpose()?,
+                stdout: io::stdout(),
+            });
         };
-        let input = input.filter(|path| *path != Path::new("-"));
-        match OutputFile::create(target, input, replace) {
-            Ok(output) => Ok(Output::File(output)),
-            Err(FormatError::OutputExists(path)) => Err(Failure(format!(
-                "output '{}' already exists (use --force to replace it)",
-                path.display()
-            ))),
-            Err(error) => Err(error.into()),
+        if hold && plan.in_place() {
+            let held = hold_file()?;
+            return Ok(Output::HeldInPlace {
+                held,
+                sink: plan.open()?,
+            });
         }
+        Ok(Output::File(plan.open()?))
     }
 
     /// Reserves `bytes` of disk for a file output before writing, so that the writer stage
@@ -99,6 +156,7 @@ impl Output {
             } => file,
             Output::Stdout { held: None, stdout } => stdout,
             Output::File(output) => output.file(),
+            Output::HeldInPlace { held, .. } => held,
         }
     }
 
@@ -113,18 +171,16 @@ impl Output {
                 .flush()
                 .map_err(|error| Failure(format!("cannot write output: {}", plain(&error)))),
             Output::Stdout {
-                held: Some(mut file),
-                ..
-            } => {
-                file.rewind().map_err(|error| {
-                    Failure(format!("cannot read held output: {}", plain(&error)))
-                })?;
-                let mut stdout = io::stdout().lock();
-                io::copy(&mut file, &mut stdout)
-                    .and_then(|_| stdout.flush())
-                    .map_err(|error| Failure(format!("cannot write output: {}", plain(&error))))
+                held: Some(file), ..
+            } => copy_held(file, &mut io::stdout().lock()),
+            Output::HeldInPlace { held, mut sink } => {
+                copy_held(held, sink.file())?;
+                Ok(sink.commit()?)
             }
-            Output::File(output) => Ok(output.commit()?),
+            Output::File(output) => match output.commit() {
+                Err(FormatError::OutputExists(path)) => Err(exists(&path)),
+                other => Ok(other?),
+            },
         }
     }
 }

@@ -117,6 +117,41 @@ pub enum FormatError {
     /// An output that exists and may not be replaced.
     #[error("output '{}' already exists (allow replacing it, or choose another name)", .0.display())]
     OutputExists(PathBuf),
+    /// Standard output is the input file (`> input` or `>> input`).
+    #[error("standard output is the input file; write to another file")]
+    StdoutIsInput,
+    /// An output that is a symbolic link to a file whose folder does not exist.
+    #[error("output '{}' is a link to '{}', whose folder does not exist", .link.display(), .target.display())]
+    DanglingLink {
+        /// The output, as given.
+        link: PathBuf,
+        /// Where its links lead.
+        target: PathBuf,
+    },
+    /// An output whose folder does not exist.
+    #[error("cannot write '{}': folder '{}' does not exist", .path.display(), .folder.display())]
+    OutputFolderMissing {
+        /// The output.
+        path: PathBuf,
+        /// Its folder.
+        folder: PathBuf,
+    },
+    /// An output whose folder this process may not write in.
+    #[error("cannot write '{}': no permission to create files in '{}'", .path.display(), .folder.display())]
+    OutputFolderNotWritable {
+        /// The output.
+        path: PathBuf,
+        /// Its folder.
+        folder: PathBuf,
+    },
+    /// An output that could not be looked at or opened (a FIFO, a device, a link loop).
+    #[error("cannot open output '{}': {}", .path.display(), plain(.error))]
+    OpenOutput {
+        /// The output.
+        path: PathBuf,
+        /// Why.
+        error: io::Error,
+    },
     /// No temporary file could be made beside the output.
     #[error("cannot write in '{}': {}", .folder.display(), plain(.error))]
     CreateTemporary {

@@ -3,9 +3,12 @@
 //!
 //! - [`terminal`]: a question on the controlling terminal with echo off, restored on every
 //!   way out (signals included);
-//! - [`reserve_file_space`]: preallocating an output file's blocks before it is written.
+//! - [`reserve_file_space`]: preallocating an output file's blocks before it is written;
+//! - [`output`]: files with no name until complete (`O_TMPFILE`), named temporary files
+//!   removed on SIGINT, SIGTERM and SIGHUP, and syncing a folder.
 #![warn(missing_docs)]
 
+pub mod output;
 pub mod terminal;
 
 use std::fs::File;

@@ -230,7 +230,6 @@ pub(super) fn run_to_output(
         common.output.as_deref(),
         common.input.as_deref(),
         common.force,
-        false,
     )?;
     let progress = Progress::new(common.quiet, total, words[0]);
     let report = |bytes: u64| progress.update(bytes);

@@ -3,12 +3,12 @@
 //! The library's [`OutputPlan`] and [`OutputFile`] decide: output to a file is written
 //! into an unnamed file in the target's folder and linked into place only when the whole
 //! job succeeded, so a failed or interrupted run leaves no partial file; a FIFO or a device
-//! is written in place. Output to stdout can be held in an unnamed temporary file until the
-//! job has authenticated (GCM decryption), so no unauthenticated plaintext reaches a pipe.
+//! is written in place, as stdout is. Nothing is ever held back here: the parcrypt format
+//! releases only authenticated chunks, and raw GCM decryption authenticates before it writes.
 //! Neither a file nor stdout may be the input file.
 
-use std::fs::{File, Metadata};
-use std::io::{self, Read, Seek, Write};
+use std::fs::Metadata;
+use std::io::{self, Read, Write};
 
 use std::path::Path;
 
@@ -83,60 +83,22 @@ fn exists(path: &Path) -> Failure {
 }
 
 pub enum Output {
-    Stdout {
-        held: Option<File>,
-        stdout: io::Stdout,
-    },
+    Stdout(io::Stdout),
     File(OutputFile),
-    /// A FIFO or a device written in place, with the output held back until the commit
-    /// (`hold`), as for stdout.
-    HeldInPlace {
-        held: File,
-        sink: OutputFile,
-    },
-}
-
-fn hold_file() -> Result<File, Failure> {
-    tempfile::tempfile().map_err(|error| {
-        Failure(format!(
-            "cannot create a temporary file to hold output: {}",
-            plain(&error)
-        ))
-    })
-}
-
-fn copy_held(mut held: File, sink: &mut dyn Write) -> Result<(), Failure> {
-    held.rewind()
-        .map_err(|error| Failure(format!("cannot read held output: {}", plain(&error))))?;
-    io::copy(&mut held, sink)
-        .and_then(|_| sink.flush())
-        .map_err(|error| Failure(format!("cannot write output: {}", plain(&error))))
 }
 
 impl Output {
-    /// `target`: `None` or `-` means stdout. `hold` keeps stdout output back until
-    /// [`Output::commit`]. An existing target is replaced only with `replace`; the input
-    /// file (`None` or `-`: stdin) is never the output, stdout included.
+    /// `target`: `None` or `-` means stdout. An existing target is replaced only with
+    /// `replace`; the input file (`None` or `-`: stdin) is never the output, stdout included.
     pub fn create(
         target: Option<&Path>,
         input: Option<&Path>,
         replace: bool,
-        hold: bool,
     ) -> Result<Output, Failure> {
-        let Some(plan) = plan_output(target, input, replace)? else {
-            return Ok(Output::Stdout {
-                held: hold.then(hold_file).transpose()?,
-                stdout: io::stdout(),
-            });
-        };
-        if hold && plan.in_place() {
-            let held = hold_file()?;
-            return Ok(Output::HeldInPlace {
-                held,
-                sink: plan.open()?,
-            });
+        match plan_output(target, input, replace)? {
+            None => Ok(Output::Stdout(io::stdout())),
+            Some(plan) => Ok(Output::File(plan.open()?)),
         }
-        Ok(Output::File(plan.open()?))
     }
 
     /// Reserves `bytes` of disk for a file output before writing, so that the writer stage
@@ -151,32 +113,19 @@ impl Output {
 
     pub fn writer(&mut self) -> &mut (dyn Write + Send) {
         match self {
-            Output::Stdout {
-                held: Some(file), ..
-            } => file,
-            Output::Stdout { held: None, stdout } => stdout,
+            Output::Stdout(stdout) => stdout,
             Output::File(output) => output.file(),
-            Output::HeldInPlace { held, .. } => held,
         }
     }
 
-    /// Makes the output visible: renames the temporary file over the target, or copies the
-    /// held output to stdout. Dropping an `Output` without committing deletes what it held.
+    /// Makes the output visible: links the unnamed file into place (or renames the
+    /// temporary over the target), or flushes stdout. Dropping an `Output` without
+    /// committing deletes what it held.
     pub fn commit(self) -> Result<(), Failure> {
         match self {
-            Output::Stdout {
-                held: None,
-                mut stdout,
-            } => stdout
+            Output::Stdout(mut stdout) => stdout
                 .flush()
                 .map_err(|error| Failure(format!("cannot write output: {}", plain(&error)))),
-            Output::Stdout {
-                held: Some(file), ..
-            } => copy_held(file, &mut io::stdout().lock()),
-            Output::HeldInPlace { held, mut sink } => {
-                copy_held(held, sink.file())?;
-                Ok(sink.commit()?)
-            }
             Output::File(output) => match output.commit() {
                 Err(FormatError::OutputExists(path)) => Err(exists(&path)),
                 other => Ok(other?),

@@ -11,7 +11,7 @@ use parcrypt_engine::{Backend, Cipher, CipherSpec, Direction, Implementation, Mo
 use parcrypt_format::secrets::decode_hex;
 use zeroize::Zeroize;
 
-use super::files::{file_size, Output};
+use super::files::{check_output, file_size, Output};
 use super::progress::Progress;
 use super::{typed, Failure};
 
@@ -115,6 +115,9 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
     if spec.mode == Mode::Ecb {
         eprintln!("parcrypt: warning: ECB encrypts equal blocks to equal blocks and leaks patterns; use it only for experiments");
     }
+    // Every refusal of the output comes first (GCM decryption makes it only after its
+    // first pass).
+    check_output(args.output.as_deref(), args.input.as_deref(), args.force)?;
     let engine = super::engine(args.backend, args.threads)?;
     let chunk_bytes = chunk_bytes_for(&engine);
     let cipher = Cipher::new(engine, spec, &key, iv.as_deref().map(|iv| iv.as_slice()))?
@@ -142,13 +145,7 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
         .transpose()?;
     let total = file_size(input_path);
     let output_for = || -> Result<Output, Failure> {
-        // Nothing is held back: GCM decryption authenticates before it writes.
-        let mut output = Output::create(
-            args.output.as_deref(),
-            args.input.as_deref(),
-            args.force,
-            false,
-        )?;
+        let mut output = Output::create(args.output.as_deref(), args.input.as_deref(), args.force)?;
         if let Some(length) = total {
             // The output is about as long as the input (plus a tag or padding block).
             output.reserve(length + 32);
@@ -156,19 +153,6 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
         Ok(output)
     };
     if spec.mode == Mode::Gcm && direction == Direction::Decrypt {
-        // The output is made after the first pass; refuse an existing one before it.
-        if let Some(target) = args
-            .output
-            .as_deref()
-            .filter(|path| *path != Path::new("-"))
-        {
-            if !args.force && target.symlink_metadata().is_ok() {
-                return Err(Failure(format!(
-                    "output '{}' already exists (use --force to replace it)",
-                    target.display()
-                )));
-            }
-        }
         // Authenticate first, decrypt only after the tag matched: no byte is released (to a
         // file, a temporary file or stdout) before.
         let bars = [

@@ -10,7 +10,9 @@ use zeroize::Zeroizing;
 
 use crate::cobblestone::{MessageKeys, Suite, COMMITMENT_BYTES, PREFIX_BYTES, SALT_BYTES};
 use crate::error::FormatError;
-use crate::header::{Argon2Params, KeySource, ParcryptHeader, HEADER_BYTES, KDF_SALT_BYTES};
+use crate::header::{
+    Argon2Params, KdfLimits, KeySource, ParcryptHeader, Weakness, HEADER_BYTES, KDF_SALT_BYTES,
+};
 
 /// How a file is laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -74,6 +76,36 @@ impl Default for Setup<'_> {
             context: b"",
             argon2: Argon2Params::DEFAULT,
         }
+    }
+}
+
+impl Setup<'_> {
+    /// What makes a message set up this way under `secret` weaker than recommended, or
+    /// harder to open than a reader expects, for warnings when encrypting (empty for a key,
+    /// and for a passphrase of 8 bytes or more under the default costs): argon2id costs
+    /// below OWASP's minimums ([`Argon2Params::weaknesses`]), a short passphrase
+    /// ([`crate::secrets::passphrase_weakness`]), costs above the default decryption
+    /// budget ([`KdfLimits::DEFAULT`]). None of them stops encryption.
+    ///
+    /// ```
+    /// use parcrypt_format::{Argon2Params, Secret, Setup};
+    /// let setup = Setup::default();
+    /// assert!(setup.warnings(Secret::Passphrase(b"correct horse battery")).is_empty());
+    /// assert_eq!(setup.warnings(Secret::Passphrase(b"abc")).len(), 1);
+    /// let cheap = Setup { argon2: Argon2Params { memory_kib: 64, passes: 1, lanes: 1 }, ..setup };
+    /// assert_eq!(cheap.warnings(Secret::Passphrase(b"abc")).len(), 2);
+    /// assert!(cheap.warnings(Secret::Key(&[0; 16])).is_empty());
+    /// ```
+    pub fn warnings(&self, secret: Secret<'_>) -> Vec<Weakness> {
+        let Secret::Passphrase(passphrase) = secret else {
+            return Vec::new();
+        };
+        let mut warnings = self.argon2.weaknesses();
+        warnings.extend(crate::secrets::passphrase_weakness(passphrase));
+        if KdfLimits::DEFAULT.check(&self.argon2).is_err() {
+            warnings.push(Weakness::AboveDecryptionBudget(self.argon2));
+        }
+        warnings
     }
 }
 
@@ -224,20 +256,67 @@ impl Envelope {
         )
     }
 
+    /// The argon2id parameters of a passphrase-sealed message (`None` under a key).
+    pub fn argon2(&self) -> Option<Argon2Params> {
+        match self.header {
+            Some(ParcryptHeader {
+                key_source: KeySource::Argon2id { params, .. },
+                ..
+            }) => Some(params),
+            _ => None,
+        }
+    }
+
+    /// Refuses a header whose argon2id costs exceed `limits` ([`FormatError::KdfBudget`]);
+    /// a message under a key always passes. Cheap: a front end calls it before asking for
+    /// a passphrase, so that a hostile file is refused before anyone types anything.
+    pub fn check_kdf(&self, limits: &KdfLimits) -> Result<(), FormatError> {
+        match self.argon2() {
+            Some(params) => limits.check(&params),
+            None => Ok(()),
+        }
+    }
+
     /// Derives the message keys from `secret` and `context` and checks the commitment.
-    /// A bare Cobblestone message takes its suite from the key's length.
+    /// A bare Cobblestone message takes its suite from the key's length. A passphrase is
+    /// stretched only within the default budget, [`KdfLimits::DEFAULT`]; use
+    /// [`Envelope::unlock_within`] to allow more.
     pub fn unlock(&self, secret: Secret<'_>, context: &[u8]) -> Result<MessageKeys, FormatError> {
+        self.unlock_within(secret, context, &KdfLimits::DEFAULT)
+    }
+
+    /// [`Envelope::unlock`] under a given argon2id budget: a header over `limits` is
+    /// refused ([`FormatError::KdfBudget`]) before any key derivation.
+    pub fn unlock_within(
+        &self,
+        secret: Secret<'_>,
+        context: &[u8],
+        limits: &KdfLimits,
+    ) -> Result<MessageKeys, FormatError> {
+        self.check_kdf(limits)?;
         let suite = match (&self.header, secret) {
             (Some(header), _) => header.suite,
             (None, Secret::Key(key)) => Suite::for_key_length(key.len())?,
             (None, Secret::Passphrase(_)) => return Err(FormatError::NeedsKey),
         };
-        self.unlock_as(suite, secret, context)
+        self.unlock_suite(suite, secret, context)
     }
 
     /// [`Envelope::unlock`] for a bare Cobblestone message of a known suite (a key of the
-    /// other suite's length is refused rather than tried).
+    /// other suite's length is refused rather than tried). A passphrase-sealed header is
+    /// held to [`KdfLimits::DEFAULT`], as by [`Envelope::unlock`].
     pub fn unlock_as(
+        &self,
+        suite: Suite,
+        secret: Secret<'_>,
+        context: &[u8],
+    ) -> Result<MessageKeys, FormatError> {
+        self.check_kdf(&KdfLimits::DEFAULT)?;
+        self.unlock_suite(suite, secret, context)
+    }
+
+    /// Unlocks as `suite`, the budget already checked.
+    fn unlock_suite(
         &self,
         suite: Suite,
         secret: Secret<'_>,

@@ -107,7 +107,7 @@ pub enum EngineError {
     #[error("--threads must be at least 1")]
     ZeroThreads,
     /// More threads were asked for than [`max_threads`] allows on this machine.
-    #[error("--threads {asked} is too many: at most {max} on this machine ({per_core} per core, and never fewer than {floor} allowed)", per_core = THREADS_PER_CORE, floor = MIN_MAX_THREADS)]
+    #[error("--threads {asked} is too many: at most {max} on this machine ({per_core} per core, at least {floor})", per_core = THREADS_PER_CORE, floor = MIN_MAX_THREADS)]
     TooManyThreads {
         /// The threads asked for.
         asked: usize,
@@ -383,5 +383,24 @@ mod tests {
             "gpu9".parse::<Backend>(),
             Err(EngineError::UnknownBackend(_))
         ));
+    }
+
+    #[test]
+    fn thread_counts_are_bounded_before_any_thread_starts() {
+        let max = max_threads();
+        assert!(max >= MIN_MAX_THREADS && max >= THREADS_PER_CORE * available_threads());
+        assert!(matches!(check_threads(0), Err(EngineError::ZeroThreads)));
+        assert_eq!(check_threads(max).unwrap(), max);
+        for asked in [max + 1, 100_000, usize::MAX] {
+            let error = Engine::new(Backend::Pool, Some(asked)).err().unwrap();
+            assert!(
+                matches!(error, EngineError::TooManyThreads { asked: a, max: m } if a == asked && m == max),
+                "{error}"
+            );
+            assert!(error
+                .to_string()
+                .starts_with(&format!("--threads {asked} is too many")));
+        }
+        assert!(Engine::builder().threads(0).build().is_err());
     }
 }

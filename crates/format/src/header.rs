@@ -543,4 +543,89 @@ mod tests {
             Err(FormatError::KdfLimits(_))
         ));
     }
+
+    #[test]
+    fn the_decryption_budget_is_four_times_the_defaults_and_names_its_option() {
+        let limits = KdfLimits::default();
+        assert_eq!(
+            (limits.max_memory_kib, limits.max_passes, limits.max_lanes),
+            (256 * 1024, 12, 16)
+        );
+        assert!(limits.check(&Argon2Params::DEFAULT).is_ok());
+        let at_limit = Argon2Params {
+            memory_kib: 256 * 1024,
+            passes: 12,
+            lanes: 16,
+        };
+        assert!(limits.check(&at_limit).is_ok());
+        for (params, option) in [
+            (
+                Argon2Params {
+                    memory_kib: 256 * 1024 + 1,
+                    ..at_limit
+                },
+                "--kdf-max-memory 257",
+            ),
+            (
+                Argon2Params {
+                    passes: 13,
+                    ..at_limit
+                },
+                "--kdf-max-passes 13",
+            ),
+            (
+                Argon2Params {
+                    lanes: 17,
+                    ..at_limit
+                },
+                "--kdf-max-lanes 17",
+            ),
+        ] {
+            let error = limits.check(&params).unwrap_err();
+            assert!(matches!(error, FormatError::KdfBudget { .. }), "{error}");
+            assert!(error.to_string().contains(option), "{error}");
+            assert!(KdfLimits::FORMAT.check(&params).is_ok());
+        }
+        let hostile = Argon2Params {
+            memory_kib: Argon2Params::MAX_MEMORY_KIB,
+            passes: Argon2Params::MAX_PASSES,
+            lanes: Argon2Params::MAX_LANES,
+        };
+        assert!(matches!(
+            limits.check(&hostile),
+            Err(FormatError::KdfBudget {
+                what: KdfCost::MemoryKib,
+                asked: 4194304,
+                limit: 262144
+            })
+        ));
+    }
+
+    #[test]
+    fn weak_kdf_costs_are_those_below_every_owasp_setting() {
+        let params = |memory_mib: u32, passes: u32| Argon2Params {
+            memory_kib: memory_mib * 1024,
+            passes,
+            lanes: 1,
+        };
+        for (memory_mib, passes) in [(64, 3), (46, 1), (19, 2), (12, 3), (9, 4), (7, 5), (7, 10)] {
+            assert!(
+                params(memory_mib, passes).weaknesses().is_empty(),
+                "{memory_mib} MiB, {passes} passes"
+            );
+        }
+        for (memory_mib, passes) in [(45, 1), (18, 2), (11, 3), (8, 4), (6, 100), (1, 3)] {
+            assert_eq!(
+                params(memory_mib, passes).weaknesses(),
+                vec![Weakness::CheapKdf(params(memory_mib, passes))],
+                "{memory_mib} MiB, {passes} passes"
+            );
+        }
+        let text = Weakness::CheapKdf(params(1, 3)).to_string();
+        assert!(
+            text.contains("1024 KiB") && text.contains("OWASP"),
+            "{text}"
+        );
+        assert!(!text.contains('\n'));
+    }
 }

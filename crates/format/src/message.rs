@@ -524,4 +524,98 @@ mod tests {
             Err(FormatError::TruncatedHeader(_))
         ));
     }
+
+    #[test]
+    fn a_header_over_the_budget_is_refused_before_any_work() {
+        let setup = Setup {
+            argon2: CHEAP,
+            ..Setup::default()
+        };
+        let (envelope, _) = Envelope::create(&setup, Secret::Passphrase(b"pass")).unwrap();
+        let mut bytes = envelope.to_bytes();
+        // 4 GiB, the format's limit: refused at once, nothing allocated (this test would
+        // otherwise need 4 GiB and minutes).
+        bytes[12..16].copy_from_slice(&Argon2Params::MAX_MEMORY_KIB.to_be_bytes());
+        let (hostile, _) = Envelope::parse(Format::Parcrypt, &bytes).unwrap();
+        for result in [
+            hostile.unlock(Secret::Passphrase(b"pass"), b""),
+            hostile.unlock_as(setup.suite, Secret::Passphrase(b"pass"), b""),
+            hostile.unlock_within(Secret::Passphrase(b"pass"), b"", &KdfLimits::DEFAULT),
+        ] {
+            let error = result.err().unwrap();
+            assert!(
+                matches!(error, FormatError::KdfBudget { .. })
+                    && error.to_string().contains("--kdf-max-memory 4096"),
+                "{error}"
+            );
+        }
+        assert!(hostile.check_kdf(&KdfLimits::DEFAULT).is_err());
+        assert!(hostile.check_kdf(&KdfLimits::FORMAT).is_ok());
+        assert_eq!(
+            hostile.argon2().map(|params| params.memory_kib),
+            Some(Argon2Params::MAX_MEMORY_KIB)
+        );
+
+        // Within a raised budget the work is done: the changed header then fails the
+        // commitment, as every changed header byte does.
+        let mut moderate = envelope.to_bytes();
+        moderate[20..24].copy_from_slice(&20u32.to_be_bytes());
+        moderate[12..16].copy_from_slice(&(20u32 * 8).to_be_bytes());
+        let (moderate, _) = Envelope::parse(Format::Parcrypt, &moderate).unwrap();
+        assert!(matches!(
+            moderate.unlock(Secret::Passphrase(b"pass"), b""),
+            Err(FormatError::KdfBudget {
+                what: crate::header::KdfCost::Lanes,
+                ..
+            })
+        ));
+        let raised = KdfLimits {
+            max_lanes: 20,
+            ..KdfLimits::DEFAULT
+        };
+        assert!(matches!(
+            moderate.unlock_within(Secret::Passphrase(b"pass"), b"", &raised),
+            Err(FormatError::WrongKey)
+        ));
+        // Files under a key, and the unchanged file, pass any budget.
+        assert!(envelope
+            .unlock_within(Secret::Passphrase(b"pass"), b"", &raised)
+            .is_ok());
+        let (keyed, _) = Envelope::create(&setup, Secret::Key(&[3; 16])).unwrap();
+        let none = KdfLimits {
+            max_memory_kib: 0,
+            max_passes: 0,
+            max_lanes: 0,
+        };
+        assert!(keyed
+            .unlock_within(Secret::Key(&[3; 16]), b"", &none)
+            .is_ok());
+    }
+
+    #[test]
+    fn warnings_name_cheap_costs_short_passphrases_and_costly_files() {
+        let defaults = Setup::default();
+        assert!(defaults
+            .warnings(Secret::Passphrase(b"12345678"))
+            .is_empty());
+        assert_eq!(
+            defaults.warnings(Secret::Passphrase(b"1234567")),
+            vec![Weakness::ShortPassphrase(7)]
+        );
+        let costly = Setup {
+            argon2: Argon2Params {
+                memory_kib: 1 << 20,
+                passes: 1,
+                lanes: 4,
+            },
+            ..defaults
+        };
+        let warnings = costly.warnings(Secret::Passphrase(b"long enough"));
+        assert_eq!(
+            warnings,
+            vec![Weakness::AboveDecryptionBudget(costly.argon2)]
+        );
+        assert!(warnings[0].to_string().contains("--kdf-max-memory 1024"));
+        assert!(costly.warnings(Secret::Key(&[0; 16])).is_empty());
+    }
 }

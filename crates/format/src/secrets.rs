@@ -349,4 +349,43 @@ mod tests {
             Err(SecretError::EmptyPassphraseFile(_))
         ));
     }
+
+    #[test]
+    fn secret_files_are_read_up_to_the_cap_only() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("big");
+        let mut largest = vec![b'x'; MAX_SECRET_FILE_BYTES];
+        std::fs::write(&path, &largest).unwrap();
+        assert_eq!(
+            read_passphrase_file(&path).unwrap().len(),
+            MAX_SECRET_FILE_BYTES
+        );
+        largest.push(b'\n');
+        std::fs::write(&path, &largest).unwrap();
+        let error = read_passphrase_file(&path).unwrap_err();
+        assert!(matches!(error, SecretError::PassphraseFileTooLarge(_)));
+        assert!(error.to_string().contains("64 KiB"), "{error}");
+        let error = read_key_file(&path).unwrap_err();
+        assert!(matches!(error, SecretError::KeyFileTooLarge(_)));
+        assert!(error.to_string().contains("64 KiB"), "{error}");
+        // An endless file is refused after 64 KiB + 1 bytes.
+        let zero = Path::new("/dev/zero");
+        assert!(matches!(
+            read_passphrase_file(zero),
+            Err(SecretError::PassphraseFileTooLarge(_))
+        ));
+        assert!(matches!(
+            read_key_file(zero),
+            Err(SecretError::KeyFileTooLarge(_))
+        ));
+    }
+
+    #[test]
+    fn short_passphrases_are_warned_about() {
+        assert_eq!(
+            passphrase_weakness(b"seven!!"),
+            Some(crate::header::Weakness::ShortPassphrase(7))
+        );
+        assert_eq!(passphrase_weakness(b"eight!!!"), None);
+    }
 }

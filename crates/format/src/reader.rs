@@ -61,7 +61,7 @@ use crate::stream::{decrypt_chunks, StreamOptions};
 /// let envelope = parcrypt_format::Envelope::create_with_salts(
 ///     &Setup { argon2: Argon2Params { memory_kib: 64, passes: 1, lanes: 1 }, ..setup },
 ///     Secret::Passphrase(b"pass"),
-///     parcrypt_format::Salts { cobblestone: [0; 32], argon2: [0; 16] },
+///     parcrypt_format::Salts { cobblestone: [0; 24], argon2: [0; 16] },
 /// )?.0;
 /// let mut header = envelope.to_bytes();
 /// header[12..16].copy_from_slice(&(512u32 * 1024).to_be_bytes());

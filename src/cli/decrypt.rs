@@ -9,7 +9,7 @@ use std::path::Path;
 use parcrypt_engine::Engine;
 use parcrypt_format::cobblestone::{CHUNK_BYTES, SEALED_CHUNK_BYTES};
 use parcrypt_format::secrets::{self, SecretBytes};
-use parcrypt_format::{ByteRange, Decryptor, Format, FormatError, UnlockedDecryptor};
+use parcrypt_format::{ByteRange, Decryptor, Format, FormatError, KdfLimits, UnlockedDecryptor};
 
 use super::encrypt::{run_to_output, secret_of, take_key, CommonArgs, DecryptArgs, StreamRun};
 use super::files::{check_output, file_size, open_input, plain};
@@ -32,11 +32,13 @@ pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
         common.force,
     )?;
     let engine = super::engine(common.backend, common.threads)?;
-    let common = &*common;
+    let limits = args.kdf_limits();
+    let common = &args.common;
     // Random access needs to seek: a file, not a pipe.
     match (range, common.input.as_deref()) {
         (None, path) => {
-            let (unlocked, envelope_bytes) = unlock(common, open_input(path)?, key, &context)?;
+            let (unlocked, envelope_bytes) =
+                unlock(common, open_input(path)?, key, &context, limits)?;
             decrypt_into(
                 common,
                 &engine,
@@ -46,7 +48,8 @@ pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
             )
         }
         (Some(range), Some(path)) if path != Path::new("-") => {
-            let (unlocked, envelope_bytes) = unlock(common, open_seekable(path)?, key, &context)?;
+            let (unlocked, envelope_bytes) =
+                unlock(common, open_seekable(path)?, key, &context, limits)?;
             decrypt_into(
                 common,
                 &engine,
@@ -70,6 +73,7 @@ fn unlock<R: Read>(
     input: R,
     key: Option<SecretBytes>,
     context: &[u8],
+    limits: KdfLimits,
 ) -> Result<(UnlockedDecryptor<R>, usize), Failure> {
     let decryptor = match Decryptor::new(common.format, input) {
         Err(FormatError::NotParcrypt) => {
@@ -78,7 +82,10 @@ fn unlock<R: Read>(
             ))
         }
         other => other?,
-    };
+    }
+    .kdf_limits(limits);
+    // A header over the budget is refused before the passphrase is asked for.
+    decryptor.check_kdf()?;
     let passphrase = match (decryptor.envelope().needs_passphrase(), &key) {
         (true, Some(_)) => {
             return Err(Failure(

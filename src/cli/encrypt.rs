@@ -11,7 +11,8 @@ use parcrypt_engine::{Backend, Engine};
 use parcrypt_format::secrets::{self, SecretBytes};
 use parcrypt_format::stream::{StageTimes, StreamOptions};
 use parcrypt_format::{
-    batcher_for, Argon2Params, ChunkBatcher, Encryptor, Format, FormatError, Secret, Setup, Suite,
+    batcher_for, Argon2Params, ChunkBatcher, Encryptor, Format, FormatError, KdfLimits, Secret,
+    Setup, Suite,
 };
 use zeroize::Zeroize;
 
@@ -66,8 +67,8 @@ pub struct CommonArgs {
     /// Where to run: seq, threads, pool, opencl, cuda or auto
     #[arg(long, value_name = "NAME", default_value = "auto", value_parser = super::typed::<Backend>())]
     pub(super) backend: Backend,
-    /// Threads for threads/pool/auto (default: all cores)
-    #[arg(long, value_name = "N")]
+    /// Threads for threads/pool/auto (default: all cores; at most 8 per core, and 64)
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
     pub(super) threads: Option<usize>,
     /// Replace OUTPUT if it exists
     #[arg(long)]
@@ -106,8 +107,15 @@ pub struct EncryptArgs {
     kdf_lanes: Option<u32>,
 }
 
+const DECRYPT_AFTER_HELP: &str = "\
+Key-derivation budget:
+  A file's header says how much argon2id work its passphrase takes, and it is read before
+  anything can be authenticated. parcrypt refuses, before any work, a header asking for
+  more than 256 MiB, 12 passes or 16 lanes (four times the defaults); raise the budget
+  with --kdf-max-memory, --kdf-max-passes or --kdf-max-lanes for files you trust.";
+
 #[derive(Args)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = format!("{AFTER_HELP}\n{DECRYPT_AFTER_HELP}"))]
 pub struct DecryptArgs {
     #[command(flatten)]
     pub(super) common: CommonArgs,
@@ -116,6 +124,32 @@ pub struct DecryptArgs {
     /// the final chunk first.
     #[arg(long, value_name = "START:END", allow_hyphen_values = true)]
     pub(super) range: Option<String>,
+    /// Most argon2id memory a passphrase file's header may ask for, in MiB [default: 256]
+    #[arg(long, value_name = "MIB")]
+    pub(super) kdf_max_memory: Option<u32>,
+    /// Most argon2id passes a header may ask for [default: 12]
+    #[arg(long, value_name = "N")]
+    pub(super) kdf_max_passes: Option<u32>,
+    /// Most argon2id lanes a header may ask for [default: 16]
+    #[arg(long, value_name = "N")]
+    pub(super) kdf_max_lanes: Option<u32>,
+}
+
+impl DecryptArgs {
+    /// The argon2id budget from `--kdf-max-*`, the defaults for what is not given. A budget
+    /// above the format's own limits allows no more than they do.
+    pub(super) fn kdf_limits(&self) -> KdfLimits {
+        let defaults = KdfLimits::DEFAULT;
+        KdfLimits {
+            max_memory_kib: self
+                .kdf_max_memory
+                .map_or(defaults.max_memory_kib, |mebibytes| {
+                    mebibytes.saturating_mul(1024)
+                }),
+            max_passes: self.kdf_max_passes.unwrap_or(defaults.max_passes),
+            max_lanes: self.kdf_max_lanes.unwrap_or(defaults.max_lanes),
+        }
+    }
 }
 
 pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
@@ -186,7 +220,11 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
         context: &context,
         argon2,
     };
-    let encryptor = Encryptor::new(&setup, secret_of(&key, &passphrase)?)?;
+    let secret = secret_of(&key, &passphrase)?;
+    for warning in setup.warnings(secret) {
+        warn(&warning);
+    }
+    let encryptor = Encryptor::new(&setup, secret)?;
     drop(passphrase);
     drop(key);
     run_to_output(
@@ -259,6 +297,33 @@ pub(super) fn secret_of<'a>(
         (None, Some(passphrase)) => Ok(Secret::Passphrase(passphrase)),
         (None, None) => Err(Failure("no key or passphrase".into())),
     }
+}
+
+/// One warning line on stderr ("parcrypt: warning: ..."); a stderr that cannot be written
+/// is no reason to stop.
+fn warn(message: &dyn std::fmt::Display) {
+    let _ = writeln!(std::io::stderr(), "parcrypt: warning: {message}");
+}
+
+/// `--threads`: a count the engine accepts (at least 1, at most `max_threads`), refused as
+/// one line like every other bad value, a number too large for any integer included.
+pub(super) fn parse_threads(text: &str) -> Result<usize, super::Refused> {
+    let threads = match text.trim().parse::<usize>() {
+        Ok(threads) => threads,
+        Err(error) if *error.kind() == std::num::IntErrorKind::PosOverflow => {
+            return Err(super::Refused(format!(
+                "--threads {} is too many: at most {} on this machine",
+                text.trim(),
+                parcrypt_engine::max_threads()
+            )))
+        }
+        Err(_) => {
+            return Err(super::Refused(format!(
+                "--threads '{text}' is not a number of threads"
+            )))
+        }
+    };
+    parcrypt_engine::check_threads(threads).map_err(|error| super::Refused(error.to_string()))
 }
 
 /// `--cipher`: the suites by their AEAD names (or their Cobblestone names).

@@ -106,6 +106,14 @@ pub enum EngineError {
     /// Zero threads were asked for.
     #[error("--threads must be at least 1")]
     ZeroThreads,
+    /// More threads were asked for than [`max_threads`] allows on this machine.
+    #[error("--threads {asked} is too many: at most {max} on this machine ({per_core} per core, at least {floor})", per_core = THREADS_PER_CORE, floor = MIN_MAX_THREADS)]
+    TooManyThreads {
+        /// The threads asked for.
+        asked: usize,
+        /// The most this machine allows.
+        max: usize,
+    },
     /// The operating system refused the pool's threads.
     #[error("could not start the thread pool: {0}")]
     Pool(String),
@@ -116,6 +124,35 @@ pub fn available_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
+}
+
+/// How many threads per core [`max_threads`] allows: the work is CPU-bound, so more
+/// threads than cores only add switching; eight per core leaves room for experiments (and
+/// for cores a container hides) without letting a typo start a hundred thousand threads.
+pub const THREADS_PER_CORE: usize = 8;
+
+/// The least [`max_threads`] ever is, however few cores are seen, so that a small machine
+/// or container can still run scaling experiments.
+pub const MIN_MAX_THREADS: usize = 64;
+
+/// The most threads an engine accepts on this machine: [`THREADS_PER_CORE`] times
+/// [`available_threads`], and at least [`MIN_MAX_THREADS`]. More is refused with
+/// [`EngineError::TooManyThreads`] before any thread is started.
+pub fn max_threads() -> usize {
+    available_threads()
+        .saturating_mul(THREADS_PER_CORE)
+        .max(MIN_MAX_THREADS)
+}
+
+/// Checks a thread count for an engine: at least 1 and at most [`max_threads`]. Front ends
+/// call it to refuse a count as soon as it is parsed; [`Engine::builder`] calls it too.
+pub fn check_threads(threads: usize) -> Result<usize, EngineError> {
+    let max = max_threads();
+    match threads {
+        0 => Err(EngineError::ZeroThreads),
+        n if n > max => Err(EngineError::TooManyThreads { asked: n, max }),
+        n => Ok(n),
+    }
 }
 
 /// A backend with its threads, ready to run work. Build one with [`Engine::builder`]
@@ -156,8 +193,7 @@ impl Engine {
     /// the builder.
     pub(crate) fn start(backend: Backend, threads: Option<usize>) -> Result<Self, EngineError> {
         let threads = match threads {
-            Some(0) => return Err(EngineError::ZeroThreads),
-            Some(n) => n,
+            Some(n) => check_threads(n)?,
             None => available_threads(),
         };
         let pool = if backend.has_pool() {
@@ -347,5 +383,24 @@ mod tests {
             "gpu9".parse::<Backend>(),
             Err(EngineError::UnknownBackend(_))
         ));
+    }
+
+    #[test]
+    fn thread_counts_are_bounded_before_any_thread_starts() {
+        let max = max_threads();
+        assert!(max >= MIN_MAX_THREADS && max >= THREADS_PER_CORE * available_threads());
+        assert!(matches!(check_threads(0), Err(EngineError::ZeroThreads)));
+        assert_eq!(check_threads(max).unwrap(), max);
+        for asked in [max + 1, 100_000, usize::MAX] {
+            let error = Engine::new(Backend::Pool, Some(asked)).err().unwrap();
+            assert!(
+                matches!(error, EngineError::TooManyThreads { asked: a, max: m } if a == asked && m == max),
+                "{error}"
+            );
+            assert!(error
+                .to_string()
+                .starts_with(&format!("--threads {asked} is too many")));
+        }
+        assert!(Engine::builder().threads(0).build().is_err());
     }
 }

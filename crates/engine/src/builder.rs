@@ -61,7 +61,8 @@ impl EngineBuilder {
     }
 
     /// The threads `threads`, `pool` and `auto` split work over (default: all cores;
-    /// `seq` always uses one). Zero makes [`EngineBuilder::build`] fail.
+    /// `seq` always uses one). Zero, or more than [`crate::max_threads`] (eight per core,
+    /// at least 64), makes [`EngineBuilder::build`] fail before any thread starts.
     pub fn threads(mut self, threads: usize) -> Self {
         self.threads = Some(threads);
         self

@@ -37,7 +37,10 @@ pub mod open;
 pub mod stream;
 pub mod tune;
 
-pub use backend::{available_threads, Backend, Engine, EngineError};
+pub use backend::{
+    available_threads, check_threads, max_threads, Backend, Engine, EngineError, MIN_MAX_THREADS,
+    THREADS_PER_CORE,
+};
 pub use builder::EngineBuilder;
 pub use cipher::Cipher;
 pub use cost::{CostModel, AUTO_PARALLEL_THRESHOLD};

@@ -38,10 +38,10 @@ pub fn chunk_bytes_for(engine: &crate::Engine) -> usize {
 #[derive(Debug, thiserror::Error)]
 pub enum StreamError {
     /// The input could not be read.
-    #[error("cannot read input: {0}")]
+    #[error("cannot read input: {}", plain(.0))]
     Read(io::Error),
     /// The output could not be written.
-    #[error("cannot write output: {0}")]
+    #[error("cannot write output: {}", plain(.0))]
     Write(io::Error),
     /// The cipher refused the input (a bad tag, bad padding, a partial block).
     #[error("{0}")]
@@ -57,6 +57,21 @@ pub enum StreamError {
     /// Two-pass decryption ([`crate::open`]) was asked of a mode without a tag.
     #[error("{0} has no tag: only GCM is authenticated before decryption")]
     NotAuthenticated(parcrypt_modes::CipherSpec),
+}
+
+/// The operating system's error text without Rust's " (os error N)" suffix, for messages
+/// read by people (every parcrypt message about I/O is phrased this way).
+///
+/// ```
+/// let error = std::io::Error::from_raw_os_error(2);
+/// assert_eq!(parcrypt_engine::stream::plain(&error), "No such file or directory");
+/// ```
+pub fn plain(error: &io::Error) -> String {
+    let text = error.to_string();
+    match text.find(" (os error") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
+    }
 }
 
 impl From<PipelineError<JobError>> for StreamError {
@@ -254,6 +269,17 @@ mod tests {
         assert!(
             matches!(error, StreamError::Write(ref e) if e.kind() == io::ErrorKind::BrokenPipe),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn io_errors_read_without_the_os_error_number() {
+        let error = StreamError::Read(io::Error::from_raw_os_error(21));
+        assert_eq!(error.to_string(), "cannot read input: Is a directory");
+        let error = StreamError::Write(io::Error::from_raw_os_error(28));
+        assert_eq!(
+            error.to_string(),
+            "cannot write output: No space left on device"
         );
     }
 }

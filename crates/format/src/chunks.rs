@@ -70,8 +70,13 @@ pub fn damaged_from(batch: &mut [u8], first_chunk: u64, index: u64) -> FormatErr
     let from = ((index - first_chunk) as usize)
         .saturating_mul(SEALED_CHUNK_BYTES)
         .min(batch.len());
+    // A whole chunk, or the short final chunk that ends the batch.
+    let sealed = (batch.len() - from).min(SEALED_CHUNK_BYTES);
     batch[from..].zeroize();
-    FormatError::DamagedChunk { index }
+    FormatError::DamagedChunk {
+        index,
+        bytes: sealed.saturating_sub(TAG_BYTES),
+    }
 }
 
 /// One message's AES-GCM state for many chunks on the CPU: the key schedule, and the
@@ -294,7 +299,37 @@ pub(crate) mod tests {
         damaged[30 * SEALED_CHUNK_BYTES + 3] ^= 0x40;
         let error = batcher.open_batch(&keys, 5, &mut damaged).unwrap_err();
         assert!(
-            matches!(error, FormatError::DamagedChunk { index: 25 }),
+            matches!(
+                error,
+                FormatError::DamagedChunk {
+                    index: 25,
+                    bytes: CHUNK_BYTES
+                }
+            ),
+            "{error}"
+        );
+        // A damaged short final chunk names its range up to the end of the plaintext,
+        // not a whole chunk's past it.
+        let mut final_damaged = results[0].clone();
+        final_damaged[37 * SEALED_CHUNK_BYTES + 3] ^= 0x40;
+        let error = batcher
+            .open_batch(&keys, 5, &mut final_damaged)
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                FormatError::DamagedChunk {
+                    index: 42,
+                    bytes: 1234
+                }
+            ),
+            "{error}"
+        );
+        let (start, end) = (42 * CHUNK_BYTES, 42 * CHUNK_BYTES + 1234);
+        assert!(
+            error
+                .to_string()
+                .contains(&format!("plaintext bytes {start}..{end})")),
             "{error}"
         );
         assert!(damaged[20 * SEALED_CHUNK_BYTES..].iter().all(|&b| b == 0));
@@ -303,7 +338,7 @@ pub(crate) mod tests {
         let mut misplaced = results[0].clone();
         assert!(matches!(
             batcher.open_batch(&keys, 6, &mut misplaced),
-            Err(FormatError::DamagedChunk { index: 6 })
+            Err(FormatError::DamagedChunk { index: 6, .. })
         ));
         // A tail shorter than a tag is refused, not a panic.
         let mut short = vec![0u8; SEALED_CHUNK_BYTES + 5];

@@ -56,11 +56,25 @@ pub enum FormatError {
     /// argon2id parameters outside the bounds this build accepts (which, in words).
     #[error("argon2id parameters out of range: {0}")]
     KdfLimits(String),
+    /// A header asks for more argon2id work than the reader's budget allows
+    /// ([`crate::KdfLimits`]); refused before any allocation or hashing.
+    #[error("this file's passphrase key derivation asks for {}", .what.describe(*.asked, *.limit))]
+    KdfBudget {
+        /// Which cost is over.
+        what: crate::header::KdfCost,
+        /// What the header asks for (memory in KiB).
+        asked: u32,
+        /// What the budget allows (memory in KiB).
+        limit: u32,
+    },
     /// A chunk failed authentication; nothing from it on is released.
-    #[error("damaged: chunk {index} (plaintext bytes {start}..{end}) failed authentication; the file was modified, truncated or extended", start = chunk_start(*index), end = chunk_start(*index) + CHUNK_BYTES as u64)]
+    #[error("damaged: chunk {index} (plaintext bytes {start}..{end}) failed authentication; the file was modified, truncated or extended", start = chunk_start(*index), end = chunk_start(*index).saturating_add(*bytes as u64))]
     DamagedChunk {
         /// The chunk's index from 0.
         index: u64,
+        /// The plaintext bytes the chunk holds: a whole chunk's, less for the short final
+        /// chunk, so that the range named ends where the file does.
+        bytes: usize,
     },
     /// The message ends after whole chunks, without its final chunk.
     #[error("{}", truncated_after(*chunks))]
@@ -222,9 +236,5 @@ fn truncated_chunk(index: u64, bytes: usize) -> String {
 /// The operating system's error text without Rust's " (os error N)" suffix, for messages
 /// read by people.
 pub fn plain(error: &io::Error) -> String {
-    let text = error.to_string();
-    match text.find(" (os error") {
-        Some(cut) => text[..cut].to_string(),
-        None => text,
-    }
+    parcrypt_engine::stream::plain(error)
 }

@@ -409,7 +409,7 @@ mod tests {
             damaged[4 * SEALED_CHUNK_BYTES + CHUNK_BYTES] ^= 1; // a tag byte
             let error = gpu.open_batch(&keys, 0, &mut damaged).unwrap_err();
             assert!(
-                matches!(error, FormatError::DamagedChunk { index: 2 }),
+                matches!(error, FormatError::DamagedChunk { index: 2, .. }),
                 "{error}"
             );
             assert!(damaged[2 * SEALED_CHUNK_BYTES..]
@@ -420,7 +420,7 @@ mod tests {
             let mut misplaced = batch.clone();
             let error = gpu.open_batch(&keys, 1, &mut misplaced).unwrap_err();
             assert!(
-                matches!(error, FormatError::DamagedChunk { index: 1 }),
+                matches!(error, FormatError::DamagedChunk { index: 1, .. }),
                 "{error}"
             );
             assert!(misplaced.iter().all(|&byte| byte == 0));

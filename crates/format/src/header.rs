@@ -113,6 +113,200 @@ impl Argon2Params {
     }
 }
 
+/// The settings of OWASP's Password Storage Cheat Sheet for argon2id, which it deems
+/// equally strong (memory in KiB, passes; one lane each): 46 MiB and 1 pass, 19 MiB and 2,
+/// 12 MiB and 3, 9 MiB and 4, 7 MiB and 5. Parameters that reach none of them get a
+/// warning ([`Argon2Params::weaknesses`]).
+pub const OWASP_ARGON2ID_MINIMUMS: [(u32, u32); 5] = [
+    (46 * 1024, 1),
+    (19 * 1024, 2),
+    (12 * 1024, 3),
+    (9 * 1024, 4),
+    (7 * 1024, 5),
+];
+
+impl Argon2Params {
+    /// Why these parameters are weaker than recommended, for a warning when encrypting
+    /// (empty when they are fine; they are never an error: [`Argon2Params::check`] says
+    /// what argon2 can run). Parameters are weak when they reach none of the settings in
+    /// [`OWASP_ARGON2ID_MINIMUMS`], OWASP's minimums for argon2id: at least as much memory
+    /// as one of them with at least as many passes. RFC 9106 (section 4) recommends more
+    /// still: 2 GiB and 1 pass, or 64 MiB and 3 passes (parcrypt's default); lanes only
+    /// spread the work over cores, so they do not count.
+    ///
+    /// ```
+    /// use parcrypt_format::Argon2Params;
+    /// assert!(Argon2Params::DEFAULT.weaknesses().is_empty());
+    /// let cheap = Argon2Params { memory_kib: 1024, passes: 3, lanes: 4 };
+    /// assert_eq!(cheap.weaknesses().len(), 1);
+    /// ```
+    pub fn weaknesses(&self) -> Vec<Weakness> {
+        let meets = |&(memory_kib, passes): &(u32, u32)| {
+            self.memory_kib >= memory_kib && self.passes >= passes
+        };
+        if OWASP_ARGON2ID_MINIMUMS.iter().any(meets) {
+            Vec::new()
+        } else {
+            vec![Weakness::CheapKdf(*self)]
+        }
+    }
+}
+
+/// Something about a new message that makes it weaker than recommended, or harder to open
+/// than the reader expects: a warning to show when encrypting, never an error (the message
+/// is still written). [`crate::Setup::warnings`] gathers them; each prints as one line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Weakness {
+    /// argon2id parameters below every OWASP minimum ([`Argon2Params::weaknesses`]).
+    CheapKdf(Argon2Params),
+    /// A passphrase shorter than [`crate::secrets::SHORT_PASSPHRASE_BYTES`] (its length).
+    ShortPassphrase(usize),
+    /// argon2id parameters above the default decryption budget: decrypting will need a
+    /// raised [`KdfLimits`] (`--kdf-max-memory`, `--kdf-max-passes`, `--kdf-max-lanes`).
+    AboveDecryptionBudget(Argon2Params),
+}
+
+impl std::fmt::Display for Weakness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Weakness::CheapKdf(params) => write!(
+                f,
+                "argon2id with {} KiB of memory and {} pass(es) is below OWASP's minimums \
+                 (19 MiB with 2 passes, or 46 MiB with 1); a stolen file is cheap to guess \
+                 passphrases against (the default is 64 MiB and 3 passes)",
+                params.memory_kib, params.passes
+            ),
+            Weakness::ShortPassphrase(bytes) => write!(
+                f,
+                "the passphrase is only {bytes} bytes; use {} or more (a few random words)",
+                crate::secrets::SHORT_PASSPHRASE_BYTES
+            ),
+            Weakness::AboveDecryptionBudget(params) => {
+                let limits = KdfLimits::DEFAULT;
+                let mut raise = Vec::new();
+                if params.memory_kib > limits.max_memory_kib {
+                    raise.push(format!(
+                        "--kdf-max-memory {}",
+                        params.memory_kib.div_ceil(1024)
+                    ));
+                }
+                if params.passes > limits.max_passes {
+                    raise.push(format!("--kdf-max-passes {}", params.passes));
+                }
+                if params.lanes > limits.max_lanes {
+                    raise.push(format!("--kdf-max-lanes {}", params.lanes));
+                }
+                write!(
+                    f,
+                    "these argon2id costs exceed the default decryption budget; decrypting \
+                     will need {}",
+                    raise.join(" ")
+                )
+            }
+        }
+    }
+}
+
+/// The most argon2id work a reader agrees to do for a header it has not yet authenticated:
+/// a header is read before anything in the file can be checked, so anyone who can hand
+/// over a file could otherwise make its reader allocate gigabytes and hash for minutes
+/// before "wrong passphrase". A header over the budget is refused before any allocation
+/// or hashing ([`KdfLimits::check`], [`FormatError::KdfBudget`]).
+///
+/// The default, [`KdfLimits::DEFAULT`], is four times [`Argon2Params::DEFAULT`] in each
+/// of memory, passes and lanes; raise it for files known to use more
+/// ([`crate::Decryptor::kdf_limits`], `parcrypt decrypt --kdf-max-memory MIB`). The
+/// format's own limits ([`Argon2Params::MAX_MEMORY_KIB`] and the others) stay the ceiling:
+/// a budget above them allows no more than they do.
+///
+/// ```
+/// use parcrypt_format::{Argon2Params, KdfLimits};
+/// let big = Argon2Params { memory_kib: 1 << 20, ..Argon2Params::DEFAULT };
+/// assert!(KdfLimits::DEFAULT.check(&big).is_err());
+/// let raised = KdfLimits { max_memory_kib: 1 << 20, ..KdfLimits::DEFAULT };
+/// assert!(raised.check(&big).is_ok());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KdfLimits {
+    /// The most memory, in KiB.
+    pub max_memory_kib: u32,
+    /// The most passes.
+    pub max_passes: u32,
+    /// The most lanes.
+    pub max_lanes: u32,
+}
+
+impl KdfLimits {
+    /// Four times [`Argon2Params::DEFAULT`]: 256 MiB, 12 passes, 16 lanes.
+    pub const DEFAULT: KdfLimits = KdfLimits {
+        max_memory_kib: 4 * Argon2Params::DEFAULT.memory_kib,
+        max_passes: 4 * Argon2Params::DEFAULT.passes,
+        max_lanes: 4 * Argon2Params::DEFAULT.lanes,
+    };
+    /// The format's own limits: everything a valid header may ask for (up to 4 GiB and
+    /// 100 passes; minutes of work). For files from a trusted source only.
+    pub const FORMAT: KdfLimits = KdfLimits {
+        max_memory_kib: Argon2Params::MAX_MEMORY_KIB,
+        max_passes: Argon2Params::MAX_PASSES,
+        max_lanes: Argon2Params::MAX_LANES,
+    };
+
+    /// Refuses `params` when they ask for more memory, passes or lanes than this budget
+    /// allows, with [`FormatError::KdfBudget`] naming the option that raises it. Nothing is
+    /// allocated or hashed.
+    pub fn check(&self, params: &Argon2Params) -> Result<(), FormatError> {
+        let over = |what: KdfCost, asked: u32, limit: u32| {
+            if asked > limit {
+                Err(FormatError::KdfBudget { what, asked, limit })
+            } else {
+                Ok(())
+            }
+        };
+        over(KdfCost::MemoryKib, params.memory_kib, self.max_memory_kib)?;
+        over(KdfCost::Passes, params.passes, self.max_passes)?;
+        over(KdfCost::Lanes, params.lanes, self.max_lanes)
+    }
+}
+
+impl Default for KdfLimits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// Which argon2id cost went over a [`KdfLimits`] budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KdfCost {
+    /// Memory, in KiB.
+    MemoryKib,
+    /// Passes over the memory.
+    Passes,
+    /// Lanes.
+    Lanes,
+}
+
+impl KdfCost {
+    /// `asked` and `limit` in words, with the command-line option that raises the limit to
+    /// `asked`.
+    pub(crate) fn describe(self, asked: u32, limit: u32) -> String {
+        match self {
+            KdfCost::MemoryKib => format!(
+                "{} MiB of memory, more than the {} MiB budget; if you trust this file, allow it with --kdf-max-memory {}",
+                asked.div_ceil(1024),
+                limit / 1024,
+                asked.div_ceil(1024)
+            ),
+            KdfCost::Passes => format!(
+                "{asked} passes, more than the budget of {limit}; if you trust this file, allow it with --kdf-max-passes {asked}"
+            ),
+            KdfCost::Lanes => format!(
+                "{asked} lanes, more than the budget of {limit}; if you trust this file, allow it with --kdf-max-lanes {asked}"
+            ),
+        }
+    }
+}
+
 impl Default for Argon2Params {
     fn default() -> Self {
         Self::DEFAULT
@@ -348,5 +542,90 @@ mod tests {
             too_much.derive(b"password", b"somesalt", 32),
             Err(FormatError::KdfLimits(_))
         ));
+    }
+
+    #[test]
+    fn the_decryption_budget_is_four_times_the_defaults_and_names_its_option() {
+        let limits = KdfLimits::default();
+        assert_eq!(
+            (limits.max_memory_kib, limits.max_passes, limits.max_lanes),
+            (256 * 1024, 12, 16)
+        );
+        assert!(limits.check(&Argon2Params::DEFAULT).is_ok());
+        let at_limit = Argon2Params {
+            memory_kib: 256 * 1024,
+            passes: 12,
+            lanes: 16,
+        };
+        assert!(limits.check(&at_limit).is_ok());
+        for (params, option) in [
+            (
+                Argon2Params {
+                    memory_kib: 256 * 1024 + 1,
+                    ..at_limit
+                },
+                "--kdf-max-memory 257",
+            ),
+            (
+                Argon2Params {
+                    passes: 13,
+                    ..at_limit
+                },
+                "--kdf-max-passes 13",
+            ),
+            (
+                Argon2Params {
+                    lanes: 17,
+                    ..at_limit
+                },
+                "--kdf-max-lanes 17",
+            ),
+        ] {
+            let error = limits.check(&params).unwrap_err();
+            assert!(matches!(error, FormatError::KdfBudget { .. }), "{error}");
+            assert!(error.to_string().contains(option), "{error}");
+            assert!(KdfLimits::FORMAT.check(&params).is_ok());
+        }
+        let hostile = Argon2Params {
+            memory_kib: Argon2Params::MAX_MEMORY_KIB,
+            passes: Argon2Params::MAX_PASSES,
+            lanes: Argon2Params::MAX_LANES,
+        };
+        assert!(matches!(
+            limits.check(&hostile),
+            Err(FormatError::KdfBudget {
+                what: KdfCost::MemoryKib,
+                asked: 4194304,
+                limit: 262144
+            })
+        ));
+    }
+
+    #[test]
+    fn weak_kdf_costs_are_those_below_every_owasp_setting() {
+        let params = |memory_mib: u32, passes: u32| Argon2Params {
+            memory_kib: memory_mib * 1024,
+            passes,
+            lanes: 1,
+        };
+        for (memory_mib, passes) in [(64, 3), (46, 1), (19, 2), (12, 3), (9, 4), (7, 5), (7, 10)] {
+            assert!(
+                params(memory_mib, passes).weaknesses().is_empty(),
+                "{memory_mib} MiB, {passes} passes"
+            );
+        }
+        for (memory_mib, passes) in [(45, 1), (18, 2), (11, 3), (8, 4), (6, 100), (1, 3)] {
+            assert_eq!(
+                params(memory_mib, passes).weaknesses(),
+                vec![Weakness::CheapKdf(params(memory_mib, passes))],
+                "{memory_mib} MiB, {passes} passes"
+            );
+        }
+        let text = Weakness::CheapKdf(params(1, 3)).to_string();
+        assert!(
+            text.contains("1024 KiB") && text.contains("OWASP"),
+            "{text}"
+        );
+        assert!(!text.contains('\n'));
     }
 }

@@ -81,7 +81,7 @@ pub use cobblestone::{MessageKeys, Suite};
 pub use error::FormatError;
 pub use file::{decrypt_file, encrypt_file, FileOptions};
 pub use gpu_chunks::{batcher_for, GpuChunks};
-pub use header::{Argon2Params, KeySource, ParcryptHeader};
+pub use header::{Argon2Params, KdfCost, KdfLimits, KeySource, ParcryptHeader, Weakness};
 pub use message::{Envelope, Format, Salts, Secret, Setup};
 pub use range::ByteRange;
 pub use reader::{DecryptingReader, Decryptor, UnlockedDecryptor};

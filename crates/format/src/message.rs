@@ -10,7 +10,9 @@ use zeroize::Zeroizing;
 
 use crate::cobblestone::{MessageKeys, Suite, COMMITMENT_BYTES, PREFIX_BYTES, SALT_BYTES};
 use crate::error::FormatError;
-use crate::header::{Argon2Params, KeySource, ParcryptHeader, HEADER_BYTES, KDF_SALT_BYTES};
+use crate::header::{
+    Argon2Params, KdfLimits, KeySource, ParcryptHeader, Weakness, HEADER_BYTES, KDF_SALT_BYTES,
+};
 
 /// How a file is laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -74,6 +76,36 @@ impl Default for Setup<'_> {
             context: b"",
             argon2: Argon2Params::DEFAULT,
         }
+    }
+}
+
+impl Setup<'_> {
+    /// What makes a message set up this way under `secret` weaker than recommended, or
+    /// harder to open than a reader expects, for warnings when encrypting (empty for a key,
+    /// and for a passphrase of 8 bytes or more under the default costs): argon2id costs
+    /// below OWASP's minimums ([`Argon2Params::weaknesses`]), a short passphrase
+    /// ([`crate::secrets::passphrase_weakness`]), costs above the default decryption
+    /// budget ([`KdfLimits::DEFAULT`]). None of them stops encryption.
+    ///
+    /// ```
+    /// use parcrypt_format::{Argon2Params, Secret, Setup};
+    /// let setup = Setup::default();
+    /// assert!(setup.warnings(Secret::Passphrase(b"correct horse battery")).is_empty());
+    /// assert_eq!(setup.warnings(Secret::Passphrase(b"abc")).len(), 1);
+    /// let cheap = Setup { argon2: Argon2Params { memory_kib: 64, passes: 1, lanes: 1 }, ..setup };
+    /// assert_eq!(cheap.warnings(Secret::Passphrase(b"abc")).len(), 2);
+    /// assert!(cheap.warnings(Secret::Key(&[0; 16])).is_empty());
+    /// ```
+    pub fn warnings(&self, secret: Secret<'_>) -> Vec<Weakness> {
+        let Secret::Passphrase(passphrase) = secret else {
+            return Vec::new();
+        };
+        let mut warnings = self.argon2.weaknesses();
+        warnings.extend(crate::secrets::passphrase_weakness(passphrase));
+        if KdfLimits::DEFAULT.check(&self.argon2).is_err() {
+            warnings.push(Weakness::AboveDecryptionBudget(self.argon2));
+        }
+        warnings
     }
 }
 
@@ -224,20 +256,67 @@ impl Envelope {
         )
     }
 
+    /// The argon2id parameters of a passphrase-sealed message (`None` under a key).
+    pub fn argon2(&self) -> Option<Argon2Params> {
+        match self.header {
+            Some(ParcryptHeader {
+                key_source: KeySource::Argon2id { params, .. },
+                ..
+            }) => Some(params),
+            _ => None,
+        }
+    }
+
+    /// Refuses a header whose argon2id costs exceed `limits` ([`FormatError::KdfBudget`]);
+    /// a message under a key always passes. Cheap: a front end calls it before asking for
+    /// a passphrase, so that a hostile file is refused before anyone types anything.
+    pub fn check_kdf(&self, limits: &KdfLimits) -> Result<(), FormatError> {
+        match self.argon2() {
+            Some(params) => limits.check(&params),
+            None => Ok(()),
+        }
+    }
+
     /// Derives the message keys from `secret` and `context` and checks the commitment.
-    /// A bare Cobblestone message takes its suite from the key's length.
+    /// A bare Cobblestone message takes its suite from the key's length. A passphrase is
+    /// stretched only within the default budget, [`KdfLimits::DEFAULT`]; use
+    /// [`Envelope::unlock_within`] to allow more.
     pub fn unlock(&self, secret: Secret<'_>, context: &[u8]) -> Result<MessageKeys, FormatError> {
+        self.unlock_within(secret, context, &KdfLimits::DEFAULT)
+    }
+
+    /// [`Envelope::unlock`] under a given argon2id budget: a header over `limits` is
+    /// refused ([`FormatError::KdfBudget`]) before any key derivation.
+    pub fn unlock_within(
+        &self,
+        secret: Secret<'_>,
+        context: &[u8],
+        limits: &KdfLimits,
+    ) -> Result<MessageKeys, FormatError> {
+        self.check_kdf(limits)?;
         let suite = match (&self.header, secret) {
             (Some(header), _) => header.suite,
             (None, Secret::Key(key)) => Suite::for_key_length(key.len())?,
             (None, Secret::Passphrase(_)) => return Err(FormatError::NeedsKey),
         };
-        self.unlock_as(suite, secret, context)
+        self.unlock_suite(suite, secret, context)
     }
 
     /// [`Envelope::unlock`] for a bare Cobblestone message of a known suite (a key of the
-    /// other suite's length is refused rather than tried).
+    /// other suite's length is refused rather than tried). A passphrase-sealed header is
+    /// held to [`KdfLimits::DEFAULT`], as by [`Envelope::unlock`].
     pub fn unlock_as(
+        &self,
+        suite: Suite,
+        secret: Secret<'_>,
+        context: &[u8],
+    ) -> Result<MessageKeys, FormatError> {
+        self.check_kdf(&KdfLimits::DEFAULT)?;
+        self.unlock_suite(suite, secret, context)
+    }
+
+    /// Unlocks as `suite`, the budget already checked.
+    fn unlock_suite(
         &self,
         suite: Suite,
         secret: Secret<'_>,
@@ -444,5 +523,99 @@ mod tests {
             Envelope::read(Format::Parcrypt, &mut &bytes[..60]),
             Err(FormatError::TruncatedHeader(_))
         ));
+    }
+
+    #[test]
+    fn a_header_over_the_budget_is_refused_before_any_work() {
+        let setup = Setup {
+            argon2: CHEAP,
+            ..Setup::default()
+        };
+        let (envelope, _) = Envelope::create(&setup, Secret::Passphrase(b"pass")).unwrap();
+        let mut bytes = envelope.to_bytes();
+        // 4 GiB, the format's limit: refused at once, nothing allocated (this test would
+        // otherwise need 4 GiB and minutes).
+        bytes[12..16].copy_from_slice(&Argon2Params::MAX_MEMORY_KIB.to_be_bytes());
+        let (hostile, _) = Envelope::parse(Format::Parcrypt, &bytes).unwrap();
+        for result in [
+            hostile.unlock(Secret::Passphrase(b"pass"), b""),
+            hostile.unlock_as(setup.suite, Secret::Passphrase(b"pass"), b""),
+            hostile.unlock_within(Secret::Passphrase(b"pass"), b"", &KdfLimits::DEFAULT),
+        ] {
+            let error = result.err().unwrap();
+            assert!(
+                matches!(error, FormatError::KdfBudget { .. })
+                    && error.to_string().contains("--kdf-max-memory 4096"),
+                "{error}"
+            );
+        }
+        assert!(hostile.check_kdf(&KdfLimits::DEFAULT).is_err());
+        assert!(hostile.check_kdf(&KdfLimits::FORMAT).is_ok());
+        assert_eq!(
+            hostile.argon2().map(|params| params.memory_kib),
+            Some(Argon2Params::MAX_MEMORY_KIB)
+        );
+
+        // Within a raised budget the work is done: the changed header then fails the
+        // commitment, as every changed header byte does.
+        let mut moderate = envelope.to_bytes();
+        moderate[20..24].copy_from_slice(&20u32.to_be_bytes());
+        moderate[12..16].copy_from_slice(&(20u32 * 8).to_be_bytes());
+        let (moderate, _) = Envelope::parse(Format::Parcrypt, &moderate).unwrap();
+        assert!(matches!(
+            moderate.unlock(Secret::Passphrase(b"pass"), b""),
+            Err(FormatError::KdfBudget {
+                what: crate::header::KdfCost::Lanes,
+                ..
+            })
+        ));
+        let raised = KdfLimits {
+            max_lanes: 20,
+            ..KdfLimits::DEFAULT
+        };
+        assert!(matches!(
+            moderate.unlock_within(Secret::Passphrase(b"pass"), b"", &raised),
+            Err(FormatError::WrongKey)
+        ));
+        // Files under a key, and the unchanged file, pass any budget.
+        assert!(envelope
+            .unlock_within(Secret::Passphrase(b"pass"), b"", &raised)
+            .is_ok());
+        let (keyed, _) = Envelope::create(&setup, Secret::Key(&[3; 16])).unwrap();
+        let none = KdfLimits {
+            max_memory_kib: 0,
+            max_passes: 0,
+            max_lanes: 0,
+        };
+        assert!(keyed
+            .unlock_within(Secret::Key(&[3; 16]), b"", &none)
+            .is_ok());
+    }
+
+    #[test]
+    fn warnings_name_cheap_costs_short_passphrases_and_costly_files() {
+        let defaults = Setup::default();
+        assert!(defaults
+            .warnings(Secret::Passphrase(b"12345678"))
+            .is_empty());
+        assert_eq!(
+            defaults.warnings(Secret::Passphrase(b"1234567")),
+            vec![Weakness::ShortPassphrase(7)]
+        );
+        let costly = Setup {
+            argon2: Argon2Params {
+                memory_kib: 1 << 20,
+                passes: 1,
+                lanes: 4,
+            },
+            ..defaults
+        };
+        let warnings = costly.warnings(Secret::Passphrase(b"long enough"));
+        assert_eq!(
+            warnings,
+            vec![Weakness::AboveDecryptionBudget(costly.argon2)]
+        );
+        assert!(warnings[0].to_string().contains("--kdf-max-memory 1024"));
+        assert!(costly.warnings(Secret::Key(&[0; 16])).is_empty());
     }
 }

@@ -208,7 +208,7 @@ pub fn decrypt_range<R: Read + Seek + Send + ?Sized>(
             };
             match batcher.open_batch(keys, next, &mut buffer.bytes[..expected]) {
                 Ok(()) => {}
-                Err(FormatError::DamagedChunk { index })
+                Err(error @ FormatError::DamagedChunk { index, .. })
                     if index >= next && index < next + count =>
                 {
                     // Release the range's bytes in the chunks before the damaged one only.
@@ -217,7 +217,7 @@ pub fn decrypt_range<R: Read + Seek + Send + ?Sized>(
                     options.report(written);
                     return Ok(Step {
                         emit: emit(good as usize * SEALED_CHUNK_BYTES),
-                        outcome: Some(Err(FormatError::DamagedChunk { index })),
+                        outcome: Some(Err(error)),
                     });
                 }
                 Err(error) => return Err(error),

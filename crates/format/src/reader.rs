@@ -15,6 +15,7 @@ use zeroize::Zeroize;
 use crate::chunks::{batch_chunks, ChunkBatcher};
 use crate::cobblestone::{MessageKeys, CHUNK_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
 use crate::error::FormatError;
+use crate::header::KdfLimits;
 use crate::message::{read_up_to, Envelope, Format, Secret};
 use crate::range::{decrypt_range, ByteRange};
 use crate::seekable::SeekableReader;
@@ -42,16 +43,67 @@ use crate::stream::{decrypt_chunks, StreamOptions};
 /// assert_eq!(plain, "attack at dawn");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// A passphrase is stretched only within a budget, [`KdfLimits::DEFAULT`] unless
+/// [`Decryptor::kdf_limits`] says otherwise: a header asking for more argon2id memory,
+/// passes or lanes is refused ([`FormatError::KdfBudget`]) before any work, since nothing
+/// in a file can be trusted before it is unlocked.
+///
+/// ```
+/// use parcrypt_format::{Argon2Params, Decryptor, Encryptor, Format, FormatError, KdfLimits};
+/// use parcrypt_format::{Secret, Setup};
+///
+/// // 512 MiB and one pass: more memory than the default budget of 256 MiB.
+/// let setup = Setup {
+///     argon2: Argon2Params { memory_kib: 512 * 1024, passes: 1, lanes: 1 },
+///     ..Setup::default()
+/// };
+/// let envelope = parcrypt_format::Envelope::create_with_salts(
+///     &Setup { argon2: Argon2Params { memory_kib: 64, passes: 1, lanes: 1 }, ..setup },
+///     Secret::Passphrase(b"pass"),
+///     parcrypt_format::Salts { cobblestone: [0; 24], argon2: [0; 16] },
+/// )?.0;
+/// let mut header = envelope.to_bytes();
+/// header[12..16].copy_from_slice(&(512u32 * 1024).to_be_bytes());
+///
+/// let refused = Decryptor::new(Format::Parcrypt, &header[..])?
+///     .unlock(Secret::Passphrase(b"pass"), b"");
+/// assert!(matches!(refused, Err(FormatError::KdfBudget { .. })));
+///
+/// let raised = KdfLimits { max_memory_kib: 512 * 1024, ..KdfLimits::DEFAULT };
+/// let decryptor = Decryptor::new(Format::Parcrypt, &header[..])?.kdf_limits(raised);
+/// assert!(decryptor.check_kdf().is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Decryptor<R> {
     input: R,
     envelope: Envelope,
+    limits: KdfLimits,
 }
 
 impl<R: Read> Decryptor<R> {
     /// Reads the envelope from `input` (no further than its end).
     pub fn new(format: Format, mut input: R) -> Result<Decryptor<R>, FormatError> {
         let envelope = Envelope::read(format, &mut input)?;
-        Ok(Decryptor { input, envelope })
+        Ok(Decryptor {
+            input,
+            envelope,
+            limits: KdfLimits::DEFAULT,
+        })
+    }
+
+    /// The argon2id budget [`Decryptor::unlock`] holds the header to (default
+    /// [`KdfLimits::DEFAULT`], four times parcrypt's default costs). Raise it only for
+    /// files from a source trusted not to make the reader spend gigabytes and minutes.
+    pub fn kdf_limits(mut self, limits: KdfLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Refuses a header over the budget ([`FormatError::KdfBudget`]) without doing any
+    /// work: call it before asking for a passphrase. [`Decryptor::unlock`] checks again.
+    pub fn check_kdf(&self) -> Result<(), FormatError> {
+        self.envelope.check_kdf(&self.limits)
     }
 
     /// The envelope: [`Envelope::needs_passphrase`] says which secret to ask for.
@@ -60,13 +112,14 @@ impl<R: Read> Decryptor<R> {
     }
 
     /// Derives the message keys from `secret` and `context` (argon2id first for a
-    /// passphrase) and checks them against the key commitment, before any chunk is read.
+    /// passphrase, within the [`Decryptor::kdf_limits`] budget) and checks them against the
+    /// key commitment, before any chunk is read.
     pub fn unlock(
         self,
         secret: Secret<'_>,
         context: &[u8],
     ) -> Result<UnlockedDecryptor<R>, FormatError> {
-        let keys = self.envelope.unlock(secret, context)?;
+        let keys = self.envelope.unlock_within(secret, context, &self.limits)?;
         Ok(UnlockedDecryptor {
             input: self.input,
             keys,
@@ -210,11 +263,11 @@ impl<R: Read> DecryptingReader<'_, R> {
                 self.ended = input_ended && ending.is_none();
                 self.pending = ending;
             }
-            Err(FormatError::DamagedChunk { index })
+            Err(error @ FormatError::DamagedChunk { index, .. })
                 if index >= first && index < first + chunks =>
             {
                 self.available = (index - first) as usize * CHUNK_BYTES;
-                self.pending = Some(FormatError::DamagedChunk { index });
+                self.pending = Some(error);
             }
             Err(error) => {
                 self.available = 0;

@@ -21,7 +21,7 @@
 
 use parcrypt_sys::terminal;
 
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use zeroize::Zeroizing;
@@ -30,6 +30,17 @@ use crate::error::plain;
 
 /// Secret bytes (a key or a passphrase), wiped when dropped.
 pub type SecretBytes = Zeroizing<Vec<u8>>;
+
+/// The most bytes a key file or a passphrase file may hold: 64 KiB. A key is 16 or 32
+/// bytes and a passphrase a line or a few, so a larger file is a mistake (`/dev/zero`, a
+/// log, a pipe that never ends); it is refused after reading at most one byte past this,
+/// so memory stays bounded whatever the path names.
+pub const MAX_SECRET_FILE_BYTES: usize = 64 * 1024;
+
+/// Passphrases shorter than this many bytes get a warning when encrypting
+/// ([`passphrase_weakness`]): eight is the least NIST SP 800-63B has long asked of a
+/// memorized secret. (An empty passphrase is refused outright.)
+pub const SHORT_PASSPHRASE_BYTES: usize = 8;
 
 /// The environment variable a passphrase may come from (a command line never carries one:
 /// the process list would show it).
@@ -57,6 +68,9 @@ pub enum SecretError {
         /// What the operating system said.
         error: io::Error,
     },
+    /// A key file longer than [`MAX_SECRET_FILE_BYTES`].
+    #[error("key file '{}' is larger than {} KiB (a key file holds 16 or 32 bytes, raw or in hex)", .0.display(), MAX_SECRET_FILE_BYTES / 1024)]
+    KeyFileTooLarge(PathBuf),
     /// A key file that holds neither 16 or 32 raw bytes nor their hex.
     #[error("key file '{}' must hold 16 or 32 bytes, raw or in hex; it has {bytes} bytes", .path.display())]
     KeyFileLength {
@@ -73,6 +87,9 @@ pub enum SecretError {
         /// What the operating system said.
         error: io::Error,
     },
+    /// A passphrase file longer than [`MAX_SECRET_FILE_BYTES`].
+    #[error("passphrase file '{}' is larger than {} KiB, the most a passphrase file may hold", .0.display(), MAX_SECRET_FILE_BYTES / 1024)]
+    PassphraseFileTooLarge(PathBuf),
     /// A passphrase file with nothing in it but (at most) a newline.
     #[error("passphrase file '{}' is empty", .0.display())]
     EmptyPassphraseFile(PathBuf),
@@ -132,13 +149,16 @@ pub fn key_from_hex(text: &str) -> Result<SecretBytes, SecretError> {
 /// 16 or 32 raw bytes. Hex wins when both readings fit (a raw 32-byte key made only of hex
 /// digits: about one chance in 10^34 for a random key).
 pub fn read_key_file(path: &Path) -> Result<SecretBytes, SecretError> {
-    let contents =
-        Zeroizing::new(
-            std::fs::read(path).map_err(|error| SecretError::ReadKeyFile {
+    let contents = match read_capped(path) {
+        Ok(Some(contents)) => contents,
+        Ok(None) => return Err(SecretError::KeyFileTooLarge(path.to_path_buf())),
+        Err(error) => {
+            return Err(SecretError::ReadKeyFile {
                 path: path.to_path_buf(),
                 error,
-            })?,
-        );
+            })
+        }
+    };
     let trimmed = contents.trim_ascii();
     if (trimmed.len() == 32 || trimmed.len() == 64) && trimmed.iter().all(u8::is_ascii_hexdigit) {
         let mut key = Zeroizing::new(vec![0u8; trimmed.len() / 2]);
@@ -159,13 +179,16 @@ pub fn read_key_file(path: &Path) -> Result<SecretBytes, SecretError> {
 /// A passphrase file's content, less one trailing newline (`\n` or `\r\n`): that is how
 /// editors and `echo` end a file, not part of the secret.
 pub fn read_passphrase_file(path: &Path) -> Result<SecretBytes, SecretError> {
-    let mut contents =
-        Zeroizing::new(
-            std::fs::read(path).map_err(|error| SecretError::ReadPassphraseFile {
+    let mut contents = match read_capped(path) {
+        Ok(Some(contents)) => contents,
+        Ok(None) => return Err(SecretError::PassphraseFileTooLarge(path.to_path_buf())),
+        Err(error) => {
+            return Err(SecretError::ReadPassphraseFile {
                 path: path.to_path_buf(),
                 error,
-            })?,
-        );
+            })
+        }
+    };
     if contents.last() == Some(&b'\n') {
         contents.pop();
         if contents.last() == Some(&b'\r') {
@@ -176,6 +199,37 @@ pub fn read_passphrase_file(path: &Path) -> Result<SecretBytes, SecretError> {
         return Err(SecretError::EmptyPassphraseFile(path.to_path_buf()));
     }
     Ok(contents)
+}
+
+/// Reads the file at `path` whole when it holds at most [`MAX_SECRET_FILE_BYTES`], or
+/// `None` when it holds more. It reads at most one byte past the cap into one buffer
+/// allocated up front (never grown, so no copy of the secret is left in freed memory), and
+/// wipes that buffer when the file is refused.
+fn read_capped(path: &Path) -> io::Result<Option<SecretBytes>> {
+    let mut file = std::fs::File::open(path)?.take(MAX_SECRET_FILE_BYTES as u64 + 1);
+    let mut buffer = Zeroizing::new(vec![0u8; MAX_SECRET_FILE_BYTES + 1]);
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match file.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(read) => filled += read,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        }
+    }
+    if filled > MAX_SECRET_FILE_BYTES {
+        return Ok(None);
+    }
+    // Shrinking within the allocation moves nothing; the bytes past `filled` are zeros.
+    buffer.truncate(filled);
+    Ok(Some(buffer))
+}
+
+/// A warning for a passphrase shorter than [`SHORT_PASSPHRASE_BYTES`] (not an error: the
+/// message is still written), or `None`.
+pub fn passphrase_weakness(passphrase: &[u8]) -> Option<crate::header::Weakness> {
+    (passphrase.len() < SHORT_PASSPHRASE_BYTES)
+        .then_some(crate::header::Weakness::ShortPassphrase(passphrase.len()))
 }
 
 /// The passphrase in [`PASSPHRASE_VARIABLE`], or `None` when the variable is not set.
@@ -294,5 +348,44 @@ mod tests {
             read_passphrase_file(&path),
             Err(SecretError::EmptyPassphraseFile(_))
         ));
+    }
+
+    #[test]
+    fn secret_files_are_read_up_to_the_cap_only() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("big");
+        let mut largest = vec![b'x'; MAX_SECRET_FILE_BYTES];
+        std::fs::write(&path, &largest).unwrap();
+        assert_eq!(
+            read_passphrase_file(&path).unwrap().len(),
+            MAX_SECRET_FILE_BYTES
+        );
+        largest.push(b'\n');
+        std::fs::write(&path, &largest).unwrap();
+        let error = read_passphrase_file(&path).unwrap_err();
+        assert!(matches!(error, SecretError::PassphraseFileTooLarge(_)));
+        assert!(error.to_string().contains("64 KiB"), "{error}");
+        let error = read_key_file(&path).unwrap_err();
+        assert!(matches!(error, SecretError::KeyFileTooLarge(_)));
+        assert!(error.to_string().contains("64 KiB"), "{error}");
+        // An endless file is refused after 64 KiB + 1 bytes.
+        let zero = Path::new("/dev/zero");
+        assert!(matches!(
+            read_passphrase_file(zero),
+            Err(SecretError::PassphraseFileTooLarge(_))
+        ));
+        assert!(matches!(
+            read_key_file(zero),
+            Err(SecretError::KeyFileTooLarge(_))
+        ));
+    }
+
+    #[test]
+    fn short_passphrases_are_warned_about() {
+        assert_eq!(
+            passphrase_weakness(b"seven!!"),
+            Some(crate::header::Weakness::ShortPassphrase(7))
+        );
+        assert_eq!(passphrase_weakness(b"eight!!!"), None);
     }
 }

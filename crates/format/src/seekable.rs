@@ -148,7 +148,9 @@ impl<'b, R: Read + Seek> SeekableReader<'b, R> {
                 }
                 Ok(())
             }
-            Err(FormatError::DamagedChunk { index }) if index > first && index < first + count => {
+            Err(FormatError::DamagedChunk { index, .. })
+                if index > first && index < first + count =>
+            {
                 self.window_text = (index - first) as usize * CHUNK_BYTES;
                 Ok(())
             }

@@ -196,7 +196,7 @@ pub fn decrypt_chunks(
             let chunks = batch_chunks(next_chunk, batch_bytes)?;
             match batcher.open_batch(keys, next_chunk, batch_bytes) {
                 Ok(()) => {}
-                Err(FormatError::DamagedChunk { index })
+                Err(error @ FormatError::DamagedChunk { index, .. })
                     if index >= next_chunk && index < next_chunk + chunks =>
                 {
                     // Release the chunks before the damaged one, and nothing else.
@@ -205,7 +205,7 @@ pub fn decrypt_chunks(
                     options.report(plaintext);
                     return Ok(Step {
                         emit: Emit::all_texts(good),
-                        outcome: Some(Err(FormatError::DamagedChunk { index })),
+                        outcome: Some(Err(error)),
                     });
                 }
                 Err(error) => return Err(error),

@@ -171,7 +171,7 @@ fn a_tampered_chunk_is_an_error_and_none_of_its_bytes_are_read() {
         .and_then(|e| e.downcast_ref::<FormatError>());
     assert!(matches!(
         inner,
-        Some(FormatError::DamagedChunk { index: 3 })
+        Some(FormatError::DamagedChunk { index: 3, .. })
     ));
     assert!(opened.len() <= 3 * CHUNK_BYTES);
     assert!(opened == plain[..opened.len()]);

@@ -197,7 +197,7 @@ fn a_damaged_chunk_releases_the_batches_before_it_and_nothing_after() {
         ] {
             let (output, result) = read_range(&engine, &damaged, &text, 8);
             assert!(
-                matches!(result, Err(FormatError::DamagedChunk { index: 250 })),
+                matches!(result, Err(FormatError::DamagedChunk { index: 250, .. })),
                 "{name} {text}: {result:?}"
             );
             // Written batch by batch as each authenticated: everything before the chunk,
@@ -223,7 +223,7 @@ fn a_damaged_chunk_releases_the_batches_before_it_and_nothing_after() {
         for text in ["-10:", ":", ":-1", "0:99999999"] {
             let (output, result) = read_range(&engine, &bad_end, text, 8);
             assert!(
-                matches!(result, Err(FormatError::DamagedChunk { index: 320 })),
+                matches!(result, Err(FormatError::DamagedChunk { index: 320, .. })),
                 "{name} {text}: {result:?}"
             );
             assert!(

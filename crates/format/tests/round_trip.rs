@@ -285,7 +285,7 @@ fn a_flipped_bit_anywhere_is_refused_and_named() {
                 &format!("chunk {chunk} byte {position}"),
             );
             assert!(
-                matches!(error, FormatError::DamagedChunk { index } if index == chunk as u64),
+                matches!(error, FormatError::DamagedChunk { index, .. } if index == chunk as u64),
                 "{error}"
             );
             assert!(
@@ -357,7 +357,7 @@ fn truncation_reordering_duplication_and_trailing_data_are_refused() {
     }
     assert!(matches!(
         assert_refused(&swapped, &message, 0, "swapped"),
-        FormatError::DamagedChunk { index: 0 }
+        FormatError::DamagedChunk { index: 0, .. }
     ));
     let mut duplicated = sealed[..body].to_vec();
     for index in [0, 1, 1, 2, 3, 4] {
@@ -365,7 +365,7 @@ fn truncation_reordering_duplication_and_trailing_data_are_refused() {
     }
     assert!(matches!(
         assert_refused(&duplicated, &message, 2, "duplicated"),
-        FormatError::DamagedChunk { index: 2 }
+        FormatError::DamagedChunk { index: 2, .. }
     ));
     let mut dropped = sealed[..body].to_vec();
     for index in [0, 1, 3, 4] {
@@ -373,7 +373,7 @@ fn truncation_reordering_duplication_and_trailing_data_are_refused() {
     }
     assert!(matches!(
         assert_refused(&dropped, &message, 2, "dropped"),
-        FormatError::DamagedChunk { index: 2 }
+        FormatError::DamagedChunk { index: 2, .. }
     ));
     // Trailing data: a byte, a tag's worth, a whole chunk, and a valid chunk of the message.
     for extra in [
@@ -558,7 +558,7 @@ fn ranges_match_slices_and_check_the_end_when_relative_to_it() {
         assert!(
             matches!(
                 read_range(&damaged, text),
-                Err(FormatError::DamagedChunk { index: 6 })
+                Err(FormatError::DamagedChunk { index: 6, .. })
             ),
             "{text}"
         );
@@ -572,7 +572,7 @@ fn ranges_match_slices_and_check_the_end_when_relative_to_it() {
     middle[56 + 2 * SEALED_CHUNK_BYTES + 5] ^= 1;
     assert!(matches!(
         read_range(&middle, "0:100000"),
-        Err(FormatError::DamagedChunk { index: 2 })
+        Err(FormatError::DamagedChunk { index: 2, .. })
     ));
     assert!(read_range(&middle, "0:32768").is_ok());
     assert!(matches!(

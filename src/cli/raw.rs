@@ -98,7 +98,7 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
         .map(|aad| decode_hex("--aad", aad))
         .transpose()?;
     if spec.mode == Mode::Ecb {
-        eprintln!("parcrypt: warning: ECB encrypts equal blocks to equal blocks and leaks patterns; use it only for experiments");
+        say!("parcrypt: warning: ECB encrypts equal blocks to equal blocks and leaks patterns; use it only for experiments");
     }
     let engine = super::engine(args.backend, args.threads)?;
     let chunk_bytes = chunk_bytes_for(&engine);

@@ -3,9 +3,11 @@
 //!
 //! - [`terminal`]: a question on the controlling terminal with echo off, restored on every
 //!   way out (signals included);
+//! - [`pipes`]: a closed output pipe ends the process quietly, as it ends `cat`;
 //! - [`reserve_file_space`]: preallocating an output file's blocks before it is written.
 #![warn(missing_docs)]
 
+pub mod pipes;
 pub mod terminal;
 
 use std::fs::File;

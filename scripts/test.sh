@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints and docs as errors, then every crate's unit tests,
 # the official vectors, the differential tests against OpenSSL / pyca / RustCrypto, the
-# OpenCL kernels (on PoCL when there is no GPU), the CUDA kernels' NVRTC compile check, and
-# the command-line tests. Tests that cannot run on this machine (no GPU, no OpenCL, no NVRTC,
-# no openssl) say SKIPPED with the reason; the summary at the end lists each of them.
+# OpenCL kernels (on PoCL when there is no GPU), the CUDA kernels' NVRTC compile check, the
+# command-line tests, and then every cargo-fuzz target for a minute (scripts/fuzz.sh).
+# Tests that cannot run on this machine (no GPU, no OpenCL, no NVRTC, no openssl, no nightly
+# or cargo-fuzz) say SKIPPED with the reason; the summary at the end lists each of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # NVRTC from PyPI (nvidia-cuda-nvrtc) keeps its libraries inside the Python package.
@@ -37,6 +38,29 @@ cargo test --workspace --all-targets "$@" -- --show-output 2>&1 | awk -v skips="
     !quiet { print }
     END { printf "\n== tests: %d passed, %d failed, %d ignored (run by hand: see each #[ignore] reason)\n", passed, failed, ignored }
 '
+# The cargo-fuzz targets, a bounded time each (PARCRYPT_CARGO_FUZZ_SECONDS, default 60; 0
+# skips them). They need nightly and cargo-fuzz: a developer without them gets a SKIPPED
+# line, CI (CI=true, which .ci/run installs both for) fails instead.
+fuzz_seconds="${PARCRYPT_CARGO_FUZZ_SECONDS:-60}"
+fuzz_missing=""
+if [ "$fuzz_seconds" = "0" ]; then
+    fuzz_missing="PARCRYPT_CARGO_FUZZ_SECONDS=0"
+elif ! cargo +nightly --version >/dev/null 2>&1; then
+    fuzz_missing="no nightly toolchain (rustup toolchain install nightly --profile minimal)"
+elif ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+    fuzz_missing="cargo-fuzz is not installed (cargo install cargo-fuzz --locked)"
+fi
+if [ -z "$fuzz_missing" ]; then
+    echo "== cargo fuzz: every target, ${fuzz_seconds} s each (scripts/fuzz.sh)"
+    bash scripts/fuzz.sh
+elif [ "${CI:-}" = "true" ] && [ "$fuzz_seconds" != "0" ]; then
+    echo "== cargo fuzz: cannot run in CI: $fuzz_missing" >&2
+    exit 1
+else
+    echo "== cargo fuzz: SKIPPED: $fuzz_missing"
+    echo "scripts/fuzz.sh: SKIPPED: $fuzz_missing" >>"$skips"
+fi
+
 count="$(sort -u "$skips" | wc -l)"
 if [ "$count" -eq 0 ]; then
     echo "== skipped: none (every test ran in full)"

@@ -1,5 +1,17 @@
 //! Argument parsing into typed values, and dispatch. Each subcommand's file parses its
 //! arguments, calls the library and reports; none holds logic of its own.
+//!
+//! Exit status: 0 success, 1 a failure (one line on stderr), 2 a usage error, 141 the
+//! reader of stdout went away (no message, as `cat` ends; see [`parcrypt_sys::pipes`]).
+
+/// Writes one line to stderr, as `eprintln!` does, except that a stderr that cannot be
+/// written (`2>/dev/full`, a closed file) loses the line instead of panicking: a message
+/// is never a reason to change the exit status. `eprintln!` is refused by clippy.toml.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::cli::say(format_args!($($arg)*))
+    };
+}
 
 mod bench;
 mod decrypt;
@@ -11,6 +23,7 @@ mod raw;
 mod tune;
 
 use std::fmt;
+use std::io::{self, Write};
 use std::process::ExitCode;
 use std::str::FromStr;
 
@@ -111,7 +124,7 @@ pub fn main() -> ExitCode {
             if let Some(refused) = std::error::Error::source(&error)
                 .and_then(|source| source.downcast_ref::<Refused>())
             {
-                eprintln!("parcrypt: error: {refused}");
+                say!("parcrypt: error: {refused}");
                 return ExitCode::FAILURE;
             }
             if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
@@ -122,7 +135,7 @@ pub fn main() -> ExitCode {
             let rendered = error.to_string();
             let first = rendered.lines().next().unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("parcrypt: error: {first} (see --help)");
+            say!("parcrypt: error: {first} (see --help)");
             return ExitCode::from(2);
         }
     };
@@ -136,9 +149,55 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of stdout went away and SIGPIPE could not end the process (its parent
+        // blocked the signal): end as the signal would have, quietly.
+        Err(Failure(message)) if is_closed_pipe(&message) => {
+            ExitCode::from(parcrypt_sys::pipes::CLOSED_PIPE_STATUS)
+        }
         Err(Failure(message)) => {
-            eprintln!("parcrypt: error: {message}");
+            say!("parcrypt: error: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// See [`say!`].
+pub fn say(line: fmt::Arguments<'_>) {
+    let mut stderr = io::stderr().lock();
+    let _ = writeln!(stderr, "{line}");
+}
+
+/// Whether a failure's message is a write to a closed pipe: the operating system's words
+/// for `EPIPE` at its end (after "cannot write output: " or alone), with or without
+/// " (os error N)". Failures are text by the time they reach `main`, so this reads the
+/// text; the words are taken from the same `strerror` that wrote them.
+fn is_closed_pipe(message: &str) -> bool {
+    let message = match message.rfind(" (os error ") {
+        Some(start) if message.ends_with(')') => &message[..start],
+        _ => message,
+    };
+    let text = parcrypt_sys::pipes::closed_pipe_text();
+    message == text || message.ends_with(&format!(": {text}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_closed_pipe;
+
+    #[test]
+    fn a_closed_pipe_is_recognised_in_every_wording_and_nothing_else_is() {
+        let error = std::io::Error::from_raw_os_error(32);
+        assert!(is_closed_pipe(&error.to_string()));
+        assert!(is_closed_pipe(&format!("cannot write output: {error}")));
+        let plain = parcrypt_format::error::plain(&error);
+        assert!(is_closed_pipe(&format!("cannot write output: {plain}")));
+        assert!(is_closed_pipe(&plain));
+        assert!(!is_closed_pipe(
+            "cannot write output: No space left on device"
+        ));
+        assert!(!is_closed_pipe(
+            "cannot open input 'Broken pipe.txt': No such file"
+        ));
+        assert!(!is_closed_pipe("wrong passphrase or key"));
     }
 }

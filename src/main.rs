@@ -8,5 +8,9 @@ mod cli;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // First, before any thread: a closed output pipe ends the process quietly, as it ends
+    // `cat` (status 141 in a shell). If that fails, cli::main still ends with 141 when the
+    // closed pipe comes back as an error.
+    let _ = parcrypt_sys::pipes::die_on_closed_pipe();
     cli::main()
 }

@@ -3,6 +3,8 @@
 //! passphrase typed after the prompt shows, and everything the terminal displays captured.
 //! Typed secrets must never be displayed, a refusal is one line with nothing left behind,
 //! and an interrupted prompt must give the terminal back with echo on.
+// Tests print what they ran and skipped to stderr, where libtest captures it.
+#![allow(clippy::disallowed_macros)]
 
 use std::fs::File;
 use std::io::{Read, Write};

@@ -12,7 +12,7 @@ use parcrypt_format::stream::StageTimes;
 /// excluded, the final rename included) and each stage's busy time.
 pub fn print_stats(what: &str, bytes: u64, started: Instant, backend: &str, stages: &StageTimes) {
     let wall = started.elapsed().as_secs_f64();
-    eprintln!(
+    say!(
         "parcrypt: {what} {bytes} bytes in {wall:.3} s ({:.2} GB/s); busy: read {:.3} s, \
          {backend} {:.3} s, write {:.3} s (the stages overlap: the largest bounds the run)",
         bytes as f64 / wall.max(1e-9) / 1e9,

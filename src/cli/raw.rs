@@ -113,7 +113,7 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
         .map(|aad| decode_hex("--aad", aad))
         .transpose()?;
     if spec.mode == Mode::Ecb {
-        eprintln!("parcrypt: warning: ECB encrypts equal blocks to equal blocks and leaks patterns; use it only for experiments");
+        say!("parcrypt: warning: ECB encrypts equal blocks to equal blocks and leaks patterns; use it only for experiments");
     }
     // Every refusal of the output comes first (GCM decryption makes it only after its
     // first pass).

@@ -21,6 +21,7 @@ pub fn all_engines() -> Vec<Engine> {
             Err(error) if backend == Backend::Opencl && std::env::var_os("CI").is_some() => {
                 panic!("CI installs PoCL, so OpenCL must work: {error}")
             }
+            #[allow(clippy::disallowed_macros)] // libtest captures a test's stderr
             Err(error) => {
                 static SAID: std::sync::Once = std::sync::Once::new();
                 SAID.call_once(|| eprintln!("SKIPPED {backend}: {error}"));

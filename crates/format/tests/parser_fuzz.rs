@@ -2,6 +2,8 @@
 //! stable Rust: random bytes, the kept fuzz corpus, and mutations of valid envelopes, for a
 //! bounded time. PARCRYPT_FUZZ_SECONDS sets the time per property (default 3);
 //! PARCRYPT_TEST_SEED replays a run.
+// Tests print what they ran and skipped to stderr, where libtest captures it.
+#![allow(clippy::disallowed_macros)]
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

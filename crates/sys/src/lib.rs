@@ -3,12 +3,14 @@
 //!
 //! - [`terminal`]: a question on the controlling terminal with echo off, restored on every
 //!   way out (signals included);
+//! - [`pipes`]: a closed output pipe ends the process quietly, as it ends `cat`;
 //! - [`reserve_file_space`]: preallocating an output file's blocks before it is written;
 //! - [`output`]: files with no name until complete (`O_TMPFILE`), named temporary files
 //!   removed on SIGINT, SIGTERM and SIGHUP, and syncing a folder.
 #![warn(missing_docs)]
 
 pub mod output;
+pub mod pipes;
 pub mod terminal;
 
 use std::fs::File;

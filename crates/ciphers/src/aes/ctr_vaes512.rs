@@ -118,6 +118,8 @@ fn encrypt_xor<const ROUNDS: usize>(
 }
 
 #[cfg(test)]
+// Tests say on stderr what this machine could not run; libtest shows it.
+#[allow(clippy::disallowed_macros)]
 pub(super) mod tests {
     //! Checks shared by both fused kernels (`ctr_aesni` calls them with its own path).
 

@@ -6,6 +6,7 @@ use rand::SeedableRng;
 
 /// A seeded generator: the seed is printed so that a failure can be replayed with
 /// PARCRYPT_TEST_SEED=<seed>.
+#[allow(clippy::disallowed_macros)] // libtest captures a test's stderr
 pub fn seeded_rng(test: &str) -> StdRng {
     let seed = std::env::var("PARCRYPT_TEST_SEED")
         .ok()

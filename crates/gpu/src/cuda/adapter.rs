@@ -7,6 +7,7 @@
 //! With three streams the upload of slab `k + 3` never waits for anything but the download
 //! of slab `k`, which has long finished when kernels are faster than the bus.
 
+use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -433,7 +434,10 @@ impl Api for Cuda {
                 // no copy can still touch host memory, and the error (which names the fault)
                 // is worth more to the caller than an abort.
                 if host_memory_in_flight && !context_is_dead(&error) {
-                    eprintln!(
+                    // Not eprintln!: it panics when stderr fails, and a panic unwinds
+                    // (handing the memory back) instead of aborting.
+                    let _ = writeln!(
+                        std::io::stderr(),
                         "parcrypt: CUDA stream could not be drained ({error}); host memory may \
                          still be in use by the device, aborting"
                     );

@@ -1,6 +1,7 @@
 //! The shared host's calls ([`Api`]) in OpenCL, on `opencl3`: two in-order queues with
 //! profiling, device buffers grown per queue, blocking key writes, `clFinish` waits.
 
+use std::io::Write;
 use std::ptr;
 use std::time::Duration;
 
@@ -306,7 +307,12 @@ impl Api for OpenCl {
                 // The device may still be copying into the caller's buffer, and there is no
                 // other way to know when it stops; returning would hand that memory back
                 // while it can still change under safe code.
-                eprintln!("parcrypt: OpenCL queue could not be drained (device lost?); aborting");
+                // Not eprintln!: it panics when stderr fails, and a panic unwinds (handing
+                // the memory back) instead of aborting.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "parcrypt: OpenCL queue could not be drained (device lost?); aborting"
+                );
                 std::process::abort();
             }
         }

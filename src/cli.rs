@@ -96,6 +96,27 @@ where
     }
 }
 
+/// `--threads`: a count the engine accepts (at least 1, at most `max_threads`), refused as
+/// one line like every other bad value, a number too large for any integer included.
+fn parse_threads(text: &str) -> Result<usize, Refused> {
+    let threads = match text.trim().parse::<usize>() {
+        Ok(threads) => threads,
+        Err(error) if *error.kind() == std::num::IntErrorKind::PosOverflow => {
+            return Err(Refused(format!(
+                "--threads {} is too many: at most {} on this machine",
+                text.trim(),
+                parcrypt_engine::max_threads()
+            )))
+        }
+        Err(_) => {
+            return Err(Refused(format!(
+                "--threads '{text}' is not a number of threads"
+            )))
+        }
+    };
+    parcrypt_engine::check_threads(threads).map_err(|error| Refused(error.to_string()))
+}
+
 /// An engine for `backend` that follows the user's tune files (in `$PARCRYPT_TUNE_DIR`, else
 /// the configuration directory), as `parcrypt tune` stores them.
 fn engine(backend: Backend, threads: Option<usize>) -> Result<Engine, Failure> {

@@ -48,8 +48,9 @@ pub struct BenchArgs {
     /// Exactly this many timed runs per figure (default: as many as fit each figure's time)
     #[arg(long)]
     repeat: Option<usize>,
-    /// Threads for threads/pool and OpenSSL's processes (default: all cores)
-    #[arg(long)]
+    /// Threads for threads/pool and OpenSSL's processes (default: all cores; at most 8 per
+    /// core, and 64)
+    #[arg(long, value_name = "N", value_parser = super::parse_threads)]
     threads: Option<usize>,
     /// Do not run OpenSSL for comparison
     #[arg(long)]
@@ -101,11 +102,7 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
     };
     let scenarios = scenario::parse_names(&names)?;
     let mut options = LabOptions::new(level);
-    options.threads = match args.threads {
-        Some(0) => return Err(Failure("--threads must be at least 1".into())),
-        Some(threads) => threads,
-        None => available_threads(),
-    };
+    options.threads = args.threads.unwrap_or_else(available_threads);
     options.openssl = !args.no_openssl;
     options.runs = args.repeat.filter(|&runs| runs > 0);
     if !args.backends.is_empty() {

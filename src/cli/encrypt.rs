@@ -68,7 +68,7 @@ pub struct CommonArgs {
     #[arg(long, value_name = "NAME", default_value = "auto", value_parser = super::typed::<Backend>())]
     pub(super) backend: Backend,
     /// Threads for threads/pool/auto (default: all cores; at most 8 per core, and 64)
-    #[arg(long, value_name = "N", value_parser = parse_threads)]
+    #[arg(long, value_name = "N", value_parser = super::parse_threads)]
     pub(super) threads: Option<usize>,
     /// Replace OUTPUT if it exists
     #[arg(long)]
@@ -222,7 +222,7 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
     };
     let secret = secret_of(&key, &passphrase)?;
     for warning in setup.warnings(secret) {
-        warn(&warning);
+        say!("parcrypt: warning: {warning}");
     }
     let encryptor = Encryptor::new(&setup, secret)?;
     drop(passphrase);
@@ -297,33 +297,6 @@ pub(super) fn secret_of<'a>(
         (None, Some(passphrase)) => Ok(Secret::Passphrase(passphrase)),
         (None, None) => Err(Failure("no key or passphrase".into())),
     }
-}
-
-/// One warning line on stderr ("parcrypt: warning: ..."); a stderr that cannot be written
-/// is no reason to stop.
-fn warn(message: &dyn std::fmt::Display) {
-    let _ = writeln!(std::io::stderr(), "parcrypt: warning: {message}");
-}
-
-/// `--threads`: a count the engine accepts (at least 1, at most `max_threads`), refused as
-/// one line like every other bad value, a number too large for any integer included.
-pub(super) fn parse_threads(text: &str) -> Result<usize, super::Refused> {
-    let threads = match text.trim().parse::<usize>() {
-        Ok(threads) => threads,
-        Err(error) if *error.kind() == std::num::IntErrorKind::PosOverflow => {
-            return Err(super::Refused(format!(
-                "--threads {} is too many: at most {} on this machine",
-                text.trim(),
-                parcrypt_engine::max_threads()
-            )))
-        }
-        Err(_) => {
-            return Err(super::Refused(format!(
-                "--threads '{text}' is not a number of threads"
-            )))
-        }
-    };
-    parcrypt_engine::check_threads(threads).map_err(|error| super::Refused(error.to_string()))
 }
 
 /// `--cipher`: the suites by their AEAD names (or their Cobblestone names).

@@ -72,8 +72,8 @@ pub struct RawArgs {
     /// Where to run: seq, threads, pool, opencl, cuda or auto
     #[arg(long, value_name = "NAME", default_value = "auto", value_parser = typed::<Backend>())]
     backend: Backend,
-    /// Threads for threads/pool/auto (default: all cores)
-    #[arg(long, value_name = "N")]
+    /// Threads for threads/pool/auto (default: all cores; at most 8 per core, and 64)
+    #[arg(long, value_name = "N", value_parser = super::parse_threads)]
     threads: Option<usize>,
     /// Use the portable table AES (the GPU kernels' CPU twin) instead of hardware AES
     #[arg(long)]

@@ -64,6 +64,7 @@ use parcrypt_sys::output::{self as sys, RemoveOnSignal};
 
 use crate::chunks::ChunkBatcher;
 use crate::error::FormatError;
+use crate::header::KdfLimits;
 use crate::message::{Format, Secret, Setup};
 use crate::reader::Decryptor;
 use crate::stream::StreamOptions;
@@ -76,6 +77,9 @@ pub struct FileOptions<'a> {
     pub replace: bool,
     /// Batch size, progress and stage times of the streaming pipeline.
     pub stream: StreamOptions<'a>,
+    /// The most key derivation [`decrypt_file`] does for a passphrase file's header
+    /// (default [`KdfLimits::DEFAULT`]); a header asking for more is refused before any work.
+    pub kdf_limits: KdfLimits,
 }
 
 /// Opens an input file for reading, refusing a folder.
@@ -609,7 +613,9 @@ pub fn decrypt_file(
 ) -> Result<u64, FormatError> {
     // The destination is checked before the key derivation, and opened after it.
     let (input, plan) = plan_files(source, destination, options)?;
-    let unlocked = Decryptor::new(format, input)?.unlock(secret, context)?;
+    let unlocked = Decryptor::new(format, input)?
+        .kdf_limits(options.kdf_limits)
+        .unlock(secret, context)?;
     let mut output = plan.open()?;
     let plaintext = unlocked.decrypt_to(batcher, output.file(), &options.stream)?;
     output.commit()?;

@@ -332,3 +332,65 @@ fn encrypt_file_leaves_no_file_when_it_fails() {
         Err(FormatError::OutputExists(_))
     ));
 }
+
+/// `decrypt_file` keeps the decryption budget for key derivation: a header asking for more
+/// argon2id memory than [`KdfLimits::DEFAULT`] is refused before any work and leaves nothing,
+/// and the same file goes on to key derivation once the caller raises the budget.
+#[test]
+fn decrypt_file_refuses_costly_headers_unless_the_budget_is_raised() {
+    use parcrypt_format::file::decrypt_file;
+    use parcrypt_format::{Argon2Params, KdfLimits};
+    let folder = tempfile::tempdir().unwrap();
+    let (source, sealed, opened) = (
+        folder.path().join("plain"),
+        folder.path().join("sealed"),
+        folder.path().join("opened"),
+    );
+    std::fs::write(&source, data(1000)).unwrap();
+    let engine = engine();
+    let batcher = CpuChunks::new(&engine);
+    let setup = Setup {
+        argon2: Argon2Params {
+            memory_kib: 8,
+            passes: 1,
+            lanes: 1,
+        },
+        ..Setup::default()
+    };
+    let passphrase = Secret::Passphrase(b"correct horse");
+    let options = FileOptions::default();
+    encrypt_file(&batcher, &setup, passphrase, &source, &sealed, &options).unwrap();
+    // 300 MiB: over the default budget (256 MiB), within the format's limits.
+    let mut bytes = std::fs::read(&sealed).unwrap();
+    bytes[12..16].copy_from_slice(&(300u32 * 1024).to_be_bytes());
+    std::fs::write(&sealed, &bytes).unwrap();
+    let open = |options: &FileOptions<'_>| {
+        decrypt_file(
+            &batcher,
+            Format::Parcrypt,
+            passphrase,
+            b"",
+            &sealed,
+            &opened,
+            options,
+        )
+    };
+    let refused = open(&options).unwrap_err();
+    assert!(
+        matches!(refused, FormatError::KdfBudget { asked, .. } if asked == 300 * 1024),
+        "{refused}"
+    );
+    assert!(!opened.exists());
+    let raised = FileOptions {
+        kdf_limits: KdfLimits {
+            max_memory_kib: 512 * 1024,
+            ..KdfLimits::DEFAULT
+        },
+        ..FileOptions::default()
+    };
+    // The header is bound into the key derivation, so the edited file derives other keys:
+    // refused as a wrong secret, after the work the raised budget allowed.
+    let error = open(&raised).unwrap_err();
+    assert!(!matches!(error, FormatError::KdfBudget { .. }), "{error}");
+    assert!(!opened.exists());
+}

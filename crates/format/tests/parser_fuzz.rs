@@ -31,12 +31,18 @@ fn corpus(target: &str) -> Vec<Vec<u8>> {
     let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../fuzz/corpus")
         .join(target);
-    let Ok(entries) = std::fs::read_dir(&folder) else {
-        return Vec::new();
-    };
-    entries
+    let entries = std::fs::read_dir(&folder)
+        .unwrap_or_else(|error| panic!("the kept corpus {}: {error}", folder.display()));
+    let inputs: Vec<Vec<u8>> = entries
         .filter_map(|entry| std::fs::read(entry.ok()?.path()).ok())
-        .collect()
+        .collect();
+    // A corpus that went missing would make the replay pass without replaying anything.
+    assert!(
+        !inputs.is_empty(),
+        "the kept corpus {} is empty",
+        folder.display()
+    );
+    inputs
 }
 
 /// Starting points that get past the first checks: valid envelopes of every kind.

@@ -29,7 +29,14 @@ echo "== cargo test"
 # pass. Failures are printed in full, as cargo prints them.
 skips="$(mktemp)"
 trap 'rm -f "$skips"' EXIT
-cargo test --workspace --all-targets "$@" -- --show-output 2>&1 | awk -v skips="$skips" '
+# Every target's tests, then the documentation's examples (--all-targets leaves those out);
+# the status is the worse of the two.
+{
+    status=0
+    cargo test --workspace --all-targets "$@" -- --show-output 2>&1 || status=$?
+    cargo test --workspace --doc "$@" -- --show-output 2>&1 || status=$?
+    exit "$status"
+} | awk -v skips="$skips" '
     /^successes:$/ { quiet = 1; next }
     /^failures:$/ || /^test result:/ { quiet = 0 }
     quiet && /^---- .* stdout ----$/ { name = $2; next }

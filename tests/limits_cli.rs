@@ -396,13 +396,15 @@ fn encryption_warns_about_cheap_kdfs_and_short_passphrases_only() {
 
     // An empty passphrase stays refused, and argon2 cannot run under 8 KiB per lane.
     let empty = folder.write("empty", b"\n");
+    // (The output is new: an existing one would be refused first, before any secret.)
+    let unsealed = text(&folder.file("never.pc"));
     let refused = parcrypt(&[
         "encrypt",
         "--passphrase-file",
         &empty,
         &input,
         "-o",
-        &sealed,
+        &unsealed,
     ]);
     assert_refused(&refused, "is empty");
     let refused = parcrypt(&[

@@ -46,7 +46,7 @@ held_plaintext() {
     local pid="$1" fd target
     for fd in /proc/"$pid"/fd/*; do
         target="$(readlink "$fd" 2>/dev/null)" || continue
-        case "$target" in /dev/*|pipe:*|socket:*|anon_inode:*) continue ;; esac
+        case "$target" in pipe:*|socket:*|anon_inode:*) continue ;; esac
         [ "$target" = "$plain" ] && continue
         [ -f "$fd" ] && grep -q -- "$marker" "$fd" 2>/dev/null && { echo yes; return; }
     done
@@ -61,9 +61,12 @@ status_of() { # exit code, or the signal that ended it
 echo "## Signals (binary: $bin)"
 echo
 echo "Input fed from a pipe that stalls: 'early' is 0.1 s after start, 'mid' after 16 MiB"
-echo "were fed. The destination exists beforehand with --force in the 'replace' rows."
+echo "were fed. The destination exists beforehand with --force in the 'replace' rows. The last"
+echo "column: whether a regular file the process held open (read through /proc/PID/fd just"
+echo "before the signal) contained plaintext. For the parcrypt format that is plaintext of chunks"
+echo "whose own tag matched; for raw GCM no tag has matched yet, so it must be 'no'."
 echo
-echo "| job | point | signal | status | left in folder | left in TMPDIR | destination after | plaintext held before the tag |"
+echo "| job | point | signal | status | left in folder | left in TMPDIR | destination after | plaintext in a file it held |"
 echo "|---|---|---|---|---|---|---|---|"
 run_signal() { # job point signal
     local job="$1" point="$2" signal="$3"
@@ -95,7 +98,7 @@ run_signal() { # job point signal
     kill "$feeder" 2>/dev/null; wait "$feeder" 2>/dev/null
     local after="absent"
     if [ -e "$dir/out/dest" ]; then
-        if [ "$(cat "$dir/out/dest")" = "old destination" ]; then after="old, whole"; else after="other ($(stat -c %s "$dir/out/dest") B)"; fi
+        if printf 'old destination\n' | cmp -s - "$dir/out/dest"; then after="old, whole"; else after="other ($(stat -c %s "$dir/out/dest") B)"; fi
     fi
     echo "| $job | $point | $signal | $(status_of $code) | $(leftovers "$dir/out" dest) | $(leftovers "$dir/tmp") | $after | $held |"
 }

@@ -10,7 +10,7 @@ use std::process::{Command, Output, Stdio};
 #[path = "support/process.rs"]
 mod process;
 
-use process::{assert_refused_with, names};
+use process::{assert_refused_with, assert_success, names};
 
 const KEY: &str = "000102030405060708090a0b0c0d0e0f";
 const PASSPHRASE: &str = "correct horse battery staple";
@@ -55,14 +55,6 @@ fn warnings(output: &Output) -> Vec<String> {
         .filter(|line| line.starts_with("parcrypt: warning: "))
         .map(str::to_string)
         .collect()
-}
-
-fn assert_success(output: &Output, what: &str) {
-    assert!(
-        output.status.success(),
-        "{what}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 struct Folder(tempfile::TempDir);

@@ -15,7 +15,7 @@ use std::time::Duration;
 #[path = "support/process.rs"]
 mod process;
 
-use process::names;
+use process::{assert_success, names};
 
 const KEY: &str = "000102030405060708090a0b0c0d0e0f";
 const IV: &str = "a0a1a2a3a4a5a6a7a8a9aaab";
@@ -88,14 +88,6 @@ fn hex(text: &str) -> Vec<u8> {
         .step_by(2)
         .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
         .collect()
-}
-
-fn assert_success(output: &Output, what: &str) {
-    assert!(
-        output.status.success(),
-        "{what}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 const DECRYPT: [&str; 8] = [

@@ -35,6 +35,15 @@ pub fn names(folder: &Path) -> Vec<String> {
     names
 }
 
+/// Asserts a success, showing stderr when it was not one.
+pub fn assert_success(output: &Output, what: &str) {
+    assert!(
+        output.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// Asserts a refusal: non-zero exit, no panic, and one line on stderr, apart from the lines
 /// `ignored` accepts, that starts with `parcrypt: error: ` and mentions `reason` (in any case).
 pub fn assert_refused_with(output: &Output, reason: &str, ignored: impl Fn(&str) -> bool) {

@@ -372,3 +372,36 @@ fn the_input_as_the_output_is_refused_through_a_link_too() {
     assert_eq!(fs::read(&input).unwrap(), MESSAGE);
     assert_eq!(names(folder.path()), ["input", "link"]);
 }
+
+/// `encrypt` writes no ciphertext onto a terminal, however the terminal is named: plain
+/// stdout, `-o -`, `-o /dev/stdout` and `-o /dev/tty` are all refused before anything is
+/// written, while `-o /dev/stdout` into a pipe works.
+#[test]
+fn encrypt_refuses_a_terminal_by_any_name() {
+    // `script` gives the command a pseudo-terminal for stdin, stdout and /dev/tty.
+    if Command::new("script").arg("--version").output().is_err() {
+        println!("SKIPPED: no `script` to fake a terminal with");
+        return;
+    }
+    let folder = tempfile::tempdir().unwrap();
+    let input = folder.path().join("input");
+    fs::write(&input, b"hello terminal").unwrap();
+    let binary = env!("CARGO_BIN_EXE_parcrypt");
+    for output in ["", "-o -", "-o /dev/stdout", "-o /dev/tty"] {
+        let line = format!("{binary} encrypt --key {KEY} {} {output}", input.display());
+        let refused = Command::new("script")
+            .args(["-qec", &line, "/dev/null"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&refused.stdout);
+        assert!(!refused.status.success(), "{output}: {text}");
+        assert!(
+            text.contains("refusing to write encrypted bytes to the terminal"),
+            "{output}: {text}"
+        );
+    }
+    let piped = run(&["encrypt", "--key", KEY, path(&input), "-o", "/dev/stdout"]);
+    assert!(piped.status.success());
+    assert!(piped.stdout.starts_with(b"parcrypt"));
+}

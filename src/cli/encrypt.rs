@@ -189,11 +189,11 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
     }
     let engine = super::engine(common.backend, common.threads)?;
     let input_size = file_size(common.input.as_deref());
-    let to_stdout = common
-        .output
-        .as_deref()
-        .is_none_or(|path| path == Path::new("-"));
-    if to_stdout && std::io::stdout().is_terminal() {
+    let to_terminal = match common.output.as_deref() {
+        Some(path) if path != Path::new("-") => parcrypt_format::file::is_terminal(path),
+        _ => std::io::stdout().is_terminal(),
+    };
+    if to_terminal {
         return Err(Failure(
             "refusing to write encrypted bytes to the terminal: use -o FILE or a pipe".into(),
         ));

@@ -82,6 +82,20 @@ pub struct FileOptions<'a> {
     pub kdf_limits: KdfLimits,
 }
 
+/// Whether `path` names a terminal (`/dev/tty`, `/dev/stdout` on a terminal, a pty): only
+/// a character device is opened to ask, and only for writing, as the output would be.
+/// Front ends refuse to write ciphertext there.
+pub fn is_terminal(path: &Path) -> bool {
+    use std::io::IsTerminal;
+    use std::os::unix::fs::FileTypeExt;
+    let is_device = fs::metadata(path).is_ok_and(|metadata| metadata.file_type().is_char_device());
+    is_device
+        && fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .is_ok_and(|file| file.is_terminal())
+}
+
 /// Opens an input file for reading, refusing a folder.
 pub fn open_input(path: &Path) -> Result<File, FormatError> {
     let file = File::open(path).map_err(|error| FormatError::OpenInput {

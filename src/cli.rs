@@ -13,6 +13,15 @@ macro_rules! say {
     };
 }
 
+/// Writes one line of a report to stdout, as `println!` does, except that a stdout that
+/// cannot be written (`>/dev/full`) is a [`Failure`] ("cannot write output: ..."), not a
+/// panic; use it as `show!(...)?`. `println!` is denied in this crate (src/main.rs).
+macro_rules! show {
+    ($($arg:tt)*) => {
+        $crate::cli::show(format_args!($($arg)*))
+    };
+}
+
 mod bench;
 mod decrypt;
 mod devices;
@@ -183,6 +192,17 @@ pub fn main() -> ExitCode {
 }
 
 /// See [`say!`].
+/// The function behind `show!`: one line to stdout, a failure as one line for the user.
+pub fn show(line: fmt::Arguments<'_>) -> Result<(), Failure> {
+    let mut stdout = io::stdout().lock();
+    writeln!(stdout, "{line}").map_err(|error| {
+        Failure(format!(
+            "cannot write output: {}",
+            parcrypt_format::error::plain(&error)
+        ))
+    })
+}
+
 pub fn say(line: fmt::Arguments<'_>) {
     let mut stderr = io::stderr().lock();
     let _ = writeln!(stderr, "{line}");

@@ -209,3 +209,23 @@ fn a_warning_or_the_stats_to_a_full_stderr_leave_a_successful_run_successful() {
     assert!(output.status.success(), "{:?}", output);
     assert!(output.stdout == input, "the round trip changed the data");
 }
+
+/// A report to a full stdout (`> /dev/full`) is one line on stderr and status 1, never a
+/// panic (`println!` would panic; the reports go through `show!`).
+#[test]
+fn a_report_to_a_full_stdout_is_a_one_line_failure() {
+    let full = File::options().write(true).open("/dev/full").unwrap();
+    let output = parcrypt()
+        .arg("devices")
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("parcrypt: error: cannot write output: "),
+        "{stderr}"
+    );
+}

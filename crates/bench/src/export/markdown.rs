@@ -36,7 +36,7 @@ pub fn render(report: &Report, summaries: &[Summary], plots: &[String]) -> Strin
             .unwrap_or("not found (no OpenSSL rows)")
     );
     for gpu in &run.gpus {
-        text += &format!("- GPU backend: {gpu}\n");
+        text += &format!("- GPU backend: {}\n", crate::summary::backend_line(gpu));
     }
     text += "\nTimes are per job (median of the timed runs unless a table says mean); MB/s are 10^6 bytes per second; \
              GPU figures are end to end (host memory in and out, device synchronised) unless marked kernel.\n";

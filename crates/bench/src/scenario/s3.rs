@@ -258,8 +258,8 @@ pub fn summarize(report: &Report) -> Summary {
             format!("{backend}: gain of the tuned shape over the default, per key size"),
             &[
                 "cipher",
-                "mean gain",
-                "peak gain",
+                "mean gain vs default",
+                "peak gain vs default",
                 "peak at",
                 "seed (mean / peak)",
             ],
@@ -285,7 +285,7 @@ pub fn summarize(report: &Report) -> Summary {
                     "best MB/s",
                     "default shape",
                     "default MB/s",
-                    "gain",
+                    "gain vs default",
                 ],
             );
             for row in &rows {

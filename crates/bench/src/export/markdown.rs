@@ -65,7 +65,7 @@ pub fn render(report: &Report, summaries: &[Summary], plots: &[String]) -> Strin
     for summary in summaries {
         text += &format!("\n## {}\n", summary.title);
         for table in &summary.tables {
-            text += &format!("\n### {}\n\n", table.title);
+            text += &format!("\n### {}\n\n", table.title.replace('~', "\\~"));
             text += &render_table(table);
             for note in &table.notes {
                 text += &format!("\n{note}\n");
@@ -99,7 +99,8 @@ pub fn render(report: &Report, summaries: &[Summary], plots: &[String]) -> Strin
 
 /// A GitHub-flavoured table: figures right-aligned, text left-aligned.
 fn render_table(table: &Table) -> String {
-    let escape = |cell: &String| cell.replace('|', "\\|");
+    // `~` marks figures within the noise; unescaped, two in a cell would strike it through.
+    let escape = |cell: &String| cell.replace('|', "\\|").replace('~', "\\~");
     let mut text = format!(
         "| {} |\n",
         table

@@ -262,7 +262,7 @@ pub fn summarize(report: &Report) -> Summary {
         table.note("memory: the same size passed over in place with no cipher work (each byte XORed), the ceiling no in-place cipher pass can beat; best x openssl: our fastest CPU backend over OpenSSL with as many processes as it has threads");
         if let Some((cipher, bytes)) = threads_collapse {
             table.note(format!(
-                "threads x{threads} falls below seq (first at {cipher} {}): it cuts every job into {threads} pieces and hands each to a woken pool thread, then waits for all; at small sizes that hand-off costs as much as the work, while pool and auto keep pieces of at least 64 KiB and run smaller jobs on the calling thread",
+                "threads x{threads} falls below seq (first at {cipher} {}): it cuts every job into {threads} pieces and hands each to a woken pool thread, then waits for all; at small sizes that hand-off costs as much as the work, while pool runs jobs under 128 KiB on the calling thread and auto splits only where its measured hand-off cost promises a tenth off",
                 size(bytes)
             ));
         }

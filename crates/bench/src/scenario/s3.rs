@@ -52,7 +52,12 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
     let level = lab.level();
     let gpus = lab.gpus();
     if gpus.is_empty() {
-        let reasons = lab.gpu_failures().join("; ");
+        let reasons = lab
+            .gpu_failures()
+            .iter()
+            .map(|line| crate::summary::backend_line(line))
+            .collect::<Vec<_>>()
+            .join("; ");
         lab.note(NAME, format!("no GPU backend, nothing to tune: {reasons}"))?;
         return Ok(());
     }

@@ -14,8 +14,15 @@ for the scenarios the run has:
     s3-heatmap.png        MB/s relative to the best shape, per work-items per group and size
     s4-time-energy.png    time (and energy, when metered) at 1000 KB
 
-Needs matplotlib (`python3 -m pip install matplotlib`). Figures are drawn as recorded;
-nothing is recomputed but ratios of recorded medians.
+Requires matplotlib (`pip install matplotlib`); without it the script stops with a one-line
+message. Figures are drawn as recorded; nothing is recomputed but ratios of recorded medians.
+
+How the plots read: a marker is a measured figure; a line joins two markers of one series
+only where no size lies between them that the panel measured and the series did not (no line
+pretends to know a size nobody measured). Each series has one legend entry. An axis is
+logarithmic only where the plotted values span 10x or more; otherwise it is linear from 0,
+so small differences look small. Times and speeds spanning orders of magnitude are drawn as
+dots on a log axis, never as log-scale bars.
 """
 
 import json
@@ -29,7 +36,7 @@ try:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 except ImportError:  # pragma: no cover - depends on the machine
-    sys.exit("plot_results.py needs matplotlib: python3 -m pip install matplotlib")
+    sys.exit("plot_results.py: matplotlib is missing: pip install matplotlib")
 
 # The seed figures the plots mark (docs/SEEDS.md).
 S2_SIZES = [1 << 10, 100 << 10, 1 << 20, 10 << 20, 100 << 20, 500 << 20, 1 << 30]
@@ -55,6 +62,64 @@ COLOURS = {
     "openssl": "#7f7f7f",
 }
 
+
+
+# Plotted values spanning this factor or more get a logarithmic axis; less, a linear one.
+LOG_SPAN = 10.0
+
+
+def wants_log(values):
+    """Whether `values` (the positive ones) span LOG_SPAN or more."""
+    positive = [v for v in values if v is not None and v > 0]
+    return bool(positive) and max(positive) / min(positive) >= LOG_SPAN
+
+
+def value_scale(axes, values):
+    """A log y axis where `values` span 10x or more, else a linear one starting at 0."""
+    if wants_log(values):
+        axes.set_yscale("log")
+    else:
+        axes.set_ylim(bottom=0)
+
+
+def segments(sizes, values, panel_sizes):
+    """The runs of a series that a line may join: consecutive points with no size of the
+    panel between them that this series lacks."""
+    order = sorted(set(panel_sizes))
+    position = {size: index for index, size in enumerate(order)}
+    runs, current = [], []
+    for size, value in sorted(zip(sizes, values)):
+        if current and position[size] != position[current[-1][0]] + 1:
+            runs.append(current)
+            current = []
+        current.append((size, value))
+    if current:
+        runs.append(current)
+    return runs
+
+
+def plot_series(axes, sizes, values, panel_sizes, name, **style_options):
+    """Markers at every measured size, lines only between adjacent measured sizes, and one
+    legend entry for the series."""
+    linestyle = style_options.pop("linestyle", "-")
+    colour_value = style_options.pop("color", None)
+    first = True
+    for run in segments(sizes, values, panel_sizes):
+        xs = [point[0] for point in run]
+        ys = [point[1] for point in run]
+        axes.plot(xs, ys, linestyle=linestyle if len(run) > 1 else "none", marker="o", markersize=4, color=colour_value, label=name if first else "_nolegend_", **style_options)
+        first = False
+
+
+def figure_legend(figure, axes_list, columns=6):
+    """One legend for the figure, one entry per series name across every panel."""
+    legend = {}
+    for axes in axes_list:
+        for handle, name in zip(*axes.get_legend_handles_labels()):
+            if not name.startswith("_"):
+                legend.setdefault(name, handle)
+    if legend:
+        figure.legend(list(legend.values()), list(legend.keys()), loc="outside lower center", ncol=min(columns, len(legend)), fontsize=8)
 
 
 def records_of(report, scenario):
@@ -193,29 +258,28 @@ def plot_sweep(report, folder, written):
         chosen = [r for r in records if r["cipher"] == cipher and r["direction"] == "encrypt"]
         if not chosen:
             chosen = [r for r in records if r["cipher"] == cipher]
+        panel_sizes = [r["bytes"] for r in chosen]
+        plotted = []
         for name in labels_of(chosen):
             sizes, points = series(chosen, name)
-            if len(sizes) > 1:
-                axes.plot(sizes, [p["mb_per_s"] for p in points], style(name), marker="o", color=colour(name), label=name, markersize=4)
-            else:
-                axes.scatter(sizes, [p["mb_per_s"] for p in points], color=colour(name), label=name, marker="s")
+            values = [p["mb_per_s"] for p in points]
+            plotted += values
+            plot_series(axes, sizes, values, panel_sizes, name, linestyle=style(name), color=colour(name))
         for name in labels_of(ceiling):
             sizes, points = series(ceiling, name)
-            axes.plot(sizes, [p["mb_per_s"] for p in points], ":", color="#bbbbbb", label=f"memory ceiling, {name}")
+            values = [p["mb_per_s"] for p in points]
+            plotted += values
+            plot_series(axes, sizes, values, [r["bytes"] for r in ceiling], f"memory ceiling, {name}", linestyle=":", color="#bbbbbb")
         axes.set_title(f"{cipher} {chosen[0]['direction']}")
-        axes.set_yscale("log")
+        value_scale(axes, plotted)
         axes.set_ylabel("MB/s")
         size_axis(axes)
         axes.grid(True, which="both", alpha=0.3)
     for index in range(len(ciphers), rows * columns):
         axes_grid[index // columns][index % columns].axis("off")
     # One legend for every panel: the same backends everywhere.
-    legend = {}
-    for axes in axes_grid.flat:
-        for handle, name in zip(*axes.get_legend_handles_labels()):
-            legend.setdefault(name, handle)
-    figure.legend(list(legend.values()), list(legend.keys()), loc="outside lower center", ncol=min(6, len(legend)), fontsize=8)
-    save(figure, folder, "sweep-throughput.png", written, dpi=90 if rows > 3 else 110, title="Sweep, in memory, end to end, MB/s (log)", report=report)
+    figure_legend(figure, list(axes_grid.flat))
+    save(figure, folder, "sweep-throughput.png", written, dpi=90 if rows > 3 else 110, title="Sweep, in memory, end to end, MB/s (log axis only where a panel spans 10x)", report=report)
 
 
 def plot_s0(report, folder, written):
@@ -230,36 +294,54 @@ def plot_s0(report, folder, written):
             ours.append((f"{name} (here)", encrypt[0]["mean_s"] * 1e3, decrypt[0]["mean_s"] * 1e3))
     rows = [(f"{name} (seed)", e, d) for name, e, d in S0_SEED] + ours
     figure, axes = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.5), layout="constrained")
-    positions = range(len(rows))
-    height = 0.38
-    axes.barh([p - height / 2 for p in positions], [r[1] for r in rows], height, label="encrypt", color="#1f77b4")
-    axes.barh([p + height / 2 for p in positions], [r[2] for r in rows], height, label="decrypt", color="#ff7f0e")
-    axes.set_yticks(list(positions))
+    positions = list(range(len(rows)))
+    values = [r[1] for r in rows] + [r[2] for r in rows]
+    if wants_log(values):
+        # Orders of magnitude apart: dots on a log axis (bar lengths would mean nothing).
+        axes.scatter([r[1] for r in rows], [p - 0.12 for p in positions], label="encrypt", color="#1f77b4", marker="o")
+        axes.scatter([r[2] for r in rows], [p + 0.12 for p in positions], label="decrypt", color="#ff7f0e", marker="s")
+        axes.set_xscale("log")
+        scale = "log scale"
+    else:
+        height = 0.38
+        axes.barh([p - height / 2 for p in positions], [r[1] for r in rows], height, label="encrypt", color="#1f77b4")
+        axes.barh([p + height / 2 for p in positions], [r[2] for r in rows], height, label="decrypt", color="#ff7f0e")
+        scale = "linear scale"
+    axes.set_yticks(positions)
     axes.set_yticklabels([r[0] for r in rows], fontsize=8)
     axes.invert_yaxis()
-    axes.set_xscale("log")
-    axes.set_xlabel("ms for 17.9 MB (mean), log scale; the seed's CUDA bar timed a launch only")
+    axes.set_xlabel(f"ms for 17.9 MB (mean), {scale}; the seed's CUDA figure timed a launch only")
     axes.grid(True, axis="x", which="both", alpha=0.3)
     axes.legend()
     axes.set_title(f"S0: AES-128, seed (i5-8250U + MX150) and here - {title_line(report)}")
     save(figure, folder, "s0-times.png", written)
 
 
-def plot_speedups(records, axes, title):
-    """Speedup over seq against size for every backend but seq and OpenSSL; crossover marked."""
+def plot_speedups(records, axes, title, extra_values=()):
+    """Speedup over seq against size for every backend but seq; where each GPU series starts
+    to win (a vertical line), or a note that it never does up to the largest size."""
+    panel_sizes = [r["bytes"] for r in records]
+    plotted = list(extra_values) + [1.0]
+    notes = []
     for name in labels_of(records):
         if name == "seq":
             continue
         sizes, speedups = speedup_to_seq(records, name)
         if not sizes:
             continue
-        axes.plot(sizes, speedups, style(name), marker="o", color=colour(name), label=name, markersize=4)
+        plotted += speedups
+        plot_series(axes, sizes, speedups, panel_sizes, name, linestyle=style(name), color=colour(name))
+        if name.startswith(("pool", "threads", "auto", "openssl")):
+            continue
         start = crossover(sizes, speedups)
-        if start is not None and not name.startswith(("pool", "threads", "auto", "openssl")):
-            axes.axvline(start, color=colour(name), alpha=0.4, linestyle="-.")
-            axes.annotate(f"{name} wins from {size_text(start)}", (start, 1), textcoords="offset points", xytext=(4, 8), fontsize=7, color=colour(name))
+        if start is not None:
+            axes.axvline(start, color=colour(name), alpha=0.5, linestyle="-.", label=f"{name} wins from {size_text(start)}")
+        else:
+            notes.append(f"{name}: never faster than seq up to {size_text(max(sizes))}")
     axes.axhline(1, color="black", linewidth=0.8)
-    axes.set_yscale("log")
+    value_scale(axes, plotted)
+    if notes:
+        axes.text(0.02, 0.97, "\n".join(notes), transform=axes.transAxes, fontsize=7, va="top")
     axes.set_ylabel("speedup over seq (x)")
     axes.set_title(title)
     size_axis(axes)
@@ -274,11 +356,12 @@ def plot_s1(report, folder, written):
     figure, axes_row = panel_row(len(ciphers), 6, 4.2)
     seed = {"bf-ecb": 24, "rc6-128-ecb": 17}
     for axes, cipher in zip(axes_row[0], ciphers):
-        plot_speedups([r for r in records if r["cipher"] == cipher], axes, f"{cipher} encryption")
+        chosen = [r for r in records if r["cipher"] == cipher]
+        plot_speedups(chosen, axes, f"{cipher} encryption", [seed[cipher]] if cipher in seed else ())
         if cipher in seed:
             axes.axhline(seed[cipher], color="#999999", linestyle="--", linewidth=0.8)
-            axes.annotate(f"seed's best GPU speedup: {seed[cipher]}x (GTX 465)", (axes.get_xlim()[0], seed[cipher]), textcoords="offset points", xytext=(4, 3), fontsize=7, color="#666666")
-        axes.legend(fontsize=7)
+            axes.annotate(f"seed's best GPU speedup: {seed[cipher]}x (GTX 465)", (min(r["bytes"] for r in chosen), seed[cipher]), textcoords="offset points", xytext=(4, 3), fontsize=7, color="#666666")
+    figure_legend(figure, list(axes_row[0]))
     save(figure, folder, "s1-speedup.png", written, title="S1: speedup over one thread", report=report)
 
 
@@ -290,28 +373,37 @@ def plot_s2(report, folder, written):
     figure, axes_row = panel_row(len(directions), 6.2, 4.4)
     for axes, direction in zip(axes_row[0], directions):
         chosen = [r for r in records if r["direction"] == direction]
+        panel_sizes = [r["bytes"] for r in chosen]
+        plotted = []
         for name in labels_of(chosen):
             sizes, points = series(chosen, name)
-            axes.plot(sizes, [p["mb_per_s"] for p in points], style(name), marker="o", color=colour(name), label=name, markersize=4)
+            values = [p["mb_per_s"] for p in points]
+            plotted += values
+            plot_series(axes, sizes, values, panel_sizes, name, linestyle=style(name), color=colour(name))
         if direction == "encrypt":
+            # The seed's measured sizes only, as markers: it published no others.
             sizes = sorted(S2_GPU_MBPS)
-            axes.plot(sizes, [S2_GPU_MBPS[s] for s in sizes], "x--", color="#999999", label="seed GPU (RX 7600)")
+            axes.scatter(sizes, [S2_GPU_MBPS[s] for s in sizes], marker="x", color="#999999", label="seed GPU (RX 7600)")
             axes.axhspan(*S2_CPU_MBPS, color="#cccccc", alpha=0.6, label="seed CPU (serial C++)")
-        axes.set_yscale("log")
+            plotted += list(S2_GPU_MBPS.values()) + list(S2_CPU_MBPS)
+        value_scale(axes, plotted)
         axes.set_ylabel("MB/s (10^6 B/s)")
         axes.set_title(f"AES-128-ECB {direction}ion, end to end")
         size_axis(axes)
         axes.grid(True, which="both", alpha=0.3)
-        axes.legend(fontsize=7)
+    figure_legend(figure, list(axes_row[0]), columns=4)
     save(figure, folder, "s2-throughput.png", written, title="S2: throughput against input size", report=report)
 
     figure, axes_row = panel_row(len(directions), 6.2, 4.4)
     for axes, direction in zip(axes_row[0], directions):
-        plot_speedups([r for r in records if r["direction"] == direction], axes, f"AES-128-ECB {direction}ion")
+        seed_values = [max(v, 0.005) for v in S2_SPEEDUP] if direction == "encrypt" else []
+        plot_speedups([r for r in records if r["direction"] == direction], axes, f"AES-128-ECB {direction}ion", seed_values)
         if direction == "encrypt":
-            axes.plot(S2_SIZES, [max(s, 0.005) for s in S2_SPEEDUP], "x--", color="#999999", label="seed GPU / CPU (RX 7600)")
-        axes.legend(fontsize=7)
-    save(figure, folder, "s2-speedup.png", written, title="S2: speedup over one thread; vertical lines: where the GPU starts to win", report=report)
+            axes.scatter(S2_SIZES, seed_values, marker="x", color="#999999", label="seed GPU / CPU (RX 7600)")
+            # The seed's crossover: its GPU starts to win near 1 MB.
+            axes.axvline(1 << 20, color="#999999", alpha=0.6, linestyle="--", label="seed crossover (about 1 MB)")
+    figure_legend(figure, list(axes_row[0]), columns=4)
+    save(figure, folder, "s2-speedup.png", written, title="S2: speedup over one thread; vertical lines: where a GPU starts to win (ours and the seed's)", report=report)
 
 
 def plot_s3(report, folder, written):
@@ -353,20 +445,32 @@ def plot_s4(report, folder, written):
     figure, axes_row = panel_row(panels, 6.5, 3.6)
     names = [f"{label(r)}: {r.get('variant') or 'host memory'}" for r in records]
     axes = axes_row[0][0]
-    axes.barh(range(len(records)), [r["median_s"] * 1e3 for r in records], color=[colour(label(r)) for r in records])
+    times = [r["median_s"] * 1e3 for r in records]
+    colours = [colour(label(r)) for r in records]
+    if wants_log(times):
+        # Orders of magnitude apart: dots on a log axis (bar lengths would mean nothing).
+        axes.scatter(times, range(len(records)), color=colours)
+        axes.set_xscale("log")
+        scale = "log scale"
+    else:
+        axes.barh(range(len(records)), times, color=colours)
+        scale = "linear scale"
     axes.set_yticks(range(len(records)))
     axes.set_yticklabels(names, fontsize=7)
     axes.invert_yaxis()
-    axes.set_xscale("log")
-    axes.set_xlabel("ms per 1000 KB (median), log scale")
+    axes.set_xlabel(f"ms per 1000 KB (median), {scale}")
     axes.grid(True, axis="x", which="both", alpha=0.3)
     if metered:
         axes = axes_row[0][1]
-        axes.barh(range(len(metered)), [r["energy_j"] for r in metered], color=[colour(label(r)) for r in metered])
+        joules = [r["energy_j"] for r in metered]
+        if wants_log(joules):
+            axes.scatter(joules, range(len(metered)), color=[colour(label(r)) for r in metered])
+            axes.set_xscale("log")
+        else:
+            axes.barh(range(len(metered)), joules, color=[colour(label(r)) for r in metered])
         axes.set_yticks(range(len(metered)))
         axes.set_yticklabels([f"{label(r)}: {r.get('variant') or 'host memory'}" for r in metered], fontsize=7)
         axes.invert_yaxis()
-        axes.set_xscale("log")
         axes.set_xlabel(f"joules per job ({metered[0].get('energy_meter')})")
     else:
         axes.set_title("no energy meter readable on this machine (see the report's notes)", fontsize=8)

@@ -7,12 +7,20 @@ Draws the plots into DIR (scripts/plot_results.py), then runs `parcrypt bench --
 which writes DIR/README.md: the machine, every seed's figure next to ours, each scenario's
 tables and notes, and the plots. PATH defaults to target/release/parcrypt of this checkout,
 then to `parcrypt` on the PATH.
+
+Requires matplotlib for the plots: `pip install matplotlib` (without it the script stops
+with a one-line message before doing anything).
 """
 
 import os
 import shutil
 import subprocess
 import sys
+
+try:
+    import matplotlib  # noqa: F401  (the plots need it; checked before anything runs)
+except ImportError:  # pragma: no cover - depends on the machine
+    sys.exit("report.py: matplotlib is missing: pip install matplotlib")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)

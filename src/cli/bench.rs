@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use parcrypt_bench::export::{self, table};
 use parcrypt_bench::lab::{Lab, LabOptions, Level};
-use parcrypt_bench::scenario;
+use parcrypt_bench::{scenario, summary};
 use parcrypt_engine::{available_threads, Backend, CipherSpec};
 
 use super::{typed, Failure};
@@ -129,7 +129,7 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
     );
     println!("OpenSSL: {}", run.openssl.as_deref().unwrap_or("not used"));
     for gpu in &run.gpus {
-        println!("GPU backend: {gpu}");
+        println!("GPU backend: {}", summary::backend_line(gpu));
     }
     for reason in lab.energy_unavailable() {
         println!("{reason}");

@@ -104,8 +104,8 @@ pub fn run(args: TuneArgs) -> Result<(), Failure> {
     );
     println!();
     println!(
-        "{:<8} {:<12} {:>9} {:>13} {:>12} {:>12} {:>7}",
-        "cipher", "operation", "size", "best shape", "tuned", "untuned", "gain"
+        "{:<8} {:<12} {:>9} {:>13} {:>12} {:>12} {:>15}  sweep winner against the noise",
+        "cipher", "operation", "size", "best shape", "tuned", "untuned", "gain vs untuned"
     );
     let report = |event: TuneEvent<'_>| match event {
         TuneEvent::Shape(shape) => print_shape(shape),
@@ -144,8 +144,20 @@ pub fn run(args: TuneArgs) -> Result<(), Failure> {
     };
     let table = tune(&gpu_engine, &cpu_engine, &options, &mut report_all)?;
 
+    let decided: Vec<_> = table
+        .shapes
+        .iter()
+        .filter_map(|shape| shape.decision)
+        .collect();
     println!();
-    println!("gain of the tuned shape over the untuned one (mean / peak over sizes):");
+    println!(
+        "kept {} of {} sweep winners other than the untuned shape: a shape is kept only when \
+         the time it saves exceeds the untuned shape's run-to-run spread (noise) in the same \
+         confirmation rounds",
+        decided.iter().filter(|decision| decision.kept).count(),
+        decided.len()
+    );
+    println!("gain of the kept shapes over the untuned one (mean / peak over sizes):");
     for algorithm in &options.algorithms {
         let gains: Vec<f64> = table
             .shapes
@@ -182,8 +194,12 @@ pub fn run(args: TuneArgs) -> Result<(), Failure> {
 }
 
 fn print_shape(shape: &TunedShape) {
+    let verdict = shape.decision.map_or_else(
+        || "untuned shape fastest in the sweep".to_string(),
+        |decision| decision.verdict(),
+    );
     println!(
-        "{:<8} {:<12} {:>9} {:>13} {:>12} {:>12} {:>6.1}%",
+        "{:<8} {:<12} {:>9} {:>13} {:>12} {:>12} {:>14.1}%  {verdict}",
         shape.algorithm,
         shape.operation,
         size_name(shape.bytes as usize),

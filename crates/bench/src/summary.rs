@@ -161,9 +161,77 @@ pub fn is_figure_column(table: &Table, column: usize) -> bool {
         let cell = row[column].trim();
         cell == "-"
             || cell
-                .trim_start_matches(['-', '+'])
+                .trim_start_matches(['-', '+', '~'])
                 .starts_with(|c: char| c.is_ascii_digit())
     })
+}
+
+/// The mark put before a figure whose difference from its reference is within the noise.
+pub const NOISE_MARK: &str = "~";
+
+/// Whether `figure` and `reference` cannot be told apart by their own timed runs: their
+/// ranges of run times (fastest to slowest run) overlap, so the difference between their
+/// medians is smaller than the run-to-run noise. A figure measured by another program
+/// (OpenSSL) has no spread: its one time must then fall inside the other's range.
+pub fn within_noise(figure: &BenchRecord, reference: &BenchRecord) -> bool {
+    let range = |record: &BenchRecord| {
+        let low = if record.min_s > 0.0 {
+            record.min_s
+        } else {
+            record.median_s
+        };
+        let high = record.max_s.max(low).max(record.median_s);
+        (low.min(record.median_s), high)
+    };
+    let (low, high) = range(figure);
+    let (reference_low, reference_high) = range(reference);
+    low <= reference_high && reference_low <= high
+}
+
+/// The run-to-run noise of a figure: the spread of its timed runs (slowest minus fastest)
+/// over its median, 0 when it has a single run or no spread.
+pub fn noise(record: &BenchRecord) -> f64 {
+    if record.median_s > 0.0 && record.max_s > record.min_s {
+        (record.max_s - record.min_s) / record.median_s
+    } else {
+        0.0
+    }
+}
+
+/// `text` with [`NOISE_MARK`] before it when `within` says the figure is inside the noise.
+pub fn marked(text: String, within: bool) -> String {
+    if within {
+        format!("{NOISE_MARK}{text}")
+    } else {
+        text
+    }
+}
+
+/// A run's line about one GPU backend, short: an unavailable backend becomes
+/// `cuda: not available here (no CUDA driver)` (the first clause of its reason; the whole
+/// reason stays in the results), an opened one stays as it is.
+pub fn backend_line(line: &str) -> String {
+    const UNAVAILABLE: &str = " backend unavailable: ";
+    let Some(at) = line.find(UNAVAILABLE) else {
+        return line.to_string();
+    };
+    let name = &line[..at];
+    let reason = &line[at + UNAVAILABLE.len()..];
+    let first = reason
+        .split([':', '.', ';', '('])
+        .next()
+        .unwrap_or(reason)
+        .trim();
+    let first: String = if first.chars().count() > 60 {
+        first.chars().take(57).collect::<String>() + "..."
+    } else {
+        first.to_string()
+    };
+    if first.is_empty() {
+        format!("{name}: not available here")
+    } else {
+        format!("{name}: not available here ({first})")
+    }
 }
 
 /// `-` for a missing figure.
@@ -240,5 +308,57 @@ mod tests {
         assert_eq!(times(0.004), "0.0040x");
         assert_eq!(percent(0.455), "45.5 %");
         assert_eq!(percent(-0.0001), "0.0 %");
+    }
+
+    fn timed(backend: &str, min_s: f64, median_s: f64, max_s: f64) -> BenchRecord {
+        let mut record = BenchRecord::new(
+            "sweep",
+            "aes-128-ctr",
+            "encrypt",
+            backend,
+            2,
+            1 << 20,
+            crate::record::Timing::EndToEnd,
+        );
+        record.min_s = min_s;
+        record.median_s = median_s;
+        record.max_s = max_s;
+        record
+    }
+
+    #[test]
+    fn figures_whose_runs_overlap_are_within_the_noise() {
+        let pool = timed("pool", 1.00, 1.10, 1.30);
+        // auto's median is faster, but its slowest run is slower than pool's fastest.
+        let auto = timed("auto", 0.95, 1.02, 1.05);
+        assert!(within_noise(&auto, &pool));
+        assert!(within_noise(&pool, &auto));
+        // Every run of threads is faster than every run of pool: a real difference.
+        let threads = timed("threads", 0.50, 0.55, 0.60);
+        assert!(!within_noise(&threads, &pool));
+        // OpenSSL reports one time: inside our range, or not.
+        let openssl = timed("openssl", 1.2, 1.2, 1.2);
+        assert!(within_noise(&openssl, &pool));
+        assert!(!within_noise(&openssl, &threads));
+        assert!((noise(&pool) - 0.3 / 1.1).abs() < 1e-12);
+        assert_eq!(noise(&openssl), 0.0);
+        assert_eq!(marked("7535".into(), true), "~7535");
+        assert_eq!(marked("7535".into(), false), "7535");
+    }
+
+    #[test]
+    fn an_unavailable_backend_is_one_short_line() {
+        let long = "cuda backend unavailable: no CUDA driver: could not load libcuda.so, \
+                    libcuda.so.13 (or 10 other spellings). Install the NVIDIA driver";
+        assert_eq!(
+            backend_line(long),
+            "cuda: not available here (no CUDA driver)"
+        );
+        let opened = "opencl: #0 pthread-skylake (Portable Computing Language, CPU)";
+        assert_eq!(backend_line(opened), opened);
+        assert_eq!(
+            backend_line("opencl backend unavailable: no OpenCL platform: libOpenCL loaded"),
+            "opencl: not available here (no OpenCL platform)"
+        );
     }
 }

@@ -6,8 +6,9 @@
 //! (threads per group x blocks per thread, plus the device's untuned default) is timed by
 //! the device's own timers, kernels only, median of several runs after a warm-up run.
 //! Shapes that give the same launch (same group size and group count) are timed once. The
-//! winner is then confirmed against the untuned shape in three alternating rounds (medians
-//! again), and kept only if it is still faster.
+//! winner is then confirmed against the untuned shape in three alternating rounds, and kept
+//! only if the time it saves (median against median) exceeds the untuned shape's own
+//! run-to-run spread in those rounds ([`parcrypt_gpu::tuning::decide_shape`]).
 //!
 //! Phase 2 (crossover): with the tuned shapes installed, whole jobs are timed end to end,
 //! copies included, on the GPU engine and on the CPU (`auto` without a GPU: one thread or
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use parcrypt_ciphers::Algorithm;
 use parcrypt_gpu::kernel_source::KernelOperation;
-use parcrypt_gpu::tuning::{operation_name, Crossover, CrossoverPoint, TunedShape};
+use parcrypt_gpu::tuning::{decide_shape, operation_name, Crossover, CrossoverPoint, TunedShape};
 use parcrypt_gpu::{DeviceKind, GpuDevice, GpuOperation, KeyMaterial, LaunchGeometry, TuneTable};
 use parcrypt_modes::ctr::CounterRule;
 use parcrypt_modes::{CipherSpec, Direction, Mode};
@@ -285,42 +286,55 @@ fn sweep_point(
         let times = device.kernel_times(key, gpu_operation, data, runs)?;
         timed.push((geometry, median(times)));
     }
-    let (mut best, _) = timed
+    let (candidate, _) = timed
         .iter()
         .copied()
         .min_by(|left, right| left.1.cmp(&right.1))
         .expect("the untuned shape is always a candidate");
     // The sweep's minimum is biased towards whichever shape met a quiet moment: confirm it
-    // against the untuned shape in alternating rounds, and keep the untuned shape unless
-    // the winner is still faster.
-    let mut untuned_times = Vec::with_capacity(CONFIRMATION_ROUNDS);
-    let mut best_times = Vec::with_capacity(CONFIRMATION_ROUNDS);
+    // against the untuned shape in alternating rounds, every run kept, and keep the winner
+    // only when it saves more time than the untuned shape's own runs spread over
+    // (`decide_shape`).
+    let mut untuned_times = Vec::with_capacity(CONFIRMATION_ROUNDS * options.runs.max(1));
+    let mut candidate_times = Vec::with_capacity(CONFIRMATION_ROUNDS * options.runs.max(1));
     for _ in 0..CONFIRMATION_ROUNDS {
-        for (geometry, times) in [(untuned, &mut untuned_times), (best, &mut best_times)] {
+        for (geometry, times) in [
+            (untuned, &mut untuned_times),
+            (candidate, &mut candidate_times),
+        ] {
             device.set_launch_geometry(geometry)?;
-            times.push(median(device.kernel_times(
-                key,
-                gpu_operation,
-                data,
-                options.runs.max(1),
-            )?));
+            times.extend(
+                device
+                    .kernel_times(key, gpu_operation, data, options.runs.max(1))?
+                    .into_iter()
+                    .map(|time| time.as_secs_f64()),
+            );
         }
     }
-    let untuned_time = median(untuned_times);
-    let mut best_time = median(best_times);
-    if best_time >= untuned_time {
-        best = untuned;
-        best_time = untuned_time;
-    }
+    let decision = decide_shape(&untuned_times, &candidate_times);
+    let untuned_time = median_seconds(&untuned_times);
+    let (best, best_time) = if decision.kept && candidate != untuned {
+        (candidate, median_seconds(&candidate_times))
+    } else {
+        (untuned, untuned_time)
+    };
     Ok(TunedShape {
         algorithm: algorithm.name().to_string(),
         operation: operation_name(operation).to_string(),
         bytes: data.len() as u64,
         threads_per_group: best.threads_per_group,
         blocks_per_thread: best.blocks_per_thread,
-        kernel_seconds: best_time.as_secs_f64(),
-        untuned_kernel_seconds: untuned_time.as_secs_f64(),
+        kernel_seconds: best_time,
+        untuned_kernel_seconds: untuned_time,
+        decision: (candidate != untuned).then_some(decision),
     })
+}
+
+/// The median of seconds (upper middle for an even count; 0 when empty).
+fn median_seconds(seconds: &[f64]) -> f64 {
+    let mut sorted = seconds.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// Median seconds of a whole job on `engine` (a fresh crypter per run, so key setup is

@@ -41,6 +41,88 @@ pub struct TunedShape {
     pub kernel_seconds: f64,
     /// Median kernel time with the untuned default shape, in the same run.
     pub untuned_kernel_seconds: f64,
+    /// Whether the sweep's winner was kept over the untuned shape, and why ([`decide_shape`]);
+    /// absent in tables written before the noise rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<ShapeDecision>,
+}
+
+/// The verdict on a candidate launch shape against the untuned one, from their timings in
+/// the same confirmation rounds ([`decide_shape`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShapeDecision {
+    /// Time the candidate saves against the untuned shape, median against median: 0.25 =
+    /// 25 % less time (negative: slower).
+    pub gain: f64,
+    /// The untuned shape's run-to-run noise: its slowest run minus its fastest over its
+    /// median.
+    pub noise: f64,
+    /// Whether the candidate is kept: only when its gain is larger than the noise.
+    pub kept: bool,
+}
+
+impl ShapeDecision {
+    /// One line for people: `kept: +12.0 % > noise 3.0 %`, `not kept: +2.0 % within noise
+    /// 5.0 %`, or `not kept: -4.0 % (slower)`.
+    pub fn verdict(&self) -> String {
+        let gain = self.gain * 100.0;
+        let noise = self.noise * 100.0;
+        if self.kept {
+            format!("kept: {gain:+.1} % > noise {noise:.1} %")
+        } else if self.gain <= 0.0 {
+            format!("not kept: {gain:+.1} % (no faster)")
+        } else {
+            format!("not kept: {gain:+.1} % within noise {noise:.1} %")
+        }
+    }
+}
+
+/// Decides whether a candidate launch shape replaces the untuned one, given the kernel
+/// times (seconds) of both from the same alternating confirmation rounds. The noise is the
+/// spread of the untuned shape's own runs (slowest minus fastest, over their median): a
+/// gain no larger than that could be a quiet moment rather than a better shape, so the
+/// candidate is kept only when its gain (time saved, median against median) exceeds it.
+/// No timings on either side: not kept.
+pub fn decide_shape(untuned_seconds: &[f64], candidate_seconds: &[f64]) -> ShapeDecision {
+    let (Some(untuned), Some(candidate)) =
+        (median_of(untuned_seconds), median_of(candidate_seconds))
+    else {
+        return ShapeDecision {
+            gain: 0.0,
+            noise: 0.0,
+            kept: false,
+        };
+    };
+    let gain = if untuned > 0.0 {
+        1.0 - candidate / untuned
+    } else {
+        0.0
+    };
+    let fastest = untuned_seconds
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min);
+    let slowest = untuned_seconds
+        .iter()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max);
+    let noise = if untuned > 0.0 {
+        (slowest - fastest) / untuned
+    } else {
+        0.0
+    };
+    ShapeDecision {
+        gain,
+        noise,
+        kept: gain > 0.0 && gain > noise,
+    }
+}
+
+/// The median of `values` (the upper middle one for an even count), `None` when empty.
+fn median_of(values: &[f64]) -> Option<f64> {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied()
 }
 
 impl TunedShape {
@@ -407,7 +489,42 @@ mod tests {
             blocks_per_thread: 2,
             kernel_seconds: 1.0,
             untuned_kernel_seconds: 2.0,
+            decision: None,
         }
+    }
+
+    #[test]
+    fn a_shape_is_kept_only_when_its_gain_exceeds_the_noise() {
+        // Untuned 10 ms give or take 0.5 ms (noise 10 %); the candidate saves 30 %.
+        let untuned = [0.0100, 0.0095, 0.0105, 0.0100, 0.0099];
+        let decision = decide_shape(&untuned, &[0.0070, 0.0071, 0.0069]);
+        assert!(decision.kept);
+        assert!((decision.gain - 0.30).abs() < 1e-9);
+        assert!((decision.noise - 0.10).abs() < 1e-9);
+        assert_eq!(decision.verdict(), "kept: +30.0 % > noise 10.0 %");
+
+        // Saves 5 %, less than the 10 % the untuned shape wanders by itself.
+        let decision = decide_shape(&untuned, &[0.0095, 0.0094, 0.0096]);
+        assert!(!decision.kept);
+        assert_eq!(decision.verdict(), "not kept: +5.0 % within noise 10.0 %");
+
+        // A noisy untuned shape: one slow outlier run (12x) is noise, not a 91.7 % gain.
+        let wild = [0.012, 0.001, 0.0011, 0.0010, 0.0012];
+        let decision = decide_shape(&wild, &[0.00095, 0.0010, 0.0009]);
+        assert!(!decision.kept);
+        assert!(decision.noise > 9.0);
+
+        // Slower, or nothing measured: never kept.
+        let decision = decide_shape(&untuned, &[0.011, 0.012, 0.011]);
+        assert!(!decision.kept);
+        assert_eq!(decision.verdict(), "not kept: -10.0 % (no faster)");
+        assert!(!decide_shape(&[], &[0.001]).kept);
+        assert!(!decide_shape(&untuned, &[]).kept);
+
+        // Perfectly steady timings: any real gain is kept.
+        let decision = decide_shape(&[0.002, 0.002, 0.002], &[0.0019, 0.0019, 0.0019]);
+        assert!(decision.kept);
+        assert_eq!(decision.noise, 0.0);
     }
 
     fn point(bytes: u64, cpu_seconds: f64, gpu_seconds: f64) -> CrossoverPoint {

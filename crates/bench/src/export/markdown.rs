@@ -36,7 +36,7 @@ pub fn render(report: &Report, summaries: &[Summary], plots: &[String]) -> Strin
             .unwrap_or("not found (no OpenSSL rows)")
     );
     for gpu in &run.gpus {
-        text += &format!("- GPU backend: {gpu}\n");
+        text += &format!("- GPU backend: {}\n", crate::summary::backend_line(gpu));
     }
     text += "\nTimes are per job (median of the timed runs unless a table says mean); MB/s are 10^6 bytes per second; \
              GPU figures are end to end (host memory in and out, device synchronised) unless marked kernel.\n";
@@ -65,7 +65,7 @@ pub fn render(report: &Report, summaries: &[Summary], plots: &[String]) -> Strin
     for summary in summaries {
         text += &format!("\n## {}\n", summary.title);
         for table in &summary.tables {
-            text += &format!("\n### {}\n\n", table.title);
+            text += &format!("\n### {}\n\n", table.title.replace('~', "\\~"));
             text += &render_table(table);
             for note in &table.notes {
                 text += &format!("\n{note}\n");
@@ -99,7 +99,8 @@ pub fn render(report: &Report, summaries: &[Summary], plots: &[String]) -> Strin
 
 /// A GitHub-flavoured table: figures right-aligned, text left-aligned.
 fn render_table(table: &Table) -> String {
-    let escape = |cell: &String| cell.replace('|', "\\|");
+    // `~` marks figures within the noise; unescaped, two in a cell would strike it through.
+    let escape = |cell: &String| cell.replace('|', "\\|").replace('~', "\\~");
     let mut text = format!(
         "| {} |\n",
         table

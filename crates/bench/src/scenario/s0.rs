@@ -93,8 +93,8 @@ pub fn summarize(report: &Report) -> Summary {
             "technology",
             "encrypt ms",
             "decrypt ms",
-            "speedup enc",
-            "speedup dec",
+            "enc x C seq",
+            "dec x C seq",
         ],
     );
     let (base_encrypt, base_decrypt) = (seeds::s0::ROWS[0].1, seeds::s0::ROWS[0].2);
@@ -139,9 +139,9 @@ pub fn summarize(report: &Report) -> Summary {
                 "encrypt ms",
                 "decrypt ms",
                 "encrypt MB/s",
-                "speedup enc",
-                "speedup dec",
-                "enc vs OpenSSL",
+                "enc x seq",
+                "dec x seq",
+                "enc x OpenSSL",
             ],
         );
         let labels = distinct(&records, backend_label);
@@ -187,7 +187,7 @@ pub fn summarize(report: &Report) -> Summary {
                 or_dash(against_openssl),
             ]);
         }
-        table.note("speedups over our seq (mean times, as the seed); \"vs OpenSSL\": OpenSSL's time over ours with as many processes as threads");
+        table.note("x seq: speedup over our seq (mean times, as the seed); x OpenSSL: OpenSSL's time over ours with as many processes as threads");
         let ceilings: Vec<String> = select(report, NAME, |r| r.cipher == MEMORY_PASS)
             .iter()
             .map(|r| format!("{} {} MB/s", backend_label(r), mbps(r.mb_per_s)))

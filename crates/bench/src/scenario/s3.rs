@@ -18,7 +18,9 @@ use crate::record::{BenchRecord, Report, Timing};
 use crate::scenario::select;
 use crate::seeds;
 use crate::stats::{Repetition, Sampled};
-use crate::summary::{distinct, mbps, or_dash, percent, size, Summary, Table};
+use crate::summary::{
+    distinct, marked, mbps, or_dash, percent, size, within_noise, Summary, Table,
+};
 use crate::throughput::random_buffer;
 use crate::verify::geometry_agrees;
 use crate::BenchError;
@@ -50,7 +52,12 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
     let level = lab.level();
     let gpus = lab.gpus();
     if gpus.is_empty() {
-        let reasons = lab.gpu_failures().join("; ");
+        let reasons = lab
+            .gpu_failures()
+            .iter()
+            .map(|line| crate::summary::backend_line(line))
+            .collect::<Vec<_>>()
+            .join("; ");
         lab.note(NAME, format!("no GPU backend, nothing to tune: {reasons}"))?;
         return Ok(());
     }
@@ -215,6 +222,8 @@ struct Tuned {
     best_mbps: f64,
     default_mbps: f64,
     gain: f64,
+    /// The two shapes' confirmation runs overlap: the gain is within the noise.
+    noisy: bool,
 }
 
 fn tuned(records: &[&BenchRecord]) -> Vec<Tuned> {
@@ -245,6 +254,8 @@ fn tuned(records: &[&BenchRecord]) -> Vec<Tuned> {
                 } else {
                     1.0 - tuned.median_s / untuned.median_s
                 },
+                noisy: tuned.threads_per_group != untuned.threads_per_group
+                    && within_noise(tuned, untuned),
             })
         })
         .collect()
@@ -258,8 +269,8 @@ pub fn summarize(report: &Report) -> Summary {
             format!("{backend}: gain of the tuned shape over the default, per key size"),
             &[
                 "cipher",
-                "mean gain",
-                "peak gain",
+                "mean gain vs default",
+                "peak gain vs default",
                 "peak at",
                 "seed (mean / peak)",
             ],
@@ -285,7 +296,7 @@ pub fn summarize(report: &Report) -> Summary {
                     "best MB/s",
                     "default shape",
                     "default MB/s",
-                    "gain",
+                    "gain vs default",
                 ],
             );
             for row in &rows {
@@ -295,8 +306,11 @@ pub fn summarize(report: &Report) -> Summary {
                     mbps(row.best_mbps),
                     row.default_shape.to_string(),
                     mbps(row.default_mbps),
-                    percent(row.gain),
+                    marked(percent(row.gain), row.noisy),
                 ]);
+            }
+            if rows.iter().any(|row| row.noisy) {
+                table.note("~ before a gain: the best shape's timed runs overlap the default shape's (fastest to slowest), so the gain is within the run-to-run noise");
             }
             summary.tables.push(table);
             let mean = rows.iter().map(|row| row.gain).sum::<f64>() / rows.len() as f64;

@@ -13,7 +13,8 @@ use crate::record::{BenchRecord, Report, Timing};
 use crate::scenario::{directions, select, time_files, whole_blocks};
 use crate::stats::Repetition;
 use crate::summary::{
-    backend_label, distinct, mbps, or_dash, percent, short_direction, size, times, Summary, Table,
+    backend_label, distinct, marked, mbps, or_dash, percent, short_direction, size, times,
+    within_noise, Summary, Table, NOISE_MARK,
 };
 use crate::throughput::{random_buffer, MEMORY_PASS};
 use crate::verify::backends_agree;
@@ -189,17 +190,25 @@ pub fn summarize(report: &Report) -> Summary {
     let memory = select(report, NAME, |record| record.timing != Timing::File);
     if !memory.is_empty() {
         let labels = distinct(&memory, backend_label);
+        let threads = report.run.threads;
         let mut columns: Vec<String> = vec!["cipher".into(), "dir".into(), "size".into()];
         columns.extend(labels.iter().cloned());
-        columns.extend(["best / openssl".into(), "scaling".into()]);
+        columns.extend([
+            "best x openssl".into(),
+            format!("scaling vs seq x{threads}"),
+        ]);
         let column_refs: Vec<&str> = columns.iter().map(String::as_str).collect();
-        let mut table = Table::new("In memory, end to end, MB/s (median)", &column_refs);
-        let threads = report.run.threads;
+        let mut table = Table::new(
+            "In memory, end to end, MB/s (median; ~ within the noise of seq)",
+            &column_refs,
+        );
         let mut groups = distinct(&memory, |r| {
             (r.cipher.clone(), r.direction.clone(), r.bytes)
         });
         // Memory ceiling rows last.
         groups.sort_by_key(|(cipher, _, _)| cipher == MEMORY_PASS);
+        let mut any_noise = false;
+        let mut threads_collapse: Option<(String, u64)> = None;
         for (cipher, direction, bytes) in groups {
             let of_group: Vec<&BenchRecord> = memory
                 .iter()
@@ -207,29 +216,30 @@ pub fn summarize(report: &Report) -> Summary {
                 .filter(|r| r.cipher == cipher && r.direction == direction && r.bytes == bytes)
                 .collect();
             let figure = |label: &str| of_group.iter().copied().find(|r| backend_label(r) == label);
+            let seq = figure("seq");
             let mut row = vec![
                 cipher.clone(),
                 short_direction(&direction).to_string(),
                 size(bytes),
             ];
-            row.extend(
-                labels
-                    .iter()
-                    .map(|label| or_dash(figure(label).map(|r| mbps(r.mb_per_s)))),
-            );
-            // Our best CPU figure against OpenSSL with as many processes.
-            let best_cpu = of_group
-                .iter()
-                .copied()
-                .filter(|r| {
-                    matches!(r.backend.as_str(), "seq" | "threads" | "pool" | "auto")
-                        && r.ratio_vs_openssl.is_some()
-                })
-                .max_by(|a, b| a.mb_per_s.total_cmp(&b.mb_per_s));
-            row.push(or_dash(best_cpu.and_then(|r| {
-                r.ratio_vs_openssl
-                    .map(|ratio| format!("{} ({})", times(ratio), backend_label(r)))
-            })));
+            for label in &labels {
+                row.push(or_dash(figure(label).map(|record| {
+                    let within =
+                        record.backend != "seq" && seq.is_some_and(|seq| within_noise(record, seq));
+                    any_noise |= within;
+                    marked(mbps(record.mb_per_s), within)
+                })));
+            }
+            if let (Some(seq), Some(team)) = (seq, figure(&format!("threads x{threads}"))) {
+                if threads > 1
+                    && team.mb_per_s < seq.mb_per_s
+                    && !within_noise(team, seq)
+                    && threads_collapse.is_none()
+                {
+                    threads_collapse = Some((cipher.clone(), bytes));
+                }
+            }
+            row.push(or_dash(best_against_openssl(&of_group, &mut any_noise)));
             let parallel = cipher == MEMORY_PASS
                 || cipher.parse::<CipherSpec>().is_ok_and(|spec| {
                     spec.mode.parallel(if direction == "encrypt" {
@@ -239,14 +249,23 @@ pub fn summarize(report: &Report) -> Summary {
                     })
                 });
             let scaling = figure(&format!("pool x{threads}"))
-                .zip(figure("seq"))
+                .zip(seq)
                 .filter(|_| parallel && threads > 1)
                 .map(|(pool, seq)| percent(pool.mb_per_s / (seq.mb_per_s * threads as f64)));
             row.push(or_dash(scaling));
             table.row(row);
         }
-        table.note(format!("scaling: pool x{threads} over seq x {threads} (100 % is linear); CBC encryption is sequential by nature; openssl xN: `openssl speed -multi N`"));
-        table.note("memory: the same size passed over in place with no cipher work (each byte XORed), the ceiling no in-place cipher pass can beat; best / openssl: our fastest CPU backend over OpenSSL with as many processes as it has threads");
+        if any_noise {
+            table.note(NOISE_LEGEND);
+        }
+        table.note(format!("scaling vs seq x{threads}: pool x{threads} over {threads} times seq (100 % is linear); CBC encryption is sequential by nature; openssl xN: `openssl speed -multi N`"));
+        table.note("memory: the same size passed over in place with no cipher work (each byte XORed), the ceiling no in-place cipher pass can beat; best x openssl: our fastest CPU backend over OpenSSL with as many processes as it has threads");
+        if let Some((cipher, bytes)) = threads_collapse {
+            table.note(format!(
+                "threads x{threads} falls below seq (first at {cipher} {}): it cuts every job into {threads} pieces and hands each to a woken pool thread, then waits for all; at small sizes that hand-off costs as much as the work, while pool runs jobs under 128 KiB on the calling thread and auto splits only where its measured hand-off cost promises a tenth off",
+                size(bytes)
+            ));
+        }
         summary.tables.push(table);
 
         // The design's CPU targets, from the same run.
@@ -332,6 +351,41 @@ pub fn summarize(report: &Report) -> Summary {
     summary
 }
 
+/// The legend of [`NOISE_MARK`] under a table that uses it.
+pub const NOISE_LEGEND: &str = "~ before a figure: its timed runs (fastest to slowest) overlap those of its reference (MB/s: seq in the same row; best x openssl: OpenSSL's), so the difference is within the run-to-run noise and is no win or loss; `a ~b`: b is within the noise of the best, a";
+
+/// The `best x openssl` cell of a row: our fastest CPU figure over OpenSSL's with as many
+/// processes, with the backend that gave it, marked when it is within the noise of
+/// OpenSSL's, and followed by every other CPU backend within the noise of it (no winner
+/// among those). `None` when OpenSSL has no figure for the row.
+pub fn best_against_openssl(of_group: &[&BenchRecord], any_noise: &mut bool) -> Option<String> {
+    let cpu = |r: &&BenchRecord| matches!(r.backend.as_str(), "seq" | "threads" | "pool" | "auto");
+    let best = of_group
+        .iter()
+        .copied()
+        .filter(|r| cpu(r) && r.ratio_vs_openssl.is_some())
+        .max_by(|a, b| a.mb_per_s.total_cmp(&b.mb_per_s))?;
+    let ratio = best.ratio_vs_openssl?;
+    let openssl = of_group
+        .iter()
+        .copied()
+        .find(|r| r.backend == "openssl" && r.threads == best.threads);
+    let tied_with_openssl = openssl.is_some_and(|openssl| within_noise(best, openssl));
+    let ties: Vec<String> = of_group
+        .iter()
+        .copied()
+        .filter(|r| cpu(r) && !std::ptr::eq(*r, best) && within_noise(r, best))
+        .map(|r| format!(" {NOISE_MARK}{}", backend_label(r)))
+        .collect();
+    *any_noise |= tied_with_openssl || !ties.is_empty();
+    Some(format!(
+        "{} ({}{})",
+        marked(times(ratio), tied_with_openssl),
+        backend_label(best),
+        ties.concat()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,5 +396,53 @@ mod tests {
         assert_eq!(thread_counts(Level::Short, 2), vec![1, 2]);
         assert_eq!(thread_counts(Level::Short, 6), vec![1, 2, 4, 6]);
         assert_eq!(thread_counts(Level::Quick, 6), vec![6]);
+    }
+
+    fn figure(backend: &str, threads: usize, times: (f64, f64, f64)) -> BenchRecord {
+        let mut record = BenchRecord::new(
+            NAME,
+            "aes-128-gcm",
+            "encrypt",
+            backend,
+            threads,
+            4 << 20,
+            Timing::EndToEnd,
+        );
+        (record.min_s, record.median_s, record.max_s) = times;
+        record.mb_per_s = record.bytes as f64 / record.median_s / 1e6;
+        record
+    }
+
+    #[test]
+    fn the_best_names_the_backends_it_does_not_beat_beyond_the_noise() {
+        let openssl = figure("openssl", 2, (1.0, 1.0, 1.0));
+        let mut auto = figure("auto", 2, (0.70, 0.75, 0.82));
+        auto.ratio_vs_openssl = Some(1.0 / 0.75);
+        let mut pool = figure("pool", 2, (0.80, 0.85, 0.90));
+        pool.ratio_vs_openssl = Some(1.0 / 0.85);
+        let mut seq = figure("seq", 1, (1.4, 1.5, 1.6));
+        seq.ratio_vs_openssl = Some(1.0 / 1.5);
+        let mut noise = false;
+        let cell = best_against_openssl(&[&openssl, &seq, &pool, &auto], &mut noise);
+        assert_eq!(cell.as_deref(), Some("1.33x (auto x2 ~pool x2)"));
+        assert!(noise);
+
+        // Apart from each other and from OpenSSL: no mark.
+        let mut fast = figure("pool", 2, (0.40, 0.45, 0.50));
+        fast.ratio_vs_openssl = Some(1.0 / 0.45);
+        let mut noise = false;
+        let cell = best_against_openssl(&[&openssl, &seq, &fast], &mut noise);
+        assert_eq!(cell.as_deref(), Some("2.22x (pool x2)"));
+        assert!(!noise);
+
+        // Within the noise of OpenSSL itself.
+        let mut close = figure("pool", 2, (0.95, 0.98, 1.05));
+        close.ratio_vs_openssl = Some(1.0 / 0.98);
+        let cell = best_against_openssl(&[&openssl, &close], &mut noise);
+        assert_eq!(cell.as_deref(), Some("~1.02x (pool x2)"));
+        assert!(noise);
+        // No OpenSSL figure for the row: no ratio.
+        let alone = figure("pool", 2, (0.95, 0.98, 1.05));
+        assert_eq!(best_against_openssl(&[&alone], &mut noise), None);
     }
 }

@@ -49,5 +49,6 @@ pub fn aes_128_ctr_shape(
         blocks_per_thread: geometry.blocks_per_thread,
         kernel_seconds,
         untuned_kernel_seconds,
+        decision: None,
     }
 }

@@ -2,6 +2,8 @@
 //! this binary parses arguments, opens files safely and reports errors in one line.
 
 #![forbid(unsafe_code)]
+// Reports go through `show!` (src/cli.rs): `println!` panics when stdout cannot be written.
+#![deny(clippy::print_stdout)]
 
 mod cli;
 

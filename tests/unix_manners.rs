@@ -211,21 +211,24 @@ fn a_warning_or_the_stats_to_a_full_stderr_leave_a_successful_run_successful() {
 }
 
 /// A report to a full stdout (`> /dev/full`) is one line on stderr and status 1, never a
-/// panic (`println!` would panic; the reports go through `show!`).
+/// panic (`println!` would panic; the reports go through `show!`, and clippy denies
+/// `println!` in the binary).
 #[test]
 fn a_report_to_a_full_stdout_is_a_one_line_failure() {
-    let full = File::options().write(true).open("/dev/full").unwrap();
-    let output = parcrypt()
-        .arg("devices")
-        .stdout(full)
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.starts_with("parcrypt: error: cannot write output: "),
-        "{stderr}"
-    );
+    for command in [&["devices"][..], &["bench", "--quick", "--no-openssl"]] {
+        let full = File::options().write(true).open("/dev/full").unwrap();
+        let output = parcrypt()
+            .args(command)
+            .stdout(full)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{command:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{command:?}: {stderr}");
+        assert!(
+            stderr.starts_with("parcrypt: error: cannot write output: "),
+            "{command:?}: {stderr}"
+        );
+    }
 }

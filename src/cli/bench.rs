@@ -120,27 +120,27 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut lab = Lab::new(options, &command, &scenarios, args.output.as_deref())?;
     let run = &lab.report().run;
-    println!(
+    show!(
         "parcrypt bench ({} level): {}; {} threads; {}",
         level.name(),
         run.cpu,
         run.threads,
         run.cpu_features
-    );
-    println!("OpenSSL: {}", run.openssl.as_deref().unwrap_or("not used"));
+    )?;
+    show!("OpenSSL: {}", run.openssl.as_deref().unwrap_or("not used"))?;
     for gpu in &run.gpus {
-        println!("GPU backend: {}", summary::backend_line(gpu));
+        show!("GPU backend: {}", summary::backend_line(gpu))?;
     }
     for reason in lab.energy_unavailable() {
-        println!("{reason}");
+        show!("{reason}")?;
     }
     if let Some(folder) = &args.output {
-        println!(
+        show!(
             "writing {} as the run goes",
             folder.join(export::JSON_LINES_FILE).display()
-        );
+        )?;
     }
-    println!();
+    show!("")?;
 
     let mut outcome = Ok(());
     for name in &scenarios {
@@ -150,18 +150,18 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
         }
         lab.progress_done();
         if let Some(summary) = scenario::summarize_one(lab.report(), name) {
-            println!("{}", table::render(&summary));
+            show!("{}", table::render(&summary))?;
         }
     }
     let report = lab.finish();
     if let Some(folder) = &args.output {
         for path in export::write_results(folder, &report)? {
-            println!("wrote {}", path.display());
+            show!("wrote {}", path.display())?;
         }
-        println!(
+        show!(
             "plots and a report with them: python3 scripts/report.py {}",
             folder.display()
-        );
+        )?;
     }
     outcome
 }
@@ -170,10 +170,10 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
 fn redraw(folder: &std::path::Path) -> Result<(), Failure> {
     let report = export::read_results(folder).map_err(Failure)?;
     for summary in scenario::summarize(&report) {
-        println!("{}", table::render(&summary));
+        show!("{}", table::render(&summary))?;
     }
     export::write_results(folder, &report)?;
     let path = export::write_report(folder, &report)?;
-    println!("wrote {}", path.display());
+    show!("wrote {}", path.display())?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! `parcrypt tune`: measure the best launch shapes and the CPU/GPU crossover of a GPU and
 //! store them where the engine finds them. The measuring is `parcrypt_engine::tune`.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -84,8 +85,8 @@ pub fn run(args: TuneArgs) -> Result<(), Failure> {
         }
     };
 
-    println!("tuning {}", device.description());
-    println!(
+    show!("tuning {}", device.description())?;
+    show!(
         "  {} cipher(s) x {} operation(s) x {} sizes ({} B .. {}), {} x {} candidate shapes, \
          median of {} kernel runs (device timers, copies excluded)",
         options.algorithms.len(),
@@ -96,19 +97,33 @@ pub fn run(args: TuneArgs) -> Result<(), Failure> {
         options.threads_per_group.len(),
         options.blocks_per_thread.len(),
         options.runs,
-    );
-    println!(
+    )?;
+    show!(
         "  untuned shape: {} threads per group, {} blocks per thread",
         device.launch_geometry().threads_per_group,
         device.launch_geometry().blocks_per_thread
-    );
-    println!();
-    println!(
+    )?;
+    show!("")?;
+    show!(
         "{:<8} {:<12} {:>9} {:>13} {:>12} {:>12} {:>15}  sweep winner against the noise",
-        "cipher", "operation", "size", "best shape", "tuned", "untuned", "gain vs untuned"
-    );
+        "cipher",
+        "operation",
+        "size",
+        "best shape",
+        "tuned",
+        "untuned",
+        "gain vs untuned"
+    )?;
+    // The sweep reports through callbacks: the first report stdout refuses is kept and
+    // returned once the measurement is over.
+    let refused: RefCell<Option<Failure>> = RefCell::new(None);
+    let keep = |written: Result<(), Failure>| {
+        if let Err(failure) = written {
+            refused.borrow_mut().get_or_insert(failure);
+        }
+    };
     let report = |event: TuneEvent<'_>| match event {
-        TuneEvent::Shape(shape) => print_shape(shape),
+        TuneEvent::Shape(shape) => keep(print_shape(shape)),
         TuneEvent::Crossover(crossover) => {
             let verdict = match crossover.gpu_from_bytes {
                 Some(bytes) => format!("GPU from {}", size_name(bytes as usize)),
@@ -125,39 +140,42 @@ pub fn run(args: TuneArgs) -> Result<(), Failure> {
                     )
                 })
                 .unwrap_or_default();
-            println!(
+            keep(show!(
                 "crossover {:<14} {:<8} {verdict}{rates}",
-                crossover.spec, crossover.direction
-            );
+                crossover.spec,
+                crossover.direction
+            ));
         }
     };
     let mut crossover_header_printed = false;
     let mut report_all = |event: TuneEvent<'_>| {
         if matches!(event, TuneEvent::Crossover(_)) && !crossover_header_printed {
             crossover_header_printed = true;
-            println!();
-            println!(
-                "end to end, copies included, against the CPU (auto: one thread or the pool):"
-            );
+            keep(show!(
+                "\nend to end, copies included, against the CPU (auto: one thread or the pool):"
+            ));
         }
         report(event);
     };
     let table = tune(&gpu_engine, &cpu_engine, &options, &mut report_all)?;
+    if let Some(failure) = refused.into_inner() {
+        return Err(failure);
+    }
 
     let decided: Vec<_> = table
         .shapes
         .iter()
         .filter_map(|shape| shape.decision)
         .collect();
-    println!();
-    println!(
+    show!("")?;
+    show!(
         "kept {} of {} sweep winners other than the untuned shape: a shape is kept only when \
          the time it saves exceeds the untuned shape's run-to-run spread (noise) in the same \
          confirmation rounds",
         decided.iter().filter(|decision| decision.kept).count(),
         decided.len()
-    );
-    println!("gain of the kept shapes over the untuned one (mean / peak over sizes):");
+    )?;
+    show!("gain of the kept shapes over the untuned one (mean / peak over sizes):")?;
     for algorithm in &options.algorithms {
         let gains: Vec<f64> = table
             .shapes
@@ -170,35 +188,35 @@ pub fn run(args: TuneArgs) -> Result<(), Failure> {
         }
         let mean = gains.iter().sum::<f64>() / gains.len() as f64;
         let peak = gains.iter().copied().fold(0.0, f64::max);
-        println!(
+        show!(
             "  {:<8} {:>5.1} % / {:>5.1} %",
             algorithm.name(),
             mean * 100.0,
             peak * 100.0
-        );
+        )?;
     }
     table.save(&path)?;
-    println!();
+    show!("")?;
     if args.output.is_some() {
-        println!(
+        show!(
             "saved to {} (not the tune directory: the engine does not read it there)",
             path.display()
-        );
+        )?;
     } else {
-        println!(
+        show!(
             "saved to {}; --backend {backend} and --backend auto use it from now on",
             path.display()
-        );
+        )?;
     }
     Ok(())
 }
 
-fn print_shape(shape: &TunedShape) {
+fn print_shape(shape: &TunedShape) -> Result<(), Failure> {
     let verdict = shape.decision.map_or_else(
         || "untuned shape fastest in the sweep".to_string(),
         |decision| decision.verdict(),
     );
-    println!(
+    show!(
         "{:<8} {:<12} {:>9} {:>13} {:>12} {:>12} {:>14.1}%  {verdict}",
         shape.algorithm,
         shape.operation,
@@ -207,7 +225,7 @@ fn print_shape(shape: &TunedShape) {
         duration_name(shape.kernel_seconds),
         duration_name(shape.untuned_kernel_seconds),
         shape.gain() * 100.0
-    );
+    )
 }
 
 fn size_name(bytes: usize) -> String {

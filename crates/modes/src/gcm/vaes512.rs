@@ -32,6 +32,8 @@ const VECTORS: usize = BATCH_BLOCKS / 4;
 /// The most round keys AES has (AES-256).
 const MAX_ROUND_KEYS: usize = 15;
 
+// Eight vectors name the operands of `keep_round_order`; AES-128's 9 middle rounds carry
+// the products of vectors 1..8.
 const _: () = assert!(VECTORS == 8 && BATCH_BLOCKS.is_multiple_of(4));
 
 /// Whether this CPU has every feature [`process`] enables.
@@ -87,71 +89,194 @@ pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
 
     // SAFETY: a `u128` is 16 readable bytes; `loadu` has no alignment requirement.
     let mut accumulator = unsafe { _mm_loadu_si128((state as *const u128).cast()) };
-    // Encryption: the byte-reversed ciphertext of the batch before, hashed during this one.
-    let mut pending: Option<[__m512i; VECTORS]> = None;
 
-    let (batches, rest) = data.as_chunks_mut::<BATCH_BYTES>();
-    assert!(rest.is_empty(), "stitched GCM takes whole batches");
-    for batch in batches {
-        let mut input = [_mm512_setzero_si512(); VECTORS];
-        for (vector, bytes) in input.iter_mut().zip(batch.as_chunks::<64>().0) {
-            // SAFETY: `bytes` is a 64-byte array; `loadu` has no alignment requirement.
-            *vector = unsafe { _mm512_loadu_si512(bytes.as_ptr().cast()) };
-        }
-        let to_hash = if DECRYPT {
-            Some(input.map(|vector| byte_reverse_lanes(vector)))
+    assert!(
+        data.len().is_multiple_of(BATCH_BYTES),
+        "stitched GCM takes whole batches"
+    );
+    let batches = data.len() / BATCH_BYTES;
+    // Everything is read and written through this pointer, at offsets below `data.len()`:
+    // encryption reads the previous batch's ciphertext back (from L1) instead of keeping it
+    // in registers, which would only spill them to the stack every batch.
+    let base = data.as_mut_ptr();
+    let counter_steps = CounterSteps {
+        reverse,
+        four_blocks,
+    };
+    for index in 0..batches {
+        // SAFETY: `index < batches`, so the batch lies within `data`.
+        let batch = unsafe { base.add(index * BATCH_BYTES) };
+        // SAFETY (all three calls): `batch` and the batch hashed are whole batches within
+        // `data`; the caller of `process` guarantees the CPU features.
+        if DECRYPT {
+            unsafe {
+                run_batch::<ROUNDS, true>(
+                    &keys,
+                    &batch_powers,
+                    &mut counters,
+                    counter_steps,
+                    batch,
+                    batch,
+                    &mut accumulator,
+                )
+            };
+        } else if index == 0 {
+            unsafe {
+                run_batch::<ROUNDS, false>(
+                    &keys,
+                    &batch_powers,
+                    &mut counters,
+                    counter_steps,
+                    batch,
+                    batch,
+                    &mut accumulator,
+                )
+            };
         } else {
-            pending
-        };
-
-        let mut blocks = [_mm512_setzero_si512(); VECTORS];
-        for block in &mut blocks {
-            *block = _mm512_xor_si512(_mm512_shuffle_epi8(counters, reverse), keys[0]);
-            counters = _mm512_add_epi32(counters, four_blocks);
-        }
-        // One GHASH product per AES round: AES-128 has 9 middle rounds for 8 products.
-        let mut sum = to_hash.map(|hash| {
-            let first = _mm512_xor_si512(hash[0], _mm512_zextsi128_si512(accumulator));
-            product(first, batch_powers[0])
-        });
-        for (round, key) in keys[1..ROUNDS].iter().enumerate() {
-            for block in &mut blocks {
-                *block = _mm512_aesenc_epi128(*block, *key);
-            }
-            if let (Some(hash), Some(partial)) = (&to_hash, &mut sum) {
-                if let Some(power) = batch_powers.get(round + 1) {
-                    *partial = add(*partial, product(hash[round + 1], *power));
-                }
-            }
-        }
-        if let Some(sum) = sum {
-            accumulator = reduce(sum);
-        }
-
-        let mut output = [_mm512_setzero_si512(); VECTORS];
-        for ((out, block), input) in output.iter_mut().zip(&blocks).zip(&input) {
-            // The last round ends with a key XOR: XORing the data into that key takes the
-            // data XOR off the end of the chain.
-            *out = _mm512_aesenclast_epi128(*block, _mm512_xor_si512(keys[ROUNDS], *input));
-        }
-        for (out, bytes) in output.iter().zip(batch.as_chunks_mut::<64>().0) {
-            // SAFETY: `bytes` is a 64-byte array; `storeu` has no alignment requirement.
-            unsafe { _mm512_storeu_si512(bytes.as_mut_ptr().cast(), *out) };
-        }
-        if !DECRYPT {
-            pending = Some(output.map(|vector| byte_reverse_lanes(vector)));
+            let previous = unsafe { batch.sub(BATCH_BYTES) };
+            unsafe {
+                run_batch::<ROUNDS, true>(
+                    &keys,
+                    &batch_powers,
+                    &mut counters,
+                    counter_steps,
+                    batch,
+                    previous,
+                    &mut accumulator,
+                )
+            };
         }
     }
 
-    if let Some(hash) = pending {
-        let first = _mm512_xor_si512(hash[0], _mm512_zextsi128_si512(accumulator));
+    if !DECRYPT && batches > 0 {
+        // SAFETY: `batches >= 1`: the last batch lies within `data`.
+        let last = unsafe { base.add((batches - 1) * BATCH_BYTES) };
+        // SAFETY: `last` is a whole batch within `data`.
+        let first = unsafe { load_reversed(last, 0) };
+        let first = _mm512_xor_si512(first, _mm512_zextsi128_si512(accumulator));
         let mut sum = product(first, batch_powers[0]);
-        for (vector, power) in hash[1..].iter().zip(&batch_powers[1..]) {
-            sum = add(sum, product(*vector, *power));
+        for (vector, power) in batch_powers.iter().enumerate().skip(1) {
+            // SAFETY: as above.
+            sum = add(sum, product(unsafe { load_reversed(last, vector) }, *power));
         }
         accumulator = reduce(sum);
     }
 
     // SAFETY: a `u128` is 16 writable bytes; `storeu` has no alignment requirement.
     unsafe { _mm_storeu_si128((state as *mut u128).cast(), accumulator) };
+}
+
+/// What steps the counters: the per-lane byte reversal and the step of four blocks.
+#[derive(Clone, Copy)]
+struct CounterSteps {
+    reverse: __m512i,
+    four_blocks: __m512i,
+}
+
+/// One batch: AES-CTR over the batch at `batch` in place and, with `HASH`, GHASH of the
+/// batch at `hashed` (the same batch when decrypting, the one before when encrypting)
+/// folded into `accumulator`, its products placed one per AES round.
+///
+/// # Safety
+/// `batch` and `hashed` must each point to [`BATCH_BYTES`] bytes (`batch` writable), and the
+/// CPU must have the features of [`process`].
+#[inline]
+#[target_feature(enable = "aes,vaes,avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2")]
+unsafe fn run_batch<const ROUNDS: usize, const HASH: bool>(
+    keys: &[__m512i; MAX_ROUND_KEYS],
+    powers: &[Power; VECTORS],
+    counters: &mut __m512i,
+    steps: CounterSteps,
+    batch: *mut u8,
+    hashed: *const u8,
+    accumulator: &mut __m128i,
+) {
+    let mut blocks = [_mm512_setzero_si512(); VECTORS];
+    for block in &mut blocks {
+        *block = _mm512_xor_si512(_mm512_shuffle_epi8(*counters, steps.reverse), keys[0]);
+        *counters = _mm512_add_epi32(*counters, steps.four_blocks);
+    }
+    let mut sum = if HASH {
+        // SAFETY: `hashed` is a whole batch (the caller's guarantee).
+        let first = unsafe { load_reversed(hashed, 0) };
+        let first = _mm512_xor_si512(first, _mm512_zextsi128_si512(*accumulator));
+        Some(product(first, powers[0]))
+    } else {
+        None
+    };
+    // Rounds 1..VECTORS each carry the product of one more vector (AES-128 has 9 middle
+    // rounds, so every size has room for all of them); the rest are AES alone.
+    for (round, key) in keys[1..VECTORS].iter().enumerate() {
+        for block in &mut blocks {
+            *block = _mm512_aesenc_epi128(*block, *key);
+        }
+        keep_round_order(&mut blocks);
+        if let Some(partial) = &mut sum {
+            // SAFETY: `hashed` is a whole batch and `round + 1 < VECTORS`.
+            let vector = unsafe { load_reversed(hashed, round + 1) };
+            *partial = add(*partial, product(vector, powers[round + 1]));
+        }
+    }
+    if let Some(sum) = sum {
+        *accumulator = reduce(sum);
+    }
+    for key in &keys[VECTORS..ROUNDS] {
+        for block in &mut blocks {
+            *block = _mm512_aesenc_epi128(*block, *key);
+        }
+        keep_round_order(&mut blocks);
+    }
+    for (vector, block) in blocks.iter().enumerate() {
+        // SAFETY: vector `vector` of the batch is 64 bytes within it, read (after every read
+        // of it for GHASH) and then written; `loadu`/`storeu` need no alignment.
+        unsafe {
+            let bytes = batch.add(64 * vector);
+            let input = _mm512_loadu_si512(bytes.cast());
+            // The last round ends with a key XOR: XORing the data into that key takes the
+            // data XOR off the end of the chain.
+            let output = _mm512_aesenclast_epi128(*block, _mm512_xor_si512(keys[ROUNDS], input));
+            _mm512_storeu_si512(bytes.cast(), output);
+        }
+    }
+}
+
+/// Vector `vector` (four blocks) of the batch at `batch`, byte-reversed per block for GHASH.
+///
+/// # Safety
+/// `batch` must point to [`BATCH_BYTES`] readable bytes and `vector` be below [`VECTORS`].
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2")]
+unsafe fn load_reversed(batch: *const u8, vector: usize) -> __m512i {
+    debug_assert!(vector < VECTORS);
+    // SAFETY: the caller guarantees the 64 bytes are readable; no alignment is needed.
+    byte_reverse_lanes(unsafe { _mm512_loadu_si512(batch.add(64 * vector).cast()) })
+}
+
+/// Makes the compiler issue the AES rounds round by round across the eight vectors.
+///
+/// Left alone, LLVM emits each vector's whole round chain before the next one's (to save
+/// registers), which leaves only a few chains in the out-of-order window and the GHASH work
+/// bunched up in front of them. An empty `asm!` that takes and returns every vector makes
+/// round r+1 of any vector depend on round r of all of them, which pins the round-major
+/// order (as the CTR kernels of `parcrypt-ciphers` do) and costs no instruction.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn keep_round_order(blocks: &mut [__m512i; VECTORS]) {
+    let [b0, b1, b2, b3, b4, b5, b6, b7] = blocks;
+    // SAFETY: the template is a comment: it executes nothing and leaves every register as
+    // it was.
+    unsafe {
+        core::arch::asm!(
+            "/* {b0} {b1} {b2} {b3} {b4} {b5} {b6} {b7} */",
+            b0 = inout(zmm_reg) * b0,
+            b1 = inout(zmm_reg) * b1,
+            b2 = inout(zmm_reg) * b2,
+            b3 = inout(zmm_reg) * b3,
+            b4 = inout(zmm_reg) * b4,
+            b5 = inout(zmm_reg) * b5,
+            b6 = inout(zmm_reg) * b6,
+            b7 = inout(zmm_reg) * b7,
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
 }

@@ -238,7 +238,6 @@ impl GcmKey {
         state: &mut u128,
         data: &mut [u8],
     ) {
-        let state = state;
         for piece in data.chunks_mut(FUSED_PIECE_BYTES) {
             if direction == Direction::Decrypt {
                 hash_padded(&self.ghash, state, piece);

@@ -106,46 +106,31 @@ pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
     for index in 0..batches {
         // SAFETY: `index < batches`, so the batch lies within `data`.
         let batch = unsafe { base.add(index * BATCH_BYTES) };
-        // SAFETY (all three calls): `batch` and the batch hashed are whole batches within
-        // `data`; the caller of `process` guarantees the CPU features.
-        if DECRYPT {
-            unsafe {
-                run_batch::<ROUNDS, true>(
-                    &keys,
-                    &batch_powers,
-                    &mut counters,
-                    counter_steps,
-                    batch,
-                    batch,
-                    &mut accumulator,
-                )
-            };
-        } else if index == 0 {
-            unsafe {
-                run_batch::<ROUNDS, false>(
-                    &keys,
-                    &batch_powers,
-                    &mut counters,
-                    counter_steps,
-                    batch,
-                    batch,
-                    &mut accumulator,
-                )
-            };
+        // Decryption hashes the batch it decrypts; encryption the one before, if any.
+        let hashed = if DECRYPT || index == 0 {
+            batch
         } else {
-            let previous = unsafe { batch.sub(BATCH_BYTES) };
-            unsafe {
-                run_batch::<ROUNDS, true>(
-                    &keys,
-                    &batch_powers,
-                    &mut counters,
-                    counter_steps,
-                    batch,
-                    previous,
-                    &mut accumulator,
-                )
-            };
-        }
+            // SAFETY: `index >= 1`: the batch before lies within `data`.
+            unsafe { batch.sub(BATCH_BYTES) }
+        };
+        let run = if DECRYPT || index > 0 {
+            run_batch::<ROUNDS, true>
+        } else {
+            run_batch::<ROUNDS, false>
+        };
+        // SAFETY: `batch` and `hashed` are whole batches within `data`; the caller of
+        // `process` guarantees the CPU features.
+        unsafe {
+            run(
+                &keys,
+                &batch_powers,
+                &mut counters,
+                counter_steps,
+                batch,
+                hashed,
+                &mut accumulator,
+            )
+        };
     }
 
     if !DECRYPT && batches > 0 {

@@ -6,9 +6,9 @@
 //! A batch is eight zmm registers of four blocks: eight independent AES chains (enough to
 //! cover the latency of `vaesenc`), and 32 GHASH products summed unreduced with H^32..H^1
 //! and reduced once per batch (the aggregated reduction of `ghash::x86_vpclmul`, whose
-//! helpers this module reuses). Encryption hashes the ciphertext of the *previous* batch
-//! while the current one is in the AES rounds (its own ciphertext does not exist yet), and
-//! the last batch after the loop; decryption knows its ciphertext up front and hashes the
+//! helpers this module reuses). Encryption hashes the ciphertext of the batch two back
+//! ([`ENCRYPT_HASH_LAG`]) while the current one is in the AES rounds (its own ciphertext does
+//! not exist yet), and the last two after the loop; decryption knows its ciphertext up front and hashes the
 //! batch it is decrypting.
 //!
 //! Counters are kept byte-reversed per lane as in the CTR kernel of `parcrypt-ciphers`, so a
@@ -29,6 +29,10 @@ pub(super) const BATCH_BLOCKS: usize = POWERS;
 /// Bytes per batch.
 pub(super) const BATCH_BYTES: usize = 16 * BATCH_BLOCKS;
 const VECTORS: usize = BATCH_BLOCKS / 4;
+/// How many batches behind the AES encryption hashes the ciphertext: the batch two back
+/// rather than the one just written, whose stores may still be on their way to L1 (about 6%
+/// faster on Zen 5 than one back).
+const ENCRYPT_HASH_LAG: usize = 2;
 /// The most round keys AES has (AES-256).
 const MAX_ROUND_KEYS: usize = 15;
 
@@ -96,7 +100,7 @@ pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
     );
     let batches = data.len() / BATCH_BYTES;
     // Everything is read and written through this pointer, at offsets below `data.len()`:
-    // encryption reads the previous batch's ciphertext back (from L1) instead of keeping it
+    // encryption reads an earlier batch's ciphertext back (from L1) instead of keeping it
     // in registers, which would only spill them to the stack every batch.
     let base = data.as_mut_ptr();
     let counter_steps = CounterSteps {
@@ -107,13 +111,13 @@ pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
         // SAFETY: `index < batches`, so the batch lies within `data`.
         let batch = unsafe { base.add(index * BATCH_BYTES) };
         // Decryption hashes the batch it decrypts; encryption the one before, if any.
-        let hashed = if DECRYPT || index == 0 {
+        let hashed = if DECRYPT || index < ENCRYPT_HASH_LAG {
             batch
         } else {
-            // SAFETY: `index >= 1`: the batch before lies within `data`.
-            unsafe { batch.sub(BATCH_BYTES) }
+            // SAFETY: `index >= ENCRYPT_HASH_LAG`: that batch lies within `data`.
+            unsafe { batch.sub(ENCRYPT_HASH_LAG * BATCH_BYTES) }
         };
-        let run = if DECRYPT || index > 0 {
+        let run = if DECRYPT || index >= ENCRYPT_HASH_LAG {
             run_batch::<ROUNDS, true>
         } else {
             run_batch::<ROUNDS, false>
@@ -133,18 +137,21 @@ pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
         };
     }
 
-    if !DECRYPT && batches > 0 {
-        // SAFETY: `batches >= 1`: the last batch lies within `data`.
-        let last = unsafe { base.add((batches - 1) * BATCH_BYTES) };
-        // SAFETY: `last` is a whole batch within `data`.
-        let first = unsafe { load_reversed(last, 0) };
-        let first = _mm512_xor_si512(first, _mm512_zextsi128_si512(accumulator));
-        let mut sum = product(first, batch_powers[0]);
-        for (vector, power) in batch_powers.iter().enumerate().skip(1) {
-            // SAFETY: as above.
-            sum = add(sum, product(unsafe { load_reversed(last, vector) }, *power));
+    // Encryption's last batches, not hashed in the loop, in order.
+    if !DECRYPT {
+        for index in batches.saturating_sub(ENCRYPT_HASH_LAG)..batches {
+            // SAFETY: `index < batches`: the batch lies within `data`.
+            let last = unsafe { base.add(index * BATCH_BYTES) };
+            // SAFETY: `last` is a whole batch within `data`.
+            let first = unsafe { load_reversed(last, 0) };
+            let first = _mm512_xor_si512(first, _mm512_zextsi128_si512(accumulator));
+            let mut sum = product(first, batch_powers[0]);
+            for (vector, power) in batch_powers.iter().enumerate().skip(1) {
+                // SAFETY: as above.
+                sum = add(sum, product(unsafe { load_reversed(last, vector) }, *power));
+            }
+            accumulator = reduce(sum);
         }
-        accumulator = reduce(sum);
     }
 
     // SAFETY: a `u128` is 16 writable bytes; `storeu` has no alignment requirement.

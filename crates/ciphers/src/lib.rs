@@ -66,6 +66,17 @@ pub trait BlockCipher: Send + Sync {
     fn cbc_decrypt(&self, _previous: &[u8], _data: &mut [u8]) -> bool {
         false
     }
+    /// The AES encryption key schedule, for modes that run their own AES kernels (GCM's
+    /// stitched path, which interleaves the AES rounds with GHASH): the `rounds + 1` round
+    /// keys of FIPS-197 section 5.2 (11, 13 or 15), each in the byte order the AES
+    /// instructions take (the order FIPS-197 writes the words in).
+    ///
+    /// `None` (the default) for ciphers that are not AES or do not keep this schedule; the
+    /// mode then uses the other methods. The keys are secret: callers must not copy them
+    /// anywhere they do not wipe.
+    fn aes_round_keys(&self) -> Option<&[[u8; 16]]> {
+        None
+    }
 }
 
 /// The cipher algorithms parcrypt knows, with their key size where it is fixed.

@@ -11,6 +11,13 @@
 //! a [`GcmAccumulator`]. Decryption hashes the ciphertext *before* decrypting each piece, so
 //! the tag can be checked by the caller before any plaintext leaves its control. The tag is
 //! finished in one place, [`GcmKey::tag`], and checked beside it by [`GcmKey::verify`].
+//!
+//! Where the CPU has VAES-512 and VPCLMULQDQ and the cipher is our AES, ranges run through
+//! a stitched kernel instead (`gcm/vaes512.rs`): one loop that interleaves the AES rounds
+//! of a batch of 32 blocks with the GHASH multiplications of the ciphertext, so CTR and
+//! GHASH overlap in the core rather than running one after the other. Setting the
+//! environment variable `PARCRYPT_NO_STITCHED` (to anything non-empty) when a key is made,
+//! or [`GcmKey::set_stitched`], keeps the two-pass path, for comparisons.
 
 use parcrypt_ciphers::BlockCipher;
 use subtle::ConstantTimeEq;
@@ -19,6 +26,12 @@ use zeroize::{Zeroize, Zeroizing};
 use crate::ctr::{self, Counter, CounterRule};
 use crate::ghash::GhashKey;
 use crate::Direction;
+
+#[cfg(target_arch = "x86_64")]
+mod vaes512;
+
+/// The environment variable that turns the stitched kernel off for keys made afterwards.
+pub const NO_STITCHED_VARIABLE: &str = "PARCRYPT_NO_STITCHED";
 
 /// Bytes of a range processed by CTR then GHASH before moving on (stays in L1).
 const FUSED_PIECE_BYTES: usize = 4096;
@@ -59,6 +72,8 @@ pub struct GcmKey {
     ghash: GhashKey,
     /// H as bytes, for devices that take the raw hash key.
     hash_subkey: Zeroizing<[u8; 16]>,
+    /// Whether [`GcmKey::process_range`] uses the stitched kernel when the cipher is AES.
+    stitched: bool,
 }
 
 /// What one message adds to its [`GcmKey`]: the counter block of its first text block
@@ -76,10 +91,28 @@ impl GcmKey {
         }
         let mut hash_subkey = Zeroizing::new([0u8; 16]);
         cipher.encrypt_blocks(hash_subkey.as_mut_slice());
+        let ghash = GhashKey::new(&hash_subkey);
+        let stitched = stitching_available(&ghash)
+            && std::env::var_os(NO_STITCHED_VARIABLE).is_none_or(|value| value.is_empty());
         Ok(GcmKey {
-            ghash: GhashKey::new(&hash_subkey),
+            ghash,
             hash_subkey,
+            stitched,
         })
+    }
+
+    /// Whether ranges run through the stitched AES-GCM kernel (when the cipher is AES; other
+    /// ciphers always take the two-pass path).
+    pub fn stitched(&self) -> bool {
+        self.stitched
+    }
+
+    /// Turns the stitched kernel on or off for this key, for tests and measurements that
+    /// compare it with the two-pass path; returns whether it is on afterwards (it stays off
+    /// on CPUs without VAES-512 and VPCLMULQDQ).
+    pub fn set_stitched(&mut self, enabled: bool) -> bool {
+        self.stitched = enabled && stitching_available(&self.ghash);
+        self.stitched
     }
 
     /// The GHASH key (H and its powers).
@@ -131,17 +164,90 @@ impl GcmKey {
     ) -> u128 {
         let mut state = 0u128;
         let mut counter = message.text_counter(first_block);
+        let mut data = data;
+        #[cfg(target_arch = "x86_64")]
+        if self.stitched {
+            if let Some(round_keys) = cipher.aes_round_keys() {
+                (counter, data) =
+                    self.process_stitched(round_keys, cipher, direction, counter, &mut state, data);
+            }
+        }
+        self.process_two_pass(cipher, direction, counter, &mut state, data);
+        state
+    }
+
+    /// The stitched share of [`GcmKey::process_range`]: runs the whole batches at the front
+    /// of `data` through the VAES-512 kernel, stepping over a wrap of the counter's low word
+    /// with the two-pass path, and returns the counter and the rest (less than a batch).
+    #[cfg(target_arch = "x86_64")]
+    fn process_stitched<'a>(
+        &self,
+        round_keys: &[[u8; 16]],
+        cipher: &dyn BlockCipher,
+        direction: Direction,
+        mut counter: Counter,
+        state: &mut u128,
+        mut data: &'a mut [u8],
+    ) -> (Counter, &'a mut [u8]) {
+        use vaes512::{BATCH_BLOCKS, BATCH_BYTES};
+        type Kernel = unsafe fn(&[[u8; 16]], &[u128; 32], &[u8; 16], &mut u128, &mut [u8]);
+        let decrypt = direction == Direction::Decrypt;
+        let kernel: Kernel = match (round_keys.len(), decrypt) {
+            (11, false) => vaes512::process::<10, false>,
+            (11, true) => vaes512::process::<10, true>,
+            (13, false) => vaes512::process::<12, false>,
+            (13, true) => vaes512::process::<12, true>,
+            (15, false) => vaes512::process::<14, false>,
+            (15, true) => vaes512::process::<14, true>,
+            _ => return (counter, data),
+        };
+        while data.len() >= BATCH_BYTES {
+            let mut block = [0u8; 16];
+            counter.write(&mut block);
+            let low = u32::from_be_bytes([block[12], block[13], block[14], block[15]]);
+            let until_wrap = (1u64 << 32) - u64::from(low);
+            let batches = (until_wrap / BATCH_BLOCKS as u64).min((data.len() / BATCH_BYTES) as u64);
+            let bytes = if batches == 0 {
+                BATCH_BYTES
+            } else {
+                batches as usize * BATCH_BYTES
+            };
+            let (now, rest) = std::mem::take(&mut data).split_at_mut(bytes);
+            if batches == 0 {
+                // The low word wraps within this batch: the two-pass path knows the rule.
+                self.process_two_pass(cipher, direction, counter, state, now);
+            } else {
+                // SAFETY: `stitched` is only set after `stitching_available` confirmed every
+                // feature the kernel enables; `now` is whole batches within which the
+                // counter's low word does not wrap, and `round_keys` has the length the
+                // kernel's ROUNDS expects.
+                unsafe { kernel(round_keys, self.ghash.powers(), &block, state, now) };
+            }
+            counter = counter.advanced((bytes / 16) as u64);
+            data = rest;
+        }
+        (counter, data)
+    }
+
+    /// CTR then GHASH over `data` in L1-sized pieces, continuing `state`.
+    fn process_two_pass(
+        &self,
+        cipher: &dyn BlockCipher,
+        direction: Direction,
+        mut counter: Counter,
+        state: &mut u128,
+        data: &mut [u8],
+    ) {
         for piece in data.chunks_mut(FUSED_PIECE_BYTES) {
             if direction == Direction::Decrypt {
-                hash_padded(&self.ghash, &mut state, piece);
+                hash_padded(&self.ghash, state, piece);
             }
             ctr::apply(cipher, counter, piece);
             if direction == Direction::Encrypt {
-                hash_padded(&self.ghash, &mut state, piece);
+                hash_padded(&self.ghash, state, piece);
             }
             counter = counter.advanced((FUSED_PIECE_BYTES / 16) as u64);
         }
-        state
     }
 
     /// The GHASH partial sum of a range of ciphertext from a zero state (a final partial
@@ -266,6 +372,20 @@ fn nonce_pre_counter(nonce: &[u8; NONCE_BYTES]) -> [u8; 16] {
     block[..NONCE_BYTES].copy_from_slice(nonce);
     block[15] = 1;
     block
+}
+
+/// Whether this CPU can run the stitched kernel with a key of this GHASH implementation
+/// (the kernel reads the VPCLMULQDQ table of powers).
+fn stitching_available(ghash: &GhashKey) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        ghash.implementation() == crate::ghash::Implementation::Vpclmul && vaes512::is_available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = ghash;
+        false
+    }
 }
 
 fn check_length(data: &[u8]) -> Result<(), GcmError> {

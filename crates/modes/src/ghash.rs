@@ -39,11 +39,11 @@ mod soft;
 #[cfg(target_arch = "x86_64")]
 mod x86_pclmul;
 #[cfg(target_arch = "x86_64")]
-mod x86_vpclmul;
+pub(crate) mod x86_vpclmul;
 
 /// How many powers of H a key keeps: the most blocks any implementation hashes per reduction.
 /// The vector modules check at compile time that their group sizes fit.
-const POWERS: usize = 32;
+pub(crate) const POWERS: usize = 32;
 
 /// `element * x^-1`: the form in which the right operand of every multiplication is kept (see
 /// the module documentation), and the form GHASH kernels on a device take H in. Shifting out
@@ -155,6 +155,12 @@ impl GhashKey {
     /// The implementation this key runs.
     pub fn implementation(&self) -> Implementation {
         self.implementation
+    }
+
+    /// The powers of H as the vector paths keep them: entry `i` is `prepare(H^(POWERS - i))`
+    /// (for GCM's stitched kernel, which hashes [`POWERS`] blocks per reduction).
+    pub(crate) fn powers(&self) -> &[u128; POWERS] {
+        &self.powers
     }
 
     /// state = (state XOR X_1) * H, then the same for each further block X_i of `blocks`

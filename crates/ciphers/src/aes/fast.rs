@@ -744,6 +744,10 @@ impl BlockCipher for FastAes {
     fn cbc_decrypt(&self, previous: &[u8], data: &mut [u8]) -> bool {
         self.run_cbc_decrypt(previous, data)
     }
+
+    fn aes_round_keys(&self) -> Option<&[[u8; 16]]> {
+        Some(&self.round_keys.keys[..=self.round_keys.rounds])
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ const REGISTERS_PER_GROUP: usize = POWERS / LANES;
 const GROUP_BYTES: usize = 16 * POWERS;
 const _: () = assert!(POWERS.is_multiple_of(LANES) && REGISTERS_PER_GROUP >= 2);
 
-pub(super) fn is_available() -> bool {
+pub(crate) fn is_available() -> bool {
     is_x86_feature_detected!("avx512f")
         && is_x86_feature_detected!("avx512bw")
         && is_x86_feature_detected!("vpclmulqdq")
@@ -28,7 +28,7 @@ pub(super) fn is_available() -> bool {
 
 /// Unreduced sums of products, per lane: `high * y^128 + middle * y^64 + low`.
 #[derive(Clone, Copy)]
-struct Products {
+pub(crate) struct Products {
     low: __m512i,
     middle: __m512i,
     high: __m512i,
@@ -36,7 +36,7 @@ struct Products {
 
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2")]
-fn byte_reverse_lanes(vector: __m512i) -> __m512i {
+pub(crate) fn byte_reverse_lanes(vector: __m512i) -> __m512i {
     let reverse = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     _mm512_shuffle_epi8(vector, _mm512_broadcast_i32x4(reverse))
 }
@@ -65,7 +65,7 @@ fn load_blocks_partial(blocks: &[u8], lanes: usize) -> __m512i {
 /// Four consecutive powers from the table.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2")]
-fn load_powers(powers: &[u128]) -> __m512i {
+pub(crate) fn load_powers(powers: &[u128]) -> __m512i {
     assert!(powers.len() >= LANES);
     // SAFETY: the assertion guarantees 64 readable bytes; `loadu` has no alignment requirement.
     unsafe { _mm512_loadu_si512(powers.as_ptr().cast()) }
@@ -90,14 +90,14 @@ fn lane_mask(lanes: usize) -> __mmask8 {
 /// A power of H with, in both halves of each lane, the sum of its halves: the second
 /// operand of the Karatsuba middle product.
 #[derive(Clone, Copy)]
-struct Power {
+pub(crate) struct Power {
     value: __m512i,
     halves_sum: __m512i,
 }
 
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2")]
-fn with_halves_sum(value: __m512i) -> Power {
+pub(crate) fn with_halves_sum(value: __m512i) -> Power {
     Power {
         value,
         halves_sum: _mm512_xor_si512(value, _mm512_shuffle_epi32::<0x4e>(value)),
@@ -109,7 +109,7 @@ fn with_halves_sum(value: __m512i) -> Power {
 /// it once per sum rather than per product.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2")]
-fn product(left: __m512i, right: Power) -> Products {
+pub(crate) fn product(left: __m512i, right: Power) -> Products {
     let left_halves_sum = _mm512_xor_si512(left, _mm512_shuffle_epi32::<0x4e>(left));
     Products {
         low: _mm512_clmulepi64_epi128::<0x00>(left, right.value),
@@ -120,7 +120,7 @@ fn product(left: __m512i, right: Power) -> Products {
 
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2")]
-fn add(sum: Products, term: Products) -> Products {
+pub(crate) fn add(sum: Products, term: Products) -> Products {
     Products {
         low: _mm512_xor_si512(sum.low, term.low),
         middle: _mm512_xor_si512(sum.middle, term.middle),
@@ -132,7 +132,7 @@ fn add(sum: Products, term: Products) -> Products {
 /// each lane, followed by the sum of the lanes.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2")]
-fn reduce(products: Products) -> __m128i {
+pub(crate) fn reduce(products: Products) -> __m128i {
     let constant = _mm512_set1_epi64(FOLD_CONSTANT as i64);
     let fold = _mm512_clmulepi64_epi128::<0x00>(products.low, constant);
     let middle = _mm512_xor_si512(

@@ -12,12 +12,17 @@
 //! the tag can be checked by the caller before any plaintext leaves its control. The tag is
 //! finished in one place, [`GcmKey::tag`], and checked beside it by [`GcmKey::verify`].
 //!
-//! Where the CPU has VAES-512 and VPCLMULQDQ and the cipher is our AES, ranges run through
-//! a stitched kernel instead (`gcm/vaes512.rs`): one loop that interleaves the AES rounds
-//! of a batch of 32 blocks with the GHASH multiplications of the ciphertext, so CTR and
-//! GHASH overlap in the core rather than running one after the other. Setting the
-//! environment variable `PARCRYPT_NO_STITCHED` (to anything non-empty) when a key is made,
-//! or [`GcmKey::set_stitched`], keeps the two-pass path, for comparisons.
+//! Where the cipher is our AES and the CPU has the instructions, ranges run through a
+//! stitched kernel instead: one loop that interleaves the AES rounds of a batch of counter
+//! blocks with the GHASH multiplications of a batch of ciphertext, so CTR and GHASH overlap
+//! in the core rather than running one after the other. There is one per instruction set,
+//! named by [`GcmKernel`]: VAES-512 (`gcm/vaes512.rs`, 32 blocks per batch), VAES-256 on AVX2
+//! (`gcm/vaes256.rs`, 16 blocks) and AES-NI with PCLMULQDQ (`gcm/aesni.rs`, 8 blocks); each
+//! sums a batch's products unreduced with the powers of H the [`GhashKey`] made once per key
+//! and reduces once per batch. [`GcmKernel::fastest`] is the default; the environment
+//! variable [`KERNEL_VARIABLE`] (`PARCRYPT_GCM_KERNEL`) or [`GcmKey::set_kernel`] picks
+//! another, and [`NO_STITCHED_VARIABLE`] (`PARCRYPT_NO_STITCHED`, anything non-empty) keeps
+//! the two-pass path, for comparisons.
 
 use parcrypt_ciphers::BlockCipher;
 use subtle::ConstantTimeEq;
@@ -28,10 +33,130 @@ use crate::ghash::GhashKey;
 use crate::Direction;
 
 #[cfg(target_arch = "x86_64")]
+mod aesni;
+#[cfg(target_arch = "x86_64")]
+mod vaes256;
+#[cfg(target_arch = "x86_64")]
 mod vaes512;
 
-/// The environment variable that turns the stitched kernel off for keys made afterwards.
+/// The environment variable that turns the stitched kernels off (the two-pass path) for keys
+/// made afterwards, when set to anything non-empty.
 pub const NO_STITCHED_VARIABLE: &str = "PARCRYPT_NO_STITCHED";
+
+/// The environment variable that picks the [`GcmKernel`] of keys made afterwards by its
+/// [name](GcmKernel::name) (`vaes512`, `vaes256`, `aesni` or `two-pass`); a kernel this CPU
+/// lacks falls back as [`GcmKey::set_kernel`] does. Unset or empty means the fastest;
+/// [`GcmKernel::from_environment`] tells a front end about a value it does not know.
+pub const KERNEL_VARIABLE: &str = "PARCRYPT_GCM_KERNEL";
+
+/// The code that runs the CTR and GHASH of a range when the cipher is our AES (other ciphers
+/// always take [`GcmKernel::TwoPass`]). Listed fastest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GcmKernel {
+    /// Stitched, 512-bit VAES and VPCLMULQDQ (AVX-512), 32 blocks per batch.
+    Vaes512,
+    /// Stitched, 256-bit VAES and VPCLMULQDQ (AVX2), 16 blocks per batch.
+    Vaes256,
+    /// Stitched, AES-NI and PCLMULQDQ on 128-bit registers, 8 blocks per batch.
+    AesNi,
+    /// CTR then GHASH over each 4 KiB piece, with the GHASH implementation of the
+    /// [`GhashKey`]: runs everywhere and with every cipher.
+    TwoPass,
+}
+
+impl GcmKernel {
+    /// Every kernel, in the order of fallback: a kernel the CPU lacks falls back to the
+    /// first available one after it.
+    pub const ALL: [GcmKernel; 4] = [
+        GcmKernel::Vaes512,
+        GcmKernel::Vaes256,
+        GcmKernel::AesNi,
+        GcmKernel::TwoPass,
+    ];
+
+    /// Whether this CPU can run it.
+    pub fn is_available(self) -> bool {
+        match self {
+            GcmKernel::TwoPass => true,
+            #[cfg(target_arch = "x86_64")]
+            GcmKernel::Vaes512 => vaes512::is_available(),
+            #[cfg(target_arch = "x86_64")]
+            GcmKernel::Vaes256 => vaes256::is_available(),
+            #[cfg(target_arch = "x86_64")]
+            GcmKernel::AesNi => aesni::is_available(),
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+
+    /// The kernels this CPU can run, in the order of [`GcmKernel::ALL`] (always ending with
+    /// [`GcmKernel::TwoPass`]).
+    pub fn available() -> Vec<GcmKernel> {
+        Self::ALL
+            .into_iter()
+            .filter(|kernel| kernel.is_available())
+            .collect()
+    }
+
+    /// `self` if this CPU can run it, else the first available kernel after it in
+    /// [`GcmKernel::ALL`].
+    pub fn or_fallback(self) -> GcmKernel {
+        Self::ALL
+            .into_iter()
+            .skip_while(|kernel| *kernel != self)
+            .find(|kernel| kernel.is_available())
+            .unwrap_or(GcmKernel::TwoPass)
+    }
+
+    /// The fastest kernel this CPU can run, the default of every key: the first available
+    /// in [`GcmKernel::ALL`]. (Measured on a Zen 4, where 512-bit operations are split into
+    /// two 256-bit halves, VAES-512 still beat VAES-256 at every size; see the README.)
+    pub fn fastest() -> GcmKernel {
+        GcmKernel::Vaes512.or_fallback()
+    }
+
+    /// Short lower-case name, as [`KERNEL_VARIABLE`] takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            GcmKernel::Vaes512 => "vaes512",
+            GcmKernel::Vaes256 => "vaes256",
+            GcmKernel::AesNi => "aesni",
+            GcmKernel::TwoPass => "two-pass",
+        }
+    }
+
+    /// The kernel named `name` (as [`GcmKernel::name`] writes it), if any.
+    pub fn from_name(name: &str) -> Option<GcmKernel> {
+        Self::ALL.into_iter().find(|kernel| kernel.name() == name)
+    }
+
+    /// The kernel the environment asks for: `Ok(None)` when neither variable is set,
+    /// [`GcmKernel::TwoPass`] when [`NO_STITCHED_VARIABLE`] is, the kernel named by
+    /// [`KERNEL_VARIABLE`] otherwise, and a one-line reason when that name is unknown.
+    pub fn from_environment() -> Result<Option<GcmKernel>, String> {
+        if std::env::var_os(NO_STITCHED_VARIABLE).is_some_and(|value| !value.is_empty()) {
+            return Ok(Some(GcmKernel::TwoPass));
+        }
+        let Some(value) = std::env::var_os(KERNEL_VARIABLE) else {
+            return Ok(None);
+        };
+        if value.is_empty() {
+            return Ok(None);
+        }
+        let text = value.to_string_lossy();
+        GcmKernel::from_name(text.trim()).map(Some).ok_or_else(|| {
+            format!(
+                "{KERNEL_VARIABLE}={text:?} names no GCM kernel (one of vaes512, vaes256, aesni, two-pass)"
+            )
+        })
+    }
+}
+
+impl std::fmt::Display for GcmKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Bytes of a range processed by CTR then GHASH before moving on (stays in L1).
 const FUSED_PIECE_BYTES: usize = 4096;
@@ -72,8 +197,8 @@ pub struct GcmKey {
     ghash: GhashKey,
     /// H as bytes, for devices that take the raw hash key.
     hash_subkey: Zeroizing<[u8; 16]>,
-    /// Whether [`GcmKey::process_range`] uses the stitched kernel when the cipher is AES.
-    stitched: bool,
+    /// What [`GcmKey::process_range`] runs when the cipher is our AES; always available.
+    kernel: GcmKernel,
 }
 
 /// What one message adds to its [`GcmKey`]: the counter block of its first text block
@@ -92,27 +217,31 @@ impl GcmKey {
         let mut hash_subkey = Zeroizing::new([0u8; 16]);
         cipher.encrypt_blocks(hash_subkey.as_mut_slice());
         let ghash = GhashKey::new(&hash_subkey);
-        let stitched = stitching_available(&ghash)
-            && std::env::var_os(NO_STITCHED_VARIABLE).is_none_or(|value| value.is_empty());
+        // An unknown name in the environment keeps the default (a front end that wants to
+        // refuse it asks `GcmKernel::from_environment` itself).
+        let kernel = GcmKernel::from_environment()
+            .ok()
+            .flatten()
+            .map_or_else(GcmKernel::fastest, GcmKernel::or_fallback);
         Ok(GcmKey {
             ghash,
             hash_subkey,
-            stitched,
+            kernel,
         })
     }
 
-    /// Whether ranges run through the stitched AES-GCM kernel (when the cipher is AES; other
-    /// ciphers always take the two-pass path).
-    pub fn stitched(&self) -> bool {
-        self.stitched
+    /// The kernel ranges run through when the cipher is our AES (other ciphers always take
+    /// the two-pass path).
+    pub fn kernel(&self) -> GcmKernel {
+        self.kernel
     }
 
-    /// Turns the stitched kernel on or off for this key, for tests and measurements that
-    /// compare it with the two-pass path; returns whether it is on afterwards (it stays off
-    /// on CPUs without VAES-512 and VPCLMULQDQ).
-    pub fn set_stitched(&mut self, enabled: bool) -> bool {
-        self.stitched = enabled && stitching_available(&self.ghash);
-        self.stitched
+    /// Makes this key run `kernel`, for tests and measurements that compare kernels, and
+    /// returns the kernel in force afterwards: `kernel` itself, or where this CPU lacks it
+    /// the first available one after it in [`GcmKernel::ALL`].
+    pub fn set_kernel(&mut self, kernel: GcmKernel) -> GcmKernel {
+        self.kernel = kernel.or_fallback();
+        self.kernel
     }
 
     /// The GHASH key (H and its powers).
@@ -166,7 +295,7 @@ impl GcmKey {
         let mut counter = message.text_counter(first_block);
         let mut data = data;
         #[cfg(target_arch = "x86_64")]
-        if self.stitched {
+        if self.kernel != GcmKernel::TwoPass {
             if let Some(round_keys) = cipher.aes_round_keys() {
                 (counter, data) =
                     self.process_stitched(round_keys, cipher, direction, counter, &mut state, data);
@@ -177,7 +306,7 @@ impl GcmKey {
     }
 
     /// The stitched share of [`GcmKey::process_range`]: runs the whole batches at the front
-    /// of `data` through the VAES-512 kernel, stepping over a wrap of the counter's low word
+    /// of `data` through the key's kernel, stepping over a wrap of the counter's low word
     /// with the two-pass path, and returns the counter and the rest (less than a batch).
     #[cfg(target_arch = "x86_64")]
     fn process_stitched<'a>(
@@ -189,38 +318,51 @@ impl GcmKey {
         state: &mut u128,
         mut data: &'a mut [u8],
     ) -> (Counter, &'a mut [u8]) {
-        use vaes512::{BATCH_BLOCKS, BATCH_BYTES};
         type Kernel = unsafe fn(&[[u8; 16]], &[u128; 32], &[u8; 16], &mut u128, &mut [u8]);
-        let decrypt = direction == Direction::Decrypt;
-        let kernel: Kernel = match (round_keys.len(), decrypt) {
-            (11, false) => vaes512::process::<10, false>,
-            (11, true) => vaes512::process::<10, true>,
-            (13, false) => vaes512::process::<12, false>,
-            (13, true) => vaes512::process::<12, true>,
-            (15, false) => vaes512::process::<14, false>,
-            (15, true) => vaes512::process::<14, true>,
-            _ => return (counter, data),
+        /// The kernel function of module `$module` for the key size and direction.
+        macro_rules! pick {
+            ($module:ident) => {
+                (
+                    $module::BATCH_BLOCKS,
+                    match (round_keys.len(), direction == Direction::Decrypt) {
+                        (11, false) => $module::process::<10, false> as Kernel,
+                        (11, true) => $module::process::<10, true>,
+                        (13, false) => $module::process::<12, false>,
+                        (13, true) => $module::process::<12, true>,
+                        (15, false) => $module::process::<14, false>,
+                        (15, true) => $module::process::<14, true>,
+                        _ => return (counter, data),
+                    },
+                )
+            };
+        }
+        let (batch_blocks, kernel) = match self.kernel {
+            GcmKernel::Vaes512 => pick!(vaes512),
+            GcmKernel::Vaes256 => pick!(vaes256),
+            GcmKernel::AesNi => pick!(aesni),
+            GcmKernel::TwoPass => return (counter, data),
         };
-        while data.len() >= BATCH_BYTES {
+        let batch_bytes = 16 * batch_blocks;
+        while data.len() >= batch_bytes {
             let mut block = [0u8; 16];
             counter.write(&mut block);
             let low = u32::from_be_bytes([block[12], block[13], block[14], block[15]]);
             let until_wrap = (1u64 << 32) - u64::from(low);
-            let batches = (until_wrap / BATCH_BLOCKS as u64).min((data.len() / BATCH_BYTES) as u64);
+            let batches = (until_wrap / batch_blocks as u64).min((data.len() / batch_bytes) as u64);
             let bytes = if batches == 0 {
-                BATCH_BYTES
+                batch_bytes
             } else {
-                batches as usize * BATCH_BYTES
+                batches as usize * batch_bytes
             };
             let (now, rest) = std::mem::take(&mut data).split_at_mut(bytes);
             if batches == 0 {
                 // The low word wraps within this batch: the two-pass path knows the rule.
                 self.process_two_pass(cipher, direction, counter, state, now);
             } else {
-                // SAFETY: `stitched` is only set after `stitching_available` confirmed every
-                // feature the kernel enables; `now` is whole batches within which the
-                // counter's low word does not wrap, and `round_keys` has the length the
-                // kernel's ROUNDS expects.
+                // SAFETY: `kernel` is never a kernel `is_available` denied (`set_kernel` and
+                // `new` only keep available ones), so the CPU has every feature it enables;
+                // `now` is whole batches of that kernel within which the counter's low word
+                // does not wrap, and `round_keys` has the length its ROUNDS expects.
                 unsafe { kernel(round_keys, self.ghash.powers(), &block, state, now) };
             }
             counter = counter.advanced((bytes / 16) as u64);
@@ -372,20 +514,6 @@ fn nonce_pre_counter(nonce: &[u8; NONCE_BYTES]) -> [u8; 16] {
     block[..NONCE_BYTES].copy_from_slice(nonce);
     block[15] = 1;
     block
-}
-
-/// Whether this CPU can run the stitched kernel with a key of this GHASH implementation
-/// (the kernel reads the VPCLMULQDQ table of powers).
-fn stitching_available(ghash: &GhashKey) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        ghash.implementation() == crate::ghash::Implementation::Vpclmul && vaes512::is_available()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = ghash;
-        false
-    }
 }
 
 fn check_length(data: &[u8]) -> Result<(), GcmError> {

@@ -35,9 +35,9 @@ use std::fmt;
 
 use zeroize::Zeroize;
 
-mod soft;
+pub(crate) mod soft;
 #[cfg(target_arch = "x86_64")]
-mod x86_pclmul;
+pub(crate) mod x86_pclmul;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_vpclmul;
 

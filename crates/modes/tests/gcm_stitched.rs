@@ -1,42 +1,68 @@
-//! The stitched AES-GCM kernel against the two-pass path on the same machine, and against
-//! the RustCrypto `aes-gcm` crate: every length 0..=1024 bytes, lengths around batch
-//! boundaries, AES-128/192/256, both directions, ranges that start at arbitrary blocks
-//! (as the engine's threads call them) and counters whose low word wraps inside a range.
+//! Every stitched AES-GCM kernel this CPU has (VAES-512, VAES-256, AES-NI), each forced on
+//! with the others off, against the two-pass path on the same machine and against the
+//! RustCrypto `aes-gcm` crate: every length 0..=1024 bytes, lengths around each kernel's
+//! batch size, AES-128/192/256, both directions, ranges that start at arbitrary blocks (as
+//! the engine's threads call them) and counters whose low word wraps inside a range.
 //!
-//! Where the CPU lacks VAES-512 or VPCLMULQDQ the stitched key falls back and the
-//! comparisons still run (both sides two-pass); a line on stderr says so.
+//! A kernel the CPU lacks is reported as SKIPPED on stdout (libtest shows it) and not run.
 
 // Tests say on stderr what this machine could not run; libtest shows it.
 #![allow(clippy::disallowed_macros)]
 
 use aes_gcm::aead::{AeadInOut, KeyInit};
 use parcrypt_ciphers::{new_cipher, Algorithm, BlockCipher, Implementation};
-use parcrypt_modes::gcm::{GcmAccumulator, GcmKey, GcmMessage};
+use parcrypt_modes::gcm::{GcmAccumulator, GcmKernel, GcmKey, GcmMessage};
 use parcrypt_modes::Direction;
 use rand::rngs::StdRng;
 use rand::{Rng, RngExt, SeedableRng};
 
 const ALGORITHMS: [Algorithm; 3] = [Algorithm::Aes128, Algorithm::Aes192, Algorithm::Aes256];
 
-/// A key with the stitched kernel on (where the CPU has it) and one with it off.
+/// The stitched kernels this CPU has; the others are reported as skipped.
+fn stitched_kernels() -> Vec<GcmKernel> {
+    let mut kernels = Vec::new();
+    for kernel in GcmKernel::ALL {
+        if kernel == GcmKernel::TwoPass {
+            continue;
+        }
+        if kernel.is_available() {
+            kernels.push(kernel);
+        } else {
+            println!("SKIPPED: the {kernel} GCM kernel is not available on this CPU");
+        }
+    }
+    kernels
+}
+
+/// Blocks per batch of each stitched kernel (the lengths around them are checked).
+fn batch_blocks(kernel: GcmKernel) -> usize {
+    match kernel {
+        GcmKernel::Vaes512 => 32,
+        GcmKernel::Vaes256 => 16,
+        GcmKernel::AesNi => 8,
+        GcmKernel::TwoPass => 256,
+    }
+}
+
+/// A key forced onto one stitched kernel and one onto the two-pass path.
 struct Keys {
+    key: Vec<u8>,
     cipher: Box<dyn BlockCipher>,
     stitched: GcmKey,
     two_pass: GcmKey,
 }
 
-fn keys(algorithm: Algorithm, rng: &mut StdRng) -> Keys {
+fn keys(algorithm: Algorithm, kernel: GcmKernel, rng: &mut StdRng) -> Keys {
     let (length, _) = algorithm.key_lengths();
     let mut key = vec![0u8; length];
     rng.fill_bytes(&mut key);
     let cipher = new_cipher(algorithm, Implementation::Fast, &key).expect("valid key");
     let mut stitched = GcmKey::new(cipher.as_ref()).expect("AES is a 128-bit cipher");
     let mut two_pass = stitched.clone();
-    if !stitched.set_stitched(true) {
-        println!("SKIPPED: stitched AES-GCM not available on this CPU: both sides run two-pass");
-    }
-    assert!(!two_pass.set_stitched(false));
+    assert_eq!(stitched.set_kernel(kernel), kernel, "{kernel} is available");
+    assert_eq!(two_pass.set_kernel(GcmKernel::TwoPass), GcmKernel::TwoPass);
     Keys {
+        key,
         cipher,
         stitched,
         two_pass,
@@ -79,37 +105,51 @@ fn both_paths_agree(
     stitched
 }
 
-/// Every length 0..=1024 bytes and lengths around 32-block batches, in both directions.
+/// Every length 0..=1024 bytes and lengths around 1..5 batches and long runs of batches,
+/// in both directions, for each kernel.
 #[test]
 fn stitched_equals_two_pass_for_every_length() {
     let mut rng = StdRng::seed_from_u64(0x5717C4ED);
-    let around_batches = [31, 32, 33, 63, 64, 65, 255, 256, 257, 511, 512, 513, 1000];
-    let lengths: Vec<usize> = (0..=1024)
-        .chain(
-            around_batches
-                .iter()
-                .flat_map(|blocks| [blocks * 16 - 1, blocks * 16, blocks * 16 + 7]),
-        )
-        .collect();
-    for algorithm in ALGORITHMS {
-        let keys = keys(algorithm, &mut rng);
-        let cipher = keys.cipher.as_ref();
-        for &length in &lengths {
-            let nonce: [u8; 12] = rng.random();
-            let message = keys.stitched.message_with_nonce(cipher, &nonce);
-            let plaintext = random_bytes(&mut rng, length);
-            let context = format!("{algorithm}, {length} bytes");
-            let ciphertext =
-                both_paths_agree(&keys, &message, Direction::Encrypt, 0, &plaintext, &context);
-            let decrypted = both_paths_agree(
-                &keys,
-                &message,
-                Direction::Decrypt,
-                0,
-                &ciphertext,
-                &context,
-            );
-            assert!(decrypted == plaintext, "{context}: round trip");
+    for kernel in stitched_kernels() {
+        let batch = batch_blocks(kernel);
+        let lengths: Vec<usize> = (0..=1024)
+            .chain(
+                [1, 2, 3, 4, 5, 31, 64]
+                    .iter()
+                    .flat_map(|batches| {
+                        let bytes = batches * batch * 16;
+                        [
+                            bytes - 17,
+                            bytes - 16,
+                            bytes - 1,
+                            bytes,
+                            bytes + 1,
+                            bytes + 16,
+                        ]
+                    })
+                    .chain([16_000, 16 * 1000 + 7]),
+            )
+            .collect();
+        for algorithm in ALGORITHMS {
+            let keys = keys(algorithm, kernel, &mut rng);
+            let cipher = keys.cipher.as_ref();
+            for &length in &lengths {
+                let nonce: [u8; 12] = rng.random();
+                let message = keys.stitched.message_with_nonce(cipher, &nonce);
+                let plaintext = random_bytes(&mut rng, length);
+                let context = format!("{kernel} {algorithm}, {length} bytes");
+                let ciphertext =
+                    both_paths_agree(&keys, &message, Direction::Encrypt, 0, &plaintext, &context);
+                let decrypted = both_paths_agree(
+                    &keys,
+                    &message,
+                    Direction::Decrypt,
+                    0,
+                    &ciphertext,
+                    &context,
+                );
+                assert!(decrypted == plaintext, "{context}: round trip");
+            }
         }
     }
 }
@@ -122,26 +162,38 @@ fn first_block_with_low_word(low: u32) -> u64 {
 }
 
 /// Ranges that start at arbitrary blocks (the engine's threads) and cross the counter's
-/// 32-bit wrap: both paths agree per range, and the partial sums joined in order give the
-/// same tag as the whole message and as the `aes-gcm` crate.
+/// 32-bit wrap (at random places and just before, at and after a batch boundary): both
+/// paths agree per range, and the partial sums joined in order give the same tag as the
+/// whole message and, for whole messages, as the `aes-gcm` crate. For each kernel.
 #[test]
 fn ranges_at_any_block_add_up_to_the_whole() {
     let mut rng = StdRng::seed_from_u64(0x0FF5E7);
-    for algorithm in ALGORITHMS {
-        let keys = keys(algorithm, &mut rng);
+    for (kernel, algorithm) in stitched_kernels()
+        .into_iter()
+        .flat_map(|kernel| ALGORITHMS.map(|algorithm| (kernel, algorithm)))
+    {
+        let keys = keys(algorithm, kernel, &mut rng);
         let cipher = keys.cipher.as_ref();
-        for case in 0..24 {
+        let batch = batch_blocks(kernel) as u32;
+        for case in 0..30 {
             let length = rng.random_range(0..=40_000usize);
             let plaintext = random_bytes(&mut rng, length);
             let nonce: [u8; 12] = rng.random();
             let message = keys.stitched.message_with_nonce(cipher, &nonce);
             let blocks = length.div_ceil(16);
-            // Half the cases start near the wrap of the low counter word.
-            let start = if case % 2 == 0 {
-                0
-            } else {
-                let before_wrap = rng.random_range(0..=blocks as u32 + 40);
-                first_block_with_low_word(0u32.wrapping_sub(before_wrap))
+            // A third of the cases start at block 0, a third near the wrap of the low
+            // counter word at random, a third so the wrap falls at or next to the end of a
+            // whole batch.
+            let start = match case % 3 {
+                0 => 0,
+                1 => {
+                    let before_wrap = rng.random_range(0..=blocks as u32 + 40);
+                    first_block_with_low_word(0u32.wrapping_sub(before_wrap))
+                }
+                _ => {
+                    let before_wrap = batch * rng.random_range(0..4) + rng.random_range(0..3);
+                    first_block_with_low_word(0u32.wrapping_sub(before_wrap).wrapping_sub(1))
+                }
             };
 
             let mut whole = plaintext.clone();
@@ -161,7 +213,8 @@ fn ranges_at_any_block_add_up_to_the_whole() {
             let mut joined = GcmAccumulator::default();
             let mut pieces = Vec::with_capacity(length);
             for range in cuts.windows(2) {
-                let context = format!("{algorithm}, {length} bytes from block {start}, {range:?}");
+                let context =
+                    format!("{kernel} {algorithm}, {length} bytes from block {start}, {range:?}");
                 let output = both_paths_agree(
                     &keys,
                     &message,
@@ -192,11 +245,18 @@ fn ranges_at_any_block_add_up_to_the_whole() {
             whole_accumulator
                 .append(&keys.stitched, whole_sum, length as u64)
                 .expect("short message");
+            let tag = keys.stitched.tag(&message, &joined);
             assert_eq!(
-                keys.stitched.tag(&message, &joined),
+                tag,
                 keys.stitched.tag(&message, &whole_accumulator),
-                "{algorithm}, {length} bytes, cuts {cuts:?}"
+                "{kernel} {algorithm}, {length} bytes, cuts {cuts:?}"
             );
+            if start == 0 && algorithm != Algorithm::Aes192 {
+                let mut theirs = plaintext.clone();
+                let their_tag = aes_gcm_crate_seal(&keys.key, &nonce, &[], &mut theirs);
+                assert!(theirs == whole, "{kernel} {algorithm}, {length} bytes");
+                assert_eq!(tag, their_tag, "{kernel} {algorithm}, {length} bytes");
+            }
         }
     }
 }
@@ -214,12 +274,31 @@ fn aes_gcm_crate_seal(key: &[u8], nonce: &[u8; 12], aad: &[u8], data: &mut [u8])
     tag.expect("short message").into()
 }
 
-/// Whole messages through `seal` with the stitched key match the `aes-gcm` crate, and
-/// `open` takes them back.
+/// Whole messages through `seal` with each kernel match the `aes-gcm` crate, and `open`
+/// takes them back.
 #[test]
 fn stitched_seal_matches_aes_gcm_crate() {
     let mut rng = StdRng::seed_from_u64(0xAE5_6C3);
-    for length in [0, 1, 511, 512, 513, 4096, 16 * 1024 + 3, 100_000] {
+    let kernels = stitched_kernels();
+    let lengths = [
+        0,
+        1,
+        127,
+        128,
+        129,
+        255,
+        256,
+        257,
+        511,
+        512,
+        513,
+        4096,
+        16 * 1024 + 3,
+    ];
+    for (kernel, length) in kernels
+        .iter()
+        .flat_map(|kernel| lengths.into_iter().chain([100_000]).map(|l| (*kernel, l)))
+    {
         for key_length in [16, 32] {
             let key = random_bytes(&mut rng, key_length);
             let algorithm = if key_length == 16 {
@@ -228,7 +307,8 @@ fn stitched_seal_matches_aes_gcm_crate() {
                 Algorithm::Aes256
             };
             let cipher = new_cipher(algorithm, Implementation::Fast, &key).expect("valid key");
-            let gcm = GcmKey::new(cipher.as_ref()).expect("128-bit cipher");
+            let mut gcm = GcmKey::new(cipher.as_ref()).expect("128-bit cipher");
+            assert_eq!(gcm.set_kernel(kernel), kernel);
             let nonce: [u8; 12] = rng.random();
             let aad = random_bytes(&mut rng, length % 37);
             let plaintext = random_bytes(&mut rng, length);
@@ -239,8 +319,11 @@ fn stitched_seal_matches_aes_gcm_crate() {
                 .expect("short message");
             let mut theirs = plaintext.clone();
             let their_tag = aes_gcm_crate_seal(&key, &nonce, &aad, &mut theirs);
-            assert!(ours == theirs, "{algorithm}, {length} bytes: ciphertext");
-            assert_eq!(tag, their_tag, "{algorithm}, {length} bytes: tag");
+            assert!(
+                ours == theirs,
+                "{kernel} {algorithm}, {length} bytes: ciphertext"
+            );
+            assert_eq!(tag, their_tag, "{kernel} {algorithm}, {length} bytes: tag");
             gcm.open(cipher.as_ref(), &nonce, &aad, &mut ours, &tag)
                 .expect("authentic");
             assert!(ours == plaintext, "{algorithm}, {length} bytes: open");
@@ -266,4 +349,27 @@ fn reference_aes_takes_the_two_pass_path_and_agrees() {
     let reference_tag = gcm.seal(reference.as_ref(), &nonce, &[], &mut by_reference);
     assert_eq!(tag, reference_tag);
     assert!(by_fast == by_reference);
+}
+
+/// `set_kernel` keeps an available kernel, falls back to the next available one otherwise,
+/// and `available` lists exactly the kernels `is_available` admits, ending with two-pass.
+#[test]
+fn kernel_selection_falls_back_in_order() {
+    let available = GcmKernel::available();
+    assert_eq!(available.last(), Some(&GcmKernel::TwoPass));
+    assert_eq!(GcmKernel::fastest(), available[0]);
+    let cipher = new_cipher(Algorithm::Aes128, Implementation::Fast, &[7; 16]).expect("key");
+    let mut key = GcmKey::new(cipher.as_ref()).expect("128-bit cipher");
+    for (index, kernel) in GcmKernel::ALL.into_iter().enumerate() {
+        assert_eq!(available.contains(&kernel), kernel.is_available());
+        let expected = GcmKernel::ALL[index..]
+            .iter()
+            .copied()
+            .find(|kernel| kernel.is_available())
+            .expect("two-pass is always available");
+        assert_eq!(key.set_kernel(kernel), expected, "{kernel}");
+        assert_eq!(key.kernel(), expected);
+        assert_eq!(GcmKernel::from_name(kernel.name()), Some(kernel));
+    }
+    assert_eq!(GcmKernel::from_name("avx9000"), None);
 }

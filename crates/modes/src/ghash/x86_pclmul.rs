@@ -18,7 +18,7 @@ pub(super) fn is_available() -> bool {
 
 /// Unreduced 256-bit sum of products: `high * y^128 + middle * y^64 + low`.
 #[derive(Clone, Copy)]
-struct Products {
+pub(crate) struct Products {
     low: __m128i,
     middle: __m128i,
     high: __m128i,
@@ -55,7 +55,7 @@ fn to_element(vector: __m128i) -> u128 {
 /// once per sum rather than per product. `right_halves_sum` has that sum in its low half.
 #[inline]
 #[target_feature(enable = "pclmulqdq,ssse3")]
-fn product(left: __m128i, right: __m128i, right_halves_sum: __m128i) -> Products {
+pub(crate) fn product(left: __m128i, right: __m128i, right_halves_sum: __m128i) -> Products {
     let left_halves_sum = _mm_xor_si128(left, _mm_shuffle_epi32::<0x4e>(left));
     Products {
         low: _mm_clmulepi64_si128::<0x00>(left, right),
@@ -66,13 +66,13 @@ fn product(left: __m128i, right: __m128i, right_halves_sum: __m128i) -> Products
 
 #[inline]
 #[target_feature(enable = "pclmulqdq,ssse3")]
-fn halves_sum(value: __m128i) -> __m128i {
+pub(crate) fn halves_sum(value: __m128i) -> __m128i {
     _mm_xor_si128(value, _mm_shuffle_epi32::<0x4e>(value))
 }
 
 #[inline]
 #[target_feature(enable = "pclmulqdq,ssse3")]
-fn add(sum: Products, term: Products) -> Products {
+pub(crate) fn add(sum: Products, term: Products) -> Products {
     Products {
         low: _mm_xor_si128(sum.low, term.low),
         middle: _mm_xor_si128(sum.middle, term.middle),
@@ -85,7 +85,7 @@ fn add(sum: Products, term: Products) -> Products {
 /// `low` and `high`: after the first fold, everything left sits at `y^64` and above.
 #[inline]
 #[target_feature(enable = "pclmulqdq,ssse3")]
-fn reduce(products: Products) -> __m128i {
+pub(crate) fn reduce(products: Products) -> __m128i {
     let constant = _mm_set_epi64x(0, FOLD_CONSTANT as i64);
     let fold = _mm_clmulepi64_si128::<0x00>(products.low, constant);
     // Swapping the halves moves the lowest word up by y^128, where `word * Q` puts it.

@@ -45,8 +45,8 @@ pub const NO_STITCHED_VARIABLE: &str = "PARCRYPT_NO_STITCHED";
 
 /// The environment variable that picks the [`GcmKernel`] of keys made afterwards by its
 /// [name](GcmKernel::name) (`vaes512`, `vaes256`, `aesni` or `two-pass`); a kernel this CPU
-/// lacks falls back as [`GcmKey::set_kernel`] does. Unset or empty means the fastest;
-/// [`GcmKernel::from_environment`] tells a front end about a value it does not know.
+/// lacks falls back as [`GcmKey::set_kernel`] does. Unset or empty means the fastest; any
+/// other value makes [`GcmKey::new`] fail with [`GcmError::UnknownKernel`].
 pub const KERNEL_VARIABLE: &str = "PARCRYPT_GCM_KERNEL";
 
 /// The code that runs the CTR and GHASH of a range when the cipher is our AES (other ciphers
@@ -182,6 +182,9 @@ pub enum GcmError {
     /// The message is longer than GCM allows under one key and IV.
     #[error("GCM message too long: at most {MAX_TEXT_BYTES} bytes under one key and IV")]
     TooLong,
+    /// [`KERNEL_VARIABLE`] names no [`GcmKernel`] (the message says which value).
+    #[error("{0}")]
+    UnknownKernel(String),
     /// The tag does not match the message.
     #[error("authentication failed: the tag does not match (wrong key, IV or AAD, or the data was modified)")]
     TagMismatch,
@@ -209,20 +212,19 @@ pub struct GcmMessage {
 }
 
 impl GcmKey {
-    /// Computes H with `cipher` and the powers of H the GHASH implementation needs.
+    /// Computes H with `cipher` and the powers of H the GHASH implementation needs, and
+    /// picks the kernel: [`GcmKernel::fastest`], or what the environment asks for (see
+    /// [`KERNEL_VARIABLE`]; an unknown name is refused).
     pub fn new(cipher: &dyn BlockCipher) -> Result<Self, GcmError> {
         if cipher.block_size() != 16 {
             return Err(GcmError::BlockSize);
         }
         let mut hash_subkey = Zeroizing::new([0u8; 16]);
         cipher.encrypt_blocks(hash_subkey.as_mut_slice());
-        let ghash = GhashKey::new(&hash_subkey);
-        // An unknown name in the environment keeps the default (a front end that wants to
-        // refuse it asks `GcmKernel::from_environment` itself).
         let kernel = GcmKernel::from_environment()
-            .ok()
-            .flatten()
+            .map_err(GcmError::UnknownKernel)?
             .map_or_else(GcmKernel::fastest, GcmKernel::or_fallback);
+        let ghash = GhashKey::new(&hash_subkey);
         Ok(GcmKey {
             ghash,
             hash_subkey,

@@ -107,6 +107,10 @@ pub struct Vaes512Counters {
 
 impl Vaes512Counters {
     /// Counters from `counter` on: lane i of the first register is `counter + i`.
+    ///
+    /// # Safety
+    /// Safe to call from code compiled with AVX-512F and AVX-512BW enabled; anywhere else the
+    /// caller must make sure the CPU has both.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw")]
     pub fn new(counter: &[u8; 16]) -> Self {
@@ -134,6 +138,10 @@ impl Vaes512Counters {
     /// the first counter and one `vpaddd` of a constant per register that adds to that byte
     /// alone, instead of one `vpshufb` per register. Otherwise they are made as
     /// [`Vaes512Counters::next_four`] does.
+    ///
+    /// # Safety
+    /// Safe to call from code compiled with AVX-512F and AVX-512BW enabled; anywhere else the
+    /// caller must make sure the CPU has both.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw")]
     pub fn next_batch<const N: usize>(&mut self) -> [__m512i; N] {
@@ -176,6 +184,10 @@ impl Vaes512Counters {
     }
 
     /// The next four counter blocks (as the bytes AES encrypts), stepping past them.
+    ///
+    /// # Safety
+    /// Safe to call from code compiled with AVX-512F and AVX-512BW enabled; anywhere else the
+    /// caller must make sure the CPU has both.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw")]
     pub fn next_four(&mut self) -> __m512i {

@@ -59,5 +59,7 @@ mod ecb_vaes512;
 mod fast;
 mod reference;
 
+#[cfg(target_arch = "x86_64")]
+pub use ctr_vaes512::Vaes512Counters;
 pub use fast::FastAes;
 pub use reference::ReferenceAes;

@@ -32,26 +32,13 @@ pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
 ) {
     let keys = broadcast_round_keys::<ROUNDS>(round_keys);
 
-    // Byte j of each lane takes byte 15 - j: block order <-> counter-as-integer order.
-    let reverse_lane = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    let reverse = _mm512_broadcast_i32x4(reverse_lane);
-    // SAFETY: `counter` is a 16-byte array; `loadu` has no alignment requirement.
-    let first = _mm_shuffle_epi8(
-        unsafe { _mm_loadu_si128(counter.as_ptr().cast()) },
-        reverse_lane,
-    );
-    let mut counters = _mm512_add_epi32(
-        _mm512_broadcast_i32x4(first),
-        _mm512_set_epi32(0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0),
-    );
-    let four_blocks = _mm512_set_epi32(0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4);
+    let mut counters = Vaes512Counters::new(counter);
 
     let (steps, rest) = data.as_chunks_mut::<STEP_BYTES>();
     for step in steps {
         let mut blocks = [_mm512_setzero_si512(); VECTORS_PER_STEP];
         for block in &mut blocks {
-            *block = _mm512_xor_si512(_mm512_shuffle_epi8(counters, reverse), keys[0]);
-            counters = _mm512_add_epi32(counters, four_blocks);
+            *block = _mm512_xor_si512(counters.next_four(), keys[0]);
         }
         for key in &keys[1..ROUNDS] {
             for block in &mut blocks {
@@ -78,8 +65,7 @@ pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
 
     let (vectors, partial) = rest.as_chunks_mut::<VECTOR_BYTES>();
     for bytes in vectors {
-        let keystream_input = _mm512_shuffle_epi8(counters, reverse);
-        counters = _mm512_add_epi32(counters, four_blocks);
+        let keystream_input = counters.next_four();
         // SAFETY: `bytes` is a 64-byte array, read and written whole; no alignment needed.
         unsafe {
             let input = _mm512_loadu_si512(bytes.as_ptr().cast());
@@ -91,7 +77,7 @@ pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
     if !partial.is_empty() {
         // Up to 63 bytes: whole blocks and the front of one more, all through byte masks.
         let mask: __mmask64 = (1u64 << partial.len()) - 1;
-        let keystream_input = _mm512_shuffle_epi8(counters, reverse);
+        let keystream_input = counters.next_four();
         // SAFETY: `mask` selects exactly the `partial.len()` bytes of `partial`; AVX-512
         // masked loads and stores do not touch (or fault on) the bytes they mask off.
         unsafe {
@@ -99,6 +85,115 @@ pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
             let output = encrypt_xor::<ROUNDS>(&keys, keystream_input, input);
             _mm512_mask_storeu_epi8(partial.as_mut_ptr().cast(), mask, output);
         }
+    }
+}
+
+/// The counter blocks of a 512-bit VAES CTR kernel, four per zmm register, from a first
+/// counter block whose big-endian low 32-bit word the caller keeps from wrapping.
+///
+/// The counters are held byte-reversed per 128-bit lane, so the block's big-endian low word
+/// is the lane's lowest little-endian dword and a step of four blocks is one `vpaddd`;
+/// [`Vaes512Counters::next_four`] turns them back into blocks with one `vpshufb`. Shared by
+/// the CTR kernel here and the stitched AES-GCM kernel of `parcrypt-modes`.
+#[derive(Clone, Copy, Debug)]
+pub struct Vaes512Counters {
+    /// The next four counters, byte-reversed per lane.
+    next: __m512i,
+    /// The per-lane byte reversal (byte j of a lane takes byte 15 - j).
+    reverse: __m512i,
+    /// Four in the low dword of every lane.
+    four_blocks: __m512i,
+}
+
+impl Vaes512Counters {
+    /// Counters from `counter` on: lane i of the first register is `counter + i`.
+    ///
+    /// # Safety
+    /// Safe to call from code compiled with AVX-512F and AVX-512BW enabled; anywhere else the
+    /// caller must make sure the CPU has both.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub fn new(counter: &[u8; 16]) -> Self {
+        let reverse_lane = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        // SAFETY: `counter` is a 16-byte array; `loadu` has no alignment requirement.
+        let first = _mm_shuffle_epi8(
+            unsafe { _mm_loadu_si128(counter.as_ptr().cast()) },
+            reverse_lane,
+        );
+        Self {
+            next: _mm512_add_epi32(
+                _mm512_broadcast_i32x4(first),
+                _mm512_set_epi32(0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0),
+            ),
+            reverse: _mm512_broadcast_i32x4(reverse_lane),
+            four_blocks: _mm512_set_epi32(0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4),
+        }
+    }
+
+    /// The next `4 * N` counter blocks (as the bytes AES encrypts), four a register, stepping
+    /// past them.
+    ///
+    /// When the last byte of the block does not carry within the batch (all but about one
+    /// batch in `256 / (4 * N)`), the blocks are made big-endian directly: one `vpshufb` of
+    /// the first counter and one `vpaddd` of a constant per register that adds to that byte
+    /// alone, instead of one `vpshufb` per register. Otherwise they are made as
+    /// [`Vaes512Counters::next_four`] does.
+    ///
+    /// # Safety
+    /// Safe to call from code compiled with AVX-512F and AVX-512BW enabled; anywhere else the
+    /// caller must make sure the CPU has both.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub fn next_batch<const N: usize>(&mut self) -> [__m512i; N] {
+        const { assert!(N >= 1 && 4 * N <= 256) };
+        let last_byte = _mm_cvtsi128_si32(_mm512_castsi512_si128(self.next)) as u8;
+        if usize::from(last_byte) + 4 * N <= 256 {
+            let first = _mm512_shuffle_epi8(self.next, self.reverse);
+            // `first` holds the next four blocks already (lane i is counter + i); register r
+            // adds 4r to byte 15 of every lane: the top byte of each lane's dword 3.
+            let blocks = core::array::from_fn(|register| {
+                let step = ((4 * register) as i32) << 24;
+                _mm512_add_epi32(
+                    first,
+                    _mm512_set_epi32(step, 0, 0, 0, step, 0, 0, 0, step, 0, 0, 0, step, 0, 0, 0),
+                )
+            });
+            let advance = _mm512_set_epi32(
+                0,
+                0,
+                0,
+                4 * N as i32,
+                0,
+                0,
+                0,
+                4 * N as i32,
+                0,
+                0,
+                0,
+                4 * N as i32,
+                0,
+                0,
+                0,
+                4 * N as i32,
+            );
+            self.next = _mm512_add_epi32(self.next, advance);
+            blocks
+        } else {
+            core::array::from_fn(|_| self.next_four())
+        }
+    }
+
+    /// The next four counter blocks (as the bytes AES encrypts), stepping past them.
+    ///
+    /// # Safety
+    /// Safe to call from code compiled with AVX-512F and AVX-512BW enabled; anywhere else the
+    /// caller must make sure the CPU has both.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub fn next_four(&mut self) -> __m512i {
+        let blocks = _mm512_shuffle_epi8(self.next, self.reverse);
+        self.next = _mm512_add_epi32(self.next, self.four_blocks);
+        blocks
     }
 }
 
@@ -229,6 +324,54 @@ pub(super) mod tests {
             checked += 1;
         }
         assert_eq!(checked, 3);
+    }
+
+    /// `next_batch` (big-endian fast path and byte-reversed fallback) gives the same blocks as
+    /// `next_four`, from every last counter byte, over batches that do and do not carry.
+    #[test]
+    fn vaes512_counter_batches_match_single_steps() {
+        use core::arch::x86_64::__m512i;
+
+        use super::Vaes512Counters;
+
+        if !(std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw"))
+        {
+            eprintln!("Vaes512Counters: AVX-512 not available on this CPU; skipped");
+            return;
+        }
+        fn bytes(vector: __m512i) -> [u8; 64] {
+            // SAFETY: `__m512i` and `[u8; 64]` have the same size, and every bit pattern is
+            // a valid byte array.
+            unsafe { core::mem::transmute(vector) }
+        }
+        #[target_feature(enable = "avx512f,avx512bw")]
+        fn compare<const N: usize>(counter: &[u8; 16]) {
+            let mut batched = Vaes512Counters::new(counter);
+            let mut single = Vaes512Counters::new(counter);
+            for batch in 0..20 {
+                let blocks = batched.next_batch::<N>();
+                for (register, block) in blocks.iter().enumerate() {
+                    assert_eq!(
+                        bytes(*block),
+                        bytes(single.next_four()),
+                        "counter {}, batch {batch}, register {register}",
+                        hex::encode(counter)
+                    );
+                }
+            }
+        }
+        for last in 0..=255u8 {
+            // Low word far from wrapping: only the last byte carries.
+            let mut counter = [0xA5u8; 16];
+            counter[12..].copy_from_slice(&[0, 0x12, 0x34, last]);
+            // SAFETY: the features were checked above.
+            unsafe {
+                compare::<8>(&counter);
+                compare::<12>(&counter);
+                compare::<1>(&counter);
+            }
+        }
     }
 
     #[test]

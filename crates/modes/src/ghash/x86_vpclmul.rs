@@ -118,6 +118,24 @@ pub(crate) fn product(left: __m512i, right: Power) -> Products {
     }
 }
 
+impl Products {
+    /// Empty sums.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(crate) fn zero() -> Self {
+        Self {
+            low: _mm512_setzero_si512(),
+            middle: _mm512_setzero_si512(),
+            high: _mm512_setzero_si512(),
+        }
+    }
+
+    /// The three sums, for code that must name their registers (an ordering barrier).
+    pub(crate) fn parts_mut(&mut self) -> [&mut __m512i; 3] {
+        [&mut self.low, &mut self.middle, &mut self.high]
+    }
+}
+
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2")]
 pub(crate) fn add(sum: Products, term: Products) -> Products {

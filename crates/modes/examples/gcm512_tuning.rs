@@ -107,9 +107,9 @@ fn main() {
             };
             let [ctr, enc, dec] = samples.each_mut().map(figures);
             println!(
-                "{algorithm} {:>7} KiB  ctr {ctr}  gcm enc {enc}  gcm dec {dec}  (GB/s median (best), stitched {})",
+                "{algorithm} {:>7} KiB  ctr {ctr}  gcm enc {enc}  gcm dec {dec}  (GB/s median (best), kernel {})",
                 size >> 10,
-                gcm.stitched()
+                gcm.kernel().name()
             );
         }
     }

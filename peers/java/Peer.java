@@ -77,9 +77,9 @@ public final class Peer {
             && Arrays.equals(back, plain);
     }
 
-    static void jitWarmUp(SecretKeySpec key) throws Exception {
+    static void jitWarmUp(SecretKeySpec key, int size) throws Exception {
         Cipher cipher = newCipher();
-        byte[] plain = new byte[64 << 10], sealed = new byte[plain.length + TAG], back = new byte[plain.length + TAG];
+        byte[] plain = new byte[Math.min(Math.max(size, 16), 64 << 10)], sealed = new byte[plain.length + TAG], back = new byte[plain.length + TAG];
         byte[] iv = new byte[gcm ? 12 : 16];
         long began = System.nanoTime();
         for (long index = 1; System.nanoTime() - began < 1_000_000_000L; index++) {
@@ -172,10 +172,11 @@ public final class Peer {
                 return 0;
             }
         };
-        // The JIT compiles the cipher code first: at least a second of 64 KiB messages
+        // The JIT compiles the cipher code first: at least a second of messages of this size
+        // (at most 64 KiB)
         // (sealed, then opened) before the calibration, so that a large message is never
         // timed in the interpreter. The calibration then doubles, as in every harness.
-        jitWarmUp(key);
+        jitWarmUp(key, size);
         long count = 1;
         while (run.applyAsDouble(count) < minSeconds) count *= 2;
         StringBuilder seconds = new StringBuilder();

@@ -55,12 +55,12 @@ pub struct BenchArgs {
     /// Do not run OpenSSL for comparison
     #[arg(long)]
     no_openssl: bool,
-    /// Peers as rows beside parcrypt: aws-lc-rs, RustCrypto, OpenSSL EVP, pyca/cryptography,
-    /// Go and Java, each where its toolchain is present (AES-GCM/CTR, per message; --ciphers,
-    /// --sizes, --threads and --repeat apply). Alone it runs only the peers; the first build
-    /// of aws-lc-rs takes several minutes
-    #[arg(long)]
-    peers: bool,
+    /// Peers as rows beside parcrypt: aws-lc-rs, rustcrypto, evp (OpenSSL), pyca, go, java,
+    /// each where its toolchain is present (`--peers=pyca,evp` picks some). AES-GCM/CTR per
+    /// message; --ciphers, --sizes, --threads and --repeat apply. Alone it runs only the
+    /// peers. The first build of aws-lc-rs takes several minutes
+    #[arg(long, value_name = "PEERS", num_args = 0..=1, require_equals = true, value_delimiter = ',')]
+    peers: Option<Vec<String>>,
 }
 
 /// The scenarios and how levels work, under `--help`.
@@ -106,7 +106,7 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
     } else {
         args.scenario.clone()
     };
-    let scenarios = if args.peers && args.scenario.is_empty() {
+    let scenarios = if args.peers.is_some() && args.scenario.is_empty() {
         Vec::new()
     } else {
         scenario::parse_names(&names)?
@@ -129,7 +129,7 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
 
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut recorded = scenarios.clone();
-    if args.peers {
+    if args.peers.is_some() {
         recorded.push(peers::SCENARIO.to_string());
     }
     let mut lab = Lab::new(options, &command, &recorded, args.output.as_deref())?;
@@ -167,7 +167,7 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
             show!("{}", table::render(&summary))?;
         }
     }
-    if args.peers && outcome.is_ok() {
+    if args.peers.is_some() && outcome.is_ok() {
         outcome = run_peers(&mut lab, &args);
     }
     let report = lab.finish();
@@ -194,6 +194,9 @@ fn run_peers(lab: &mut Lab, args: &BenchArgs) -> Result<(), Failure> {
     }
     if let Some(runs) = args.repeat.filter(|&runs| runs > 0) {
         options.runs = runs;
+    }
+    if let Some(names) = args.peers.as_ref().filter(|names| !names.is_empty()) {
+        options.peers = peers::parse_list(names)?;
     }
     let setup = peers::PeerSetup::detect();
     show!(

@@ -96,6 +96,25 @@ impl Peer {
     }
 }
 
+/// Peers by name (`aws-lc-rs`, `rustcrypto`, `evp`, `pyca`, `go`, `java`).
+pub fn parse_list(names: &[String]) -> Result<Vec<Peer>, BenchError> {
+    let mut peers = Vec::new();
+    for name in names {
+        let name = name.trim().to_ascii_lowercase();
+        let peer = Peer::from_name(&name).ok_or_else(|| {
+            let known: Vec<&str> = Peer::ALL.iter().map(|peer| peer.name()).collect();
+            BenchError::Usage(format!(
+                "unknown peer '{name}' (choose {})",
+                known.join(", ")
+            ))
+        })?;
+        if !peers.contains(&peer) {
+            peers.push(peer);
+        }
+    }
+    Ok(peers)
+}
+
 /// What one measurement asks of a harness: the protocol's arguments.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PeerQuery {
@@ -964,6 +983,46 @@ mod tests {
         assert!(PeerRun::parse(no_runs).is_err());
         let zero = no_runs.replace("[]", "[0.0]");
         assert!(PeerRun::parse(&zero).is_err());
+    }
+
+    #[test]
+    fn peers_are_named_once() {
+        let names = ["pyca".to_string(), "EVP".into(), "pyca".into()];
+        assert_eq!(parse_list(&names).expect("known"), [Peer::Pyca, Peer::Evp]);
+        let error = parse_list(&["boringssl".to_string()]).expect_err("unknown");
+        assert!(
+            error.to_string().contains("unknown peer 'boringssl'"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_toolchain_that_is_not_on_the_path_is_one_short_line() {
+        let empty = tempfile::tempdir().expect("temp dir");
+        let setup = PeerSetup {
+            sources: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers"),
+            cache: empty.path().join("cache"),
+            path: empty.path().as_os_str().to_owned(),
+            java_home: None,
+        };
+        let mut heard = Vec::new();
+        let (ready, missing) =
+            prepare_all(&setup, &Peer::ALL, &mut |text| heard.push(text.to_string()));
+        assert!(ready.is_empty());
+        let lines: Vec<String> = missing.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "aws-lc-rs: not on this machine (no cargo on PATH)",
+                "rustcrypto: not on this machine (no cargo on PATH)",
+                "evp: not on this machine (no C compiler (cc))",
+                "pyca: not on this machine (no python3 on PATH)",
+                "go: not on this machine (no go on PATH)",
+                "java: not on this machine (no java on PATH)",
+            ]
+        );
+        assert!(heard.is_empty(), "nothing was built: {heard:?}");
+        assert!(!setup.cache.exists(), "nothing was written");
     }
 
     #[test]

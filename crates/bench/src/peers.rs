@@ -261,7 +261,7 @@ impl Harness {
         if self.java {
             // The heap holds every thread's buffers (and GCM decryption's internal copy):
             // sized and touched before anything is timed.
-            let heap_mib = 256 + 4 * (query.bytes * query.threads.max(1) >> 20);
+            let heap_mib = 256 + 4 * ((query.bytes * query.threads.max(1)) >> 20);
             command.args([
                 format!("-Xms{heap_mib}m"),
                 format!("-Xmx{heap_mib}m"),

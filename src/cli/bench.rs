@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use parcrypt_bench::export::{self, table};
 use parcrypt_bench::lab::{Lab, LabOptions, Level};
-use parcrypt_bench::{scenario, summary};
+use parcrypt_bench::{peers, scenario, summary};
 use parcrypt_engine::{available_threads, Backend, CipherSpec};
 
 use super::{typed, Failure};
@@ -55,6 +55,12 @@ pub struct BenchArgs {
     /// Do not run OpenSSL for comparison
     #[arg(long)]
     no_openssl: bool,
+    /// Peers as rows beside parcrypt: aws-lc-rs, rustcrypto, evp (OpenSSL), pyca, go, java,
+    /// each where its toolchain is present (`--peers=pyca,evp` picks some). AES-GCM/CTR per
+    /// message; --ciphers, --sizes, --threads and --repeat apply. Alone it runs only the
+    /// peers. The first build of aws-lc-rs takes several minutes
+    #[arg(long, value_name = "PEERS", num_args = 0..=1, require_equals = true, value_delimiter = ',')]
+    peers: Option<Vec<String>>,
 }
 
 /// The scenarios and how levels work, under `--help`.
@@ -100,7 +106,11 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
     } else {
         args.scenario.clone()
     };
-    let scenarios = scenario::parse_names(&names)?;
+    let scenarios = if args.peers.is_some() && args.scenario.is_empty() {
+        Vec::new()
+    } else {
+        scenario::parse_names(&names)?
+    };
     let mut options = LabOptions::new(level);
     options.threads = args.threads.unwrap_or_else(available_threads);
     options.openssl = !args.no_openssl;
@@ -118,7 +128,11 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
     options.file_bytes = args.file_size;
 
     let command = std::env::args().collect::<Vec<_>>().join(" ");
-    let mut lab = Lab::new(options, &command, &scenarios, args.output.as_deref())?;
+    let mut recorded = scenarios.clone();
+    if args.peers.is_some() {
+        recorded.push(peers::SCENARIO.to_string());
+    }
+    let mut lab = Lab::new(options, &command, &recorded, args.output.as_deref())?;
     let run = &lab.report().run;
     show!(
         "parcrypt bench ({} level): {}; {} threads; {}",
@@ -153,6 +167,9 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
             show!("{}", table::render(&summary))?;
         }
     }
+    if args.peers.is_some() && outcome.is_ok() {
+        outcome = run_peers(&mut lab, &args);
+    }
     let report = lab.finish();
     if let Some(folder) = &args.output {
         for path in export::write_results(folder, &report)? {
@@ -162,6 +179,43 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
             "plots and a report with them: python3 scripts/report.py {}",
             folder.display()
         )?;
+    }
+    outcome
+}
+
+/// `--peers`: the peers' options from the command line, the run, its table.
+fn run_peers(lab: &mut Lab, args: &BenchArgs) -> Result<(), Failure> {
+    let mut options = peers::PeerOptions::new(lab.level(), lab.threads());
+    if !args.ciphers.is_empty() {
+        options.ciphers = args.ciphers.iter().map(ToString::to_string).collect();
+    }
+    if !args.sizes.is_empty() {
+        options.sizes = args.sizes.clone();
+    }
+    if let Some(runs) = args.repeat.filter(|&runs| runs > 0) {
+        options.runs = runs;
+    }
+    if let Some(names) = args.peers.as_ref().filter(|names| !names.is_empty()) {
+        options.peers = peers::parse_list(names)?;
+    }
+    let setup = peers::PeerSetup::detect();
+    show!(
+        "peers: preparing the harnesses in {}",
+        setup.cache.display()
+    )?;
+    let (ready, missing) = peers::prepare_all(&setup, &options.peers, &mut |text| {
+        let _ = show!("{text}");
+    });
+    for line in &missing {
+        show!("{line}")?;
+    }
+    let names: Vec<&str> = ready.iter().map(|harness| harness.peer.name()).collect();
+    show!("peers ready: {}", names.join(", "))?;
+    let outcome = peers::run(lab, &ready, &missing, &options)
+        .map_err(|error| Failure(format!("peers: {error}")));
+    lab.progress_done();
+    if let Some(summary) = peers::summarize(lab.report()) {
+        show!("{}", table::render(&summary))?;
     }
     outcome
 }

@@ -19,6 +19,7 @@ pub mod gpu;
 pub mod lab;
 pub mod machine;
 pub mod openssl;
+pub mod peers;
 pub mod record;
 pub mod recorder;
 pub mod scenario;

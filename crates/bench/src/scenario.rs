@@ -110,11 +110,13 @@ pub fn summarize_one(report: &Report, name: &str) -> Option<Summary> {
     })
 }
 
-/// The summaries of every scenario in the report, in [`NAMES`] order.
+/// The summaries of every scenario in the report, in [`NAMES`] order, then the peers'
+/// (`parcrypt bench --peers`) when the report has them.
 pub fn summarize(report: &Report) -> Vec<Summary> {
     NAMES
         .iter()
         .filter_map(|name| summarize_one(report, name))
+        .chain(crate::peers::summarize(report))
         .collect()
 }
 

@@ -1,0 +1,3 @@
+module parcrypt.dev/peers/go
+
+go 1.22

@@ -33,6 +33,7 @@ pub mod crypter;
 #[doc(hidden)]
 pub mod fuzzing;
 mod gpu;
+mod keyed;
 pub mod open;
 pub mod stream;
 pub mod tune;
@@ -46,5 +47,6 @@ pub use cipher::Cipher;
 pub use cost::{CostModel, AUTO_PARALLEL_THRESHOLD};
 pub use crypter::{Crypter, JobError};
 pub use gpu::tune_table_in;
+pub use keyed::{KeyedCipher, INLINE_MESSAGE_BYTES};
 pub use parcrypt_ciphers::Implementation;
 pub use parcrypt_modes::{CipherSpec, Direction, Mode};

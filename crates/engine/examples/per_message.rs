@@ -94,6 +94,26 @@ fn job<'a>(suite: CipherSpec, direction: Direction, key: &'a [u8], iv: &'a [u8])
     }
 }
 
+/// `loop SUITE BYTES MESSAGES`: only the keyed cipher's encryption, for a profiler
+/// (`perf record`, `valgrind --tool=callgrind`) to see where a message's time goes.
+fn keyed_loop(arguments: Vec<String>) -> Result<(), Box<dyn std::error::Error>> {
+    let [suite, size, messages] = &arguments[..] else {
+        return Err("usage: per_message loop SUITE BYTES MESSAGES".into());
+    };
+    let suite: CipherSpec = suite.parse()?;
+    let (size, messages): (usize, u64) = (size.parse()?, messages.parse()?);
+    let key = vec![1u8; suite.algorithm.key_lengths().0];
+    let keyed = KeyedCipher::new(Engine::new(Backend::Auto, None)?, suite, &key)?;
+    let plaintext = vec![0u8; size];
+    let mut output = vec![0u8; size + 32];
+    let mut iv = vec![0u8; if suite.mode == Mode::Gcm { 12 } else { 16 }];
+    for message in 0..messages {
+        iv[..8].copy_from_slice(&message.to_le_bytes());
+        black_box(keyed.encrypt_into(Some(&iv), black_box(&plaintext), &mut output, None)?);
+    }
+    Ok(())
+}
+
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -101,6 +121,9 @@ fn median(values: &mut [f64]) -> f64 {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut arguments = std::env::args().skip(1);
+    if std::env::args().nth(1).as_deref() == Some("loop") {
+        return keyed_loop(arguments.skip(1).collect());
+    }
     let backend: Backend = arguments.next().as_deref().unwrap_or("auto").parse()?;
     let rounds: usize = arguments.next().map_or(Ok(9), |text| text.parse())?;
     let engine = std::sync::Arc::new(Engine::new(backend, None)?);

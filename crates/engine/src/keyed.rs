@@ -96,7 +96,8 @@ impl ZeroizeOnDrop for KeySchedule {}
 ///
 /// Small messages (up to [`INLINE_MESSAGE_BYTES`], or larger ones the engine would not
 /// split) take a short path on the calling thread: no hand-off to the pool, no cost-model
-/// query, no allocation beyond the output that [`KeyedCipher::encrypt`] returns (none at all
+/// query (for `auto`, larger messages read the model the engine measured on first use), no
+/// allocation beyond the output that [`KeyedCipher::encrypt`] returns (none at all
 /// for the `_into` and `_in_place` forms).
 ///
 /// ```
@@ -132,8 +133,6 @@ pub struct KeyedCipher {
     engine: Arc<Engine>,
     keys: Arc<KeySchedule>,
     padding: bool,
-    /// `auto`'s cost models for encryption and decryption, asked of the engine once.
-    models: [Option<CostModel>; 2],
     /// Whether the engine may send encryption, decryption to a GPU.
     gpu: [bool; 2],
 }
@@ -182,7 +181,6 @@ impl KeyedCipher {
         let suite = keys.suite;
         let directions = [Direction::Encrypt, Direction::Decrypt];
         KeyedCipher {
-            models: directions.map(|direction| engine.cost_model(suite, direction)),
             gpu: directions.map(|direction| engine.may_use_gpu(suite, direction)),
             engine,
             keys,
@@ -365,8 +363,14 @@ impl KeyedCipher {
             &self.engine,
             Keys::Shared(&self.keys),
             &message,
-            self.models[slot(direction)],
+            self.cost_model(direction),
         )
+    }
+
+    /// `auto`'s cost model for this suite (measured by the engine on first use, then
+    /// remembered there); asked only for messages too large for the short path.
+    fn cost_model(&self, direction: Direction) -> Option<CostModel> {
+        self.engine.cost_model(self.keys.suite, direction)
     }
 
     /// Whether a whole message of `length` bytes runs on the calling thread: no GPU takes
@@ -381,7 +385,7 @@ impl KeyedCipher {
             || self.engine.items(
                 length,
                 suite.algorithm.block_size(),
-                self.models[slot(direction)],
+                self.cost_model(direction),
             ) == 1
     }
 
@@ -566,6 +570,9 @@ impl Inline<'_> {
                     });
                 };
                 let data = &mut buffer[..total];
+                if total == 0 {
+                    return Ok(0);
+                }
                 if mode == Mode::Cbc {
                     let mut chain = [0u8; 16];
                     chain[..block_size].copy_from_slice(self.iv);
@@ -584,6 +591,9 @@ impl Inline<'_> {
                     });
                 }
                 let data = &mut buffer[..length];
+                if length == 0 {
+                    return Ok(0);
+                }
                 if mode == Mode::Cbc {
                     cbc::decrypt(cipher, self.iv, data);
                 } else {

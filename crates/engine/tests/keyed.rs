@@ -402,3 +402,40 @@ fn key_material_wipes_itself_when_the_last_clone_is_dropped() {
     fn wipes_itself<T: zeroize::ZeroizeOnDrop>() {}
     wipes_itself::<KeyedCipher>();
 }
+
+#[test]
+fn unpadded_block_modes_take_whole_blocks_only() {
+    let engine = Arc::new(Engine::new(Backend::Seq, None).unwrap());
+    for name in ["aes-128-ecb", "aes-128-cbc", "bf-ecb", "bf-cbc"] {
+        let suite: CipherSpec = name.parse().unwrap();
+        let block = suite.algorithm.block_size();
+        let key = vec![6u8; suite.algorithm.key_lengths().0];
+        let iv = (suite.mode == Mode::Cbc).then(|| vec![2u8; block]);
+        let keyed = KeyedCipher::new(Arc::clone(&engine), suite, &key)
+            .unwrap()
+            .padding(false);
+        for blocks in [0usize, 1, 3] {
+            let plaintext = vec![0x33u8; blocks * block];
+            let job = JobSpec {
+                spec: suite,
+                direction: Direction::Encrypt,
+                key: &key,
+                iv: iv.as_deref(),
+                aad: None,
+                padding: false,
+                implementation: Implementation::Fast,
+            };
+            let expected = process_buffer(&engine, &job, plaintext.clone()).unwrap();
+            let sealed = keyed.encrypt(iv.as_deref(), &plaintext, None).unwrap();
+            assert_eq!(sealed, expected, "{name}, {blocks} blocks");
+            assert_eq!(
+                keyed.decrypt(iv.as_deref(), &sealed, None).unwrap(),
+                plaintext
+            );
+        }
+        assert!(matches!(
+            keyed.encrypt(iv.as_deref(), &[0u8; 5], None),
+            Err(JobError::PartialBlock { length: 5, .. })
+        ));
+    }
+}

@@ -5,6 +5,7 @@
 //! Without OpenCL the test prints SKIPPED and passes, unless `CI` is set (CI installs PoCL).
 
 #[path = "support/opencl.rs"]
+#[allow(dead_code)] // this file needs only the device check
 mod opencl;
 
 use std::sync::Arc;

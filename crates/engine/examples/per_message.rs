@@ -138,7 +138,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         engine.threads()
     );
     println!(
-        "{:<12} {:<4} {:>6} {:>18} {:>11} {:>10} {:>9} {:>11} {:>14} {:>14}",
+        "{:<12} {:<4} {:>6} {:>18} {:>11} {:>10} {:>9} {:>11} {:>14} {:>10} {:>11} {:>8}",
         "suite",
         "dir",
         "bytes",
@@ -148,7 +148,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         CONTENDERS[3],
         CONTENDERS[4],
         "keyed/evp iv",
-        "(of minimums)"
+        "min keyed",
+        "min evp iv",
+        "(ratio)"
     );
     for name in SUITES {
         let suite: CipherSpec = name.parse()?;

@@ -230,13 +230,19 @@ impl Engine {
     /// Cuts `length` bytes into work items, each a multiple of `align` bytes except the
     /// last, and returns their lengths in order. `model` lets `auto` choose well.
     pub fn plan(&self, length: usize, align: usize, model: Option<CostModel>) -> Vec<usize> {
+        split_lengths(length, align, self.items(length, align, model))
+    }
+
+    /// How many work items [`Engine::plan`] cuts a job into, without cutting it (nor
+    /// allocating): 1 means the job runs on the calling thread.
+    pub(crate) fn items(&self, length: usize, align: usize, model: Option<CostModel>) -> usize {
         let pieces = match self.backend {
             Backend::Seq => 1,
             Backend::Threads => self.threads,
             Backend::Auto => self.auto_items(length, model),
             Backend::Pool | Backend::Opencl | Backend::Cuda => self.pool_items(length),
         };
-        split_lengths(length, align, pieces)
+        pieces.clamp(1, (length / align).max(1))
     }
 
     /// Runs `work(index, offset, range)` over consecutive ranges of `data` with the given

@@ -1,4 +1,4 @@
-//! [`Cipher`]: one cipher suite with its key and IV on an engine, for whole messages held
+//! [`Cipher`]: one cipher suite with its key and a fixed IV on an engine, for whole messages held
 //! in memory (one call each) or for messages fed in pieces (a [`Crypter`]).
 
 use std::sync::Arc;
@@ -7,17 +7,20 @@ use parcrypt_ciphers::Implementation;
 use parcrypt_modes::{CipherSpec, Direction};
 use zeroize::{Zeroize, Zeroizing};
 
-use crate::crypter::{Crypter, JobError, JobSpec};
-use crate::Engine;
+use crate::crypter::{check_iv_and_aad, Crypter, JobError};
+use crate::{Engine, KeyedCipher};
 
-/// A cipher suite (such as `aes-128-gcm`), a key and an IV, on an engine.
+/// A cipher suite (such as `aes-128-gcm`), a key and one fixed IV, on an engine: a
+/// [`KeyedCipher`] that remembers its IV, for a caller with one message (such as `parcrypt
+/// raw`). Several messages under one key: use a [`KeyedCipher`], which takes an IV per
+/// message; [`Cipher::keyed`] gives this one's.
 ///
 /// Each call runs one whole message, as `parcrypt raw` does: ECB and CBC add PKCS#7
 /// padding when encrypting and remove it when decrypting (unless [`Cipher::padding`] turns
 /// it off); CTR treats the whole IV as one big-endian counter; GCM appends the 16-byte tag
 /// when encrypting and, when decrypting, checks it and releases nothing unless it matches.
 /// Every message starts from the same IV: a GCM or CTR IV must never encrypt two
-/// messages under one key, so make a new `Cipher` for each.
+/// messages under one key.
 ///
 /// ```
 /// use parcrypt_engine::{Backend, Cipher, Engine};
@@ -35,13 +38,10 @@ use crate::Engine;
 /// assert!(cipher.decrypt(&forged, None).is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Clone, Debug)]
 pub struct Cipher {
-    engine: Arc<Engine>,
-    suite: CipherSpec,
-    key: Zeroizing<Vec<u8>>,
+    keyed: KeyedCipher,
     iv: Option<Vec<u8>>,
-    padding: bool,
-    implementation: Implementation,
 }
 
 impl Cipher {
@@ -54,59 +54,69 @@ impl Cipher {
         key: &[u8],
         iv: Option<&[u8]>,
     ) -> Result<Self, JobError> {
-        let cipher = Cipher {
-            engine: engine.into(),
-            suite,
-            key: Zeroizing::new(key.to_vec()),
+        let keyed = KeyedCipher::new(engine, suite, key)?;
+        check_iv_and_aad(suite, iv, None)?;
+        Ok(Cipher {
+            keyed,
             iv: iv.map(<[u8]>::to_vec),
-            padding: true,
-            implementation: Implementation::Fast,
-        };
-        cipher.encryptor(None)?;
-        Ok(cipher)
+        })
     }
 
     /// Whether ECB and CBC messages carry PKCS#7 padding (default true). Without it their
     /// length must be a whole number of blocks. The stream modes ignore this.
     #[must_use]
     pub fn padding(mut self, padding: bool) -> Self {
-        self.padding = padding;
+        self.keyed = self.keyed.padding(padding);
         self
     }
 
     /// Which implementation of the block cipher runs on the CPU (default
-    /// [`Implementation::Fast`]; the reference one mirrors the GPU kernels).
+    /// [`Implementation::Fast`]; the reference one mirrors the GPU kernels). The key
+    /// schedule is built again for it.
     #[must_use]
     pub fn implementation(mut self, implementation: Implementation) -> Self {
-        self.implementation = implementation;
+        // The key was accepted once, so building it again cannot fail.
+        if let Ok(keyed) = self.keyed.rebuilt(implementation) {
+            self.keyed = keyed;
+        }
         self
     }
 
     /// The cipher suite.
     pub fn suite(&self) -> CipherSpec {
-        self.suite
+        self.keyed.suite()
     }
 
     /// The engine the work runs on.
     pub fn engine(&self) -> &Engine {
-        &self.engine
+        self.keyed.engine()
+    }
+
+    /// The keyed cipher underneath, to run more messages under this key with other IVs.
+    pub fn keyed(&self) -> &KeyedCipher {
+        &self.keyed
+    }
+
+    /// The fixed IV.
+    pub fn iv(&self) -> Option<&[u8]> {
+        self.iv.as_deref()
     }
 
     /// The most bytes a message of `input_length` bytes turns into: 16 more for GCM
     /// encryption, up to one block more for padded encryption, 16 fewer for GCM decryption.
     pub fn max_output_length(&self, direction: Direction, input_length: usize) -> usize {
-        crate::crypter::max_output_length(self.suite, direction, self.padding, input_length)
+        self.keyed.max_output_length(direction, input_length)
     }
 
     /// Encrypts one message, with `aad` as GCM's additional authenticated data.
     pub fn encrypt(&self, plaintext: &[u8], aad: Option<&[u8]>) -> Result<Vec<u8>, JobError> {
-        self.process(Direction::Encrypt, plaintext, aad)
+        self.keyed.encrypt(self.iv(), plaintext, aad)
     }
 
     /// Decrypts one message; for GCM the tag is checked first and nothing is returned
     /// unless it matches.
     pub fn decrypt(&self, ciphertext: &[u8], aad: Option<&[u8]>) -> Result<Vec<u8>, JobError> {
-        self.process(Direction::Decrypt, ciphertext, aad)
+        self.keyed.decrypt(self.iv(), ciphertext, aad)
     }
 
     /// Encrypts `plaintext` into `output`, which must hold at least
@@ -117,7 +127,7 @@ impl Cipher {
         output: &mut [u8],
         aad: Option<&[u8]>,
     ) -> Result<usize, JobError> {
-        self.process_into(Direction::Encrypt, plaintext, output, aad)
+        self.keyed.encrypt_into(self.iv(), plaintext, output, aad)
     }
 
     /// Decrypts `ciphertext` into `output`, which must hold at least
@@ -129,7 +139,7 @@ impl Cipher {
         output: &mut [u8],
         aad: Option<&[u8]>,
     ) -> Result<usize, JobError> {
-        self.process_into(Direction::Decrypt, ciphertext, output, aad)
+        self.keyed.decrypt_into(self.iv(), ciphertext, output, aad)
     }
 
     /// Encrypts the message in `buffer[..length]` in place, the rest of `buffer` being room
@@ -152,7 +162,7 @@ impl Cipher {
         length: usize,
         aad: Option<&[u8]>,
     ) -> Result<usize, JobError> {
-        process_in_place(self.encryptor(aad)?, buffer, length)
+        self.keyed.encrypt_in_place(self.iv(), buffer, length, aad)
     }
 
     /// Decrypts the message in `buffer[..length]` in place and returns the plaintext's
@@ -163,7 +173,7 @@ impl Cipher {
         length: usize,
         aad: Option<&[u8]>,
     ) -> Result<usize, JobError> {
-        process_in_place(self.decryptor(aad)?, buffer, length)
+        self.keyed.decrypt_in_place(self.iv(), buffer, length, aad)
     }
 
     /// A [`Crypter`] that encrypts one message given in pieces: whole blocks to
@@ -184,65 +194,14 @@ impl Cipher {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn encryptor(&self, aad: Option<&[u8]>) -> Result<Crypter<'_>, JobError> {
-        self.crypter(Direction::Encrypt, aad)
+        self.keyed.encryptor(self.iv(), aad)
     }
 
     /// A [`Crypter`] that decrypts one message given in pieces. For GCM, output from
     /// [`Crypter::update`] is unauthenticated until [`Crypter::finish`] succeeds: hold it
     /// back until then.
     pub fn decryptor(&self, aad: Option<&[u8]>) -> Result<Crypter<'_>, JobError> {
-        self.crypter(Direction::Decrypt, aad)
-    }
-
-    fn crypter(&self, direction: Direction, aad: Option<&[u8]>) -> Result<Crypter<'_>, JobError> {
-        Crypter::new(&self.engine, &self.job(direction, aad))
-    }
-
-    /// The job this cipher runs for one message in `direction`.
-    pub(crate) fn job<'a>(&'a self, direction: Direction, aad: Option<&'a [u8]>) -> JobSpec<'a> {
-        JobSpec {
-            spec: self.suite,
-            direction,
-            key: &self.key,
-            iv: self.iv.as_deref(),
-            aad,
-            padding: self.padding,
-            implementation: self.implementation,
-        }
-    }
-
-    fn process(
-        &self,
-        direction: Direction,
-        input: &[u8],
-        aad: Option<&[u8]>,
-    ) -> Result<Vec<u8>, JobError> {
-        let crypter = self.crypter(direction, aad)?;
-        let mut buffer = Vec::with_capacity(self.max_output_length(direction, input.len()));
-        buffer.extend_from_slice(input);
-        process_vec(crypter, &mut buffer)?;
-        Ok(buffer)
-    }
-
-    fn process_into(
-        &self,
-        direction: Direction,
-        input: &[u8],
-        output: &mut [u8],
-        aad: Option<&[u8]>,
-    ) -> Result<usize, JobError> {
-        let crypter = self.crypter(direction, aad)?;
-        let needed = self.max_output_length(direction, input.len());
-        if output.len() < needed {
-            return Err(JobError::OutputTooSmall {
-                needed,
-                got: output.len(),
-            });
-        }
-        let body = body_length(&crypter, input.len());
-        output[..body].copy_from_slice(&input[..body]);
-        let tail = Zeroizing::new(input[body..].to_vec());
-        finish_message(crypter, output, body, tail)
+        self.keyed.decryptor(self.iv(), aad)
     }
 }
 
@@ -255,7 +214,7 @@ fn body_length(crypter: &Crypter<'_>, length: usize) -> usize {
 
 /// Runs the whole message in `buffer[..length]` in place; the rest of `buffer` is room for
 /// what the message grows by. Wipes the buffer on any error.
-fn process_in_place(
+pub(crate) fn process_in_place(
     crypter: Crypter<'_>,
     buffer: &mut [u8],
     length: usize,
@@ -290,7 +249,7 @@ pub(crate) fn process_vec(crypter: Crypter<'_>, buffer: &mut Vec<u8>) -> Result<
 
 /// `buffer[..body]` through `update`, then `tail` through `finish`, its output placed after
 /// the body. Wipes `buffer` on any error, so that no unauthenticated plaintext is left in it.
-fn finish_message(
+pub(crate) fn finish_message(
     mut crypter: Crypter<'_>,
     buffer: &mut [u8],
     body: usize,

@@ -2,12 +2,13 @@
 //! likes: [`Crypter::update`] takes whole blocks, [`Crypter::finish`] the rest. The GPU
 //! backends' share of each mode is here too, beside the CPU's.
 
-use parcrypt_ciphers::{new_cipher, BlockCipher, Implementation, KeyError};
+use parcrypt_ciphers::{Implementation, KeyError};
 use parcrypt_modes::ctr::{Counter, CounterRule};
 use parcrypt_modes::gcm::{GcmAccumulator, GcmError, GcmKey, GcmMessage, TAG_BYTES};
 use parcrypt_modes::{cbc, ctr, ecb, padding, CipherSpec, Direction, Mode};
 use zeroize::Zeroize;
 
+use crate::keyed::KeySchedule;
 use crate::{CostModel, Engine};
 
 /// Why a job could not be set up or finished. Each message is one line written for people.
@@ -92,17 +93,34 @@ enum ModeState {
         next: Counter,
     },
     Gcm {
-        key: Box<GcmKey>,
         message: GcmMessage,
         accumulator: GcmAccumulator,
     },
 }
 
+/// The key schedule a crypter runs with: its own, built for one message by
+/// [`Crypter::new`], or a [`crate::KeyedCipher`]'s, built once and borrowed.
+pub(crate) enum Keys<'e> {
+    Own(Box<KeySchedule>),
+    Shared(&'e KeySchedule),
+}
+
+impl Keys<'_> {
+    fn get(&self) -> &KeySchedule {
+        match self {
+            Keys::Own(keys) => keys,
+            Keys::Shared(keys) => keys,
+        }
+    }
+}
+
 /// One message through one cipher and mode on an engine, fed in as many pieces as the
-/// caller likes. [`crate::Cipher::encryptor`] and [`crate::Cipher::decryptor`] make one.
+/// caller likes. [`crate::KeyedCipher::encryptor`] and [`crate::KeyedCipher::decryptor`]
+/// make one that borrows the keyed cipher's key schedule (nothing is rebuilt per message);
+/// [`Crypter::new`] builds its own.
 pub struct Crypter<'e> {
     engine: &'e Engine,
-    cipher: Box<dyn BlockCipher>,
+    keys: Keys<'e>,
     spec: CipherSpec,
     direction: Direction,
     padding: bool,
@@ -111,12 +129,15 @@ pub struct Crypter<'e> {
     processed: u64,
     /// How fast one thread runs this job, when the engine's `auto` wants to know.
     cost_model: Option<CostModel>,
-    /// The key schedule in the form the GPU kernels take, for GPU backends.
-    gpu_key: Option<parcrypt_gpu::KeyMaterial>,
+    /// Whether the engine may send this job's pieces to a GPU (whose key material the key
+    /// schedule then holds).
+    gpu: bool,
 }
 
 impl<'e> Crypter<'e> {
-    /// Sets up `job` on `engine`: checks the key and IV, and asks `auto` for its cost model.
+    /// Sets up `job` on `engine`: checks the key and IV, builds the key schedule (and GCM's
+    /// powers of H) for this one message, and asks `auto` for its cost model. Many messages
+    /// under one key: a [`crate::KeyedCipher`] builds those once.
     pub fn new(engine: &'e Engine, job: &JobSpec<'_>) -> Result<Self, JobError> {
         Self::with_cost_model(engine, job, engine.cost_model(job.spec, job.direction))
     }
@@ -129,7 +150,7 @@ impl<'e> Crypter<'e> {
         cost_model: CostModel,
     ) -> Result<Self, JobError> {
         let mut crypter = Self::with_cost_model(engine, job, Some(cost_model))?;
-        crypter.gpu_key = None;
+        crypter.gpu = false;
         Ok(crypter)
     }
 
@@ -138,26 +159,26 @@ impl<'e> Crypter<'e> {
         job: &JobSpec<'_>,
         cost_model: Option<CostModel>,
     ) -> Result<Self, JobError> {
-        let spec = job.spec;
-        let cipher = new_cipher(spec.algorithm, job.implementation, job.key)?;
-        if job.aad.is_some() && spec.mode != Mode::Gcm {
-            return Err(JobError::AadNotUsed);
-        }
-        let iv = match (spec.mode, job.iv) {
-            (Mode::Ecb, Some(_)) => return Err(JobError::IvNotUsed(spec)),
-            (Mode::Ecb, None) => &[][..],
-            (_, None) => return Err(JobError::IvMissing(spec)),
-            (_, Some(iv)) => iv,
+        let keys = KeySchedule::new(job.spec, job.implementation, job.key)?;
+        let message = MessageSpec {
+            direction: job.direction,
+            iv: job.iv,
+            aad: job.aad,
+            padding: job.padding,
         };
-        if let Some(expected) = spec.iv_length() {
-            if iv.len() != expected {
-                return Err(JobError::IvLength {
-                    spec,
-                    expected,
-                    got: iv.len(),
-                });
-            }
-        }
+        Self::with_keys(engine, Keys::Own(Box::new(keys)), &message, cost_model)
+    }
+
+    /// A crypter for one message under `keys`, which are already built.
+    pub(crate) fn with_keys(
+        engine: &'e Engine,
+        keys: Keys<'e>,
+        message: &MessageSpec<'_>,
+        cost_model: Option<CostModel>,
+    ) -> Result<Self, JobError> {
+        let schedule = keys.get();
+        let spec = schedule.suite();
+        let iv = check_iv_and_aad(spec, message.iv, message.aad)?;
         let state = match spec.mode {
             Mode::Ecb => ModeState::Ecb,
             Mode::Cbc => ModeState::Cbc { chain: iv.to_vec() },
@@ -165,29 +186,28 @@ impl<'e> Crypter<'e> {
                 next: Counter::new(iv, CounterRule::Full),
             },
             Mode::Gcm => {
-                let key = GcmKey::new(cipher.as_ref())?;
-                let message = key.message(cipher.as_ref(), iv)?;
-                let accumulator = GcmAccumulator::new(&key, job.aad.unwrap_or_default());
+                let key = schedule.gcm()?;
                 ModeState::Gcm {
-                    key: Box::new(key),
-                    message,
-                    accumulator,
+                    message: key.message(schedule.cipher(), iv)?,
+                    accumulator: GcmAccumulator::new(key, message.aad.unwrap_or_default()),
                 }
             }
         };
+        let gpu = engine.may_use_gpu(spec, message.direction);
+        if gpu {
+            // Built once per key, on the first message that may need it.
+            schedule.gpu_material()?;
+        }
         Ok(Crypter {
             engine,
-            cipher,
+            keys,
             spec,
-            direction: job.direction,
-            padding: job.padding && spec.mode.pads(),
+            direction: message.direction,
+            padding: message.padding && spec.mode.pads(),
             state,
             processed: 0,
             cost_model,
-            gpu_key: match engine.may_use_gpu(spec, job.direction) {
-                true => Some(parcrypt_gpu::KeyMaterial::new(spec.algorithm, job.key)?),
-                false => None,
-            },
+            gpu,
         })
     }
 
@@ -212,19 +232,19 @@ impl<'e> Crypter<'e> {
     pub fn holdback(&self) -> usize {
         match (self.spec.mode, self.direction) {
             (Mode::Gcm, Direction::Decrypt) => TAG_BYTES,
-            (_, Direction::Decrypt) if self.padding => self.cipher.block_size(),
+            (_, Direction::Decrypt) if self.padding => self.spec.algorithm.block_size(),
             _ => 0,
         }
     }
 
     /// The alignment every `update` length must have.
     pub fn block_size(&self) -> usize {
-        self.cipher.block_size()
+        self.spec.algorithm.block_size()
     }
 
     /// Encrypts or decrypts `data` in place; its length must be a whole number of blocks.
     pub fn update(&mut self, data: &mut [u8]) -> Result<(), JobError> {
-        let block_size = self.cipher.block_size();
+        let block_size = self.block_size();
         if !data.len().is_multiple_of(block_size) {
             return Err(JobError::PartialBlock {
                 length: data.len() as u64,
@@ -244,7 +264,7 @@ impl<'e> Crypter<'e> {
     /// returned: output already handed out by `update` must then be discarded by the caller
     /// (the command line writes it to a temporary file that it deletes).
     pub fn finish(mut self, data: &mut Vec<u8>) -> Result<(), JobError> {
-        let block_size = self.cipher.block_size();
+        let block_size = self.block_size();
         let total = self.processed + data.len() as u64;
         match (self.spec.mode, self.direction) {
             (Mode::Gcm, direction) => {
@@ -258,11 +278,11 @@ impl<'e> Crypter<'e> {
                 };
                 self.process(data)?;
                 if let ModeState::Gcm {
-                    key,
                     message,
                     accumulator,
                 } = &self.state
                 {
+                    let key = self.keys.get().gcm()?;
                     match received_tag {
                         None => data.extend_from_slice(&key.tag(message, accumulator)),
                         Some(tag) => {
@@ -308,12 +328,13 @@ impl<'e> Crypter<'e> {
     /// Runs the mode over `data`, which is whole blocks except possibly at the end of a
     /// stream mode's message.
     fn process(&mut self, data: &mut [u8]) -> Result<(), JobError> {
-        if self.gpu_key.is_some() {
+        if self.gpu {
             if let Some(gpu) = self.engine.gpu_for(self.spec, self.direction, data.len()) {
                 return self.process_on_gpu(gpu, data);
             }
         }
-        let cipher = self.cipher.as_ref();
+        let keys = self.keys.get();
+        let cipher = keys.cipher();
         let block_size = cipher.block_size();
         let engine = self.engine;
         let direction = self.direction;
@@ -357,13 +378,13 @@ impl<'e> Crypter<'e> {
                 *next = start.advanced((data.len() / block_size) as u64);
             }
             ModeState::Gcm {
-                key,
                 message,
                 accumulator,
             } => {
+                let key = keys.gcm()?;
                 let first_block = accumulator.text_bytes() / 16;
                 let lengths = engine.plan(data.len(), 16, model);
-                let (key, message): (&GcmKey, &GcmMessage) = (key, message);
+                let message: &GcmMessage = message;
                 let partials = engine.run(data, &lengths, |_, offset, range| {
                     key.process_range(
                         message,
@@ -393,11 +414,9 @@ impl Crypter<'_> {
         data: &mut [u8],
     ) -> Result<(), JobError> {
         use parcrypt_gpu::GpuOperation;
-        let key = self
-            .gpu_key
-            .as_ref()
-            .expect("GPU engines build GPU key material");
-        let cipher = self.cipher.as_ref();
+        let keys = self.keys.get();
+        let key = keys.gpu_material()?;
+        let cipher = keys.cipher();
         let block_size = cipher.block_size();
         let engine = self.engine;
         let direction = self.direction;
@@ -440,10 +459,10 @@ impl Crypter<'_> {
                 *next = next.advanced(data.len().div_ceil(block_size) as u64);
             }
             ModeState::Gcm {
-                key: gcm_key,
                 message,
                 accumulator,
             } => {
+                let gcm_key = keys.gcm()?;
                 let mut counter = vec![0u8; 16];
                 message
                     .text_counter(accumulator.text_bytes() / 16)
@@ -495,6 +514,44 @@ fn ghash_partials(
         }
         Err(error) => Err(error.into()),
     }
+}
+
+/// What one message adds to a key: its direction, IV, AAD and padding.
+pub(crate) struct MessageSpec<'a> {
+    pub(crate) direction: Direction,
+    pub(crate) iv: Option<&'a [u8]>,
+    pub(crate) aad: Option<&'a [u8]>,
+    pub(crate) padding: bool,
+}
+
+/// Checks that `iv` and `aad` suit `spec` and returns the IV (empty for ECB).
+pub(crate) fn check_iv_and_aad<'a>(
+    spec: CipherSpec,
+    iv: Option<&'a [u8]>,
+    aad: Option<&[u8]>,
+) -> Result<&'a [u8], JobError> {
+    if aad.is_some() && spec.mode != Mode::Gcm {
+        return Err(JobError::AadNotUsed);
+    }
+    let iv = match (spec.mode, iv) {
+        (Mode::Ecb, Some(_)) => return Err(JobError::IvNotUsed(spec)),
+        (Mode::Ecb, None) => &[][..],
+        (_, None) => return Err(JobError::IvMissing(spec)),
+        (_, Some(iv)) => iv,
+    };
+    if let Some(expected) = spec.iv_length() {
+        if iv.len() != expected {
+            return Err(JobError::IvLength {
+                spec,
+                expected,
+                got: iv.len(),
+            });
+        }
+    }
+    if spec.mode == Mode::Gcm && iv.is_empty() {
+        return Err(GcmError::EmptyIv.into());
+    }
+    Ok(iv)
 }
 
 /// Runs a whole message held in memory: convenience for tests, benchmarks and libraries

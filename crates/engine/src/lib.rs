@@ -4,9 +4,13 @@
 //!   one with [`Engine::builder`]. An engine follows tune tables only when its caller passes
 //!   a tune directory or file ([`EngineBuilder::tune_directory`],
 //!   [`EngineBuilder::tune_file`]); it reads no configuration of its own.
-//! - [`Cipher`] is a cipher suite, key and IV on an engine: whole messages in one call,
-//!   into a new buffer, a caller's buffer or in place.
-//! - [`Crypter`] runs one message fed in pieces; [`stream::process_stream`] drives one from
+//! - [`KeyedCipher`] is a cipher suite and key on an engine, set up once (key schedule,
+//!   GCM's powers of H) and reused for every message under that key, each with its own IV:
+//!   whole messages in one call, into a new buffer, a caller's buffer or in place; cheap to
+//!   clone and share between threads; small messages stay on the calling thread.
+//! - [`Cipher`] is a [`KeyedCipher`] with one fixed IV, for a single message.
+//! - [`Crypter`] runs one message fed in pieces ([`KeyedCipher::encryptor`] borrows the
+//!   key's schedule); [`stream::process_stream`] drives one from
 //!   a reader to a writer in bounded memory; [`open::Authenticated`] decrypts GCM in two
 //!   passes (authenticate, then decrypt) so that no byte is released before the tag matched.
 //! - `auto` chooses per job between one thread and the pool by a [`CostModel`] measured on
@@ -14,12 +18,18 @@
 //! - [`tune`] measures a GPU's best launch shapes and its CPU/GPU crossover.
 //!
 //! ```
-//! use parcrypt_engine::{Backend, Cipher, Engine};
+//! use parcrypt_engine::{Backend, Engine, KeyedCipher};
 //!
 //! let engine = Engine::builder().backend(Backend::Pool).build()?;
-//! let cipher = Cipher::new(engine, "aes-256-ctr".parse()?, &[1u8; 32], Some(&[2u8; 16]))?;
-//! let ciphertext = cipher.encrypt(&[0u8; 1 << 20], None)?;
-//! assert_eq!(cipher.decrypt(&ciphertext, None)?, vec![0u8; 1 << 20]);
+//! let cipher = KeyedCipher::new(engine, "aes-256-ctr".parse()?, &[1u8; 32])?;
+//! let ciphertext = cipher.encrypt(Some(&[2u8; 16]), &[0u8; 1 << 20], None)?;
+//! assert_eq!(cipher.decrypt(Some(&[2u8; 16]), &ciphertext, None)?, vec![0u8; 1 << 20]);
+//! // Many small messages under the one key, each with its own IV.
+//! for counter in 0u64..1000 {
+//!     let mut iv = [0u8; 16];
+//!     iv[..8].copy_from_slice(&counter.to_be_bytes());
+//!     assert_eq!(cipher.encrypt(Some(&iv), b"sixteen bytes!!!", None)?.len(), 16);
+//! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![forbid(unsafe_code)]
@@ -33,6 +43,7 @@ pub mod crypter;
 #[doc(hidden)]
 pub mod fuzzing;
 mod gpu;
+mod keyed;
 pub mod open;
 pub mod stream;
 pub mod tune;
@@ -46,5 +57,6 @@ pub use cipher::Cipher;
 pub use cost::{CostModel, AUTO_PARALLEL_THRESHOLD};
 pub use crypter::{Crypter, JobError};
 pub use gpu::tune_table_in;
+pub use keyed::{KeyedCipher, INLINE_MESSAGE_BYTES};
 pub use parcrypt_ciphers::Implementation;
 pub use parcrypt_modes::{CipherSpec, Direction, Mode};

@@ -55,11 +55,10 @@
 use std::fs::File;
 use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
 
-use parcrypt_ciphers::{new_cipher, BlockCipher};
 use parcrypt_modes::gcm::{GcmAccumulator, GcmKey, GcmMessage, TAG_BYTES};
 use parcrypt_modes::{Direction, Mode};
 
-use crate::crypter::JobError;
+use crate::crypter::{check_iv_and_aad, JobError};
 use crate::stream::pipeline::{self, Step};
 use crate::stream::{process_stream_with_progress, StreamError, DEFAULT_CHUNK_BYTES};
 use crate::{Cipher, CostModel, Engine};
@@ -384,28 +383,28 @@ fn authenticate(
 /// GHASH alone over a GCM message's ciphertext, split over the engine, and the tag check.
 struct Authenticator<'c> {
     engine: &'c Engine,
-    key: GcmKey,
+    key: &'c GcmKey,
     message: GcmMessage,
     accumulator: GcmAccumulator,
     cost_model: Option<CostModel>,
 }
 
 impl<'c> Authenticator<'c> {
+    /// Starts the message under the cipher's GCM key, built once with the cipher.
     fn new(cipher: &'c Cipher, aad: Option<&[u8]>) -> Result<Self, JobError> {
-        let job = cipher.job(Direction::Decrypt, aad);
-        let block: Box<dyn BlockCipher> =
-            new_cipher(job.spec.algorithm, job.implementation, job.key)?;
-        let iv = job.iv.ok_or(JobError::IvMissing(job.spec))?;
-        let key = GcmKey::new(block.as_ref())?;
-        let message = key.message(block.as_ref(), iv)?;
-        let accumulator = GcmAccumulator::new(&key, aad.unwrap_or_default());
+        let spec = cipher.suite();
+        let iv = check_iv_and_aad(spec, cipher.iv(), aad)?;
+        let schedule = cipher.keyed().schedule();
+        let key = schedule.gcm()?;
+        let message = key.message(schedule.cipher(), iv)?;
+        let accumulator = GcmAccumulator::new(key, aad.unwrap_or_default());
         let engine = cipher.engine();
         Ok(Authenticator {
             engine,
             key,
             message,
             accumulator,
-            cost_model: engine.cost_model(job.spec, Direction::Decrypt),
+            cost_model: engine.cost_model(spec, Direction::Decrypt),
         })
     }
 
@@ -413,7 +412,7 @@ impl<'c> Authenticator<'c> {
     /// hands out its work items that way).
     fn update(&mut self, ciphertext: &mut [u8]) -> Result<(), JobError> {
         let lengths = self.engine.plan(ciphertext.len(), 16, self.cost_model);
-        let key = &self.key;
+        let key = self.key;
         let partials = self
             .engine
             .run(ciphertext, &lengths, |_, _, range| key.hash_range(range));
@@ -433,7 +432,7 @@ impl<'c> Authenticator<'c> {
         let (text, tag) = tail.split_at(tail.len() - TAG_BYTES);
         let partial = self.key.hash_range(text);
         self.accumulator
-            .append(&self.key, partial, text.len() as u64)?;
+            .append(self.key, partial, text.len() as u64)?;
         self.key.verify(&self.message, &self.accumulator, tag)?;
         Ok(())
     }

@@ -1,0 +1,611 @@
+//! [`KeyedCipher`]: a cipher suite and key on an engine, set up once and reused for every
+//! message under that key, each message bringing its own IV.
+
+use std::sync::{Arc, OnceLock};
+
+use parcrypt_ciphers::{new_cipher, BlockCipher, Implementation};
+use parcrypt_modes::ctr::{self, Counter, CounterRule};
+use parcrypt_modes::gcm::{GcmAccumulator, GcmError, GcmKey, MAX_TEXT_BYTES, TAG_BYTES};
+use parcrypt_modes::{cbc, ecb, padding, CipherSpec, Direction, Mode};
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
+
+use crate::cipher::{finish_message, process_in_place};
+use crate::crypter::{check_iv_and_aad, max_output_length, Crypter, JobError, Keys, MessageSpec};
+use crate::{CostModel, Engine};
+
+/// Messages of at most this many bytes run on the calling thread whatever the backend (on
+/// `threads` too): handing them to other threads costs more than splitting them saves.
+/// Larger ones run there too whenever the engine would not split them anyway.
+pub const INLINE_MESSAGE_BYTES: usize = 4096;
+
+/// Everything that depends on the key alone, built once per key: the block cipher's key
+/// schedule, GCM's hash key with its powers of H, and (on first need) the GPU's form of the
+/// key. Every part wipes itself when dropped.
+pub(crate) struct KeySchedule {
+    suite: CipherSpec,
+    implementation: Implementation,
+    cipher: Box<dyn BlockCipher>,
+    gcm: Option<GcmKey>,
+    /// The key itself, kept to build the GPU's key material on first need.
+    key: Zeroizing<Vec<u8>>,
+    gpu: OnceLock<parcrypt_gpu::KeyMaterial>,
+}
+
+impl KeySchedule {
+    /// Checks `key` for `suite` and expands it.
+    pub(crate) fn new(
+        suite: CipherSpec,
+        implementation: Implementation,
+        key: &[u8],
+    ) -> Result<Self, JobError> {
+        let cipher = new_cipher(suite.algorithm, implementation, key)?;
+        let gcm = match suite.mode {
+            Mode::Gcm => Some(GcmKey::new(cipher.as_ref())?),
+            _ => None,
+        };
+        Ok(KeySchedule {
+            suite,
+            implementation,
+            cipher,
+            gcm,
+            key: Zeroizing::new(key.to_vec()),
+            gpu: OnceLock::new(),
+        })
+    }
+
+    pub(crate) fn suite(&self) -> CipherSpec {
+        self.suite
+    }
+
+    pub(crate) fn cipher(&self) -> &dyn BlockCipher {
+        self.cipher.as_ref()
+    }
+
+    /// GCM's hash key (present whenever the suite is GCM).
+    pub(crate) fn gcm(&self) -> Result<&GcmKey, JobError> {
+        self.gcm.as_ref().ok_or(JobError::Gcm(GcmError::BlockSize))
+    }
+
+    /// The key in the form the GPU kernels take, built on first call and kept.
+    pub(crate) fn gpu_material(&self) -> Result<&parcrypt_gpu::KeyMaterial, JobError> {
+        if let Some(material) = self.gpu.get() {
+            return Ok(material);
+        }
+        let material = parcrypt_gpu::KeyMaterial::new(self.suite.algorithm, &self.key)?;
+        // Two threads may both build it; one copy is kept and the other wiped on drop.
+        Ok(self.gpu.get_or_init(|| material))
+    }
+}
+
+// Each field wipes itself on drop: the key bytes (`Zeroizing`), the block ciphers' schedules
+// (`ZeroizeOnDrop`), GCM's H and powers (`GcmKey`'s drop) and the GPU's key material.
+impl ZeroizeOnDrop for KeySchedule {}
+
+/// A cipher suite (such as `aes-128-gcm`) and a key on an engine, set up once: the key
+/// schedule and GCM's powers of H are built by [`KeyedCipher::new`] and shared by every
+/// message, every [`Crypter`] and every clone (a clone costs two reference counts). Each
+/// message brings its own IV (GCM nonce), so one object serves a whole session or file,
+/// from as many threads at once as the caller likes. The key material is wiped when the
+/// last clone is dropped.
+///
+/// A message runs as `parcrypt raw` runs one: ECB and CBC add PKCS#7 padding when
+/// encrypting and remove it when decrypting (unless [`KeyedCipher::padding`] turns it off);
+/// CTR treats the whole IV as one big-endian counter; GCM appends the 16-byte tag when
+/// encrypting and, when decrypting, returns nothing but an error unless the tag matches.
+/// A GCM or CTR IV must never encrypt two messages under one key.
+///
+/// Small messages (up to [`INLINE_MESSAGE_BYTES`], or larger ones the engine would not
+/// split) take a short path on the calling thread: no hand-off to the pool, no cost-model
+/// query (for `auto`, larger messages read the model the engine measured on first use), no
+/// allocation beyond the output that [`KeyedCipher::encrypt`] returns (none at all
+/// for the `_into` and `_in_place` forms).
+///
+/// ```
+/// use parcrypt_engine::{Backend, Engine, KeyedCipher};
+///
+/// let engine = Engine::builder().backend(Backend::Auto).build()?;
+/// let cipher = KeyedCipher::new(engine, "aes-256-gcm".parse()?, &[7u8; 32])?;
+/// let mut sealed = Vec::new();
+/// for (counter, message) in [&b"first"[..], b"second", b"third"].into_iter().enumerate() {
+///     let mut nonce = [0u8; 12];
+///     nonce[4..].copy_from_slice(&(counter as u64).to_be_bytes());
+///     sealed.push((nonce, cipher.encrypt(Some(&nonce), message, Some(b"header"))?));
+/// }
+/// // Clones share the key schedule and may run on other threads.
+/// let other = cipher.clone();
+/// let opened = std::thread::spawn(move || {
+///     sealed
+///         .iter()
+///         .map(|(nonce, bytes)| other.decrypt(Some(nonce), bytes, Some(b"header")))
+///         .collect::<Result<Vec<_>, _>>()
+/// })
+/// .join()
+/// .expect("no panic")?;
+/// assert_eq!(opened[1], b"second");
+///
+/// // A wrong nonce, AAD or modified byte fails the tag and releases nothing.
+/// let bad = cipher.decrypt(Some(&[0u8; 12]), &cipher.encrypt(Some(&[1u8; 12]), b"x", None)?, None);
+/// assert!(bad.is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct KeyedCipher {
+    engine: Arc<Engine>,
+    keys: Arc<KeySchedule>,
+    padding: bool,
+    /// Whether the engine may send encryption, decryption to a GPU.
+    gpu: [bool; 2],
+}
+
+impl ZeroizeOnDrop for KeyedCipher {}
+
+impl std::fmt::Debug for KeyedCipher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyedCipher")
+            .field("suite", &self.keys.suite)
+            .field("backend", &self.engine.backend())
+            .finish_non_exhaustive()
+    }
+}
+
+fn slot(direction: Direction) -> usize {
+    usize::from(direction == Direction::Decrypt)
+}
+
+impl KeyedCipher {
+    /// A keyed cipher for `suite` with `key` on `engine` (an [`Engine`], or an `Arc` of one
+    /// to share its threads), on the fast CPU implementation. The key is checked and
+    /// expanded now, once.
+    pub fn new(
+        engine: impl Into<Arc<Engine>>,
+        suite: CipherSpec,
+        key: &[u8],
+    ) -> Result<Self, JobError> {
+        Self::with_implementation(engine, suite, key, Implementation::Fast)
+    }
+
+    /// [`KeyedCipher::new`] on a chosen CPU implementation of the block cipher (the
+    /// reference one mirrors the GPU kernels).
+    pub fn with_implementation(
+        engine: impl Into<Arc<Engine>>,
+        suite: CipherSpec,
+        key: &[u8],
+        implementation: Implementation,
+    ) -> Result<Self, JobError> {
+        let engine = engine.into();
+        let keys = Arc::new(KeySchedule::new(suite, implementation, key)?);
+        Ok(Self::on(engine, keys))
+    }
+
+    fn on(engine: Arc<Engine>, keys: Arc<KeySchedule>) -> Self {
+        let suite = keys.suite;
+        let directions = [Direction::Encrypt, Direction::Decrypt];
+        KeyedCipher {
+            gpu: directions.map(|direction| engine.may_use_gpu(suite, direction)),
+            engine,
+            keys,
+            padding: true,
+        }
+    }
+
+    /// The same key on another CPU implementation (the schedule is built again).
+    pub(crate) fn rebuilt(&self, implementation: Implementation) -> Result<Self, JobError> {
+        if implementation == self.keys.implementation {
+            return Ok(self.clone());
+        }
+        let keys = KeySchedule::new(self.keys.suite, implementation, &self.keys.key)?;
+        Ok(KeyedCipher {
+            padding: self.padding,
+            ..Self::on(Arc::clone(&self.engine), Arc::new(keys))
+        })
+    }
+
+    /// Whether ECB and CBC messages carry PKCS#7 padding (default true). Without it their
+    /// length must be a whole number of blocks. The stream modes ignore this.
+    #[must_use]
+    pub fn padding(mut self, padding: bool) -> Self {
+        self.padding = padding;
+        self
+    }
+
+    /// The cipher suite.
+    pub fn suite(&self) -> CipherSpec {
+        self.keys.suite
+    }
+
+    /// The CPU implementation of the block cipher.
+    pub fn implementation(&self) -> Implementation {
+        self.keys.implementation
+    }
+
+    /// The engine the work runs on.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// GCM's key (H and its powers), for callers that drive [`GcmKey`] themselves; `None`
+    /// for the other modes.
+    pub fn gcm_key(&self) -> Option<&GcmKey> {
+        self.keys.gcm.as_ref()
+    }
+
+    pub(crate) fn schedule(&self) -> &KeySchedule {
+        &self.keys
+    }
+
+    /// The most bytes a message of `input_length` bytes turns into: 16 more for GCM
+    /// encryption, up to one block more for padded encryption, 16 fewer for GCM decryption.
+    pub fn max_output_length(&self, direction: Direction, input_length: usize) -> usize {
+        max_output_length(self.keys.suite, direction, self.padding, input_length)
+    }
+
+    /// Encrypts one message under `iv` (none for ECB; one block for CBC and CTR; 1 byte or
+    /// more for GCM, 12 being the fast path), with `aad` as GCM's additional authenticated
+    /// data, into a new buffer.
+    pub fn encrypt(
+        &self,
+        iv: Option<&[u8]>,
+        plaintext: &[u8],
+        aad: Option<&[u8]>,
+    ) -> Result<Vec<u8>, JobError> {
+        self.process(Direction::Encrypt, iv, plaintext, aad)
+    }
+
+    /// Decrypts one message into a new buffer; for GCM nothing is returned unless the tag
+    /// matches (the plaintext is wiped before the error is returned).
+    pub fn decrypt(
+        &self,
+        iv: Option<&[u8]>,
+        ciphertext: &[u8],
+        aad: Option<&[u8]>,
+    ) -> Result<Vec<u8>, JobError> {
+        self.process(Direction::Decrypt, iv, ciphertext, aad)
+    }
+
+    /// Encrypts `plaintext` into `output`, which must hold at least
+    /// [`KeyedCipher::max_output_length`] bytes, and returns the bytes written.
+    pub fn encrypt_into(
+        &self,
+        iv: Option<&[u8]>,
+        plaintext: &[u8],
+        output: &mut [u8],
+        aad: Option<&[u8]>,
+    ) -> Result<usize, JobError> {
+        self.process_into(Direction::Encrypt, iv, plaintext, output, aad)
+    }
+
+    /// Decrypts `ciphertext` into `output`, which must hold at least
+    /// [`KeyedCipher::max_output_length`] bytes (the ciphertext's length for padded
+    /// modes), and returns the bytes written. On any error `output` is wiped.
+    pub fn decrypt_into(
+        &self,
+        iv: Option<&[u8]>,
+        ciphertext: &[u8],
+        output: &mut [u8],
+        aad: Option<&[u8]>,
+    ) -> Result<usize, JobError> {
+        self.process_into(Direction::Decrypt, iv, ciphertext, output, aad)
+    }
+
+    /// Encrypts the message in `buffer[..length]` in place, the rest of `buffer` being room
+    /// for the padding or tag, and returns the ciphertext's length.
+    ///
+    /// ```
+    /// use parcrypt_engine::{Backend, Direction, Engine, KeyedCipher};
+    ///
+    /// let cipher = KeyedCipher::new(Engine::new(Backend::Seq, None)?, "aes-128-gcm".parse()?, &[9u8; 16])?;
+    /// let mut buffer = [0u8; 64];
+    /// buffer[..5].copy_from_slice(b"hello");
+    /// let sealed = cipher.encrypt_in_place(Some(&[3u8; 12]), &mut buffer, 5, None)?;
+    /// assert_eq!(sealed, 5 + 16);
+    /// let opened = cipher.decrypt_in_place(Some(&[3u8; 12]), &mut buffer, sealed, None)?;
+    /// assert_eq!(&buffer[..opened], b"hello");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn encrypt_in_place(
+        &self,
+        iv: Option<&[u8]>,
+        buffer: &mut [u8],
+        length: usize,
+        aad: Option<&[u8]>,
+    ) -> Result<usize, JobError> {
+        self.in_place(Direction::Encrypt, iv, buffer, length, aad)
+    }
+
+    /// Decrypts the message in `buffer[..length]` in place and returns the plaintext's
+    /// length. On any error (a GCM tag that does not match, bad padding) the buffer is
+    /// wiped.
+    pub fn decrypt_in_place(
+        &self,
+        iv: Option<&[u8]>,
+        buffer: &mut [u8],
+        length: usize,
+        aad: Option<&[u8]>,
+    ) -> Result<usize, JobError> {
+        self.in_place(Direction::Decrypt, iv, buffer, length, aad)
+    }
+
+    /// A [`Crypter`] that encrypts one message under `iv` given in pieces: whole blocks to
+    /// [`Crypter::update`], the rest to [`Crypter::finish`]. It borrows this object's key
+    /// schedule: nothing is rebuilt.
+    pub fn encryptor(
+        &self,
+        iv: Option<&[u8]>,
+        aad: Option<&[u8]>,
+    ) -> Result<Crypter<'_>, JobError> {
+        self.crypter(Direction::Encrypt, iv, aad)
+    }
+
+    /// A [`Crypter`] that decrypts one message under `iv` given in pieces. For GCM, output
+    /// from [`Crypter::update`] is unauthenticated until [`Crypter::finish`] succeeds: hold
+    /// it back until then.
+    pub fn decryptor(
+        &self,
+        iv: Option<&[u8]>,
+        aad: Option<&[u8]>,
+    ) -> Result<Crypter<'_>, JobError> {
+        self.crypter(Direction::Decrypt, iv, aad)
+    }
+
+    fn crypter(
+        &self,
+        direction: Direction,
+        iv: Option<&[u8]>,
+        aad: Option<&[u8]>,
+    ) -> Result<Crypter<'_>, JobError> {
+        let message = MessageSpec {
+            direction,
+            iv,
+            aad,
+            padding: self.padding,
+        };
+        Crypter::with_keys(
+            &self.engine,
+            Keys::Shared(&self.keys),
+            &message,
+            self.cost_model(direction),
+        )
+    }
+
+    /// `auto`'s cost model for this suite (measured by the engine on first use, then
+    /// remembered there); asked only for messages too large for the short path.
+    fn cost_model(&self, direction: Direction) -> Option<CostModel> {
+        self.engine.cost_model(self.keys.suite, direction)
+    }
+
+    /// Whether a whole message of `length` bytes runs on the calling thread: no GPU takes
+    /// it and the engine would not split it (or it is small enough that no split pays).
+    fn inline(&self, direction: Direction, length: usize) -> bool {
+        let suite = self.keys.suite;
+        if self.gpu[slot(direction)] && self.engine.gpu_for(suite, direction, length).is_some() {
+            return false;
+        }
+        length <= INLINE_MESSAGE_BYTES
+            || !suite.mode.parallel(direction)
+            || self.engine.items(
+                length,
+                suite.algorithm.block_size(),
+                self.cost_model(direction),
+            ) == 1
+    }
+
+    fn process(
+        &self,
+        direction: Direction,
+        iv: Option<&[u8]>,
+        input: &[u8],
+        aad: Option<&[u8]>,
+    ) -> Result<Vec<u8>, JobError> {
+        let length = input.len();
+        let mut buffer = Vec::with_capacity(self.max_output_length(direction, length).max(length));
+        buffer.extend_from_slice(input);
+        buffer.resize(buffer.capacity(), 0);
+        let written = self.in_place(direction, iv, &mut buffer, length, aad)?;
+        buffer.truncate(written);
+        Ok(buffer)
+    }
+
+    fn process_into(
+        &self,
+        direction: Direction,
+        iv: Option<&[u8]>,
+        input: &[u8],
+        output: &mut [u8],
+        aad: Option<&[u8]>,
+    ) -> Result<usize, JobError> {
+        let length = input.len();
+        let needed = self.max_output_length(direction, length);
+        if output.len() < needed {
+            return Err(JobError::OutputTooSmall {
+                needed,
+                got: output.len(),
+            });
+        }
+        let suite = self.keys.suite;
+        let checked_iv = check_iv_and_aad(suite, iv, aad)?;
+        // GCM decryption's output is 16 bytes shorter than its input: the tag stays behind.
+        let (text, tag) = match (suite.mode, direction) {
+            (Mode::Gcm, Direction::Decrypt) if length < TAG_BYTES => {
+                return Err(JobError::MissingTag(length as u64))
+            }
+            (Mode::Gcm, Direction::Decrypt) => input.split_at(length - TAG_BYTES),
+            _ => (input, &[][..]),
+        };
+        if self.inline(direction, text.len()) {
+            output[..text.len()].copy_from_slice(text);
+            let message = Inline {
+                direction,
+                padding: self.padding,
+                iv: checked_iv,
+                aad: aad.unwrap_or_default(),
+                tag,
+            };
+            return wipe_on_error(output, |output| message.run(&self.keys, output, text.len()));
+        }
+        let crypter = self.crypter(direction, iv, aad)?;
+        let body =
+            length.saturating_sub(crypter.holdback()) / crypter.block_size() * crypter.block_size();
+        output[..body].copy_from_slice(&input[..body]);
+        let tail = Zeroizing::new(input[body..].to_vec());
+        finish_message(crypter, output, body, tail)
+    }
+
+    fn in_place(
+        &self,
+        direction: Direction,
+        iv: Option<&[u8]>,
+        buffer: &mut [u8],
+        length: usize,
+        aad: Option<&[u8]>,
+    ) -> Result<usize, JobError> {
+        let suite = self.keys.suite;
+        let needed = self.max_output_length(direction, length).max(length);
+        if buffer.len() < needed {
+            return Err(JobError::OutputTooSmall {
+                needed,
+                got: buffer.len(),
+            });
+        }
+        let checked_iv = check_iv_and_aad(suite, iv, aad)?;
+        let gcm_decrypt = suite.mode == Mode::Gcm && direction == Direction::Decrypt;
+        if gcm_decrypt && length < TAG_BYTES {
+            return Err(JobError::MissingTag(length as u64));
+        }
+        let text = if gcm_decrypt {
+            length - TAG_BYTES
+        } else {
+            length
+        };
+        if !self.inline(direction, text) {
+            return process_in_place(self.crypter(direction, iv, aad)?, buffer, length);
+        }
+        let mut tag = [0u8; TAG_BYTES];
+        if gcm_decrypt {
+            tag.copy_from_slice(&buffer[text..length]);
+        }
+        let message = Inline {
+            direction,
+            padding: self.padding,
+            iv: checked_iv,
+            aad: aad.unwrap_or_default(),
+            tag: if gcm_decrypt { &tag } else { &[] },
+        };
+        wipe_on_error(buffer, |buffer| message.run(&self.keys, buffer, text))
+    }
+}
+
+/// Runs `work` on `buffer` and wipes the buffer if it fails, so that no partial or
+/// unauthenticated output is left in it.
+fn wipe_on_error(
+    buffer: &mut [u8],
+    work: impl FnOnce(&mut [u8]) -> Result<usize, JobError>,
+) -> Result<usize, JobError> {
+    let outcome = work(buffer);
+    if outcome.is_err() {
+        buffer.zeroize();
+    }
+    outcome
+}
+
+/// One whole message on the calling thread, its IV and AAD already checked.
+struct Inline<'a> {
+    direction: Direction,
+    padding: bool,
+    iv: &'a [u8],
+    aad: &'a [u8],
+    /// The received tag, for GCM decryption (the text then excludes it).
+    tag: &'a [u8],
+}
+
+impl Inline<'_> {
+    /// Runs the message in `buffer[..length]` in place (the rest of `buffer` is room for
+    /// padding or a tag) and returns the output's length.
+    fn run(&self, keys: &KeySchedule, buffer: &mut [u8], length: usize) -> Result<usize, JobError> {
+        let suite = keys.suite;
+        let cipher = keys.cipher();
+        let block_size = cipher.block_size();
+        let padding = self.padding && suite.mode.pads();
+        match (suite.mode, self.direction) {
+            (Mode::Ctr, _) => {
+                ctr::apply(
+                    cipher,
+                    Counter::new(self.iv, CounterRule::Full),
+                    &mut buffer[..length],
+                );
+                Ok(length)
+            }
+            (Mode::Gcm, direction) => {
+                let key = keys.gcm()?;
+                if length as u64 > MAX_TEXT_BYTES {
+                    return Err(GcmError::TooLong.into());
+                }
+                let message = key.message(cipher, self.iv)?;
+                let mut accumulator = GcmAccumulator::new(key, self.aad);
+                let text = &mut buffer[..length];
+                let partial = key.process_range(&message, cipher, direction, 0, text);
+                accumulator.append(key, partial, length as u64)?;
+                match direction {
+                    Direction::Encrypt => {
+                        buffer[length..length + TAG_BYTES]
+                            .copy_from_slice(&key.tag(&message, &accumulator));
+                        Ok(length + TAG_BYTES)
+                    }
+                    Direction::Decrypt => {
+                        key.verify(&message, &accumulator, self.tag)?;
+                        Ok(length)
+                    }
+                }
+            }
+            (mode, Direction::Encrypt) => {
+                let total = if padding {
+                    let count = block_size - length % block_size;
+                    buffer[length..length + count].fill(count as u8);
+                    length + count
+                } else if length.is_multiple_of(block_size) {
+                    length
+                } else {
+                    return Err(JobError::PartialBlock {
+                        length: length as u64,
+                        block_size,
+                    });
+                };
+                let data = &mut buffer[..total];
+                if total == 0 {
+                    return Ok(0);
+                }
+                if mode == Mode::Cbc {
+                    let mut chain = [0u8; 16];
+                    chain[..block_size].copy_from_slice(self.iv);
+                    cbc::encrypt(cipher, &mut chain[..block_size], data);
+                    chain.zeroize();
+                } else {
+                    ecb::apply(cipher, Direction::Encrypt, data);
+                }
+                Ok(total)
+            }
+            (mode, Direction::Decrypt) => {
+                if !length.is_multiple_of(block_size) || (padding && length == 0) {
+                    return Err(JobError::PartialBlock {
+                        length: length as u64,
+                        block_size,
+                    });
+                }
+                let data = &mut buffer[..length];
+                if length == 0 {
+                    return Ok(0);
+                }
+                if mode == Mode::Cbc {
+                    cbc::decrypt(cipher, self.iv, data);
+                } else {
+                    ecb::apply(cipher, Direction::Decrypt, data);
+                }
+                if !padding {
+                    return Ok(length);
+                }
+                let last = &data[length - block_size..];
+                let kept = padding::unpadded_length(last).ok_or(JobError::BadPadding(suite))?;
+                Ok(length - block_size + kept)
+            }
+        }
+    }
+}

@@ -26,9 +26,7 @@ use std::process::{Command, Stdio};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use parcrypt_ciphers::Implementation;
-use parcrypt_engine::crypter::JobSpec;
-use parcrypt_engine::{Backend, Crypter, Engine, JobError};
+use parcrypt_engine::{Backend, Engine, JobError, KeyedCipher};
 use parcrypt_modes::{CipherSpec, Direction, Mode};
 use serde::{Deserialize, Serialize};
 
@@ -591,44 +589,20 @@ pub fn prepare_all(
     (ready, missing)
 }
 
-/// One message through parcrypt with the engine's existing API: a job with this
-/// message's IV, `input` copied to `output`, the body through `update`, the tail through
-/// `finish` (which writes or checks the GCM tag). `input` is the plaintext, or the
-/// ciphertext then its tag; `output` has room for the tag when encrypting.
-///
-/// The key schedule (and GCM's H) is built again for every message here: this is the one
-/// function to switch to a keyed, reusable cipher object once the engine has one.
+/// One message through parcrypt as the peers' protocol runs it: `cipher` was keyed once,
+/// outside the timing; this message brings its own IV, and the result goes from `input`
+/// into `output` (GCM: ciphertext and tag when encrypting; the tag checked when decrypting).
 pub fn parcrypt_message(
-    engine: &Engine,
-    spec: CipherSpec,
+    cipher: &KeyedCipher,
     direction: Direction,
-    key: &[u8],
     iv: &[u8],
     input: &[u8],
     output: &mut [u8],
 ) -> Result<(), JobError> {
-    let job = JobSpec {
-        spec,
-        direction,
-        key,
-        iv: Some(iv),
-        aad: None,
-        padding: false,
-        implementation: Implementation::Fast,
+    match direction {
+        Direction::Encrypt => cipher.encrypt_into(Some(iv), input, output, None)?,
+        Direction::Decrypt => cipher.decrypt_into(Some(iv), input, output, None)?,
     };
-    let mut crypter = Crypter::new(engine, &job)?;
-    let body = input.len() / 16 * 16;
-    // Decryption keeps the tag (and the last partial block) for `finish`.
-    let body = if direction == Direction::Decrypt && spec.mode == Mode::Gcm {
-        input.len().saturating_sub(TAG_BYTES) / 16 * 16
-    } else {
-        body
-    };
-    output[..body].copy_from_slice(&input[..body]);
-    crypter.update(&mut output[..body])?;
-    let mut tail = input[body..].to_vec();
-    crypter.finish(&mut tail)?;
-    output[body..body + tail.len()].copy_from_slice(&tail);
     Ok(())
 }
 
@@ -646,7 +620,10 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<PeerRun, BenchError> {
     let fixed_iv = vec![0x5a; if gcm { 12 } else { 16 }];
     let tag = if gcm { TAG_BYTES } else { 0 };
     let threads = query.threads.max(1);
+    // Keyed once, outside the timing, as every peer's context is; each thread gets a clone
+    // (the key schedule is shared) and a `seq` engine runs each message on its own thread.
     let engine = Engine::builder().backend(Backend::Seq).build()?;
+    let cipher = KeyedCipher::new(engine, spec, &key)?;
     let mut buffers = Vec::with_capacity(threads);
     for _ in 0..threads {
         let plain: Vec<u8> = (0..query.bytes)
@@ -654,15 +631,7 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<PeerRun, BenchError> {
             .collect();
         let input = if gcm && !encrypt {
             let mut sealed = vec![0u8; query.bytes + tag];
-            parcrypt_message(
-                &engine,
-                spec,
-                Direction::Encrypt,
-                &key,
-                &fixed_iv,
-                &plain,
-                &mut sealed,
-            )?;
+            parcrypt_message(&cipher, Direction::Encrypt, &fixed_iv, &plain, &mut sealed)?;
             sealed
         } else {
             plain
@@ -676,9 +645,9 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<PeerRun, BenchError> {
                 .iter_mut()
                 .enumerate()
                 .map(|(thread, (input, output))| {
-                    let (barrier, fixed_iv, key) = (&barrier, &fixed_iv, &key);
+                    let (barrier, fixed_iv) = (&barrier, &fixed_iv);
+                    let cipher = cipher.clone();
                     scope.spawn(move || -> Result<(), BenchError> {
-                        let engine = Engine::builder().backend(Backend::Seq).build()?;
                         let mut iv = fixed_iv.clone();
                         barrier.wait();
                         for index in 0..count {
@@ -686,15 +655,7 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<PeerRun, BenchError> {
                                 iv[0] = thread as u8;
                                 iv[4..12].copy_from_slice(&index.to_be_bytes());
                             }
-                            parcrypt_message(
-                                &engine,
-                                spec,
-                                query.direction,
-                                key,
-                                &iv,
-                                input,
-                                output,
-                            )?;
+                            parcrypt_message(&cipher, query.direction, &iv, input, output)?;
                         }
                         std::hint::black_box(&output);
                         Ok(())
@@ -1049,43 +1010,21 @@ mod tests {
             .expect("seq");
         // NIST GCM test case 2: zero key, zero IV, one zero block.
         let spec: CipherSpec = "aes-128-gcm".parse().expect("spec");
+        let cipher = KeyedCipher::new(engine, spec, &[0; 16]).expect("keyed");
         let mut sealed = [0u8; 32];
-        parcrypt_message(
-            &engine,
-            spec,
-            Direction::Encrypt,
-            &[0; 16],
-            &[0; 12],
-            &[0; 16],
-            &mut sealed,
-        )
-        .expect("seals");
+        parcrypt_message(&cipher, Direction::Encrypt, &[0; 12], &[0; 16], &mut sealed)
+            .expect("seals");
         assert_eq!(
             hex::encode(sealed),
             "0388dace60b6a392f328c2b971b2fe78ab6e47d42cec13bdf53a67b21257bddf"
         );
         let mut opened = [9u8; 32];
-        parcrypt_message(
-            &engine,
-            spec,
-            Direction::Decrypt,
-            &[0; 16],
-            &[0; 12],
-            &sealed,
-            &mut opened,
-        )
-        .expect("opens");
+        parcrypt_message(&cipher, Direction::Decrypt, &[0; 12], &sealed, &mut opened)
+            .expect("opens");
         assert_eq!(opened[..16], [0; 16]);
         sealed[3] ^= 1;
-        assert!(parcrypt_message(
-            &engine,
-            spec,
-            Direction::Decrypt,
-            &[0; 16],
-            &[0; 12],
-            &sealed,
-            &mut opened
-        )
-        .is_err());
+        assert!(
+            parcrypt_message(&cipher, Direction::Decrypt, &[0; 12], &sealed, &mut opened).is_err()
+        );
     }
 }

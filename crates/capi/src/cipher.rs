@@ -121,7 +121,7 @@ pub unsafe extern "C" fn parcrypt_cipher_max_output_length(
 /// `output_capacity` bytes (at least `parcrypt_cipher_max_output_length`), under the IV
 /// the cipher was made with; `aad` is GCM's additional authenticated data (NULL, 0 for
 /// none). The bytes written go to `*output_length`; when the output is too small, it says
-/// how many are needed (`PARCRYPT_OUTPUT_TOO_SMALL`). `output` may be `input` itself (in
+/// how many are needed (`PARCRYPT_STATUS_OUTPUT_TOO_SMALL`). `output` may be `input` itself (in
 /// place, the capacity counting from there), but may not otherwise overlap it.
 ///
 /// # Safety
@@ -154,7 +154,7 @@ pub unsafe extern "C" fn parcrypt_cipher_encrypt(
 }
 
 /// Decrypts one message, as `parcrypt_cipher_encrypt` encrypts. For GCM the tag is checked
-/// and nothing is written unless it matches (`PARCRYPT_AUTHENTICATION_FAILED`); on any
+/// and nothing is written unless it matches (`PARCRYPT_STATUS_AUTHENTICATION_FAILED`); on any
 /// failure the output holds no plaintext.
 ///
 /// # Safety

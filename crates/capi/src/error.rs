@@ -55,21 +55,21 @@ impl ParcryptStatus {
     /// The code's name, NUL-terminated.
     fn name(self) -> &'static str {
         match self {
-            ParcryptStatus::Ok => "PARCRYPT_OK\0",
-            ParcryptStatus::NullPointer => "PARCRYPT_NULL_POINTER\0",
-            ParcryptStatus::InvalidArgument => "PARCRYPT_INVALID_ARGUMENT\0",
-            ParcryptStatus::UnknownName => "PARCRYPT_UNKNOWN_NAME\0",
-            ParcryptStatus::BadKey => "PARCRYPT_BAD_KEY\0",
-            ParcryptStatus::BadIv => "PARCRYPT_BAD_IV\0",
-            ParcryptStatus::OutputTooSmall => "PARCRYPT_OUTPUT_TOO_SMALL\0",
-            ParcryptStatus::AuthenticationFailed => "PARCRYPT_AUTHENTICATION_FAILED\0",
-            ParcryptStatus::BadPadding => "PARCRYPT_BAD_PADDING\0",
-            ParcryptStatus::WrongKey => "PARCRYPT_WRONG_KEY\0",
-            ParcryptStatus::BadFormat => "PARCRYPT_BAD_FORMAT\0",
-            ParcryptStatus::Io => "PARCRYPT_IO\0",
-            ParcryptStatus::Backend => "PARCRYPT_BACKEND\0",
-            ParcryptStatus::State => "PARCRYPT_STATE\0",
-            ParcryptStatus::Internal => "PARCRYPT_INTERNAL\0",
+            ParcryptStatus::Ok => "PARCRYPT_STATUS_OK\0",
+            ParcryptStatus::NullPointer => "PARCRYPT_STATUS_NULL_POINTER\0",
+            ParcryptStatus::InvalidArgument => "PARCRYPT_STATUS_INVALID_ARGUMENT\0",
+            ParcryptStatus::UnknownName => "PARCRYPT_STATUS_UNKNOWN_NAME\0",
+            ParcryptStatus::BadKey => "PARCRYPT_STATUS_BAD_KEY\0",
+            ParcryptStatus::BadIv => "PARCRYPT_STATUS_BAD_IV\0",
+            ParcryptStatus::OutputTooSmall => "PARCRYPT_STATUS_OUTPUT_TOO_SMALL\0",
+            ParcryptStatus::AuthenticationFailed => "PARCRYPT_STATUS_AUTHENTICATION_FAILED\0",
+            ParcryptStatus::BadPadding => "PARCRYPT_STATUS_BAD_PADDING\0",
+            ParcryptStatus::WrongKey => "PARCRYPT_STATUS_WRONG_KEY\0",
+            ParcryptStatus::BadFormat => "PARCRYPT_STATUS_BAD_FORMAT\0",
+            ParcryptStatus::Io => "PARCRYPT_STATUS_IO\0",
+            ParcryptStatus::Backend => "PARCRYPT_STATUS_BACKEND\0",
+            ParcryptStatus::State => "PARCRYPT_STATUS_STATE\0",
+            ParcryptStatus::Internal => "PARCRYPT_STATUS_INTERNAL\0",
         }
     }
 }
@@ -211,7 +211,7 @@ impl From<std::io::Error> for Failure {
     }
 }
 
-/// The status of an error object (`PARCRYPT_INTERNAL` for NULL).
+/// The status of an error object (`PARCRYPT_STATUS_INTERNAL` for NULL).
 ///
 /// # Safety
 /// `error` is NULL or a live error object.
@@ -251,8 +251,8 @@ pub unsafe extern "C" fn parcrypt_error_free(error: *mut ParcryptError) {
     }
 }
 
-/// A status code's name (`"PARCRYPT_BAD_KEY"`), NUL-terminated and living forever;
-/// `"PARCRYPT_UNKNOWN_STATUS"` for a code this library does not have.
+/// A status code's name (`"PARCRYPT_STATUS_BAD_KEY"`), NUL-terminated and living forever;
+/// `"PARCRYPT_STATUS_UNKNOWN_STATUS"` for a code this library does not have.
 #[no_mangle]
 pub extern "C" fn parcrypt_status_name(status: i32) -> *const c_char {
     const ALL: [ParcryptStatus; 15] = [
@@ -275,7 +275,7 @@ pub extern "C" fn parcrypt_status_name(status: i32) -> *const c_char {
     let name = ALL
         .iter()
         .find(|known| **known as i32 == status)
-        .map_or("PARCRYPT_UNKNOWN_STATUS\0", |known| known.name());
+        .map_or("PARCRYPT_STATUS_UNKNOWN_STATUS\0", |known| known.name());
     name.as_ptr().cast()
 }
 

@@ -466,7 +466,7 @@ pub struct ParcryptFileDecryptor {
 }
 
 /// Opens the encrypted file `source`: reads its header and checks the secret against its
-/// key commitment (`PARCRYPT_WRONG_KEY` otherwise) before any chunk is read. Secret,
+/// key commitment (`PARCRYPT_STATUS_WRONG_KEY` otherwise) before any chunk is read. Secret,
 /// context and flags as `parcrypt_encrypt_file` (`PARCRYPT_FILE_REPLACE` is meaningless
 /// here and ignored). A passphrase file's key derivation is held to parcrypt's default
 /// budget.
@@ -528,7 +528,7 @@ fn open(source: &Path) -> Result<File, Failure> {
 
 /// Reads plaintext from the current position into `buffer` (`capacity` bytes), as much as
 /// there is up to `capacity`; `*read` gets the bytes read, 0 only at the end. A damaged
-/// or truncated file fails (`PARCRYPT_AUTHENTICATION_FAILED`) once the authenticated
+/// or truncated file fails (`PARCRYPT_STATUS_AUTHENTICATION_FAILED`) once the authenticated
 /// bytes before the damage were read; the buffer then holds no byte of the damaged chunk.
 ///
 /// # Safety

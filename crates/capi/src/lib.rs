@@ -5,18 +5,18 @@
 //! translates pointers, lengths and errors. The rules every function follows:
 //!
 //! - **Status codes.** Every fallible function returns a [`ParcryptStatus`] (`int32_t`);
-//!   `PARCRYPT_OK` (0) is success.
+//!   `PARCRYPT_STATUS_OK` (0) is success.
 //! - **Messages.** Every fallible function's last parameter is `ParcryptError **error`. When
 //!   it is not NULL, it is set to NULL on success and, on failure, to a new error object
 //!   holding the status and a one-line message (`parcrypt_error_message`), which the caller
 //!   frees with `parcrypt_error_free`. An out-parameter rather than a thread-local "last
 //!   error": a Java virtual thread may move between carrier threads between two calls.
 //! - **Pointers.** A byte string is a pointer and a length. A NULL pointer with length 0 is
-//!   the empty string; a NULL pointer with any other length is `PARCRYPT_NULL_POINTER`, as
+//!   the empty string; a NULL pointer with any other length is `PARCRYPT_STATUS_NULL_POINTER`, as
 //!   is a NULL handle or out-parameter. Nothing is ever read or written past a length.
 //! - **Panics** never cross the boundary: each entry point catches them and returns
-//!   `PARCRYPT_INTERNAL`. A file handle whose call panicked refuses later calls
-//!   (`PARCRYPT_STATE`).
+//!   `PARCRYPT_STATUS_INTERNAL`. A file handle whose call panicked refuses later calls
+//!   (`PARCRYPT_STATUS_STATE`).
 //! - **Threads.** Engines and ciphers may be used from many threads at once. A file
 //!   encryptor or decryptor may be called from any thread; calls on one handle take turns
 //!   (a lock). A handle must not be freed while another call on it runs.
@@ -172,7 +172,7 @@ pub(crate) unsafe fn report(
     status
 }
 
-/// A non-NULL out-parameter, or `PARCRYPT_NULL_POINTER` naming it.
+/// A non-NULL out-parameter, or `PARCRYPT_STATUS_NULL_POINTER` naming it.
 fn out_pointer<T>(pointer: *mut T, what: &str) -> Result<*mut T, Failure> {
     if pointer.is_null() {
         Err(Failure::null(what))
@@ -181,7 +181,7 @@ fn out_pointer<T>(pointer: *mut T, what: &str) -> Result<*mut T, Failure> {
     }
 }
 
-/// A handle the caller passed, or `PARCRYPT_NULL_POINTER`.
+/// A handle the caller passed, or `PARCRYPT_STATUS_NULL_POINTER`.
 ///
 /// # Safety
 /// `handle` is NULL or a live handle of type `T` that outlives `'a`.

@@ -42,7 +42,10 @@ use std::sync::Arc;
 use parcrypt_engine::{Backend, Engine};
 
 pub use cipher::*;
-pub use error::{ParcryptError, ParcryptStatus};
+pub use error::{
+    parcrypt_error_free, parcrypt_error_message, parcrypt_error_status, parcrypt_status_name,
+    ParcryptError, ParcryptStatus,
+};
 pub use files::*;
 
 use error::Failure;

@@ -50,6 +50,16 @@ pub use files::*;
 
 use error::Failure;
 
+// The header promises that every handle may be used from any thread: the compiler checks it.
+const _: () = {
+    const fn thread_safe<T: Send + Sync>() {}
+    thread_safe::<ParcryptEngine>();
+    thread_safe::<ParcryptCipher>();
+    thread_safe::<ParcryptFileEncryptor>();
+    thread_safe::<ParcryptFileDecryptor>();
+    thread_safe::<ParcryptError>();
+};
+
 /// The library's version, a NUL-terminated string such as `"0.1.0"` that lives forever.
 #[no_mangle]
 pub extern "C" fn parcrypt_version() -> *const c_char {

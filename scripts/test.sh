@@ -45,6 +45,13 @@ trap 'rm -f "$skips"' EXIT
     !quiet { print }
     END { printf "\n== tests: %d passed, %d failed, %d ignored (run by hand: see each #[ignore] reason)\n", passed, failed, ignored }
 '
+# The C ABI from C: the test program against the shared and the static library (and the
+# pkg-config file where pkg-config is installed), each printing its own count.
+echo "== C ABI: crates/capi/tests/c/test_parcrypt.c (scripts/capi_test.sh)"
+capi_log="$(mktemp)"
+trap 'rm -f "$skips" "$capi_log"' EXIT
+bash scripts/capi_test.sh | tee "$capi_log"
+grep SKIPPED "$capi_log" | sed 's|^|scripts/capi_test.sh: |' >>"$skips" || true
 # The cargo-fuzz targets, a bounded time each (PARCRYPT_CARGO_FUZZ_SECONDS, default 60; 0
 # skips them). They need nightly and cargo-fuzz: a developer without them gets a SKIPPED
 # line, CI (CI=true, which .ci/run installs both for) fails instead.

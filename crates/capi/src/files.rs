@@ -1,0 +1,700 @@
+//! Encrypted files (`parcrypt encrypt|decrypt`'s format): whole files in one call, a
+//! streaming encryptor that writes a file from plaintext given piece by piece, and a
+//! seekable decryptor that reads a file's plaintext anywhere, releasing only bytes whose
+//! chunk authenticated.
+
+use std::ffi::c_char;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use parcrypt_engine::Engine;
+use parcrypt_format::cobblestone::MessageKeys;
+use parcrypt_format::file::{FileOptions, OutputFile, OutputPlan};
+use parcrypt_format::{
+    batcher_for, Argon2Params, ChunkBatcher, Decryptor, EncryptingWriter, Encryptor, Format,
+    FormatError, KdfLimits, Secret, SeekableReader, Setup, Suite,
+};
+use self_cell::self_cell;
+
+use crate::error::{Failure, ParcryptError, ParcryptStatus};
+use crate::{bytes, guard, handle, out_pointer, path, report, ParcryptEngine};
+
+/// File flag: replace a destination that exists (never the source itself).
+pub const PARCRYPT_FILE_REPLACE: u32 = 1;
+/// File flag: the secret is a passphrase (stretched with argon2id, as the file's header
+/// says), not a 16- or 32-byte key.
+pub const PARCRYPT_FILE_PASSPHRASE: u32 = 2;
+/// File flag: a bare Cobblestone message (no parcrypt header; needs a key), as
+/// `--format cobblestone` reads and writes.
+pub const PARCRYPT_FILE_COBBLESTONE: u32 = 4;
+
+/// `parcrypt_file_decryptor_seek` origin: from the start.
+pub const PARCRYPT_SEEK_SET: i32 = 0;
+/// `parcrypt_file_decryptor_seek` origin: from the current position.
+pub const PARCRYPT_SEEK_CUR: i32 = 1;
+/// `parcrypt_file_decryptor_seek` origin: from the end (authenticates the final chunk).
+pub const PARCRYPT_SEEK_END: i32 = 2;
+
+/// The engine's chunk batcher, owning its engine so that a handle can hold it. Each call
+/// takes the batcher the command line takes for the engine (`batcher_for`), which costs
+/// no more than a small allocation.
+struct EngineChunks {
+    engine: Arc<Engine>,
+}
+
+impl ChunkBatcher for EngineChunks {
+    fn name(&self) -> String {
+        batcher_for(&self.engine).name()
+    }
+
+    fn seal_batch(
+        &self,
+        keys: &MessageKeys,
+        first_chunk: u64,
+        batch: &mut [u8],
+    ) -> Result<(), FormatError> {
+        batcher_for(&self.engine).seal_batch(keys, first_chunk, batch)
+    }
+
+    fn preferred_batch_chunks(&self) -> usize {
+        batcher_for(&self.engine).preferred_batch_chunks()
+    }
+
+    fn open_batch(
+        &self,
+        keys: &MessageKeys,
+        first_chunk: u64,
+        batch: &mut [u8],
+    ) -> Result<(), FormatError> {
+        batcher_for(&self.engine).open_batch(keys, first_chunk, batch)
+    }
+}
+
+type SealingWriter<'a> = Option<EncryptingWriter<'a, File>>;
+
+self_cell!(
+    /// An encrypting writer with the batcher it borrows.
+    struct WriterCell {
+        owner: EngineChunks,
+        #[covariant]
+        dependent: SealingWriter,
+    }
+);
+
+type PlainReader<'a> = SeekableReader<'a, File>;
+
+self_cell!(
+    /// A seekable plaintext reader with the batcher it borrows.
+    struct ReaderCell {
+        owner: EngineChunks,
+        #[covariant]
+        dependent: PlainReader,
+    }
+);
+
+/// The file, the secret and the options every file call takes, checked.
+struct FileSecret<'a> {
+    secret: Secret<'a>,
+    context: &'a [u8],
+    format: Format,
+    replace: bool,
+}
+
+/// # Safety
+/// `secret` and `context` are NULL or readable for their lengths during `'a`.
+unsafe fn file_secret<'a>(
+    secret: *const u8,
+    secret_length: usize,
+    context: *const u8,
+    context_length: usize,
+    flags: u32,
+) -> Result<FileSecret<'a>, Failure> {
+    let known = PARCRYPT_FILE_REPLACE | PARCRYPT_FILE_PASSPHRASE | PARCRYPT_FILE_COBBLESTONE;
+    if flags & !known != 0 {
+        return Err(Failure::invalid(format!("unknown file flags {flags:#x}")));
+    }
+    // SAFETY: both are NULL or readable for their lengths (this function's contract).
+    let (secret, context) = unsafe {
+        (
+            bytes(secret, secret_length, "secret")?,
+            bytes(context, context_length, "context")?,
+        )
+    };
+    let secret = if flags & PARCRYPT_FILE_PASSPHRASE != 0 {
+        Secret::Passphrase(secret)
+    } else {
+        Secret::Key(secret)
+    };
+    let format = if flags & PARCRYPT_FILE_COBBLESTONE != 0 {
+        if matches!(secret, Secret::Passphrase(_)) {
+            return Err(Failure::invalid(
+                "a bare Cobblestone message needs a key, not a passphrase",
+            ));
+        }
+        Format::Cobblestone
+    } else {
+        Format::Parcrypt
+    };
+    Ok(FileSecret {
+        secret,
+        context,
+        format,
+        replace: flags & PARCRYPT_FILE_REPLACE != 0,
+    })
+}
+
+/// How a new message is set up: AES-128 for a passphrase or a 16-byte key, AES-256 for a
+/// 32-byte key, parcrypt's default argon2id costs (as `parcrypt encrypt` does).
+fn setup_for<'a>(file: &FileSecret<'a>) -> Result<Setup<'a>, Failure> {
+    let suite = match file.secret {
+        Secret::Key(key) => Suite::for_key_length(key.len())?,
+        Secret::Passphrase(_) => Suite::Cobblestone128,
+    };
+    Ok(Setup {
+        format: file.format,
+        suite,
+        context: file.context,
+        argon2: Argon2Params::DEFAULT,
+    })
+}
+
+fn file_options(replace: bool) -> FileOptions<'static> {
+    FileOptions {
+        replace,
+        kdf_limits: KdfLimits::DEFAULT,
+        ..FileOptions::default()
+    }
+}
+
+/// Encrypts the file `source` into `destination`, as `parcrypt encrypt` does, through the
+/// streaming pipeline on `engine`. `secret`: a 16- or 32-byte key (AES-128 or AES-256), or
+/// with `PARCRYPT_FILE_PASSPHRASE` a passphrase. `context`: bytes bound into the key
+/// derivation (NULL, 0 for none; decryption must give the same). `flags`: any of
+/// `PARCRYPT_FILE_REPLACE`, `PARCRYPT_FILE_PASSPHRASE`, `PARCRYPT_FILE_COBBLESTONE`. The
+/// destination is checked before the key is derived, and appears only once the whole file
+/// is on disk. `*plaintext_bytes` (when not NULL) gets the bytes encrypted.
+///
+/// # Safety
+/// `engine` is NULL or live; `source` and `destination` are NULL or NUL-terminated;
+/// `secret` and `context` are NULL or readable for their lengths; `plaintext_bytes` and
+/// `error` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn parcrypt_encrypt_file(
+    engine: *const ParcryptEngine,
+    source: *const c_char,
+    destination: *const c_char,
+    secret: *const u8,
+    secret_length: usize,
+    context: *const u8,
+    context_length: usize,
+    flags: u32,
+    plaintext_bytes: *mut u64,
+    error: *mut *mut ParcryptError,
+) -> ParcryptStatus {
+    let outcome = guard(|| {
+        // SAFETY: every pointer meets the contract above.
+        let (engine, source, destination, file) = unsafe {
+            (
+                handle(engine, "engine")?,
+                path(source, "source")?,
+                path(destination, "destination")?,
+                file_secret(secret, secret_length, context, context_length, flags)?,
+            )
+        };
+        let setup = setup_for(&file)?;
+        let batcher = batcher_for(&engine.engine);
+        let bytes = parcrypt_format::encrypt_file(
+            batcher.as_ref(),
+            &setup,
+            file.secret,
+            &source,
+            &destination,
+            &file_options(file.replace),
+        )?;
+        if !plaintext_bytes.is_null() {
+            // SAFETY: non-NULL and writable (the contract above).
+            unsafe { plaintext_bytes.write(bytes) };
+        }
+        Ok(())
+    });
+    // SAFETY: `error` is NULL or writable (the contract above).
+    unsafe { report(error, outcome) }
+}
+
+/// Decrypts the file `source` into `destination`, as `parcrypt decrypt` does. The
+/// destination appears only once every chunk authenticated: a wrong key, a damaged or a
+/// truncated file leaves nothing behind. Arguments as `parcrypt_encrypt_file`.
+///
+/// # Safety
+/// As `parcrypt_encrypt_file`.
+#[no_mangle]
+pub unsafe extern "C" fn parcrypt_decrypt_file(
+    engine: *const ParcryptEngine,
+    source: *const c_char,
+    destination: *const c_char,
+    secret: *const u8,
+    secret_length: usize,
+    context: *const u8,
+    context_length: usize,
+    flags: u32,
+    plaintext_bytes: *mut u64,
+    error: *mut *mut ParcryptError,
+) -> ParcryptStatus {
+    let outcome = guard(|| {
+        // SAFETY: every pointer meets the contract above.
+        let (engine, source, destination, file) = unsafe {
+            (
+                handle(engine, "engine")?,
+                path(source, "source")?,
+                path(destination, "destination")?,
+                file_secret(secret, secret_length, context, context_length, flags)?,
+            )
+        };
+        let batcher = batcher_for(&engine.engine);
+        let bytes = parcrypt_format::decrypt_file(
+            batcher.as_ref(),
+            file.format,
+            file.secret,
+            file.context,
+            &source,
+            &destination,
+            &file_options(file.replace),
+        )?;
+        if !plaintext_bytes.is_null() {
+            // SAFETY: non-NULL and writable (the contract above).
+            unsafe { plaintext_bytes.write(bytes) };
+        }
+        Ok(())
+    });
+    // SAFETY: `error` is NULL or writable (the contract above).
+    unsafe { report(error, outcome) }
+}
+
+/// Writes an encrypted file from plaintext given piece by piece
+/// (`parcrypt_file_encryptor_write`), sealed a batch of 16 KiB chunks at a time on the
+/// engine. The file appears at its name only when `parcrypt_file_encryptor_finish`
+/// succeeds; freed before that, or after a failure, it leaves nothing. Calls may come
+/// from any thread; on one encryptor they take turns.
+pub struct ParcryptFileEncryptor {
+    state: Mutex<Writing>,
+}
+
+enum Writing {
+    Open {
+        cell: WriterCell,
+        output: OutputFile,
+    },
+    Finished,
+    Failed,
+}
+
+/// Starts an encrypted file at `destination` (checked now: an existing file without
+/// `PARCRYPT_FILE_REPLACE`, a folder, a missing folder are refused). Secret, context and
+/// flags as `parcrypt_encrypt_file`.
+///
+/// # Safety
+/// `engine` is NULL or live; `destination` is NULL or NUL-terminated; `secret` and
+/// `context` are NULL or readable for their lengths; `encryptor` and `error` are NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn parcrypt_file_encryptor_new(
+    engine: *const ParcryptEngine,
+    destination: *const c_char,
+    secret: *const u8,
+    secret_length: usize,
+    context: *const u8,
+    context_length: usize,
+    flags: u32,
+    encryptor: *mut *mut ParcryptFileEncryptor,
+    error: *mut *mut ParcryptError,
+) -> ParcryptStatus {
+    let outcome = guard(|| {
+        let out = out_pointer(encryptor, "encryptor")?;
+        // SAFETY: every pointer meets the contract above.
+        let (engine, destination, file) = unsafe {
+            (
+                handle(engine, "engine")?,
+                path(destination, "destination")?,
+                file_secret(secret, secret_length, context, context_length, flags)?,
+            )
+        };
+        let setup = setup_for(&file)?;
+        // The destination is refused before the key derivation, as the command line does.
+        let plan = OutputPlan::check(&destination, None, file.replace)?;
+        let sealer = Encryptor::new(&setup, file.secret)?;
+        let mut output = plan.open()?;
+        let writer_file = output.file().try_clone().map_err(FormatError::Write)?;
+        let chunks = EngineChunks {
+            engine: engine.engine.clone(),
+        };
+        let cell = WriterCell::try_new(chunks, |chunks| {
+            sealer.wrap_output(chunks, writer_file).map(Some)
+        })?;
+        let made = Box::new(ParcryptFileEncryptor {
+            state: Mutex::new(Writing::Open { cell, output }),
+        });
+        // SAFETY: `out` is a non-NULL pointer the caller made writable.
+        unsafe { out.write(Box::into_raw(made)) };
+        Ok(())
+    });
+    // SAFETY: `error` is NULL or writable (the contract above).
+    unsafe { report(error, outcome) }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> Result<MutexGuard<'_, T>, Failure> {
+    mutex.lock().map_err(|_| {
+        Failure::new(
+            ParcryptStatus::State,
+            "this handle failed inside the library earlier and cannot be used",
+        )
+    })
+}
+
+/// Encrypts `length` plaintext bytes at `data` into the file. A failure leaves the
+/// encryptor failed: later calls fail too, and no file appears.
+///
+/// # Safety
+/// `encryptor` is NULL or live; `data` is NULL or readable for `length` bytes; `error` is
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn parcrypt_file_encryptor_write(
+    encryptor: *const ParcryptFileEncryptor,
+    data: *const u8,
+    length: usize,
+    error: *mut *mut ParcryptError,
+) -> ParcryptStatus {
+    let outcome = guard(|| {
+        // SAFETY: `encryptor` is NULL or live, `data` NULL or readable for `length`.
+        let (encryptor, data) = unsafe {
+            (
+                handle(encryptor, "encryptor")?,
+                bytes(data, length, "data")?,
+            )
+        };
+        let mut state = lock(&encryptor.state)?;
+        let Writing::Open { cell, .. } = &mut *state else {
+            return Err(not_open(&state));
+        };
+        let written = cell.with_dependent_mut(|_, writer| match writer {
+            Some(writer) => writer.write_all(data).map_err(Failure::from),
+            None => Err(Failure::new(
+                ParcryptStatus::State,
+                "the encryptor finished",
+            )),
+        });
+        if written.is_err() {
+            *state = Writing::Failed;
+        }
+        written
+    });
+    // SAFETY: `error` is NULL or writable (the contract above).
+    unsafe { report(error, outcome) }
+}
+
+fn not_open(state: &Writing) -> Failure {
+    match state {
+        Writing::Finished => Failure::new(
+            ParcryptStatus::State,
+            "the encrypted file is already finished",
+        ),
+        _ => Failure::new(
+            ParcryptStatus::State,
+            "an earlier call on this encryptor failed; its file is incomplete and was not made",
+        ),
+    }
+}
+
+/// Seals the final chunk, writes the file to disk and gives it its name. Only now does the
+/// file exist.
+///
+/// # Safety
+/// `encryptor` is NULL or live; `error` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn parcrypt_file_encryptor_finish(
+    encryptor: *const ParcryptFileEncryptor,
+    error: *mut *mut ParcryptError,
+) -> ParcryptStatus {
+    let outcome = guard(|| {
+        // SAFETY: `encryptor` is NULL or live (the contract above).
+        let encryptor = unsafe { handle(encryptor, "encryptor") }?;
+        let mut state = lock(&encryptor.state)?;
+        let Writing::Open { .. } = &*state else {
+            return Err(not_open(&state));
+        };
+        let Writing::Open { mut cell, output } = std::mem::replace(&mut *state, Writing::Failed)
+        else {
+            return Err(not_open(&Writing::Failed));
+        };
+        let sealed = cell.with_dependent_mut(|_, writer| match writer.take() {
+            Some(writer) => writer.finish().map(drop).map_err(Failure::from),
+            None => Err(Failure::new(
+                ParcryptStatus::State,
+                "the encryptor finished",
+            )),
+        });
+        drop(cell);
+        sealed?;
+        output.commit()?;
+        *state = Writing::Finished;
+        Ok(())
+    });
+    // SAFETY: `error` is NULL or writable (the contract above).
+    unsafe { report(error, outcome) }
+}
+
+/// Frees an encryptor (NULL is ignored). Unless it finished, its file is not made.
+///
+/// # Safety
+/// `encryptor` is NULL or an encryptor not freed before, with no other call on it running.
+#[no_mangle]
+pub unsafe extern "C" fn parcrypt_file_encryptor_free(encryptor: *mut ParcryptFileEncryptor) {
+    if !encryptor.is_null() {
+        // SAFETY: it came from `Box::into_raw` and is freed once (the contract above).
+        let owned = unsafe { Box::from_raw(encryptor) };
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(owned)));
+    }
+}
+
+/// Reads an encrypted file's plaintext anywhere: a read opens and authenticates only the
+/// chunks under it (sequential reads grow to whole batches), and no byte of a chunk that
+/// failed is ever handed out. The length is trusted only once the final chunk
+/// authenticated. Calls may come from any thread; on one decryptor they take turns.
+pub struct ParcryptFileDecryptor {
+    reader: Mutex<ReaderCell>,
+}
+
+/// Opens the encrypted file `source`: reads its header and checks the secret against its
+/// key commitment (`PARCRYPT_STATUS_WRONG_KEY` otherwise) before any chunk is read. Secret,
+/// context and flags as `parcrypt_encrypt_file` (`PARCRYPT_FILE_REPLACE` is meaningless
+/// here and ignored). A passphrase file's key derivation is held to parcrypt's default
+/// budget.
+///
+/// # Safety
+/// `engine` is NULL or live; `source` is NULL or NUL-terminated; `secret` and `context`
+/// are NULL or readable for their lengths; `decryptor` and `error` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn parcrypt_file_decryptor_open(
+    engine: *const ParcryptEngine,
+    source: *const c_char,
+    secret: *const u8,
+    secret_length: usize,
+    context: *const u8,
+    context_length: usize,
+    flags: u32,
+    decryptor: *mut *mut ParcryptFileDecryptor,
+    error: *mut *mut ParcryptError,
+) -> ParcryptStatus {
+    let outcome = guard(|| {
+        let out = out_pointer(decryptor, "decryptor")?;
+        // SAFETY: every pointer meets the contract above.
+        let (engine, source, file) = unsafe {
+            (
+                handle(engine, "engine")?,
+                path(source, "source")?,
+                file_secret(secret, secret_length, context, context_length, flags)?,
+            )
+        };
+        let input = open(&source)?;
+        let unlocked = Decryptor::new(file.format, input)?
+            .kdf_limits(KdfLimits::DEFAULT)
+            .unlock(file.secret, file.context)?;
+        let chunks = EngineChunks {
+            engine: engine.engine.clone(),
+        };
+        let cell = ReaderCell::try_new(chunks, |chunks| unlocked.seekable(chunks))?;
+        let made = Box::new(ParcryptFileDecryptor {
+            reader: Mutex::new(cell),
+        });
+        // SAFETY: `out` is a non-NULL pointer the caller made writable.
+        unsafe { out.write(Box::into_raw(made)) };
+        Ok(())
+    });
+    // SAFETY: `error` is NULL or writable (the contract above).
+    unsafe { report(error, outcome) }
+}
+
+fn open(source: &Path) -> Result<File, Failure> {
+    let file = parcrypt_format::file::open_input(source)?;
+    match file.metadata() {
+        Ok(metadata) if metadata.is_file() => Ok(file),
+        _ => Err(Failure::new(
+            ParcryptStatus::Io,
+            format!("'{}' is not a regular file", source.display()),
+        )),
+    }
+}
+
+/// Reads plaintext from the current position into `buffer` (`capacity` bytes), as much as
+/// there is up to `capacity`; `*read` gets the bytes read, 0 only at the end. A damaged
+/// or truncated file fails (`PARCRYPT_STATUS_AUTHENTICATION_FAILED`) once the authenticated
+/// bytes before the damage were read; the buffer then holds no byte of the damaged chunk.
+///
+/// # Safety
+/// `decryptor` is NULL or live; `buffer` is NULL or writable for `capacity` bytes and not
+/// touched by others during the call; `read` and `error` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn parcrypt_file_decryptor_read(
+    decryptor: *const ParcryptFileDecryptor,
+    buffer: *mut u8,
+    capacity: usize,
+    read: *mut usize,
+    error: *mut *mut ParcryptError,
+) -> ParcryptStatus {
+    // SAFETY: the same contract as ours, with no seek first.
+    unsafe { read_from(decryptor, None, buffer, capacity, read, error) }
+}
+
+/// `parcrypt_file_decryptor_read` from plaintext offset `offset` (the position is left
+/// after the bytes read).
+///
+/// # Safety
+/// As `parcrypt_file_decryptor_read`.
+#[no_mangle]
+pub unsafe extern "C" fn parcrypt_file_decryptor_read_at(
+    decryptor: *const ParcryptFileDecryptor,
+    offset: u64,
+    buffer: *mut u8,
+    capacity: usize,
+    read: *mut usize,
+    error: *mut *mut ParcryptError,
+) -> ParcryptStatus {
+    // SAFETY: the same contract as ours.
+    unsafe { read_from(decryptor, Some(offset), buffer, capacity, read, error) }
+}
+
+/// # Safety
+/// As `parcrypt_file_decryptor_read`.
+unsafe fn read_from(
+    decryptor: *const ParcryptFileDecryptor,
+    offset: Option<u64>,
+    buffer: *mut u8,
+    capacity: usize,
+    read: *mut usize,
+    error: *mut *mut ParcryptError,
+) -> ParcryptStatus {
+    let outcome = guard(|| {
+        let out = out_pointer(read, "read")?;
+        // SAFETY: non-NULL and writable.
+        unsafe { out.write(0) };
+        // SAFETY: `decryptor` is NULL or live (the contract).
+        let decryptor = unsafe { handle(decryptor, "decryptor") }?;
+        if buffer.is_null() && capacity != 0 {
+            return Err(Failure::null("buffer"));
+        }
+        if capacity > isize::MAX as usize {
+            return Err(Failure::invalid("capacity is too large"));
+        }
+        let buffer: &mut [u8] = if buffer.is_null() {
+            &mut []
+        } else {
+            // SAFETY: non-NULL, writable for `capacity` bytes, touched by nobody else
+            // during the call (the contract).
+            unsafe { std::slice::from_raw_parts_mut(buffer, capacity) }
+        };
+        let mut cell = lock(&decryptor.reader)?;
+        let filled = cell.with_dependent_mut(|_, reader| -> Result<usize, Failure> {
+            if let Some(offset) = offset {
+                reader.seek(SeekFrom::Start(offset))?;
+            }
+            let mut filled = 0;
+            while filled < buffer.len() {
+                match reader.read(&mut buffer[filled..]) {
+                    Ok(0) => break,
+                    Ok(count) => filled += count,
+                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                    // The bytes before the failure authenticated: hand them out now, and
+                    // the failure on the next call.
+                    Err(_) if filled > 0 => break,
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            Ok(filled)
+        })?;
+        // SAFETY: as above.
+        unsafe { out.write(filled) };
+        Ok(())
+    });
+    // SAFETY: `error` is NULL or writable (this function's contract).
+    unsafe { report(error, outcome) }
+}
+
+/// Moves the read position: `offset` from the start (`PARCRYPT_SEEK_SET`), the current
+/// position (`PARCRYPT_SEEK_CUR`) or the end (`PARCRYPT_SEEK_END`, which authenticates
+/// the final chunk). `*position` (when not NULL) gets the new position.
+///
+/// # Safety
+/// `decryptor` is NULL or live; `position` and `error` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn parcrypt_file_decryptor_seek(
+    decryptor: *const ParcryptFileDecryptor,
+    offset: i64,
+    whence: i32,
+    position: *mut u64,
+    error: *mut *mut ParcryptError,
+) -> ParcryptStatus {
+    let outcome = guard(|| {
+        // SAFETY: `decryptor` is NULL or live (the contract above).
+        let decryptor = unsafe { handle(decryptor, "decryptor") }?;
+        let from = match whence {
+            PARCRYPT_SEEK_SET => SeekFrom::Start(u64::try_from(offset).map_err(|_| {
+                Failure::invalid(format!("cannot seek to {offset}, before the start"))
+            })?),
+            PARCRYPT_SEEK_CUR => SeekFrom::Current(offset),
+            PARCRYPT_SEEK_END => SeekFrom::End(offset),
+            other => {
+                return Err(Failure::invalid(format!(
+                    "whence {other} is not PARCRYPT_SEEK_SET, _CUR or _END"
+                )))
+            }
+        };
+        let mut cell = lock(&decryptor.reader)?;
+        let now = cell.with_dependent_mut(|_, reader| reader.seek(from))?;
+        if !position.is_null() {
+            // SAFETY: non-NULL and writable (the contract above).
+            unsafe { position.write(now) };
+        }
+        Ok(())
+    });
+    // SAFETY: `error` is NULL or writable (the contract above).
+    unsafe { report(error, outcome) }
+}
+
+/// The plaintext's length, into `*length`; authenticates the final chunk first (a cut
+/// file fails here rather than looking shorter).
+///
+/// # Safety
+/// `decryptor` is NULL or live; `length` and `error` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn parcrypt_file_decryptor_length(
+    decryptor: *const ParcryptFileDecryptor,
+    length: *mut u64,
+    error: *mut *mut ParcryptError,
+) -> ParcryptStatus {
+    let outcome = guard(|| {
+        let out = out_pointer(length, "length")?;
+        // SAFETY: `decryptor` is NULL or live (the contract above).
+        let decryptor = unsafe { handle(decryptor, "decryptor") }?;
+        let mut cell = lock(&decryptor.reader)?;
+        let bytes = cell.with_dependent_mut(|_, reader| reader.plaintext_len())?;
+        // SAFETY: non-NULL and writable (the contract above).
+        unsafe { out.write(bytes) };
+        Ok(())
+    });
+    // SAFETY: `error` is NULL or writable (the contract above).
+    unsafe { report(error, outcome) }
+}
+
+/// Frees a decryptor (NULL is ignored) and closes its file.
+///
+/// # Safety
+/// `decryptor` is NULL or a decryptor not freed before, with no other call on it running.
+#[no_mangle]
+pub unsafe extern "C" fn parcrypt_file_decryptor_free(decryptor: *mut ParcryptFileDecryptor) {
+    if !decryptor.is_null() {
+        // SAFETY: it came from `Box::into_raw` and is freed once (the contract above).
+        let owned = unsafe { Box::from_raw(decryptor) };
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(owned)));
+    }
+}

@@ -1,0 +1,279 @@
+//! The exported functions called from Rust, as C calls them: results against the library
+//! called directly, error objects, and one decryptor shared by threads.
+
+use std::ffi::{CStr, CString};
+use std::ptr::{null, null_mut};
+use std::sync::Arc;
+
+use parcrypt_engine::{Backend, Cipher, Engine};
+
+use super::*;
+
+fn engine(backend: &CStr) -> *mut ParcryptEngine {
+    let mut engine = null_mut();
+    // SAFETY: a NUL-terminated name and writable out-parameters.
+    let status = unsafe { parcrypt_engine_new(backend.as_ptr(), 2, &mut engine, null_mut()) };
+    assert_eq!(status, ParcryptStatus::Ok);
+    engine
+}
+
+/// The status and message of a failed call's error object, which is freed.
+fn take_error(error: *mut ParcryptError) -> (ParcryptStatus, String) {
+    assert!(!error.is_null(), "a failure without an error object");
+    // SAFETY: a live error object, freed once at the end.
+    unsafe {
+        let status = parcrypt_error_status(error);
+        let message = CStr::from_ptr(parcrypt_error_message(error))
+            .to_str()
+            .unwrap()
+            .to_owned();
+        parcrypt_error_free(error);
+        (status, message)
+    }
+}
+
+fn cipher(
+    engine: *const ParcryptEngine,
+    name: &CStr,
+    key: &[u8],
+    iv: &[u8],
+) -> Result<*mut ParcryptCipher, (ParcryptStatus, String)> {
+    let mut cipher = null_mut();
+    let mut error = null_mut();
+    // SAFETY: live engine, NUL-terminated name, slices for their lengths, writable outs.
+    let status = unsafe {
+        parcrypt_cipher_new(
+            engine,
+            name.as_ptr(),
+            key.as_ptr(),
+            key.len(),
+            iv.as_ptr(),
+            iv.len(),
+            0,
+            &mut cipher,
+            &mut error,
+        )
+    };
+    if status == ParcryptStatus::Ok {
+        assert!(error.is_null());
+        Ok(cipher)
+    } else {
+        let (object_status, message) = take_error(error);
+        assert_eq!(object_status, status);
+        Err((status, message))
+    }
+}
+
+fn seal(cipher: *const ParcryptCipher, iv: Option<&[u8]>, input: &[u8]) -> Vec<u8> {
+    let mut output = vec![0u8; input.len() + 32];
+    let mut written = 0;
+    let mut error = null_mut();
+    // SAFETY: live cipher, slices for their lengths, writable outs.
+    let status = unsafe {
+        match iv {
+            None => parcrypt_cipher_encrypt(
+                cipher,
+                input.as_ptr(),
+                input.len(),
+                null(),
+                0,
+                output.as_mut_ptr(),
+                output.len(),
+                &mut written,
+                &mut error,
+            ),
+            Some(iv) => parcrypt_cipher_encrypt_iv(
+                cipher,
+                iv.as_ptr(),
+                iv.len(),
+                input.as_ptr(),
+                input.len(),
+                null(),
+                0,
+                output.as_mut_ptr(),
+                output.len(),
+                &mut written,
+                &mut error,
+            ),
+        }
+    };
+    assert_eq!(status, ParcryptStatus::Ok, "{:?}", take_error(error));
+    output.truncate(written);
+    output
+}
+
+#[test]
+fn every_suite_matches_the_library_called_directly() {
+    let abi_engine = engine(c"pool");
+    let direct = Arc::new(Engine::new(Backend::Seq, None).unwrap());
+    let names = [
+        "aes-128-ecb",
+        "aes-192-cbc",
+        "aes-256-ctr",
+        "aes-256-gcm",
+        "bf-cbc",
+        "bf-ctr",
+        "rc6-128-gcm",
+        "rc6-256-cbc",
+    ];
+    for name in names {
+        let suite: parcrypt_engine::CipherSpec = name.parse().unwrap();
+        let key: Vec<u8> = (0..suite.algorithm.key_lengths().1.min(32))
+            .map(|i| i as u8)
+            .collect();
+        let iv: Vec<u8> = match suite.mode {
+            parcrypt_engine::Mode::Ecb => Vec::new(),
+            parcrypt_engine::Mode::Gcm => vec![3; 12],
+            _ => vec![5; suite.algorithm.block_size()],
+        };
+        let name_c = CString::new(name).unwrap();
+        let handle = cipher(abi_engine, &name_c, &key, &iv).unwrap();
+        let reference = Cipher::new(
+            direct.clone(),
+            suite,
+            &key,
+            (!iv.is_empty()).then_some(&iv[..]),
+        )
+        .unwrap();
+        for length in [0usize, 1, 15, 16, 17, 1000, 70_000] {
+            let message: Vec<u8> = (0..length).map(|i| (i * 13) as u8).collect();
+            let sealed = seal(handle, None, &message);
+            assert_eq!(
+                sealed,
+                reference.encrypt(&message, None).unwrap(),
+                "{name} {length}"
+            );
+            if !iv.is_empty() {
+                assert_eq!(
+                    seal(handle, Some(&iv), &message),
+                    sealed,
+                    "{name} per-call IV"
+                );
+            }
+        }
+        // SAFETY: a live cipher, freed once.
+        unsafe { parcrypt_cipher_free(handle) };
+    }
+    // SAFETY: a live engine, freed once.
+    unsafe { parcrypt_engine_free(abi_engine) };
+}
+
+#[test]
+fn failures_carry_a_status_and_one_line() {
+    let engine = engine(c"seq");
+    let (status, message) = cipher(engine, c"aes-128-xts", &[0; 16], &[0; 16]).unwrap_err();
+    assert_eq!(status, ParcryptStatus::UnknownName);
+    assert!(
+        message.contains("aes-128-xts") && !message.contains('\n'),
+        "{message}"
+    );
+    let (status, message) = cipher(engine, c"aes-128-ctr", &[0; 17], &[0; 16]).unwrap_err();
+    assert_eq!(status, ParcryptStatus::BadKey, "{message}");
+    let (status, _) = cipher(null(), c"aes-128-ctr", &[0; 16], &[0; 16]).unwrap_err();
+    assert_eq!(status, ParcryptStatus::NullPointer);
+    // A message with a line break inside comes out on one line.
+    let error = ParcryptError::from(Failure::invalid("first\nsecond\0third"));
+    let object = Box::into_raw(Box::new(error));
+    let (_, message) = take_error(object);
+    assert_eq!(message, "first second third");
+    // SAFETY: a live engine, freed once.
+    unsafe { parcrypt_engine_free(engine) };
+}
+
+#[test]
+fn a_panic_becomes_a_status() {
+    let outcome: Result<(), Failure> = guard(|| panic!("boom"));
+    let failure = outcome.unwrap_err();
+    assert_eq!(failure.status, ParcryptStatus::Internal);
+    let mut error = null_mut();
+    // SAFETY: `error` is writable.
+    let status = unsafe { report(&mut error, Err(failure)) };
+    assert_eq!(status, ParcryptStatus::Internal);
+    let (_, message) = take_error(error);
+    assert!(message.contains("panicked"), "{message}");
+}
+
+#[test]
+fn threads_share_one_file_decryptor() {
+    let folder = tempfile::tempdir().unwrap();
+    let sealed = CString::new(folder.path().join("shared.parcrypt").to_str().unwrap()).unwrap();
+    let engine = engine(c"pool");
+    let key = [0x42u8; 32];
+    let plain: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let mut encryptor = null_mut();
+    // SAFETY: live engine, NUL-terminated path, slices for their lengths, writable outs.
+    unsafe {
+        let status = parcrypt_file_encryptor_new(
+            engine,
+            sealed.as_ptr(),
+            key.as_ptr(),
+            key.len(),
+            null(),
+            0,
+            0,
+            &mut encryptor,
+            null_mut(),
+        );
+        assert_eq!(status, ParcryptStatus::Ok);
+        for piece in plain.chunks(50_001) {
+            let status =
+                parcrypt_file_encryptor_write(encryptor, piece.as_ptr(), piece.len(), null_mut());
+            assert_eq!(status, ParcryptStatus::Ok);
+        }
+        assert_eq!(
+            parcrypt_file_encryptor_finish(encryptor, null_mut()),
+            ParcryptStatus::Ok
+        );
+        parcrypt_file_encryptor_free(encryptor);
+    }
+    let mut decryptor = null_mut();
+    // SAFETY: as above.
+    let status = unsafe {
+        parcrypt_file_decryptor_open(
+            engine,
+            sealed.as_ptr(),
+            key.as_ptr(),
+            key.len(),
+            null(),
+            0,
+            0,
+            &mut decryptor,
+            null_mut(),
+        )
+    };
+    assert_eq!(status, ParcryptStatus::Ok);
+    // Raw pointers are not Send: the threads get the handle's address.
+    let shared = decryptor as usize;
+    std::thread::scope(|scope| {
+        for thread in 0..4usize {
+            let plain = &plain;
+            scope.spawn(move || {
+                for round in 0..20usize {
+                    let offset = (thread * 70_001 + round * 9_973) % (plain.len() - 5000);
+                    let mut piece = vec![0u8; 5000];
+                    let mut read = 0;
+                    // SAFETY: the decryptor lives until every thread ended; the buffer is
+                    // this thread's own.
+                    let status = unsafe {
+                        parcrypt_file_decryptor_read_at(
+                            shared as *const ParcryptFileDecryptor,
+                            offset as u64,
+                            piece.as_mut_ptr(),
+                            piece.len(),
+                            &mut read,
+                            null_mut(),
+                        )
+                    };
+                    assert_eq!(status, ParcryptStatus::Ok);
+                    assert_eq!(read, piece.len());
+                    assert_eq!(piece, plain[offset..offset + 5000]);
+                }
+            });
+        }
+    });
+    // SAFETY: live handles, freed once after every thread ended.
+    unsafe {
+        parcrypt_file_decryptor_free(decryptor);
+        parcrypt_engine_free(engine);
+    }
+}

@@ -1,0 +1,724 @@
+/*
+ * The C ABI from C: known-answer vectors, GCM tag failures, file round trips, interop with
+ * the parcrypt command line, concurrency on one cipher, and every error path.
+ *
+ * Usage: test_parcrypt PARCRYPT_BINARY SCRATCH_FOLDER
+ * Prints one line per failed check, then "c api: N checks passed, M failed"; exits 1 on
+ * any failure. Built and run by scripts/test.sh (see scripts/capi_test.sh).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "parcrypt.h"
+
+static int checks = 0;
+static int failures = 0;
+
+#define CHECK(condition, ...)                                                   \
+    do {                                                                        \
+        checks++;                                                               \
+        if (!(condition)) {                                                     \
+            failures++;                                                         \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                 \
+            fprintf(stderr, __VA_ARGS__);                                       \
+            fputc('\n', stderr);                                                \
+        }                                                                       \
+    } while (0)
+
+static const char *scratch;
+static const char *parcrypt_bin;
+
+static size_t unhex(const char *hex, uint8_t *out) {
+    size_t n = 0;
+    for (; hex[0] && hex[1]; hex += 2) {
+        unsigned value;
+        sscanf(hex, "%2x", &value);
+        out[n++] = (uint8_t)value;
+    }
+    return n;
+}
+
+static char *scratch_path(const char *name) {
+    static char paths[16][512];
+    static int next = 0;
+    char *path = paths[next++ % 16];
+    snprintf(path, 512, "%s/%s", scratch, name);
+    return path;
+}
+
+static int exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* A failed call: the status returned, the error object's status, and its message (one
+ * line, not empty). Frees the error. The error comes by its address, read only after the
+ * call (C leaves the order of a call's arguments unspecified). */
+static void expect_failure(const char *what, ParcryptStatus got, ParcryptError **slot,
+                           ParcryptStatus want) {
+    ParcryptError *error = *slot;
+    *slot = NULL;
+    CHECK(got == want, "%s: status %s, expected %s", what, parcrypt_status_name(got),
+          parcrypt_status_name(want));
+    CHECK(error != NULL, "%s: no error object", what);
+    if (error) {
+        const char *message = parcrypt_error_message(error);
+        CHECK(parcrypt_error_status(error) == want, "%s: error object says %s", what,
+              parcrypt_status_name(parcrypt_error_status(error)));
+        CHECK(message && message[0] != '\0', "%s: empty message", what);
+        CHECK(message && strchr(message, '\n') == NULL, "%s: message has a newline: %s", what,
+              message);
+        parcrypt_error_free(error);
+    }
+}
+
+static void expect_ok(const char *what, ParcryptStatus got, ParcryptError **slot) {
+    ParcryptError *error = *slot;
+    *slot = NULL;
+    CHECK(got == PARCRYPT_STATUS_OK && error == NULL, "%s: %s: %s", what,
+          parcrypt_status_name(got), error ? parcrypt_error_message(error) : "(no message)");
+    parcrypt_error_free(error);
+}
+
+/* One known answer: encrypt, decrypt, in place, and with the IV given per call. */
+static void known_answer(ParcryptEngine *engine, const char *name, const char *key_hex,
+                         const char *iv_hex, const char *aad_hex, const char *plain_hex,
+                         const char *sealed_hex, uint32_t flags) {
+    uint8_t key[64], iv[64], aad[64], plain[256], sealed[256], out[512];
+    size_t key_length = unhex(key_hex, key), iv_length = unhex(iv_hex, iv);
+    size_t aad_length = unhex(aad_hex, aad), plain_length = unhex(plain_hex, plain);
+    size_t sealed_length = unhex(sealed_hex, sealed), out_length = 0;
+    ParcryptError *error = NULL;
+    ParcryptCipher *cipher = NULL;
+    ParcryptStatus status = parcrypt_cipher_new(engine, name, key, key_length,
+                                                iv_length ? iv : NULL, iv_length, flags,
+                                                &cipher, &error);
+    expect_ok(name, status, &error);
+    if (!cipher) return;
+
+    status = parcrypt_cipher_encrypt(cipher, plain, plain_length, aad, aad_length, out,
+                                     sizeof out, &out_length, &error);
+    expect_ok(name, status, &error);
+    CHECK(out_length == sealed_length && memcmp(out, sealed, sealed_length) == 0,
+          "%s: encryption differs from the vector", name);
+
+    status = parcrypt_cipher_decrypt(cipher, sealed, sealed_length, aad, aad_length, out,
+                                     sizeof out, &out_length, &error);
+    expect_ok(name, status, &error);
+    CHECK(out_length == plain_length && memcmp(out, plain, plain_length) == 0,
+          "%s: decryption differs from the vector", name);
+
+    /* In place: the same pointer for input and output. */
+    memcpy(out, plain, plain_length);
+    status = parcrypt_cipher_encrypt(cipher, out, plain_length, aad, aad_length, out,
+                                     sizeof out, &out_length, &error);
+    expect_ok(name, status, &error);
+    CHECK(out_length == sealed_length && memcmp(out, sealed, sealed_length) == 0,
+          "%s: in-place encryption differs from the vector", name);
+    status = parcrypt_cipher_decrypt(cipher, out, out_length, aad, aad_length, out, sizeof out,
+                                     &out_length, &error);
+    expect_ok(name, status, &error);
+    CHECK(out_length == plain_length && memcmp(out, plain, plain_length) == 0,
+          "%s: in-place decryption differs from the vector", name);
+    parcrypt_cipher_free(cipher);
+
+    if (iv_length == 0) return;
+    /* A cipher made without an IV, the IV given per message. */
+    status = parcrypt_cipher_new(engine, name, key, key_length, NULL, 0, flags, &cipher, &error);
+    expect_ok(name, status, &error);
+    if (!cipher) return;
+    status = parcrypt_cipher_encrypt_iv(cipher, iv, iv_length, plain, plain_length, aad,
+                                        aad_length, out, sizeof out, &out_length, &error);
+    expect_ok(name, status, &error);
+    CHECK(out_length == sealed_length && memcmp(out, sealed, sealed_length) == 0,
+          "%s: per-call IV encryption differs from the vector", name);
+    status = parcrypt_cipher_decrypt_iv(cipher, iv, iv_length, sealed, sealed_length, aad,
+                                        aad_length, out, sizeof out, &out_length, &error);
+    expect_ok(name, status, &error);
+    CHECK(out_length == plain_length && memcmp(out, plain, plain_length) == 0,
+          "%s: per-call IV decryption differs from the vector", name);
+    /* Without a per-call IV such a cipher has none: refused. */
+    status = parcrypt_cipher_encrypt(cipher, plain, plain_length, aad, aad_length, out,
+                                     sizeof out, &out_length, &error);
+    expect_failure("encrypt without any IV", status, &error, PARCRYPT_STATUS_BAD_IV);
+    parcrypt_cipher_free(cipher);
+}
+
+static void vectors(ParcryptEngine *engine) {
+    /* NIST SP 800-38A (2001), appendix F.5.1 CTR-AES128.Encrypt. */
+    known_answer(engine, "aes-128-ctr", "2b7e151628aed2a6abf7158809cf4f3c",
+                 "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff", "",
+                 "6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e51"
+                 "30c81c46a35ce411e5fbc1191a0a52eff69f2445df4f9b17ad2b417be66c3710",
+                 "874d6191b620e3261bef6864990db6ce9806f66b7970fdff8617187bb9fffdff"
+                 "5ae4df3edbd5d35e5b4f09020db03eab1e031dda2fbe03d1792170a0f3009cee",
+                 0);
+    /* NIST SP 800-38A, appendix F.2.1 CBC-AES128.Encrypt (whole blocks, no padding). */
+    known_answer(engine, "aes-128-cbc", "2b7e151628aed2a6abf7158809cf4f3c",
+                 "000102030405060708090a0b0c0d0e0f", "",
+                 "6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e51"
+                 "30c81c46a35ce411e5fbc1191a0a52eff69f2445df4f9b17ad2b417be66c3710",
+                 "7649abac8119b246cee98e9b12e9197d5086cb9b507219ee95db113a917678b2"
+                 "73bed6b8e3c1743b7116e69e222295163ff1caa1681fac09120eca307586e1a7",
+                 PARCRYPT_CIPHER_NO_PADDING);
+    /* McGrew and Viega, "The Galois/Counter Mode of Operation (GCM)", revised 2005,
+     * appendix B, test case 4 (AES-128, 12-byte IV, AAD): ciphertext then tag. */
+    known_answer(engine, "aes-128-gcm", "feffe9928665731c6d6a8f9467308308",
+                 "cafebabefacedbaddecaf888", "feedfacedeadbeeffeedfacedeadbeefabaddad2",
+                 "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a72"
+                 "1c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39",
+                 "42831ec2217774244b7221b784d0d49ce3aa212f2c02a4e035c17e2329aca12e"
+                 "21d514b25466931c7d8f6a5aac84aa051ba30b396a0aac973d58e091"
+                 "5bc94fbc3221a5db94fae95ae7121a47",
+                 0);
+    /* Eric Young's Blowfish ECB vectors (schneier.com vectors.txt), first row. */
+    known_answer(engine, "bf-ecb", "0000000000000000", "", "", "0000000000000000",
+                 "4ef997456198dd78", PARCRYPT_CIPHER_NO_PADDING);
+    /* The RC6 paper (Rivest, Robshaw, Sidney, Yin, v1.1, 1998), test vectors, 128-bit key. */
+    known_answer(engine, "rc6-128-ecb", "0123456789abcdef0112233445566778", "", "",
+                 "02132435465768798a9bacbdcedfe0f1", "524e192f4715c6231f51f6367ea43f18",
+                 PARCRYPT_CIPHER_NO_PADDING);
+}
+
+/* A GCM message whose ciphertext or tag changed releases nothing. */
+static void gcm_tag_failure(ParcryptEngine *engine) {
+    uint8_t key[16], iv[12], plain[100], sealed[116], out[128];
+    size_t out_length = 0;
+    memset(key, 7, sizeof key);
+    memset(iv, 9, sizeof iv);
+    for (size_t i = 0; i < sizeof plain; i++) plain[i] = (uint8_t)(i * 31 + 1);
+    ParcryptError *error = NULL;
+    ParcryptCipher *cipher = NULL;
+    expect_ok("gcm cipher", parcrypt_cipher_new(engine, "aes-128-gcm", key, 16, iv, 12, 0,
+                                                &cipher, &error), &error);
+    if (!cipher) return;
+    expect_ok("gcm seal", parcrypt_cipher_encrypt(cipher, plain, sizeof plain, NULL, 0, sealed,
+                                                  sizeof sealed, &out_length, &error), &error);
+    CHECK(out_length == sizeof sealed, "gcm: sealed length %zu", out_length);
+    size_t flips[2] = {0, sizeof sealed - 1}; /* the first ciphertext byte, the last tag byte */
+    for (int f = 0; f < 2; f++) {
+        sealed[flips[f]] ^= 1;
+        memset(out, 0xAA, sizeof out);
+        out_length = 12345;
+        ParcryptStatus status = parcrypt_cipher_decrypt(cipher, sealed, sizeof sealed, NULL, 0,
+                                                        out, sizeof out, &out_length, &error);
+        expect_failure("gcm forged", status, &error, PARCRYPT_STATUS_AUTHENTICATION_FAILED);
+        CHECK(out_length == 0, "gcm forged: output length %zu", out_length);
+        int leaked = 0;
+        for (size_t i = 0; i < sizeof plain; i++) leaked |= out[i] == plain[i] && plain[i] != 0;
+        CHECK(!leaked, "gcm forged: plaintext bytes reached the output");
+        sealed[flips[f]] ^= 1;
+    }
+    /* The wrong AAD fails the same way. */
+    ParcryptStatus status = parcrypt_cipher_decrypt(cipher, sealed, sizeof sealed,
+                                                    (const uint8_t *)"x", 1, out, sizeof out,
+                                                    &out_length, &error);
+    expect_failure("gcm wrong aad", status, &error, PARCRYPT_STATUS_AUTHENTICATION_FAILED);
+    parcrypt_cipher_free(cipher);
+}
+
+struct shared_job {
+    ParcryptCipher *cipher;
+    int index;
+    int ok;
+};
+
+static void *encrypt_many(void *argument) {
+    struct shared_job *job = argument;
+    uint8_t iv[12] = {0}, plain[4096], out[4096 + 16], back[4096];
+    job->ok = 1;
+    for (int round = 0; round < 50; round++) {
+        iv[0] = (uint8_t)job->index;
+        iv[1] = (uint8_t)round;
+        memset(plain, job->index * 50 + round, sizeof plain);
+        size_t sealed = 0, opened = 0;
+        if (parcrypt_cipher_encrypt_iv(job->cipher, iv, 12, plain, sizeof plain, NULL, 0, out,
+                                       sizeof out, &sealed, NULL) != PARCRYPT_STATUS_OK ||
+            parcrypt_cipher_decrypt_iv(job->cipher, iv, 12, out, sealed, NULL, 0, back,
+                                       sizeof back, &opened, NULL) != PARCRYPT_STATUS_OK ||
+            opened != sizeof plain || memcmp(back, plain, sizeof plain) != 0)
+            job->ok = 0;
+    }
+    return NULL;
+}
+
+/* Eight threads share one cipher (and its engine). */
+static void threads_share_a_cipher(ParcryptEngine *engine) {
+    uint8_t key[16] = {1, 2, 3};
+    ParcryptCipher *cipher = NULL;
+    ParcryptError *error = NULL;
+    expect_ok("shared cipher", parcrypt_cipher_new(engine, "aes-128-gcm", key, 16, NULL, 0, 0,
+                                                   &cipher, &error), &error);
+    if (!cipher) return;
+    pthread_t threads[8];
+    struct shared_job jobs[8];
+    for (int i = 0; i < 8; i++) {
+        jobs[i] = (struct shared_job){cipher, i, 0};
+        pthread_create(&threads[i], NULL, encrypt_many, &jobs[i]);
+    }
+    for (int i = 0; i < 8; i++) {
+        pthread_join(threads[i], NULL);
+        CHECK(jobs[i].ok, "thread %d: a round trip on the shared cipher failed", i);
+    }
+    parcrypt_cipher_free(cipher);
+}
+
+static const uint8_t FILE_KEY[16] = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+                                     0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
+static const char *FILE_KEY_HEX = "00112233445566778899aabbccddeeff";
+#define PLAIN_BYTES 100000
+
+static uint8_t *pattern(void) {
+    static uint8_t bytes[PLAIN_BYTES];
+    for (size_t i = 0; i < PLAIN_BYTES; i++) bytes[i] = (uint8_t)((i * 7 + i / 251) & 0xff);
+    return bytes;
+}
+
+static int write_file(const char *path, const uint8_t *bytes, size_t length) {
+    FILE *file = fopen(path, "wb");
+    if (!file) return 0;
+    int ok = fwrite(bytes, 1, length, file) == length;
+    return fclose(file) == 0 && ok;
+}
+
+static size_t read_file(const char *path, uint8_t *bytes, size_t capacity) {
+    FILE *file = fopen(path, "rb");
+    if (!file) return (size_t)-1;
+    size_t length = fread(bytes, 1, capacity, file);
+    fclose(file);
+    return length;
+}
+
+static int run(const char *command) {
+    int status = system(command);
+    return status == 0;
+}
+
+/* Reads the whole plaintext of an encrypted file through the decryptor. */
+static int decrypted_matches(ParcryptEngine *engine, const char *path, const uint8_t *secret,
+                             size_t secret_length, uint32_t flags, const uint8_t *want,
+                             size_t want_length) {
+    ParcryptFileDecryptor *decryptor = NULL;
+    ParcryptError *error = NULL;
+    ParcryptStatus status = parcrypt_file_decryptor_open(engine, path, secret, secret_length,
+                                                         NULL, 0, flags, &decryptor, &error);
+    expect_ok("decryptor open", status, &error);
+    if (!decryptor) return 0;
+    static uint8_t plain[PLAIN_BYTES + 1];
+    size_t total = 0, got = 0;
+    do {
+        status = parcrypt_file_decryptor_read(decryptor, plain + total,
+                                              sizeof plain - total < 7001 ? sizeof plain - total
+                                                                          : 7001,
+                                              &got, &error);
+        expect_ok("decryptor read", status, &error);
+        total += got;
+    } while (status == PARCRYPT_STATUS_OK && got > 0 && total < sizeof plain);
+    parcrypt_file_decryptor_free(decryptor);
+    return total == want_length && memcmp(plain, want, want_length) == 0;
+}
+
+static void files(ParcryptEngine *engine) {
+    const uint8_t *plain = pattern();
+    ParcryptError *error = NULL;
+    ParcryptStatus status;
+    char *sealed_path = scratch_path("abi.parcrypt");
+
+    /* Streaming encryption, in pieces of odd sizes. */
+    ParcryptFileEncryptor *encryptor = NULL;
+    status = parcrypt_file_encryptor_new(engine, sealed_path, FILE_KEY, 16, NULL, 0, 0,
+                                         &encryptor, &error);
+    expect_ok("encryptor new", status, &error);
+    if (!encryptor) return;
+    for (size_t done = 0; done < PLAIN_BYTES;) {
+        size_t piece = PLAIN_BYTES - done < 7919 ? PLAIN_BYTES - done : 7919;
+        expect_ok("encryptor write",
+                  parcrypt_file_encryptor_write(encryptor, plain + done, piece, &error), &error);
+        done += piece;
+    }
+    CHECK(!exists(sealed_path), "the file exists before finish");
+    expect_ok("encryptor finish", parcrypt_file_encryptor_finish(encryptor, &error), &error);
+    CHECK(exists(sealed_path), "the file does not exist after finish");
+    status = parcrypt_file_encryptor_write(encryptor, plain, 1, &error);
+    expect_failure("write after finish", status, &error, PARCRYPT_STATUS_STATE);
+    status = parcrypt_file_encryptor_finish(encryptor, &error);
+    expect_failure("finish twice", status, &error, PARCRYPT_STATUS_STATE);
+    parcrypt_file_encryptor_free(encryptor);
+
+    /* Read back whole, and at random places. */
+    CHECK(decrypted_matches(engine, sealed_path, FILE_KEY, 16, 0, plain, PLAIN_BYTES),
+          "ABI encrypt -> ABI decrypt round trip differs");
+    ParcryptFileDecryptor *decryptor = NULL;
+    expect_ok("decryptor open", parcrypt_file_decryptor_open(engine, sealed_path, FILE_KEY, 16,
+                                                             NULL, 0, 0, &decryptor, &error),
+              &error);
+    if (decryptor) {
+        uint64_t length = 0, position = 0;
+        expect_ok("length", parcrypt_file_decryptor_length(decryptor, &length, &error), &error);
+        CHECK(length == PLAIN_BYTES, "length %llu", (unsigned long long)length);
+        uint8_t piece[1000];
+        size_t got = 0;
+        expect_ok("read_at", parcrypt_file_decryptor_read_at(decryptor, 50000, piece,
+                                                             sizeof piece, &got, &error),
+                  &error);
+        CHECK(got == sizeof piece && memcmp(piece, plain + 50000, sizeof piece) == 0,
+              "read_at 50000 differs");
+        expect_ok("seek end", parcrypt_file_decryptor_seek(decryptor, -10, PARCRYPT_SEEK_END,
+                                                           &position, &error),
+                  &error);
+        CHECK(position == PLAIN_BYTES - 10, "seek end gave %llu", (unsigned long long)position);
+        expect_ok("read tail", parcrypt_file_decryptor_read(decryptor, piece, sizeof piece,
+                                                            &got, &error),
+                  &error);
+        CHECK(got == 10 && memcmp(piece, plain + PLAIN_BYTES - 10, 10) == 0, "tail differs");
+        expect_ok("read at end", parcrypt_file_decryptor_read(decryptor, piece, sizeof piece,
+                                                              &got, &error),
+                  &error);
+        CHECK(got == 0, "a read at the end gave %zu bytes", got);
+        status = parcrypt_file_decryptor_seek(decryptor, 0, 7, &position, &error);
+        expect_failure("seek with a bad whence", status, &error,
+                       PARCRYPT_STATUS_INVALID_ARGUMENT);
+        status = parcrypt_file_decryptor_seek(decryptor, -1, PARCRYPT_SEEK_SET, &position,
+                                              &error);
+        expect_failure("seek before the start", status, &error,
+                       PARCRYPT_STATUS_INVALID_ARGUMENT);
+        parcrypt_file_decryptor_free(decryptor);
+    }
+
+    /* Whole files in one call. */
+    char *plain_path = scratch_path("plain.bin");
+    char *back_path = scratch_path("abi.back");
+    CHECK(write_file(plain_path, plain, PLAIN_BYTES), "cannot write %s", plain_path);
+    uint64_t bytes = 0;
+    char *whole_path = scratch_path("whole.parcrypt");
+    expect_ok("encrypt_file", parcrypt_encrypt_file(engine, plain_path, whole_path, FILE_KEY,
+                                                    16, NULL, 0, 0, &bytes, &error),
+              &error);
+    CHECK(bytes == PLAIN_BYTES, "encrypt_file: %llu bytes", (unsigned long long)bytes);
+    expect_ok("decrypt_file", parcrypt_decrypt_file(engine, whole_path, back_path, FILE_KEY, 16,
+                                                    NULL, 0, 0, &bytes, &error),
+              &error);
+    static uint8_t back[PLAIN_BYTES + 1];
+    CHECK(read_file(back_path, back, sizeof back) == PLAIN_BYTES &&
+              memcmp(back, plain, PLAIN_BYTES) == 0,
+          "encrypt_file -> decrypt_file differs");
+    status = parcrypt_decrypt_file(engine, whole_path, back_path, FILE_KEY, 16, NULL, 0, 0,
+                                   NULL, &error);
+    expect_failure("destination exists", status, &error, PARCRYPT_STATUS_IO);
+    expect_ok("replace", parcrypt_decrypt_file(engine, whole_path, back_path, FILE_KEY, 16,
+                                               NULL, 0, PARCRYPT_FILE_REPLACE, NULL, &error),
+              &error);
+
+    /* Interop with the command line, both ways. */
+    char command[2048];
+    char *cli_back = scratch_path("cli.back");
+    snprintf(command, sizeof command, "'%s' decrypt --quiet --key %s '%s' -o '%s'",
+             parcrypt_bin, FILE_KEY_HEX, sealed_path, cli_back);
+    CHECK(run(command), "the CLI cannot decrypt the ABI's file: %s", command);
+    CHECK(read_file(cli_back, back, sizeof back) == PLAIN_BYTES &&
+              memcmp(back, plain, PLAIN_BYTES) == 0,
+          "ABI encrypt -> CLI decrypt differs");
+    char *cli_sealed = scratch_path("cli.parcrypt");
+    snprintf(command, sizeof command, "'%s' encrypt --quiet --key %s '%s' -o '%s'",
+             parcrypt_bin, FILE_KEY_HEX, plain_path, cli_sealed);
+    CHECK(run(command), "the CLI cannot encrypt: %s", command);
+    CHECK(decrypted_matches(engine, cli_sealed, FILE_KEY, 16, 0, plain, PLAIN_BYTES),
+          "CLI encrypt -> ABI decrypt differs");
+
+    /* A passphrase, as the CLI reads it from a file. */
+    const char *passphrase = "correct horse battery staple";
+    char *pass_path = scratch_path("passphrase.txt");
+    CHECK(write_file(pass_path, (const uint8_t *)passphrase, strlen(passphrase)),
+          "cannot write the passphrase file");
+    char *pass_sealed = scratch_path("pass.parcrypt");
+    expect_ok("encrypt_file passphrase",
+              parcrypt_encrypt_file(engine, plain_path, pass_sealed, (const uint8_t *)passphrase,
+                                    strlen(passphrase), NULL, 0, PARCRYPT_FILE_PASSPHRASE, NULL,
+                                    &error),
+              &error);
+    char *pass_back = scratch_path("pass.back");
+    snprintf(command, sizeof command,
+             "'%s' decrypt --quiet --passphrase-file '%s' '%s' -o '%s'", parcrypt_bin,
+             pass_path, pass_sealed, pass_back);
+    CHECK(run(command), "the CLI cannot decrypt the ABI's passphrase file: %s", command);
+    CHECK(read_file(pass_back, back, sizeof back) == PLAIN_BYTES &&
+              memcmp(back, plain, PLAIN_BYTES) == 0,
+          "ABI passphrase encrypt -> CLI decrypt differs");
+    status = parcrypt_file_decryptor_open(engine, pass_sealed, FILE_KEY, 16, NULL, 0, 0,
+                                          &decryptor, &error);
+    expect_failure("a key for a passphrase file", status, &error, PARCRYPT_STATUS_BAD_KEY);
+
+    /* Freed before finishing: no file. */
+    char *abandoned = scratch_path("abandoned.parcrypt");
+    encryptor = NULL;
+    expect_ok("encryptor new", parcrypt_file_encryptor_new(engine, abandoned, FILE_KEY, 16,
+                                                           NULL, 0, 0, &encryptor, &error),
+              &error);
+    expect_ok("encryptor write", parcrypt_file_encryptor_write(encryptor, plain, 100, &error),
+              &error);
+    parcrypt_file_encryptor_free(encryptor);
+    CHECK(!exists(abandoned), "an unfinished encryptor left a file");
+
+    /* The wrong key: refused before any chunk, and no destination. */
+    uint8_t wrong[16];
+    memcpy(wrong, FILE_KEY, 16);
+    wrong[0] ^= 1;
+    char *never = scratch_path("never.out");
+    status = parcrypt_decrypt_file(engine, sealed_path, never, wrong, 16, NULL, 0, 0, NULL,
+                                   &error);
+    expect_failure("decrypt_file wrong key", status, &error, PARCRYPT_STATUS_WRONG_KEY);
+    CHECK(!exists(never), "a wrong key left a file");
+    status = parcrypt_file_decryptor_open(engine, sealed_path, wrong, 16, NULL, 0, 0,
+                                          &decryptor, &error);
+    expect_failure("decryptor wrong key", status, &error, PARCRYPT_STATUS_WRONG_KEY);
+    status = parcrypt_file_decryptor_open(engine, sealed_path, FILE_KEY, 16,
+                                          (const uint8_t *)"other", 5, 0, &decryptor, &error);
+    expect_failure("decryptor wrong context", status, &error, PARCRYPT_STATUS_WRONG_KEY);
+
+    /* A truncated file: the length and reads past the authenticated part fail. */
+    static uint8_t sealed_bytes[PLAIN_BYTES + 4096];
+    size_t sealed_length = read_file(sealed_path, sealed_bytes, sizeof sealed_bytes);
+    char *cut_path = scratch_path("cut.parcrypt");
+    CHECK(write_file(cut_path, sealed_bytes, sealed_length - 100), "cannot write the cut file");
+    status = parcrypt_decrypt_file(engine, cut_path, never, FILE_KEY, 16, NULL, 0, 0, NULL,
+                                   &error);
+    expect_failure("decrypt_file truncated", status, &error,
+                   PARCRYPT_STATUS_AUTHENTICATION_FAILED);
+    CHECK(!exists(never), "a truncated file left a destination");
+    decryptor = NULL;
+    expect_ok("open truncated", parcrypt_file_decryptor_open(engine, cut_path, FILE_KEY, 16,
+                                                             NULL, 0, 0, &decryptor, &error),
+              &error);
+    if (decryptor) {
+        uint64_t length = 0;
+        status = parcrypt_file_decryptor_length(decryptor, &length, &error);
+        expect_failure("length of a truncated file", status, &error,
+                       PARCRYPT_STATUS_AUTHENTICATION_FAILED);
+        uint8_t piece[4096];
+        size_t got = 0;
+        /* The authenticated chunk before the cut comes out; the next read fails. */
+        expect_ok("read before the cut",
+                  parcrypt_file_decryptor_read_at(decryptor, PLAIN_BYTES - 4000, piece,
+                                                  sizeof piece, &got, &error),
+                  &error);
+        CHECK(got == 98304 - (PLAIN_BYTES - 4000) &&
+                  memcmp(piece, plain + PLAIN_BYTES - 4000, got) == 0,
+              "the read before the cut gave %zu bytes", got);
+        status = parcrypt_file_decryptor_read(decryptor, piece, sizeof piece, &got, &error);
+        expect_failure("read the truncated end", status, &error,
+                       PARCRYPT_STATUS_AUTHENTICATION_FAILED);
+        CHECK(got == 0, "a failed read reported %zu bytes", got);
+        parcrypt_file_decryptor_free(decryptor);
+    }
+    char *stub_path = scratch_path("stub.parcrypt");
+    CHECK(write_file(stub_path, sealed_bytes, 10), "cannot write the stub");
+    status = parcrypt_file_decryptor_open(engine, stub_path, FILE_KEY, 16, NULL, 0, 0,
+                                          &decryptor, &error);
+    expect_failure("a header cut short", status, &error, PARCRYPT_STATUS_BAD_FORMAT);
+    status = parcrypt_file_decryptor_open(engine, plain_path, FILE_KEY, 16, NULL, 0, 0,
+                                          &decryptor, &error);
+    expect_failure("not a parcrypt file", status, &error, PARCRYPT_STATUS_BAD_FORMAT);
+    status = parcrypt_file_decryptor_open(engine, scratch_path("missing.parcrypt"), FILE_KEY,
+                                          16, NULL, 0, 0, &decryptor, &error);
+    expect_failure("a missing input", status, &error, PARCRYPT_STATUS_IO);
+
+    /* Writing into a folder that does not exist, or over a file without REPLACE. */
+    char *nowhere = scratch_path("no/such/folder/out.parcrypt");
+    encryptor = NULL;
+    status = parcrypt_file_encryptor_new(engine, nowhere, FILE_KEY, 16, NULL, 0, 0, &encryptor,
+                                         &error);
+    expect_failure("encryptor into a missing folder", status, &error, PARCRYPT_STATUS_IO);
+    CHECK(encryptor == NULL, "a failed new set the handle");
+    status = parcrypt_encrypt_file(engine, plain_path, nowhere, FILE_KEY, 16, NULL, 0, 0, NULL,
+                                   &error);
+    expect_failure("encrypt_file into a missing folder", status, &error, PARCRYPT_STATUS_IO);
+    status = parcrypt_file_encryptor_new(engine, sealed_path, FILE_KEY, 16, NULL, 0, 0,
+                                         &encryptor, &error);
+    expect_failure("encryptor over an existing file", status, &error, PARCRYPT_STATUS_IO);
+
+    /* Bad secrets and flags. */
+    status = parcrypt_file_encryptor_new(engine, scratch_path("k.parcrypt"), FILE_KEY, 20, NULL,
+                                         0, 0, &encryptor, &error);
+    expect_failure("a 20-byte file key", status, &error, PARCRYPT_STATUS_BAD_KEY);
+    status = parcrypt_file_encryptor_new(engine, scratch_path("k.parcrypt"), NULL, 16, NULL, 0,
+                                         0, &encryptor, &error);
+    expect_failure("a NULL file key", status, &error, PARCRYPT_STATUS_NULL_POINTER);
+    status = parcrypt_file_encryptor_new(engine, scratch_path("k.parcrypt"), FILE_KEY, 16, NULL,
+                                         0, 0x100, &encryptor, &error);
+    expect_failure("unknown file flags", status, &error, PARCRYPT_STATUS_INVALID_ARGUMENT);
+    status = parcrypt_file_encryptor_new(engine, NULL, FILE_KEY, 16, NULL, 0, 0, &encryptor,
+                                         &error);
+    expect_failure("a NULL destination", status, &error, PARCRYPT_STATUS_NULL_POINTER);
+    status = parcrypt_file_encryptor_write(NULL, plain, 1, &error);
+    expect_failure("write on NULL", status, &error, PARCRYPT_STATUS_NULL_POINTER);
+    size_t got = 0;
+    status = parcrypt_file_decryptor_read(NULL, back, 1, &got, &error);
+    expect_failure("read on NULL", status, &error, PARCRYPT_STATUS_NULL_POINTER);
+}
+
+static void cipher_errors(ParcryptEngine *engine) {
+    uint8_t key[32] = {0}, iv[16] = {0}, data[64] = {0}, out[128];
+    size_t out_length = 0;
+    ParcryptCipher *cipher = NULL;
+    ParcryptError *error = NULL;
+    ParcryptStatus status;
+
+    status = parcrypt_cipher_new(NULL, "aes-128-ctr", key, 16, iv, 16, 0, &cipher, &error);
+    expect_failure("NULL engine", status, &error, PARCRYPT_STATUS_NULL_POINTER);
+    status = parcrypt_cipher_new(engine, NULL, key, 16, iv, 16, 0, &cipher, &error);
+    expect_failure("NULL name", status, &error, PARCRYPT_STATUS_NULL_POINTER);
+    status = parcrypt_cipher_new(engine, "aes-128-ctr", NULL, 16, iv, 16, 0, &cipher, &error);
+    expect_failure("NULL key", status, &error, PARCRYPT_STATUS_NULL_POINTER);
+    status = parcrypt_cipher_new(engine, "aes-128-ctr", key, 16, iv, 16, 0, NULL, &error);
+    expect_failure("NULL out-parameter", status, &error, PARCRYPT_STATUS_NULL_POINTER);
+    status = parcrypt_cipher_new(engine, "aes-999-ctr", key, 16, iv, 16, 0, &cipher, &error);
+    expect_failure("unknown cipher", status, &error, PARCRYPT_STATUS_UNKNOWN_NAME);
+    status = parcrypt_cipher_new(engine, "bf-gcm", key, 16, iv, 12, 0, &cipher, &error);
+    expect_failure("Blowfish GCM", status, &error, PARCRYPT_STATUS_UNKNOWN_NAME);
+    status = parcrypt_cipher_new(engine, "aes-128-ctr", key, 15, iv, 16, 0, &cipher, &error);
+    expect_failure("a 15-byte AES key", status, &error, PARCRYPT_STATUS_BAD_KEY);
+    status = parcrypt_cipher_new(engine, "bf-cbc", key, 3, iv, 8, 0, &cipher, &error);
+    expect_failure("a 3-byte Blowfish key", status, &error, PARCRYPT_STATUS_BAD_KEY);
+    status = parcrypt_cipher_new(engine, "aes-128-cbc", key, 16, iv, 8, 0, &cipher, &error);
+    expect_failure("an 8-byte AES IV", status, &error, PARCRYPT_STATUS_BAD_IV);
+    status = parcrypt_cipher_new(engine, "aes-128-ecb", key, 16, iv, 16, 0, &cipher, &error);
+    expect_failure("an IV for ECB", status, &error, PARCRYPT_STATUS_BAD_IV);
+    status = parcrypt_cipher_new(engine, "aes-128-ctr", key, 16, iv, 16, 0x80, &cipher, &error);
+    expect_failure("unknown cipher flags", status, &error, PARCRYPT_STATUS_INVALID_ARGUMENT);
+    CHECK(cipher == NULL, "a failed new set the handle");
+    /* Without an error pointer the status alone comes back. */
+    CHECK(parcrypt_cipher_new(engine, "nope", key, 16, NULL, 0, 0, &cipher, NULL) ==
+              PARCRYPT_STATUS_UNKNOWN_NAME,
+          "status without an error object");
+
+    expect_ok("cbc cipher", parcrypt_cipher_new(engine, "aes-128-cbc", key, 16, iv, 16, 0,
+                                                &cipher, &error),
+              &error);
+    if (!cipher) return;
+    size_t needed = 0;
+    expect_ok("max output", parcrypt_cipher_max_output_length(cipher, PARCRYPT_ENCRYPT, 33,
+                                                              &needed, &error),
+              &error);
+    CHECK(needed == 48, "padded 33 bytes need %zu", needed);
+    status = parcrypt_cipher_max_output_length(cipher, 5, 33, &needed, &error);
+    expect_failure("a bad direction", status, &error, PARCRYPT_STATUS_INVALID_ARGUMENT);
+    status = parcrypt_cipher_encrypt(cipher, data, 33, NULL, 0, out, 40, &out_length, &error);
+    expect_failure("output too small", status, &error, PARCRYPT_STATUS_OUTPUT_TOO_SMALL);
+    CHECK(out_length == 48, "output too small: needed %zu, expected 48", out_length);
+    status = parcrypt_cipher_encrypt(cipher, data, 33, NULL, 0, NULL, 0, &out_length, &error);
+    expect_failure("a size query", status, &error, PARCRYPT_STATUS_OUTPUT_TOO_SMALL);
+    CHECK(out_length == 48, "a size query said %zu", out_length);
+    status = parcrypt_cipher_encrypt(cipher, NULL, 5, NULL, 0, out, sizeof out, &out_length,
+                                     &error);
+    expect_failure("NULL input", status, &error, PARCRYPT_STATUS_NULL_POINTER);
+    status = parcrypt_cipher_encrypt(cipher, data, 16, NULL, 0, NULL, 32, &out_length, &error);
+    expect_failure("NULL output", status, &error, PARCRYPT_STATUS_NULL_POINTER);
+    status = parcrypt_cipher_encrypt(cipher, data, 16, NULL, 0, out, sizeof out, NULL, &error);
+    expect_failure("NULL output length", status, &error, PARCRYPT_STATUS_NULL_POINTER);
+    status = parcrypt_cipher_encrypt(NULL, data, 16, NULL, 0, out, sizeof out, &out_length,
+                                     &error);
+    expect_failure("NULL cipher", status, &error, PARCRYPT_STATUS_NULL_POINTER);
+    status = parcrypt_cipher_encrypt(cipher, out, 16, NULL, 0, out + 8, 64, &out_length, &error);
+    expect_failure("overlapping buffers", status, &error, PARCRYPT_STATUS_INVALID_ARGUMENT);
+    status = parcrypt_cipher_encrypt(cipher, data, 16, (const uint8_t *)"a", 1, out, sizeof out,
+                                     &out_length, &error);
+    expect_failure("AAD for CBC", status, &error, PARCRYPT_STATUS_INVALID_ARGUMENT);
+    status = parcrypt_cipher_encrypt_iv(cipher, iv, 5, data, 16, NULL, 0, out, sizeof out,
+                                        &out_length, &error);
+    expect_failure("a 5-byte per-call IV", status, &error, PARCRYPT_STATUS_BAD_IV);
+    status = parcrypt_cipher_encrypt_iv(cipher, NULL, 0, data, 16, NULL, 0, out, sizeof out,
+                                        &out_length, &error);
+    expect_failure("an empty per-call IV", status, &error, PARCRYPT_STATUS_BAD_IV);
+    /* SP 800-38A F.2.1's first ciphertext block decrypts to a last byte of 0x2a: not PKCS#7. */
+    parcrypt_cipher_free(cipher);
+    uint8_t nist_key[16], nist_iv[16], block[16];
+    unhex("2b7e151628aed2a6abf7158809cf4f3c", nist_key);
+    unhex("000102030405060708090a0b0c0d0e0f", nist_iv);
+    unhex("7649abac8119b246cee98e9b12e9197d", block);
+    expect_ok("cbc cipher", parcrypt_cipher_new(engine, "aes-128-cbc", nist_key, 16, nist_iv,
+                                                16, 0, &cipher, &error),
+              &error);
+    status = parcrypt_cipher_decrypt(cipher, block, 16, NULL, 0, out, sizeof out, &out_length,
+                                     &error);
+    expect_failure("bad padding", status, &error, PARCRYPT_STATUS_BAD_PADDING);
+    parcrypt_cipher_free(cipher);
+    expect_ok("unpadded cipher", parcrypt_cipher_new(engine, "aes-128-cbc", nist_key, 16,
+                                                     nist_iv, 16, PARCRYPT_CIPHER_NO_PADDING,
+                                                     &cipher, &error),
+              &error);
+    status = parcrypt_cipher_encrypt(cipher, data, 17, NULL, 0, out, sizeof out, &out_length,
+                                     &error);
+    expect_failure("unpadded partial block", status, &error, PARCRYPT_STATUS_INVALID_ARGUMENT);
+    parcrypt_cipher_free(cipher);
+    expect_ok("gcm cipher", parcrypt_cipher_new(engine, "aes-128-gcm", key, 16, iv, 12, 0,
+                                                &cipher, &error),
+              &error);
+    status = parcrypt_cipher_decrypt(cipher, data, 10, NULL, 0, out, sizeof out, &out_length,
+                                     &error);
+    expect_failure("GCM input shorter than a tag", status, &error,
+                   PARCRYPT_STATUS_AUTHENTICATION_FAILED);
+    parcrypt_cipher_free(cipher);
+
+    /* Frees take NULL. */
+    parcrypt_cipher_free(NULL);
+    parcrypt_engine_free(NULL);
+    parcrypt_error_free(NULL);
+    parcrypt_file_encryptor_free(NULL);
+    parcrypt_file_decryptor_free(NULL);
+    CHECK(parcrypt_error_message(NULL)[0] != '\0', "the NULL error's message is empty");
+    CHECK(strcmp(parcrypt_status_name(PARCRYPT_STATUS_BAD_KEY), "PARCRYPT_STATUS_BAD_KEY") == 0,
+          "status name");
+    CHECK(strcmp(parcrypt_status_name(999), "PARCRYPT_STATUS_UNKNOWN_STATUS") == 0,
+          "unknown status name");
+}
+
+static void engine_errors(void) {
+    ParcryptEngine *engine = NULL;
+    ParcryptError *error = NULL;
+    ParcryptStatus status = parcrypt_engine_new("warp-drive", 0, &engine, &error);
+    expect_failure("unknown backend", status, &error, PARCRYPT_STATUS_UNKNOWN_NAME);
+    status = parcrypt_engine_new("pool", 1000000, &engine, &error);
+    expect_failure("a million threads", status, &error, PARCRYPT_STATUS_BACKEND);
+    status = parcrypt_engine_new("pool", 2, NULL, &error);
+    expect_failure("NULL engine out-parameter", status, &error, PARCRYPT_STATUS_NULL_POINTER);
+    CHECK(engine == NULL, "a failed engine_new set the handle");
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s PARCRYPT_BINARY SCRATCH_FOLDER\n", argv[0]);
+        return 2;
+    }
+    parcrypt_bin = argv[1];
+    scratch = argv[2];
+    CHECK(parcrypt_version()[0] != '\0', "empty version");
+
+    const char *backends[] = {"seq", "pool"};
+    for (int b = 0; b < 2; b++) {
+        ParcryptEngine *engine = NULL;
+        ParcryptError *error = NULL;
+        expect_ok("engine", parcrypt_engine_new(backends[b], 2, &engine, &error), &error);
+        if (!engine) continue;
+        CHECK(strcmp(parcrypt_engine_backend(engine), backends[b]) == 0, "backend name %s",
+              parcrypt_engine_backend(engine));
+        vectors(engine);
+        gcm_tag_failure(engine);
+        threads_share_a_cipher(engine);
+        parcrypt_engine_free(engine);
+    }
+    ParcryptEngine *engine = NULL;
+    ParcryptError *error = NULL;
+    expect_ok("engine", parcrypt_engine_new(NULL, 0, &engine, &error), &error);
+    if (engine) {
+        files(engine);
+        cipher_errors(engine);
+        parcrypt_engine_free(engine);
+    }
+    engine_errors();
+    printf("c api: %d checks passed, %d failed\n", checks - failures, failures);
+    return failures == 0 ? 0 : 1;
+}

@@ -1,27 +1,18 @@
-//! Every call this crate makes to the engine's [`Cipher`], in one place, so that a change of
-//! that API (a keyed, reusable cipher taking its IV per message) changes only this module.
-//!
-//! Today a `Cipher` holds one IV; a call with its own IV builds a `Cipher` for that call,
-//! which costs a key schedule (and, for GCM, the GHASH key) per call.
+//! Every call this crate makes to the engine's cipher, in one place: a
+//! [`KeyedCipher`] keyed once (key schedule and, for GCM, the GHASH key), with the IV given
+//! at creation or per call.
 
 use std::sync::Arc;
 
-use parcrypt_engine::{Cipher, CipherSpec, Direction, Engine, Mode};
-use zeroize::Zeroizing;
+use parcrypt_engine::{CipherSpec, Direction, Engine, KeyedCipher};
 
 use crate::error::{Failure, ParcryptStatus};
 
 /// A cipher suite and key on an engine, with the IV given when it was made (if any).
 pub(crate) struct Keyed {
-    engine: Arc<Engine>,
-    suite: CipherSpec,
-    key: Zeroizing<Vec<u8>>,
-    padding: bool,
-    /// Runs messages under the IV given at creation; without one (and for a mode that
-    /// needs one) it holds a placeholder IV, used only for output lengths and never for a
-    /// message.
-    cipher: Cipher,
-    creation_iv: bool,
+    cipher: KeyedCipher,
+    /// The IV given at creation, used by calls that bring none.
+    creation_iv: Option<Vec<u8>>,
 }
 
 /// Where a message comes from and goes to.
@@ -60,22 +51,15 @@ impl Keyed {
         iv: Option<&[u8]>,
         padding: bool,
     ) -> Result<Keyed, Failure> {
-        let creation_iv = iv.is_some() || suite.mode == Mode::Ecb;
-        let placeholder = [0u8; 16];
-        let iv = match (iv, suite.mode) {
-            (Some(iv), _) => Some(iv),
-            (None, Mode::Ecb) => None,
-            (None, Mode::Gcm) => Some(&placeholder[..12]),
-            (None, _) => Some(&placeholder[..suite.algorithm.block_size()]),
-        };
-        let cipher = Cipher::new(engine.clone(), suite, key, iv)?.padding(padding);
+        let cipher = KeyedCipher::new(engine, suite, key)?.padding(padding);
+        if iv.is_some() {
+            // An IV of the wrong length (or one given to ECB) fails now, with the engine's
+            // reason, rather than at the first message.
+            cipher.check_iv(iv)?;
+        }
         Ok(Keyed {
-            engine,
-            suite,
-            key: Zeroizing::new(key.to_vec()),
-            padding,
             cipher,
-            creation_iv,
+            creation_iv: iv.map(<[u8]>::to_vec),
         })
     }
 
@@ -105,33 +89,22 @@ impl Keyed {
             )
             .needing(needed));
         }
-        let per_call;
-        let cipher = match iv {
-            Some(iv) => {
-                per_call = Cipher::new(self.engine.clone(), self.suite, &self.key, Some(iv))?
-                    .padding(self.padding);
-                &per_call
-            }
-            None if self.creation_iv => &self.cipher,
-            // Fails with the engine's own reason (this mode needs an IV).
-            None => {
-                per_call = Cipher::new(self.engine.clone(), self.suite, &self.key, None)?
-                    .padding(self.padding);
-                &per_call
-            }
-        };
+        // Without an IV of its own the call takes the creation IV; with neither, a mode that
+        // needs one fails with the engine's own reason.
+        let iv = iv.or(self.creation_iv.as_deref());
+        let cipher = &self.cipher;
         let written = match (direction, buffers) {
             (Direction::Encrypt, Buffers::Separate { input, output }) => {
-                cipher.encrypt_into(input, output, aad)?
+                cipher.encrypt_into(iv, input, output, aad)?
             }
             (Direction::Decrypt, Buffers::Separate { input, output }) => {
-                cipher.decrypt_into(input, output, aad)?
+                cipher.decrypt_into(iv, input, output, aad)?
             }
             (Direction::Encrypt, Buffers::InPlace { buffer, length }) => {
-                cipher.encrypt_in_place(buffer, length, aad)?
+                cipher.encrypt_in_place(iv, buffer, length, aad)?
             }
             (Direction::Decrypt, Buffers::InPlace { buffer, length }) => {
-                cipher.decrypt_in_place(buffer, length, aad)?
+                cipher.decrypt_in_place(iv, buffer, length, aad)?
             }
         };
         Ok(written)

@@ -7,7 +7,7 @@ use parcrypt_ciphers::Implementation;
 use parcrypt_modes::{CipherSpec, Direction};
 use zeroize::{Zeroize, Zeroizing};
 
-use crate::crypter::{check_iv_and_aad, Crypter, JobError};
+use crate::crypter::{Crypter, JobError};
 use crate::{Engine, KeyedCipher};
 
 /// A cipher suite (such as `aes-128-gcm`), a key and one fixed IV, on an engine: a
@@ -55,7 +55,7 @@ impl Cipher {
         iv: Option<&[u8]>,
     ) -> Result<Self, JobError> {
         let keyed = KeyedCipher::new(engine, suite, key)?;
-        check_iv_and_aad(suite, iv, None)?;
+        keyed.check_iv(iv)?;
         Ok(Cipher {
             keyed,
             iv: iv.map(<[u8]>::to_vec),

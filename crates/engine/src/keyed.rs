@@ -210,6 +210,13 @@ impl KeyedCipher {
         self
     }
 
+    /// Checks that `iv` suits the suite (none for ECB; one block for CBC and CTR; 1 byte or
+    /// more for GCM) without running a message: for callers that take an IV now and use it
+    /// later.
+    pub fn check_iv(&self, iv: Option<&[u8]>) -> Result<(), JobError> {
+        check_iv_and_aad(self.keys.suite, iv, None).map(|_| ())
+    }
+
     /// The cipher suite.
     pub fn suite(&self) -> CipherSpec {
         self.keys.suite

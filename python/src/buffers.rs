@@ -10,7 +10,7 @@
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyMemoryView, PyString};
 
 use crate::errors::Error;
 
@@ -40,7 +40,7 @@ pub struct Input {
 impl Input {
     /// `object`'s bytes: a buffer, or a CPU DLPack array.
     pub fn get(object: &Bound<'_, PyAny>) -> PyResult<Input> {
-        let (buffer, numpy) = match PyUntypedBuffer::get(object) {
+        let (buffer, numpy) = match buffer_of(object) {
             Ok(buffer) => (buffer, is_numpy(object)),
             Err(error) => match dlpack_host_array(object)? {
                 Some(array) => (PyUntypedBuffer::get(&array)?, true),
@@ -95,10 +95,10 @@ pub struct Output {
 impl Output {
     /// The caller's writable buffer.
     pub fn get(object: &Bound<'_, PyAny>) -> PyResult<Output> {
-        let buffer = PyUntypedBuffer::get(object).map_err(|_| {
-            PyTypeError::new_err(
-                "out must be a writable buffer (bytearray, memoryview, numpy array, mmap)",
-            )
+        let buffer = buffer_of(object).map_err(|error| {
+            PyTypeError::new_err(format!(
+                "out must be a writable buffer (bytearray, memoryview, numpy array, mmap): {error}"
+            ))
         })?;
         if buffer.readonly() {
             return Err(PyTypeError::new_err(
@@ -176,6 +176,15 @@ pub fn new_array(py: Python<'_>, length: usize) -> PyResult<(Bound<'_, PyAny>, O
     let array = numpy.call_method1("empty", (length, numpy.getattr("uint8")?))?;
     let output = Output::get(&array)?;
     Ok((array, output))
+}
+
+/// `object`'s buffer. Some exporters (ctypes arrays) give no strides, which PyO3 wants:
+/// a memoryview of them gives the same memory with strides.
+fn buffer_of(object: &Bound<'_, PyAny>) -> PyResult<PyUntypedBuffer> {
+    PyUntypedBuffer::get(object).or_else(|error| match PyMemoryView::from(object) {
+        Ok(view) => PyUntypedBuffer::get(&view),
+        Err(_) => Err(error),
+    })
 }
 
 /// Whether `object` is a numpy array (the result then is one too).

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 
 import pytest
+
+pytest.importorskip("cryptography", reason="SKIPPED: pyca/cryptography is not installed")
 from cryptography.hazmat.primitives import padding
 from cryptography.hazmat.primitives.ciphers import Cipher as PycaCipher
 from cryptography.hazmat.primitives.ciphers import algorithms, modes

@@ -29,12 +29,16 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+# The installed package, not the source folder beside this script (it has no native module).
+_here = Path(__file__).resolve().parent
+sys.path = [entry for entry in sys.path if Path(entry or ".").resolve() != _here]
+
+import numpy as np  # noqa: E402
 from cryptography.hazmat.primitives.ciphers import Cipher as PycaCipher
 from cryptography.hazmat.primitives.ciphers import algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-import parcrypt
+import parcrypt  # noqa: E402
 
 KEY = bytes([7] * 16)
 
@@ -63,9 +67,9 @@ def timed(function, repeat: int) -> float:
     return (time.perf_counter() - started) / repeat
 
 
-def rust_seconds(rust: str, suite: str, size: int, job: str, runs: int) -> float:
+def rust_seconds(rust: str, suite: str, size: int, job: str, runs: int, backend: str = "pool") -> float:
     done = subprocess.run(
-        [rust, suite, str(size), "pool", str(runs), job], capture_output=True, text=True, check=True
+        [rust, suite, str(size), backend, str(runs), job], capture_output=True, text=True, check=True
     )
     return statistics.median(float(line) for line in done.stdout.split())
 
@@ -91,7 +95,7 @@ def contenders(suite: str, size: int, data: np.ndarray, out: np.ndarray, rust: s
         yield "parcrypt new Cipher + encrypt", lambda: timed(parcrypt_call, repeat)
         yield "pyca new cipher + encrypt", lambda: timed(pyca_call, repeat)
         if rust:
-            yield "Rust engine new Cipher + encrypt", lambda: rust_seconds(rust, suite, size, "call", 3)
+            yield "Rust engine new Cipher + encrypt", lambda: rust_seconds(rust, suite, size, "call", 3, "auto")
         return
     cipher = parcrypt.Cipher(suite, KEY, iv, backend="pool")
     yield "parcrypt encrypt -> bytes", lambda: timed(lambda: cipher.encrypt(raw), 1)

@@ -10,7 +10,7 @@
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyMemoryView, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
 
 use crate::errors::Error;
 
@@ -189,6 +189,13 @@ fn buffer_of(object: &Bound<'_, PyAny>) -> PyResult<PyUntypedBuffer> {
 
 /// Whether `object` is a numpy array (the result then is one too).
 fn is_numpy(object: &Bound<'_, PyAny>) -> bool {
+    // The common inputs first, without making strings of the type's name.
+    if object.is_instance_of::<PyBytes>()
+        || object.is_instance_of::<PyByteArray>()
+        || object.is_instance_of::<PyMemoryView>()
+    {
+        return false;
+    }
     let kind = object.get_type();
     kind.name().is_ok_and(|name| name == "ndarray")
         && kind.module().is_ok_and(|module| module == "numpy")

@@ -116,13 +116,19 @@ impl Cipher {
     /// The most bytes a message of `length` bytes turns into when encrypted (`decrypt`:
     /// decrypted): the size `out` needs.
     #[pyo3(signature = (length, decrypt=false))]
-    fn output_length(&self, length: usize, decrypt: bool) -> usize {
+    fn output_length(&self, length: usize, decrypt: bool) -> PyResult<usize> {
         let direction = if decrypt {
             Direction::Decrypt
         } else {
             Direction::Encrypt
         };
-        self.inner.max_output_length(direction, length)
+        // No buffer is larger than isize::MAX bytes; the sum below stays in range.
+        if isize::try_from(length).is_err() {
+            return Err(PyValueError::new_err(format!(
+                "{length} bytes is larger than any buffer"
+            )));
+        }
+        Ok(self.inner.max_output_length(direction, length))
     }
 
     fn __repr__(&self) -> String {

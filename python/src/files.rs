@@ -244,6 +244,14 @@ impl Reader {
                 return Ok(PyBytes::new(py, &all));
             }
         };
+        // No more than what is left: a huge `size` must not allocate a huge buffer.
+        let left = py
+            .detach(|| -> std::io::Result<u64> {
+                let total = reader.plaintext_len()?;
+                Ok(total.saturating_sub(reader.stream_position()?))
+            })
+            .map_err(errors::io)?;
+        let wanted = wanted.min(usize::try_from(left).unwrap_or(usize::MAX));
         let mut buffer = vec![0u8; wanted];
         let got = py
             .detach(|| read_full(reader, &mut buffer))

@@ -159,6 +159,10 @@ def test_refusals_are_exceptions_not_panics() -> None:
         parcrypt.Cipher("aes-128-ecb", KEY, padding=False).encrypt(b"fifteen bytes!!")
     with pytest.raises(parcrypt.Error):
         parcrypt.Cipher("aes-128-cbc", KEY, IV).decrypt(os.urandom(32))  # bad padding (most likely)
+    with pytest.raises(ValueError):
+        cipher.output_length(2**63)
+    with pytest.raises(OverflowError):
+        cipher.output_length(2**64)
     data = bytearray(64)
     with pytest.raises(ValueError, match="overlaps"):
         cipher.encrypt(memoryview(data)[:32], out=memoryview(data)[8:48])

@@ -83,6 +83,9 @@ def test_random_seeks_match_the_plaintext(tmp_path) -> None:
         reader.seek(1000)
         assert reader.seek(500, os.SEEK_CUR) == 1500
         assert reader.read(10) == data[1500:1510]
+        # A huge size reads what is left, and allocates no more.
+        reader.seek(len(data) - 7)
+        assert reader.read(10**15) == data[-7:]
     with pytest.raises(ValueError):
         reader.read(1)
 

@@ -36,6 +36,14 @@ for line in sys.stdin:
         print("kit:", name)
 ' "$kit/tests"
 done
+# The Python package: the wheel (as scripts/python-test.sh builds it), its tests and benchmark.
+if PARCRYPT_PYTHON_BUILD_ONLY=1 bash scripts/python-test.sh; then
+    mkdir -p "$kit/python"
+    cp target/python/wheels/parcrypt-*.whl python/bench.py "$kit/python/"
+    cp -r python/tests "$kit/python/tests"
+else
+    echo "gpu-kit: the Python wheel did not build; the kit has no python/ stage" >&2
+fi
 strip "$kit"/parcrypt "$kit"/cuda_speed "$kit"/tests/*
 # The tests find their data files through the path they were built at.
 pwd > "$kit/built-at"

@@ -8,6 +8,8 @@
 #   tune    `parcrypt tune --backend cuda` (add --full through TUNE_ARGS)
 #   files   a 4 GiB file in /dev/shm through `parcrypt encrypt|decrypt --stats` on cuda and
 #           pool: the file path's rate and where its time goes (read, cipher, write)
+#   python  the Python wheel on this machine's Python: its pytest suite, CuPy/PyTorch arrays
+#           included (tests/test_gpu_arrays.py; skipped with the reason when neither is there)
 #   bench   the benchmark lab with the CUDA backend (docs/results/h200 is made from it)
 # Stages are named on the command line; default: tests speed. At most 8 files come back from
 # a device call's $OUT: run `bench` (4 result files) in a call of its own.
@@ -48,6 +50,20 @@ for stage in "${stages[@]}"; do
             done
             exit $failed
         ) 2>&1 | tee "$out/tests.log" || status=1
+        ;;
+    python)
+        # The Python package on this machine's Python (CuPy and PyTorch from its site
+        # packages): every CPU test, and the CUDA array tests (tests/test_gpu_arrays.py).
+        (
+            [ -d "$kit/python" ] || { echo "no python/ in the kit (scripts/gpu-kit.sh builds it)"; exit 1; }
+            venv="$out/python-venv"
+            rm -rf "$venv"
+            python3 -m venv --system-site-packages "$venv" &&
+                "$venv/bin/pip" install --quiet --no-deps --no-index "$kit"/python/parcrypt-*.whl &&
+                cd "$(mktemp -d)" &&
+                PARCRYPT_BIN="$OLDPWD/$kit/parcrypt" "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider \
+                    "$OLDPWD/$kit/python/tests"
+        ) 2>&1 | tee "$out/python.log" || status=1
         ;;
     speed)
         "$kit/cuda_speed" 0 1024 7 2>&1 | tee "$out/speed.log" || status=1

@@ -52,6 +52,9 @@ capi_log="$(mktemp)"
 trap 'rm -f "$skips" "$capi_log"' EXIT
 bash scripts/capi_test.sh | tee "$capi_log"
 grep SKIPPED "$capi_log" | sed 's|^|scripts/capi_test.sh: |' >>"$skips" || true
+# The Python package: wheel, fresh virtual environment, pytest on the installed package.
+python_status=0
+bash scripts/python-test.sh "$skips" || python_status=$?
 # The cargo-fuzz targets, a bounded time each (PARCRYPT_CARGO_FUZZ_SECONDS, default 60; 0
 # skips them). They need nightly and cargo-fuzz: a developer without them gets a SKIPPED
 # line, CI (CI=true, which .ci/run installs both for) fails instead.
@@ -81,4 +84,8 @@ if [ "$count" -eq 0 ]; then
 else
     echo "== skipped: $count tests passed without running their subject here, and why:"
     sort -u "$skips" | sed 's/^/   /'
+fi
+if [ "$python_status" -ne 0 ]; then
+    echo "== python tests failed (scripts/python-test.sh)" >&2
+    exit "$python_status"
 fi

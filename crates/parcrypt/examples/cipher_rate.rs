@@ -1,0 +1,64 @@
+//! The engine's own in-memory rate for one `Cipher` job, for comparison with front ends in
+//! the same run (python/bench.py compares the Python package with it).
+//!
+//! `cargo run --release -p parcrypt --example cipher_rate -- SUITE BYTES BACKEND RUNS JOB`
+//!
+//! JOB is `into` (encrypt into a separate, touched output buffer: `Cipher::encrypt_into`),
+//! `new` (encrypt into a new `Vec`: `Cipher::encrypt`) or `call` (a new `Cipher` and
+//! `encrypt` per message, as a caller does who needs a fresh IV per message: the per-call
+//! cost). Prints one line per timed run: the seconds it took. Timing only; nothing asserted.
+#![allow(clippy::disallowed_macros)]
+
+use std::time::Instant;
+
+use parcrypt::engine::{Backend, Cipher, CipherSpec, Engine};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let [suite, bytes, backend, runs, job] = arguments.as_slice() else {
+        return Err("usage: cipher_rate SUITE BYTES BACKEND RUNS into|new|call".into());
+    };
+    let suite: CipherSpec = suite.parse()?;
+    let bytes: usize = bytes.parse()?;
+    let backend: Backend = backend.parse()?;
+    let runs: usize = runs.parse()?;
+    let engine = std::sync::Arc::new(Engine::new(backend, None)?);
+    let key = vec![7u8; suite.algorithm.key_lengths().1.min(32)];
+    let iv_length = match suite.mode {
+        parcrypt::engine::Mode::Ecb => None,
+        parcrypt::engine::Mode::Gcm => Some(12),
+        _ => Some(suite.algorithm.block_size()),
+    };
+    let iv = iv_length.map(|length| vec![1u8; length]);
+    let cipher = Cipher::new(engine.clone(), suite, &key, iv.as_deref())?;
+    // Touched buffers: a fresh zeroed page costs a fault on its first write.
+    let input: Vec<u8> = (0..bytes).map(|index| index as u8).collect();
+    let mut output =
+        vec![1u8; cipher.max_output_length(parcrypt::engine::Direction::Encrypt, bytes)];
+    // Warm up: threads, tables, caches.
+    cipher.encrypt_into(&input, &mut output, None)?;
+    for _ in 0..runs {
+        let started = Instant::now();
+        match job.as_str() {
+            "into" => {
+                cipher.encrypt_into(&input, &mut output, None)?;
+            }
+            "new" => {
+                std::hint::black_box(cipher.encrypt(&input, None)?);
+            }
+            "call" => {
+                // Per-call cost is small: time a batch of calls and report the mean.
+                let calls = 1000;
+                for _ in 0..calls {
+                    let fresh = Cipher::new(engine.clone(), suite, &key, iv.as_deref())?;
+                    std::hint::black_box(fresh.encrypt(&input, None)?);
+                }
+                println!("{:.9}", started.elapsed().as_secs_f64() / calls as f64);
+                continue;
+            }
+            other => return Err(format!("unknown job '{other}' (into, new or call)").into()),
+        }
+        println!("{:.9}", started.elapsed().as_secs_f64());
+    }
+    Ok(())
+}

@@ -1,0 +1,130 @@
+"""Type stubs for parcrypt."""
+
+import io
+import os
+from typing import Any, Literal, TypedDict, overload
+
+from collections.abc import Buffer
+
+__version__: str
+
+class Error(Exception):
+    """Any failure that is not a bad argument or a file system error."""
+
+class InvalidTag(Error):
+    """Authentication failed; no plaintext is returned."""
+
+class _Backend(TypedDict):
+    name: str
+    available: bool
+    detail: str
+
+class _Device(TypedDict):
+    backend: str
+    index: int
+    description: str
+
+def backends() -> list[_Backend]:
+    """The backends and whether each can run here (as ``parcrypt devices``)."""
+
+def devices() -> list[_Device]:
+    """The CPU and every GPU device found."""
+
+class Cipher:
+    """A suite such as ``"aes-128-gcm"``, a key and an IV on an engine.
+
+    ``encrypt``/``decrypt`` run one whole message with the bytes of ``parcrypt raw``.
+    ``data`` is any C-contiguous buffer (bytes, bytearray, memoryview, mmap, a numpy array
+    of any dtype) or a CPU array with ``__dlpack__``, read without copying. The result is
+    ``bytes``, or a numpy ``uint8`` array for numpy input; with ``out=`` (a writable
+    buffer, possibly ``data`` itself for in-place work) the bytes are written there and
+    their count returned. The GIL is released while the engine works.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        key: Buffer | str,
+        iv: Buffer | str | None = None,
+        *,
+        backend: str = "auto",
+        threads: int | None = None,
+        padding: bool = True,
+    ) -> None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    @overload
+    def encrypt(self, data: Any, aad: Buffer | None = None, *, out: None = None) -> Any: ...
+    @overload
+    def encrypt(self, data: Any, aad: Buffer | None = None, *, out: Buffer) -> int: ...
+    @overload
+    def decrypt(self, data: Any, aad: Buffer | None = None, *, out: None = None) -> Any: ...
+    @overload
+    def decrypt(self, data: Any, aad: Buffer | None = None, *, out: Buffer) -> int: ...
+    def output_length(self, length: int, decrypt: bool = False) -> int:
+        """The most bytes ``length`` input bytes become: the size ``out`` needs."""
+
+def encrypt_file(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    key: Buffer | str | None = None,
+    passphrase: str | bytes | None = None,
+    backend: str = "auto",
+    threads: int | None = None,
+    overwrite: bool = False,
+    format: Literal["parcrypt", "cobblestone"] = "parcrypt",
+    context: Buffer | None = None,
+) -> int:
+    """Encrypts ``src`` into ``dst`` as ``parcrypt encrypt``; returns the plaintext bytes."""
+
+def decrypt_file(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    key: Buffer | str | None = None,
+    passphrase: str | bytes | None = None,
+    backend: str = "auto",
+    threads: int | None = None,
+    overwrite: bool = False,
+    format: Literal["parcrypt", "cobblestone"] = "parcrypt",
+    context: Buffer | None = None,
+) -> int:
+    """Decrypts ``src`` into ``dst`` as ``parcrypt decrypt``; returns the plaintext bytes."""
+
+class EncryptedReader(io.RawIOBase):
+    name: str
+    def size(self) -> int: ...
+
+class EncryptedWriter(io.RawIOBase):
+    name: str
+    def abort(self) -> None: ...
+
+@overload
+def open(
+    path: str | os.PathLike[str],
+    mode: Literal["rb", "r"] = "rb",
+    *,
+    key: Buffer | str | None = None,
+    passphrase: str | bytes | None = None,
+    backend: str = "auto",
+    threads: int | None = None,
+    overwrite: bool = False,
+    format: Literal["parcrypt", "cobblestone"] = "parcrypt",
+    context: Buffer | None = None,
+) -> EncryptedReader: ...
+@overload
+def open(
+    path: str | os.PathLike[str],
+    mode: Literal["wb", "w"],
+    *,
+    key: Buffer | str | None = None,
+    passphrase: str | bytes | None = None,
+    backend: str = "auto",
+    threads: int | None = None,
+    overwrite: bool = False,
+    format: Literal["parcrypt", "cobblestone"] = "parcrypt",
+    context: Buffer | None = None,
+) -> EncryptedWriter: ...

@@ -1,0 +1,262 @@
+//! `parcrypt.Cipher`: one suite, key and IV on a shared engine, for whole messages in
+//! memory, with the same bytes as `parcrypt raw`.
+
+use parcrypt::engine::{Cipher as EngineCipher, CipherSpec, Direction, JobError};
+use parcrypt::format::secrets::decode_hex;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+use zeroize::Zeroizing;
+
+use crate::buffers::{new_array, new_bytes, Input, Output};
+use crate::{errors, runtime};
+
+/// Below this many bytes the GIL stays held: releasing and taking it back costs more than
+/// such a message takes to encrypt.
+const RELEASE_GIL_FROM: usize = 8 * 1024;
+
+/// A cipher suite (such as `"aes-128-gcm"`), a key and an IV on an engine.
+///
+/// `encrypt` and `decrypt` each run one whole message, as `parcrypt raw` does: ECB and CBC
+/// add PKCS#7 padding (unless `padding=False`), CTR counts on the whole IV as one
+/// big-endian number, GCM appends the 16-byte tag and checks it before releasing anything.
+/// Every message starts from the IV given here: never encrypt two messages under one key
+/// and IV with CTR or GCM; make a new `Cipher` (they are cheap: engines are shared).
+#[pyclass(module = "parcrypt", name = "Cipher", frozen)]
+pub struct Cipher {
+    inner: EngineCipher,
+    name: String,
+    backend: String,
+}
+
+/// Key or IV bytes: a bytes-like object, or a string of hex digits as the CLI takes them.
+fn secret_bytes(what: &str, value: &Bound<'_, PyAny>) -> PyResult<Zeroizing<Vec<u8>>> {
+    if let Ok(text) = value.cast::<PyString>() {
+        let decoded = decode_hex(what, text.to_str()?)
+            .map_err(|error| PyValueError::new_err(error.to_string()))?;
+        return Ok(Zeroizing::new(decoded.to_vec()));
+    }
+    let input = Input::get(value)?;
+    Ok(Zeroizing::new(input.bytes().to_vec()))
+}
+
+#[pymethods]
+impl Cipher {
+    /// `Cipher(name, key, iv=None, *, backend="auto", threads=None, padding=True)`.
+    #[new]
+    #[pyo3(signature = (name, key, iv=None, *, backend="auto", threads=None, padding=true))]
+    fn new(
+        name: &str,
+        key: &Bound<'_, PyAny>,
+        iv: Option<&Bound<'_, PyAny>>,
+        backend: &str,
+        threads: Option<usize>,
+        padding: bool,
+    ) -> PyResult<Self> {
+        let spec: CipherSpec =
+            name.parse()
+                .map_err(|error: <CipherSpec as std::str::FromStr>::Err| {
+                    PyValueError::new_err(error.to_string())
+                })?;
+        let key = secret_bytes("key", key)?;
+        let iv = iv.map(|iv| secret_bytes("iv", iv)).transpose()?;
+        let runtime = runtime::runtime(backend, threads)?;
+        let inner = EngineCipher::new(
+            runtime.engine.clone(),
+            spec,
+            &key,
+            iv.as_deref().map(Vec::as_slice),
+        )
+        .map_err(errors::job)?
+        .padding(padding);
+        Ok(Cipher {
+            inner,
+            name: spec.to_string(),
+            backend: backend.to_ascii_lowercase(),
+        })
+    }
+
+    /// The suite's name, such as `aes-128-gcm`.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The backend asked for.
+    #[getter]
+    fn backend(&self) -> &str {
+        &self.backend
+    }
+
+    /// Encrypts one message. See the package documentation for `data`, `aad` and `out`.
+    #[pyo3(signature = (data, aad=None, *, out=None))]
+    fn encrypt<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        aad: Option<&Bound<'py, PyAny>>,
+        out: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.run(py, Direction::Encrypt, data, aad, out)
+    }
+
+    /// Decrypts one message; for GCM nothing is returned (or left in `out`) unless the tag
+    /// matches, and `parcrypt.InvalidTag` is raised.
+    #[pyo3(signature = (data, aad=None, *, out=None))]
+    fn decrypt<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        aad: Option<&Bound<'py, PyAny>>,
+        out: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.run(py, Direction::Decrypt, data, aad, out)
+    }
+
+    /// The most bytes a message of `length` bytes turns into when encrypted (`decrypt`:
+    /// decrypted): the size `out` needs.
+    #[pyo3(signature = (length, decrypt=false))]
+    fn output_length(&self, length: usize, decrypt: bool) -> PyResult<usize> {
+        let direction = if decrypt {
+            Direction::Decrypt
+        } else {
+            Direction::Encrypt
+        };
+        // No buffer is larger than isize::MAX bytes; the sum below stays in range.
+        if isize::try_from(length).is_err() {
+            return Err(PyValueError::new_err(format!(
+                "{length} bytes is larger than any buffer"
+            )));
+        }
+        Ok(self.inner.max_output_length(direction, length))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "parcrypt.Cipher('{}', backend='{}')",
+            self.name, self.backend
+        )
+    }
+}
+
+impl Cipher {
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        direction: Direction,
+        data: &Bound<'py, PyAny>,
+        aad: Option<&Bound<'py, PyAny>>,
+        out: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let input = Input::get(data)?;
+        let aad = aad.map(Input::get).transpose()?;
+        let aad = aad.as_ref().map(Input::bytes);
+        let length = input.bytes().len();
+        let needed = self.inner.max_output_length(direction, length);
+        if let Some(out) = out {
+            let mut output = Output::get(out)?;
+            let same = output.address() == input.address() && length > 0;
+            if !same && overlaps(&input, &output) {
+                return Err(PyValueError::new_err(
+                    "out overlaps data at another address: give the same buffer (in place) or a separate one",
+                ));
+            }
+            let job = if same {
+                Job::InPlace {
+                    buffer: output.bytes_mut(),
+                    length,
+                }
+            } else {
+                Job::Into {
+                    input: input.bytes(),
+                    output: output.bytes_mut(),
+                }
+            };
+            let written = self.execute(py, direction, job, aad)?;
+            return Ok(written.into_pyobject(py)?.into_any());
+        }
+        let (result, mut output) = if input.numpy {
+            new_array(py, needed)?
+        } else {
+            let (bytes, output) = new_bytes(py, needed)?;
+            (bytes.into_any(), output)
+        };
+        let written = self.execute(
+            py,
+            direction,
+            Job::Into {
+                input: input.bytes(),
+                output: output.bytes_mut(),
+            },
+            aad,
+        )?;
+        if written == output.len() {
+            Ok(result)
+        } else if input.numpy {
+            // A view of the first `written` bytes: no copy.
+            result.get_item(pyo3::types::PySlice::new(py, 0, written as isize, 1))
+        } else {
+            // Only padded decryption ends short of the buffer: its length is known only once
+            // the last block is decrypted.
+            let (shorter, mut copy) = new_bytes(py, written)?;
+            copy.bytes_mut()
+                .copy_from_slice(&output.bytes_mut()[..written]);
+            Ok(shorter.into_any())
+        }
+    }
+
+    /// The one place that calls the engine's `Cipher` for a message.
+    fn execute(
+        &self,
+        py: Python<'_>,
+        direction: Direction,
+        job: Job<'_>,
+        aad: Option<&[u8]>,
+    ) -> PyResult<usize> {
+        let size = match &job {
+            Job::Into { input, .. } => input.len(),
+            Job::InPlace { length, .. } => *length,
+        };
+        let work = move || -> Result<usize, JobError> {
+            match (job, direction) {
+                (Job::Into { input, output }, Direction::Encrypt) => {
+                    self.inner.encrypt_into(input, output, aad)
+                }
+                (Job::Into { input, output }, Direction::Decrypt) => {
+                    self.inner.decrypt_into(input, output, aad)
+                }
+                (Job::InPlace { buffer, length }, Direction::Encrypt) => {
+                    self.inner.encrypt_in_place(buffer, length, aad)
+                }
+                (Job::InPlace { buffer, length }, Direction::Decrypt) => {
+                    self.inner.decrypt_in_place(buffer, length, aad)
+                }
+            }
+        };
+        let outcome = if size >= RELEASE_GIL_FROM {
+            py.detach(work)
+        } else {
+            work()
+        };
+        outcome.map_err(errors::job)
+    }
+}
+
+/// What the engine runs: `input` into a separate `output`, or a buffer in place.
+enum Job<'a> {
+    Into {
+        input: &'a [u8],
+        output: &'a mut [u8],
+    },
+    InPlace {
+        buffer: &'a mut [u8],
+        length: usize,
+    },
+}
+
+/// Whether `output` shares any byte with `input`.
+fn overlaps(input: &Input, output: &Output) -> bool {
+    let length = input.bytes().len();
+    let (a, b) = (input.address(), output.address());
+    length > 0 && output.len() > 0 && a < b + output.len() && b < a + length
+}

@@ -1,0 +1,116 @@
+//! Every error of the parcrypt crates as a Python exception, with the CLI's one-line reason.
+
+use std::io::ErrorKind;
+
+use parcrypt::engine::{EngineError, JobError};
+use parcrypt::format::{FormatError, SecretError};
+use parcrypt::modes::gcm::GcmError;
+use pyo3::create_exception;
+use pyo3::exceptions::{
+    PyException, PyFileExistsError, PyFileNotFoundError, PyIsADirectoryError, PyOSError,
+    PyPermissionError, PyValueError,
+};
+use pyo3::PyErr;
+
+create_exception!(
+    parcrypt,
+    Error,
+    PyException,
+    "Any failure of parcrypt that is not a bad argument or a file system error."
+);
+create_exception!(
+    parcrypt,
+    InvalidTag,
+    Error,
+    "Authentication failed: a GCM tag or a file chunk does not match (wrong key, IV, AAD or passphrase, or the data was modified). No plaintext is returned."
+);
+
+/// A message-level error (the engine's [`JobError`]).
+pub fn job(error: JobError) -> PyErr {
+    let reason = error.to_string();
+    match error {
+        JobError::Gcm(GcmError::TagMismatch) => InvalidTag::new_err(reason),
+        JobError::Key(_)
+        | JobError::IvLength { .. }
+        | JobError::IvMissing(_)
+        | JobError::IvNotUsed(_)
+        | JobError::AadNotUsed
+        | JobError::PartialBlock { .. }
+        | JobError::MissingTag(_)
+        | JobError::OutputTooSmall { .. }
+        | JobError::Gcm(_) => PyValueError::new_err(reason),
+        _ => Error::new_err(reason),
+    }
+}
+
+/// An engine that cannot be built.
+pub fn engine(error: EngineError) -> PyErr {
+    match error {
+        EngineError::Gpu { .. } | EngineError::Pool(_) => Error::new_err(error.to_string()),
+        _ => PyValueError::new_err(error.to_string()),
+    }
+}
+
+/// A file-level error (the format crate's [`FormatError`]).
+pub fn format(error: FormatError) -> PyErr {
+    let reason = error.to_string();
+    match &error {
+        FormatError::WrongKey
+        | FormatError::DamagedChunk { .. }
+        | FormatError::TruncatedAfter { .. }
+        | FormatError::TruncatedChunk { .. } => InvalidTag::new_err(reason),
+        FormatError::KeyLength(_)
+        | FormatError::KeySuiteMismatch { .. }
+        | FormatError::NeedsPassphrase
+        | FormatError::NeedsKey
+        | FormatError::EmptyPassphrase
+        | FormatError::KdfLimits(_)
+        | FormatError::Range(_) => PyValueError::new_err(reason),
+        FormatError::Secret(secret) => match secret {
+            SecretError::ReadKeyFile { .. } | SecretError::ReadPassphraseFile { .. } => {
+                PyOSError::new_err(reason)
+            }
+            _ => PyValueError::new_err(reason),
+        },
+        FormatError::OutputExists(_) => PyFileExistsError::new_err(reason),
+        FormatError::InputIsFolder(_) | FormatError::OutputIsFolder(_) => {
+            PyIsADirectoryError::new_err(reason)
+        }
+        FormatError::OutputFolderNotWritable { .. } => PyPermissionError::new_err(reason),
+        FormatError::OpenInput { error, .. } | FormatError::OpenOutput { error, .. } => {
+            match error.kind() {
+                ErrorKind::NotFound => PyFileNotFoundError::new_err(reason),
+                ErrorKind::PermissionDenied => PyPermissionError::new_err(reason),
+                _ => PyOSError::new_err(reason),
+            }
+        }
+        FormatError::OutputFolderMissing { .. } => PyFileNotFoundError::new_err(reason),
+        FormatError::Read(_)
+        | FormatError::Write(_)
+        | FormatError::OutputIsInput(_)
+        | FormatError::StdoutIsInput
+        | FormatError::DanglingLink { .. }
+        | FormatError::CreateTemporary { .. }
+        | FormatError::FinishOutput { .. }
+        | FormatError::PersistOutput { .. } => PyOSError::new_err(reason),
+        _ => Error::new_err(reason),
+    }
+}
+
+/// An I/O error from a reader or writer: the format crate's errors travel inside
+/// `io::Error`, and come back out as what they are.
+pub fn io(error: std::io::Error) -> PyErr {
+    if error
+        .get_ref()
+        .is_some_and(|inner| inner.is::<FormatError>())
+    {
+        return match error
+            .into_inner()
+            .map(|inner| inner.downcast::<FormatError>())
+        {
+            Some(Ok(inner)) => format(*inner),
+            _ => Error::new_err("an I/O error without its reason"),
+        };
+    }
+    PyOSError::new_err(error.to_string())
+}

@@ -1,0 +1,421 @@
+//! Files in the parcrypt format (or bare Cobblestone), byte-compatible with
+//! `parcrypt encrypt` and `parcrypt decrypt`: whole files, a random-access reader and a
+//! writer. Outputs appear whole or not at all (the format crate's `OutputFile`).
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
+use parcrypt::format::file::{FileOptions, OutputFile};
+use parcrypt::format::secrets::{checked_key, decode_hex, SecretBytes};
+use parcrypt::format::{
+    decrypt_file as decrypt_path, encrypt_file as encrypt_path, Decryptor, EncryptingWriter,
+    Encryptor, Format, Secret, SeekableReader, Setup, Suite,
+};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+use zeroize::Zeroizing;
+
+use crate::buffers::{Input, Output};
+use crate::errors;
+use crate::runtime;
+
+/// The key (`key`, 16 or 32 bytes, or their hex as the CLI's `--key` takes it) or the
+/// passphrase (str, UTF-8, or bytes): exactly one of them.
+struct Secrets {
+    key: Option<SecretBytes>,
+    passphrase: Option<SecretBytes>,
+}
+
+impl Secrets {
+    fn get(
+        key: Option<&Bound<'_, PyAny>>,
+        passphrase: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let key = key
+            .map(|key| -> PyResult<SecretBytes> {
+                let bytes = if let Ok(text) = key.cast::<PyString>() {
+                    decode_hex("key", text.to_str()?)
+                        .map_err(|error| PyValueError::new_err(error.to_string()))?
+                } else {
+                    Zeroizing::new(Input::get(key)?.bytes().to_vec())
+                };
+                checked_key(bytes).map_err(|error| PyValueError::new_err(error.to_string()))
+            })
+            .transpose()?;
+        let passphrase = passphrase
+            .map(|passphrase| -> PyResult<SecretBytes> {
+                Ok(Zeroizing::new(match passphrase.cast::<PyString>() {
+                    Ok(text) => text.to_str()?.as_bytes().to_vec(),
+                    Err(_) => Input::get(passphrase)?.bytes().to_vec(),
+                }))
+            })
+            .transpose()?;
+        match (&key, &passphrase) {
+            (Some(_), Some(_)) => Err(PyValueError::new_err(
+                "give a key or a passphrase, not both",
+            )),
+            (None, None) => Err(PyValueError::new_err("give a key or a passphrase")),
+            _ => Ok(Secrets { key, passphrase }),
+        }
+    }
+
+    fn secret(&self) -> Secret<'_> {
+        match (&self.key, &self.passphrase) {
+            (Some(key), _) => Secret::Key(key),
+            (None, Some(passphrase)) => Secret::Passphrase(passphrase),
+            (None, None) => Secret::Key(&[]),
+        }
+    }
+
+    /// The suite a new file gets: the key's length decides (AES-128 for a passphrase).
+    fn suite(&self) -> PyResult<Suite> {
+        match &self.key {
+            Some(key) => Suite::for_key_length(key.len()).map_err(errors::format),
+            None => Ok(Suite::Cobblestone128),
+        }
+    }
+}
+
+fn parse_format(name: &str) -> PyResult<Format> {
+    name.parse().map_err(PyValueError::new_err)
+}
+
+/// Encrypts the file `src` into `dst` as `parcrypt encrypt` does; returns the plaintext
+/// bytes. `dst` appears only once it is complete.
+#[pyfunction]
+#[pyo3(signature = (src, dst, *, key=None, passphrase=None, backend="auto", threads=None, overwrite=false, format="parcrypt", context=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn encrypt_file(
+    py: Python<'_>,
+    src: PathBuf,
+    dst: PathBuf,
+    key: Option<&Bound<'_, PyAny>>,
+    passphrase: Option<&Bound<'_, PyAny>>,
+    backend: &str,
+    threads: Option<usize>,
+    overwrite: bool,
+    format: &str,
+    context: Option<&Bound<'_, PyAny>>,
+) -> PyResult<u64> {
+    let secrets = Secrets::get(key, passphrase)?;
+    let context = context.map(Input::get).transpose()?;
+    let setup = Setup {
+        format: parse_format(format)?,
+        suite: secrets.suite()?,
+        context: context.as_ref().map_or(&[][..], Input::bytes),
+        ..Setup::default()
+    };
+    let runtime = runtime::runtime(backend, threads)?;
+    let options = FileOptions {
+        replace: overwrite,
+        ..FileOptions::default()
+    };
+    py.detach(|| {
+        encrypt_path(
+            runtime.batcher.as_ref(),
+            &setup,
+            secrets.secret(),
+            &src,
+            &dst,
+            &options,
+        )
+    })
+    .map_err(errors::format)
+}
+
+/// Decrypts the file `src` into `dst` as `parcrypt decrypt` does; returns the plaintext
+/// bytes. `dst` appears only once every chunk has authenticated.
+#[pyfunction]
+#[pyo3(signature = (src, dst, *, key=None, passphrase=None, backend="auto", threads=None, overwrite=false, format="parcrypt", context=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn decrypt_file(
+    py: Python<'_>,
+    src: PathBuf,
+    dst: PathBuf,
+    key: Option<&Bound<'_, PyAny>>,
+    passphrase: Option<&Bound<'_, PyAny>>,
+    backend: &str,
+    threads: Option<usize>,
+    overwrite: bool,
+    format: &str,
+    context: Option<&Bound<'_, PyAny>>,
+) -> PyResult<u64> {
+    let secrets = Secrets::get(key, passphrase)?;
+    let context = context.map(Input::get).transpose()?;
+    let format = parse_format(format)?;
+    let runtime = runtime::runtime(backend, threads)?;
+    let options = FileOptions {
+        replace: overwrite,
+        ..FileOptions::default()
+    };
+    py.detach(|| {
+        decrypt_path(
+            runtime.batcher.as_ref(),
+            format,
+            secrets.secret(),
+            context.as_ref().map_or(&[][..], Input::bytes),
+            &src,
+            &dst,
+            &options,
+        )
+    })
+    .map_err(errors::format)
+}
+
+fn closed() -> PyErr {
+    PyValueError::new_err("I/O operation on closed file")
+}
+
+/// Random access to an encrypted file's plaintext: every byte handed out has authenticated.
+#[pyclass(module = "parcrypt", frozen)]
+pub struct Reader {
+    inner: Mutex<Option<SeekableReader<'static, File>>>,
+}
+
+impl Reader {
+    fn lock(&self) -> MutexGuard<'_, Option<SeekableReader<'static, File>>> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Opens `path` for reading its plaintext (`parcrypt.open(path, "rb")`).
+#[pyfunction]
+#[pyo3(signature = (path, *, key=None, passphrase=None, backend="auto", threads=None, format="parcrypt", context=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn open_reader(
+    py: Python<'_>,
+    path: PathBuf,
+    key: Option<&Bound<'_, PyAny>>,
+    passphrase: Option<&Bound<'_, PyAny>>,
+    backend: &str,
+    threads: Option<usize>,
+    format: &str,
+    context: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Reader> {
+    let secrets = Secrets::get(key, passphrase)?;
+    let context = context.map(Input::get).transpose()?;
+    let format = parse_format(format)?;
+    let runtime = runtime::runtime(backend, threads)?;
+    let input = parcrypt::format::file::open_input(&path).map_err(errors::format)?;
+    let reader = py
+        .detach(|| {
+            Decryptor::new(format, input)?
+                .unlock(
+                    secrets.secret(),
+                    context.as_ref().map_or(&[][..], Input::bytes),
+                )?
+                .seekable(runtime.batcher.as_ref())
+        })
+        .map_err(errors::format)?;
+    Ok(Reader {
+        inner: Mutex::new(Some(reader)),
+    })
+}
+
+#[pymethods]
+impl Reader {
+    /// Reads into the writable buffer `buffer`; returns the bytes read (0 at the end).
+    fn readinto(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let mut output = Output::get(buffer)?;
+        let mut guard = self.lock();
+        let reader = guard.as_mut().ok_or_else(closed)?;
+        let target = output.bytes_mut();
+        py.detach(|| read_full(reader, target)).map_err(errors::io)
+    }
+
+    /// Reads up to `size` bytes (all the rest for a negative `size`); fewer only at the end.
+    #[pyo3(signature = (size=-1))]
+    fn read<'py>(&self, py: Python<'py>, size: Option<i64>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut guard = self.lock();
+        let reader = guard.as_mut().ok_or_else(closed)?;
+        let wanted = match size {
+            Some(size) if size >= 0 => {
+                usize::try_from(size).map_err(|_| PyValueError::new_err("size is too large"))?
+            }
+            _ => {
+                let mut all = Vec::new();
+                py.detach(|| reader.read_to_end(&mut all))
+                    .map_err(errors::io)?;
+                return Ok(PyBytes::new(py, &all));
+            }
+        };
+        // No more than what is left: a huge `size` must not allocate a huge buffer.
+        let left = py
+            .detach(|| -> std::io::Result<u64> {
+                let total = reader.plaintext_len()?;
+                Ok(total.saturating_sub(reader.stream_position()?))
+            })
+            .map_err(errors::io)?;
+        let wanted = wanted.min(usize::try_from(left).unwrap_or(usize::MAX));
+        let mut buffer = vec![0u8; wanted];
+        let got = py
+            .detach(|| read_full(reader, &mut buffer))
+            .map_err(errors::io)?;
+        Ok(PyBytes::new(py, &buffer[..got]))
+    }
+
+    /// Moves to `offset` from the start (`whence` 0), the current place (1) or the end (2);
+    /// returns the new place.
+    #[pyo3(signature = (offset, whence=0))]
+    fn seek(&self, py: Python<'_>, offset: i64, whence: i32) -> PyResult<u64> {
+        let position =
+            match whence {
+                0 => SeekFrom::Start(u64::try_from(offset).map_err(|_| {
+                    PyValueError::new_err(format!("negative seek position {offset}"))
+                })?),
+                1 => SeekFrom::Current(offset),
+                2 => SeekFrom::End(offset),
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "whence must be 0, 1 or 2, not {whence}"
+                    )))
+                }
+            };
+        let mut guard = self.lock();
+        let reader = guard.as_mut().ok_or_else(closed)?;
+        py.detach(|| reader.seek(position)).map_err(errors::io)
+    }
+
+    /// The current place.
+    fn tell(&self) -> PyResult<u64> {
+        let mut guard = self.lock();
+        let reader = guard.as_mut().ok_or_else(closed)?;
+        reader.stream_position().map_err(errors::io)
+    }
+
+    /// The plaintext's length (the final chunk authenticates first).
+    fn size(&self, py: Python<'_>) -> PyResult<u64> {
+        let mut guard = self.lock();
+        let reader = guard.as_mut().ok_or_else(closed)?;
+        py.detach(|| reader.plaintext_len()).map_err(errors::format)
+    }
+
+    /// Closes the file; reading after it raises ValueError.
+    fn close(&self) {
+        self.lock().take();
+    }
+
+    /// Whether it is closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.lock().is_none()
+    }
+}
+
+/// Reads until `buffer` is full or the input ends.
+fn read_full(reader: &mut impl Read, buffer: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match reader.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(read) => filled += read,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(filled)
+}
+
+/// What a writer holds while open: the sealing writer over a second handle of the output
+/// file (they share the file's position), and the output to commit at the close.
+struct Writing {
+    writer: EncryptingWriter<'static, File>,
+    output: OutputFile,
+}
+
+/// Writes a new encrypted file; `close` seals the last chunk and makes the file appear.
+#[pyclass(module = "parcrypt", frozen)]
+pub struct Writer {
+    inner: Mutex<Option<Writing>>,
+}
+
+/// Opens `path` for writing (`parcrypt.open(path, "wb")`).
+#[pyfunction]
+#[pyo3(signature = (path, *, key=None, passphrase=None, backend="auto", threads=None, overwrite=false, format="parcrypt", context=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn open_writer(
+    py: Python<'_>,
+    path: PathBuf,
+    key: Option<&Bound<'_, PyAny>>,
+    passphrase: Option<&Bound<'_, PyAny>>,
+    backend: &str,
+    threads: Option<usize>,
+    overwrite: bool,
+    format: &str,
+    context: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Writer> {
+    let secrets = Secrets::get(key, passphrase)?;
+    let context = context.map(Input::get).transpose()?;
+    let setup = Setup {
+        format: parse_format(format)?,
+        suite: secrets.suite()?,
+        context: context.as_ref().map_or(&[][..], Input::bytes),
+        ..Setup::default()
+    };
+    let runtime = runtime::runtime(backend, threads)?;
+    let writing = py
+        .detach(|| -> Result<Writing, parcrypt::format::FormatError> {
+            let mut output = OutputFile::create(&path, None, overwrite)?;
+            let handle = output
+                .file()
+                .try_clone()
+                .map_err(parcrypt::format::FormatError::Write)?;
+            let writer = Encryptor::new(&setup, secrets.secret())?
+                .wrap_output(runtime.batcher.as_ref(), handle)?;
+            Ok(Writing { writer, output })
+        })
+        .map_err(errors::format)?;
+    Ok(Writer {
+        inner: Mutex::new(Some(writing)),
+    })
+}
+
+impl Writer {
+    fn lock(&self) -> MutexGuard<'_, Option<Writing>> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[pymethods]
+impl Writer {
+    /// Writes all of `data` (any bytes-like object); returns its length.
+    fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let input = Input::get(data)?;
+        let mut guard = self.lock();
+        let writing = guard.as_mut().ok_or_else(closed)?;
+        let bytes = input.bytes();
+        py.detach(|| writing.writer.write_all(bytes))
+            .map_err(errors::io)?;
+        Ok(bytes.len())
+    }
+
+    /// Seals the last chunk, writes the file to disk and gives it its name.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let Some(Writing { writer, output }) = self.lock().take() else {
+            return Ok(());
+        };
+        py.detach(|| -> Result<(), parcrypt::format::FormatError> {
+            drop(writer.finish()?);
+            output.commit()
+        })
+        .map_err(errors::format)
+    }
+
+    /// Stops writing and leaves no file behind.
+    fn abort(&self) {
+        self.lock().take();
+    }
+
+    /// Whether it is closed (or aborted).
+    #[getter]
+    fn closed(&self) -> bool {
+        self.lock().is_none()
+    }
+}

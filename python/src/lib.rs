@@ -1,0 +1,133 @@
+//! `parcrypt._parcrypt`: the native module of the `parcrypt` Python package.
+//!
+//! A thin layer: every capability is a call into the parcrypt crates (the engine's
+//! [`Cipher`](parcrypt::engine::Cipher) for whole messages in memory, the format crate's
+//! files, readers and writers). What lives here is only what Python needs: taking Python
+//! buffers without copying them, releasing the GIL while the engine works, and turning
+//! every error into a Python exception (`parcrypt.Error`, `parcrypt.InvalidTag`,
+//! `ValueError`, `OSError`). A Rust panic never crosses into Python as an abort: PyO3
+//! turns one into `pyo3_runtime.PanicException`, and none is expected on any input.
+//!
+//! Engines (their thread pools, their GPU contexts) are made once per backend and thread
+//! count and shared by every cipher and file the process opens, so that a `Cipher` per
+//! message (a CTR or GCM IV must never be reused) costs no thread start-up.
+
+mod buffers;
+mod cipher;
+mod errors;
+mod files;
+mod gpu_arrays;
+mod runtime;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use parcrypt::engine::{available_threads, Backend};
+
+/// The backends this machine offers, as `parcrypt devices` lists them: one dict each with
+/// `name`, `available` and `detail` (what it is, or why it cannot run here).
+#[pyfunction]
+fn backends(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    let threads = available_threads();
+    let mut rows = vec![
+        ("seq", true, "one thread".to_string()),
+        (
+            "threads",
+            true,
+            format!("static equal split over {threads} threads"),
+        ),
+        ("pool", true, format!("work stealing over {threads} threads")),
+        (
+            "auto",
+            true,
+            "one thread or the pool, chosen per job by a cost model measured on this machine; a tuned GPU for the jobs it was measured to win".to_string(),
+        ),
+    ];
+    for (backend, listed) in gpu_devices() {
+        let row = match listed {
+            Ok(devices) if !devices.is_empty() => (
+                backend.name(),
+                true,
+                format!("{} device(s); #0 is used", devices.len()),
+            ),
+            Ok(_) => (backend.name(), false, "no device found".to_string()),
+            Err(reason) => (backend.name(), false, reason),
+        };
+        rows.push(row);
+    }
+    rows.into_iter()
+        .map(|(name, available, detail)| {
+            let row = PyDict::new(py);
+            row.set_item("name", name)?;
+            row.set_item("available", available)?;
+            row.set_item("detail", detail)?;
+            Ok(row)
+        })
+        .collect()
+}
+
+/// The CPU and every GPU device found, as `parcrypt devices` describes them: one dict each
+/// with `backend` (`cpu`, `opencl`, `cuda`), `index` and `description`.
+#[pyfunction]
+fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    let mut rows = vec![(
+        "cpu",
+        0usize,
+        format!(
+            "{} hardware threads; {}",
+            available_threads(),
+            parcrypt::ciphers::cpu_features()
+        ),
+    )];
+    for (backend, listed) in gpu_devices() {
+        for (index, description) in listed.unwrap_or_default().into_iter().enumerate() {
+            rows.push((backend.name(), index, description));
+        }
+    }
+    rows.into_iter()
+        .map(|(backend, index, description)| {
+            let row = PyDict::new(py);
+            row.set_item("backend", backend)?;
+            row.set_item("index", index)?;
+            row.set_item("description", description)?;
+            Ok(row)
+        })
+        .collect()
+}
+
+/// Each GPU backend with its devices' descriptions, or why it has none.
+fn gpu_devices() -> [(Backend, Result<Vec<String>, String>); 2] {
+    let describe = |devices: Vec<String>| devices;
+    [
+        (
+            Backend::Opencl,
+            parcrypt::gpu::OpenClDevice::list()
+                .map(|devices| describe(devices.iter().map(ToString::to_string).collect()))
+                .map_err(|error| error.to_string()),
+        ),
+        (
+            Backend::Cuda,
+            parcrypt::gpu::CudaDevice::list()
+                .map(|devices| describe(devices.iter().map(ToString::to_string).collect()))
+                .map_err(|error| error.to_string()),
+        ),
+    ]
+}
+
+/// The module `parcrypt._parcrypt`.
+#[pymodule]
+fn _parcrypt(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = module.py();
+    module.add("Error", py.get_type::<errors::Error>())?;
+    module.add("InvalidTag", py.get_type::<errors::InvalidTag>())?;
+    module.add_class::<cipher::Cipher>()?;
+    module.add_class::<files::Reader>()?;
+    module.add_class::<files::Writer>()?;
+    module.add_function(wrap_pyfunction!(backends, module)?)?;
+    module.add_function(wrap_pyfunction!(devices, module)?)?;
+    module.add_function(wrap_pyfunction!(files::encrypt_file, module)?)?;
+    module.add_function(wrap_pyfunction!(files::decrypt_file, module)?)?;
+    module.add_function(wrap_pyfunction!(files::open_reader, module)?)?;
+    module.add_function(wrap_pyfunction!(files::open_writer, module)?)?;
+    Ok(())
+}

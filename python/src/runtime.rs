@@ -1,0 +1,51 @@
+//! Engines and their chunk batchers, made once per (backend, threads) and shared by
+//! everything the process opens. They live as long as the process: a thread pool or a GPU
+//! context is costly to start, and a program uses only a few configurations.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use parcrypt::engine::{Backend, Engine};
+use parcrypt::format::{batcher_for, ChunkBatcher};
+use pyo3::PyResult;
+
+use crate::errors;
+
+/// One shared engine and the file format's batcher on it.
+pub struct Runtime {
+    /// The engine, for ciphers (each holds a reference).
+    pub engine: Arc<Engine>,
+    /// Seals and opens file chunks on the engine.
+    pub batcher: Box<dyn ChunkBatcher>,
+}
+
+type Key = (Backend, Option<usize>);
+
+/// The runtime for `backend` (a name such as `"auto"`) with `threads` (all cores when
+/// none), made on first use.
+pub fn runtime(backend: &str, threads: Option<usize>) -> PyResult<&'static Runtime> {
+    static RUNTIMES: OnceLock<Mutex<HashMap<Key, &'static Runtime>>> = OnceLock::new();
+    let backend: Backend = backend.parse().map_err(errors::engine)?;
+    let runtimes = RUNTIMES.get_or_init(Default::default);
+    let mut runtimes = runtimes
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(runtime) = runtimes.get(&(backend, threads)) {
+        return Ok(runtime);
+    }
+    let mut builder = Engine::builder().backend(backend);
+    if let Some(threads) = threads {
+        builder = builder.threads(threads);
+    }
+    if let Some(directory) = parcrypt::gpu::tuning::tune_directory() {
+        builder = builder.tune_directory(directory);
+    }
+    let engine: &'static Arc<Engine> =
+        Box::leak(Box::new(Arc::new(builder.build().map_err(errors::engine)?)));
+    let runtime: &'static Runtime = Box::leak(Box::new(Runtime {
+        engine: Arc::clone(engine),
+        batcher: batcher_for(engine.as_ref()),
+    }));
+    runtimes.insert((backend, threads), runtime);
+    Ok(runtime)
+}

@@ -590,18 +590,30 @@ pub fn prepare_all(
 }
 
 /// One message through parcrypt as the peers' protocol runs it: `cipher` was keyed once,
-/// outside the timing; this message brings its own IV, and the result goes from `input`
-/// into `output` (GCM: ciphertext and tag when encrypting; the tag checked when decrypting).
+/// outside the timing, and this message brings its own IV. As aws-lc-rs's harness does (the
+/// only forms its API has), encryption and CTR decryption work in place on `output` (its
+/// first `input.len()` bytes, the GCM tag after them), `input` being copied in only when
+/// `copy_input` (a run's first message, or a check); GCM decryption goes from `input`
+/// (ciphertext then tag) into `output`.
 pub fn parcrypt_message(
     cipher: &KeyedCipher,
     direction: Direction,
     iv: &[u8],
     input: &[u8],
     output: &mut [u8],
+    copy_input: bool,
 ) -> Result<(), JobError> {
+    let gcm_opening = direction == Direction::Decrypt && cipher.suite().mode == Mode::Gcm;
+    if gcm_opening {
+        cipher.decrypt_into(Some(iv), input, output, None)?;
+        return Ok(());
+    }
+    if copy_input {
+        output[..input.len()].copy_from_slice(input);
+    }
     match direction {
-        Direction::Encrypt => cipher.encrypt_into(Some(iv), input, output, None)?,
-        Direction::Decrypt => cipher.decrypt_into(Some(iv), input, output, None)?,
+        Direction::Encrypt => cipher.encrypt_in_place(Some(iv), output, input.len(), None)?,
+        Direction::Decrypt => cipher.decrypt_in_place(Some(iv), output, input.len(), None)?,
     };
     Ok(())
 }
@@ -631,7 +643,14 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<PeerRun, BenchError> {
             .collect();
         let input = if gcm && !encrypt {
             let mut sealed = vec![0u8; query.bytes + tag];
-            parcrypt_message(&cipher, Direction::Encrypt, &fixed_iv, &plain, &mut sealed)?;
+            parcrypt_message(
+                &cipher,
+                Direction::Encrypt,
+                &fixed_iv,
+                &plain,
+                &mut sealed,
+                true,
+            )?;
             sealed
         } else {
             plain
@@ -655,7 +674,14 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<PeerRun, BenchError> {
                                 iv[0] = thread as u8;
                                 iv[4..12].copy_from_slice(&index.to_be_bytes());
                             }
-                            parcrypt_message(&cipher, query.direction, &iv, input, output)?;
+                            parcrypt_message(
+                                &cipher,
+                                query.direction,
+                                &iv,
+                                input,
+                                output,
+                                index == 0,
+                            )?;
                         }
                         std::hint::black_box(&output);
                         Ok(())
@@ -1012,19 +1038,39 @@ mod tests {
         let spec: CipherSpec = "aes-128-gcm".parse().expect("spec");
         let cipher = KeyedCipher::new(engine, spec, &[0; 16]).expect("keyed");
         let mut sealed = [0u8; 32];
-        parcrypt_message(&cipher, Direction::Encrypt, &[0; 12], &[0; 16], &mut sealed)
-            .expect("seals");
+        parcrypt_message(
+            &cipher,
+            Direction::Encrypt,
+            &[0; 12],
+            &[0; 16],
+            &mut sealed,
+            true,
+        )
+        .expect("seals");
         assert_eq!(
             hex::encode(sealed),
             "0388dace60b6a392f328c2b971b2fe78ab6e47d42cec13bdf53a67b21257bddf"
         );
         let mut opened = [9u8; 32];
-        parcrypt_message(&cipher, Direction::Decrypt, &[0; 12], &sealed, &mut opened)
-            .expect("opens");
+        parcrypt_message(
+            &cipher,
+            Direction::Decrypt,
+            &[0; 12],
+            &sealed,
+            &mut opened,
+            false,
+        )
+        .expect("opens");
         assert_eq!(opened[..16], [0; 16]);
         sealed[3] ^= 1;
-        assert!(
-            parcrypt_message(&cipher, Direction::Decrypt, &[0; 12], &sealed, &mut opened).is_err()
-        );
+        assert!(parcrypt_message(
+            &cipher,
+            Direction::Decrypt,
+            &[0; 12],
+            &sealed,
+            &mut opened,
+            false
+        )
+        .is_err());
     }
 }

@@ -34,12 +34,10 @@ pub fn cuda_device(ordinal: usize) -> Result<Arc<CudaDevice>, EngineError> {
     if let Some(device) = devices.get(&ordinal) {
         return Ok(Arc::clone(device));
     }
-    let device = Arc::new(
-        CudaDevice::open(ordinal).map_err(|error| EngineError::Gpu {
-            backend: Backend::Cuda,
-            reason: error.to_string(),
-        })?,
-    );
+    let device = Arc::new(CudaDevice::open(ordinal).map_err(|error| EngineError::Gpu {
+        backend: Backend::Cuda,
+        reason: error.to_string(),
+    })?);
     devices.insert(ordinal, Arc::clone(&device));
     Ok(device)
 }

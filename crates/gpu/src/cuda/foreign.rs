@@ -204,13 +204,15 @@ impl GpuHost<Cuda> {
         let raw = stream.cu_stream();
         let block_size = key.algorithm().block_size() as u64;
         let length = input.len();
-        if output.address() % block_size == 0 {
+        if output.address().is_multiple_of(block_size) {
             if !in_place {
                 // SAFETY: both ranges are live device memory of this context (the
                 // ForeignDeviceMemory contract, checked by the driver above) of `length`
                 // bytes, and they do not overlap (checked above).
-                unsafe { result::memcpy_dtod_async(output.address(), input.address(), length, raw) }
-                    .or_cuda("cuMemcpyDtoDAsync")?;
+                unsafe {
+                    result::memcpy_dtod_async(output.address(), input.address(), length, raw)
+                }
+                .or_cuda("cuMemcpyDtoDAsync")?;
             }
             // SAFETY: `output` is live device memory of this context that nobody else
             // touches during this call (the ForeignDeviceMemory contract); not empty.
@@ -230,10 +232,8 @@ impl GpuHost<Cuda> {
         let processed = self.process_device_buffer(key, operation, &mut scratch);
         let copied = processed.and_then(|()| {
             // SAFETY: as above, from the scratch buffer into `output` (contract).
-            unsafe {
-                result::memcpy_dtod_async(output.address(), scratch_address, length, raw)
-            }
-            .or_cuda("cuMemcpyDtoDAsync")
+            unsafe { result::memcpy_dtod_async(output.address(), scratch_address, length, raw) }
+                .or_cuda("cuMemcpyDtoDAsync")
         });
         let wiped = stream.memset_zeros(&mut scratch).or_cuda("cuMemsetD8Async");
         let waited = stream.synchronize().or_cuda("cuStreamSynchronize");
@@ -263,9 +263,9 @@ impl GpuHost<Cuda> {
         // Whole segments read in place when the data starts on a 16-byte boundary; the rest
         // (a final partial block's segment, or everything when misaligned) from a zeroed,
         // aligned copy, so that the kernel loads whole aligned blocks.
-        let direct_segments = if data.address() % 16 != 0 {
+        let direct_segments = if !data.address().is_multiple_of(16) {
             0
-        } else if length % 16 != 0 {
+        } else if !length.is_multiple_of(16) {
             segments - 1
         } else {
             segments
@@ -395,8 +395,9 @@ impl GpuHost<Cuda> {
         let stream = &self.adapter.streams[0];
         // SAFETY: `memory` is `bytes.len()` live bytes of this context (contract); `bytes`
         // stays borrowed until the stream is synchronised below.
-        let copied = unsafe { result::memcpy_htod_async(memory.address(), bytes, stream.cu_stream()) }
-            .or_cuda("cuMemcpyHtoDAsync");
+        let copied =
+            unsafe { result::memcpy_htod_async(memory.address(), bytes, stream.cu_stream()) }
+                .or_cuda("cuMemcpyHtoDAsync");
         let waited = stream.synchronize().or_cuda("cuStreamSynchronize");
         copied.and(waited)
     }
@@ -493,7 +494,10 @@ impl GpuHost<Cuda> {
     fn wait_for_producers(&self, memories: &[&ForeignDeviceMemory<'_>]) -> Result<(), GpuError> {
         let stream = &self.adapter.streams[0];
         let mut waited: Vec<usize> = Vec::new();
-        for producer in memories.iter().filter_map(|memory| memory.producer_stream()) {
+        for producer in memories
+            .iter()
+            .filter_map(|memory| memory.producer_stream())
+        {
             if waited.contains(&producer) || producer == self.stream_handle() {
                 continue;
             }

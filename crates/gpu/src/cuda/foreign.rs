@@ -353,13 +353,14 @@ impl GpuHost<Cuda> {
                 offset += slab;
             }
         }
-        drop(staged);
         let mut partial_bytes = vec![0u8; 16 * segments];
         let copied = stream
             .memcpy_dtoh(&partials, &mut partial_bytes)
             .or_cuda("cuMemcpyDtoHAsync");
-        // A pageable destination: the copy is complete only after the stream is.
+        // A pageable destination: the copy is complete only after the stream is; the
+        // staging buffer is freed only once the kernels that read it are done.
         let waited = stream.synchronize().or_cuda("cuStreamSynchronize");
+        drop(staged);
         copied.and(waited)?;
         Ok(partial_bytes
             .chunks_exact(16)

@@ -170,7 +170,8 @@ impl GpuHost<Cuda> {
     /// [`CudaDevice::process_device_buffer`](super::CudaDevice::process_device_buffer) does
     /// (ECB, CBC decryption, CTR, segmented CTR); an output that does not start on a
     /// block boundary is processed through an aligned scratch copy. Returns when the result
-    /// is in `output` and the key is wiped from the device.
+    /// is in `output` and the key is wiped from the device. On an error a separate output is
+    /// left zeroed (or untouched); in place, the data may be partly processed.
     pub fn process_foreign(
         &self,
         key: &KeyMaterial,
@@ -217,7 +218,15 @@ impl GpuHost<Cuda> {
             // SAFETY: `output` is live device memory of this context that nobody else
             // touches during this call (the ForeignDeviceMemory contract); not empty.
             let mut lent = unsafe { Lent::new(stream, output.address(), length) };
-            return self.process_device_buffer(key, operation, lent.slice());
+            let processed = self.process_device_buffer(key, operation, lent.slice());
+            if processed.is_err() && !in_place {
+                // The output may hold the copied input: leave zeros instead (best effort:
+                // the error being reported is the one that matters).
+                // SAFETY: `output` is `length` live bytes of this context (contract).
+                let _ = unsafe { result::memset_d8_async(output.address(), 0, length, raw) };
+                let _ = stream.synchronize();
+            }
+            return processed;
         }
         // A misaligned output: through an aligned scratch buffer, wiped afterwards.
         let mut scratch = stream.alloc_zeros::<u8>(length).or_cuda("cuMemAlloc")?;

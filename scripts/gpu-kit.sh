@@ -18,6 +18,7 @@ cp target/release/parcrypt target/release/examples/cuda_speed "$kit/"
 tests=(
     "-p parcrypt-gpu --test cuda_vs_cpu"
     "-p parcrypt-gpu --test zero_copy"
+    "-p parcrypt-gpu --test cuda_foreign"
     "-p parcrypt-engine --test tuned_gpu"
     "-p parcrypt-format --test round_trip"
     "-p parcrypt-cli --test official_vectors"
@@ -39,7 +40,7 @@ done
 # The Python package: the wheel (as scripts/python-test.sh builds it), its tests and benchmark.
 if PARCRYPT_PYTHON_BUILD_ONLY=1 bash scripts/python-test.sh; then
     mkdir -p "$kit/python"
-    cp target/python/wheels/parcrypt-*.whl python/bench.py "$kit/python/"
+    cp target/python/wheels/parcrypt-*.whl python/bench.py python/bench_gpu.py "$kit/python/"
     cp -r python/tests "$kit/python/tests"
 else
     echo "gpu-kit: the Python wheel did not build; the kit has no python/ stage" >&2

@@ -22,6 +22,7 @@ from typing import Any
 
 from ._parcrypt import (
     Cipher,
+    DeviceArray,
     Error,
     InvalidTag,
     backends,
@@ -33,6 +34,7 @@ from . import _parcrypt
 
 __all__ = [
     "Cipher",
+    "DeviceArray",
     "Error",
     "InvalidTag",
     "backends",

@@ -39,6 +39,11 @@ class Cipher:
     ``bytes``, or a numpy ``uint8`` array for numpy input; with ``out=`` (a writable
     buffer, possibly ``data`` itself for in-place work) the bytes are written there and
     their count returned. The GIL is released while the engine works.
+
+    An array on a CUDA device (``__dlpack__`` on kDLCUDA: CuPy, PyTorch) is encrypted on
+    that device, never copied to the host: the result is a :class:`DeviceArray` on the same
+    device, or with ``out=`` (a device array on that device, possibly ``data``) its byte
+    count. ECB and CBC need ``padding=False`` there, and CBC only decrypts there.
     """
 
     def __init__(
@@ -65,6 +70,23 @@ class Cipher:
     def decrypt(self, data: Any, aad: Buffer | None = None, *, out: Buffer) -> int: ...
     def output_length(self, length: int, decrypt: bool = False) -> int:
         """The most bytes ``length`` input bytes become: the size ``out`` needs."""
+
+class DeviceArray:
+    """Bytes on a CUDA device that parcrypt wrote: pass it to ``cupy.from_dlpack`` or
+    ``torch.from_dlpack`` (no copy). Freed when it and every array made from it are gone."""
+
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
+    def __len__(self) -> int: ...
+    @property
+    def nbytes(self) -> int: ...
 
 def encrypt_file(
     src: str | os.PathLike[str],

@@ -9,7 +9,7 @@ use pyo3::types::PyString;
 use zeroize::Zeroizing;
 
 use crate::buffers::{new_array, new_bytes, Input, Output};
-use crate::{errors, runtime};
+use crate::{errors, gpu_arrays, runtime};
 
 /// Below this many bytes the GIL stays held: releasing and taking it back costs more than
 /// such a message takes to encrypt.
@@ -148,9 +148,13 @@ impl Cipher {
         aad: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let aad_input = aad.map(Input::get).transpose()?;
+        let aad = aad_input.as_ref().map(Input::bytes);
+        if let Some(device) = gpu_arrays::cuda_array(data)? {
+            let (keyed, iv) = (self.inner.keyed(), self.inner.iv());
+            return gpu_arrays::run(py, keyed, iv, direction, data, device, aad, out);
+        }
         let input = Input::get(data)?;
-        let aad = aad.map(Input::get).transpose()?;
-        let aad = aad.as_ref().map(Input::bytes);
         let length = input.bytes().len();
         let needed = self.inner.max_output_length(direction, length);
         if let Some(out) = out {

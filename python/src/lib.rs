@@ -121,6 +121,7 @@ fn _parcrypt(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("Error", py.get_type::<errors::Error>())?;
     module.add("InvalidTag", py.get_type::<errors::InvalidTag>())?;
     module.add_class::<cipher::Cipher>()?;
+    module.add_class::<gpu_arrays::DeviceArray>()?;
     module.add_class::<files::Reader>()?;
     module.add_class::<files::Writer>()?;
     module.add_function(wrap_pyfunction!(backends, module)?)?;

@@ -242,6 +242,11 @@ impl KeyedCipher {
         &self.keys
     }
 
+    /// Whether ECB and CBC messages carry PKCS#7 padding.
+    pub(crate) fn pads(&self) -> bool {
+        self.padding
+    }
+
     /// The most bytes a message of `input_length` bytes turns into: 16 more for GCM
     /// encryption, up to one block more for padded encryption, 16 fewer for GCM decryption.
     pub fn max_output_length(&self, direction: Direction, input_length: usize) -> usize {

@@ -15,6 +15,9 @@
 //!   passes (authenticate, then decrypt) so that no byte is released before the tag matched.
 //! - `auto` chooses per job between one thread and the pool by a [`CostModel`] measured on
 //!   this machine, and sends a tuned GPU the jobs its tune table says it finishes first.
+//! - [`KeyedCipher::encrypt_on_device`] and [`KeyedCipher::decrypt_on_device`] run a message
+//!   that already lives in CUDA device memory someone else owns (a CuPy array, a PyTorch
+//!   tensor) where it lies, on the device [`cuda_device`] opens once per process.
 //! - [`tune`] measures a GPU's best launch shapes and its CPU/GPU crossover.
 //!
 //! ```
@@ -40,6 +43,7 @@ mod builder;
 mod cipher;
 mod cost;
 pub mod crypter;
+mod device;
 #[doc(hidden)]
 pub mod fuzzing;
 mod gpu;
@@ -56,6 +60,7 @@ pub use builder::EngineBuilder;
 pub use cipher::Cipher;
 pub use cost::{CostModel, AUTO_PARALLEL_THRESHOLD};
 pub use crypter::{Crypter, JobError};
+pub use device::{cuda_device, DEVICE_GHASH_SEGMENT_BYTES};
 pub use gpu::tune_table_in;
 pub use keyed::{KeyedCipher, INLINE_MESSAGE_BYTES};
 pub use parcrypt_ciphers::Implementation;

@@ -12,6 +12,9 @@
 //!   [`CudaDevice::alloc_pinned`]); copied straight to and from the device.
 //! - [`CudaDevice::process_device_buffer`]: data already on the GPU, processed in place with
 //!   no host round trip.
+//! - [`CudaDevice::process_foreign`]: data on the GPU that another library owns (a CuPy
+//!   array, a PyTorch tensor), described by a [`ForeignDeviceMemory`](crate::ForeignDeviceMemory),
+//!   in place or into a second such range; [`CudaDevice::ghash_foreign`] hashes it for GCM.
 //! - [`MappedBuffer`] ([`CudaDevice::mapped_buffer`]): zero-copy, page-locked host memory
 //!   mapped into the device's address space, which the kernels read and write over the bus;
 //!   [`CudaDevice::process_zero_copy`] copies ordinary data through such a buffer.
@@ -25,6 +28,7 @@ mod adapter;
 mod compiler;
 mod device_buffers;
 mod devices;
+mod foreign;
 mod zero_copy;
 
 use std::path::PathBuf;
@@ -43,6 +47,7 @@ pub use compiler::{
     STATIC_SHARED_LIMIT_BYTES,
 };
 pub use devices::CudaDeviceInfo;
+pub use foreign::DeviceAllocation;
 
 use crate::host::arguments::KernelTable;
 use crate::host::{self, slab_size, validate_geometry, GpuHost, State};

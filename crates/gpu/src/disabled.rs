@@ -262,6 +262,39 @@ pub mod cuda {
         }
     }
 
+    /// Device memory for a result; in this build there is none.
+    #[derive(Debug)]
+    pub struct DeviceAllocation {
+        never: Never,
+    }
+
+    impl DeviceAllocation {
+        /// The device address (never called: no allocation exists).
+        pub fn address(&self) -> u64 {
+            match self.never {}
+        }
+
+        /// The length in bytes (never called: no allocation exists).
+        pub fn len(&self) -> usize {
+            match self.never {}
+        }
+
+        /// Whether it is empty (never called: no allocation exists).
+        pub fn is_empty(&self) -> bool {
+            match self.never {}
+        }
+
+        /// The device ordinal (never called: no allocation exists).
+        pub fn device(&self) -> usize {
+            match self.never {}
+        }
+
+        /// The memory, lent (never called: no allocation exists).
+        pub fn as_foreign(&mut self) -> crate::ForeignDeviceMemory<'_> {
+            match self.never {}
+        }
+    }
+
     /// Page-locked host memory; in this build there is none.
     #[derive(Debug)]
     pub struct PinnedBuffer {
@@ -312,6 +345,60 @@ pub mod cuda {
             buffer: &mut DeviceBuffer,
         ) -> Result<(), GpuError> {
             match buffer.never {}
+        }
+
+        /// The driver's ordinal (never called: no device exists).
+        pub fn ordinal(&self) -> usize {
+            match self.adapter.never {}
+        }
+
+        /// The stream handle (never called: no device exists).
+        pub fn stream_handle(&self) -> usize {
+            match self.adapter.never {}
+        }
+
+        /// Device memory for a result (never called: no device exists).
+        pub fn alloc_device(&self, _length: usize) -> Result<DeviceAllocation, GpuError> {
+            match self.adapter.never {}
+        }
+
+        /// Runs over foreign device memory (never called: no device exists).
+        pub fn process_foreign(
+            &self,
+            _key: &KeyMaterial,
+            _operation: &GpuOperation,
+            _input: &crate::ForeignDeviceMemory<'_>,
+            _output: &crate::ForeignDeviceMemory<'_>,
+        ) -> Result<(), GpuError> {
+            match self.adapter.never {}
+        }
+
+        /// GHASH over foreign device memory (never called: no device exists).
+        pub fn ghash_foreign(
+            &self,
+            _hash_key: &[u8; 16],
+            _data: &crate::ForeignDeviceMemory<'_>,
+            _segment_bytes: usize,
+        ) -> Result<Vec<(u128, usize)>, GpuError> {
+            match self.adapter.never {}
+        }
+
+        /// Writes into foreign device memory (never called: no device exists).
+        pub fn write_foreign(
+            &self,
+            _memory: &crate::ForeignDeviceMemory<'_>,
+            _bytes: &[u8],
+        ) -> Result<(), GpuError> {
+            match self.adapter.never {}
+        }
+
+        /// Reads foreign device memory (never called: no device exists).
+        pub fn read_foreign(
+            &self,
+            _memory: &crate::ForeignDeviceMemory<'_>,
+            _bytes: &mut [u8],
+        ) -> Result<(), GpuError> {
+            match self.adapter.never {}
         }
 
         /// Runs over device memory, timed (never called: no device exists).

@@ -36,6 +36,7 @@ pub mod cuda;
 #[cfg(not(all(feature = "opencl", feature = "cuda")))]
 mod disabled;
 mod error;
+mod foreign;
 pub mod ghash;
 mod host;
 pub mod kernel_source;
@@ -57,8 +58,9 @@ pub use disabled::cuda;
 #[cfg(not(feature = "opencl"))]
 pub use disabled::opencl;
 
-pub use cuda::{CudaDevice, CudaDeviceInfo};
+pub use cuda::{CudaDevice, CudaDeviceInfo, DeviceAllocation};
 pub use error::GpuError;
+pub use foreign::ForeignDeviceMemory;
 pub use host::zero_copy::MappedBuffer as GpuMappedBuffer;
 pub use host::GpuHost;
 pub use kernel_source::TableCopies;

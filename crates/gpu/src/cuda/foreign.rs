@@ -1,0 +1,541 @@
+//! Device memory that another library owns ([`ForeignDeviceMemory`]), processed where it
+//! lies: the cipher kernels in place or into a second foreign range, GHASH partial sums
+//! over it, and small reads and writes (a GCM tag). Results that belong to nobody yet go to
+//! a [`DeviceAllocation`], which the caller may lend on (for example through DLPack).
+//!
+//! Every call checks what the driver can tell about the memory (the device the address is
+//! on, and that the range lies inside one allocation), makes its stream wait for the
+//! owner's stream when one is named, and returns only when the device work is complete,
+//! so the owner may use the memory at once.
+
+use std::sync::Arc;
+
+use cudarc::driver::result;
+use cudarc::driver::sys::{self, CUdeviceptr, CUevent_flags, CUevent_wait_flags, CUstream};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
+
+use super::adapter::{launch_on, Cuda};
+use super::devices::CudaResultExt;
+use crate::ghash::{self, SegmentPlan};
+use crate::host::arguments::ghash_arguments;
+use crate::host::{launch_shape, GpuHost, Launch};
+use crate::{ForeignDeviceMemory, GpuError, GpuOperation, KeyMaterial, LaunchGeometry};
+
+/// Device memory a [`CudaDevice`](super::CudaDevice) allocated for a result, freed on drop.
+///
+/// Before freeing, the drop waits for all work on the device's context (work that another
+/// library queued on the memory after it was lent on, on a stream this crate does not
+/// know, included), so the memory is never freed under a running kernel.
+pub struct DeviceAllocation {
+    slice: Option<CudaSlice<u8>>,
+    address: u64,
+    context: Arc<CudaContext>,
+    length: usize,
+    device: usize,
+}
+
+impl std::fmt::Debug for DeviceAllocation {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("DeviceAllocation")
+            .field("address", &self.address())
+            .field("length", &self.length)
+            .field("device", &self.device)
+            .finish()
+    }
+}
+
+impl DeviceAllocation {
+    /// The device address of the first byte (0 for an empty allocation, which holds no
+    /// device memory).
+    pub fn address(&self) -> u64 {
+        self.address
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.length
+    }
+
+    /// Whether it holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.length == 0
+    }
+
+    /// The CUDA device ordinal it lives on.
+    pub fn device(&self) -> usize {
+        self.device
+    }
+
+    /// The memory, lent for as long as `self` is borrowed, to pass to the calls that take
+    /// [`ForeignDeviceMemory`].
+    pub fn as_foreign(&mut self) -> ForeignDeviceMemory<'_> {
+        // SAFETY: the range is this allocation (or empty), live on `self.device` in its
+        // primary context until `self` drops, which the borrow prevents while the
+        // description exists; `&mut self` makes it the only one lent. Work on it is queued
+        // on the device's stream 0, which every call uses, so no producer stream is needed.
+        unsafe { ForeignDeviceMemory::new(self.address(), self.length, self.device, None) }
+    }
+}
+
+impl Drop for DeviceAllocation {
+    fn drop(&mut self) {
+        if let Some(slice) = self.slice.take() {
+            // Work queued on the memory by whoever it was lent to runs on streams we do not
+            // know: wait for the whole context. An error here (a dead context) leaves
+            // nothing to wait for; the free below is then what cudarc does on any drop.
+            let _ = self
+                .context
+                .bind_to_thread()
+                .and_then(|()| self.context.synchronize());
+            drop(slice);
+        }
+    }
+}
+
+/// A foreign range seen as a cudarc slice for the span of one call, never freed: dropping
+/// the guard leaks the slice back to its owner, even when unwinding.
+struct Lent {
+    slice: Option<CudaSlice<u8>>,
+}
+
+impl Lent {
+    /// # Safety
+    /// `address .. address + length` must be live device memory of `stream`'s context that
+    /// nobody else touches while the guard lives (the [`ForeignDeviceMemory`] contract), and
+    /// `length` must not be 0.
+    unsafe fn new(stream: &Arc<CudaStream>, address: CUdeviceptr, length: usize) -> Self {
+        // SAFETY: the caller's contract: a live allocation with room for `length` bytes.
+        // u8 is valid for any bytes. The slice is leaked, never freed (see Drop).
+        let slice = unsafe { stream.upgrade_device_ptr::<u8>(address, length) };
+        Lent { slice: Some(slice) }
+    }
+
+    fn slice(&mut self) -> &mut CudaSlice<u8> {
+        self.slice.as_mut().expect("present until dropped")
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some(slice) = self.slice.take() {
+            // Gives the address back without freeing it: the owner frees its memory.
+            let _ = slice.leak();
+        }
+    }
+}
+
+impl GpuHost<Cuda> {
+    /// The driver's ordinal of this device.
+    pub fn ordinal(&self) -> usize {
+        self.adapter.info.index
+    }
+
+    /// The `CUstream` handle (as an integer) that every call on device memory runs on: the
+    /// stream to hand a producer (DLPack's `__dlpack__(stream=...)`) so that it orders its
+    /// own work before parcrypt's. Valid while the device is open.
+    pub fn stream_handle(&self) -> usize {
+        self.adapter.streams[0].cu_stream() as usize
+    }
+
+    /// `length` bytes of zeroed device memory on this device, for a result. Complete when
+    /// this returns.
+    pub fn alloc_device(&self, length: usize) -> Result<DeviceAllocation, GpuError> {
+        let stream = &self.adapter.streams[0];
+        let (slice, address) = if length == 0 {
+            (None, 0)
+        } else {
+            let slice = stream.alloc_zeros::<u8>(length).or_cuda("cuMemAlloc")?;
+            let address = {
+                let (pointer, _record) = slice.device_ptr(stream);
+                pointer
+            };
+            stream.synchronize().or_cuda("cuStreamSynchronize")?;
+            (Some(slice), address)
+        };
+        Ok(DeviceAllocation {
+            slice,
+            address,
+            context: Arc::clone(&self.adapter.context),
+            length,
+            device: self.ordinal(),
+        })
+    }
+
+    /// Runs `operation` under `key` from `input` into `output`, both device memory of this
+    /// device that someone else owns: in place when they are the same range, else the input
+    /// is copied into the output on the device first and processed there (`input` is left
+    /// as it was). Nothing goes through the host. The lengths must be equal; ranges that
+    /// overlap without being the same are refused. Supports what
+    /// [`CudaDevice::process_device_buffer`](super::CudaDevice::process_device_buffer) does
+    /// (ECB, CBC decryption, CTR, segmented CTR); an output that does not start on a
+    /// block boundary is processed through an aligned scratch copy. Returns when the result
+    /// is in `output` and the key is wiped from the device. On an error a separate output is
+    /// left zeroed (or untouched); in place, the data may be partly processed.
+    pub fn process_foreign(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        input: &ForeignDeviceMemory<'_>,
+        output: &ForeignDeviceMemory<'_>,
+    ) -> Result<(), GpuError> {
+        operation.validate(key.algorithm(), input.len())?;
+        if input.len() != output.len() {
+            return Err(GpuError::InvalidInput(format!(
+                "the input is {} bytes and the output {}: they must be equal",
+                input.len(),
+                output.len()
+            )));
+        }
+        let in_place = input.same_as(output);
+        if !in_place && input.overlaps(output) {
+            return Err(GpuError::InvalidInput(
+                "the output overlaps the input at another address: give the same memory (in \
+                 place) or a separate range"
+                    .into(),
+            ));
+        }
+        if input.is_empty() {
+            return Ok(());
+        }
+        self.check_foreign(input)?;
+        self.check_foreign(output)?;
+        self.wait_for_producers(&[input, output])?;
+        let stream = &self.adapter.streams[0];
+        let raw = stream.cu_stream();
+        let block_size = key.algorithm().block_size() as u64;
+        let length = input.len();
+        if output.address().is_multiple_of(block_size) {
+            if !in_place {
+                // SAFETY: both ranges are live device memory of this context (the
+                // ForeignDeviceMemory contract, checked by the driver above) of `length`
+                // bytes, and they do not overlap (checked above).
+                unsafe {
+                    result::memcpy_dtod_async(output.address(), input.address(), length, raw)
+                }
+                .or_cuda("cuMemcpyDtoDAsync")?;
+            }
+            // SAFETY: `output` is live device memory of this context that nobody else
+            // touches during this call (the ForeignDeviceMemory contract); not empty.
+            let mut lent = unsafe { Lent::new(stream, output.address(), length) };
+            let processed = self.process_device_buffer(key, operation, lent.slice());
+            if processed.is_err() && !in_place {
+                // The output may hold the copied input: leave zeros instead (best effort:
+                // the error being reported is the one that matters).
+                // SAFETY: `output` is `length` live bytes of this context (contract).
+                let _ = unsafe { result::memset_d8_async(output.address(), 0, length, raw) };
+                let _ = stream.synchronize();
+            }
+            return processed;
+        }
+        // A misaligned output: through an aligned scratch buffer, wiped afterwards.
+        let mut scratch = stream.alloc_zeros::<u8>(length).or_cuda("cuMemAlloc")?;
+        let scratch_address = {
+            let (pointer, _record) = scratch.device_ptr(stream);
+            pointer
+        };
+        // SAFETY: `input` is `length` live bytes of this context (contract) and the scratch
+        // buffer is a fresh allocation of `length` bytes on this stream.
+        unsafe { result::memcpy_dtod_async(scratch_address, input.address(), length, raw) }
+            .or_cuda("cuMemcpyDtoDAsync")?;
+        let processed = self.process_device_buffer(key, operation, &mut scratch);
+        let copied = processed.and_then(|()| {
+            // SAFETY: as above, from the scratch buffer into `output` (contract).
+            unsafe { result::memcpy_dtod_async(output.address(), scratch_address, length, raw) }
+                .or_cuda("cuMemcpyDtoDAsync")
+        });
+        let wiped = stream.memset_zeros(&mut scratch).or_cuda("cuMemsetD8Async");
+        let waited = stream.synchronize().or_cuda("cuStreamSynchronize");
+        copied.and(wiped).and(waited)
+    }
+
+    /// GHASH partial sums of foreign device memory (GCM ciphertext), computed on the device:
+    /// one `(partial, bytes)` per consecutive segment of `segment_bytes` (a multiple of 16;
+    /// the last may be shorter, its final partial block zero-padded), each from a zero state,
+    /// in order. `hash_key` is H = E_K(0^128). Feed them to `GcmAccumulator::append`. Only the
+    /// partial sums (16 bytes per segment) come back to the host.
+    pub fn ghash_foreign(
+        &self,
+        hash_key: &[u8; 16],
+        data: &ForeignDeviceMemory<'_>,
+        segment_bytes: usize,
+    ) -> Result<Vec<(u128, usize)>, GpuError> {
+        let plan = SegmentPlan::new(segment_bytes, self.slab_bytes)?;
+        let length = data.len();
+        let segments = ghash::segment_count(length, segment_bytes);
+        if segments == 0 {
+            return Ok(Vec::new());
+        }
+        self.check_foreign(data)?;
+        self.wait_for_producers(&[data])?;
+        let stream = &self.adapter.streams[0];
+        // Whole segments read in place when the data starts on a 16-byte boundary; the rest
+        // (a final partial block's segment, or everything when misaligned) from a zeroed,
+        // aligned copy, so that the kernel loads whole aligned blocks.
+        let direct_segments = if !data.address().is_multiple_of(16) {
+            0
+        } else if !length.is_multiple_of(16) {
+            segments - 1
+        } else {
+            segments
+        };
+        let direct_bytes = direct_segments * segment_bytes;
+        let staged_bytes = length - direct_bytes;
+        let partials = stream
+            .alloc_zeros::<u8>(16 * segments)
+            .or_cuda("cuMemAlloc")?;
+        let partials_address = {
+            let (pointer, _record) = partials.device_ptr(stream);
+            pointer
+        };
+        let mut staged = None;
+        if staged_bytes > 0 {
+            let buffer = stream
+                .alloc_zeros::<u8>(staged_bytes.div_ceil(16) * 16)
+                .or_cuda("cuMemAlloc")?;
+            let pointer = {
+                let (pointer, _record) = buffer.device_ptr(stream);
+                pointer
+            };
+            // SAFETY: `data` is live device memory of this context (contract) with
+            // `staged_bytes` bytes after `direct_bytes`; the buffer is a fresh allocation of
+            // at least that many bytes on this stream.
+            unsafe {
+                result::memcpy_dtod_async(
+                    pointer,
+                    data.address() + direct_bytes as u64,
+                    staged_bytes,
+                    stream.cu_stream(),
+                )
+            }
+            .or_cuda("cuMemcpyDtoDAsync")?;
+            staged = Some((buffer, pointer));
+        }
+        let mut state = self.lock_state();
+        let geometry = LaunchGeometry {
+            threads_per_group: state.geometry.threads_per_group,
+            blocks_per_thread: 1,
+        };
+        let prepared_key = ghash::prepared_key_words(hash_key);
+        let state = &mut *state;
+        let (kernels, keys) = (&state.kernels, &state.keys);
+        // (device address, bytes, first segment) of each region to hash.
+        let mut regions = Vec::with_capacity(2);
+        if direct_bytes > 0 {
+            regions.push((data.address(), direct_bytes, 0));
+        }
+        if let Some((_, pointer)) = &staged {
+            regions.push((*pointer, staged_bytes, direct_segments));
+        }
+        for (address, bytes, first_segment) in regions {
+            let mut offset = 0;
+            while offset < bytes {
+                let slab = plan.slab_bytes.min(bytes - offset);
+                let blocks = slab.div_ceil(16);
+                let slab_segments = ghash::segment_count(slab, segment_bytes);
+                let arguments = ghash_arguments(blocks, plan.blocks_per_segment(), prepared_key)?;
+                let launch = Launch {
+                    kernel: &kernels.ghash,
+                    keys,
+                    arguments: &arguments,
+                    shape: launch_shape(geometry, slab_segments, kernels.ghash_max_group_size),
+                    timed: false,
+                };
+                let segment = first_segment + offset / segment_bytes;
+                // SAFETY: the arguments are the GHASH kernel's own list. The input is
+                // `blocks` whole 16-byte blocks, 16-byte aligned: inside `data` (contract;
+                // direct segments only when aligned and whole) or inside the zero-padded
+                // staging buffer, which lives until after the synchronisation below. The
+                // output is the partial-sum buffer at this slab's first segment, with room
+                // for its `slab_segments` pairs of u64.
+                unsafe {
+                    launch_on(
+                        stream,
+                        &launch,
+                        (
+                            address + offset as u64,
+                            partials_address + 16 * segment as u64,
+                            None,
+                        ),
+                    )
+                }?;
+                offset += slab;
+            }
+        }
+        let mut partial_bytes = vec![0u8; 16 * segments];
+        let copied = stream
+            .memcpy_dtoh(&partials, &mut partial_bytes)
+            .or_cuda("cuMemcpyDtoHAsync");
+        // A pageable destination: the copy is complete only after the stream is; the
+        // staging buffer is freed only once the kernels that read it are done.
+        let waited = stream.synchronize().or_cuda("cuStreamSynchronize");
+        drop(staged);
+        copied.and(waited)?;
+        Ok(partial_bytes
+            .chunks_exact(16)
+            .enumerate()
+            .map(|(segment, pair)| {
+                let high = u64::from_le_bytes(pair[..8].try_into().expect("8 bytes"));
+                let low = u64::from_le_bytes(pair[8..].try_into().expect("8 bytes"));
+                let bytes = segment_bytes.min(length - segment * segment_bytes);
+                (ghash::partial_from_words(high, low), bytes)
+            })
+            .collect())
+    }
+
+    /// Copies `bytes` from the host into foreign device memory of the same length (a GCM
+    /// tag, say). Complete when this returns.
+    pub fn write_foreign(
+        &self,
+        memory: &ForeignDeviceMemory<'_>,
+        bytes: &[u8],
+    ) -> Result<(), GpuError> {
+        if memory.len() != bytes.len() {
+            return Err(GpuError::InvalidInput(format!(
+                "{} bytes do not fit {} bytes of device memory",
+                bytes.len(),
+                memory.len()
+            )));
+        }
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.check_foreign(memory)?;
+        self.wait_for_producers(&[memory])?;
+        let stream = &self.adapter.streams[0];
+        // SAFETY: `memory` is `bytes.len()` live bytes of this context (contract); `bytes`
+        // stays borrowed until the stream is synchronised below.
+        let copied =
+            unsafe { result::memcpy_htod_async(memory.address(), bytes, stream.cu_stream()) }
+                .or_cuda("cuMemcpyHtoDAsync");
+        let waited = stream.synchronize().or_cuda("cuStreamSynchronize");
+        copied.and(waited)
+    }
+
+    /// Copies foreign device memory into `bytes` on the host (a GCM tag, say). Complete when
+    /// this returns.
+    pub fn read_foreign(
+        &self,
+        memory: &ForeignDeviceMemory<'_>,
+        bytes: &mut [u8],
+    ) -> Result<(), GpuError> {
+        if memory.len() != bytes.len() {
+            return Err(GpuError::InvalidInput(format!(
+                "{} bytes of device memory do not fit {} bytes",
+                memory.len(),
+                bytes.len()
+            )));
+        }
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.check_foreign(memory)?;
+        self.wait_for_producers(&[memory])?;
+        let stream = &self.adapter.streams[0];
+        // SAFETY: `memory` is `bytes.len()` live bytes of this context (contract); `bytes`
+        // stays borrowed until the stream is synchronised below.
+        let copied =
+            unsafe { result::memcpy_dtoh_async(bytes, memory.address(), stream.cu_stream()) }
+                .or_cuda("cuMemcpyDtoHAsync");
+        let waited = stream.synchronize().or_cuda("cuStreamSynchronize");
+        copied.and(waited)
+    }
+
+    /// Refuses memory of another device, and ranges the driver says are not inside one
+    /// allocation of this device (where the driver can say; memory it cannot describe, such
+    /// as some virtual-memory mappings, passes on the caller's word).
+    fn check_foreign(&self, memory: &ForeignDeviceMemory<'_>) -> Result<(), GpuError> {
+        let ordinal = self.ordinal();
+        if memory.device() != ordinal {
+            return Err(GpuError::InvalidInput(format!(
+                "the memory is on CUDA device #{}, and this is device #{ordinal}",
+                memory.device()
+            )));
+        }
+        if memory.is_empty() {
+            return Ok(());
+        }
+        self.adapter
+            .context
+            .bind_to_thread()
+            .or_cuda("cuCtxSetCurrent")?;
+        let mut device: i32 = -1;
+        // SAFETY: the attribute is a 32-bit integer, written into `device`; the driver only
+        // looks the address up.
+        let asked = unsafe {
+            sys::cuPointerGetAttribute(
+                (&mut device as *mut i32).cast(),
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                memory.address(),
+            )
+        }
+        .result();
+        match asked {
+            Ok(()) if usize::try_from(device).ok() != Some(ordinal) => {
+                return Err(GpuError::InvalidInput(format!(
+                    "the address {:#x} belongs to CUDA device #{device}, not #{ordinal}",
+                    memory.address()
+                )))
+            }
+            Ok(()) => {}
+            Err(error) => {
+                return Err(GpuError::InvalidInput(format!(
+                    "the driver does not know the address {:#x} as device memory ({error:?})",
+                    memory.address()
+                )))
+            }
+        }
+        let (mut base, mut size): (CUdeviceptr, usize) = (0, 0);
+        // SAFETY: the driver writes the allocation's base and size into the two locals.
+        let range = unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, memory.address()) }
+            .result();
+        if range.is_ok() && memory.address() + memory.len() as u64 > base + size as u64 {
+            return Err(GpuError::InvalidInput(format!(
+                "{} bytes at {:#x} run past the end of their allocation ({size} bytes at \
+                 {base:#x})",
+                memory.len(),
+                memory.address()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Makes stream 0 wait for the work queued so far on each memory's producer stream.
+    fn wait_for_producers(&self, memories: &[&ForeignDeviceMemory<'_>]) -> Result<(), GpuError> {
+        let stream = &self.adapter.streams[0];
+        let mut waited: Vec<usize> = Vec::new();
+        for producer in memories
+            .iter()
+            .filter_map(|memory| memory.producer_stream())
+        {
+            if waited.contains(&producer) || producer == self.stream_handle() {
+                continue;
+            }
+            waited.push(producer);
+            self.adapter
+                .context
+                .bind_to_thread()
+                .or_cuda("cuCtxSetCurrent")?;
+            let event = result::event::create(CUevent_flags::CU_EVENT_DISABLE_TIMING)
+                .or_cuda("cuEventCreate")?;
+            // SAFETY: `producer` is a live stream of this context or a special handle (the
+            // ForeignDeviceMemory contract); the event was just created and is destroyed
+            // below, after the wait has been enqueued (CUDA keeps what the wait needs).
+            let ordered = unsafe {
+                result::event::record(event, producer as CUstream)
+                    .and_then(|()| {
+                        result::stream::wait_event(
+                            stream.cu_stream(),
+                            event,
+                            CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+                        )
+                    })
+                    .or_cuda("cuStreamWaitEvent")
+            };
+            // SAFETY: the event is ours and no longer needed by us.
+            let destroyed = unsafe { result::event::destroy(event) }.or_cuda("cuEventDestroy");
+            ordered.and(destroyed)?;
+        }
+        Ok(())
+    }
+}

@@ -271,14 +271,32 @@ impl EncryptPlan {
     /// Writes the envelope at the start of `output` and gives it its final length (the
     /// chunk area reads as zeros until the parts are sealed into it).
     pub fn prepare_output(&self, output: &File) -> Result<(), FormatError> {
-        output.set_len(0).map_err(FormatError::Write)?;
-        output
-            .write_all_at(&self.envelope_bytes(), 0)
-            .map_err(FormatError::Write)?;
-        output
-            .set_len(self.layout.sealed_file_bytes()?)
-            .map_err(FormatError::Write)
+        prepare_sealed_output(output, &self.envelope_bytes(), &self.layout)
     }
+}
+
+/// [`EncryptPlan::prepare_output`] from the plan's parts, for a coordinator that kept only
+/// the envelope's bytes and the layout: writes `envelope` at offset 0 of `output` and gives
+/// the file its final length.
+pub fn prepare_sealed_output(
+    output: &File,
+    envelope: &[u8],
+    layout: &Layout,
+) -> Result<(), FormatError> {
+    if envelope.len() as u64 != layout.envelope_bytes {
+        return Err(FormatError::Range(format!(
+            "an envelope of {} bytes for a layout of {}",
+            envelope.len(),
+            layout.envelope_bytes
+        )));
+    }
+    output.set_len(0).map_err(FormatError::Write)?;
+    output
+        .write_all_at(envelope, 0)
+        .map_err(FormatError::Write)?;
+    output
+        .set_len(layout.sealed_file_bytes()?)
+        .map_err(FormatError::Write)
 }
 
 /// An existing message to be opened in parts: its layout and keys, the envelope unlocked

@@ -12,11 +12,13 @@
 //! 2. It makes the output ([`EncryptPlan::prepare_output`]: the envelope at offset 0 and
 //!    the file's final length; [`DecryptPlan::prepare_output`]: the plaintext's length),
 //!    under a temporary name.
-//! 3. Workers each get the [`Layout`] (four integers), a chunk range from
+//! 3. Workers each get the [`Layout`] (two integers), a chunk range from
 //!    [`Layout::parts`], and the [`PartKeys`] as bytes ([`PartKeys::to_bytes`]), and call
-//!    [`seal_part`] or [`open_part`], which read and write at offsets only
-//!    (`FileExt::read_at` / `write_at`) through the same three-stage pipeline and batcher
-//!    as streaming (all cores, or a GPU), in bounded memory (three batches).
+//!    [`seal_part`] or [`open_part`], which read and write at their parts' offsets only,
+//!    through the same three-stage pipeline and batcher as streaming (all cores, or a GPU),
+//!    in bounded memory (three batches). Sealed chunks are written with `FileExt::write_at`;
+//!    the plaintext side goes through its handle's cursor (one `readv`/`writev` per batch
+//!    rather than a call per chunk), so each concurrent call needs handles of its own.
 //! 4. When every part succeeded, the coordinator renames the output into place.
 //!
 //! What a worker receives is [`PartKeys`]: this message's AEAD key and base nonce (and its
@@ -60,7 +62,7 @@
 //! ```
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 
@@ -399,9 +401,11 @@ impl Write for PositionalWriter<'_> {
 /// Seals chunks `chunks` of the message laid out as `layout`: reads their plaintext from
 /// `plaintext` at `chunks.start * 16 KiB`, seals them on `batcher` (the message's final
 /// chunk, when the range holds it, as the short final chunk), and writes them into
-/// `sealed` at their offsets. Returns the plaintext bytes sealed.
+/// `sealed` at their offsets (`write_at`). Returns the plaintext bytes sealed. Moves the
+/// cursor of `plaintext`: give each concurrent call handles of its own.
 ///
-/// Memory stays at three batches ([`StreamOptions::batch_chunks`]) however long the range.
+/// Memory stays at three batches (`options.batch_chunks`, or the batcher's preferred size)
+/// however long the range.
 /// The plaintext file must still be `layout.plaintext_bytes` long: a file that changed
 /// size is refused ([`FormatError::Read`]) rather than sealed into a broken message.
 pub fn seal_part(
@@ -424,11 +428,14 @@ pub fn seal_part(
     let holds_final = chunks.end == total;
     let text = layout.plaintext_span(&chunks);
     let expected = text.end - text.start;
-    let mut reader = PositionalReader {
-        file: plaintext,
-        offset: text.start,
-        end: text.end,
-    };
+    // Through the handle's cursor: vectored reads (`readv`) fill a batch's chunk slots in
+    // one call, where `read_at` would take one call per 16 KiB chunk.
+    let mut handle = plaintext;
+    handle
+        .seek(SeekFrom::Start(text.start))
+        .map_err(FormatError::Read)?;
+    let mut reader = handle.take(expected);
+    // Sealed batches are written whole, so positional writes cost nothing more.
     let mut writer = PositionalWriter {
         file: sealed,
         offset: layout.sealed_span(&chunks)?.start,
@@ -492,7 +499,8 @@ fn changed(why: String) -> FormatError {
 /// plaintext into `plaintext` at `chunks.start * 16 KiB`. Every chunk authenticates before
 /// any of its bytes is written (the pipeline of [`crate::range::decrypt_range`]); on a
 /// damaged chunk the call fails, and the caller discards the output. Returns the plaintext
-/// bytes written. Memory stays at three batches.
+/// bytes written. Memory stays at three batches. Moves the cursors of both handles: give
+/// each concurrent call handles of its own.
 pub fn open_part(
     batcher: &dyn ChunkBatcher,
     keys: &PartKeys,
@@ -504,10 +512,12 @@ pub fn open_part(
 ) -> Result<u64, FormatError> {
     layout.check(&chunks)?;
     let text = layout.plaintext_span(&chunks);
-    let mut writer = PositionalWriter {
-        file: plaintext,
-        offset: text.start,
-    };
+    // Through the handle's cursor: vectored writes (`writev`) put a batch's chunk texts out in
+    // one call, where `write_at` would take one call per chunk.
+    let mut writer = plaintext;
+    writer
+        .seek(SeekFrom::Start(text.start))
+        .map_err(FormatError::Write)?;
     let written = open_span(
         batcher,
         keys,
@@ -529,7 +539,8 @@ pub fn open_part(
 /// Decrypts plaintext bytes `text` (a range of offsets, clamped to the message) of the
 /// message in `sealed` into `writer`, reading only the chunks that hold them; every chunk
 /// authenticates before any of its bytes is written. Returns the bytes written. The
-/// random-access read a worker does for one piece of a larger range.
+/// random-access read a worker does for one piece of a larger range. Moves the cursor of
+/// `sealed`.
 pub fn open_span(
     batcher: &dyn ChunkBatcher,
     keys: &PartKeys,
@@ -547,11 +558,7 @@ pub fn open_span(
             format!("the encrypted file is {size} bytes, not the {total} planned: it changed"),
         )));
     }
-    let mut reader = SeekableAt {
-        file: sealed,
-        offset: 0,
-        size,
-    };
+    let mut reader = sealed;
     let range = ByteRange {
         start: Bound::FromStart(text.start),
         end: Some(Bound::FromStart(text.end.min(layout.plaintext_bytes))),
@@ -565,37 +572,4 @@ pub fn open_span(
         writer,
         options,
     )
-}
-
-/// A shared `&File` read through `read_at`, with a cursor of its own (the file's stays).
-struct SeekableAt<'f> {
-    file: &'f File,
-    offset: u64,
-    size: u64,
-}
-
-impl Read for SeekableAt<'_> {
-    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
-        let mut reader = PositionalReader {
-            file: self.file,
-            offset: self.offset,
-            end: self.size,
-        };
-        let read = reader.read(buffer)?;
-        self.offset += read as u64;
-        Ok(read)
-    }
-}
-
-impl io::Seek for SeekableAt<'_> {
-    fn seek(&mut self, position: io::SeekFrom) -> io::Result<u64> {
-        let target = match position {
-            io::SeekFrom::Start(offset) => Some(offset),
-            io::SeekFrom::End(delta) => self.size.checked_add_signed(delta),
-            io::SeekFrom::Current(delta) => self.offset.checked_add_signed(delta),
-        };
-        self.offset = target
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before the start"))?;
-        Ok(self.offset)
-    }
 }

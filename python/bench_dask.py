@@ -205,7 +205,8 @@ def run(args: argparse.Namespace, workers: list[int], cores: int, base: Path) ->
                   label=f"encrypt_files {args.files} x {args.file_mib} MiB")
         axes.plot(workers, [rate(median[f"dask large w{w}"], large_bytes) for w in workers], "s-",
                   label=f"encrypt_large {args.large_mib} MiB")
-        axes.axhline(rate(median["cli many"], many_bytes), linestyle="--", color="gray", label="CLI, same files")
+        axes.axhline(rate(median["cli many"], many_bytes), linestyle="--", color="gray", label="CLI, the many files")
+        axes.axhline(rate(median["cli large"], large_bytes), linestyle=":", color="black", label="CLI, the large file")
         axes.set_xlabel("Dask workers (one machine's cores shared)")
         axes.set_ylabel("GB/s")
         axes.set_xticks(workers)

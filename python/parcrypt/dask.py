@@ -5,7 +5,8 @@ Two shapes of work:
 - :func:`encrypt_files` / :func:`decrypt_files`: one task per file, outputs beside each
   other in ``dest_dir`` under the command line's names (``NAME.parcrypt``; decryption strips
   the suffix). Each file's result is a :class:`FileReport`; a failed file fails alone, and
-  leaves no output (tasks write a hidden temporary file and rename it only when complete).
+  leaves no output (a task writes a file with no name, linked to its name only when
+  complete, so even a killed worker leaves nothing).
 - :func:`encrypt_large` / :func:`decrypt_large`: one file on a file system that every worker
   sees, split into chunk ranges. The client writes the envelope and makes the output at its
   final size under a temporary name; tasks seal (or open) disjoint chunk ranges and write
@@ -187,24 +188,15 @@ def _file_task(
     backend: str,
     threads: int | None,
 ) -> FileReport:
-    """Runs on a worker: the whole of one file into a temporary name, then renamed."""
+    """Runs on a worker: the whole of one file, through the single-machine pipeline. The
+    output has no name until it is complete, so even a killed worker leaves nothing."""
     start = time.perf_counter()
-    output = Path(dst)
-    tmp = _temporary(output)
     try:
-        if not overwrite and output.exists():
-            raise FileExistsError(f"{dst} exists (pass overwrite=True to replace it)")
         if encrypting:
-            _parts.prepare_sealed(tmp, plan)
-            for first, end in plan.ranges(plan.chunks):
-                _parts.seal(plan, first, end, src, tmp, backend=backend, threads=threads)
+            _parts.seal_file(plan, src, dst, overwrite=overwrite, backend=backend, threads=threads)
         else:
-            _parts.prepare_plain(tmp, plan)
-            for first, end in plan.ranges(plan.chunks):
-                _parts.open_part(plan, first, end, src, tmp, backend=backend, threads=threads)
-        _publish(tmp, output, overwrite)
+            _parts.open_file(plan, src, dst, overwrite=overwrite, backend=backend, threads=threads)
     except Exception as error:  # every failure is this file's alone
-        _remove(tmp)
         return FileReport(src, None, 0, time.perf_counter() - start, _worker_address(), _reason(error))
     return FileReport(src, dst, plan.plaintext_bytes, time.perf_counter() - start, _worker_address())
 

@@ -42,6 +42,8 @@ __all__ = [
     "seal",
     "open_part",
     "read",
+    "seal_file",
+    "open_file",
     "encrypt_with_salts",
     "CHUNK_BYTES",
 ]
@@ -195,4 +197,41 @@ def encrypt_with_salts(
     return _parcrypt.parts_encrypt_with_salts(
         os.fspath(src), os.fspath(dst), salts, key=key, passphrase=passphrase, format=format,
         context=context,
+    )
+
+
+def seal_file(
+    plan: PartPlan,
+    src: PathLike,
+    dst: PathLike,
+    *,
+    overwrite: bool = False,
+    backend: str = "auto",
+    threads: int | None = None,
+) -> int:
+    """Seals the whole file ``src`` into ``dst`` (one worker, one file) from ``plan``
+    (:func:`plan_encrypt`); ``dst`` appears only once complete: until then it is a file with
+    no name, so a killed worker leaves nothing. Returns the plaintext bytes."""
+    if len(plan.envelope) != plan.envelope_bytes:
+        raise ValueError("this plan has no envelope: make it with plan_encrypt")
+    return _parcrypt.parts_seal_file(
+        plan.part_keys, plan.envelope, plan.plaintext_bytes, os.fspath(src), os.fspath(dst),
+        overwrite=overwrite, backend=backend, threads=threads,
+    )
+
+
+def open_file(
+    plan: PartPlan,
+    src: PathLike,
+    dst: PathLike,
+    *,
+    overwrite: bool = False,
+    backend: str = "auto",
+    threads: int | None = None,
+) -> int:
+    """Opens the whole encrypted file ``src`` into ``dst`` from ``plan``
+    (:func:`plan_decrypt`); ``dst`` appears only once every chunk authenticated."""
+    return _parcrypt.parts_open_file(
+        plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes, os.fspath(src), os.fspath(dst),
+        overwrite=overwrite, backend=backend, threads=threads,
     )

@@ -137,6 +137,8 @@ fn _parcrypt(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(parts::parts_seal, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_open, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_read, module)?)?;
+    module.add_function(wrap_pyfunction!(parts::parts_seal_file, module)?)?;
+    module.add_function(wrap_pyfunction!(parts::parts_open_file, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_encrypt_with_salts, module)?)?;
     Ok(())
 }

@@ -338,3 +338,78 @@ pub fn parts_encrypt_with_salts(
     })
     .map_err(errors::format)
 }
+
+/// Seals the whole plaintext file `src` into `dst` (one worker, one file) from a plan made
+/// elsewhere; `dst` appears only once complete (a file with no name until then, so a killed
+/// worker leaves nothing). Returns the plaintext bytes.
+#[pyfunction]
+#[pyo3(signature = (part_keys, envelope, plaintext_bytes, src, dst, *, overwrite=false, backend="auto", threads=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn parts_seal_file(
+    py: Python<'_>,
+    part_keys: &[u8],
+    envelope: Vec<u8>,
+    plaintext_bytes: u64,
+    src: PathBuf,
+    dst: PathBuf,
+    overwrite: bool,
+    backend: &str,
+    threads: Option<usize>,
+) -> PyResult<u64> {
+    let keys = keys(part_keys)?;
+    let runtime = runtime::runtime(backend, threads)?;
+    let layout = Layout {
+        envelope_bytes: envelope.len() as u64,
+        plaintext_bytes,
+    };
+    py.detach(|| {
+        parts::seal_file(
+            runtime.batcher.as_ref(),
+            &keys,
+            &envelope,
+            &layout,
+            &src,
+            &dst,
+            overwrite,
+            &StreamOptions::default(),
+        )
+    })
+    .map_err(errors::format)
+}
+
+/// Opens the whole encrypted file `src` into `dst` (one worker, one file) from a plan made
+/// elsewhere; `dst` appears only once every chunk authenticated. Returns the plaintext
+/// bytes.
+#[pyfunction]
+#[pyo3(signature = (part_keys, envelope_bytes, plaintext_bytes, src, dst, *, overwrite=false, backend="auto", threads=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn parts_open_file(
+    py: Python<'_>,
+    part_keys: &[u8],
+    envelope_bytes: u64,
+    plaintext_bytes: u64,
+    src: PathBuf,
+    dst: PathBuf,
+    overwrite: bool,
+    backend: &str,
+    threads: Option<usize>,
+) -> PyResult<u64> {
+    let keys = keys(part_keys)?;
+    let runtime = runtime::runtime(backend, threads)?;
+    let layout = Layout {
+        envelope_bytes,
+        plaintext_bytes,
+    };
+    py.detach(|| {
+        parts::open_file(
+            runtime.batcher.as_ref(),
+            &keys,
+            &layout,
+            &src,
+            &dst,
+            overwrite,
+            &StreamOptions::default(),
+        )
+    })
+    .map_err(errors::format)
+}

@@ -65,6 +65,7 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
+use std::path::Path;
 
 use zeroize::Zeroizing;
 
@@ -74,10 +75,13 @@ use crate::cobblestone::{
     TAG_BYTES,
 };
 use crate::error::FormatError;
+use crate::file::{open_input, OutputPlan};
 use crate::header::KdfLimits;
 use crate::message::{Envelope, Format, Salts, Secret, Setup};
 use crate::range::{Bound, ByteRange};
-use crate::stream::{run_pipeline, Emit, Fill, Step, StreamOptions};
+use crate::stream::{
+    decrypt_chunks, encrypt_chunks, run_pipeline, Emit, Fill, Step, StreamOptions,
+};
 
 /// The first bytes of [`PartKeys::to_bytes`]: what the bytes are, and their version.
 const WIRE_MAGIC: &[u8; 4] = b"PCK1";
@@ -572,4 +576,95 @@ pub fn open_span(
         writer,
         options,
     )
+}
+
+/// One whole file by one worker, from a plan made elsewhere: seals `source` into
+/// `destination` (the envelope, then every chunk, through the streaming pipeline), the
+/// bytes [`crate::Encryptor::encrypt_file`] writes with the same keys. The destination
+/// appears only once complete, as with [`crate::file::encrypt_file`]: written as a file
+/// with no name and linked at the end, so that even a killed process leaves nothing; an
+/// existing destination is replaced only with `replace`. Returns the plaintext bytes.
+#[allow(clippy::too_many_arguments)]
+pub fn seal_file(
+    batcher: &dyn ChunkBatcher,
+    keys: &PartKeys,
+    envelope: &[u8],
+    layout: &Layout,
+    source: &Path,
+    destination: &Path,
+    replace: bool,
+    options: &StreamOptions<'_>,
+) -> Result<u64, FormatError> {
+    let input = open_input(source)?;
+    let metadata = input.metadata().map_err(FormatError::Read)?;
+    if metadata.len() != layout.plaintext_bytes || envelope.len() as u64 != layout.envelope_bytes {
+        return Err(changed(format!(
+            "the plaintext is {} bytes, not the {} planned",
+            metadata.len(),
+            layout.plaintext_bytes
+        )));
+    }
+    let mut output = OutputPlan::check(destination, Some(&metadata), replace)?.open()?;
+    output.reserve(layout.sealed_file_bytes()?);
+    output
+        .file()
+        .write_all(envelope)
+        .map_err(FormatError::Write)?;
+    let mut reader = input.take(layout.plaintext_bytes);
+    let done = encrypt_chunks(
+        batcher,
+        keys.message_keys(),
+        &mut reader,
+        output.file(),
+        options,
+    )?;
+    if done != layout.plaintext_bytes {
+        return Err(changed(format!(
+            "read {done} plaintext bytes, expected {}",
+            layout.plaintext_bytes
+        )));
+    }
+    output.commit()?;
+    Ok(done)
+}
+
+/// One whole encrypted file by one worker, from a [`DecryptPlan`] made elsewhere: opens
+/// every chunk of `source` into `destination`, which appears only once every chunk
+/// authenticated (as with [`crate::file::decrypt_file`]). Returns the plaintext bytes.
+#[allow(clippy::too_many_arguments)]
+pub fn open_file(
+    batcher: &dyn ChunkBatcher,
+    keys: &PartKeys,
+    layout: &Layout,
+    source: &Path,
+    destination: &Path,
+    replace: bool,
+    options: &StreamOptions<'_>,
+) -> Result<u64, FormatError> {
+    let mut input = open_input(source)?;
+    let metadata = input.metadata().map_err(FormatError::Read)?;
+    let total = layout.sealed_file_bytes()?;
+    if metadata.len() != total {
+        return Err(FormatError::Read(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!(
+                "the encrypted file is {} bytes, not the {total} planned: it changed",
+                metadata.len()
+            ),
+        )));
+    }
+    let mut output = OutputPlan::check(destination, Some(&metadata), replace)?.open()?;
+    output.reserve(layout.plaintext_bytes);
+    input
+        .seek(SeekFrom::Start(layout.envelope_bytes))
+        .map_err(FormatError::Read)?;
+    let done = decrypt_chunks(
+        batcher,
+        keys.message_keys(),
+        &mut input,
+        output.file(),
+        options,
+    )?;
+    output.commit()?;
+    Ok(done)
 }

@@ -7,7 +7,9 @@ use std::path::Path;
 
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_format::cobblestone::CHUNK_BYTES;
-use parcrypt_format::parts::{open_part, open_span, seal_part, DecryptPlan, EncryptPlan, PartKeys};
+use parcrypt_format::parts::{
+    open_file, open_part, open_span, seal_file, seal_part, DecryptPlan, EncryptPlan, PartKeys,
+};
 use parcrypt_format::{
     Argon2Params, CpuChunks, Encryptor, Format, FormatError, KdfLimits, Salts, Secret, Setup,
     StreamOptions, Suite,
@@ -305,4 +307,96 @@ fn spans_read_any_byte_range() {
         assert_eq!(written as usize, out.len());
         assert!(out == plain[start as usize..end], "{start}..{end}");
     }
+}
+
+#[test]
+fn whole_files_from_a_plan_equal_the_single_machine_bytes_and_appear_whole() {
+    let folder = tempfile::tempdir().unwrap();
+    let engine = Engine::new(Backend::Pool, Some(2)).unwrap();
+    let batcher = CpuChunks::new(&engine);
+    let key = [0x55u8; 16];
+    for length in [0, 1, CHUNK_BYTES, 3 * CHUNK_BYTES + 77] {
+        let plain = plaintext(length);
+        let expected = single_machine(&Setup::default(), Secret::Key(&key), &plain);
+        let source = folder.path().join("plain");
+        std::fs::write(&source, &plain).unwrap();
+        let plan =
+            EncryptPlan::with_salts(&Setup::default(), Secret::Key(&key), salts(), length as u64)
+                .unwrap();
+        let keys = PartKeys::from_bytes(&plan.keys().to_bytes()).unwrap();
+        let sealed = folder.path().join("sealed");
+        let options = StreamOptions::with_batch_chunks(2);
+        let envelope = plan.envelope_bytes();
+        seal_file(
+            &batcher,
+            &keys,
+            &envelope,
+            &plan.layout(),
+            &source,
+            &sealed,
+            true,
+            &options,
+        )
+        .unwrap();
+        assert!(std::fs::read(&sealed).unwrap() == expected, "{length}");
+        // An existing destination stays unless replacing is allowed.
+        assert!(seal_file(
+            &batcher,
+            &keys,
+            &envelope,
+            &plan.layout(),
+            &source,
+            &sealed,
+            false,
+            &options
+        )
+        .is_err());
+
+        let decrypt = DecryptPlan::new(
+            Format::Parcrypt,
+            Secret::Key(&key),
+            b"",
+            &KdfLimits::DEFAULT,
+            &File::open(&sealed).unwrap(),
+        )
+        .unwrap();
+        let opened = folder.path().join("opened");
+        open_file(
+            &batcher,
+            decrypt.keys(),
+            &decrypt.layout(),
+            &sealed,
+            &opened,
+            true,
+            &options,
+        )
+        .unwrap();
+        assert!(std::fs::read(&opened).unwrap() == plain);
+    }
+    // A damaged file leaves no output.
+    let sealed = folder.path().join("sealed");
+    let mut bytes = std::fs::read(&sealed).unwrap();
+    let at = bytes.len() - 30;
+    bytes[at] ^= 1;
+    std::fs::write(&sealed, &bytes).unwrap();
+    let plan = DecryptPlan::new(
+        Format::Parcrypt,
+        Secret::Key(&key),
+        b"",
+        &KdfLimits::DEFAULT,
+        &File::open(&sealed).unwrap(),
+    )
+    .unwrap();
+    let never = folder.path().join("never");
+    assert!(open_file(
+        &batcher,
+        plan.keys(),
+        &plan.layout(),
+        &sealed,
+        &never,
+        false,
+        &StreamOptions::default()
+    )
+    .is_err());
+    assert!(!never.exists());
 }

@@ -31,7 +31,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _parcrypt
+from . import _parcrypt  # type: ignore[attr-defined]  # the native module has no stub
 
 __all__ = [
     "PartPlan",

@@ -39,6 +39,8 @@ import os
 import time
 import uuid
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import as_completed as concurrent_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -227,31 +229,38 @@ def _many(
     folder = Path(dest_dir).resolve()
     reports: dict[int, FileReport] = {}
     futures: dict[Any, int] = {}
-    sources: dict[int, str] = {}
-    for index, raw in enumerate(paths):
-        src = Path(raw).resolve()
-        dst = _output_name(src, folder, encrypting)
-        try:
-            # Planning on the client: argon2id (for a passphrase) runs here, once per file.
-            if encrypting:
-                plan = _parts.plan_encrypt(os.stat(src).st_size, format=format, context=context, **secret)
-            else:
-                plan = _parts.plan_decrypt(src, format=format, context=context, **secret)
-        except Exception as error:
-            reports[index] = FileReport(str(src), None, 0, 0.0, None, _reason(error))
-            continue
-        future = client.submit(
-            _file_task, encrypting, plan, str(src), str(dst), overwrite, backend, threads,
-            pure=False, key=f"parcrypt-{'encrypt' if encrypting else 'decrypt'}-{uuid.uuid4().hex}",
-        )
-        futures[future] = index
-        sources[index] = str(src)
+    sources = {index: Path(raw).resolve() for index, raw in enumerate(paths)}
+
+    def plan(src: Path) -> _parts.PartPlan:
+        # On the client: argon2id (for a passphrase) runs here, once per file, never on a worker.
+        if encrypting:
+            return _parts.plan_encrypt(os.stat(src).st_size, format=format, context=context, **secret)
+        return _parts.plan_decrypt(src, format=format, context=context, **secret)
+
+    # Plans are made a few at a time (argon2id takes 64 MiB and a fraction of a second, the
+    # GIL released), and each file is submitted as soon as its plan is ready.
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as planners:
+        planned = {planners.submit(plan, src): index for index, src in sources.items()}
+        for done in concurrent_completed(planned):
+            index = planned[done]
+            src = sources[index]
+            try:
+                part_plan = done.result()
+            except Exception as error:
+                reports[index] = FileReport(str(src), None, 0, 0.0, None, _reason(error))
+                continue
+            dst = _output_name(src, folder, encrypting)
+            future = client.submit(
+                _file_task, encrypting, part_plan, str(src), str(dst), overwrite, backend, threads,
+                pure=False, key=f"parcrypt-{'encrypt' if encrypting else 'decrypt'}-{uuid.uuid4().hex}",
+            )
+            futures[future] = index
     for future in as_completed(list(futures)):
         index = futures[future]
         try:
             reports[index] = future.result()
         except Exception as error:  # the task itself died (its worker was lost, ...)
-            reports[index] = FileReport(sources[index], None, 0, 0.0, None, _reason(error))
+            reports[index] = FileReport(str(sources[index]), None, 0, 0.0, None, _reason(error))
     return [reports[index] for index in sorted(reports)]
 
 

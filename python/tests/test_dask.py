@@ -193,6 +193,18 @@ def test_passphrase_is_stretched_on_the_client_and_damage_leaves_nothing(client:
         pdask.decrypt_large(sealed, opened, passphrase="correct horse", client=client, chunks_per_task=16)
     assert not opened.exists() and _leftovers(big_dir) == []
 
+    # Many files under a passphrase: each file planned (stretched) on the client.
+    small = [big_dir / f"small{i}" for i in range(3)]
+    for index, path in enumerate(small):
+        _random_file(path, 1000 * index, index)
+    (big_dir / "sealed").mkdir()
+    (big_dir / "opened").mkdir()
+    assert all(r.ok for r in pdask.encrypt_files(small, big_dir / "sealed", passphrase="pw pw pw", client=client))
+    sealed_small = [big_dir / "sealed" / (p.name + ".parcrypt") for p in small]
+    reports = pdask.decrypt_files(sealed_small, big_dir / "opened", passphrase="pw pw pw", client=client)
+    assert all(r.ok for r in reports)
+    assert all((big_dir / "opened" / p.name).read_bytes() == p.read_bytes() for p in small)
+
 
 def test_a_worker_killed_mid_job_completes_or_fails_cleanly(big_dir: Path) -> None:
     source = big_dir / "fault.bin"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python package (python/): builds the wheel (release, abi3, manylinux2014 through zig
 # when it can), installs it with numpy, pytest and pyca/cryptography in a fresh virtual
-# environment, and runs python/tests on the installed package from outside the source tree.
+# environment (with the `dask` extra: dask and distributed, for parcrypt.dask's tests), and
+# runs python/tests on the installed package from outside the source tree.
 # The CLI tests use PARCRYPT_BIN (default target/debug/parcrypt, which `cargo test` builds).
 # Prints `== python: N passed, M failed, K skipped (wheel: TAG)`; skipped tests' reasons go to
 # the file named by $1 when given (scripts/test.sh's summary). PARCRYPT_PYTHON=0 skips it.
@@ -43,7 +44,7 @@ fi
 echo "== python: fresh virtual environment $test_venv"
 rm -rf "$test_venv"
 "$python" -m venv "$test_venv"
-"$test_venv/bin/pip" install --quiet --disable-pip-version-check "$wheel" numpy pytest "cryptography>=43"
+"$test_venv/bin/pip" install --quiet --disable-pip-version-check "$wheel[dask]" numpy pytest "cryptography>=43"
 
 echo "== python: pytest on the installed package"
 run_dir="$(mktemp -d)"

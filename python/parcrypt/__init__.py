@@ -31,6 +31,7 @@ from ._parcrypt import (
     encrypt_file,
 )
 from . import _parcrypt
+from . import parts  # one file in many parts, for other processes (parcrypt.dask)
 
 __all__ = [
     "Cipher",

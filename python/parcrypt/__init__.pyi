@@ -6,6 +6,8 @@ from typing import Any, Literal, TypedDict, overload
 
 from collections.abc import Buffer
 
+from . import parts as parts
+
 __version__: str
 
 class Error(Exception):

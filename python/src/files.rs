@@ -24,13 +24,13 @@ use crate::runtime;
 
 /// The key (`key`, 16 or 32 bytes, or their hex as the CLI's `--key` takes it) or the
 /// passphrase (str, UTF-8, or bytes): exactly one of them.
-struct Secrets {
+pub(crate) struct Secrets {
     key: Option<SecretBytes>,
     passphrase: Option<SecretBytes>,
 }
 
 impl Secrets {
-    fn get(
+    pub(crate) fn get(
         key: Option<&Bound<'_, PyAny>>,
         passphrase: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
@@ -62,7 +62,7 @@ impl Secrets {
         }
     }
 
-    fn secret(&self) -> Secret<'_> {
+    pub(crate) fn secret(&self) -> Secret<'_> {
         match (&self.key, &self.passphrase) {
             (Some(key), _) => Secret::Key(key),
             (None, Some(passphrase)) => Secret::Passphrase(passphrase),
@@ -71,7 +71,7 @@ impl Secrets {
     }
 
     /// The suite a new file gets: the key's length decides (AES-128 for a passphrase).
-    fn suite(&self) -> PyResult<Suite> {
+    pub(crate) fn suite(&self) -> PyResult<Suite> {
         match &self.key {
             Some(key) => Suite::for_key_length(key.len()).map_err(errors::format),
             None => Ok(Suite::Cobblestone128),
@@ -79,7 +79,7 @@ impl Secrets {
     }
 }
 
-fn parse_format(name: &str) -> PyResult<Format> {
+pub(crate) fn parse_format(name: &str) -> PyResult<Format> {
     name.parse().map_err(PyValueError::new_err)
 }
 

@@ -17,6 +17,7 @@ mod cipher;
 mod errors;
 mod files;
 mod gpu_arrays;
+mod parts;
 mod runtime;
 
 use pyo3::prelude::*;
@@ -130,5 +131,15 @@ fn _parcrypt(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(files::decrypt_file, module)?)?;
     module.add_function(wrap_pyfunction!(files::open_reader, module)?)?;
     module.add_function(wrap_pyfunction!(files::open_writer, module)?)?;
+    module.add_function(wrap_pyfunction!(parts::parts_plan_encrypt, module)?)?;
+    module.add_function(wrap_pyfunction!(parts::parts_plan_decrypt, module)?)?;
+    module.add_function(wrap_pyfunction!(parts::parts_layout, module)?)?;
+    module.add_function(wrap_pyfunction!(parts::parts_prepare_sealed, module)?)?;
+    module.add_function(wrap_pyfunction!(parts::parts_seal, module)?)?;
+    module.add_function(wrap_pyfunction!(parts::parts_open, module)?)?;
+    module.add_function(wrap_pyfunction!(parts::parts_read, module)?)?;
+    module.add_function(wrap_pyfunction!(parts::parts_seal_file, module)?)?;
+    module.add_function(wrap_pyfunction!(parts::parts_open_file, module)?)?;
+    module.add_function(wrap_pyfunction!(parts::parts_encrypt_with_salts, module)?)?;
     Ok(())
 }

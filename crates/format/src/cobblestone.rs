@@ -154,11 +154,28 @@ impl MessageKeys {
             ],
             &mut okm,
         );
-        let key = Zeroizing::new(okm[..key_bytes].to_vec());
         let mut base_nonce = [0u8; NONCE_BYTES];
         base_nonce.copy_from_slice(&okm[key_bytes..key_bytes + NONCE_BYTES]);
         let mut commitment = [0u8; COMMITMENT_BYTES];
         commitment.copy_from_slice(&okm[key_bytes + NONCE_BYTES..]);
+        let keys = Self::from_parts(suite, &okm[..key_bytes], &base_nonce, &commitment);
+        base_nonce.zeroize();
+        keys
+    }
+
+    /// The keys of a message from what [`MessageKeys::derive`] derived: the AEAD key, the
+    /// base nonce and the commitment (for [`crate::parts::PartKeys`], which carries them to
+    /// other processes without the input key).
+    pub(crate) fn from_parts(
+        suite: Suite,
+        aead_key: &[u8],
+        base_nonce: &[u8; NONCE_BYTES],
+        commitment: &[u8; COMMITMENT_BYTES],
+    ) -> Result<Self, FormatError> {
+        suite.check_key(aead_key)?;
+        let key = Zeroizing::new(aead_key.to_vec());
+        let base_nonce = *base_nonce;
+        let commitment = *commitment;
         let cipher = new_cipher(suite.algorithm(), Implementation::Fast, &key)
             .map_err(|error| FormatError::Backend(error.to_string()))?;
         let gcm_key = GcmKey::new(cipher.as_ref())

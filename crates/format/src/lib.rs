@@ -13,6 +13,8 @@
 //! - [`stream`]: bounded-memory streaming in both directions; decryption writes only
 //!   authenticated chunks.
 //! - [`range`]: random-access decryption of a byte range.
+//! - [`parts`]: sealing and opening ranges of one file's chunks in place, at their
+//!   offsets, so that many processes or machines can share one file's work.
 //!
 //! The file API over those parts, what a program calls:
 //! - [`Encryptor`] ([`writer`]): a new message under a key or a passphrase; wraps any
@@ -67,6 +69,7 @@ pub mod fuzzing;
 pub mod gpu_chunks;
 pub mod header;
 pub mod message;
+pub mod parts;
 pub mod range;
 pub mod reader;
 pub mod secrets;

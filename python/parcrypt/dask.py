@@ -1,0 +1,467 @@
+"""Encrypt many files, or one huge file, across a Dask cluster (``pip install parcrypt[dask]``).
+
+Two shapes of work:
+
+- :func:`encrypt_files` / :func:`decrypt_files`: one task per file, outputs beside each
+  other in ``dest_dir`` under the command line's names (``NAME.parcrypt``; decryption strips
+  the suffix). Each file's result is a :class:`FileReport`; a failed file fails alone, and
+  leaves no output (a task writes a file with no name, linked to its name only when
+  complete, so even a killed worker leaves nothing).
+- :func:`encrypt_large` / :func:`decrypt_large`: one file on a file system that every worker
+  sees, split into chunk ranges. The client writes the envelope and makes the output at its
+  final size under a temporary name; tasks seal (or open) disjoint chunk ranges and write
+  them at their offsets; the output is renamed into place only when every task succeeded,
+  else removed. The bytes equal ``parcrypt encrypt``'s with the same key material.
+  :func:`decrypt_range` reads a byte range, its pieces decrypted by several tasks.
+
+What crosses the wire. The client plans every file (:mod:`parcrypt.parts`): a passphrase is
+stretched with argon2id there, once per file, and neither it nor a key ever leaves the
+client. Tasks receive each file's *part keys* (that message's AEAD key, base nonce and
+public commitment, 65 or 81 bytes), paths and integers. Part keys open and could forge that
+one file, so the scheduler and workers must be trusted, and a real cluster must use TLS
+(``distributed.Security``, ``protocol="tls"``): Dask's default TCP is plaintext. Python
+cannot wipe ``bytes``, so copies live in the client, scheduler and worker memory until
+collected. Workers need read access to the inputs and write access to the outputs.
+
+Tasks are idempotent (positional writes of deterministic bytes), so Dask may rerun a task on
+another worker after a worker dies; the result is still exact.
+
+>>> from distributed import Client                                     # doctest: +SKIP
+>>> import parcrypt.dask as pd                                         # doctest: +SKIP
+>>> client = Client("tls://scheduler:8786", security=security)          # doctest: +SKIP
+>>> reports = pd.encrypt_files(paths, "/shared/sealed", key=key)        # doctest: +SKIP
+>>> pd.encrypt_large("/shared/big.bin", "/shared/big.bin.parcrypt", key=key)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import as_completed as concurrent_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+try:
+    from distributed import Client, as_completed, get_worker, wait
+except ImportError as _missing:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "parcrypt.dask needs dask and distributed: pip install 'parcrypt[dask]'"
+    ) from _missing
+
+from . import parts as _parts
+
+__all__ = [
+    "FileReport",
+    "LargeReport",
+    "DaskJobError",
+    "encrypt_files",
+    "decrypt_files",
+    "encrypt_large",
+    "decrypt_large",
+    "decrypt_range",
+    "SUFFIX",
+]
+
+#: The suffix the command line's users give encrypted files, and that decryption strips.
+SUFFIX = ".parcrypt"
+#: Chunks per task for one large file by default: 4096 chunks, 64 MiB of plaintext.
+DEFAULT_CHUNKS_PER_TASK = 4096
+
+PathLike = str | os.PathLike[str]
+
+
+class DaskJobError(RuntimeError):
+    """A distributed job over one file failed; its output was removed (or never named)."""
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """What became of one file."""
+
+    #: The input file.
+    path: str
+    #: The output file, or ``None`` when the file failed.
+    output: str | None
+    #: Plaintext bytes.
+    bytes: int
+    #: Seconds the task took on its worker (planning on the client not included).
+    seconds: float
+    #: The worker's address, or ``None`` when no worker ran it.
+    worker: str | None
+    #: Why the file failed (one line), or ``None``.
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the file was done."""
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class LargeReport:
+    """What a job over one large file did."""
+
+    path: str
+    output: str
+    #: Plaintext bytes.
+    bytes: int
+    #: Wall-clock seconds, planning included.
+    seconds: float
+    #: Tasks run (chunk ranges).
+    tasks: int
+    #: Addresses of the workers that ran them.
+    workers: tuple[str, ...]
+
+
+def _client(client: Client | None) -> Client:
+    if client is not None:
+        return client
+    from distributed import default_client
+
+    return default_client()
+
+
+def _secret(key: Any, passphrase: Any) -> dict[str, Any]:
+    if (key is None) == (passphrase is None):
+        raise ValueError("give a key or a passphrase (exactly one)")
+    return {"key": key, "passphrase": passphrase}
+
+
+def _temporary(dst: Path) -> Path:
+    return dst.with_name(f".{dst.name}.{uuid.uuid4().hex[:12]}.parcrypt.tmp")
+
+
+def _fsync(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _publish(tmp: Path, dst: Path, overwrite: bool) -> None:
+    """Syncs ``tmp`` and gives it the name ``dst`` (an existing ``dst`` only replaced when
+    ``overwrite``: linking fails on an existing name, so no check-then-write race)."""
+    _fsync(tmp)
+    if overwrite:
+        os.replace(tmp, dst)
+    else:
+        os.link(tmp, dst)
+        os.unlink(tmp)
+    folder = os.open(dst.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def _remove(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _worker_address() -> str | None:
+    try:
+        return str(get_worker().address)
+    except ValueError:
+        return None
+
+
+def _reason(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+# ---- one task per file --------------------------------------------------------------------
+
+
+def _file_task(
+    encrypting: bool,
+    plan: _parts.PartPlan,
+    src: str,
+    dst: str,
+    overwrite: bool,
+    backend: str,
+    threads: int | None,
+) -> FileReport:
+    """Runs on a worker: the whole of one file, through the single-machine pipeline. The
+    output has no name until it is complete, so even a killed worker leaves nothing."""
+    start = time.perf_counter()
+    try:
+        if encrypting:
+            _parts.seal_file(plan, src, dst, overwrite=overwrite, backend=backend, threads=threads)
+        else:
+            _parts.open_file(plan, src, dst, overwrite=overwrite, backend=backend, threads=threads)
+    except Exception as error:  # every failure is this file's alone
+        return FileReport(src, None, 0, time.perf_counter() - start, _worker_address(), _reason(error))
+    return FileReport(src, dst, plan.plaintext_bytes, time.perf_counter() - start, _worker_address())
+
+
+def _output_name(src: Path, dest_dir: Path, encrypting: bool) -> Path:
+    if encrypting:
+        return dest_dir / (src.name + SUFFIX)
+    if src.name.endswith(SUFFIX) and len(src.name) > len(SUFFIX):
+        return dest_dir / src.name[: -len(SUFFIX)]
+    return dest_dir / (src.name + ".decrypted")
+
+
+def _many(
+    encrypting: bool,
+    paths: Iterable[PathLike],
+    dest_dir: PathLike,
+    key: Any,
+    passphrase: Any,
+    client: Client | None,
+    overwrite: bool,
+    backend: str,
+    threads: int | None,
+    format: str,
+    context: Any,
+) -> list[FileReport]:
+    secret = _secret(key, passphrase)
+    client = _client(client)
+    folder = Path(dest_dir).resolve()
+    reports: dict[int, FileReport] = {}
+    futures: dict[Any, int] = {}
+    sources = {index: Path(raw).resolve() for index, raw in enumerate(paths)}
+
+    def plan(src: Path) -> _parts.PartPlan:
+        # On the client: argon2id (for a passphrase) runs here, once per file, never on a worker.
+        if encrypting:
+            return _parts.plan_encrypt(os.stat(src).st_size, format=format, context=context, **secret)
+        return _parts.plan_decrypt(src, format=format, context=context, **secret)
+
+    # Plans are made a few at a time (argon2id takes 64 MiB and a fraction of a second, the
+    # GIL released), and each file is submitted as soon as its plan is ready.
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as planners:
+        planned = {planners.submit(plan, src): index for index, src in sources.items()}
+        for done in concurrent_completed(planned):
+            index = planned[done]
+            src = sources[index]
+            try:
+                part_plan = done.result()
+            except Exception as error:
+                reports[index] = FileReport(str(src), None, 0, 0.0, None, _reason(error))
+                continue
+            dst = _output_name(src, folder, encrypting)
+            future = client.submit(
+                _file_task, encrypting, part_plan, str(src), str(dst), overwrite, backend, threads,
+                pure=False, key=f"parcrypt-{'encrypt' if encrypting else 'decrypt'}-{uuid.uuid4().hex}",
+            )
+            futures[future] = index
+    for future in as_completed(list(futures)):
+        index = futures[future]
+        try:
+            reports[index] = future.result()
+        except Exception as error:  # the task itself died (its worker was lost, ...)
+            reports[index] = FileReport(str(sources[index]), None, 0, 0.0, None, _reason(error))
+    return [reports[index] for index in sorted(reports)]
+
+
+def encrypt_files(
+    paths: Iterable[PathLike],
+    dest_dir: PathLike,
+    *,
+    key: Any = None,
+    passphrase: Any = None,
+    client: Client | None = None,
+    overwrite: bool = False,
+    backend: str = "auto",
+    threads: int | None = None,
+    format: str = "parcrypt",
+    context: Any = None,
+) -> list[FileReport]:
+    """Encrypts every file of ``paths`` into ``dest_dir/NAME.parcrypt``, one task per file;
+    returns one :class:`FileReport` per path, in order. Failed files are reported (``error``)
+    and leave no output; they do not stop the others. ``threads`` and ``backend`` are each
+    task's (all of a worker's cores by default)."""
+    return _many(True, paths, dest_dir, key, passphrase, client, overwrite, backend, threads, format, context)
+
+
+def decrypt_files(
+    paths: Iterable[PathLike],
+    dest_dir: PathLike,
+    *,
+    key: Any = None,
+    passphrase: Any = None,
+    client: Client | None = None,
+    overwrite: bool = False,
+    backend: str = "auto",
+    threads: int | None = None,
+    format: str = "parcrypt",
+    context: Any = None,
+) -> list[FileReport]:
+    """Decrypts every file of ``paths`` into ``dest_dir`` (``NAME.parcrypt`` becomes ``NAME``,
+    other names get ``.decrypted``), one task per file, as :func:`encrypt_files` does. An output
+    appears only once every chunk authenticated."""
+    return _many(False, paths, dest_dir, key, passphrase, client, overwrite, backend, threads, format, context)
+
+
+# ---- one large file, many tasks -----------------------------------------------------------
+
+
+def _range_task(
+    encrypting: bool,
+    plan: _parts.PartPlan,
+    first: int,
+    end: int,
+    src: str,
+    tmp: str,
+    backend: str,
+    threads: int | None,
+) -> tuple[int, str | None]:
+    if encrypting:
+        done = _parts.seal(plan, first, end, src, tmp, backend=backend, threads=threads)
+    else:
+        done = _parts.open_part(plan, first, end, src, tmp, backend=backend, threads=threads)
+    return done, _worker_address()
+
+
+def _large(
+    encrypting: bool,
+    src: PathLike,
+    dst: PathLike,
+    key: Any,
+    passphrase: Any,
+    client: Client | None,
+    chunks_per_task: int,
+    overwrite: bool,
+    backend: str,
+    threads: int | None,
+    format: str,
+    context: Any,
+    salts: tuple[bytes, bytes] | None,
+) -> LargeReport:
+    started = time.perf_counter()
+    secret = _secret(key, passphrase)
+    client = _client(client)
+    source, output = Path(src).resolve(), Path(dst).resolve()
+    if not overwrite and output.exists():
+        raise FileExistsError(f"{output} exists (pass overwrite=True to replace it)")
+    if encrypting:
+        plan = _parts.plan_encrypt(
+            os.stat(source).st_size, format=format, context=context, salts=salts, **secret
+        )
+    else:
+        plan = _parts.plan_decrypt(source, format=format, context=context, **secret)
+    tmp = _temporary(output)
+    futures = []
+    try:
+        if encrypting:
+            _parts.prepare_sealed(tmp, plan)
+        else:
+            _parts.prepare_plain(tmp, plan)
+        ranges = plan.ranges(chunks_per_task)
+        futures = [
+            client.submit(
+                _range_task, encrypting, plan, first, end, str(source), str(tmp), backend, threads,
+                pure=False, key=f"parcrypt-range-{first}-{end}-{uuid.uuid4().hex}",
+            )
+            for first, end in ranges
+        ]
+        wait(futures)
+        failed = [future for future in futures if future.status != "finished"]
+        if failed:
+            try:
+                failed[0].result()
+            except Exception as error:
+                raise DaskJobError(
+                    f"{len(failed)} of {len(futures)} tasks over {source} failed "
+                    f"({_reason(error)}); no output was written to {output}"
+                ) from error
+            raise DaskJobError(f"{len(failed)} tasks over {source} did not finish; no output was written")
+        results = [future.result() for future in futures]
+        if sum(done for done, _ in results) != plan.plaintext_bytes:
+            raise DaskJobError(f"the tasks over {source} did not cover it; no output was written")
+        _publish(tmp, output, overwrite)
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        _remove(tmp)
+        raise
+    workers = tuple(sorted({worker for _, worker in results if worker}))
+    return LargeReport(str(source), str(output), plan.plaintext_bytes, time.perf_counter() - started, len(ranges), workers)
+
+
+def encrypt_large(
+    src: PathLike,
+    dst: PathLike,
+    *,
+    key: Any = None,
+    passphrase: Any = None,
+    client: Client | None = None,
+    chunks_per_task: int = DEFAULT_CHUNKS_PER_TASK,
+    overwrite: bool = False,
+    backend: str = "auto",
+    threads: int | None = None,
+    format: str = "parcrypt",
+    context: Any = None,
+    salts: tuple[bytes, bytes] | None = None,
+) -> LargeReport:
+    """Encrypts one file into ``dst`` with ``chunks_per_task`` chunks (16 KiB each) per task,
+    byte for byte as ``parcrypt encrypt`` would. ``dst`` appears only when every task
+    succeeded; on failure the temporary output is removed and :class:`DaskJobError` raised.
+    ``salts`` fixes the salts for reproducible comparisons only (never reuse one)."""
+    return _large(True, src, dst, key, passphrase, client, chunks_per_task, overwrite, backend, threads, format, context, salts)
+
+
+def decrypt_large(
+    src: PathLike,
+    dst: PathLike,
+    *,
+    key: Any = None,
+    passphrase: Any = None,
+    client: Client | None = None,
+    chunks_per_task: int = DEFAULT_CHUNKS_PER_TASK,
+    overwrite: bool = False,
+    backend: str = "auto",
+    threads: int | None = None,
+    format: str = "parcrypt",
+    context: Any = None,
+) -> LargeReport:
+    """Decrypts one encrypted file into ``dst``, chunk ranges in parallel tasks; ``dst``
+    appears only when every chunk authenticated (else :class:`DaskJobError`, no output)."""
+    return _large(False, src, dst, key, passphrase, client, chunks_per_task, overwrite, backend, threads, format, context, None)
+
+
+def decrypt_range(
+    src: PathLike,
+    start: int,
+    end: int,
+    *,
+    key: Any = None,
+    passphrase: Any = None,
+    client: Client | None = None,
+    bytes_per_task: int = DEFAULT_CHUNKS_PER_TASK * _parts.CHUNK_BYTES,
+    backend: str = "auto",
+    threads: int | None = None,
+    format: str = "parcrypt",
+    context: Any = None,
+) -> bytes:
+    """Plaintext bytes ``start..end`` (clamped to the message) of the encrypted file ``src``,
+    in pieces of ``bytes_per_task`` (rounded to whole chunks) decrypted by separate tasks and
+    joined here: the result comes back through the client, so keep ranges to what fits in
+    its memory."""
+    client = _client(client)
+    plan = _parts.plan_decrypt(
+        Path(src).resolve(), format=format, context=context, **_secret(key, passphrase)
+    )
+    start, end = max(0, start), min(end, plan.plaintext_bytes)
+    if start >= end:
+        return b""
+    step = max(1, bytes_per_task // _parts.CHUNK_BYTES) * _parts.CHUNK_BYTES
+    cuts = [start, *range((start // step + 1) * step, end, step), end]
+    futures = [
+        client.submit(
+            _parts.read, plan, low, high, str(Path(src).resolve()), backend=backend, threads=threads,
+            pure=False,
+        )
+        for low, high in zip(cuts, cuts[1:])
+    ]
+    return b"".join(client.gather(futures))

@@ -1,0 +1,237 @@
+"""One encrypted file in many parts, for workers in other processes or on other machines.
+
+Every chunk of a parcrypt file is sealed on its own and sits at a fixed offset (the
+envelope, then ``k * (16 KiB + 16)``), so a coordinator can plan a file once and let
+workers seal or open disjoint chunk ranges in place; the result is byte for byte what
+``parcrypt encrypt`` writes with the same key material. ``parcrypt.dask`` is built on this.
+
+What crosses to a worker is a :class:`PartPlan`: two integers and ``part_keys``, this one
+message's AEAD key, base nonce and (public) commitment as a ``bytes`` object (65 bytes for
+AES-128, 81 for AES-256). Never the passphrase or the input key: argon2id runs once, in the
+coordinator. The part keys open and forge this message only, but they do open it: send them
+over encrypted channels only (TLS for a Dask cluster), and note that Python cannot wipe a
+``bytes`` object, so every process that received one holds a copy until it is collected.
+
+>>> import os, tempfile, parcrypt.parts as parts
+>>> folder = tempfile.mkdtemp()
+>>> src, dst = os.path.join(folder, "p"), os.path.join(folder, "s")
+>>> _ = open(src, "wb").write(b"x" * 100_000)
+>>> plan = parts.plan_encrypt(100_000, key=bytes(16))
+>>> parts.prepare_sealed(dst, plan)
+>>> for first, end in plan.ranges(chunks_per_part=2):
+...     _ = parts.seal(plan, first, end, src, dst)
+>>> parcrypt_plan = parts.plan_decrypt(dst, key=bytes(16))
+>>> parts.read(parcrypt_plan, 99_998, 100_000, dst)
+b'xx'
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _parcrypt  # type: ignore[attr-defined]  # the native module has no stub
+
+__all__ = [
+    "PartPlan",
+    "plan_encrypt",
+    "plan_decrypt",
+    "prepare_sealed",
+    "prepare_plain",
+    "seal",
+    "open_part",
+    "read",
+    "seal_file",
+    "open_file",
+    "encrypt_with_salts",
+    "CHUNK_BYTES",
+]
+
+#: Plaintext bytes per chunk (every chunk but the final, shorter one).
+CHUNK_BYTES = 16 * 1024
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class PartPlan:
+    """Where one message's chunks lie, and the keys to seal or open them. Pickles as plain
+    values; ``part_keys`` is secret (see the module documentation) and left out of repr."""
+
+    envelope_bytes: int
+    plaintext_bytes: int
+    part_keys: bytes = field(repr=False)
+    #: The bytes before chunk 0 (for a new file; empty for a plan read from a file).
+    envelope: bytes = field(default=b"", repr=False)
+
+    def ranges(self, chunks_per_part: int) -> list[tuple[int, int]]:
+        """Chunk ranges ``(first, end)`` of ``chunks_per_part`` chunks covering the message."""
+        return _parcrypt.parts_layout(self.envelope_bytes, self.plaintext_bytes, chunks_per_part)[0]
+
+    @property
+    def sealed_bytes(self) -> int:
+        """Bytes of the whole encrypted file."""
+        return _parcrypt.parts_layout(self.envelope_bytes, self.plaintext_bytes, 1)[1]
+
+    @property
+    def chunks(self) -> int:
+        """Chunks of the message, its final (short, maybe empty) one included."""
+        return self.plaintext_bytes // CHUNK_BYTES + 1
+
+
+def plan_encrypt(
+    plaintext_bytes: int,
+    *,
+    key: Any = None,
+    passphrase: Any = None,
+    format: str = "parcrypt",
+    context: Any = None,
+    salts: tuple[bytes, bytes] | None = None,
+) -> PartPlan:
+    """Plans a new encrypted file of ``plaintext_bytes`` under a key (16 or 32 bytes, or
+    hex) or a passphrase (argon2id runs here, once). ``salts`` (Cobblestone's 24 bytes,
+    argon2id's 16) are for reproducible comparisons only: never reuse a salt under a key."""
+    envelope, part_keys = _parcrypt.parts_plan_encrypt(
+        plaintext_bytes, key=key, passphrase=passphrase, format=format, context=context, salts=salts
+    )
+    return PartPlan(len(envelope), plaintext_bytes, part_keys, envelope)
+
+
+def plan_decrypt(
+    path: PathLike,
+    *,
+    key: Any = None,
+    passphrase: Any = None,
+    format: str = "parcrypt",
+    context: Any = None,
+) -> PartPlan:
+    """Reads and unlocks the envelope of the encrypted file ``path`` (the key commitment is
+    checked here: a wrong key raises ``parcrypt.InvalidTag``) and measures the message."""
+    envelope_bytes, plaintext_bytes, part_keys = _parcrypt.parts_plan_decrypt(
+        os.fspath(path), key=key, passphrase=passphrase, format=format, context=context
+    )
+    return PartPlan(envelope_bytes, plaintext_bytes, part_keys)
+
+
+def prepare_sealed(path: PathLike, plan: PartPlan) -> None:
+    """Creates (or empties) ``path`` with the envelope at its start and the encrypted
+    file's final length, for :func:`seal` to fill."""
+    if len(plan.envelope) != plan.envelope_bytes:
+        raise ValueError("this plan has no envelope: make it with plan_encrypt")
+    _parcrypt.parts_prepare_sealed(os.fspath(path), plan.envelope, plan.plaintext_bytes)
+
+
+def prepare_plain(path: PathLike, plan: PartPlan) -> None:
+    """Creates (or empties) ``path`` with the plaintext's length, for :func:`open_part`."""
+    with open(path, "wb") as output:
+        output.truncate(plan.plaintext_bytes)
+
+
+def seal(
+    plan: PartPlan,
+    first: int,
+    end: int,
+    src: PathLike,
+    dst: PathLike,
+    *,
+    backend: str = "auto",
+    threads: int | None = None,
+) -> int:
+    """Seals chunks ``first..end`` of the plaintext file ``src`` into ``dst`` at their
+    offsets (memory: three batches); returns the plaintext bytes sealed."""
+    return _parcrypt.parts_seal(
+        plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes, first, end,
+        os.fspath(src), os.fspath(dst), backend=backend, threads=threads,
+    )
+
+
+def open_part(
+    plan: PartPlan,
+    first: int,
+    end: int,
+    src: PathLike,
+    dst: PathLike,
+    *,
+    backend: str = "auto",
+    threads: int | None = None,
+) -> int:
+    """Opens chunks ``first..end`` of the encrypted file ``src`` into ``dst`` at their
+    plaintext offsets, each chunk authenticated before it is written; returns the bytes."""
+    return _parcrypt.parts_open(
+        plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes, first, end,
+        os.fspath(src), os.fspath(dst), backend=backend, threads=threads,
+    )
+
+
+def read(
+    plan: PartPlan,
+    start: int,
+    end: int,
+    src: PathLike,
+    *,
+    backend: str = "auto",
+    threads: int | None = None,
+) -> bytes:
+    """Plaintext bytes ``start..end`` (clamped to the message) of the encrypted file
+    ``src``, reading and authenticating only the chunks that hold them."""
+    return _parcrypt.parts_read(
+        plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes, start, end,
+        os.fspath(src), backend=backend, threads=threads,
+    )
+
+
+def encrypt_with_salts(
+    src: PathLike,
+    dst: PathLike,
+    salts: tuple[bytes, bytes],
+    *,
+    key: Any = None,
+    passphrase: Any = None,
+    format: str = "parcrypt",
+    context: Any = None,
+) -> int:
+    """Encrypts ``src`` into ``dst`` on this machine through ``parcrypt encrypt``'s own
+    streaming pipeline, with fixed salts: the reference that distributed encryption is
+    compared with byte for byte. Never reuse a salt under a key; for tests only."""
+    return _parcrypt.parts_encrypt_with_salts(
+        os.fspath(src), os.fspath(dst), salts, key=key, passphrase=passphrase, format=format,
+        context=context,
+    )
+
+
+def seal_file(
+    plan: PartPlan,
+    src: PathLike,
+    dst: PathLike,
+    *,
+    overwrite: bool = False,
+    backend: str = "auto",
+    threads: int | None = None,
+) -> int:
+    """Seals the whole file ``src`` into ``dst`` (one worker, one file) from ``plan``
+    (:func:`plan_encrypt`); ``dst`` appears only once complete: until then it is a file with
+    no name, so a killed worker leaves nothing. Returns the plaintext bytes."""
+    if len(plan.envelope) != plan.envelope_bytes:
+        raise ValueError("this plan has no envelope: make it with plan_encrypt")
+    return _parcrypt.parts_seal_file(
+        plan.part_keys, plan.envelope, plan.plaintext_bytes, os.fspath(src), os.fspath(dst),
+        overwrite=overwrite, backend=backend, threads=threads,
+    )
+
+
+def open_file(
+    plan: PartPlan,
+    src: PathLike,
+    dst: PathLike,
+    *,
+    overwrite: bool = False,
+    backend: str = "auto",
+    threads: int | None = None,
+) -> int:
+    """Opens the whole encrypted file ``src`` into ``dst`` from ``plan``
+    (:func:`plan_decrypt`); ``dst`` appears only once every chunk authenticated."""
+    return _parcrypt.parts_open_file(
+        plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes, os.fspath(src), os.fspath(dst),
+        overwrite=overwrite, backend=backend, threads=threads,
+    )

@@ -262,6 +262,51 @@ impl Engine {
             offset += length;
             rest = tail;
         }
+        self.run_ranges(ranges, work)
+    }
+
+    /// [`Engine::run`] from `input` into `output` (of the same length): `work(index, offset,
+    /// input range, output range)` over the same consecutive ranges of both, so that a job
+    /// out of place reads its input once instead of copying it first.
+    ///
+    /// # Panics
+    /// If the lengths differ.
+    pub fn run_into<R, F>(
+        &self,
+        input: &[u8],
+        output: &mut [u8],
+        lengths: &[usize],
+        work: F,
+    ) -> Vec<R>
+    where
+        R: Send,
+        F: Fn(usize, usize, &[u8], &mut [u8]) -> R + Sync,
+    {
+        assert_eq!(input.len(), output.len(), "the output must match the input");
+        debug_assert_eq!(lengths.iter().sum::<usize>(), input.len());
+        let mut ranges = Vec::with_capacity(lengths.len());
+        let (mut from, mut to) = (input, output);
+        let mut offset = 0;
+        for &length in lengths {
+            let (range_from, from_tail) = from.split_at(length);
+            let (range_to, to_tail) = to.split_at_mut(length);
+            ranges.push((offset, (range_from, range_to)));
+            offset += length;
+            (from, to) = (from_tail, to_tail);
+        }
+        self.run_ranges(ranges, |index, offset, (from, to)| {
+            work(index, offset, from, to)
+        })
+    }
+
+    /// The dispatch of [`Engine::run`] and [`Engine::run_into`]: one range on the calling
+    /// thread, several on the pool (or the `threads` team).
+    fn run_ranges<T, R, F>(&self, mut ranges: Vec<(usize, T)>, work: F) -> Vec<R>
+    where
+        T: Send,
+        R: Send,
+        F: Fn(usize, usize, T) -> R + Sync,
+    {
         if ranges.len() == 1 {
             let (offset, range) = ranges.pop().expect("one range");
             return vec![work(0, offset, range)];
@@ -285,19 +330,20 @@ impl Engine {
     }
 }
 
-/// A range waiting for the `threads` team member it belongs to: (offset, bytes).
-type Slot<'a> = std::sync::Mutex<Option<(usize, &'a mut [u8])>>;
+/// A range waiting for the `threads` team member it belongs to: (offset, range).
+type Slot<T> = std::sync::Mutex<Option<(usize, T)>>;
 
 /// The `threads` backend's static split: pool thread t takes ranges t, t + N, t + 2N, ...
 /// whatever the others are doing (no stealing); the plan makes that one range per thread.
 /// Each slot is taken exactly once, by the thread it belongs to.
-fn run_on_team<R, F>(pool: &rayon::ThreadPool, ranges: Vec<(usize, &mut [u8])>, work: F) -> Vec<R>
+fn run_on_team<T, R, F>(pool: &rayon::ThreadPool, ranges: Vec<(usize, T)>, work: F) -> Vec<R>
 where
+    T: Send,
     R: Send,
-    F: Fn(usize, usize, &mut [u8]) -> R + Sync,
+    F: Fn(usize, usize, T) -> R + Sync,
 {
     let count = ranges.len();
-    let slots: Vec<Slot<'_>> = ranges
+    let slots: Vec<Slot<T>> = ranges
         .into_iter()
         .map(|range| std::sync::Mutex::new(Some(range)))
         .collect();

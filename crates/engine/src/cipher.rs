@@ -228,7 +228,7 @@ pub(crate) fn process_in_place(
     }
     let body = body_length(&crypter, length);
     let tail = Zeroizing::new(buffer[body..length].to_vec());
-    finish_message(crypter, buffer, body, tail)
+    finish_message(crypter, None, buffer, body, tail)
 }
 
 /// Runs the whole message in `buffer`, which then holds the output; wiped on any error.
@@ -247,17 +247,22 @@ pub(crate) fn process_vec(crypter: Crypter<'_>, buffer: &mut Vec<u8>) -> Result<
     }
 }
 
-/// `buffer[..body]` through `update`, then `tail` through `finish`, its output placed after
-/// the body. Wipes `buffer` on any error, so that no unauthenticated plaintext is left in it.
+/// `buffer[..body]` through `update` (or, given a `source` of `body` bytes, the source into
+/// `buffer[..body]` through `update_into`), then `tail` through `finish`, its output placed
+/// after the body. Wipes `buffer` on any error, so that no unauthenticated plaintext is left
+/// in it.
 pub(crate) fn finish_message(
     mut crypter: Crypter<'_>,
+    source: Option<&[u8]>,
     buffer: &mut [u8],
     body: usize,
     mut tail: Zeroizing<Vec<u8>>,
 ) -> Result<usize, JobError> {
-    let outcome = crypter
-        .update(&mut buffer[..body])
-        .and_then(|()| crypter.finish(&mut tail));
+    let body_outcome = match source {
+        Some(source) => crypter.update_into(source, &mut buffer[..body]),
+        None => crypter.update(&mut buffer[..body]),
+    };
+    let outcome = body_outcome.and_then(|()| crypter.finish(&mut tail));
     match outcome {
         Ok(()) => {
             buffer[body..body + tail.len()].copy_from_slice(&tail);

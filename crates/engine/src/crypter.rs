@@ -256,6 +256,42 @@ impl<'e> Crypter<'e> {
         Ok(())
     }
 
+    /// [`Crypter::update`] from `input` into the front of `output`, which must be at least as
+    /// long: whole blocks. On the CPU, CTR and GCM read the input and write the output in
+    /// one pass (GCM with no copy at all, CTR a cache-sized piece at a time), so a large
+    /// message out of place passes through memory once; the other modes, and GPU backends,
+    /// copy it first and then work in place.
+    pub fn update_into(&mut self, input: &[u8], output: &mut [u8]) -> Result<(), JobError> {
+        let length = input.len();
+        let Some(output) = output.get_mut(..length) else {
+            return Err(JobError::OutputTooSmall {
+                needed: length,
+                got: output.len(),
+            });
+        };
+        let block_size = self.block_size();
+        if !length.is_multiple_of(block_size) {
+            return Err(JobError::PartialBlock {
+                length: length as u64,
+                block_size,
+            });
+        }
+        let one_pass = matches!(self.state, ModeState::Ctr { .. } | ModeState::Gcm { .. })
+            && !(self.gpu
+                && self
+                    .engine
+                    .gpu_for(self.spec, self.direction, length)
+                    .is_some());
+        if one_pass {
+            self.process_region(Region::Into(input, output))?;
+        } else {
+            output.copy_from_slice(input);
+            self.process(output)?;
+        }
+        self.processed += length as u64;
+        Ok(())
+    }
+
     /// Processes the last piece of the input (any length) and ends the message.
     ///
     /// `data` holds the final input bytes and is replaced by the final output bytes:
@@ -369,13 +405,36 @@ impl<'e> Crypter<'e> {
                     });
                 }
             },
+            ModeState::Ctr { .. } | ModeState::Gcm { .. } => {
+                return self.process_region(Region::InPlace(data))
+            }
+        }
+        Ok(())
+    }
+
+    /// CTR and GCM on the CPU over `region`, in place or from one buffer into another,
+    /// split over the engine.
+    fn process_region(&mut self, region: Region<'_>) -> Result<(), JobError> {
+        let keys = self.keys.get();
+        let cipher = keys.cipher();
+        let block_size = cipher.block_size();
+        let engine = self.engine;
+        let direction = self.direction;
+        let length = region.len();
+        let lengths = engine.plan(length, block_size, self.cost_model);
+        match &mut self.state {
             ModeState::Ctr { next } => {
                 let start = *next;
-                let lengths = engine.plan(data.len(), block_size, model);
-                engine.run(data, &lengths, |_, offset, range| {
-                    ctr::apply(cipher, start.advanced((offset / block_size) as u64), range)
+                region.run(engine, &lengths, |offset, range| {
+                    let counter = start.advanced((offset / block_size) as u64);
+                    match range {
+                        Region::InPlace(data) => ctr::apply(cipher, counter, data),
+                        Region::Into(input, output) => {
+                            ctr::apply_into(cipher, counter, input, output)
+                        }
+                    }
                 });
-                *next = start.advanced((data.len() / block_size) as u64);
+                *next = start.advanced((length / block_size) as u64);
             }
             ModeState::Gcm {
                 message,
@@ -383,23 +442,66 @@ impl<'e> Crypter<'e> {
             } => {
                 let key = keys.gcm()?;
                 let first_block = accumulator.text_bytes() / 16;
-                let lengths = engine.plan(data.len(), 16, model);
                 let message: &GcmMessage = message;
-                let partials = engine.run(data, &lengths, |_, offset, range| {
-                    key.process_range(
-                        message,
-                        cipher,
-                        direction,
-                        first_block + (offset / 16) as u64,
-                        range,
-                    )
+                let partials = region.run(engine, &lengths, |offset, range| {
+                    let first_block = first_block + (offset / 16) as u64;
+                    match range {
+                        Region::InPlace(data) => {
+                            key.process_range(message, cipher, direction, first_block, data)
+                        }
+                        Region::Into(input, output) => key.process_range_into(
+                            message,
+                            cipher,
+                            direction,
+                            first_block,
+                            input,
+                            output,
+                        ),
+                    }
                 });
                 for (partial, length) in partials.into_iter().zip(&lengths) {
                     accumulator.append(key, partial, *length as u64)?;
                 }
             }
+            _ => unreachable!("only CTR and GCM run by region"),
         }
         Ok(())
+    }
+}
+
+/// The bytes a CTR or GCM call runs over: one buffer in place, or an input read into an
+/// output of the same length.
+enum Region<'a> {
+    InPlace(&'a mut [u8]),
+    Into(&'a [u8], &'a mut [u8]),
+}
+
+impl Region<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Region::InPlace(data) => data.len(),
+            Region::Into(input, _) => input.len(),
+        }
+    }
+
+    /// `work(offset, range)` over consecutive ranges of the given lengths on `engine`
+    /// ([`Engine::run`] or [`Engine::run_into`]), the results in range order.
+    fn run<R: Send>(
+        self,
+        engine: &Engine,
+        lengths: &[usize],
+        work: impl Fn(usize, Region<'_>) -> R + Sync,
+    ) -> Vec<R> {
+        match self {
+            Region::InPlace(data) => engine.run(data, lengths, |_, offset, range| {
+                work(offset, Region::InPlace(range))
+            }),
+            Region::Into(input, output) => {
+                engine.run_into(input, output, lengths, |_, offset, from, to| {
+                    work(offset, Region::Into(from, to))
+                })
+            }
+        }
     }
 }
 

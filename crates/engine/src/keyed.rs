@@ -458,9 +458,8 @@ impl KeyedCipher {
         let crypter = self.crypter(direction, iv, aad)?;
         let body =
             length.saturating_sub(crypter.holdback()) / crypter.block_size() * crypter.block_size();
-        output[..body].copy_from_slice(&input[..body]);
         let tail = Zeroizing::new(input[body..].to_vec());
-        finish_message(crypter, output, body, tail)
+        finish_message(crypter, Some(&input[..body]), output, body, tail)
     }
 
     fn in_place(
@@ -530,14 +529,10 @@ struct Inline<'a> {
     tag: &'a [u8],
 }
 
-/// How much of the input [`Inline::run_from`] copies before working on it: small enough to
-/// stay in the L2 cache between the copy and the cipher, so a large message out of place
-/// passes through memory once, not twice.
-const COPY_PIECE_BYTES: usize = 64 << 10;
-
 impl Inline<'_> {
-    /// [`Inline::run`] with the input in `source` and the output in `buffer`. CTR and GCM
-    /// copy and process a cache-sized piece at a time; the other modes copy it all first.
+    /// [`Inline::run`] with the input in `source` and the output in `buffer`. GCM reads the
+    /// source and writes the buffer in one pass, CTR copies and processes a cache-sized piece
+    /// at a time (`ctr::apply_into`), and the other modes copy it all first.
     fn run_from(
         &self,
         keys: &KeySchedule,
@@ -545,37 +540,18 @@ impl Inline<'_> {
         buffer: &mut [u8],
     ) -> Result<usize, JobError> {
         let length = source.len();
-        let suite = keys.suite;
-        if length <= COPY_PIECE_BYTES || !matches!(suite.mode, Mode::Ctr | Mode::Gcm) {
-            buffer[..length].copy_from_slice(source);
-            return self.run(keys, buffer, length);
-        }
-        let cipher = keys.cipher();
-        let pieces = source
-            .chunks(COPY_PIECE_BYTES)
-            .zip(buffer[..length].chunks_mut(COPY_PIECE_BYTES));
-        if suite.mode == Mode::Ctr {
-            let mut counter = Counter::new(self.iv, CounterRule::Full);
-            for (from, to) in pieces {
-                to.copy_from_slice(from);
-                ctr::apply(cipher, counter, to);
-                counter = counter.advanced((COPY_PIECE_BYTES / cipher.block_size()) as u64);
+        match keys.suite.mode {
+            Mode::Gcm => self.run_gcm(keys, Some(source), buffer, length),
+            Mode::Ctr => {
+                let counter = Counter::new(self.iv, CounterRule::Full);
+                ctr::apply_into(keys.cipher(), counter, source, &mut buffer[..length]);
+                Ok(length)
             }
-            return Ok(length);
+            _ => {
+                buffer[..length].copy_from_slice(source);
+                self.run(keys, buffer, length)
+            }
         }
-        let key = keys.gcm()?;
-        if length as u64 > MAX_TEXT_BYTES {
-            return Err(GcmError::TooLong.into());
-        }
-        let message = key.message(cipher, self.iv)?;
-        let mut accumulator = GcmAccumulator::new(key, self.aad);
-        for (index, (from, to)) in pieces.enumerate() {
-            to.copy_from_slice(from);
-            let first_block = (index * COPY_PIECE_BYTES / 16) as u64;
-            let partial = key.process_range(&message, cipher, self.direction, first_block, to);
-            accumulator.append(key, partial, to.len() as u64)?;
-        }
-        self.finish_gcm(key, &message, &accumulator, buffer, length)
     }
 
     /// Runs the message in `buffer[..length]` in place (the rest of `buffer` is room for
@@ -594,18 +570,7 @@ impl Inline<'_> {
                 );
                 Ok(length)
             }
-            (Mode::Gcm, direction) => {
-                let key = keys.gcm()?;
-                if length as u64 > MAX_TEXT_BYTES {
-                    return Err(GcmError::TooLong.into());
-                }
-                let message = key.message(cipher, self.iv)?;
-                let mut accumulator = GcmAccumulator::new(key, self.aad);
-                let text = &mut buffer[..length];
-                let partial = key.process_range(&message, cipher, direction, 0, text);
-                accumulator.append(key, partial, length as u64)?;
-                self.finish_gcm(key, &message, &accumulator, buffer, length)
-            }
+            (Mode::Gcm, _) => self.run_gcm(keys, None, buffer, length),
             (mode, Direction::Encrypt) => {
                 let total = if padding {
                     let count = block_size - length % block_size;
@@ -657,6 +622,33 @@ impl Inline<'_> {
                 Ok(length - block_size + kept)
             }
         }
+    }
+
+    /// GCM over `buffer[..length]`, read from `source` when there is one (in one pass) or
+    /// else in place, then the tag appended or checked.
+    fn run_gcm(
+        &self,
+        keys: &KeySchedule,
+        source: Option<&[u8]>,
+        buffer: &mut [u8],
+        length: usize,
+    ) -> Result<usize, JobError> {
+        let key = keys.gcm()?;
+        let cipher = keys.cipher();
+        if length as u64 > MAX_TEXT_BYTES {
+            return Err(GcmError::TooLong.into());
+        }
+        let message = key.message(cipher, self.iv)?;
+        let mut accumulator = GcmAccumulator::new(key, self.aad);
+        let text = &mut buffer[..length];
+        let partial = match source {
+            Some(source) => {
+                key.process_range_into(&message, cipher, self.direction, 0, source, text)
+            }
+            None => key.process_range(&message, cipher, self.direction, 0, text),
+        };
+        accumulator.append(key, partial, length as u64)?;
+        self.finish_gcm(key, &message, &accumulator, buffer, length)
     }
 
     /// GCM's end: appends the tag after the ciphertext, or checks the received one.

@@ -192,6 +192,24 @@ fn every_form_matches_the_per_call_path_and_rustcrypto_on_every_cpu_backend() {
                 crypter.finish(&mut rest).unwrap();
                 first.extend_from_slice(&rest);
                 assert_eq!(first, sealed, "{what}: encryptor");
+
+                // The same from one buffer into another (one pass for CTR and GCM), the
+                // output poisoned so a byte left unwritten shows.
+                let mut crypter = keyed.encryptor(iv, aad).unwrap();
+                let mut first = vec![0xA5u8; body];
+                crypter.update_into(&plaintext[..body], &mut first).unwrap();
+                let mut rest = plaintext[body..].to_vec();
+                crypter.finish(&mut rest).unwrap();
+                first.extend_from_slice(&rest);
+                assert_eq!(first, sealed, "{what}: encryptor, update_into");
+                let mut crypter = keyed.decryptor(iv, aad).unwrap();
+                let cut = body.min(sealed.len().saturating_sub(16)) / block * block;
+                let mut opened = vec![0x5Au8; cut];
+                crypter.update_into(&sealed[..cut], &mut opened).unwrap();
+                let mut rest = sealed[cut..].to_vec();
+                crypter.finish(&mut rest).unwrap();
+                opened.extend_from_slice(&rest);
+                assert_eq!(opened, plaintext, "{what}: decryptor, update_into");
             }
         }
     }
@@ -287,6 +305,46 @@ fn the_fixed_iv_cipher_is_a_keyed_cipher_with_its_iv() {
             sealed,
             "{suite}"
         );
+    }
+}
+
+#[test]
+fn update_into_refuses_a_short_output_and_partial_blocks() {
+    let engine = Arc::new(Engine::new(Backend::Pool, Some(2)).unwrap());
+    for name in ["aes-128-ctr", "aes-128-gcm", "aes-128-cbc"] {
+        let suite: CipherSpec = name.parse().unwrap();
+        let keyed = KeyedCipher::new(Arc::clone(&engine), suite, &[1u8; 16]).unwrap();
+        let iv = vec![3u8; if suite.mode == Mode::Gcm { 12 } else { 16 }];
+        let mut crypter = keyed.encryptor(Some(&iv), None).unwrap();
+        let input = [7u8; 64];
+        let mut short = [0u8; 48];
+        assert!(
+            matches!(
+                crypter.update_into(&input, &mut short),
+                Err(JobError::OutputTooSmall {
+                    needed: 64,
+                    got: 48
+                })
+            ),
+            "{name}"
+        );
+        let mut output = [0u8; 64];
+        assert!(
+            matches!(
+                crypter.update_into(&input[..20], &mut output),
+                Err(JobError::PartialBlock { length: 20, .. })
+            ),
+            "{name}"
+        );
+        // A longer output is fine: the front of it is written.
+        let mut long = [0u8; 80];
+        crypter.update_into(&input, &mut long).unwrap();
+        assert_eq!(
+            long[64..],
+            [0u8; 16],
+            "{name}: nothing past the input's length"
+        );
+        assert_ne!(long[..64], input[..], "{name}");
     }
 }
 

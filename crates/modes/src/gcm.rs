@@ -293,34 +293,96 @@ impl GcmKey {
         first_block: u64,
         data: &mut [u8],
     ) -> u128 {
+        let length = data.len();
+        let pointer = data.as_mut_ptr();
+        // SAFETY: one buffer, read and written in place, of `length` bytes; `data` is not
+        // used again while the text is.
+        unsafe {
+            self.process_text(
+                message,
+                cipher,
+                direction,
+                first_block,
+                Text::new(pointer, pointer, length),
+            )
+        }
+    }
+
+    /// [`GcmKey::process_range`] from `input` into `output` (of the same length) in one pass
+    /// over the data where a stitched kernel runs: the input is read once and the output
+    /// written once, with no copy in between.
+    ///
+    /// # Panics
+    /// If the lengths differ.
+    pub fn process_range_into(
+        &self,
+        message: &GcmMessage,
+        cipher: &dyn BlockCipher,
+        direction: Direction,
+        first_block: u64,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> u128 {
+        assert_eq!(input.len(), output.len(), "GCM output must match its input");
+        // SAFETY: a shared and a mutable borrow never overlap, and both hold `input.len()`
+        // bytes; neither slice is used while the text is.
+        unsafe {
+            self.process_text(
+                message,
+                cipher,
+                direction,
+                first_block,
+                Text::new(input.as_ptr(), output.as_mut_ptr(), input.len()),
+            )
+        }
+    }
+
+    /// The body of [`GcmKey::process_range`] and [`GcmKey::process_range_into`].
+    ///
+    /// # Safety
+    /// `text` keeps the contract of [`Text`].
+    unsafe fn process_text(
+        &self,
+        message: &GcmMessage,
+        cipher: &dyn BlockCipher,
+        direction: Direction,
+        first_block: u64,
+        mut text: Text,
+    ) -> u128 {
         let mut state = 0u128;
         let mut counter = message.text_counter(first_block);
-        let mut data = data;
         #[cfg(target_arch = "x86_64")]
         if self.kernel != GcmKernel::TwoPass {
             if let Some(round_keys) = cipher.aes_round_keys() {
-                (counter, data) =
-                    self.process_stitched(round_keys, cipher, direction, counter, &mut state, data);
+                // SAFETY: the caller keeps the contract of `Text`.
+                (counter, text) = unsafe {
+                    self.process_stitched(round_keys, cipher, direction, counter, &mut state, text)
+                };
             }
         }
+        // SAFETY: the caller keeps the contract of `Text`.
+        let data = unsafe { text.into_output() };
         self.process_two_pass(cipher, direction, counter, &mut state, data);
         state
     }
 
     /// The stitched share of [`GcmKey::process_range`]: runs the whole batches at the front
-    /// of `data` through the key's kernel, stepping over a wrap of the counter's low word
+    /// of `text` through the key's kernel, stepping over a wrap of the counter's low word
     /// with the two-pass path, and returns the counter and the rest (less than a batch).
+    ///
+    /// # Safety
+    /// `text` keeps the contract of [`Text`].
     #[cfg(target_arch = "x86_64")]
-    fn process_stitched<'a>(
+    unsafe fn process_stitched(
         &self,
         round_keys: &[[u8; 16]],
         cipher: &dyn BlockCipher,
         direction: Direction,
         mut counter: Counter,
         state: &mut u128,
-        mut data: &'a mut [u8],
-    ) -> (Counter, &'a mut [u8]) {
-        type Kernel = unsafe fn(&[[u8; 16]], &[u128; 32], &[u8; 16], &mut u128, &mut [u8]);
+        mut text: Text,
+    ) -> (Counter, Text) {
+        type Kernel = unsafe fn(&[[u8; 16]], &[u128; 32], &[u8; 16], &mut u128, Text);
         /// The kernel function of module `$module` for the key size and direction.
         macro_rules! pick {
             ($module:ident) => {
@@ -333,7 +395,7 @@ impl GcmKey {
                         (13, true) => $module::process::<12, true>,
                         (15, false) => $module::process::<14, false>,
                         (15, true) => $module::process::<14, true>,
-                        _ => return (counter, data),
+                        _ => return (counter, text),
                     },
                 )
             };
@@ -342,35 +404,38 @@ impl GcmKey {
             GcmKernel::Vaes512 => pick!(vaes512),
             GcmKernel::Vaes256 => pick!(vaes256),
             GcmKernel::AesNi => pick!(aesni),
-            GcmKernel::TwoPass => return (counter, data),
+            GcmKernel::TwoPass => return (counter, text),
         };
         let batch_bytes = 16 * batch_blocks;
-        while data.len() >= batch_bytes {
+        while text.len() >= batch_bytes {
             let mut block = [0u8; 16];
             counter.write(&mut block);
             let low = u32::from_be_bytes([block[12], block[13], block[14], block[15]]);
             let until_wrap = (1u64 << 32) - u64::from(low);
-            let batches = (until_wrap / batch_blocks as u64).min((data.len() / batch_bytes) as u64);
+            let batches = (until_wrap / batch_blocks as u64).min((text.len() / batch_bytes) as u64);
             let bytes = if batches == 0 {
                 batch_bytes
             } else {
                 batches as usize * batch_bytes
             };
-            let (now, rest) = std::mem::take(&mut data).split_at_mut(bytes);
+            let (now, rest) = text.split_at(bytes);
             if batches == 0 {
                 // The low word wraps within this batch: the two-pass path knows the rule.
-                self.process_two_pass(cipher, direction, counter, state, now);
+                // SAFETY: the caller keeps the contract of `Text`, and `now` is not used again.
+                let data = unsafe { now.into_output() };
+                self.process_two_pass(cipher, direction, counter, state, data);
             } else {
                 // SAFETY: `kernel` is never a kernel `is_available` denied (`set_kernel` and
                 // `new` only keep available ones), so the CPU has every feature it enables;
                 // `now` is whole batches of that kernel within which the counter's low word
-                // does not wrap, and `round_keys` has the length its ROUNDS expects.
+                // does not wrap and keeps the contract of `Text` (the caller's), and
+                // `round_keys` has the length its ROUNDS expects.
                 unsafe { kernel(round_keys, self.ghash.powers(), &block, state, now) };
             }
             counter = counter.advanced((bytes / 16) as u64);
-            data = rest;
+            text = rest;
         }
-        (counter, data)
+        (counter, text)
     }
 
     /// CTR then GHASH over `data` in L1-sized pieces, continuing `state`.
@@ -516,6 +581,86 @@ fn nonce_pre_counter(nonce: &[u8; NONCE_BYTES]) -> [u8; 16] {
     block[..NONCE_BYTES].copy_from_slice(nonce);
     block[15] = 1;
     block
+}
+
+/// The bytes a range runs over, for the stitched kernels: `len` bytes read at `input` and
+/// written at `output`.
+///
+/// The contract every unsafe function taking a `Text` relies on: `input` is valid for reads
+/// and `output` for writes of `len` bytes for as long as the `Text` (or a part of it) is in
+/// use, nothing else accesses those bytes meanwhile, and `output` is either `input` itself
+/// (in place) or a region disjoint from it. Splitting a `Text` keeps the contract.
+#[derive(Clone, Copy)]
+pub(crate) struct Text {
+    input: *const u8,
+    output: *mut u8,
+    len: usize,
+}
+
+impl Text {
+    fn new(input: *const u8, output: *mut u8, len: usize) -> Text {
+        Text { input, output, len }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Where the input starts.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    fn input(&self) -> *const u8 {
+        self.input
+    }
+
+    /// Where the output starts.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    fn output(&self) -> *mut u8 {
+        self.output
+    }
+
+    /// How many whole batches of `batch_bytes` the text is.
+    ///
+    /// # Panics
+    /// If it is not a whole number of them: the kernels take whole batches only.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    fn batches(&self, batch_bytes: usize) -> usize {
+        assert!(
+            self.len.is_multiple_of(batch_bytes),
+            "stitched GCM takes whole batches"
+        );
+        self.len / batch_bytes
+    }
+
+    /// The first `at` bytes and the rest.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    fn split_at(self, at: usize) -> (Text, Text) {
+        assert!(at <= self.len);
+        // `wrapping_add` keeps this safe; within `len`, the offsets stay inside both regions.
+        let rest = Text::new(
+            self.input.wrapping_add(at),
+            self.output.wrapping_add(at),
+            self.len - at,
+        );
+        (Text::new(self.input, self.output, at), rest)
+    }
+
+    /// The output as a slice holding the input's bytes (copied there unless in place), for
+    /// the paths that work in place.
+    ///
+    /// # Safety
+    /// The `Text` keeps its contract, and is not used again while the slice lives.
+    unsafe fn into_output<'a>(self) -> &'a mut [u8] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        if self.input != self.output.cast_const() {
+            // SAFETY: both regions hold `len` bytes and are disjoint (the contract).
+            unsafe { std::ptr::copy_nonoverlapping(self.input, self.output, self.len) };
+        }
+        // SAFETY: `output` is valid for `len` bytes and nothing else accesses them while the
+        // slice lives (the contract, and the caller's promise).
+        unsafe { std::slice::from_raw_parts_mut(self.output, self.len) }
+    }
 }
 
 fn check_length(data: &[u8]) -> Result<(), GcmError> {

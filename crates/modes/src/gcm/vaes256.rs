@@ -21,6 +21,8 @@ use core::arch::x86_64::*;
 use crate::ghash::soft::FOLD_CONSTANT;
 use crate::ghash::POWERS;
 
+use super::Text;
+
 /// Blocks per batch: eight ymm registers, one GHASH reduction.
 pub(super) const BATCH_BLOCKS: usize = 16;
 /// Bytes per batch.
@@ -58,19 +60,21 @@ struct Power {
     halves_sum: __m256i,
 }
 
-/// Encrypts (or with `DECRYPT` decrypts) `data` in place with AES-CTR from `counter` and
-/// continues the running GHASH `state` over its ciphertext: the contract of
+/// Encrypts (or with `DECRYPT` decrypts) `text` with AES-CTR from `counter` in one pass (in
+/// place or into a separate output) and continues the running GHASH `state` over its
+/// ciphertext: the contract of
 /// `vaes512::process`, with batches of [`BATCH_BYTES`].
 ///
 /// # Safety
-/// The CPU must have every feature [`is_available`] checks.
+/// The CPU must have every feature [`is_available`] checks, and `text` must keep the
+/// contract of [`Text`].
 #[target_feature(enable = "aes,vaes,vpclmulqdq,pclmulqdq,avx2")]
 pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
     round_keys: &[[u8; 16]],
     powers: &[u128; POWERS],
     counter: &[u8; 16],
     state: &mut u128,
-    data: &mut [u8],
+    text: Text,
 ) {
     assert!(ROUNDS < MAX_ROUND_KEYS && round_keys.len() == ROUNDS + 1);
     let mut keys = [_mm256_setzero_si256(); MAX_ROUND_KEYS];
@@ -106,36 +110,35 @@ pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
     // SAFETY: a `u128` is 16 readable bytes; `loadu` has no alignment requirement.
     let mut accumulator = unsafe { _mm_loadu_si128((state as *const u128).cast()) };
 
-    assert!(
-        data.len().is_multiple_of(BATCH_BYTES),
-        "stitched GCM takes whole batches"
-    );
-    let batches = data.len() / BATCH_BYTES;
-    // Everything is read and written through this pointer, at offsets below `data.len()`.
-    let base = data.as_mut_ptr();
+    let batches = text.batches(BATCH_BYTES);
+    // Everything is read at `input` and written at `output`, at offsets below `text.len()`.
+    let (input, output) = (text.input(), text.output());
     for index in 0..batches {
-        // SAFETY: `index < batches`, so the batch lies within `data`.
-        let batch = unsafe { base.add(index * BATCH_BYTES) };
+        // SAFETY: `index < batches`, so the batch lies within the text.
+        let source = unsafe { input.add(index * BATCH_BYTES) };
+        // SAFETY: as above.
+        let target = unsafe { output.add(index * BATCH_BYTES) };
         let hashed = if DECRYPT || index < ENCRYPT_HASH_LAG {
-            batch
+            source
         } else {
-            // SAFETY: `index >= ENCRYPT_HASH_LAG`: that batch lies within `data`.
-            unsafe { batch.sub(ENCRYPT_HASH_LAG * BATCH_BYTES) }
+            // SAFETY: `index >= ENCRYPT_HASH_LAG`: that output batch lies within the text
+            // and was written by an earlier batch.
+            unsafe { target.sub(ENCRYPT_HASH_LAG * BATCH_BYTES) }.cast_const()
         };
         let run = if DECRYPT || index >= ENCRYPT_HASH_LAG {
             run_batch::<ROUNDS, true>
         } else {
             run_batch::<ROUNDS, false>
         };
-        // SAFETY: `batch` and `hashed` are whole batches within `data`; the caller of
-        // `process` guarantees the CPU features.
+        // SAFETY: `source`, `target` and `hashed` are whole batches within the text, which
+        // keeps the contract of `Text`; the caller of `process` guarantees the CPU features.
         unsafe {
             run(
                 &keys,
                 &batch_powers,
                 &mut counters,
                 reverse,
-                batch,
+                (source, target),
                 hashed,
                 &mut accumulator,
             )
@@ -144,9 +147,9 @@ pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
 
     if !DECRYPT {
         for index in batches.saturating_sub(ENCRYPT_HASH_LAG)..batches {
-            // SAFETY: `index < batches`: the batch lies within `data`.
-            let last = unsafe { base.add(index * BATCH_BYTES) };
-            // SAFETY: `last` is a whole batch within `data`.
+            // SAFETY: `index < batches`: the output batch lies within the text.
+            let last = unsafe { output.add(index * BATCH_BYTES) }.cast_const();
+            // SAFETY: `last` is a whole batch within the text.
             let first = unsafe { load_reversed(last, 0, reverse) };
             let first = _mm256_xor_si256(first, _mm256_zextsi128_si256(accumulator));
             let mut sum = product(first, batch_powers[0]);
@@ -163,12 +166,14 @@ pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
     unsafe { _mm_storeu_si128((state as *mut u128).cast(), accumulator) };
 }
 
-/// One batch: AES-CTR over the batch at `batch` in place and, with `HASH`, GHASH of the
-/// batch at `hashed` folded into `accumulator`, the products of one vector per AES round.
+/// One batch: AES-CTR over the batch read at `source` and written at `target` (the same
+/// address when in place) and, with `HASH`, GHASH of the batch at `hashed` folded into
+/// `accumulator`, the products of one vector per AES round.
 ///
 /// # Safety
-/// `batch` and `hashed` must each point to [`BATCH_BYTES`] bytes (`batch` writable), and the
-/// CPU must have the features of [`process`].
+/// `source`, `target` and `hashed` must each point to [`BATCH_BYTES`] bytes (`target`
+/// writable, and either `source` itself or disjoint from it), and the CPU must have the
+/// features of [`process`].
 #[inline]
 #[target_feature(enable = "aes,vaes,vpclmulqdq,pclmulqdq,avx2")]
 unsafe fn run_batch<const ROUNDS: usize, const HASH: bool>(
@@ -176,7 +181,7 @@ unsafe fn run_batch<const ROUNDS: usize, const HASH: bool>(
     powers: &[Power; VECTORS],
     counters: &mut __m256i,
     reverse: __m256i,
-    batch: *mut u8,
+    (source, target): (*const u8, *mut u8),
     hashed: *const u8,
     accumulator: &mut __m128i,
 ) {
@@ -216,12 +221,12 @@ unsafe fn run_batch<const ROUNDS: usize, const HASH: bool>(
     }
     for (vector, block) in blocks.iter().enumerate() {
         // SAFETY: vector `vector` of the batch is 32 bytes within it, read (after every read
-        // of it for GHASH) and then written; `loadu`/`storeu` need no alignment.
+        // of it for GHASH, when in place) and then written; `loadu`/`storeu` need no
+        // alignment.
         unsafe {
-            let bytes = batch.add(32 * vector);
-            let input = _mm256_loadu_si256(bytes.cast());
-            let output = _mm256_aesenclast_epi128(*block, _mm256_xor_si256(keys[ROUNDS], input));
-            _mm256_storeu_si256(bytes.cast(), output);
+            let data = _mm256_loadu_si256(source.add(32 * vector).cast());
+            let result = _mm256_aesenclast_epi128(*block, _mm256_xor_si256(keys[ROUNDS], data));
+            _mm256_storeu_si256(target.add(32 * vector).cast(), result);
         }
     }
 }

@@ -35,6 +35,8 @@ use crate::ghash::x86_vpclmul::{
 };
 use crate::ghash::POWERS;
 
+use super::Text;
+
 /// Blocks per batch: one GHASH reduction, eight zmm registers.
 pub(super) const BATCH_BLOCKS: usize = POWERS;
 /// Bytes per batch.
@@ -62,23 +64,25 @@ pub(super) fn is_available() -> bool {
         && is_x86_feature_detected!("avx2")
 }
 
-/// Encrypts (or with `DECRYPT` decrypts) `data` in place with AES-CTR from `counter` and
+/// Encrypts (or with `DECRYPT` decrypts) `text` with AES-CTR from `counter`, reading its
+/// input and writing its output in one pass (in place when they are the same), and
 /// continues the running GHASH `state` over its ciphertext.
 ///
 /// `round_keys` holds the `ROUNDS + 1` FIPS-197 encryption round keys; `powers` is the
-/// table of `GhashKey::powers`. `data.len()` must be a multiple of [`BATCH_BYTES`], and the
-/// low 32-bit word of `counter` must not wrap within `data` (both asserted or relied on by
+/// table of `GhashKey::powers`. `text.len()` must be a multiple of [`BATCH_BYTES`], and the
+/// low 32-bit word of `counter` must not wrap within `text` (both asserted or relied on by
 /// the caller: a wrap would only give wrong output, never unsound memory access).
 ///
 /// # Safety
-/// The CPU must have every feature [`is_available`] checks.
+/// The CPU must have every feature [`is_available`] checks, and `text` must keep the
+/// contract of [`Text`].
 #[target_feature(enable = "aes,vaes,avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2")]
 pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
     round_keys: &[[u8; 16]],
     powers: &[u128; POWERS],
     counter: &[u8; 16],
     state: &mut u128,
-    data: &mut [u8],
+    text: Text,
 ) {
     assert!(ROUNDS < MAX_ROUND_KEYS && round_keys.len() == ROUNDS + 1);
     let mut keys = [_mm512_setzero_si512(); MAX_ROUND_KEYS];
@@ -94,15 +98,11 @@ pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
     // SAFETY: a `u128` is 16 readable bytes; `loadu` has no alignment requirement.
     let mut accumulator = unsafe { _mm_loadu_si128((state as *const u128).cast()) };
 
-    assert!(
-        data.len().is_multiple_of(BATCH_BYTES),
-        "stitched GCM takes whole batches"
-    );
-    let batches = data.len() / BATCH_BYTES;
-    // Everything is read and written through this pointer, at offsets below `data.len()`:
-    // encryption reads an earlier batch's ciphertext back (from L1) instead of keeping it
-    // in registers, which would only spill them to the stack every batch.
-    let base = data.as_mut_ptr();
+    let batches = text.batches(BATCH_BYTES);
+    // Everything is read at `input` and written at `output`, at offsets below `text.len()`:
+    // encryption reads an earlier batch's ciphertext back from the output (from L1) instead
+    // of keeping it in registers, which would only spill them to the stack every batch.
+    let (input, output) = (text.input(), text.output());
 
     // One batch: the AES rounds of the batch at `$batch` and, with `$hash`, the GHASH of the
     // batch at `$hashed` (the same one when decrypting, an earlier one when encrypting): the
@@ -111,8 +111,11 @@ pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
     // inlined (out of line, every round key and power went through memory on each call),
     // and with every round written out, so the compiler emits no loop over the rounds.
     macro_rules! batch {
-        ($batch:expr, $hashed:expr, $hash:expr) => {{
-            let batch: *mut u8 = $batch;
+        ($index:expr, $hashed:expr, $hash:expr) => {{
+            // SAFETY: `$index < batches`, so the batch lies within the text.
+            let source: *const u8 = unsafe { input.add($index * BATCH_BYTES) };
+            // SAFETY: as above.
+            let target: *mut u8 = unsafe { output.add($index * BATCH_BYTES) };
             let mut hashed: *const u8 = $hashed;
             let mut blocks: [__m512i; VECTORS] = counters.next_batch::<VECTORS>();
             for block in &mut blocks {
@@ -158,15 +161,15 @@ pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
             round!(13);
             for (vector, block) in blocks.iter().enumerate() {
                 // SAFETY: vector `vector` of the batch is 64 bytes within it, read (after
-                // every read of it for GHASH) and then written; no alignment is needed.
+                // every read of it for GHASH, when in place) and then written; no alignment
+                // is needed.
                 unsafe {
-                    let bytes = batch.add(64 * vector);
-                    let input = _mm512_loadu_si512(bytes.cast());
+                    let data = _mm512_loadu_si512(source.add(64 * vector).cast());
                     // The last round ends with a key XOR: XORing the data into that key
                     // takes the data XOR off the end of the chain.
-                    let output =
-                        _mm512_aesenclast_epi128(*block, _mm512_xor_si512(keys[ROUNDS], input));
-                    _mm512_storeu_si512(bytes.cast(), output);
+                    let result =
+                        _mm512_aesenclast_epi128(*block, _mm512_xor_si512(keys[ROUNDS], data));
+                    _mm512_storeu_si512(target.add(64 * vector).cast(), result);
                 }
             }
         }};
@@ -179,27 +182,26 @@ pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
         batches.min(ENCRYPT_HASH_LAG)
     };
     for index in 0..unhashed {
-        // SAFETY: `index < batches`, so the batch lies within `data`.
-        batch!(unsafe { base.add(index * BATCH_BYTES) }, base, false);
+        batch!(index, input, false);
     }
     for index in unhashed..batches {
-        // SAFETY: `index < batches`, so the batch lies within `data`.
-        let current = unsafe { base.add(index * BATCH_BYTES) };
         let hashed = if DECRYPT {
-            current.cast_const()
+            // SAFETY: `index < batches`: decryption hashes the input batch it decrypts.
+            unsafe { input.add(index * BATCH_BYTES) }
         } else {
-            // SAFETY: `index >= ENCRYPT_HASH_LAG`: that batch lies within `data`.
-            unsafe { current.sub(ENCRYPT_HASH_LAG * BATCH_BYTES) }.cast_const()
+            // SAFETY: `ENCRYPT_HASH_LAG <= index < batches`: that output batch lies within
+            // the text and was written by an earlier batch.
+            unsafe { output.add((index - ENCRYPT_HASH_LAG) * BATCH_BYTES) }.cast_const()
         };
-        batch!(current, hashed, true);
+        batch!(index, hashed, true);
     }
 
     // Encryption's last batches, not hashed in the loop, in order.
     if !DECRYPT {
         for index in batches.saturating_sub(ENCRYPT_HASH_LAG)..batches {
-            // SAFETY: `index < batches`: the batch lies within `data`.
-            let last = unsafe { base.add(index * BATCH_BYTES) };
-            // SAFETY: `last` is a whole batch within `data`.
+            // SAFETY: `index < batches`: the output batch lies within the text.
+            let last = unsafe { output.add(index * BATCH_BYTES) }.cast_const();
+            // SAFETY: `last` is a whole batch within the text.
             let first = unsafe { load_reversed(last, 0) };
             let first = _mm512_xor_si512(first, _mm512_zextsi128_si512(accumulator));
             let mut sum = product(first, batch_powers[0]);

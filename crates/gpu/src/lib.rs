@@ -29,15 +29,20 @@
 // Without any GPU API nothing opens a device: the host's constructors and the sizes only
 // the real adapters use have no caller then, and stay compiled so that such a build checks
 // them too.
-#![cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))]
+#![cfg_attr(
+    not(any(feature = "opencl", feature = "cuda", feature = "hip")),
+    allow(dead_code)
+)]
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
-#[cfg(not(all(feature = "opencl", feature = "cuda")))]
+#[cfg(not(all(feature = "opencl", feature = "cuda", feature = "hip")))]
 mod disabled;
 mod error;
 mod foreign;
 pub mod ghash;
+#[cfg(feature = "hip")]
+pub mod hip;
 mod host;
 pub mod kernel_source;
 mod key_material;
@@ -55,12 +60,15 @@ use std::time::Duration;
 
 #[cfg(not(feature = "cuda"))]
 pub use disabled::cuda;
+#[cfg(not(feature = "hip"))]
+pub use disabled::hip;
 #[cfg(not(feature = "opencl"))]
 pub use disabled::opencl;
 
 pub use cuda::{CudaDevice, CudaDeviceInfo, DeviceAllocation};
 pub use error::GpuError;
 pub use foreign::ForeignDeviceMemory;
+pub use hip::{HipDevice, HipDeviceInfo};
 pub use host::zero_copy::MappedBuffer as GpuMappedBuffer;
 pub use host::GpuHost;
 pub use kernel_source::TableCopies;
@@ -72,7 +80,8 @@ pub use tuning::TuneTable;
 
 /// The GPU programming interface a device is driven through.
 ///
-/// Displays as the name the command line, tune files and messages use (`opencl`, `cuda`),
+/// Displays as the name the command line, tune files and messages use (`opencl`, `cuda`,
+/// `hip`),
 /// so that a device's API travels typed and is spelled in one place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GpuApi {
@@ -80,22 +89,26 @@ pub enum GpuApi {
     Opencl,
     /// CUDA, through libcuda and NVRTC loaded at run time.
     Cuda,
+    /// HIP (AMD GPUs), through libamdhip64 and hiprtc loaded at run time.
+    Hip,
 }
 
 impl GpuApi {
-    /// The API's name as users type it and tune files carry it: `opencl` or `cuda`.
+    /// The API's name as users type it and tune files carry it: `opencl`, `cuda` or `hip`.
     pub fn name(self) -> &'static str {
         match self {
             GpuApi::Opencl => "opencl",
             GpuApi::Cuda => "cuda",
+            GpuApi::Hip => "hip",
         }
     }
 
-    /// The API's name as people write it in prose: `OpenCL` or `CUDA`.
+    /// The API's name as people write it in prose: `OpenCL`, `CUDA` or `HIP`.
     pub fn title(self) -> &'static str {
         match self {
             GpuApi::Opencl => "OpenCL",
             GpuApi::Cuda => "CUDA",
+            GpuApi::Hip => "HIP",
         }
     }
 }

@@ -154,7 +154,7 @@ pub enum GpuError {
 
     /// The HIP runtime (libamdhip64) could not be loaded: no ROCm here.
     #[error(
-        "not available here (no libamdhip64): could not load {looked_for} ({reason}). Install \
+        "no libamdhip64 (the HIP runtime): could not load {looked_for} ({reason}). Install \
          ROCm's HIP runtime (Debian 12: `apt install libamdhip64-5 libhiprtc-builtins5`) on a \
          machine with an AMD GPU, or use another backend"
     )]

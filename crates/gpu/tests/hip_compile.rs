@@ -72,7 +72,7 @@ fn every_kernel_compiles_for_cdna_and_rdna_targets() {
     let version = hiprtc_version().unwrap();
     let copies = table_copies_for(LDS_LIMIT_BYTES);
     println!(
-        "hiprtc {}.{}; {} kernels; {copies}",
+        "hiprtcVersion {}.{}; {} kernels; {copies}",
         version.0,
         version.1,
         kernel_names().len()

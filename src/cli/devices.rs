@@ -54,9 +54,9 @@ pub fn run() -> Result<(), Failure> {
         Ok(_) => show!("  hip      unavailable no AMD GPU present")?,
         // One line either way: the runtime does not load, or it loads and sees no GPU
         // ("no AMD GPU present (what it said)").
-        Err(GpuError::NoHipRuntime { looked_for, .. }) => show!(
-            "  hip      unavailable not available here (no libamdhip64; tried {looked_for})"
-        )?,
+        Err(GpuError::NoHipRuntime { looked_for, .. }) => {
+            show!("  hip      unavailable not available here (no libamdhip64; tried {looked_for})")?
+        }
         Err(error) => show!("  hip      unavailable {error}")?,
     }
     Ok(())

@@ -68,7 +68,9 @@ fn every_kernel_compiles_for_cdna_and_rdna_targets() {
     if !hiprtc_present() {
         return;
     }
-    let _compiling = COMPILER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _compiling = COMPILER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let version = hiprtc_version().unwrap();
     let copies = table_copies_for(LDS_LIMIT_BYTES);
     println!(
@@ -97,7 +99,10 @@ fn every_kernel_compiles_for_cdna_and_rdna_targets() {
     }
     // gfx90a is known to every hiprtc from 5.0 on, so it is always compiled as itself.
     assert!(compiled.contains(&"gfx90a"));
-    assert!(compiled.len() >= 2, "a CDNA and an RDNA target: {compiled:?}");
+    assert!(
+        compiled.len() >= 2,
+        "a CDNA and an RDNA target: {compiled:?}"
+    );
 }
 
 #[test]
@@ -105,7 +110,9 @@ fn smaller_layouts_compile_too() {
     if !hiprtc_present() {
         return;
     }
-    let _compiling = COMPILER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _compiling = COMPILER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     // One copy of everything: the other side of every `% COPIES` in the kernels.
     let image = compile_for("gfx90a", TableCopies::uniform(1)).unwrap();
     assert!(missing_kernels(&image).is_empty());
@@ -116,7 +123,9 @@ fn thirty_two_blowfish_copies_exceed_the_lds_and_hiprtc_says_so() {
     if !hiprtc_present() {
         return;
     }
-    let _compiling = COMPILER.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _compiling = COMPILER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     assert_eq!(table_copies_for(LDS_LIMIT_BYTES).blowfish, 16);
     let per_lane = TableCopies::uniform(TableCopies::PER_LANE);
     assert!(per_lane.largest_table_bytes() > LDS_LIMIT_BYTES);

@@ -55,7 +55,9 @@ impl DeviceMemory {
         let bytes = bytes.max(1);
         let mut pointer: *mut c_void = std::ptr::null_mut();
         // SAFETY: the runtime writes one device address to a live local.
-        runtime.check("hipMalloc", unsafe { (runtime.hipMalloc)(&mut pointer, bytes) })?;
+        runtime.check("hipMalloc", unsafe {
+            (runtime.hipMalloc)(&mut pointer, bytes)
+        })?;
         let pointer = NonNull::new(pointer).ok_or(GpuError::Hip {
             call: "hipMalloc",
             code: "returned a null pointer".into(),
@@ -79,7 +81,11 @@ impl DeviceMemory {
     /// The address `offset` bytes in.
     fn at(&self, offset: usize) -> *mut c_void {
         // A device address: offset arithmetic only, never dereferenced on the host.
-        self.pointer.as_ptr().cast::<u8>().wrapping_add(offset).cast()
+        self.pointer
+            .as_ptr()
+            .cast::<u8>()
+            .wrapping_add(offset)
+            .cast()
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -154,8 +154,10 @@ pub(crate) fn compile_source(
         .map(|option| CString::new(option.as_str()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| GpuError::InvalidInput("a compiler option contains a NUL byte".into()))?;
-    let option_pointers: Vec<*const c_char> =
-        option_strings.iter().map(|option| option.as_ptr()).collect();
+    let option_pointers: Vec<*const c_char> = option_strings
+        .iter()
+        .map(|option| option.as_ptr())
+        .collect();
     let mut handle: Handle = std::ptr::null_mut();
     // SAFETY: both strings are NUL-terminated and live for the call; no headers are passed
     // (count 0, null arrays); hiprtc writes one program handle.
@@ -174,9 +176,8 @@ pub(crate) fn compile_source(
         .map_err(|_| GpuError::InvalidInput("too many compiler options".into()))?;
     // SAFETY: the program is live; `count` pointers to NUL-terminated options that outlive
     // the call (hiprtc copies them).
-    let status = unsafe {
-        (rtc.hiprtcCompileProgram)(program.handle, count, option_pointers.as_ptr())
-    };
+    let status =
+        unsafe { (rtc.hiprtcCompileProgram)(program.handle, count, option_pointers.as_ptr()) };
     if status != 0 {
         return Err(GpuError::HiprtcCompile {
             target: target.to_string(),

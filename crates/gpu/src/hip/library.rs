@@ -185,10 +185,8 @@ fn load_table<T>(
     first: Option<&Library>,
     lookup: fn(&[&Library]) -> Result<T, String>,
 ) -> Result<Loaded<T>, Failure> {
-    let (library, file) = open_first(names).map_err(|(looked_for, reason)| Failure {
-        looked_for,
-        reason,
-    })?;
+    let (library, file) =
+        open_first(names).map_err(|(looked_for, reason)| Failure { looked_for, reason })?;
     let libraries: Vec<&Library> = first.into_iter().chain([&library]).collect();
     let table = lookup(&libraries).map_err(|reason| Failure {
         looked_for: file.to_string(),
@@ -221,15 +219,13 @@ pub(crate) fn runtime_file() -> Option<&'static str> {
 /// hiprtc: from the runtime library where it holds hiprtc (ROCm 5), else libhiprtc.
 pub(crate) fn rtc() -> Result<&'static Rtc, GpuError> {
     RTC.get_or_init(|| {
-        let in_runtime = open_first(&RUNTIME_NAMES)
-            .ok()
-            .and_then(|(library, file)| {
-                Rtc::load(&[&library]).ok().map(|table| Loaded {
-                    table,
-                    file,
-                    library,
-                })
-            });
+        let in_runtime = open_first(&RUNTIME_NAMES).ok().and_then(|(library, file)| {
+            Rtc::load(&[&library]).ok().map(|table| Loaded {
+                table,
+                file,
+                library,
+            })
+        });
         match in_runtime {
             Some(loaded) => Ok(loaded),
             None => load_table(&RTC_NAMES, None, Rtc::load),
@@ -238,7 +234,11 @@ pub(crate) fn rtc() -> Result<&'static Rtc, GpuError> {
     .as_ref()
     .map(|loaded| &loaded.table)
     .map_err(|failure| GpuError::NoHiprtc {
-        looked_for: format!("hiprtc in {} or {}", RUNTIME_NAMES.join(", "), failure.looked_for),
+        looked_for: format!(
+            "hiprtc in {} or {}",
+            RUNTIME_NAMES.join(", "),
+            failure.looked_for
+        ),
         reason: failure.reason.clone(),
     })
 }
@@ -250,15 +250,18 @@ pub(crate) type PropertiesFunction = unsafe extern "C" fn(*mut c_void, c_int) ->
 /// The runtime's device-properties function, where it exports one under either name.
 pub(crate) fn device_properties() -> Option<PropertiesFunction> {
     let loaded = RUNTIME.get()?.as_ref().ok()?;
-    [&b"hipGetDevicePropertiesR0600\0"[..], &b"hipGetDeviceProperties\0"[..]]
-        .into_iter()
-        .find_map(|symbol| {
-            // SAFETY: both names are the runtime's C function taking (hipDeviceProp_t *, int);
-            // the pointer is used only while the library stays loaded (for the process).
-            unsafe { loaded.library.get::<PropertiesFunction>(symbol) }
-                .ok()
-                .map(|function| *function)
-        })
+    [
+        &b"hipGetDevicePropertiesR0600\0"[..],
+        &b"hipGetDeviceProperties\0"[..],
+    ]
+    .into_iter()
+    .find_map(|symbol| {
+        // SAFETY: both names are the runtime's C function taking (hipDeviceProp_t *, int);
+        // the pointer is used only while the library stays loaded (for the process).
+        unsafe { loaded.library.get::<PropertiesFunction>(symbol) }
+            .ok()
+            .map(|function| *function)
+    })
 }
 
 /// comgr, where it can be loaded.

@@ -101,9 +101,11 @@ impl ArgumentList {
             *value = match *argument {
                 Argument::Input => ArgumentValue::Pointer(buffers.input),
                 Argument::Output => ArgumentValue::Pointer(buffers.output),
-                Argument::Counters => ArgumentValue::Pointer(buffers.counters.ok_or_else(|| {
-                    GpuError::InvalidInput("segmented CTR needs its counter buffer".into())
-                })?),
+                Argument::Counters => {
+                    ArgumentValue::Pointer(buffers.counters.ok_or_else(|| {
+                        GpuError::InvalidInput("segmented CTR needs its counter buffer".into())
+                    })?)
+                }
                 Argument::RoundKeys => ArgumentValue::Pointer(buffers.round_keys),
                 Argument::KeyTables => ArgumentValue::Pointer(buffers.key_tables),
                 Argument::AesTables => ArgumentValue::Pointer(buffers.aes_tables),

@@ -99,7 +99,7 @@ impl DirectDevice {
         match self {
             DirectDevice::OpenCl(device) => device.host_unified_memory(),
             DirectDevice::Cuda(device) => device.host_unified_memory(),
-            DirectDevice::Hip(device) => device.info().integrated,
+            DirectDevice::Hip(device) => device.host_unified_memory(),
         }
     }
 

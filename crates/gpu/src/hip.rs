@@ -222,6 +222,11 @@ impl GpuHost<Hip> {
     pub fn architecture(&self) -> &str {
         self.adapter.info.target()
     }
+
+    /// Whether the GPU shares the host's memory (an APU): `hipDeviceAttributeIntegrated`.
+    pub fn host_unified_memory(&self) -> bool {
+        self.adapter.info.integrated
+    }
 }
 
 /// The cache file for this device, runtime, hiprtc, options and source; `None` when caching
@@ -257,6 +262,37 @@ mod tests {
     use super::*;
     use crate::{GpuOperation, KeyMaterial};
     use parcrypt_ciphers::Algorithm;
+
+    /// Device 0's description, or `None` after saying why there is no GPU to test on.
+    fn gpu_or_skip() -> Option<HipDeviceInfo> {
+        match devices::describe(0) {
+            Ok(info) => Some(info),
+            Err(error) => {
+                println!("SKIPPED: no AMD GPU/HIP runtime [{error}]");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn a_cached_binary_that_fails_the_self_test_is_replaced() {
+        let Some(info) = gpu_or_skip() else { return };
+        let directory = tempfile::tempdir().unwrap();
+        let cache = KernelCache::Directory(directory.path().to_path_buf());
+        let copies = table_copies_for(info.shared_memory_per_block_bytes);
+        let options = hiprtc_options(info.target(), copies);
+        let source = kernel_source::hip_source();
+        // A code object of subtly wrong kernels stored under the name of the real ones.
+        let wrong_source = program_cache::stale::wrong_source(&source);
+        let path = cache_entry(&cache, &info, &options, &source)
+            .unwrap()
+            .unwrap();
+        let stale = compiler::compile_source(&wrong_source, info.target(), &options).unwrap();
+        program_cache::store(&path, &stale);
+        program_cache::stale::assert_replaced_on_open(&path, &stale, copies, cache, |options| {
+            HipDevice::open_with(0, options).map(|opened| opened.program_origin())
+        });
+    }
 
     #[test]
     fn without_a_gpu_open_says_why() {

@@ -49,6 +49,7 @@ pub(crate) fn grown_capacity(bytes: usize, limit: usize) -> usize {
 }
 
 /// The length of the union of `[start, end)` intervals, in the same unit.
+#[cfg_attr(not(any(feature = "opencl", feature = "hip")), allow(dead_code))]
 pub(crate) fn busy_nanoseconds(mut intervals: Vec<(u64, u64)>) -> u64 {
     intervals.sort_unstable();
     let mut total = 0u64;
@@ -436,6 +437,7 @@ impl<A: Api> GpuHost<A> {
     /// (the copies excluded) and counts the time during which at least one kernel ran:
     /// kernels of different queues may overlap, and overlapping time counts once, so the
     /// kernel time never exceeds the span of the call. Both are zero for empty data.
+    #[cfg_attr(not(any(feature = "opencl", feature = "hip")), allow(dead_code))]
     pub(crate) fn run_timed(
         &self,
         key: &KeyMaterial,

@@ -456,6 +456,28 @@ impl<A: Api> GpuHost<A> {
         Ok((A::kernel_time(&events)?, end_to_end))
     }
 
+    /// The kernel times of the job's runs, each run through [`GpuHost::run_timed`] (for the
+    /// adapters that time kernels by events on the host path: OpenCL, HIP).
+    #[cfg_attr(not(any(feature = "opencl", feature = "hip")), allow(dead_code))]
+    pub(crate) fn timed_runs(
+        &self,
+        job: TimingJob<'_>,
+        staging: Staging,
+    ) -> Outcome<Vec<Duration>> {
+        let TimingJob {
+            key,
+            operation,
+            data,
+            runs,
+        } = job;
+        (0..runs)
+            .map(|_| {
+                self.run_timed(key, operation, data, staging)
+                    .map(|(kernel, _)| kernel)
+            })
+            .collect()
+    }
+
     /// The host paths: validates, locks, uploads the key, runs every slab, waits for the
     /// queues and wipes the key. `events` collects each slab's kernel for timing.
     pub(crate) fn run_host(

@@ -741,19 +741,7 @@ impl Api for Hip {
 
     /// Each run through the staged host path, its kernels timed by events.
     fn kernel_times(device: &GpuHost<Self>, job: TimingJob<'_>) -> Outcome<Vec<Duration>> {
-        let TimingJob {
-            key,
-            operation,
-            data,
-            runs,
-        } = job;
-        (0..runs)
-            .map(|_| {
-                device
-                    .run_timed(key, operation, data, Staging::Staged)
-                    .map(|(kernel, _)| kernel)
-            })
-            .collect()
+        device.timed_runs(job, Staging::Staged)
     }
 }
 

@@ -301,14 +301,7 @@ impl Runtime {
 
     /// `Ok` for success, else [`GpuError::Hip`] naming the call.
     pub(crate) fn check(&self, call: &'static str, status: HipStatus) -> Result<(), GpuError> {
-        if status == 0 {
-            Ok(())
-        } else {
-            Err(GpuError::Hip {
-                call,
-                code: self.describe(status),
-            })
-        }
+        checked(call, status, |status| self.describe(status))
     }
 }
 
@@ -322,14 +315,23 @@ impl Rtc {
 
     /// `Ok` for success, else [`GpuError::Hip`] naming the call.
     pub(crate) fn check(&self, call: &'static str, status: RtcStatus) -> Result<(), GpuError> {
-        if status == 0 {
-            Ok(())
-        } else {
-            Err(GpuError::Hip {
-                call,
-                code: self.describe(status),
-            })
-        }
+        checked(call, status, |status| self.describe(status))
+    }
+}
+
+/// `Ok` for status 0 (success in both the runtime and hiprtc), else [`GpuError::Hip`] naming
+/// the call and the status as `describe` spells it.
+fn checked(
+    call: &'static str,
+    status: c_int,
+    describe: impl FnOnce(c_int) -> String,
+) -> Result<(), GpuError> {
+    match status {
+        0 => Ok(()),
+        _ => Err(GpuError::Hip {
+            call,
+            code: describe(status),
+        }),
     }
 }
 

@@ -357,18 +357,6 @@ impl Api for OpenCl {
     }
 
     fn kernel_times(device: &GpuHost<Self>, job: TimingJob<'_>) -> Outcome<Vec<Duration>> {
-        let TimingJob {
-            key,
-            operation,
-            data,
-            runs,
-        } = job;
-        (0..runs)
-            .map(|_| {
-                device
-                    .process_timed(key, operation, data)
-                    .map(|(kernel, _)| kernel)
-            })
-            .collect()
+        device.timed_runs(job, Staging::Direct)
     }
 }

@@ -40,6 +40,8 @@ use library::Runtime;
 
 /// `HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`.
 const FUNCTION_MAX_THREADS_PER_BLOCK: i32 = 0;
+/// Threads per group where the runtime does not report a kernel's limit.
+const FALLBACK_MAX_THREADS: usize = 256;
 
 /// An opened, self-tested HIP device: the shared host over the HIP adapter.
 ///
@@ -154,17 +156,20 @@ impl GpuHost<Hip> {
             })?;
             let mut max_threads = 0;
             // SAFETY: a function of the live module; the runtime writes one int.
-            runtime.check("hipFuncGetAttribute", unsafe {
+            let status = unsafe {
                 (runtime.hipFuncGetAttribute)(
                     &mut max_threads,
                     FUNCTION_MAX_THREADS_PER_BLOCK,
                     function,
                 )
-            })?;
-            Ok((
-                HipKernel { function },
-                usize::try_from(max_threads).unwrap_or(1),
-            ))
+            };
+            // A runtime that will not say gets groups of 256, which every AMD GPU runs
+            // (the kernels declare no launch bounds, so the compiler allows up to 1024).
+            let max_threads = match status {
+                0 => usize::try_from(max_threads).unwrap_or(1),
+                _ => FALLBACK_MAX_THREADS,
+            };
+            Ok((HipKernel { function }, max_threads))
         })?;
         let stream = &streams[0];
         let aes_words = kernel_source::aes_table_words();

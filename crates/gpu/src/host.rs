@@ -4,8 +4,8 @@
 //! zero-copy mapped memory ([`zero_copy`]). An API is an adapter implementing [`Api`]: it
 //! allocates, copies, launches a kernel given its arguments by role ([`arguments`]), waits,
 //! and maps host memory, and it opens the device (compiling the one kernel source with its
-//! vendor header). OpenCL and CUDA are two such adapters; adding an API means writing a
-//! third and its vendor header, nothing here.
+//! vendor header). OpenCL, CUDA and HIP are three such adapters; adding an API means writing
+//! another and its vendor header, nothing here.
 
 pub(crate) mod arguments;
 pub(crate) mod zero_copy;

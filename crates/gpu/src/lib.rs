@@ -1,9 +1,10 @@
 //! The GPU layer: block-cipher kernels compiled at run time, and one host that drives them
-//! through OpenCL or CUDA.
+//! through OpenCL, CUDA or HIP.
 //!
 //! There is one kernel source text, `kernels/parcrypt.cl`, for every compiler: the host puts
 //! a small vendor header in front of it (`kernels/vendor_opencl.h` for OpenCL C,
-//! `kernels/vendor_cuda.h` for NVRTC) and compiles the result for the device at hand; see
+//! `kernels/vendor_cuda.h` for NVRTC, `kernels/vendor_hip.h` then `vendor_cuda.h` for
+//! hiprtc) and compiles the result for the device at hand; see
 //! [`kernel_source`]. Key schedules are expanded once on the host with the CPU crate's code
 //! ([`KeyMaterial`]), so a kernel and its CPU twin cannot disagree on the schedule.
 //!
@@ -11,7 +12,8 @@
 //! overlap one slab's copies with another's kernel, launch shapes and tuning, key upload and
 //! wipe, GHASH segments, zero-copy mapped memory ([`GpuMappedBuffer`]) and the self-test.
 //! Each API is an adapter that only translates its calls: [`OpenClDevice`] is the host over
-//! OpenCL, [`CudaDevice`] over CUDA (which adds pinned and device-memory paths). Both run
+//! OpenCL, [`CudaDevice`] over CUDA (which adds pinned and device-memory paths),
+//! [`HipDevice`] over HIP for AMD GPUs (compile-checked only: it has not run on one). All run
 //! ECB, CTR and CBC decryption for AES, Blowfish and RC6, and GHASH partial sums for GCM
 //! ([`GpuDevice::ghash_segments`]), so that a GCM message's authentication runs where its
 //! CTR part runs. Output is bit-identical to the CPU path (`parcrypt-modes` over
@@ -19,7 +21,7 @@
 //!
 //! GPU libraries are loaded at run time: on a machine without libOpenCL every OpenCL call
 //! returns [`GpuError::NoOpenClLibrary`], and nothing else is affected. Each API is also a
-//! cargo feature (`opencl`, `cuda`, on by default); a build without one has the same types,
+//! cargo feature (`opencl`, `cuda`, `hip`, on by default); a build without one has the same types,
 //! whose entry points return [`GpuError::NotInThisBuild`].
 //!
 //! Each device runs a known-answer self-test of every kernel when it is opened and is refused

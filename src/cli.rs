@@ -45,7 +45,7 @@ use parcrypt_engine::{Backend, Engine};
     version,
     about = "Block-cipher encryption at the speed of the hardware",
     long_about = "parcrypt runs AES-128/192/256, Blowfish and RC6 in ECB, CBC, CTR and GCM on one \
-                  thread (seq), on every core (threads, pool) and on GPUs (opencl, cuda), with output \
+                  thread (seq), on every core (threads, pool) and on GPUs (opencl, cuda, hip), with output \
                   that is bit-for-bit the same on every backend and matches OpenSSL."
 )]
 struct Cli {

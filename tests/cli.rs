@@ -336,12 +336,36 @@ fn ecb_warns_and_devices_lists_every_backend() {
     let devices = parcrypt(&["devices"], b"");
     assert!(devices.status.success());
     let text = String::from_utf8_lossy(&devices.stdout);
-    for backend in ["seq", "threads", "pool", "auto", "opencl", "cuda"] {
+    for backend in ["seq", "threads", "pool", "auto", "opencl", "cuda", "hip"] {
         assert!(
             text.lines().any(|l| l.trim_start().starts_with(backend)),
             "{backend} missing:\n{text}"
         );
     }
+}
+
+#[test]
+fn without_an_amd_gpu_hip_says_why_in_one_line_and_refuses_work() {
+    let devices = parcrypt(&["devices"], b"");
+    let text = String::from_utf8_lossy(&devices.stdout);
+    let hip: Vec<&str> = text
+        .lines()
+        .filter(|line| line.trim_start().starts_with("hip "))
+        .collect();
+    assert_eq!(hip.len(), 1, "{text}");
+    if !hip[0].contains("unavailable") {
+        return; // an AMD GPU is present: the device tests cover it
+    }
+    assert!(
+        hip[0].contains("no AMD GPU present (")
+            || hip[0].contains("not available here (no libamdhip64")
+            || hip[0].contains("HIP is not in this build"),
+        "{}",
+        hip[0]
+    );
+    let output = run_raw("encrypt", "aes-128-ctr", &["--backend", "hip"], b"data");
+    assert!(!output.status.success());
+    assert_refused(&output, "hip backend unavailable: ");
 }
 
 #[test]

@@ -68,7 +68,7 @@ fn backends(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
 }
 
 /// The CPU and every GPU device found, as `parcrypt devices` describes them: one dict each
-/// with `backend` (`cpu`, `opencl`, `cuda`), `index` and `description`.
+/// with `backend` (`cpu`, `opencl`, `cuda`, `hip`), `index` and `description`.
 #[pyfunction]
 fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
     let mut rows = vec![(
@@ -97,7 +97,7 @@ fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
 }
 
 /// Each GPU backend with its devices' descriptions, or why it has none.
-fn gpu_devices() -> [(Backend, Result<Vec<String>, String>); 2] {
+fn gpu_devices() -> [(Backend, Result<Vec<String>, String>); 3] {
     let describe = |devices: Vec<String>| devices;
     [
         (
@@ -109,6 +109,12 @@ fn gpu_devices() -> [(Backend, Result<Vec<String>, String>); 2] {
         (
             Backend::Cuda,
             parcrypt::gpu::CudaDevice::list()
+                .map(|devices| describe(devices.iter().map(ToString::to_string).collect()))
+                .map_err(|error| error.to_string()),
+        ),
+        (
+            Backend::Hip,
+            parcrypt::gpu::HipDevice::list()
                 .map(|devices| describe(devices.iter().map(ToString::to_string).collect()))
                 .map_err(|error| error.to_string()),
         ),

@@ -3,6 +3,7 @@
 use parcrypt_ciphers::cpu_features;
 use parcrypt_engine::{available_threads, tune_table_in, Backend};
 use parcrypt_gpu::tuning::{device_identity, tune_directory, tune_file};
+use parcrypt_gpu::GpuError;
 
 use super::Failure;
 
@@ -38,6 +39,25 @@ pub fn run() -> Result<(), Failure> {
         }
         Ok(_) => show!("  cuda     unavailable the CUDA driver found no device")?,
         Err(error) => show!("  cuda     unavailable {error}")?,
+    }
+    match parcrypt_gpu::HipDevice::list() {
+        Ok(devices) if !devices.is_empty() => {
+            show!(
+                "  hip      available   {} device(s); --backend hip uses #0",
+                devices.len()
+            )?;
+            for device in &devices {
+                show!("             {device}")?;
+            }
+            print_tuning(Backend::Hip, &devices[0].to_string())?;
+        }
+        Ok(_) => show!("  hip      unavailable no AMD GPU present")?,
+        // One line either way: the runtime does not load, or it loads and sees no GPU
+        // ("no AMD GPU present (what it said)").
+        Err(GpuError::NoHipRuntime { looked_for, .. }) => {
+            show!("  hip      unavailable not available here (no libamdhip64; tried {looked_for})")?
+        }
+        Err(error) => show!("  hip      unavailable {error}")?,
     }
     Ok(())
 }

@@ -64,7 +64,7 @@ pub struct CommonArgs {
     /// Context in hex, bound into the key derivation; decryption must give the same
     #[arg(long, value_name = "HEX")]
     pub(super) context: Option<String>,
-    /// Where to run: seq, threads, pool, opencl, cuda or auto
+    /// Where to run: seq, threads, pool, opencl, cuda, hip or auto
     #[arg(long, value_name = "NAME", default_value = "auto", value_parser = super::typed::<Backend>())]
     pub(super) backend: Backend,
     /// Threads for threads/pool/auto (default: all cores; at most 8 per core, and 64)

@@ -69,7 +69,7 @@ pub struct RawArgs {
     /// No PKCS#7 padding for ECB/CBC: the input must be whole blocks
     #[arg(long)]
     no_pad: bool,
-    /// Where to run: seq, threads, pool, opencl, cuda or auto
+    /// Where to run: seq, threads, pool, opencl, cuda, hip or auto
     #[arg(long, value_name = "NAME", default_value = "auto", value_parser = typed::<Backend>())]
     backend: Backend,
     /// Threads for threads/pool/auto (default: all cores; at most 8 per core, and 64)

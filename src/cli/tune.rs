@@ -16,7 +16,7 @@ use super::{typed, Failure, Refused};
 #[command(
     after_help = "The table is stored per device (name, driver and compute units hash \
     into the file name) in $PARCRYPT_TUNE_DIR, else $XDG_CONFIG_HOME/parcrypt/tune, else \
-    ~/.config/parcrypt/tune. From then on `--backend opencl|cuda` launch every kernel with \
+    ~/.config/parcrypt/tune. From then on `--backend opencl|cuda|hip` launch every kernel with \
     the shape measured best for its cipher, operation and size, and `--backend auto` sends a \
     job to the GPU when it is at least as large as the size from which the GPU finished such \
     jobs first. Tuning changes speed only: every shape gives the same bytes."
@@ -57,7 +57,7 @@ pub fn run(args: TuneArgs) -> Result<(), Failure> {
     let backend = args.backend;
     if !backend.is_gpu() {
         return Err(Failure(format!(
-            "tune measures a GPU backend (opencl or cuda), not {backend}"
+            "tune measures a GPU backend (opencl, cuda or hip), not {backend}"
         )));
     }
     // Neither engine may follow an old table while the new one is measured: no tune file.

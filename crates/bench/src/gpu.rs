@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use parcrypt_engine::Backend;
 use parcrypt_gpu::{
-    CudaDevice, DeviceKind, GpuDevice, GpuError, GpuOperation, KeyMaterial, LaunchGeometry,
-    OpenClDevice,
+    CudaDevice, DeviceKind, GpuDevice, GpuError, GpuOperation, HipDevice, KeyMaterial,
+    LaunchGeometry, OpenClDevice,
 };
 use parcrypt_modes::ctr::CounterRule;
 use parcrypt_modes::{CipherSpec, Direction, Mode};
@@ -15,10 +15,11 @@ use crate::stats::{measure_repeated, Probe, Repetition, Sampled, SystemClock};
 use crate::throughput::{bench_key_iv, random_buffer};
 use crate::BenchError;
 
-/// An OpenCL or CUDA device, opened with the default options (the engine's choice).
+/// An OpenCL, CUDA or HIP device, opened with the default options (the engine's choice).
 pub enum DirectDevice {
     OpenCl(Box<OpenClDevice>),
     Cuda(Box<CudaDevice>),
+    Hip(Box<HipDevice>),
 }
 
 impl DirectDevice {
@@ -27,6 +28,7 @@ impl DirectDevice {
         match backend {
             Backend::Opencl => Ok(DirectDevice::OpenCl(Box::new(OpenClDevice::open(0)?))),
             Backend::Cuda => Ok(DirectDevice::Cuda(Box::new(CudaDevice::open(0)?))),
+            Backend::Hip => Ok(DirectDevice::Hip(Box::new(HipDevice::open(0)?))),
             other => Err(GpuError::InvalidInput(format!(
                 "{other} is not a GPU backend"
             ))),
@@ -37,6 +39,7 @@ impl DirectDevice {
         match self {
             DirectDevice::OpenCl(_) => Backend::Opencl,
             DirectDevice::Cuda(_) => Backend::Cuda,
+            DirectDevice::Hip(_) => Backend::Hip,
         }
     }
 
@@ -44,6 +47,7 @@ impl DirectDevice {
         match self {
             DirectDevice::OpenCl(device) => device.name(),
             DirectDevice::Cuda(device) => device.name(),
+            DirectDevice::Hip(device) => device.name(),
         }
     }
 
@@ -51,7 +55,9 @@ impl DirectDevice {
     pub fn untuned_geometry(&self) -> LaunchGeometry {
         match self {
             DirectDevice::OpenCl(device) => LaunchGeometry::default_for(device.info().kind),
-            DirectDevice::Cuda(_) => LaunchGeometry::default_for(DeviceKind::Gpu),
+            DirectDevice::Cuda(_) | DirectDevice::Hip(_) => {
+                LaunchGeometry::default_for(DeviceKind::Gpu)
+            }
         }
     }
 
@@ -61,6 +67,7 @@ impl DirectDevice {
         match self {
             DirectDevice::OpenCl(device) => device.as_ref(),
             DirectDevice::Cuda(device) => device.as_ref(),
+            DirectDevice::Hip(device) => device.as_ref(),
         }
     }
 
@@ -75,24 +82,31 @@ impl DirectDevice {
     pub fn opencl(&self) -> Option<&OpenClDevice> {
         match self {
             DirectDevice::OpenCl(device) => Some(device),
-            DirectDevice::Cuda(_) => None,
+            DirectDevice::Cuda(_) | DirectDevice::Hip(_) => None,
         }
     }
 
     pub fn cuda(&self) -> Option<&CudaDevice> {
         match self {
             DirectDevice::Cuda(device) => Some(device),
-            DirectDevice::OpenCl(_) => None,
+            DirectDevice::OpenCl(_) | DirectDevice::Hip(_) => None,
         }
     }
 
     /// Whether the device says it shares the host's memory, where zero-copy is expected to
-    /// win (OpenCL: `CL_DEVICE_HOST_UNIFIED_MEMORY`; CUDA: an integrated GPU).
+    /// win (OpenCL: `CL_DEVICE_HOST_UNIFIED_MEMORY`; CUDA and HIP: an integrated GPU).
     pub fn host_unified_memory(&self) -> bool {
         match self {
             DirectDevice::OpenCl(device) => device.host_unified_memory(),
             DirectDevice::Cuda(device) => device.host_unified_memory(),
+            DirectDevice::Hip(device) => device.host_unified_memory(),
         }
+    }
+
+    /// Whether the device's API maps host memory for its kernels (zero-copy): OpenCL and
+    /// CUDA do, the HIP adapter does not.
+    pub fn maps_host_memory(&self) -> bool {
+        !matches!(self, DirectDevice::Hip(_))
     }
 }
 
@@ -221,6 +235,7 @@ pub fn time_host_transfer(
                 DirectDevice::Cuda(device) => {
                     device.process_zero_copy(&key, &operation, &mut data)?
                 }
+                DirectDevice::Hip(_) => Err(no_mapped_memory())?,
             }
             Ok(None)
         }),
@@ -246,8 +261,17 @@ pub fn time_host_transfer(
             match device {
                 DirectDevice::OpenCl(device) => time_mapped!(device),
                 DirectDevice::Cuda(device) => time_mapped!(device),
+                DirectDevice::Hip(_) => Err(no_mapped_memory().into()),
             }
         }
+    }
+}
+
+/// What a zero-copy measurement on HIP gets: the HIP adapter maps no host memory.
+fn no_mapped_memory() -> GpuError {
+    GpuError::Unsupported {
+        api: parcrypt_gpu::GpuApi::Hip,
+        operation: "mapped (zero-copy) host memory",
     }
 }
 

@@ -126,6 +126,7 @@ pub unsafe extern "C" fn parcrypt_engine_backend(engine: *const ParcryptEngine) 
         Backend::Pool => "pool\0",
         Backend::Opencl => "opencl\0",
         Backend::Cuda => "cuda\0",
+        Backend::Hip => "hip\0",
         Backend::Auto => "auto\0",
     };
     name.as_ptr().cast()

@@ -30,13 +30,16 @@ pub enum Backend {
     Opencl,
     /// The first CUDA device (or the one the builder names).
     Cuda,
+    /// The first HIP device, an AMD GPU (or the one the builder names).
+    Hip,
 }
 
 impl Backend {
     /// The CPU backends, always available.
     pub const CPU: [Backend; 4] = [Backend::Seq, Backend::Threads, Backend::Pool, Backend::Auto];
-    /// The GPU backends, available when a device, its driver and (for CUDA) NVRTC are.
-    pub const GPU: [Backend; 2] = [Backend::Opencl, Backend::Cuda];
+    /// The GPU backends, available when a device, its driver and (for CUDA) NVRTC or (for
+    /// HIP) hiprtc are.
+    pub const GPU: [Backend; 3] = [Backend::Opencl, Backend::Cuda, Backend::Hip];
 
     /// Whether this backend runs its work on a GPU.
     pub fn is_gpu(self) -> bool {
@@ -52,6 +55,7 @@ impl Backend {
             Backend::Auto => "auto",
             Backend::Opencl => "opencl",
             Backend::Cuda => "cuda",
+            Backend::Hip => "hip",
         }
     }
 
@@ -68,6 +72,7 @@ impl From<parcrypt_gpu::GpuApi> for Backend {
         match api {
             parcrypt_gpu::GpuApi::Opencl => Backend::Opencl,
             parcrypt_gpu::GpuApi::Cuda => Backend::Cuda,
+            parcrypt_gpu::GpuApi::Hip => Backend::Hip,
         }
     }
 }
@@ -93,7 +98,7 @@ impl FromStr for Backend {
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     /// A backend name that is not one of [`Backend::CPU`] or [`Backend::GPU`].
-    #[error("unknown backend '{0}' (choose seq, threads, pool, opencl, cuda or auto)")]
+    #[error("unknown backend '{0}' (choose seq, threads, pool, opencl, cuda, hip or auto)")]
     UnknownBackend(String),
     /// The GPU backend asked for has no usable device here.
     #[error("{backend} backend unavailable: {reason}")]
@@ -240,7 +245,9 @@ impl Engine {
             Backend::Seq => 1,
             Backend::Threads => self.threads,
             Backend::Auto => self.auto_items(length, model),
-            Backend::Pool | Backend::Opencl | Backend::Cuda => self.pool_items(length),
+            Backend::Pool | Backend::Opencl | Backend::Cuda | Backend::Hip => {
+                self.pool_items(length)
+            }
         };
         pieces.clamp(1, (length / align).max(1))
     }

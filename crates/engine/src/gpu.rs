@@ -72,11 +72,11 @@ pub fn tune_table_in(directory: &Path, backend: Backend, identity: &str) -> Opti
 }
 
 impl AutoGpu {
-    /// The tuned GPU `auto` may use: the first of CUDA and OpenCL whose device
+    /// The tuned GPU `auto` may use: the first of CUDA, HIP and OpenCL whose device
     /// `device_index` has a table in `tables` in which the GPU wins some job. Devices are
     /// only listed (not opened) here, and only for an API that has tables at all.
     pub(crate) fn discover(tables: &TuneTables, device_index: usize) -> Option<AutoGpu> {
-        [Backend::Cuda, Backend::Opencl]
+        [Backend::Cuda, Backend::Hip, Backend::Opencl]
             .into_iter()
             .find_map(|backend| {
                 if !tables.may_hold(backend) {
@@ -109,6 +109,10 @@ fn device_identity(backend: Backend, index: usize) -> Option<String> {
             .ok()?
             .get(index)?
             .to_string(),
+        Backend::Hip => parcrypt_gpu::HipDevice::list()
+            .ok()?
+            .get(index)?
+            .to_string(),
         _ => return None,
     };
     Some(parcrypt_gpu::tuning::device_identity(
@@ -129,6 +133,9 @@ pub(crate) fn open_gpu(backend: Backend, index: usize) -> Result<Box<dyn GpuDevi
         )),
         Backend::Cuda => Ok(Box::new(
             parcrypt_gpu::CudaDevice::open(index).map_err(reason)?,
+        )),
+        Backend::Hip => Ok(Box::new(
+            parcrypt_gpu::HipDevice::open(index).map_err(reason)?,
         )),
         other => unreachable!("{other} is not a GPU backend"),
     }

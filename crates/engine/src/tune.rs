@@ -158,7 +158,7 @@ pub fn tune(
 ) -> Result<TuneTable, JobError> {
     let device = gpu_engine.gpu().ok_or_else(|| {
         JobError::Gpu(parcrypt_gpu::GpuError::InvalidInput(
-            "tuning needs a GPU backend (opencl or cuda)".into(),
+            "tuning needs a GPU backend (opencl, cuda or hip)".into(),
         ))
     })?;
     let untuned = device.launch_geometry();

@@ -10,27 +10,11 @@
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use crate::host::zero_copy::{KernelTime, MappedHalves, MappedMemory};
+use crate::host::zero_copy::{KernelTime, MappedMemory};
 use crate::host::{Api, GpuHost, Launch, Outcome, Staging, TimingJob};
 use crate::{DeviceKind, GpuApi, GpuError, KeyMaterial, OpenOptions};
 
-/// A value no code can make: the types of an API that is not in this build hold one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Never {}
-
-impl MappedHalves for Never {
-    fn capacity(&self) -> usize {
-        match *self {}
-    }
-
-    fn bytes(&self) -> &[u8] {
-        match *self {}
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        match *self {}
-    }
-}
+pub use crate::host::Never;
 
 /// Which API is missing, for its messages.
 pub trait Missing: Send + Sync + 'static {
@@ -413,6 +397,48 @@ pub mod cuda {
     }
 }
 
+/// HIP in a build without the `hip` feature.
+#[cfg(not(feature = "hip"))]
+pub mod hip {
+    use std::fmt;
+
+    use super::*;
+
+    /// Streams the HIP host rotates slabs over (as in a build with HIP).
+    pub const STREAMS: usize = 3;
+
+    /// Marks HIP as missing.
+    pub struct HipMissing;
+
+    impl Missing for HipMissing {
+        const API: GpuApi = GpuApi::Hip;
+    }
+
+    /// A HIP device; in this build none can be opened.
+    pub type HipDevice = GpuHost<Unavailable<HipMissing>>;
+
+    /// A HIP device as the runtime describes it; in this build there is none.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct HipDeviceInfo {
+        never: Never,
+    }
+
+    impl fmt::Display for HipDeviceInfo {
+        fn fmt(&self, _formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self.never {}
+        }
+    }
+
+    impl GpuHost<Unavailable<HipMissing>> {
+        unavailable_entry_points!(HipDeviceInfo);
+
+        /// The target the kernels were compiled for (never called: no device exists).
+        pub fn architecture(&self) -> &str {
+            match self.adapter.never {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[cfg(not(feature = "opencl"))]
@@ -423,6 +449,16 @@ mod tests {
             error.to_string(),
             "OpenCL is not in this build (built without the `opencl` feature); rebuild with \
              `--features opencl` or use another backend"
+        );
+    }
+
+    #[cfg(not(feature = "hip"))]
+    #[test]
+    fn hip_says_it_is_not_in_this_build() {
+        let error = super::hip::HipDevice::list().unwrap_err();
+        assert!(
+            error.to_string().starts_with("HIP is not in this build"),
+            "{error}"
         );
     }
 

@@ -152,6 +152,71 @@ pub enum GpuError {
         code: String,
     },
 
+    /// The HIP runtime (libamdhip64) could not be loaded: no ROCm here.
+    #[error(
+        "no libamdhip64 (the HIP runtime): could not load {looked_for} ({reason}). Install \
+         ROCm's HIP runtime (Debian 12: `apt install libamdhip64-5 libhiprtc-builtins5`) on a \
+         machine with an AMD GPU, or use another backend"
+    )]
+    NoHipRuntime {
+        /// The library file names that were tried.
+        looked_for: String,
+        /// The loader's reason for the last one.
+        reason: String,
+    },
+
+    /// hiprtc, the HIP run-time compiler, could not be loaded, so no HIP kernels can be built.
+    #[error(
+        "hiprtc not found: could not load {looked_for} ({reason}). Install ROCm's hiprtc \
+         (Debian 12: `apt install libamdhip64-5 libhiprtc-builtins5`; ROCm 6: `hiprtc`)"
+    )]
+    NoHiprtc {
+        /// Where hiprtc was looked for.
+        looked_for: String,
+        /// The loader's reason.
+        reason: String,
+    },
+
+    /// The HIP runtime loaded but sees no AMD GPU.
+    #[error("no AMD GPU present ({detail})")]
+    NoAmdGpu {
+        /// What the runtime said, e.g. "hipGetDeviceCount: hipErrorNoDevice (100)".
+        detail: String,
+    },
+
+    /// The HIP device index asked for is past the end of the runtime's list.
+    #[error("no HIP device number {index}: the HIP runtime sees {count} (see `parcrypt devices`)")]
+    NoHipDevice {
+        /// The device index that was asked for, counted from 0.
+        index: usize,
+        /// How many devices the HIP runtime sees.
+        count: usize,
+    },
+
+    /// hiprtc failed to compile the kernel source for a GPU target.
+    #[error(
+        "hiprtc rejected the kernels for {target} ({result}; options `{options}`). Full log:\n{log}"
+    )]
+    HiprtcCompile {
+        /// The GPU target compiled for (for example `gfx90a`).
+        target: String,
+        /// The compiler options, joined by spaces.
+        options: String,
+        /// hiprtc's result code.
+        result: String,
+        /// hiprtc's whole compile log.
+        log: String,
+    },
+
+    /// A HIP runtime or hiprtc call returned an error.
+    #[error("HIP call {call} failed: {code}")]
+    Hip {
+        /// The name of the HIP function that failed (for example `hipMalloc`).
+        call: &'static str,
+        /// The error's name and number.
+        code: String,
+    },
+
     /// The key does not fit the cipher.
     #[error(transparent)]
     Key(#[from] KeyError),

@@ -4,8 +4,8 @@
 //! zero-copy mapped memory ([`zero_copy`]). An API is an adapter implementing [`Api`]: it
 //! allocates, copies, launches a kernel given its arguments by role ([`arguments`]), waits,
 //! and maps host memory, and it opens the device (compiling the one kernel source with its
-//! vendor header). OpenCL and CUDA are two such adapters; adding an API means writing a
-//! third and its vendor header, nothing here.
+//! vendor header). OpenCL, CUDA and HIP are three such adapters; adding an API means writing
+//! another and its vendor header, nothing here.
 
 pub(crate) mod arguments;
 pub(crate) mod zero_copy;
@@ -47,6 +47,39 @@ pub(crate) fn slab_size(requested: usize, max_allocation_bytes: u64) -> usize {
 pub(crate) fn grown_capacity(bytes: usize, limit: usize) -> usize {
     bytes.next_power_of_two().min(limit).max(bytes)
 }
+
+/// The length of the union of `[start, end)` intervals, in the same unit.
+#[cfg_attr(not(any(feature = "opencl", feature = "hip")), allow(dead_code))]
+pub(crate) fn busy_nanoseconds(mut intervals: Vec<(u64, u64)>) -> u64 {
+    intervals.sort_unstable();
+    let mut total = 0u64;
+    let mut current: Option<(u64, u64)> = None;
+    for (start, end) in intervals {
+        match current {
+            Some((_, current_end)) if start <= current_end => {
+                if let Some(open) = current.as_mut() {
+                    open.1 = open.1.max(end);
+                }
+            }
+            _ => {
+                if let Some((open_start, open_end)) = current {
+                    total += open_end - open_start;
+                }
+                current = Some((start, end));
+            }
+        }
+    }
+    if let Some((open_start, open_end)) = current {
+        total += open_end - open_start;
+    }
+    total
+}
+
+/// A value no code can make: the types of an adapter that has no such thing (a mapped
+/// buffer where an API maps no host memory, every type of an API not in this build) hold
+/// one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Never {}
 
 /// Refuses launch shapes without threads or without blocks per thread.
 pub(crate) fn validate_geometry(geometry: LaunchGeometry) -> Result<(), GpuError> {
@@ -399,6 +432,52 @@ impl<A: Api> GpuHost<A> {
         self.run_host(key, operation, data, Staging::Staged, None)
     }
 
+    /// [`GpuHost::process`], timed: returns the kernels' time and the call's wall time end to
+    /// end (key upload and wipe included). The kernel time is read from each slab's launch
+    /// (the copies excluded) and counts the time during which at least one kernel ran:
+    /// kernels of different queues may overlap, and overlapping time counts once, so the
+    /// kernel time never exceeds the span of the call. Both are zero for empty data.
+    #[cfg_attr(not(any(feature = "opencl", feature = "hip")), allow(dead_code))]
+    pub(crate) fn run_timed(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+        staging: Staging,
+    ) -> Result<(Duration, Duration), GpuError> {
+        operation.validate(key.algorithm(), data.len())?;
+        if data.is_empty() {
+            return Ok((Duration::ZERO, Duration::ZERO));
+        }
+        let started = std::time::Instant::now();
+        let mut events = Vec::new();
+        self.run_host(key, operation, data, staging, Some(&mut events))?;
+        let end_to_end = started.elapsed();
+        Ok((A::kernel_time(&events)?, end_to_end))
+    }
+
+    /// The kernel times of the job's runs, each run through [`GpuHost::run_timed`] (for the
+    /// adapters that time kernels by events on the host path: OpenCL, HIP).
+    #[cfg_attr(not(any(feature = "opencl", feature = "hip")), allow(dead_code))]
+    pub(crate) fn timed_runs(
+        &self,
+        job: TimingJob<'_>,
+        staging: Staging,
+    ) -> Outcome<Vec<Duration>> {
+        let TimingJob {
+            key,
+            operation,
+            data,
+            runs,
+        } = job;
+        (0..runs)
+            .map(|_| {
+                self.run_timed(key, operation, data, staging)
+                    .map(|(kernel, _)| kernel)
+            })
+            .collect()
+    }
+
     /// The host paths: validates, locks, uploads the key, runs every slab, waits for the
     /// queues and wipes the key. `events` collects each slab's kernel for timing.
     pub(crate) fn run_host(
@@ -503,7 +582,9 @@ impl<A: Api> GpuHost<A> {
                 keys,
                 arguments: &arguments,
                 shape,
-                timed: false,
+                // Adapters whose kernels are timed only on request (HIP) time them when the
+                // caller collects the events.
+                timed: events.is_some(),
             };
             // SAFETY: the copies are asynchronous: the device reads and writes
             // `data[range]` (or the staging buffer) after these calls return. Nothing here
@@ -739,6 +820,14 @@ mod tests {
         assert_eq!(grown_capacity(1000, 4096), 1024);
         assert_eq!(grown_capacity(5000, 4096), 5000);
         assert_eq!(grown_capacity(4096, 4096), 4096);
+    }
+
+    #[test]
+    fn overlapping_kernel_intervals_count_once() {
+        assert_eq!(busy_nanoseconds(Vec::new()), 0);
+        assert_eq!(busy_nanoseconds(vec![(10, 20)]), 10);
+        assert_eq!(busy_nanoseconds(vec![(15, 30), (10, 20), (40, 45)]), 25);
+        assert_eq!(busy_nanoseconds(vec![(10, 20), (20, 25), (12, 14)]), 15);
     }
 
     #[test]

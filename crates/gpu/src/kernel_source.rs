@@ -14,6 +14,8 @@ pub const KERNEL_SOURCE: &str = include_str!("../kernels/parcrypt.cl");
 pub const VENDOR_OPENCL: &str = include_str!("../kernels/vendor_opencl.h");
 /// Maps the kernels' names to CUDA C++ as NVRTC compiles it.
 pub const VENDOR_CUDA: &str = include_str!("../kernels/vendor_cuda.h");
+/// What HIP adds in front of [`VENDOR_CUDA`]: HIP spells the kernels' names as CUDA does.
+pub const VENDOR_HIP: &str = include_str!("../kernels/vendor_hip.h");
 
 /// The full text the OpenCL compiler is given.
 pub fn opencl_source() -> String {
@@ -23,6 +25,11 @@ pub fn opencl_source() -> String {
 /// The full text NVRTC is given.
 pub fn cuda_source() -> String {
     with_header(VENDOR_CUDA)
+}
+
+/// The full text hiprtc is given: the HIP header, then the CUDA header, then the kernels.
+pub fn hip_source() -> String {
+    with_header(&format!("{VENDOR_HIP}\n{VENDOR_CUDA}"))
 }
 
 fn with_header(header: &str) -> String {
@@ -211,6 +218,14 @@ impl TableCopies {
         Ok(())
     }
 
+    /// Bytes of local memory the largest table of any kernel takes with these counts (AES
+    /// decryption's Td0 and inverse S-box, or Blowfish's S-boxes).
+    pub fn largest_table_bytes(self) -> u64 {
+        (u64::from(self.aes_encrypt) * AES_ENCRYPT_BYTES_PER_COPY)
+            .max(u64::from(self.aes_decrypt) * AES_DECRYPT_BYTES_PER_COPY)
+            .max(u64::from(self.blowfish) * BLOWFISH_BYTES_PER_COPY)
+    }
+
     /// Whether every table has a copy per lane, i.e. the bank-conflict channel is closed.
     pub fn per_lane(self) -> bool {
         self.defines()
@@ -362,6 +377,13 @@ mod tests {
             TableCopies::uniform(1)
         );
         assert!(TableCopies::uniform(32).per_lane());
+        assert_eq!(TableCopies::uniform(32).largest_table_bytes(), 128 * 1024);
+        let amd = TableCopies {
+            aes_encrypt: 32,
+            aes_decrypt: 32,
+            blowfish: 16,
+        };
+        assert_eq!(amd.largest_table_bytes(), 64 * 1024);
         assert!(TableCopies::uniform(3).validate().is_err());
         assert_eq!(
             TableCopies::uniform(8).compiler_options(),
@@ -385,5 +407,9 @@ mod tests {
         assert!(opencl.starts_with(VENDOR_OPENCL));
         assert!(opencl.contains("#line 1 \"parcrypt.cl\"\n/* parcrypt kernels"));
         assert!(cuda_source().starts_with(VENDOR_CUDA));
+        let hip = hip_source();
+        assert!(hip.starts_with(VENDOR_HIP));
+        assert!(hip.contains(VENDOR_CUDA));
+        assert!(hip.ends_with(KERNEL_SOURCE));
     }
 }

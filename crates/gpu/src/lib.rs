@@ -1,9 +1,10 @@
 //! The GPU layer: block-cipher kernels compiled at run time, and one host that drives them
-//! through OpenCL or CUDA.
+//! through OpenCL, CUDA or HIP.
 //!
 //! There is one kernel source text, `kernels/parcrypt.cl`, for every compiler: the host puts
 //! a small vendor header in front of it (`kernels/vendor_opencl.h` for OpenCL C,
-//! `kernels/vendor_cuda.h` for NVRTC) and compiles the result for the device at hand; see
+//! `kernels/vendor_cuda.h` for NVRTC, `kernels/vendor_hip.h` then `vendor_cuda.h` for
+//! hiprtc) and compiles the result for the device at hand; see
 //! [`kernel_source`]. Key schedules are expanded once on the host with the CPU crate's code
 //! ([`KeyMaterial`]), so a kernel and its CPU twin cannot disagree on the schedule.
 //!
@@ -11,7 +12,8 @@
 //! overlap one slab's copies with another's kernel, launch shapes and tuning, key upload and
 //! wipe, GHASH segments, zero-copy mapped memory ([`GpuMappedBuffer`]) and the self-test.
 //! Each API is an adapter that only translates its calls: [`OpenClDevice`] is the host over
-//! OpenCL, [`CudaDevice`] over CUDA (which adds pinned and device-memory paths). Both run
+//! OpenCL, [`CudaDevice`] over CUDA (which adds pinned and device-memory paths),
+//! [`HipDevice`] over HIP for AMD GPUs (compile-checked only: it has not run on one). All run
 //! ECB, CTR and CBC decryption for AES, Blowfish and RC6, and GHASH partial sums for GCM
 //! ([`GpuDevice::ghash_segments`]), so that a GCM message's authentication runs where its
 //! CTR part runs. Output is bit-identical to the CPU path (`parcrypt-modes` over
@@ -19,7 +21,7 @@
 //!
 //! GPU libraries are loaded at run time: on a machine without libOpenCL every OpenCL call
 //! returns [`GpuError::NoOpenClLibrary`], and nothing else is affected. Each API is also a
-//! cargo feature (`opencl`, `cuda`, on by default); a build without one has the same types,
+//! cargo feature (`opencl`, `cuda`, `hip`, on by default); a build without one has the same types,
 //! whose entry points return [`GpuError::NotInThisBuild`].
 //!
 //! Each device runs a known-answer self-test of every kernel when it is opened and is refused
@@ -29,15 +31,20 @@
 // Without any GPU API nothing opens a device: the host's constructors and the sizes only
 // the real adapters use have no caller then, and stay compiled so that such a build checks
 // them too.
-#![cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))]
+#![cfg_attr(
+    not(any(feature = "opencl", feature = "cuda", feature = "hip")),
+    allow(dead_code)
+)]
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
-#[cfg(not(all(feature = "opencl", feature = "cuda")))]
+#[cfg(not(all(feature = "opencl", feature = "cuda", feature = "hip")))]
 mod disabled;
 mod error;
 mod foreign;
 pub mod ghash;
+#[cfg(feature = "hip")]
+pub mod hip;
 mod host;
 pub mod kernel_source;
 mod key_material;
@@ -55,12 +62,15 @@ use std::time::Duration;
 
 #[cfg(not(feature = "cuda"))]
 pub use disabled::cuda;
+#[cfg(not(feature = "hip"))]
+pub use disabled::hip;
 #[cfg(not(feature = "opencl"))]
 pub use disabled::opencl;
 
 pub use cuda::{CudaDevice, CudaDeviceInfo, DeviceAllocation};
 pub use error::GpuError;
 pub use foreign::ForeignDeviceMemory;
+pub use hip::{HipDevice, HipDeviceInfo};
 pub use host::zero_copy::MappedBuffer as GpuMappedBuffer;
 pub use host::GpuHost;
 pub use kernel_source::TableCopies;
@@ -72,7 +82,8 @@ pub use tuning::TuneTable;
 
 /// The GPU programming interface a device is driven through.
 ///
-/// Displays as the name the command line, tune files and messages use (`opencl`, `cuda`),
+/// Displays as the name the command line, tune files and messages use (`opencl`, `cuda`,
+/// `hip`),
 /// so that a device's API travels typed and is spelled in one place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GpuApi {
@@ -80,22 +91,26 @@ pub enum GpuApi {
     Opencl,
     /// CUDA, through libcuda and NVRTC loaded at run time.
     Cuda,
+    /// HIP (AMD GPUs), through libamdhip64 and hiprtc loaded at run time.
+    Hip,
 }
 
 impl GpuApi {
-    /// The API's name as users type it and tune files carry it: `opencl` or `cuda`.
+    /// The API's name as users type it and tune files carry it: `opencl`, `cuda` or `hip`.
     pub fn name(self) -> &'static str {
         match self {
             GpuApi::Opencl => "opencl",
             GpuApi::Cuda => "cuda",
+            GpuApi::Hip => "hip",
         }
     }
 
-    /// The API's name as people write it in prose: `OpenCL` or `CUDA`.
+    /// The API's name as people write it in prose: `OpenCL`, `CUDA` or `HIP`.
     pub fn title(self) -> &'static str {
         match self {
             GpuApi::Opencl => "OpenCL",
             GpuApi::Cuda => "CUDA",
+            GpuApi::Hip => "HIP",
         }
     }
 }

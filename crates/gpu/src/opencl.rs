@@ -17,7 +17,7 @@ mod program;
 mod zero_copy;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use opencl3::context::Context;
 use opencl3::device::Device as ClDevice;
@@ -26,7 +26,7 @@ use opencl3::program::Program;
 
 use crate::error::ApiResultExt;
 use crate::host::arguments::KernelTable;
-use crate::host::{self, slab_size, validate_geometry, Api, GpuHost, Staging, State};
+use crate::host::{self, slab_size, validate_geometry, GpuHost, Staging, State};
 use crate::host::{KEY_TABLE_WORDS, ROUND_KEY_WORDS};
 use crate::kernel_source;
 use crate::{
@@ -202,15 +202,7 @@ impl GpuHost<OpenCl> {
         operation: &GpuOperation,
         data: &mut [u8],
     ) -> Result<(Duration, Duration), GpuError> {
-        operation.validate(key.algorithm(), data.len())?;
-        if data.is_empty() {
-            return Ok((Duration::ZERO, Duration::ZERO));
-        }
-        let started = Instant::now();
-        let mut events = Vec::new();
-        self.run_host(key, operation, data, Staging::Direct, Some(&mut events))?;
-        let end_to_end = started.elapsed();
-        Ok((OpenCl::kernel_time(&events)?, end_to_end))
+        self.run_timed(key, operation, data, Staging::Direct)
     }
 }
 

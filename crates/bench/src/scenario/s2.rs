@@ -52,6 +52,17 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
     let level = lab.level();
     let (cpu, gpus) = checked_engines(lab, &[Backend::Seq, Backend::Pool], lab.threads(), &[spec])?;
     let all = every_engine(&cpu, &gpus);
+    // The seed ran on HIP: say in one line why it is not measured here.
+    if !gpus.iter().any(|gpu| gpu.backend == Backend::Hip) {
+        if let Some(reason) = lab
+            .gpu_failures()
+            .iter()
+            .find(|line| line.starts_with("hip "))
+        {
+            let line = crate::summary::backend_line(reason);
+            lab.note(NAME, format!("{line}: the seed's HIP GPU is not measured"))?;
+        }
+    }
     if gpus.iter().any(|gpu| gpu.backend == Backend::Opencl) {
         lab.note(NAME, "opencl: kernel-only figures from OpenCL profiling events (data passes through host memory, copies excluded; on a CPU device such as PoCL these are CPU times)")?;
     }

@@ -77,6 +77,16 @@ pub fn run(lab: &mut Lab) -> Result<(), BenchError> {
                 continue;
             }
         };
+        if !device.maps_host_memory() {
+            lab.note(
+                NAME,
+                format!(
+                    "{}: zero-copy not measured: its adapter maps no host memory",
+                    gpu.backend
+                ),
+            )?;
+            continue;
+        }
         measure_zero_copy(lab, device, spec, repetition)?;
         if let Some(cuda) = device.cuda() {
             for (residence, transfer, variant, timing) in [
@@ -140,6 +150,7 @@ fn measure_zero_copy(
     let query = match device {
         DirectDevice::OpenCl(_) => "CL_DEVICE_HOST_UNIFIED_MEMORY",
         DirectDevice::Cuda(_) => "CU_DEVICE_ATTRIBUTE_INTEGRATED",
+        DirectDevice::Hip(_) => "hipDeviceAttributeIntegrated",
     };
     lab.note(
         NAME,

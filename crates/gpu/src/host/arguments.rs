@@ -66,6 +66,59 @@ impl ArgumentList {
     }
 }
 
+/// The buffers a launch's arguments may name, as an API addresses them (a device address).
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchBuffers<P> {
+    pub input: P,
+    pub output: P,
+    /// Segmented CTR's counter blocks, where the caller has a counter buffer.
+    pub counters: Option<P>,
+    pub round_keys: P,
+    pub key_tables: P,
+    pub aes_tables: P,
+}
+
+/// One argument as an API passes it by value: a buffer's address or the value itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgumentValue<P> {
+    Pointer(P),
+    U32(u32),
+    U64(u64),
+    Words4([u32; 4]),
+    Words2([u32; 2]),
+}
+
+impl ArgumentList {
+    /// The arguments' values in order, buffers replaced by their addresses in `buffers`; on
+    /// the stack, with how many there are. Fails when the list reads a counter buffer the
+    /// caller has none of.
+    pub fn values<P: Copy>(
+        &self,
+        buffers: &LaunchBuffers<P>,
+    ) -> Result<([ArgumentValue<P>; MOST_ARGUMENTS], usize), GpuError> {
+        let mut values = [ArgumentValue::U32(0); MOST_ARGUMENTS];
+        for (value, argument) in values.iter_mut().zip(self.as_slice()) {
+            *value = match *argument {
+                Argument::Input => ArgumentValue::Pointer(buffers.input),
+                Argument::Output => ArgumentValue::Pointer(buffers.output),
+                Argument::Counters => {
+                    ArgumentValue::Pointer(buffers.counters.ok_or_else(|| {
+                        GpuError::InvalidInput("segmented CTR needs its counter buffer".into())
+                    })?)
+                }
+                Argument::RoundKeys => ArgumentValue::Pointer(buffers.round_keys),
+                Argument::KeyTables => ArgumentValue::Pointer(buffers.key_tables),
+                Argument::AesTables => ArgumentValue::Pointer(buffers.aes_tables),
+                Argument::U32(value) => ArgumentValue::U32(value),
+                Argument::U64(value) => ArgumentValue::U64(value),
+                Argument::Words4(words) => ArgumentValue::Words4(words),
+                Argument::Words2(words) => ArgumentValue::Words2(words),
+            };
+        }
+        Ok((values, self.length))
+    }
+}
+
 /// One compiled kernel, what it runs, and the largest group the device allows for it
 /// (which depends on the kernel's registers and local memory).
 pub(crate) struct LoadedKernel<K> {
@@ -278,5 +331,40 @@ mod tests {
         assert!(cipher_arguments(true, &key, 4, segments, false).is_err());
         let arguments = cipher_arguments(true, &key, 4, segments, true).unwrap();
         assert!(arguments.reads_counters());
+    }
+
+    #[test]
+    fn values_put_each_buffer_where_its_role_is() {
+        let key = KeyMaterial::new(Algorithm::Rc6_128, &[0; 16]).unwrap();
+        let segments = ModeArguments::Segments {
+            first: 0,
+            count: 1,
+            blocks_per_segment: 4,
+            rule: 2,
+        };
+        let arguments = cipher_arguments(true, &key, 4, segments, true).unwrap();
+        let mut buffers = LaunchBuffers {
+            input: 1u64,
+            output: 2,
+            counters: Some(3),
+            round_keys: 4,
+            key_tables: 5,
+            aes_tables: 6,
+        };
+        let (values, count) = arguments.values(&buffers).unwrap();
+        assert_eq!(
+            values[..count],
+            [
+                ArgumentValue::Pointer(1),
+                ArgumentValue::Pointer(2),
+                ArgumentValue::U32(4),
+                ArgumentValue::Pointer(4),
+                ArgumentValue::Pointer(3),
+                ArgumentValue::U32(4),
+                ArgumentValue::U32(2),
+            ]
+        );
+        buffers.counters = None;
+        assert!(arguments.values(&buffers).is_err());
     }
 }

@@ -40,6 +40,21 @@ pub trait MappedHalves: Send + Sync {
     fn bytes_mut(&mut self) -> &mut [u8];
 }
 
+/// No mapped memory: the halves of an API that maps none (HIP here) or is not in this build.
+impl MappedHalves for super::Never {
+    fn capacity(&self) -> usize {
+        match *self {}
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match *self {}
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match *self {}
+    }
+}
+
 /// A mapped launch's kernel time, where one was asked for.
 pub type KernelTime = Outcome<Option<Duration>>;
 

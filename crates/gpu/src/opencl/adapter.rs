@@ -17,8 +17,8 @@ use opencl3::types::{cl_device_id, CL_BLOCKING, CL_NON_BLOCKING};
 use crate::error::ApiResultExt;
 use crate::host::arguments::Argument;
 use crate::host::{
-    grown_capacity, Api, GpuHost, Launch, Outcome, Staging, TimingJob, KEY_TABLE_WORDS,
-    ROUND_KEY_WORDS,
+    busy_nanoseconds, grown_capacity, Api, GpuHost, Launch, Outcome, Staging, TimingJob,
+    KEY_TABLE_WORDS, ROUND_KEY_WORDS,
 };
 use crate::{DeviceInfo, DeviceKind, GpuApi, GpuError, KeyMaterial};
 
@@ -357,57 +357,6 @@ impl Api for OpenCl {
     }
 
     fn kernel_times(device: &GpuHost<Self>, job: TimingJob<'_>) -> Outcome<Vec<Duration>> {
-        let TimingJob {
-            key,
-            operation,
-            data,
-            runs,
-        } = job;
-        (0..runs)
-            .map(|_| {
-                device
-                    .process_timed(key, operation, data)
-                    .map(|(kernel, _)| kernel)
-            })
-            .collect()
-    }
-}
-
-/// The length of the union of `[start, end)` intervals, in the same unit.
-fn busy_nanoseconds(mut intervals: Vec<(u64, u64)>) -> u64 {
-    intervals.sort_unstable();
-    let mut total = 0u64;
-    let mut current: Option<(u64, u64)> = None;
-    for (start, end) in intervals {
-        match current {
-            Some((_, current_end)) if start <= current_end => {
-                if let Some(open) = current.as_mut() {
-                    open.1 = open.1.max(end);
-                }
-            }
-            _ => {
-                if let Some((open_start, open_end)) = current {
-                    total += open_end - open_start;
-                }
-                current = Some((start, end));
-            }
-        }
-    }
-    if let Some((open_start, open_end)) = current {
-        total += open_end - open_start;
-    }
-    total
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn overlapping_kernel_intervals_count_once() {
-        assert_eq!(busy_nanoseconds(Vec::new()), 0);
-        assert_eq!(busy_nanoseconds(vec![(10, 20)]), 10);
-        assert_eq!(busy_nanoseconds(vec![(15, 30), (10, 20), (40, 45)]), 25);
-        assert_eq!(busy_nanoseconds(vec![(10, 20), (20, 25), (12, 14)]), 15);
+        device.timed_runs(job, Staging::Direct)
     }
 }

@@ -43,8 +43,8 @@ pub use cudarc;
 
 pub use adapter::STREAMS;
 pub use compiler::{
-    check_nvrtc, compile_check, compile_variant, host_variants, nvrtc_version, KernelVariant,
-    STATIC_SHARED_LIMIT_BYTES,
+    check_nvrtc, compile_check, compile_for_report, compile_variant, host_variants, nvrtc_version,
+    CompiledReport, KernelVariant, STATIC_SHARED_LIMIT_BYTES,
 };
 pub use devices::CudaDeviceInfo;
 pub use foreign::DeviceAllocation;

@@ -286,6 +286,19 @@ pub(crate) fn compile_source(
     options: &[String],
 ) -> Result<Vec<u8>, GpuError> {
     let kind = ImageKind::of(architecture)?;
+    let program = compiled_program(source, architecture, options)?;
+    match kind {
+        ImageKind::Cubin => program.cubin(),
+        ImageKind::Ptx => program.ptx(),
+    }
+}
+
+/// Runs NVRTC over `source`; the program, compiled, is kept for its image and log.
+fn compiled_program(
+    source: &str,
+    architecture: &str,
+    options: &[String],
+) -> Result<Program, GpuError> {
     check_nvrtc()?;
     let source = CString::new(source)
         .map_err(|_| GpuError::InvalidInput("kernel source contains a NUL byte".into()))?;
@@ -303,10 +316,7 @@ pub(crate) fn compile_source(
             log: program.log(),
         });
     }
-    match kind {
-        ImageKind::Cubin => program.cubin(),
-        ImageKind::Ptx => program.ptx(),
-    }
+    Ok(program)
 }
 
 /// Compiles the kernels in `variant` for `architecture`.
@@ -317,6 +327,41 @@ pub fn compile_variant(architecture: &str, variant: KernelVariant) -> Result<Vec
         architecture,
         &variant.nvrtc_options(architecture),
     )
+}
+
+/// What the static kernel report reads: a CUBIN and the assembler's resource log.
+#[derive(Clone, Debug)]
+pub struct CompiledReport {
+    /// The sm_XY CUBIN, the same machine code the host would load for that architecture.
+    pub cubin: Vec<u8>,
+    /// NVRTC's log with ptxas's `-v` lines: registers, shared memory, spills per kernel.
+    pub log: String,
+    /// The options NVRTC was given: the host's own plus `--ptxas-options=-v`.
+    pub options: Vec<String>,
+}
+
+/// Compiles `variant` for the real architecture `architecture` (e.g. `sm_90`) exactly as the
+/// host does, plus ptxas's verbose flag, which only adds the resource lines to the log and
+/// leaves the machine code unchanged. scripts/kernel-report.py reads the result through the
+/// `kernel_cubin` example, so the report and the host share one source of options.
+pub fn compile_for_report(
+    architecture: &str,
+    variant: KernelVariant,
+) -> Result<CompiledReport, GpuError> {
+    variant.table_copies.validate()?;
+    if ImageKind::of(architecture)? != ImageKind::Cubin {
+        return Err(GpuError::InvalidInput(format!(
+            "the kernel report needs machine code: use sm_XY, not `{architecture}`"
+        )));
+    }
+    let mut options = variant.nvrtc_options(architecture);
+    options.push("--ptxas-options=-v".to_string());
+    let program = compiled_program(&kernel_source::cuda_source(), architecture, &options)?;
+    Ok(CompiledReport {
+        cubin: program.cubin()?,
+        log: program.log(),
+        options,
+    })
 }
 
 /// Every variant a CUDA host may compile: each valid table-copy count, with static shared

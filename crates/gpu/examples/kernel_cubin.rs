@@ -12,6 +12,7 @@
 //! (ptxas cannot see that). An architecture this NVRTC cannot compile for is reported on
 //! stderr and skipped; the exit status is 1 when none compiled.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -21,6 +22,13 @@ use parcrypt_gpu::kernel_source::{
 };
 use parcrypt_gpu::{DeviceKind, TableCopies};
 
+/// One line on stderr; a failing stderr is ignored rather than a panic.
+macro_rules! complain {
+    ($($argument:tt)*) => {
+        drop(writeln!(std::io::stderr(), $($argument)*))
+    };
+}
+
 /// The shared memory per block an H100 or H200 grants (227 KiB with the opt-in), which is
 /// what `TableCopies::for_device` sees there.
 const HOPPER_SHARED_BYTES: u64 = 227 * 1024;
@@ -28,16 +36,16 @@ const HOPPER_SHARED_BYTES: u64 = 227 * 1024;
 fn main() -> ExitCode {
     let mut arguments = std::env::args().skip(1);
     let Some(directory) = arguments.next().map(PathBuf::from) else {
-        eprintln!("usage: kernel_cubin OUT_DIR ARCH [ARCH ...]   (e.g. sm_90 sm_100)");
+        complain!("usage: kernel_cubin OUT_DIR ARCH [ARCH ...]   (e.g. sm_90 sm_100)");
         return ExitCode::from(2);
     };
     let architectures: Vec<String> = arguments.collect();
     if architectures.is_empty() {
-        eprintln!("kernel_cubin: name at least one architecture, e.g. sm_90");
+        complain!("kernel_cubin: name at least one architecture, e.g. sm_90");
         return ExitCode::from(2);
     }
     if let Err(error) = std::fs::create_dir_all(&directory) {
-        eprintln!(
+        complain!(
             "kernel_cubin: cannot create {}: {error}",
             directory.display()
         );
@@ -46,7 +54,7 @@ fn main() -> ExitCode {
     match nvrtc_version() {
         Ok((major, minor)) => println!("NVRTC {major}.{minor}"),
         Err(error) => {
-            eprintln!("kernel_cubin: {error}");
+            complain!("kernel_cubin: {error}");
             return ExitCode::FAILURE;
         }
     }
@@ -68,7 +76,7 @@ fn main() -> ExitCode {
     kernels.push_str(&format!("{}\tGhash\t0\n", parcrypt_gpu::ghash::KERNEL_NAME));
     let kernels_path = directory.join("kernels.tsv");
     if let Err(error) = std::fs::write(&kernels_path, kernels) {
-        eprintln!(
+        complain!(
             "kernel_cubin: cannot write {}: {error}",
             kernels_path.display()
         );
@@ -79,7 +87,7 @@ fn main() -> ExitCode {
         let report = match compile_for_report(architecture, variant) {
             Ok(report) => report,
             Err(error) => {
-                eprintln!("kernel_cubin: {architecture}: {error}");
+                complain!("kernel_cubin: {architecture}: {error}");
                 continue;
             }
         };
@@ -96,7 +104,9 @@ fn main() -> ExitCode {
                 println!("{architecture}: {} bytes of CUBIN", report.cubin.len());
                 compiled += 1;
             }
-            Err(error) => eprintln!("kernel_cubin: cannot write {error}"),
+            Err(error) => {
+                complain!("kernel_cubin: cannot write {error}");
+            }
         }
     }
     if compiled == 0 {

@@ -332,7 +332,8 @@ impl<A: MappedMemory> GpuHost<A> {
             .adapter
             .upload_key(&mut state.keys, key, decrypting)
             .and_then(|()| work(&mut state));
-        // Host memory is in flight whether or not a step failed: a failed wait aborts.
+        // Host memory is in flight whether or not a step failed: the adapter returns from the
+        // wait only once no copy can touch it.
         let waited = self.adapter.wait(true);
         let wiped = self.adapter.wipe_key(&mut state.keys, key);
         match (outcome, waited, wiped) {

@@ -62,6 +62,12 @@
  * - CBC decryption reads ciphertext from `input` and writes plaintext to a separate
  *   `output`, so block i can read ciphertext block i - 1 whatever other threads do.
  *
+ * IN PLACE: for ECB and CTR the host may pass one buffer as both `input` and `output` (CUDA
+ *   device buffers, foreign arrays); each thread reads block i before it writes block i.
+ *   The data pointers therefore carry no RESTRICT, which would promise the compiler that
+ *   they never alias (undefined behaviour in place). Round keys, tables and counter blocks
+ *   are never written by a kernel and keep RESTRICT (a read-only, non-coherent load path).
+ *
  * LAUNCH GEOMETRY is the host's choice: any one-dimensional group size and grid. Every
  * kernel copies its tables cooperatively, waits at a barrier that every thread reaches, then
  * walks the blocks in a grid-stride loop, so a smaller grid simply gives each thread more
@@ -347,7 +353,7 @@ DEVICE_FUNCTION u32x4 aes_decrypt_block(u32x4 state, CONSTANT u32 *RESTRICT keys
  * (encryption or equivalent-inverse schedule, 4 (rounds + 1) words), the round count and
  * the table buffer described at AES_SOURCE_*. */
 
-KERNEL void aes_ecb_encrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+KERNEL void aes_ecb_encrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
                             const u32 rounds, GLOBAL const u32 *RESTRICT tables)
 {
@@ -363,7 +369,7 @@ KERNEL void aes_ecb_encrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RE
     }
 }
 
-KERNEL void aes_ecb_decrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+KERNEL void aes_ecb_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
                             const u32 rounds, GLOBAL const u32 *RESTRICT tables)
 {
@@ -383,7 +389,7 @@ KERNEL void aes_ecb_decrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RE
 }
 
 /* CTR: output = input XOR E(counter + block). Encryption and decryption are the same. */
-KERNEL void aes_ctr(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+KERNEL void aes_ctr(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                     const u32 block_count, CONSTANT u32 *RESTRICT round_keys, const u32 rounds,
                     GLOBAL const u32 *RESTRICT tables, const u32x4 counter,
                     const u32 counter_rule)
@@ -404,8 +410,8 @@ KERNEL void aes_ctr(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT o
 /* CTR over consecutive segments, each from its own counter block (see DATA LAYOUT):
  * `counters` holds one 16-byte counter block per segment of the launch, in memory byte
  * order. blocks_per_segment is at least 1. */
-KERNEL void aes_ctr_segments(GLOBAL const u32x4 *RESTRICT input,
-                             GLOBAL u32x4 *RESTRICT output, const u32 block_count,
+KERNEL void aes_ctr_segments(GLOBAL const u32x4 *input,
+                             GLOBAL u32x4 *output, const u32 block_count,
                              CONSTANT u32 *RESTRICT round_keys, const u32 rounds,
                              GLOBAL const u32 *RESTRICT tables,
                              GLOBAL const u32x4 *RESTRICT counters,
@@ -430,7 +436,7 @@ KERNEL void aes_ctr_segments(GLOBAL const u32x4 *RESTRICT input,
 
 /* CBC decryption: output[i] = D(input[i]) XOR input[i - 1], with `previous` (in memory
  * byte order, like the data) standing in for input[-1]. */
-KERNEL void aes_cbc_decrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+KERNEL void aes_cbc_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
                             const u32 rounds, GLOBAL const u32 *RESTRICT tables,
                             const u32x4 previous)
@@ -500,8 +506,8 @@ DEVICE_FUNCTION u32x2 blowfish_decrypt_block(const u32x2 block, CONSTANT u32 *RE
 /* Every Blowfish kernel takes: input, output, the number of 8-byte blocks, the P-array
  * (18 words) and the four keyed S-boxes (1024 words). */
 
-KERNEL void blowfish_ecb_encrypt(GLOBAL const u32x2 *RESTRICT input,
-                                 GLOBAL u32x2 *RESTRICT output, const u32 block_count,
+KERNEL void blowfish_ecb_encrypt(GLOBAL const u32x2 *input,
+                                 GLOBAL u32x2 *output, const u32 block_count,
                                  CONSTANT u32 *RESTRICT p_array,
                                  GLOBAL const u32 *RESTRICT sboxes)
 {
@@ -517,8 +523,8 @@ KERNEL void blowfish_ecb_encrypt(GLOBAL const u32x2 *RESTRICT input,
     wipe_table(shared, BLOWFISH_SHARED_WORDS);
 }
 
-KERNEL void blowfish_ecb_decrypt(GLOBAL const u32x2 *RESTRICT input,
-                                 GLOBAL u32x2 *RESTRICT output, const u32 block_count,
+KERNEL void blowfish_ecb_decrypt(GLOBAL const u32x2 *input,
+                                 GLOBAL u32x2 *output, const u32 block_count,
                                  CONSTANT u32 *RESTRICT p_array,
                                  GLOBAL const u32 *RESTRICT sboxes)
 {
@@ -534,7 +540,7 @@ KERNEL void blowfish_ecb_decrypt(GLOBAL const u32x2 *RESTRICT input,
     wipe_table(shared, BLOWFISH_SHARED_WORDS);
 }
 
-KERNEL void blowfish_ctr(GLOBAL const u32x2 *RESTRICT input, GLOBAL u32x2 *RESTRICT output,
+KERNEL void blowfish_ctr(GLOBAL const u32x2 *input, GLOBAL u32x2 *output,
                          const u32 block_count, CONSTANT u32 *RESTRICT p_array,
                          GLOBAL const u32 *RESTRICT sboxes, const u32x2 counter,
                          const u32 counter_rule)
@@ -554,8 +560,8 @@ KERNEL void blowfish_ctr(GLOBAL const u32x2 *RESTRICT input, GLOBAL u32x2 *RESTR
 }
 
 /* Segmented CTR as aes_ctr_segments, with one 8-byte counter block per segment. */
-KERNEL void blowfish_ctr_segments(GLOBAL const u32x2 *RESTRICT input,
-                                  GLOBAL u32x2 *RESTRICT output, const u32 block_count,
+KERNEL void blowfish_ctr_segments(GLOBAL const u32x2 *input,
+                                  GLOBAL u32x2 *output, const u32 block_count,
                                   CONSTANT u32 *RESTRICT p_array,
                                   GLOBAL const u32 *RESTRICT sboxes,
                                   GLOBAL const u32x2 *RESTRICT counters,
@@ -579,8 +585,8 @@ KERNEL void blowfish_ctr_segments(GLOBAL const u32x2 *RESTRICT input,
     wipe_table(shared, BLOWFISH_SHARED_WORDS);
 }
 
-KERNEL void blowfish_cbc_decrypt(GLOBAL const u32x2 *RESTRICT input,
-                                 GLOBAL u32x2 *RESTRICT output, const u32 block_count,
+KERNEL void blowfish_cbc_decrypt(GLOBAL const u32x2 *input,
+                                 GLOBAL u32x2 *output, const u32 block_count,
                                  CONSTANT u32 *RESTRICT p_array,
                                  GLOBAL const u32 *RESTRICT sboxes, const u32x2 previous)
 {
@@ -663,7 +669,7 @@ DEVICE_FUNCTION u32x4 rc6_decrypt_block(const u32x4 block, CONSTANT u32 *RESTRIC
 /* Every RC6 kernel takes: input, output, the number of 16-byte blocks and the 44 round-key
  * words. No tables, so no local memory and no barrier. */
 
-KERNEL void rc6_ecb_encrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+KERNEL void rc6_ecb_encrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys)
 {
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
@@ -671,7 +677,7 @@ KERNEL void rc6_ecb_encrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RE
     }
 }
 
-KERNEL void rc6_ecb_decrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+KERNEL void rc6_ecb_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys)
 {
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
@@ -681,7 +687,7 @@ KERNEL void rc6_ecb_decrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RE
 
 /* The counter block is big-endian bytes; RC6 reads them as little-endian words, so the
  * counter words are byte-swapped on the way in. */
-KERNEL void rc6_ctr(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+KERNEL void rc6_ctr(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                     const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
                     const u32x4 counter, const u32 counter_rule)
 {
@@ -694,8 +700,8 @@ KERNEL void rc6_ctr(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT o
 
 /* Segmented CTR as aes_ctr_segments; the counter blocks are swapped into big-endian words
  * for the addition and back into RC6's little-endian words for the cipher. */
-KERNEL void rc6_ctr_segments(GLOBAL const u32x4 *RESTRICT input,
-                             GLOBAL u32x4 *RESTRICT output, const u32 block_count,
+KERNEL void rc6_ctr_segments(GLOBAL const u32x4 *input,
+                             GLOBAL u32x4 *output, const u32 block_count,
                              CONSTANT u32 *RESTRICT round_keys,
                              GLOBAL const u32x4 *RESTRICT counters,
                              const u32 blocks_per_segment, const u32 counter_rule)
@@ -711,7 +717,7 @@ KERNEL void rc6_ctr_segments(GLOBAL const u32x4 *RESTRICT input,
     }
 }
 
-KERNEL void rc6_cbc_decrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+KERNEL void rc6_cbc_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
                             const u32x4 previous)
 {
@@ -813,7 +819,7 @@ DEVICE_FUNCTION ghash_element ghash_multiply(const ghash_element left,
  * sum as (high, low) to partials[2 s], partials[2 s + 1]. The host joins segments with
  * powers of H. `input` holds `block_count` whole blocks (the host zero-pads a final partial
  * block). The hash key is H * x^-1, as two u64 arguments, high word first. */
-KERNEL void ghash_segments(GLOBAL const u32x4 *RESTRICT input, GLOBAL u64 *RESTRICT partials,
+KERNEL void ghash_segments(GLOBAL const u32x4 *input, GLOBAL u64 *RESTRICT partials,
                            const u32 block_count, const u32 blocks_per_segment,
                            const u64 hash_key_high, const u64 hash_key_low)
 {

@@ -12,8 +12,8 @@
 //! - [`GpuHost::process_zero_copy`]: ordinary host data, copied into a mapped buffer and
 //!   back out again by the host, to compare the paths on the same data.
 //!
-//! The kernels read their input and write their output through `restrict` pointers, so they
-//! never run in place: a mapped buffer is two halves. A call runs the kernel from the half
+//! A mapped buffer is two halves (CBC decryption cannot run in place, and one layout serves
+//! every mode). A call runs the kernel from the half
 //! the host sees into the other, and shows that one from then on, so to the caller the
 //! buffer is processed in place.
 

@@ -24,6 +24,10 @@ fn nvrtc_present() -> bool {
                 std::env::var_os("CI").is_none(),
                 "CI is set, so NVRTC must be loadable, but: {error}"
             );
+            assert!(
+                std::env::var("PARCRYPT_REQUIRE_GPU").as_deref() != Ok("1"),
+                "PARCRYPT_REQUIRE_GPU=1 (a GPU machine), so NVRTC must be loadable: {error}"
+            );
             println!("{SKIP_MESSAGE}");
             println!("  ({error})");
             false

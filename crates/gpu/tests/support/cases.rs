@@ -70,18 +70,28 @@ pub fn open_opencl(options: &OpenOptions) -> Option<OpenClDevice> {
 }
 
 /// Opens the CUDA test device (`PARCRYPT_CUDA_DEVICE`, else 0) with `options`, or says why
-/// the test is skipped: no driver or no GPU (CI has none). Anything else fails.
+/// the test is skipped: no driver or no GPU (CI has none). Anything else fails, and so does
+/// a missing GPU under `PARCRYPT_REQUIRE_GPU=1` (the GPU kit sets it).
 #[allow(dead_code)]
 pub fn open_cuda(options: &OpenOptions) -> Option<CudaDevice> {
     let index = device_index("PARCRYPT_CUDA_DEVICE");
     match CudaDevice::open_with(index, options) {
         Ok(device) => Some(device),
-        Err(error @ (GpuError::NoCudaDriver { .. } | GpuError::NoCudaDevice { .. })) => {
+        Err(error @ (GpuError::NoCudaDriver { .. } | GpuError::NoCudaDevice { .. }))
+            if !gpu_required() =>
+        {
             println!("SKIPPED: no CUDA GPU/driver [{error}]");
             None
         }
         Err(error) => panic!("opening CUDA device {index}: {error}"),
     }
+}
+
+/// Whether a CUDA GPU must be present (`PARCRYPT_REQUIRE_GPU=1`, set by
+/// scripts/gpu-verify.sh): a test that would skip for want of one fails instead.
+#[allow(dead_code)]
+pub fn gpu_required() -> bool {
+    std::env::var("PARCRYPT_REQUIRE_GPU").as_deref() == Ok("1")
 }
 
 /// The device number in the environment variable `variable`, or 0.

@@ -6,7 +6,8 @@
  * vendor_cuda.h (NVRTC) in front of it; this file only uses the names those headers define
  * (KERNEL, GLOBAL, LOCAL, CONSTANT, RESTRICT, DEVICE_FUNCTION, DECLARE_SHARED_WORDS,
  * LOCAL_ID, GROUP_SIZE, GLOBAL_ID, GLOBAL_SIZE, BARRIER, MAKE_U32X2, MAKE_U32X4,
- * ROTATE_LEFT32, ROTATE_RIGHT32, SWAP_BYTES32, MUL_HIGH64, u8, u32, u64, u32x2, u32x4), never a
+ * ROTATE_LEFT32, ROTATE_RIGHT32, SWAP_BYTES32, MUL_HIGH64, UNROLL, HIDE_FROM_OPTIMIZER,
+ * TABLE_OFFSET256, u8, u32, u64, u32x2, u32x4), never a
  * built-in of either platform, and it is C that both compile (no C++ features, no OpenCL
  * vector operators).
  *
@@ -110,9 +111,12 @@
 #define AES_SOURCE_DECRYPTION_TABLE 256u
 #define AES_SOURCE_INVERSE_SBOX 512u
 
-#define AES_ENCRYPT_SHARED_WORDS (AES_TABLE_WORDS * AES_ENCRYPT_TABLE_COPIES)
+/* Local memory: Te0 and Te1 (its rotation) interleaved per entry; the decryption kernels'
+ * Td0 and Td1 likewise, then the packed inverse S-box (see the AES section). */
+#define AES_ENCRYPT_SHARED_WORDS (2u * AES_TABLE_WORDS * AES_ENCRYPT_TABLE_COPIES)
+#define AES_DECRYPT_INVERSE_SBOX_START (2u * AES_TABLE_WORDS * AES_DECRYPT_TABLE_COPIES)
 #define AES_DECRYPT_SHARED_WORDS \
-    ((AES_TABLE_WORDS + AES_INVERSE_SBOX_WORDS) * AES_DECRYPT_TABLE_COPIES)
+    ((2u * AES_TABLE_WORDS + AES_INVERSE_SBOX_WORDS) * AES_DECRYPT_TABLE_COPIES)
 
 /* Blowfish: four key-dependent S-boxes of 256 words, S-box b entry e at word 256 b + e of
  * the source buffer. */
@@ -226,127 +230,301 @@ DEVICE_FUNCTION u32x2 segment_step(const u32x2 position, const u32x2 stride,
 /* AES (FIPS-197), the table formulation of parcrypt-ciphers' ReferenceAes                */
 /* ------------------------------------------------------------------------------------- */
 
-/* Te0[entry] from this lane's copy; Te1..Te3 are its rotations right by 8, 16, 24 bits
- * (rotations left by 24, 16, 8), which saves three quarters of the local memory. */
-#define AES_ENCRYPT_ENTRY(table, lane, entry) \
-    ((table)[(entry) * AES_ENCRYPT_TABLE_COPIES + (lane)])
-#define AES_DECRYPT_ENTRY(table, lane, entry) \
-    ((table)[(entry) * AES_DECRYPT_TABLE_COPIES + (lane)])
+/* Table layout in local memory: for each entry e, first this entry of Te0 in every copy,
+ * then the entry of Te1 = Te0 rotated left by 24 bits in every copy: Te0[e] of copy c at
+ * word (2 e) * copies + c, Te1[e] at (2 e + 1) * copies + c. Te2 and Te3 are rotations of
+ * these two by 16 bits, so one rotation serves two lookups:
+ *   column = Te0[a] ^ Te1[b] ^ rotl16(Te0[c] ^ Te1[d]) ^ key.
+ * Lane l still reads only words of bank l (every index is a multiple of 32 plus l with 32
+ * copies), so the layout stays free of bank conflicts.
+ *
+ * Addresses are byte offsets: an entry takes AES_ENTRY_BYTES(copies) bytes. With 32 copies
+ * that is 256 bytes, so the offset of byte k of x in lane l's copy of Te0 is
+ * (byte k of x) << 8 | 4 l (and for Te1 the same with 4 l + 128): one byte permutation
+ * (TABLE_OFFSET256, __byte_perm on CUDA) and the lookup itself. */
+#define AES_ENTRY_BYTES(copies) (8u * (copies))
 
-DEVICE_FUNCTION u32 aes_encrypt_column(LOCAL const u32 *table, const u32 lane, const u32 a,
-                                       const u32 b, const u32 c, const u32 d)
+#define TABLE_WORD(table, byte_offset) \
+    (*(LOCAL const u32 *)((LOCAL const u8 *)(table) + (byte_offset)))
+
+#if AES_ENCRYPT_TABLE_COPIES == 32
+#define AES_ENCRYPT_OFFSET(x, k, lane_bytes) TABLE_OFFSET256((x), (k), (lane_bytes))
+#else
+#define AES_ENCRYPT_OFFSET(x, k, lane_bytes) \
+    ((((x) >> (8u * (k))) & 0xffu) * AES_ENTRY_BYTES(AES_ENCRYPT_TABLE_COPIES) + (lane_bytes))
+#endif
+#if AES_DECRYPT_TABLE_COPIES == 32
+#define AES_DECRYPT_OFFSET(x, k, lane_bytes) TABLE_OFFSET256((x), (k), (lane_bytes))
+#else
+#define AES_DECRYPT_OFFSET(x, k, lane_bytes) \
+    ((((x) >> (8u * (k))) & 0xffu) * AES_ENTRY_BYTES(AES_DECRYPT_TABLE_COPIES) + (lane_bytes))
+#endif
+
+/* A lane's byte offsets of its copy of the first table (Te0/Td0) and of the second
+ * (Te1/Td1, whose words follow the first's within an entry), computed once per thread and
+ * hidden from the optimiser so that each stays one register the lookups add to, rather
+ * than being folded back into every address. With 32 copies both are below 256, as
+ * TABLE_OFFSET256 needs. */
+typedef struct {
+    u32 first;
+    u32 second;
+} aes_lane;
+
+DEVICE_FUNCTION aes_lane aes_lane_offsets(const u32 lane, const u32 copies)
 {
-    return AES_ENCRYPT_ENTRY(table, lane, a >> 24)
-         ^ ROTATE_LEFT32(AES_ENCRYPT_ENTRY(table, lane, (b >> 16) & 0xffu), 24u)
-         ^ ROTATE_LEFT32(AES_ENCRYPT_ENTRY(table, lane, (c >> 8) & 0xffu), 16u)
-         ^ ROTATE_LEFT32(AES_ENCRYPT_ENTRY(table, lane, d & 0xffu), 8u);
+    aes_lane offsets;
+    offsets.first = HIDE_FROM_OPTIMIZER(4u * lane);
+    offsets.second = HIDE_FROM_OPTIMIZER(4u * (lane + copies));
+    return offsets;
+}
+
+/* The largest schedule, AES-256's: 4 (14 + 1) words. */
+#define AES_MAX_ROUND_KEY_WORDS 60u
+
+/* Fills the pair layout above from the 256 source words: consecutive threads write
+ * consecutive words (no bank conflicts). */
+DEVICE_FUNCTION void replicate_aes_pair(LOCAL u32 *destination,
+                                        GLOBAL const u32 *RESTRICT source, const u32 copies)
+{
+    const u32 total = 2u * AES_TABLE_WORDS * copies;
+    for (u32 index = LOCAL_ID(); index < total; index += GROUP_SIZE()) {
+        const u32 slot = index / copies;
+        const u32 word = source[slot >> 1];
+        destination[index] = (slot & 1u) != 0u ? ROTATE_LEFT32(word, 24u) : word;
+    }
 }
 
 /* Output column c takes row r from input column c + r: ShiftRows is the choice of inputs,
  * SubBytes and MixColumns are in the table. */
-DEVICE_FUNCTION u32x4 aes_encrypt_round(const u32x4 state, CONSTANT u32 *RESTRICT key,
-                                        LOCAL const u32 *table, const u32 lane)
+DEVICE_FUNCTION u32 aes_encrypt_column(LOCAL const u32 *table, const aes_lane lane,
+                                       const u32 a, const u32 b, const u32 c, const u32 d,
+                                       const u32 key)
+{
+    const u32 first = TABLE_WORD(table, AES_ENCRYPT_OFFSET(a, 3u, lane.first))
+                    ^ TABLE_WORD(table, AES_ENCRYPT_OFFSET(b, 2u, lane.second));
+    const u32 second = TABLE_WORD(table, AES_ENCRYPT_OFFSET(c, 1u, lane.first))
+                     ^ TABLE_WORD(table, AES_ENCRYPT_OFFSET(d, 0u, lane.second));
+    return first ^ ROTATE_LEFT32(second, 16u) ^ key;
+}
+
+DEVICE_FUNCTION u32x4 aes_encrypt_round(const u32x4 state, const u32 *keys,
+                                        LOCAL const u32 *table, const aes_lane lane)
 {
     return MAKE_U32X4(
-        aes_encrypt_column(table, lane, state.x, state.y, state.z, state.w) ^ key[0],
-        aes_encrypt_column(table, lane, state.y, state.z, state.w, state.x) ^ key[1],
-        aes_encrypt_column(table, lane, state.z, state.w, state.x, state.y) ^ key[2],
-        aes_encrypt_column(table, lane, state.w, state.x, state.y, state.z) ^ key[3]);
+        aes_encrypt_column(table, lane, state.x, state.y, state.z, state.w, keys[0]),
+        aes_encrypt_column(table, lane, state.y, state.z, state.w, state.x, keys[1]),
+        aes_encrypt_column(table, lane, state.z, state.w, state.x, state.y, keys[2]),
+        aes_encrypt_column(table, lane, state.w, state.x, state.y, state.z, keys[3]));
 }
 
 /* The last round has no MixColumns: it needs S[x], which is byte 1 (and byte 2) of
  * Te0[x] = (2 S[x], S[x], S[x], 3 S[x]), so no separate S-box table is kept. */
-DEVICE_FUNCTION u32 aes_encrypt_last_column(LOCAL const u32 *table, const u32 lane,
+DEVICE_FUNCTION u32 aes_encrypt_last_column(LOCAL const u32 *table, const aes_lane lane,
                                             const u32 a, const u32 b, const u32 c,
-                                            const u32 d)
+                                            const u32 d, const u32 key)
 {
-    return ((AES_ENCRYPT_ENTRY(table, lane, a >> 24) << 8) & 0xff000000u)
-         | (AES_ENCRYPT_ENTRY(table, lane, (b >> 16) & 0xffu) & 0x00ff0000u)
-         | (AES_ENCRYPT_ENTRY(table, lane, (c >> 8) & 0xffu) & 0x0000ff00u)
-         | ((AES_ENCRYPT_ENTRY(table, lane, d & 0xffu) >> 8) & 0x000000ffu);
+    return (((TABLE_WORD(table, AES_ENCRYPT_OFFSET(a, 3u, lane.first)) << 8) & 0xff000000u)
+          | (TABLE_WORD(table, AES_ENCRYPT_OFFSET(b, 2u, lane.first)) & 0x00ff0000u)
+          | (TABLE_WORD(table, AES_ENCRYPT_OFFSET(c, 1u, lane.first)) & 0x0000ff00u)
+          | ((TABLE_WORD(table, AES_ENCRYPT_OFFSET(d, 0u, lane.first)) >> 8) & 0x000000ffu))
+         ^ key;
 }
 
-/* `rounds` is 10, 12 or 14. The first nine full rounds are common to all key sizes and
- * written with a fixed trip count, so that the compiler can unroll them and address the
- * round keys with constants; the two or four extra rounds of AES-192/256 follow. */
-DEVICE_FUNCTION u32x4 aes_encrypt_block(u32x4 state, CONSTANT u32 *RESTRICT keys,
-                                        const u32 rounds, LOCAL const u32 *table,
-                                        const u32 lane)
+/* `rounds` is 10, 12 or 14 and a constant where this is inlined (see AES_FOR_ROUNDS), so
+ * the rounds unroll completely and every round key is a register. */
+DEVICE_FUNCTION u32x4 aes_encrypt_block(u32x4 state, const u32 *keys, const u32 rounds,
+                                        LOCAL const u32 *table, const aes_lane lane)
 {
     state = MAKE_U32X4(state.x ^ keys[0], state.y ^ keys[1], state.z ^ keys[2],
                        state.w ^ keys[3]);
-    for (u32 round = 1; round < 10; round++) {
-        state = aes_encrypt_round(state, keys + 4 * round, table, lane);
+    UNROLL
+    for (u32 round = 1; round < rounds; round++) {
+        state = aes_encrypt_round(state, keys + 4u * round, table, lane);
     }
-    for (u32 round = 10; round < rounds; round++) {
-        state = aes_encrypt_round(state, keys + 4 * round, table, lane);
-    }
-    CONSTANT u32 *RESTRICT key = keys + 4 * rounds;
+    const u32 *key = keys + 4u * rounds;
     return MAKE_U32X4(
-        aes_encrypt_last_column(table, lane, state.x, state.y, state.z, state.w) ^ key[0],
-        aes_encrypt_last_column(table, lane, state.y, state.z, state.w, state.x) ^ key[1],
-        aes_encrypt_last_column(table, lane, state.z, state.w, state.x, state.y) ^ key[2],
-        aes_encrypt_last_column(table, lane, state.w, state.x, state.y, state.z) ^ key[3]);
+        aes_encrypt_last_column(table, lane, state.x, state.y, state.z, state.w, key[0]),
+        aes_encrypt_last_column(table, lane, state.y, state.z, state.w, state.x, key[1]),
+        aes_encrypt_last_column(table, lane, state.z, state.w, state.x, state.y, key[2]),
+        aes_encrypt_last_column(table, lane, state.w, state.x, state.y, state.z, key[3]));
 }
 
-DEVICE_FUNCTION u32 aes_decrypt_column(LOCAL const u32 *table, const u32 lane, const u32 a,
-                                       const u32 b, const u32 c, const u32 d)
+DEVICE_FUNCTION u32 aes_decrypt_column(LOCAL const u32 *table, const aes_lane lane,
+                                       const u32 a, const u32 b, const u32 c, const u32 d,
+                                       const u32 key)
 {
-    return AES_DECRYPT_ENTRY(table, lane, a >> 24)
-         ^ ROTATE_LEFT32(AES_DECRYPT_ENTRY(table, lane, (b >> 16) & 0xffu), 24u)
-         ^ ROTATE_LEFT32(AES_DECRYPT_ENTRY(table, lane, (c >> 8) & 0xffu), 16u)
-         ^ ROTATE_LEFT32(AES_DECRYPT_ENTRY(table, lane, d & 0xffu), 8u);
+    const u32 first = TABLE_WORD(table, AES_DECRYPT_OFFSET(a, 3u, lane.first))
+                    ^ TABLE_WORD(table, AES_DECRYPT_OFFSET(b, 2u, lane.second));
+    const u32 second = TABLE_WORD(table, AES_DECRYPT_OFFSET(c, 1u, lane.first))
+                     ^ TABLE_WORD(table, AES_DECRYPT_OFFSET(d, 0u, lane.second));
+    return first ^ ROTATE_LEFT32(second, 16u) ^ key;
 }
 
 /* The equivalent inverse cipher: InvShiftRows moves row r right by r, so output column c
  * takes row r from input column c - r. */
-DEVICE_FUNCTION u32x4 aes_decrypt_round(const u32x4 state, CONSTANT u32 *RESTRICT key,
-                                        LOCAL const u32 *table, const u32 lane)
+DEVICE_FUNCTION u32x4 aes_decrypt_round(const u32x4 state, const u32 *keys,
+                                        LOCAL const u32 *table, const aes_lane lane)
 {
     return MAKE_U32X4(
-        aes_decrypt_column(table, lane, state.x, state.w, state.z, state.y) ^ key[0],
-        aes_decrypt_column(table, lane, state.y, state.x, state.w, state.z) ^ key[1],
-        aes_decrypt_column(table, lane, state.z, state.y, state.x, state.w) ^ key[2],
-        aes_decrypt_column(table, lane, state.w, state.z, state.y, state.x) ^ key[3]);
+        aes_decrypt_column(table, lane, state.x, state.w, state.z, state.y, keys[0]),
+        aes_decrypt_column(table, lane, state.y, state.x, state.w, state.z, keys[1]),
+        aes_decrypt_column(table, lane, state.z, state.y, state.x, state.w, keys[2]),
+        aes_decrypt_column(table, lane, state.w, state.z, state.y, state.x, keys[3]));
 }
 
 /* The inverse S-box is packed four entries per word, so that each lane's copy is 256 bytes
- * and still one bank per lane: entry e is byte e % 4 of word e / 4. */
+ * and still one bank per lane: entry e is byte e % 4 of word e / 4, word w of copy c at
+ * w * copies + c. */
 DEVICE_FUNCTION u32 aes_inverse_sbox(LOCAL const u32 *inverse_sbox, const u32 lane,
                                      const u32 entry)
 {
-    const u32 word = AES_DECRYPT_ENTRY(inverse_sbox, lane, entry >> 2);
+    const u32 word = inverse_sbox[(entry >> 2) * AES_DECRYPT_TABLE_COPIES + lane];
     return (word >> ((entry & 3u) * 8u)) & 0xffu;
 }
 
 DEVICE_FUNCTION u32 aes_decrypt_last_column(LOCAL const u32 *inverse_sbox, const u32 lane,
                                             const u32 a, const u32 b, const u32 c,
-                                            const u32 d)
+                                            const u32 d, const u32 key)
 {
-    return (aes_inverse_sbox(inverse_sbox, lane, a >> 24) << 24)
-         | (aes_inverse_sbox(inverse_sbox, lane, (b >> 16) & 0xffu) << 16)
-         | (aes_inverse_sbox(inverse_sbox, lane, (c >> 8) & 0xffu) << 8)
-         | aes_inverse_sbox(inverse_sbox, lane, d & 0xffu);
+    return ((aes_inverse_sbox(inverse_sbox, lane, a >> 24) << 24)
+          | (aes_inverse_sbox(inverse_sbox, lane, (b >> 16) & 0xffu) << 16)
+          | (aes_inverse_sbox(inverse_sbox, lane, (c >> 8) & 0xffu) << 8)
+          | aes_inverse_sbox(inverse_sbox, lane, d & 0xffu))
+         ^ key;
 }
 
-DEVICE_FUNCTION u32x4 aes_decrypt_block(u32x4 state, CONSTANT u32 *RESTRICT keys,
-                                        const u32 rounds, LOCAL const u32 *table,
-                                        LOCAL const u32 *inverse_sbox, const u32 lane)
+DEVICE_FUNCTION u32x4 aes_decrypt_block(u32x4 state, const u32 *keys, const u32 rounds,
+                                        LOCAL const u32 *table, LOCAL const u32 *inverse_sbox,
+                                        const u32 lane)
 {
+    const aes_lane lanes = aes_lane_offsets(lane, AES_DECRYPT_TABLE_COPIES);
     state = MAKE_U32X4(state.x ^ keys[0], state.y ^ keys[1], state.z ^ keys[2],
                        state.w ^ keys[3]);
-    for (u32 round = 1; round < 10; round++) {
-        state = aes_decrypt_round(state, keys + 4 * round, table, lane);
+    UNROLL
+    for (u32 round = 1; round < rounds; round++) {
+        state = aes_decrypt_round(state, keys + 4u * round, table, lanes);
     }
-    for (u32 round = 10; round < rounds; round++) {
-        state = aes_decrypt_round(state, keys + 4 * round, table, lane);
-    }
-    CONSTANT u32 *RESTRICT key = keys + 4 * rounds;
+    const u32 *key = keys + 4u * rounds;
     return MAKE_U32X4(
-        aes_decrypt_last_column(inverse_sbox, lane, state.x, state.w, state.z, state.y) ^ key[0],
-        aes_decrypt_last_column(inverse_sbox, lane, state.y, state.x, state.w, state.z) ^ key[1],
-        aes_decrypt_last_column(inverse_sbox, lane, state.z, state.y, state.x, state.w) ^ key[2],
-        aes_decrypt_last_column(inverse_sbox, lane, state.w, state.z, state.y, state.x) ^ key[3]);
+        aes_decrypt_last_column(inverse_sbox, lane, state.x, state.w, state.z, state.y, key[0]),
+        aes_decrypt_last_column(inverse_sbox, lane, state.y, state.x, state.w, state.z, key[1]),
+        aes_decrypt_last_column(inverse_sbox, lane, state.z, state.y, state.x, state.w, key[2]),
+        aes_decrypt_last_column(inverse_sbox, lane, state.w, state.z, state.y, state.x, key[3]));
+}
+
+/* Copies the 4 (rounds + 1) round-key words into a private array once per thread; with
+ * `rounds` a constant the loop unrolls and the array lives in registers, so the rounds read
+ * no memory for their keys. */
+DEVICE_FUNCTION void aes_load_keys(u32 *keys, CONSTANT u32 *RESTRICT round_keys,
+                                   const u32 rounds)
+{
+    UNROLL
+    for (u32 index = 0; index < 4u * (rounds + 1u); index++) {
+        keys[index] = round_keys[index];
+    }
+}
+
+/* Runs `body(rounds)` with `rounds` a compile-time constant: one specialised, fully
+ * unrolled copy per key size, chosen once per thread. */
+#define AES_FOR_ROUNDS(rounds, body)     \
+    do {                                 \
+        if ((rounds) == 10u) {           \
+            body(10u);                   \
+        } else if ((rounds) == 12u) {    \
+            body(12u);                   \
+        } else {                         \
+            body(14u);                   \
+        }                                \
+    } while (0)
+
+/* The blocks of one launch, with the key size fixed: each a DEVICE_FUNCTION that the
+ * kernels below call once per key size through AES_FOR_ROUNDS. */
+
+DEVICE_FUNCTION void aes_ecb_encrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
+                                            const u32 block_count,
+                                            CONSTANT u32 *RESTRICT round_keys,
+                                            const u32 rounds, LOCAL const u32 *table,
+                                            const aes_lane lane)
+{
+    u32 keys[AES_MAX_ROUND_KEY_WORDS];
+    aes_load_keys(keys, round_keys, rounds);
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x4 state = swap_bytes_u32x4(input[block]);
+        output[block] =
+            swap_bytes_u32x4(aes_encrypt_block(state, keys, rounds, table, lane));
+    }
+}
+
+DEVICE_FUNCTION void aes_ecb_decrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
+                                            const u32 block_count,
+                                            CONSTANT u32 *RESTRICT round_keys,
+                                            const u32 rounds, LOCAL const u32 *table,
+                                            LOCAL const u32 *inverse_sbox, const u32 lane)
+{
+    u32 keys[AES_MAX_ROUND_KEY_WORDS];
+    aes_load_keys(keys, round_keys, rounds);
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x4 state = swap_bytes_u32x4(input[block]);
+        output[block] = swap_bytes_u32x4(
+            aes_decrypt_block(state, keys, rounds, table, inverse_sbox, lane));
+    }
+}
+
+DEVICE_FUNCTION void aes_ctr_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
+                                    const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
+                                    const u32 rounds, LOCAL const u32 *table,
+                                    const aes_lane lane, const u32x4 counter,
+                                    const u32 counter_rule)
+{
+    u32 keys[AES_MAX_ROUND_KEY_WORDS];
+    aes_load_keys(keys, round_keys, rounds);
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x4 counter_block = counter_block16(counter, block, counter_rule);
+        const u32x4 keystream = swap_bytes_u32x4(
+            aes_encrypt_block(counter_block, keys, rounds, table, lane));
+        output[block] = xor_u32x4(input[block], keystream);
+    }
+}
+
+DEVICE_FUNCTION void aes_ctr_segment_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
+                                            const u32 block_count,
+                                            CONSTANT u32 *RESTRICT round_keys,
+                                            const u32 rounds, LOCAL const u32 *table,
+                                            const aes_lane lane,
+                                            GLOBAL const u32x4 *RESTRICT counters,
+                                            const u32 blocks_per_segment,
+                                            const u32 counter_rule)
+{
+    u32 keys[AES_MAX_ROUND_KEY_WORDS];
+    aes_load_keys(keys, round_keys, rounds);
+    const u32x2 stride = segment_position(GLOBAL_SIZE(), blocks_per_segment);
+    u32x2 position = segment_position(GLOBAL_ID(), blocks_per_segment);
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x4 start = swap_bytes_u32x4(counters[position.x]);
+        const u32x4 counter_block = counter_block16(start, position.y, counter_rule);
+        const u32x4 keystream = swap_bytes_u32x4(
+            aes_encrypt_block(counter_block, keys, rounds, table, lane));
+        output[block] = xor_u32x4(input[block], keystream);
+        position = segment_step(position, stride, blocks_per_segment);
+    }
+}
+
+DEVICE_FUNCTION void aes_cbc_decrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
+                                            const u32 block_count,
+                                            CONSTANT u32 *RESTRICT round_keys,
+                                            const u32 rounds, LOCAL const u32 *table,
+                                            LOCAL const u32 *inverse_sbox, const u32 lane,
+                                            const u32x4 previous)
+{
+    u32 keys[AES_MAX_ROUND_KEY_WORDS];
+    aes_load_keys(keys, round_keys, rounds);
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x4 chain = block == 0 ? previous : input[block - 1];
+        const u32x4 state = swap_bytes_u32x4(input[block]);
+        const u32x4 plain = swap_bytes_u32x4(
+            aes_decrypt_block(state, keys, rounds, table, inverse_sbox, lane));
+        output[block] = xor_u32x4(plain, chain);
+    }
 }
 
 /* Every AES kernel takes: input, output, the number of 16-byte blocks, the round keys
@@ -358,15 +536,14 @@ KERNEL void aes_ecb_encrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 rounds, GLOBAL const u32 *RESTRICT tables)
 {
     DECLARE_SHARED_WORDS(shared, AES_ENCRYPT_SHARED_WORDS);
-    replicate_table(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_TABLE_WORDS,
-                    AES_ENCRYPT_TABLE_COPIES);
+    replicate_aes_pair(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_ENCRYPT_TABLE_COPIES);
     BARRIER();
-    const u32 lane = LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES;
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x4 state = swap_bytes_u32x4(input[block]);
-        output[block] =
-            swap_bytes_u32x4(aes_encrypt_block(state, round_keys, rounds, shared, lane));
-    }
+    const aes_lane lane =
+        aes_lane_offsets(LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES, AES_ENCRYPT_TABLE_COPIES);
+#define AES_ECB_ENCRYPT_BODY(ROUNDS)                                                        \
+    aes_ecb_encrypt_blocks(input, output, block_count, round_keys, ROUNDS, shared, lane)
+    AES_FOR_ROUNDS(rounds, AES_ECB_ENCRYPT_BODY);
+#undef AES_ECB_ENCRYPT_BODY
 }
 
 KERNEL void aes_ecb_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
@@ -374,18 +551,17 @@ KERNEL void aes_ecb_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 rounds, GLOBAL const u32 *RESTRICT tables)
 {
     DECLARE_SHARED_WORDS(shared, AES_DECRYPT_SHARED_WORDS);
-    LOCAL u32 *inverse_sbox = shared + AES_TABLE_WORDS * AES_DECRYPT_TABLE_COPIES;
-    replicate_table(shared, tables + AES_SOURCE_DECRYPTION_TABLE, AES_TABLE_WORDS,
-                    AES_DECRYPT_TABLE_COPIES);
+    LOCAL u32 *inverse_sbox = shared + AES_DECRYPT_INVERSE_SBOX_START;
+    replicate_aes_pair(shared, tables + AES_SOURCE_DECRYPTION_TABLE, AES_DECRYPT_TABLE_COPIES);
     replicate_table(inverse_sbox, tables + AES_SOURCE_INVERSE_SBOX, AES_INVERSE_SBOX_WORDS,
                     AES_DECRYPT_TABLE_COPIES);
     BARRIER();
-    const u32 lane = LOCAL_ID() % AES_DECRYPT_TABLE_COPIES;
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x4 state = swap_bytes_u32x4(input[block]);
-        output[block] = swap_bytes_u32x4(
-            aes_decrypt_block(state, round_keys, rounds, shared, inverse_sbox, lane));
-    }
+    const u32 lane = HIDE_FROM_OPTIMIZER(LOCAL_ID() % AES_DECRYPT_TABLE_COPIES);
+#define AES_ECB_DECRYPT_BODY(ROUNDS)                                                        \
+    aes_ecb_decrypt_blocks(input, output, block_count, round_keys, ROUNDS, shared,         \
+                           inverse_sbox, lane)
+    AES_FOR_ROUNDS(rounds, AES_ECB_DECRYPT_BODY);
+#undef AES_ECB_DECRYPT_BODY
 }
 
 /* CTR: output = input XOR E(counter + block). Encryption and decryption are the same. */
@@ -395,16 +571,15 @@ KERNEL void aes_ctr(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                     const u32 counter_rule)
 {
     DECLARE_SHARED_WORDS(shared, AES_ENCRYPT_SHARED_WORDS);
-    replicate_table(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_TABLE_WORDS,
-                    AES_ENCRYPT_TABLE_COPIES);
+    replicate_aes_pair(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_ENCRYPT_TABLE_COPIES);
     BARRIER();
-    const u32 lane = LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES;
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x4 counter_block = counter_block16(counter, block, counter_rule);
-        const u32x4 keystream = swap_bytes_u32x4(
-            aes_encrypt_block(counter_block, round_keys, rounds, shared, lane));
-        output[block] = xor_u32x4(input[block], keystream);
-    }
+    const aes_lane lane =
+        aes_lane_offsets(LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES, AES_ENCRYPT_TABLE_COPIES);
+#define AES_CTR_BODY(ROUNDS)                                                                \
+    aes_ctr_blocks(input, output, block_count, round_keys, ROUNDS, shared, lane,      \
+                   counter, counter_rule)
+    AES_FOR_ROUNDS(rounds, AES_CTR_BODY);
+#undef AES_CTR_BODY
 }
 
 /* CTR over consecutive segments, each from its own counter block (see DATA LAYOUT):
@@ -418,20 +593,15 @@ KERNEL void aes_ctr_segments(GLOBAL const u32x4 *input,
                              const u32 blocks_per_segment, const u32 counter_rule)
 {
     DECLARE_SHARED_WORDS(shared, AES_ENCRYPT_SHARED_WORDS);
-    replicate_table(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_TABLE_WORDS,
-                    AES_ENCRYPT_TABLE_COPIES);
+    replicate_aes_pair(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_ENCRYPT_TABLE_COPIES);
     BARRIER();
-    const u32 lane = LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES;
-    const u32x2 stride = segment_position(GLOBAL_SIZE(), blocks_per_segment);
-    u32x2 position = segment_position(GLOBAL_ID(), blocks_per_segment);
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x4 start = swap_bytes_u32x4(counters[position.x]);
-        const u32x4 counter_block = counter_block16(start, position.y, counter_rule);
-        const u32x4 keystream = swap_bytes_u32x4(
-            aes_encrypt_block(counter_block, round_keys, rounds, shared, lane));
-        output[block] = xor_u32x4(input[block], keystream);
-        position = segment_step(position, stride, blocks_per_segment);
-    }
+    const aes_lane lane =
+        aes_lane_offsets(LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES, AES_ENCRYPT_TABLE_COPIES);
+#define AES_CTR_SEGMENTS_BODY(ROUNDS)                                                       \
+    aes_ctr_segment_blocks(input, output, block_count, round_keys, ROUNDS, shared,         \
+                           lane, counters, blocks_per_segment, counter_rule)
+    AES_FOR_ROUNDS(rounds, AES_CTR_SEGMENTS_BODY);
+#undef AES_CTR_SEGMENTS_BODY
 }
 
 /* CBC decryption: output[i] = D(input[i]) XOR input[i - 1], with `previous` (in memory
@@ -442,20 +612,17 @@ KERNEL void aes_cbc_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32x4 previous)
 {
     DECLARE_SHARED_WORDS(shared, AES_DECRYPT_SHARED_WORDS);
-    LOCAL u32 *inverse_sbox = shared + AES_TABLE_WORDS * AES_DECRYPT_TABLE_COPIES;
-    replicate_table(shared, tables + AES_SOURCE_DECRYPTION_TABLE, AES_TABLE_WORDS,
-                    AES_DECRYPT_TABLE_COPIES);
+    LOCAL u32 *inverse_sbox = shared + AES_DECRYPT_INVERSE_SBOX_START;
+    replicate_aes_pair(shared, tables + AES_SOURCE_DECRYPTION_TABLE, AES_DECRYPT_TABLE_COPIES);
     replicate_table(inverse_sbox, tables + AES_SOURCE_INVERSE_SBOX, AES_INVERSE_SBOX_WORDS,
                     AES_DECRYPT_TABLE_COPIES);
     BARRIER();
-    const u32 lane = LOCAL_ID() % AES_DECRYPT_TABLE_COPIES;
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x4 chain = block == 0 ? previous : input[block - 1];
-        const u32x4 state = swap_bytes_u32x4(input[block]);
-        const u32x4 plain = swap_bytes_u32x4(
-            aes_decrypt_block(state, round_keys, rounds, shared, inverse_sbox, lane));
-        output[block] = xor_u32x4(plain, chain);
-    }
+    const u32 lane = HIDE_FROM_OPTIMIZER(LOCAL_ID() % AES_DECRYPT_TABLE_COPIES);
+#define AES_CBC_DECRYPT_BODY(ROUNDS)                                                        \
+    aes_cbc_decrypt_blocks(input, output, block_count, round_keys, ROUNDS, shared,         \
+                           inverse_sbox, lane, previous)
+    AES_FOR_ROUNDS(rounds, AES_CBC_DECRYPT_BODY);
+#undef AES_CBC_DECRYPT_BODY
 }
 
 /* ------------------------------------------------------------------------------------- */

@@ -19,9 +19,10 @@ pub const STATIC_SHARED_LIMIT_BYTES: u32 = 48 * 1024;
 
 /// Words each kernel family keeps per table copy in shared memory, as `parcrypt.cl`'s
 /// `AES_ENCRYPT_SHARED_WORDS`, `AES_DECRYPT_SHARED_WORDS` and `BLOWFISH_SHARED_WORDS`
-/// define them: Te0; Td0 plus the packed inverse S-box; the four Blowfish S-boxes.
-const AES_ENCRYPT_WORDS_PER_COPY: u32 = 256;
-const AES_DECRYPT_WORDS_PER_COPY: u32 = 256 + 64;
+/// define them: Te0 and its rotation Te1; Td0, Td1 and the packed inverse S-box; the four
+/// Blowfish S-boxes.
+const AES_ENCRYPT_WORDS_PER_COPY: u32 = 2 * 256;
+const AES_DECRYPT_WORDS_PER_COPY: u32 = 2 * 256 + 64;
 const BLOWFISH_WORDS_PER_COPY: u32 = 1024;
 
 /// One compile-time configuration of the kernels: the table copies and whether shared
@@ -420,10 +421,10 @@ mod tests {
         let per_lane = KernelVariant::for_table_copies(TableCopies::uniform(32));
         assert!(per_lane.dynamic_shared, "Blowfish needs 128 KiB");
         let bytes = |family, operation| per_lane.launch_shared_bytes(family, operation);
-        assert_eq!(bytes(CipherFamily::Aes, KernelOperation::Ctr), 32 * 1024);
+        assert_eq!(bytes(CipherFamily::Aes, KernelOperation::Ctr), 64 * 1024);
         assert_eq!(
             bytes(CipherFamily::Aes, KernelOperation::CbcDecrypt),
-            40 * 1024
+            72 * 1024
         );
         assert_eq!(
             bytes(CipherFamily::Blowfish, KernelOperation::EcbEncrypt),

@@ -629,27 +629,77 @@ KERNEL void aes_cbc_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
 /* Blowfish (Schneier 1993), as parcrypt-ciphers' Blowfish                                */
 /* ------------------------------------------------------------------------------------- */
 
-#define BLOWFISH_ENTRY(sboxes, lane, box, entry) \
-    ((sboxes)[((box) * 256u + (entry)) * BLOWFISH_TABLE_COPIES + (lane)])
+/* Local memory layout: two regions, S-boxes 0 and 1, then 2 and 3; within a region, for
+ * each entry e, that entry of the region's first S-box in every copy, then of its second:
+ * S-box b entry e of copy c is word (b / 2) * 512 copies + (2 e + b % 2) * copies + c.
+ * Lane l reads only words of bank l (each index is a multiple of 32 plus l with 32
+ * copies), so the layout stays free of bank conflicts. An entry takes 8 copies bytes:
+ * with 32 copies that is 256, so the byte offset of the entry for byte k of x is
+ * (byte k of x) << 8 plus the lane's own offset of the S-box, whose byte 1 is zero (lane
+ * and half below 256, region at 64 KiB): one byte permutation (TABLE_OFFSET256). */
+#define BLOWFISH_REGION_BYTES (2048u * BLOWFISH_TABLE_COPIES)
+#define BLOWFISH_P_WORDS 18u
+
+#if BLOWFISH_TABLE_COPIES == 32
+#define BLOWFISH_OFFSET(x, k, lane_box) TABLE_OFFSET256((x), (k), (lane_box))
+#else
+#define BLOWFISH_OFFSET(x, k, lane_box) \
+    ((((x) >> (8u * (k))) & 0xffu) * (8u * BLOWFISH_TABLE_COPIES) + (lane_box))
+#endif
+
+/* Fills the layout above from the source's four S-boxes (box b entry e at 256 b + e):
+ * consecutive threads write consecutive words (no bank conflicts). */
+DEVICE_FUNCTION void replicate_blowfish(LOCAL u32 *destination,
+                                        GLOBAL const u32 *RESTRICT source)
+{
+    const u32 total = BLOWFISH_SBOX_WORDS * BLOWFISH_TABLE_COPIES;
+    for (u32 index = LOCAL_ID(); index < total; index += GROUP_SIZE()) {
+        const u32 slot = index / BLOWFISH_TABLE_COPIES;
+        const u32 second = slot & 1u;
+        const u32 entry = (slot >> 1) & 0xffu;
+        const u32 region = slot >> 9;
+        destination[index] = source[(2u * region + second) * 256u + entry];
+    }
+}
+
+/* The byte offsets of this lane's copy of each S-box, computed once per thread and hidden
+ * from the optimiser (see aes_lane). */
+typedef struct {
+    u32 box[4];
+} blowfish_lane;
+
+DEVICE_FUNCTION blowfish_lane blowfish_lane_offsets(const u32 lane)
+{
+    blowfish_lane offsets;
+    UNROLL
+    for (u32 box = 0; box < 4u; box++) {
+        offsets.box[box] = HIDE_FROM_OPTIMIZER((box >> 1) * BLOWFISH_REGION_BYTES
+                                               + (box & 1u) * 4u * BLOWFISH_TABLE_COPIES
+                                               + 4u * lane);
+    }
+    return offsets;
+}
 
 /* F(x) = ((S0[a] + S1[b]) ^ S2[c]) + S3[d] over the bytes of x, most significant first. */
-DEVICE_FUNCTION u32 blowfish_f(LOCAL const u32 *sboxes, const u32 lane, const u32 x)
+DEVICE_FUNCTION u32 blowfish_f(LOCAL const u32 *sboxes, const blowfish_lane lane, const u32 x)
 {
-    const u32 a = BLOWFISH_ENTRY(sboxes, lane, 0u, x >> 24);
-    const u32 b = BLOWFISH_ENTRY(sboxes, lane, 1u, (x >> 16) & 0xffu);
-    const u32 c = BLOWFISH_ENTRY(sboxes, lane, 2u, (x >> 8) & 0xffu);
-    const u32 d = BLOWFISH_ENTRY(sboxes, lane, 3u, x & 0xffu);
+    const u32 a = TABLE_WORD(sboxes, BLOWFISH_OFFSET(x, 3u, lane.box[0]));
+    const u32 b = TABLE_WORD(sboxes, BLOWFISH_OFFSET(x, 2u, lane.box[1]));
+    const u32 c = TABLE_WORD(sboxes, BLOWFISH_OFFSET(x, 1u, lane.box[2]));
+    const u32 d = TABLE_WORD(sboxes, BLOWFISH_OFFSET(x, 0u, lane.box[3]));
     return ((a + b) ^ c) + d;
 }
 
 /* Sixteen rounds as eight double rounds that XOR the next P word into the half being
  * updated, so the halves never swap; the result comes out as (right, left), which is the
- * order Blowfish's last round leaves the block in. `block` holds big-endian words. */
-DEVICE_FUNCTION u32x2 blowfish_encrypt_block(const u32x2 block, CONSTANT u32 *RESTRICT p,
-                                             LOCAL const u32 *sboxes, const u32 lane)
+ * order Blowfish's last round leaves the block in. `block` holds big-endian words; `p` is
+ * the P-array in registers (blowfish_load_p). */
+DEVICE_FUNCTION u32x2 blowfish_encrypt_block(const u32x2 block, const u32 *p,
+                                             LOCAL const u32 *sboxes, const blowfish_lane lane)
 {
     u32 left = block.x ^ p[0];
     u32 right = block.y;
+    UNROLL
     for (u32 round = 1; round < 16; round += 2) {
         right ^= blowfish_f(sboxes, lane, left) ^ p[round];
         left ^= blowfish_f(sboxes, lane, right) ^ p[round + 1];
@@ -658,16 +708,27 @@ DEVICE_FUNCTION u32x2 blowfish_encrypt_block(const u32x2 block, CONSTANT u32 *RE
 }
 
 /* The same rounds with the P-array read backwards. */
-DEVICE_FUNCTION u32x2 blowfish_decrypt_block(const u32x2 block, CONSTANT u32 *RESTRICT p,
-                                             LOCAL const u32 *sboxes, const u32 lane)
+DEVICE_FUNCTION u32x2 blowfish_decrypt_block(const u32x2 block, const u32 *p,
+                                             LOCAL const u32 *sboxes, const blowfish_lane lane)
 {
     u32 left = block.x ^ p[17];
     u32 right = block.y;
+    UNROLL
     for (u32 round = 16; round > 1; round -= 2) {
         right ^= blowfish_f(sboxes, lane, left) ^ p[round];
         left ^= blowfish_f(sboxes, lane, right) ^ p[round - 1];
     }
     return MAKE_U32X2(right ^ p[0], left);
+}
+
+/* The P-array into registers, once per thread: the rounds then read no memory but the
+ * S-boxes. */
+DEVICE_FUNCTION void blowfish_load_p(u32 *p, CONSTANT u32 *RESTRICT p_array)
+{
+    UNROLL
+    for (u32 index = 0; index < BLOWFISH_P_WORDS; index++) {
+        p[index] = p_array[index];
+    }
 }
 
 /* Every Blowfish kernel takes: input, output, the number of 8-byte blocks, the P-array
@@ -679,12 +740,14 @@ KERNEL void blowfish_ecb_encrypt(GLOBAL const u32x2 *input,
                                  GLOBAL const u32 *RESTRICT sboxes)
 {
     DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
-    replicate_table(shared, sboxes, BLOWFISH_SBOX_WORDS, BLOWFISH_TABLE_COPIES);
+    replicate_blowfish(shared, sboxes);
     BARRIER();
-    const u32 lane = LOCAL_ID() % BLOWFISH_TABLE_COPIES;
+    const blowfish_lane lane = blowfish_lane_offsets(LOCAL_ID() % BLOWFISH_TABLE_COPIES);
+    u32 p[BLOWFISH_P_WORDS];
+    blowfish_load_p(p, p_array);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x2 words = swap_bytes_u32x2(input[block]);
-        output[block] = swap_bytes_u32x2(blowfish_encrypt_block(words, p_array, shared, lane));
+        output[block] = swap_bytes_u32x2(blowfish_encrypt_block(words, p, shared, lane));
     }
     BARRIER();
     wipe_table(shared, BLOWFISH_SHARED_WORDS);
@@ -696,12 +759,14 @@ KERNEL void blowfish_ecb_decrypt(GLOBAL const u32x2 *input,
                                  GLOBAL const u32 *RESTRICT sboxes)
 {
     DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
-    replicate_table(shared, sboxes, BLOWFISH_SBOX_WORDS, BLOWFISH_TABLE_COPIES);
+    replicate_blowfish(shared, sboxes);
     BARRIER();
-    const u32 lane = LOCAL_ID() % BLOWFISH_TABLE_COPIES;
+    const blowfish_lane lane = blowfish_lane_offsets(LOCAL_ID() % BLOWFISH_TABLE_COPIES);
+    u32 p[BLOWFISH_P_WORDS];
+    blowfish_load_p(p, p_array);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x2 words = swap_bytes_u32x2(input[block]);
-        output[block] = swap_bytes_u32x2(blowfish_decrypt_block(words, p_array, shared, lane));
+        output[block] = swap_bytes_u32x2(blowfish_decrypt_block(words, p, shared, lane));
     }
     BARRIER();
     wipe_table(shared, BLOWFISH_SHARED_WORDS);
@@ -713,13 +778,15 @@ KERNEL void blowfish_ctr(GLOBAL const u32x2 *input, GLOBAL u32x2 *output,
                          const u32 counter_rule)
 {
     DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
-    replicate_table(shared, sboxes, BLOWFISH_SBOX_WORDS, BLOWFISH_TABLE_COPIES);
+    replicate_blowfish(shared, sboxes);
     BARRIER();
-    const u32 lane = LOCAL_ID() % BLOWFISH_TABLE_COPIES;
+    const blowfish_lane lane = blowfish_lane_offsets(LOCAL_ID() % BLOWFISH_TABLE_COPIES);
+    u32 p[BLOWFISH_P_WORDS];
+    blowfish_load_p(p, p_array);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x2 counter_block = counter_block8(counter, block, counter_rule);
         const u32x2 keystream =
-            swap_bytes_u32x2(blowfish_encrypt_block(counter_block, p_array, shared, lane));
+            swap_bytes_u32x2(blowfish_encrypt_block(counter_block, p, shared, lane));
         output[block] = xor_u32x2(input[block], keystream);
     }
     BARRIER();
@@ -735,16 +802,18 @@ KERNEL void blowfish_ctr_segments(GLOBAL const u32x2 *input,
                                   const u32 blocks_per_segment, const u32 counter_rule)
 {
     DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
-    replicate_table(shared, sboxes, BLOWFISH_SBOX_WORDS, BLOWFISH_TABLE_COPIES);
+    replicate_blowfish(shared, sboxes);
     BARRIER();
-    const u32 lane = LOCAL_ID() % BLOWFISH_TABLE_COPIES;
+    const blowfish_lane lane = blowfish_lane_offsets(LOCAL_ID() % BLOWFISH_TABLE_COPIES);
+    u32 p[BLOWFISH_P_WORDS];
+    blowfish_load_p(p, p_array);
     const u32x2 stride = segment_position(GLOBAL_SIZE(), blocks_per_segment);
     u32x2 position = segment_position(GLOBAL_ID(), blocks_per_segment);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x2 start = swap_bytes_u32x2(counters[position.x]);
         const u32x2 counter_block = counter_block8(start, position.y, counter_rule);
         const u32x2 keystream =
-            swap_bytes_u32x2(blowfish_encrypt_block(counter_block, p_array, shared, lane));
+            swap_bytes_u32x2(blowfish_encrypt_block(counter_block, p, shared, lane));
         output[block] = xor_u32x2(input[block], keystream);
         position = segment_step(position, stride, blocks_per_segment);
     }
@@ -758,14 +827,16 @@ KERNEL void blowfish_cbc_decrypt(GLOBAL const u32x2 *input,
                                  GLOBAL const u32 *RESTRICT sboxes, const u32x2 previous)
 {
     DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
-    replicate_table(shared, sboxes, BLOWFISH_SBOX_WORDS, BLOWFISH_TABLE_COPIES);
+    replicate_blowfish(shared, sboxes);
     BARRIER();
-    const u32 lane = LOCAL_ID() % BLOWFISH_TABLE_COPIES;
+    const blowfish_lane lane = blowfish_lane_offsets(LOCAL_ID() % BLOWFISH_TABLE_COPIES);
+    u32 p[BLOWFISH_P_WORDS];
+    blowfish_load_p(p, p_array);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x2 chain = block == 0 ? previous : input[block - 1];
         const u32x2 words = swap_bytes_u32x2(input[block]);
         const u32x2 plain =
-            swap_bytes_u32x2(blowfish_decrypt_block(words, p_array, shared, lane));
+            swap_bytes_u32x2(blowfish_decrypt_block(words, p, shared, lane));
         output[block] = xor_u32x2(plain, chain);
     }
     BARRIER();
@@ -801,14 +872,27 @@ DEVICE_FUNCTION u32 rc6_quadratic(const u32 x)
         a = ROTATE_RIGHT32(a - (key)[0], u) ^ t;          \
     } while (0)
 
-DEVICE_FUNCTION u32x4 rc6_encrypt_block(const u32x4 block, CONSTANT u32 *RESTRICT keys)
+/* RC6-32/20: 2 r + 4 = 44 round-key words, which the kernels copy into registers once per
+ * thread (rc6_load_keys): the rounds then read no memory at all. */
+#define RC6_KEY_WORDS (2u * RC6_ROUNDS + 4u)
+
+DEVICE_FUNCTION void rc6_load_keys(u32 *keys, CONSTANT u32 *RESTRICT round_keys)
+{
+    UNROLL
+    for (u32 index = 0; index < RC6_KEY_WORDS; index++) {
+        keys[index] = round_keys[index];
+    }
+}
+
+DEVICE_FUNCTION u32x4 rc6_encrypt_block(const u32x4 block, const u32 *keys)
 {
     u32 a = block.x;
     u32 b = block.y + keys[0];
     u32 c = block.z;
     u32 d = block.w + keys[1];
+    UNROLL
     for (u32 round = 0; round < RC6_ROUNDS; round += 4) {
-        CONSTANT u32 *RESTRICT key = keys + 2 + 2 * round;
+        const u32 *key = keys + 2 + 2 * round;
         RC6_ENCRYPT_ROUND(a, b, c, d, key);
         RC6_ENCRYPT_ROUND(b, c, d, a, key + 2);
         RC6_ENCRYPT_ROUND(c, d, a, b, key + 4);
@@ -817,14 +901,15 @@ DEVICE_FUNCTION u32x4 rc6_encrypt_block(const u32x4 block, CONSTANT u32 *RESTRIC
     return MAKE_U32X4(a + keys[2 * RC6_ROUNDS + 2], b, c + keys[2 * RC6_ROUNDS + 3], d);
 }
 
-DEVICE_FUNCTION u32x4 rc6_decrypt_block(const u32x4 block, CONSTANT u32 *RESTRICT keys)
+DEVICE_FUNCTION u32x4 rc6_decrypt_block(const u32x4 block, const u32 *keys)
 {
     u32 a = block.x - keys[2 * RC6_ROUNDS + 2];
     u32 b = block.y;
     u32 c = block.z - keys[2 * RC6_ROUNDS + 3];
     u32 d = block.w;
+    UNROLL
     for (u32 round = RC6_ROUNDS; round > 0; round -= 4) {
-        CONSTANT u32 *RESTRICT key = keys + 2 + 2 * (round - 4);
+        const u32 *key = keys + 2 + 2 * (round - 4);
         RC6_DECRYPT_ROUND(d, a, b, c, key + 6);
         RC6_DECRYPT_ROUND(c, d, a, b, key + 4);
         RC6_DECRYPT_ROUND(b, c, d, a, key + 2);
@@ -839,16 +924,20 @@ DEVICE_FUNCTION u32x4 rc6_decrypt_block(const u32x4 block, CONSTANT u32 *RESTRIC
 KERNEL void rc6_ecb_encrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys)
 {
+    u32 keys[RC6_KEY_WORDS];
+    rc6_load_keys(keys, round_keys);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        output[block] = rc6_encrypt_block(input[block], round_keys);
+        output[block] = rc6_encrypt_block(input[block], keys);
     }
 }
 
 KERNEL void rc6_ecb_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys)
 {
+    u32 keys[RC6_KEY_WORDS];
+    rc6_load_keys(keys, round_keys);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        output[block] = rc6_decrypt_block(input[block], round_keys);
+        output[block] = rc6_decrypt_block(input[block], keys);
     }
 }
 
@@ -858,10 +947,12 @@ KERNEL void rc6_ctr(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                     const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
                     const u32x4 counter, const u32 counter_rule)
 {
+    u32 keys[RC6_KEY_WORDS];
+    rc6_load_keys(keys, round_keys);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x4 counter_block =
             swap_bytes_u32x4(counter_block16(counter, block, counter_rule));
-        output[block] = xor_u32x4(input[block], rc6_encrypt_block(counter_block, round_keys));
+        output[block] = xor_u32x4(input[block], rc6_encrypt_block(counter_block, keys));
     }
 }
 
@@ -873,13 +964,15 @@ KERNEL void rc6_ctr_segments(GLOBAL const u32x4 *input,
                              GLOBAL const u32x4 *RESTRICT counters,
                              const u32 blocks_per_segment, const u32 counter_rule)
 {
+    u32 keys[RC6_KEY_WORDS];
+    rc6_load_keys(keys, round_keys);
     const u32x2 stride = segment_position(GLOBAL_SIZE(), blocks_per_segment);
     u32x2 position = segment_position(GLOBAL_ID(), blocks_per_segment);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x4 start = swap_bytes_u32x4(counters[position.x]);
         const u32x4 counter_block =
             swap_bytes_u32x4(counter_block16(start, position.y, counter_rule));
-        output[block] = xor_u32x4(input[block], rc6_encrypt_block(counter_block, round_keys));
+        output[block] = xor_u32x4(input[block], rc6_encrypt_block(counter_block, keys));
         position = segment_step(position, stride, blocks_per_segment);
     }
 }
@@ -888,9 +981,11 @@ KERNEL void rc6_cbc_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
                             const u32x4 previous)
 {
+    u32 keys[RC6_KEY_WORDS];
+    rc6_load_keys(keys, round_keys);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x4 chain = block == 0 ? previous : input[block - 1];
-        output[block] = xor_u32x4(rc6_decrypt_block(input[block], round_keys), chain);
+        output[block] = xor_u32x4(rc6_decrypt_block(input[block], keys), chain);
     }
 }
 

@@ -90,7 +90,7 @@ DEVICE_FUNCTION u32 hide_from_optimizer(u32 value)
 }
 #define HIDE_FROM_OPTIMIZER(x) hide_from_optimizer((u32)(x))
 
-/* (byte k of x) << 8 | low, for low < 256: one PRMT. Result byte 0 is byte 0 of low
- * (selector 4), byte 1 is byte k of x, bytes 2 and 3 are byte 1 of low, which is 0. */
+/* (byte k of x) << 8 | low, for low whose byte 1 is zero: one PRMT. Result byte 0 is byte 0
+ * of low (selector 4), byte 1 is byte k of x, bytes 2 and 3 are bytes 2 and 3 of low. */
 #define TABLE_OFFSET256(x, k, low) \
-    __byte_perm((u32)(x), (u32)(low), 0x5504u | ((u32)(k) << 4))
+    __byte_perm((u32)(x), (u32)(low), 0x7604u | ((u32)(k) << 4))

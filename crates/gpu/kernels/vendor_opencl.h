@@ -51,6 +51,6 @@ typedef uint4 u32x4;
 /* CUDA hides the value from its optimiser (see vendor_cuda.h); here it is the value. */
 #define HIDE_FROM_OPTIMIZER(x) ((u32)(x))
 
-/* (byte k of x) << 8 | low, for low < 256, in portable shifts and masks. */
+/* (byte k of x) << 8 | low, for low whose byte 1 is zero, in portable shifts and masks. */
 #define TABLE_OFFSET256(x, k, low) \
     (((((u32)(x) >> (8u * (u32)(k))) & 0xffu) << 8) | (u32)(low))

@@ -49,7 +49,7 @@ pub use compiler::{
 pub use devices::CudaDeviceInfo;
 pub use foreign::DeviceAllocation;
 
-use crate::host::arguments::KernelTable;
+use crate::host::arguments::{KernelLimits, KernelTable};
 use crate::host::{self, slab_size, validate_geometry, GpuHost, State};
 use crate::host::{KEY_TABLE_WORDS, ROUND_KEY_WORDS};
 use crate::kernel_source::{self, kernel_name, CipherFamily, KernelOperation};
@@ -174,11 +174,28 @@ impl GpuHost<Cuda> {
             let max_threads_per_block = function
                 .max_threads_per_block()
                 .or_cuda("cuFuncGetAttribute")?;
+            let max_group_size = usize::try_from(max_threads_per_block).unwrap_or(1);
+            // A kernel whose tables let only one group onto a multiprocessor (Blowfish's
+            // 128 KiB per-lane S-boxes) runs a persistent grid of one group per
+            // multiprocessor.
+            let mut limits = KernelLimits::groups_of(max_group_size);
+            if shared_bytes > 0 {
+                let resident = function
+                    .occupancy_max_active_blocks_per_multiprocessor(
+                        max_threads_per_block.clamp(1, 1024) as u32,
+                        shared_bytes as usize,
+                        None,
+                    )
+                    .or_cuda("cuOccupancyMaxActiveBlocksPerMultiprocessor")?;
+                if resident <= 1 {
+                    limits.resident_groups = Some(info.multiprocessors.max(1) as usize);
+                }
+            }
             let kernel = CudaKernel {
                 function,
                 shared_bytes,
             };
-            Ok((kernel, usize::try_from(max_threads_per_block).unwrap_or(1)))
+            Ok((kernel, limits))
         })?;
         let stream = &streams[0];
         let aes_tables = stream

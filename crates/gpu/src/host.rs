@@ -497,7 +497,7 @@ impl<A: Api> GpuHost<A> {
                 mode,
                 !counters.is_empty(),
             )?;
-            let shape = launch_shape(geometry, blocks, kernel.max_group_size);
+            let shape = kernel.shape(geometry, blocks);
             let launch = Launch {
                 kernel: &kernel.kernel,
                 keys,

@@ -18,7 +18,7 @@ use super::adapter::{alloc_pinned_zeroed, launch_on, Cuda, CudaKernel, Extra, Ke
 use super::devices::CudaResultExt;
 use super::{DeviceBuffer, PinnedBuffer};
 use crate::host::arguments::{cipher_arguments, LoadedKernel};
-use crate::host::{launch_shape, Api, GpuHost, Launch, Staging, State, MAX_SLAB_BYTES};
+use crate::host::{Api, GpuHost, Launch, Staging, State, MAX_SLAB_BYTES};
 use crate::kernel_source::{CipherFamily, KernelOperation};
 use crate::operation::{ModeArguments, SlabChain};
 use crate::{tuning, GpuError, GpuOperation, KeyMaterial, LaunchGeometry};
@@ -51,7 +51,7 @@ impl DeviceLaunch<'_> {
             kernel: &kernel.kernel,
             keys: self.keys,
             arguments: &arguments,
-            shape: launch_shape(self.geometry, blocks, kernel.max_group_size),
+            shape: kernel.shape(self.geometry, blocks),
             timed: false,
         };
         // SAFETY: the arguments are the kernel's own list for `blocks` blocks. The callers

@@ -19,7 +19,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{grown_capacity, launch_shape, slab_size, Api, GpuHost, Launch, Outcome, State};
+use super::{grown_capacity, slab_size, Api, GpuHost, Launch, Outcome, State};
 use crate::operation::{ModeArguments, SlabChain};
 use crate::{GpuError, GpuOperation, KeyMaterial};
 
@@ -309,7 +309,7 @@ impl<A: MappedMemory> GpuHost<A> {
             kernel: &kernel.kernel,
             keys: &state.keys,
             arguments: &arguments,
-            shape: launch_shape(geometry, blocks, kernel.max_group_size),
+            shape: kernel.shape(geometry, blocks),
             timed,
         };
         // SAFETY: the arguments are the kernel's own list for `blocks` blocks, which the

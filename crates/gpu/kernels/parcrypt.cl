@@ -25,9 +25,12 @@
  * banks: a lookup costs the same for every index, and the bank-conflict channel is gone.
  *
  * Not closed:
- * - With fewer than 32 copies (chosen when the device's local memory is too small, e.g.
- *   Blowfish on 48 KiB), lanes l and l + copies share a copy and can conflict: the channel
- *   is narrowed, not closed. The host reports the copy counts it chose.
+ * - With fewer than 32 copies (chosen when the device's local memory is too small: 32
+ *   copies take 64 KiB for AES encryption and 72 KiB for decryption, which keep two
+ *   tables per copy, and 128 KiB for Blowfish; so e.g. every table on a 48 KiB OpenCL
+ *   device), lanes l and l + copies share a copy and can conflict: the channel is
+ *   narrowed, not closed. The host reports the copy counts it chose. CUDA hosts opt in to
+ *   the GPU's whole shared memory per block (227 KiB on Hopper), where all 32 fit.
  * - On devices whose "local memory" is ordinary cached memory (CPU OpenCL such as PoCL,
  *   some integrated GPUs) table lookups leak through the data cache exactly as CPU T-table
  *   AES does; there the host uses one copy, since replication buys nothing. Do not use

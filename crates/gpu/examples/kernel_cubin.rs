@@ -73,7 +73,12 @@ fn main() -> ExitCode {
         let name = ctr_segments_kernel_name(family);
         kernels.push_str(&format!("{name}\t{family:?}\t{shared}\n"));
     }
-    kernels.push_str(&format!("{}\tGhash\t0\n", parcrypt_gpu::ghash::KERNEL_NAME));
+    for name in [
+        parcrypt_gpu::ghash::KERNEL_NAME,
+        parcrypt_gpu::ghash::GROUPS_KERNEL_NAME,
+    ] {
+        kernels.push_str(&format!("{name}\tGhash\t0\n"));
+    }
     let kernels_path = directory.join("kernels.tsv");
     if let Err(error) = std::fs::write(&kernels_path, kernels) {
         complain!(

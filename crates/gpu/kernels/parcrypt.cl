@@ -5,6 +5,7 @@
  * One source text for every compiler. The host puts vendor_opencl.h (OpenCL C 1.2) or
  * vendor_cuda.h (NVRTC) in front of it; this file only uses the names those headers define
  * (KERNEL, GLOBAL, LOCAL, CONSTANT, RESTRICT, DEVICE_FUNCTION, DECLARE_SHARED_WORDS,
+ * DECLARE_STATIC_SHARED_WORDS,
  * LOCAL_ID, GROUP_SIZE, GLOBAL_ID, GLOBAL_SIZE, BARRIER, MAKE_U32X2, MAKE_U32X4,
  * ROTATE_LEFT32, ROTATE_RIGHT32, SWAP_BYTES32, MUL_HIGH64, UNROLL, HIDE_FROM_OPTIMIZER,
  * TABLE_OFFSET256, u8, u32, u64, u32x2, u32x4), never a
@@ -1103,5 +1104,108 @@ KERNEL void ghash_segments(GLOBAL const u32x4 *input, GLOBAL u64 *RESTRICT parti
         }
         partials[2u * segment] = state.high;
         partials[2u * segment + 1u] = state.low;
+    }
+}
+
+/* GHASH of whole work-groups of segments, for GCM over a long range: the host then joins one
+ * 16-byte sum per work-group (GHASH_GROUP_SEGMENTS segments) instead of one per segment.
+ *
+ * Every segment is whole (`block_count` is a multiple of `blocks_per_segment`; the host
+ * hashes a shorter tail itself). Work-group g covers segments g G .. g G + n - 1, where G is
+ * the group size (a power of two up to GHASH_GROUP_SEGMENTS) and n is G except in a launch's
+ * last group. Thread t hashes segment g G + t - (G - n), so the group's last thread holds
+ * its last segment and threads t < G - n hold zero: a zero partial at the front changes no
+ * sum. Then log2 G levels join neighbours in local memory: at level k the right one of each
+ * pair of 2^k-segment runs becomes left * H^(m 2^k) + right (m = blocks_per_segment), and
+ * thread G - 1 writes the group's sum to partials[2 g], partials[2 g + 1]. The powers of H
+ * are computed on the device from the prepared key (the same for every thread: no branch
+ * depends on the data or the key). */
+#define GHASH_GROUP_SEGMENTS 256u
+
+/* The prepared form of an element (times x^-1, as the host's `prepare`): a one-bit shift
+ * up of the 128-bit integer, and the reflected polynomial's terms when a bit falls off. */
+DEVICE_FUNCTION ghash_element ghash_prepare(const ghash_element value)
+{
+    const u64 carry = value.high >> 63;
+    const u64 mask = (u64)0 - carry;
+    return make_ghash_element(((value.high << 1) | (value.low >> 63))
+                                  ^ (mask & 0xc200000000000000ull),
+                              (value.low << 1) ^ (mask & 1ull));
+}
+
+/* H^exponent (exponent >= 1) as an element, from the prepared key. */
+DEVICE_FUNCTION ghash_element ghash_power(const ghash_element key_prepared, u32 exponent)
+{
+    /* The field's one is the element with only its first bit set; one * H is H. */
+    const ghash_element one = make_ghash_element(0x8000000000000000ull, 0ull);
+    ghash_element result = one;
+    ghash_element base = ghash_multiply(one, key_prepared);
+    ghash_element base_prepared = key_prepared;
+    while (exponent != 0u) {
+        if ((exponent & 1u) != 0u) {
+            result = ghash_multiply(result, base_prepared);
+        }
+        exponent >>= 1;
+        if (exponent != 0u) {
+            base = ghash_multiply(base, base_prepared);
+            base_prepared = ghash_prepare(base);
+        }
+    }
+    return result;
+}
+
+KERNEL void ghash_groups(GLOBAL const u32x4 *RESTRICT input, GLOBAL u64 *RESTRICT partials,
+                         const u32 block_count, const u32 blocks_per_segment,
+                         const u64 hash_key_high, const u64 hash_key_low)
+{
+    DECLARE_STATIC_SHARED_WORDS(tree, 4u * GHASH_GROUP_SEGMENTS);
+    const ghash_element hash_key = make_ghash_element(hash_key_high, hash_key_low);
+    const u32 group_size = GROUP_SIZE();
+    const u32 thread = LOCAL_ID();
+    const u32 segment_count = block_count / blocks_per_segment;
+    const u32 group_count = (segment_count + group_size - 1u) / group_size;
+    /* A grid smaller than the groups loops over them; every thread of a work-group takes
+     * the same trips, so the barriers below are reached by all. */
+    for (u32 group = GLOBAL_ID() / group_size; group < group_count;
+         group += GLOBAL_SIZE() / group_size) {
+        const u32 first = group * group_size;
+        const u32 present = segment_count - first < group_size ? segment_count - first
+                                                              : group_size;
+        ghash_element state = make_ghash_element(0, 0);
+        if (thread >= group_size - present) {
+            const u32 segment = first + thread - (group_size - present);
+            const u32 start = segment * blocks_per_segment;
+            for (u32 block = start; block < start + blocks_per_segment; block++) {
+                const u32x4 words = swap_bytes_u32x4(input[block]);
+                state.high ^= ((u64)words.x << 32) | (u64)words.y;
+                state.low ^= ((u64)words.z << 32) | (u64)words.w;
+                state = ghash_multiply(state, hash_key);
+            }
+        }
+        /* H^m, then squared once per level: H^(m 2^k). */
+        ghash_element step = ghash_power(hash_key, blocks_per_segment);
+        for (u32 width = 1u; width < group_size; width *= 2u) {
+            tree[4u * thread] = (u32)(state.high >> 32);
+            tree[4u * thread + 1u] = (u32)state.high;
+            tree[4u * thread + 2u] = (u32)(state.low >> 32);
+            tree[4u * thread + 3u] = (u32)state.low;
+            BARRIER();
+            const ghash_element step_prepared = ghash_prepare(step);
+            if ((thread & (2u * width - 1u)) == 2u * width - 1u) {
+                const u32 left = 4u * (thread - width);
+                const ghash_element other = make_ghash_element(
+                    ((u64)tree[left] << 32) | (u64)tree[left + 1u],
+                    ((u64)tree[left + 2u] << 32) | (u64)tree[left + 3u]);
+                const ghash_element carried = ghash_multiply(other, step_prepared);
+                state.high ^= carried.high;
+                state.low ^= carried.low;
+            }
+            BARRIER();
+            step = ghash_multiply(step, step_prepared);
+        }
+        if (thread == group_size - 1u) {
+            partials[2u * group] = state.high;
+            partials[2u * group + 1u] = state.low;
+        }
     }
 }

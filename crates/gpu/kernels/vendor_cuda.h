@@ -85,7 +85,12 @@ DEVICE_FUNCTION u32x4 make_u32x4(u32 a, u32 b, u32 c, u32 d)
  * computed once stays one register instead of being folded back into every address. */
 DEVICE_FUNCTION u32 hide_from_optimizer(u32 value)
 {
+#if defined(__HIP__) || defined(__HIP_PLATFORM_AMD__)
+    /* HIP compiles this header too; AMD's register constraints differ, and the value is
+     * left as it is there. */
+#else
     asm volatile("" : "+r"(value));
+#endif
     return value;
 }
 #define HIDE_FROM_OPTIMIZER(x) hide_from_optimizer((u32)(x))
@@ -94,3 +99,7 @@ DEVICE_FUNCTION u32 hide_from_optimizer(u32 value)
  * of low (selector 4), byte 1 is byte k of x, bytes 2 and 3 are bytes 2 and 3 of low. */
 #define TABLE_OFFSET256(x, k, low) \
     __byte_perm((u32)(x), (u32)(low), 0x7604u | ((u32)(k) << 4))
+
+/* Shared memory of a fixed size whatever PARCRYPT_CUDA_DYNAMIC_SHARED says (kernels whose
+ * launches ask for no dynamic shared memory, such as ghash_groups). */
+#define DECLARE_STATIC_SHARED_WORDS(name, count) __shared__ u32 name[count]

@@ -54,3 +54,6 @@ typedef uint4 u32x4;
 /* (byte k of x) << 8 | low, for low whose byte 1 is zero, in portable shifts and masks. */
 #define TABLE_OFFSET256(x, k, low) \
     (((((u32)(x) >> (8u * (u32)(k))) & 0xffu) << 8) | (u32)(low))
+
+/* Local memory of a fixed size (CUDA tells it apart from the table-copy arrays). */
+#define DECLARE_STATIC_SHARED_WORDS(name, count) __local u32 name[count]

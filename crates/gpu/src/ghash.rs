@@ -14,6 +14,17 @@ use crate::GpuError;
 /// The kernel's function name in `parcrypt.cl`.
 pub const KERNEL_NAME: &str = "ghash_segments";
 
+/// The kernel that also joins each work-group's segments on the device (`ghash_groups`).
+pub const GROUPS_KERNEL_NAME: &str = "ghash_groups";
+
+/// Segments per work-group at most in `ghash_groups` (`GHASH_GROUP_SEGMENTS`).
+pub(crate) const GROUP_SEGMENTS: usize = 256;
+
+/// The segment size [`crate::GpuDevice::ghash_whole`] hashes per device thread: 256 blocks,
+/// so a GiB is 262,144 threads, and with 256 segments per work-group the host joins one
+/// sum per MiB.
+pub const WHOLE_SEGMENT_BYTES: usize = 4096;
+
 const BLOCK_BYTES: usize = 16;
 
 /// The hash key as the kernel takes it, (high, low) words of `H * x^-1`: the form

@@ -43,7 +43,10 @@ fn every_kernel_name() -> Vec<&'static str> {
                 .iter()
                 .map(move |&operation| kernel_name(family, operation))
         })
-        .chain([parcrypt_gpu::ghash::KERNEL_NAME])
+        .chain([
+            parcrypt_gpu::ghash::KERNEL_NAME,
+            parcrypt_gpu::ghash::GROUPS_KERNEL_NAME,
+        ])
         .collect()
 }
 

@@ -133,6 +133,10 @@ pub(crate) struct KernelTable<K> {
     ciphers: Vec<LoadedKernel<K>>,
     pub ghash: K,
     pub ghash_max_group_size: usize,
+    /// `ghash_groups`: GHASH joined per work-group on the device (same arguments as
+    /// `ghash_segments`).
+    pub ghash_groups: K,
+    pub ghash_groups_max_group_size: usize,
 }
 
 impl<K> KernelTable<K> {
@@ -159,10 +163,13 @@ impl<K> KernelTable<K> {
             }
         }
         let (ghash, ghash_limits) = load(ghash::KERNEL_NAME, None)?;
+        let (ghash_groups, groups_limits) = load(ghash::GROUPS_KERNEL_NAME, None)?;
         Ok(KernelTable {
             ciphers,
             ghash,
             ghash_max_group_size: ghash_limits.max_group_size.max(1),
+            ghash_groups,
+            ghash_groups_max_group_size: groups_limits.max_group_size.max(1),
         })
     }
 

@@ -741,3 +741,47 @@ pub fn ghash_cases(
         }
     }
 }
+
+/// Lengths for [`GpuDevice::ghash_whole`](parcrypt_gpu::GpuDevice::ghash_whole): empty, a
+/// tail only, one segment, exactly one work-group of 256 segments (1 MiB), a short last
+/// group with a tail, and several groups.
+pub const GHASH_WHOLE_SIZES: [usize; 8] = [
+    0,
+    1,
+    15,
+    4096,
+    4096 + 5,
+    1 << 20,
+    (1 << 20) + 3 * 4096 + 7,
+    (3 << 20) + 100,
+];
+
+/// `whole` (a device's GHASH of all of the data) against the CPU's GHASH, for random keys
+/// and data of every length in `sizes`.
+pub fn ghash_whole_cases(
+    seed: u64,
+    sizes: &[usize],
+    whole: impl Fn(&[u8; 16], &[u8]) -> Result<u128, GpuError>,
+) {
+    use parcrypt_modes::ghash::GhashKey;
+
+    let mut rng = StdRng::seed_from_u64(seed);
+    for &size in sizes {
+        let mut hash_key = [0u8; 16];
+        rng.fill_bytes(&mut hash_key);
+        let data = random_bytes(&mut rng, size);
+        let key = GhashKey::new(&hash_key);
+        let mut padded = data.clone();
+        padded.resize(size.div_ceil(16) * 16, 0);
+        let mut expected = 0u128;
+        key.update(&mut expected, &padded);
+        let got = whole(&hash_key, &data)
+            .unwrap_or_else(|error| panic!("GHASH of {size} bytes on the device: {error}"));
+        assert_eq!(
+            got,
+            expected,
+            "GHASH of {size} bytes, H = {}, seed {seed:#x}",
+            hex::encode(hash_key)
+        );
+    }
+}

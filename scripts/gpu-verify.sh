@@ -25,7 +25,8 @@
 #             and pool (only that file is stored: round trips go through pipes)
 #   tune      `parcrypt tune --backend cuda` (add --full through TUNE_ARGS)
 #   bench     the benchmark lab with the CUDA backend (docs/results/h200 is made from it)
-# Default: speed tests ncu sanitize (the first device call); then python files (the second).
+# Default: speed tests ncu sanitize (the first device call, at most 150 + 220 + 90 + 100 s);
+# then `gpu-verify.sh python files` (the second, at most 240 + 300 s).
 # At most 8 files come back from a device call's $OUT: every stage writes one log there and
 # keeps its scratch elsewhere; `bench` writes four result files more, so run it alone.
 set -uo pipefail
@@ -253,7 +254,7 @@ stages=("$@")
 for stage in "${stages[@]}"; do
     case "$stage" in
     speed) run_stage speed "${SPEED_S:-150}" stage_speed && compare_speed ;;
-    tests) run_stage tests "${TESTS_S:-240}" stage_tests ;;
+    tests) run_stage tests "${TESTS_S:-220}" stage_tests ;;
     ncu) run_stage ncu "${NCU_S:-90}" stage_ncu ;;
     sanitize) run_stage sanitize "${SANITIZE_S:-100}" stage_sanitize ;;
     python) run_stage python "${PYTHON_S:-240}" stage_python ;;

@@ -175,14 +175,15 @@ impl GpuHost<Cuda> {
                 .max_threads_per_block()
                 .or_cuda("cuFuncGetAttribute")?;
             let max_group_size = usize::try_from(max_threads_per_block).unwrap_or(1);
-            // A kernel whose tables let only one group onto a multiprocessor (Blowfish's
-            // 128 KiB per-lane S-boxes) runs a persistent grid of one group per
-            // multiprocessor.
+            // A kernel whose tables let only one group of the configured size onto a
+            // multiprocessor (Blowfish's 128 KiB per-lane S-boxes) runs a persistent grid
+            // of one wider group per multiprocessor.
             let mut limits = KernelLimits::groups_of(max_group_size);
             if shared_bytes > 0 {
+                let group_size = geometry.threads_per_group.clamp(1, max_group_size.max(1));
                 let resident = function
                     .occupancy_max_active_blocks_per_multiprocessor(
-                        max_threads_per_block.clamp(1, 1024) as u32,
+                        u32::try_from(group_size).unwrap_or(u32::MAX),
                         shared_bytes as usize,
                         None,
                     )

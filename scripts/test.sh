@@ -45,11 +45,21 @@ trap 'rm -f "$skips"' EXIT
     !quiet { print }
     END { printf "\n== tests: %d passed, %d failed, %d ignored (run by hand: see each #[ignore] reason)\n", passed, failed, ignored }
 '
+# The static kernel report: every CUDA kernel compiled by NVRTC for sm_90 and sm_100 and read
+# with cuobjdump (registers, shared memory, spills, SASS instructions per 16 bytes and the
+# throughput a simple issue model gives them), against the kernels as they were before the
+# speed work (docs/kernel-report/baseline-main.json). A model, not a measurement. Without
+# NVRTC or cuobjdump it says SKIPPED; under CI=true it fails instead.
+echo "== static kernel report (scripts/kernel-report.py; a model, not a measurement)"
+report_log="$(mktemp)"
+trap 'rm -f "$skips" "$report_log"' EXIT
+python3 scripts/kernel-report.py --baseline docs/kernel-report/baseline-main.json | tee "$report_log"
+grep SKIPPED "$report_log" | sed 's|^|scripts/kernel-report.py: |' >>"$skips" || true
 # The C ABI from C: the test program against the shared and the static library (and the
 # pkg-config file where pkg-config is installed), each printing its own count.
 echo "== C ABI: crates/capi/tests/c/test_parcrypt.c (scripts/capi_test.sh)"
 capi_log="$(mktemp)"
-trap 'rm -f "$skips" "$capi_log"' EXIT
+trap 'rm -f "$skips" "$report_log" "$capi_log"' EXIT
 bash scripts/capi_test.sh | tee "$capi_log"
 grep SKIPPED "$capi_log" | sed 's|^|scripts/capi_test.sh: |' >>"$skips" || true
 # The Python package: wheel, fresh virtual environment, pytest on the installed package.

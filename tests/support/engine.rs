@@ -21,6 +21,13 @@ pub fn all_engines() -> Vec<Engine> {
             Err(error) if backend == Backend::Opencl && std::env::var_os("CI").is_some() => {
                 panic!("CI installs PoCL, so OpenCL must work: {error}")
             }
+            // The GPU kit (scripts/gpu-verify.sh) runs these tests where a CUDA GPU must be.
+            Err(error)
+                if backend == Backend::Cuda
+                    && std::env::var("PARCRYPT_REQUIRE_GPU").as_deref() == Ok("1") =>
+            {
+                panic!("PARCRYPT_REQUIRE_GPU=1, so the CUDA backend must work: {error}")
+            }
             #[allow(clippy::disallowed_macros)] // libtest captures a test's stderr
             Err(error) => {
                 static SAID: std::sync::Once = std::sync::Once::new();

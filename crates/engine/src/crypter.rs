@@ -574,45 +574,41 @@ impl Crypter<'_> {
                     rule: CounterRule::Low32,
                 };
                 // GHASH covers the ciphertext: after encrypting, before decrypting.
-                let partials = if direction == Direction::Encrypt {
+                let partial = if direction == Direction::Encrypt {
                     gpu.process(key, &operation, data)?;
-                    ghash_partials(gpu, engine, gcm_key, data)?
+                    ghash_whole(gpu, engine, gcm_key, data)?
                 } else {
-                    let partials = ghash_partials(gpu, engine, gcm_key, data)?;
+                    let partial = ghash_whole(gpu, engine, gcm_key, data)?;
                     gpu.process(key, &operation, data)?;
-                    partials
+                    partial
                 };
-                for (partial, length) in partials {
-                    accumulator.append(gcm_key, partial, length as u64)?;
-                }
+                accumulator.append(gcm_key, partial, data.len() as u64)?;
             }
         }
         Ok(())
     }
 }
 
-/// GHASH segment size on a device: each device thread hashes one segment, so 4 KiB gives a
-/// GiB 262,144 threads (enough to fill a large GPU) while the host's join, one
-/// multiplication by a power of H per segment, stays far below the cost of the copies.
-const GPU_GHASH_SEGMENT_BYTES: usize = 4096;
-
-/// GHASH partial sums of `data` with their lengths: on the device, or on the CPU pool when
-/// the device has no GHASH kernel.
-fn ghash_partials(
+/// The GHASH of `data` from a zero state (one range for the accumulator): on the device,
+/// which joins its segments per work-group and leaves the host one sum per MiB, or on the
+/// CPU pool when the device has no GHASH kernel.
+fn ghash_whole(
     gpu: &dyn parcrypt_gpu::GpuDevice,
     engine: &Engine,
     key: &GcmKey,
     data: &mut [u8],
-) -> Result<Vec<(u128, usize)>, JobError> {
-    match gpu.ghash_segments(key.hash_subkey(), data, GPU_GHASH_SEGMENT_BYTES) {
-        Ok(partials) => Ok(partials
-            .into_iter()
-            .zip(data.chunks(GPU_GHASH_SEGMENT_BYTES).map(<[u8]>::len))
-            .collect()),
+) -> Result<u128, JobError> {
+    match gpu.ghash_whole(key.hash_subkey(), data) {
+        Ok(partial) => Ok(partial),
         Err(parcrypt_gpu::GpuError::Unsupported { .. }) => {
             let lengths = engine.plan(data.len(), 16, None);
             let partials = engine.run(data, &lengths, |_, _, range| key.hash_range(range));
-            Ok(partials.into_iter().zip(lengths).collect())
+            Ok(partials
+                .into_iter()
+                .zip(lengths)
+                .fold(0u128, |sum, (partial, length)| {
+                    key.ghash().append_partial(sum, partial, length as u64)
+                }))
         }
         Err(error) => Err(error.into()),
     }

@@ -29,6 +29,12 @@ fn engines() -> Vec<Engine> {
             Err(error) if backend == Backend::Opencl && std::env::var_os("CI").is_some() => {
                 panic!("CI installs PoCL, so OpenCL must work: {error}")
             }
+            Err(error)
+                if backend == Backend::Cuda
+                    && std::env::var("PARCRYPT_REQUIRE_GPU").as_deref() == Ok("1") =>
+            {
+                panic!("PARCRYPT_REQUIRE_GPU=1, so the CUDA backend must work: {error}")
+            }
             Err(error) => println!("SKIPPED {}: {error}", backend.name()),
         }
     }

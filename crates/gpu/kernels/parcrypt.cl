@@ -5,8 +5,10 @@
  * One source text for every compiler. The host puts vendor_opencl.h (OpenCL C 1.2) or
  * vendor_cuda.h (NVRTC) in front of it; this file only uses the names those headers define
  * (KERNEL, GLOBAL, LOCAL, CONSTANT, RESTRICT, DEVICE_FUNCTION, DECLARE_SHARED_WORDS,
+ * DECLARE_STATIC_SHARED_WORDS,
  * LOCAL_ID, GROUP_SIZE, GLOBAL_ID, GLOBAL_SIZE, BARRIER, MAKE_U32X2, MAKE_U32X4,
- * ROTATE_LEFT32, ROTATE_RIGHT32, SWAP_BYTES32, MUL_HIGH64, u8, u32, u64, u32x2, u32x4), never a
+ * ROTATE_LEFT32, ROTATE_RIGHT32, SWAP_BYTES32, MUL_HIGH64, UNROLL, HIDE_FROM_OPTIMIZER,
+ * TABLE_OFFSET256, u8, u32, u64, u32x2, u32x4), never a
  * built-in of either platform, and it is C that both compile (no C++ features, no OpenCL
  * vector operators).
  *
@@ -24,9 +26,12 @@
  * banks: a lookup costs the same for every index, and the bank-conflict channel is gone.
  *
  * Not closed:
- * - With fewer than 32 copies (chosen when the device's local memory is too small, e.g.
- *   Blowfish on 48 KiB), lanes l and l + copies share a copy and can conflict: the channel
- *   is narrowed, not closed. The host reports the copy counts it chose.
+ * - With fewer than 32 copies (chosen when the device's local memory is too small: 32
+ *   copies take 64 KiB for AES encryption and 72 KiB for decryption, which keep two
+ *   tables per copy, and 128 KiB for Blowfish; so e.g. every table on a 48 KiB OpenCL
+ *   device), lanes l and l + copies share a copy and can conflict: the channel is
+ *   narrowed, not closed. The host reports the copy counts it chose. CUDA hosts opt in to
+ *   the GPU's whole shared memory per block (227 KiB on Hopper), where all 32 fit.
  * - On devices whose "local memory" is ordinary cached memory (CPU OpenCL such as PoCL,
  *   some integrated GPUs) table lookups leak through the data cache exactly as CPU T-table
  *   AES does; there the host uses one copy, since replication buys nothing. Do not use
@@ -61,6 +66,12 @@
  *   then uses counters[b / blocks_per_segment] + b % blocks_per_segment under the rule.
  * - CBC decryption reads ciphertext from `input` and writes plaintext to a separate
  *   `output`, so block i can read ciphertext block i - 1 whatever other threads do.
+ *
+ * IN PLACE: for ECB and CTR the host may pass one buffer as both `input` and `output` (CUDA
+ *   device buffers, foreign arrays); each thread reads block i before it writes block i.
+ *   The data pointers therefore carry no RESTRICT, which would promise the compiler that
+ *   they never alias (undefined behaviour in place). Round keys, tables and counter blocks
+ *   are never written by a kernel and keep RESTRICT (a read-only, non-coherent load path).
  *
  * LAUNCH GEOMETRY is the host's choice: any one-dimensional group size and grid. Every
  * kernel copies its tables cooperatively, waits at a barrier that every thread reaches, then
@@ -104,9 +115,12 @@
 #define AES_SOURCE_DECRYPTION_TABLE 256u
 #define AES_SOURCE_INVERSE_SBOX 512u
 
-#define AES_ENCRYPT_SHARED_WORDS (AES_TABLE_WORDS * AES_ENCRYPT_TABLE_COPIES)
+/* Local memory: Te0 and Te1 (its rotation) interleaved per entry; the decryption kernels'
+ * Td0 and Td1 likewise, then the packed inverse S-box (see the AES section). */
+#define AES_ENCRYPT_SHARED_WORDS (2u * AES_TABLE_WORDS * AES_ENCRYPT_TABLE_COPIES)
+#define AES_DECRYPT_INVERSE_SBOX_START (2u * AES_TABLE_WORDS * AES_DECRYPT_TABLE_COPIES)
 #define AES_DECRYPT_SHARED_WORDS \
-    ((AES_TABLE_WORDS + AES_INVERSE_SBOX_WORDS) * AES_DECRYPT_TABLE_COPIES)
+    ((2u * AES_TABLE_WORDS + AES_INVERSE_SBOX_WORDS) * AES_DECRYPT_TABLE_COPIES)
 
 /* Blowfish: four key-dependent S-boxes of 256 words, S-box b entry e at word 256 b + e of
  * the source buffer. */
@@ -220,263 +234,476 @@ DEVICE_FUNCTION u32x2 segment_step(const u32x2 position, const u32x2 stride,
 /* AES (FIPS-197), the table formulation of parcrypt-ciphers' ReferenceAes                */
 /* ------------------------------------------------------------------------------------- */
 
-/* Te0[entry] from this lane's copy; Te1..Te3 are its rotations right by 8, 16, 24 bits
- * (rotations left by 24, 16, 8), which saves three quarters of the local memory. */
-#define AES_ENCRYPT_ENTRY(table, lane, entry) \
-    ((table)[(entry) * AES_ENCRYPT_TABLE_COPIES + (lane)])
-#define AES_DECRYPT_ENTRY(table, lane, entry) \
-    ((table)[(entry) * AES_DECRYPT_TABLE_COPIES + (lane)])
+/* Table layout in local memory: for each entry e, first this entry of Te0 in every copy,
+ * then the entry of Te1 = Te0 rotated left by 24 bits in every copy: Te0[e] of copy c at
+ * word (2 e) * copies + c, Te1[e] at (2 e + 1) * copies + c. Te2 and Te3 are rotations of
+ * these two by 16 bits, so one rotation serves two lookups:
+ *   column = Te0[a] ^ Te1[b] ^ rotl16(Te0[c] ^ Te1[d]) ^ key.
+ * Lane l still reads only words of bank l (every index is a multiple of 32 plus l with 32
+ * copies), so the layout stays free of bank conflicts.
+ *
+ * Addresses are byte offsets: an entry takes AES_ENTRY_BYTES(copies) bytes. With 32 copies
+ * that is 256 bytes, so the offset of byte k of x in lane l's copy of Te0 is
+ * (byte k of x) << 8 | 4 l (and for Te1 the same with 4 l + 128): one byte permutation
+ * (TABLE_OFFSET256, __byte_perm on CUDA) and the lookup itself. */
+#define AES_ENTRY_BYTES(copies) (8u * (copies))
 
-DEVICE_FUNCTION u32 aes_encrypt_column(LOCAL const u32 *table, const u32 lane, const u32 a,
-                                       const u32 b, const u32 c, const u32 d)
+#define TABLE_WORD(table, byte_offset) \
+    (*(LOCAL const u32 *)((LOCAL const u8 *)(table) + (byte_offset)))
+
+#if AES_ENCRYPT_TABLE_COPIES == 32
+#define AES_ENCRYPT_OFFSET(x, k, lane_bytes) TABLE_OFFSET256((x), (k), (lane_bytes))
+#else
+#define AES_ENCRYPT_OFFSET(x, k, lane_bytes) \
+    ((((x) >> (8u * (k))) & 0xffu) * AES_ENTRY_BYTES(AES_ENCRYPT_TABLE_COPIES) + (lane_bytes))
+#endif
+#if AES_DECRYPT_TABLE_COPIES == 32
+#define AES_DECRYPT_OFFSET(x, k, lane_bytes) TABLE_OFFSET256((x), (k), (lane_bytes))
+#else
+#define AES_DECRYPT_OFFSET(x, k, lane_bytes) \
+    ((((x) >> (8u * (k))) & 0xffu) * AES_ENTRY_BYTES(AES_DECRYPT_TABLE_COPIES) + (lane_bytes))
+#endif
+
+/* A lane's byte offsets of its copy of the first table (Te0/Td0) and of the second
+ * (Te1/Td1, whose words follow the first's within an entry), computed once per thread and
+ * hidden from the optimiser so that each stays one register the lookups add to, rather
+ * than being folded back into every address. With 32 copies both are below 256, as
+ * TABLE_OFFSET256 needs. */
+typedef struct {
+    u32 first;
+    u32 second;
+} aes_lane;
+
+DEVICE_FUNCTION aes_lane aes_lane_offsets(const u32 lane, const u32 copies)
 {
-    return AES_ENCRYPT_ENTRY(table, lane, a >> 24)
-         ^ ROTATE_LEFT32(AES_ENCRYPT_ENTRY(table, lane, (b >> 16) & 0xffu), 24u)
-         ^ ROTATE_LEFT32(AES_ENCRYPT_ENTRY(table, lane, (c >> 8) & 0xffu), 16u)
-         ^ ROTATE_LEFT32(AES_ENCRYPT_ENTRY(table, lane, d & 0xffu), 8u);
+    aes_lane offsets;
+    offsets.first = HIDE_FROM_OPTIMIZER(4u * lane);
+    offsets.second = HIDE_FROM_OPTIMIZER(4u * (lane + copies));
+    return offsets;
+}
+
+/* The largest schedule, AES-256's: 4 (14 + 1) words. */
+#define AES_MAX_ROUND_KEY_WORDS 60u
+
+/* Fills the pair layout above from the 256 source words: consecutive threads write
+ * consecutive words (no bank conflicts). */
+DEVICE_FUNCTION void replicate_aes_pair(LOCAL u32 *destination,
+                                        GLOBAL const u32 *RESTRICT source, const u32 copies)
+{
+    const u32 total = 2u * AES_TABLE_WORDS * copies;
+    for (u32 index = LOCAL_ID(); index < total; index += GROUP_SIZE()) {
+        const u32 slot = index / copies;
+        const u32 word = source[slot >> 1];
+        destination[index] = (slot & 1u) != 0u ? ROTATE_LEFT32(word, 24u) : word;
+    }
 }
 
 /* Output column c takes row r from input column c + r: ShiftRows is the choice of inputs,
  * SubBytes and MixColumns are in the table. */
-DEVICE_FUNCTION u32x4 aes_encrypt_round(const u32x4 state, CONSTANT u32 *RESTRICT key,
-                                        LOCAL const u32 *table, const u32 lane)
+DEVICE_FUNCTION u32 aes_encrypt_column(LOCAL const u32 *table, const aes_lane lane,
+                                       const u32 a, const u32 b, const u32 c, const u32 d,
+                                       const u32 key)
+{
+    const u32 first = TABLE_WORD(table, AES_ENCRYPT_OFFSET(a, 3u, lane.first))
+                    ^ TABLE_WORD(table, AES_ENCRYPT_OFFSET(b, 2u, lane.second));
+    const u32 second = TABLE_WORD(table, AES_ENCRYPT_OFFSET(c, 1u, lane.first))
+                     ^ TABLE_WORD(table, AES_ENCRYPT_OFFSET(d, 0u, lane.second));
+    return first ^ ROTATE_LEFT32(second, 16u) ^ key;
+}
+
+DEVICE_FUNCTION u32x4 aes_encrypt_round(const u32x4 state, const u32 *keys,
+                                        LOCAL const u32 *table, const aes_lane lane)
 {
     return MAKE_U32X4(
-        aes_encrypt_column(table, lane, state.x, state.y, state.z, state.w) ^ key[0],
-        aes_encrypt_column(table, lane, state.y, state.z, state.w, state.x) ^ key[1],
-        aes_encrypt_column(table, lane, state.z, state.w, state.x, state.y) ^ key[2],
-        aes_encrypt_column(table, lane, state.w, state.x, state.y, state.z) ^ key[3]);
+        aes_encrypt_column(table, lane, state.x, state.y, state.z, state.w, keys[0]),
+        aes_encrypt_column(table, lane, state.y, state.z, state.w, state.x, keys[1]),
+        aes_encrypt_column(table, lane, state.z, state.w, state.x, state.y, keys[2]),
+        aes_encrypt_column(table, lane, state.w, state.x, state.y, state.z, keys[3]));
 }
 
 /* The last round has no MixColumns: it needs S[x], which is byte 1 (and byte 2) of
  * Te0[x] = (2 S[x], S[x], S[x], 3 S[x]), so no separate S-box table is kept. */
-DEVICE_FUNCTION u32 aes_encrypt_last_column(LOCAL const u32 *table, const u32 lane,
+DEVICE_FUNCTION u32 aes_encrypt_last_column(LOCAL const u32 *table, const aes_lane lane,
                                             const u32 a, const u32 b, const u32 c,
-                                            const u32 d)
+                                            const u32 d, const u32 key)
 {
-    return ((AES_ENCRYPT_ENTRY(table, lane, a >> 24) << 8) & 0xff000000u)
-         | (AES_ENCRYPT_ENTRY(table, lane, (b >> 16) & 0xffu) & 0x00ff0000u)
-         | (AES_ENCRYPT_ENTRY(table, lane, (c >> 8) & 0xffu) & 0x0000ff00u)
-         | ((AES_ENCRYPT_ENTRY(table, lane, d & 0xffu) >> 8) & 0x000000ffu);
+    return (((TABLE_WORD(table, AES_ENCRYPT_OFFSET(a, 3u, lane.first)) << 8) & 0xff000000u)
+          | (TABLE_WORD(table, AES_ENCRYPT_OFFSET(b, 2u, lane.first)) & 0x00ff0000u)
+          | (TABLE_WORD(table, AES_ENCRYPT_OFFSET(c, 1u, lane.first)) & 0x0000ff00u)
+          | ((TABLE_WORD(table, AES_ENCRYPT_OFFSET(d, 0u, lane.first)) >> 8) & 0x000000ffu))
+         ^ key;
 }
 
-/* `rounds` is 10, 12 or 14. The first nine full rounds are common to all key sizes and
- * written with a fixed trip count, so that the compiler can unroll them and address the
- * round keys with constants; the two or four extra rounds of AES-192/256 follow. */
-DEVICE_FUNCTION u32x4 aes_encrypt_block(u32x4 state, CONSTANT u32 *RESTRICT keys,
-                                        const u32 rounds, LOCAL const u32 *table,
-                                        const u32 lane)
+/* `rounds` is 10, 12 or 14 and a constant where this is inlined (see AES_FOR_ROUNDS), so
+ * the rounds unroll completely and every round key is a register. */
+DEVICE_FUNCTION u32x4 aes_encrypt_block(u32x4 state, const u32 *keys, const u32 rounds,
+                                        LOCAL const u32 *table, const aes_lane lane)
 {
     state = MAKE_U32X4(state.x ^ keys[0], state.y ^ keys[1], state.z ^ keys[2],
                        state.w ^ keys[3]);
-    for (u32 round = 1; round < 10; round++) {
-        state = aes_encrypt_round(state, keys + 4 * round, table, lane);
+    UNROLL
+    for (u32 round = 1; round < rounds; round++) {
+        state = aes_encrypt_round(state, keys + 4u * round, table, lane);
     }
-    for (u32 round = 10; round < rounds; round++) {
-        state = aes_encrypt_round(state, keys + 4 * round, table, lane);
-    }
-    CONSTANT u32 *RESTRICT key = keys + 4 * rounds;
+    const u32 *key = keys + 4u * rounds;
     return MAKE_U32X4(
-        aes_encrypt_last_column(table, lane, state.x, state.y, state.z, state.w) ^ key[0],
-        aes_encrypt_last_column(table, lane, state.y, state.z, state.w, state.x) ^ key[1],
-        aes_encrypt_last_column(table, lane, state.z, state.w, state.x, state.y) ^ key[2],
-        aes_encrypt_last_column(table, lane, state.w, state.x, state.y, state.z) ^ key[3]);
+        aes_encrypt_last_column(table, lane, state.x, state.y, state.z, state.w, key[0]),
+        aes_encrypt_last_column(table, lane, state.y, state.z, state.w, state.x, key[1]),
+        aes_encrypt_last_column(table, lane, state.z, state.w, state.x, state.y, key[2]),
+        aes_encrypt_last_column(table, lane, state.w, state.x, state.y, state.z, key[3]));
 }
 
-DEVICE_FUNCTION u32 aes_decrypt_column(LOCAL const u32 *table, const u32 lane, const u32 a,
-                                       const u32 b, const u32 c, const u32 d)
+DEVICE_FUNCTION u32 aes_decrypt_column(LOCAL const u32 *table, const aes_lane lane,
+                                       const u32 a, const u32 b, const u32 c, const u32 d,
+                                       const u32 key)
 {
-    return AES_DECRYPT_ENTRY(table, lane, a >> 24)
-         ^ ROTATE_LEFT32(AES_DECRYPT_ENTRY(table, lane, (b >> 16) & 0xffu), 24u)
-         ^ ROTATE_LEFT32(AES_DECRYPT_ENTRY(table, lane, (c >> 8) & 0xffu), 16u)
-         ^ ROTATE_LEFT32(AES_DECRYPT_ENTRY(table, lane, d & 0xffu), 8u);
+    const u32 first = TABLE_WORD(table, AES_DECRYPT_OFFSET(a, 3u, lane.first))
+                    ^ TABLE_WORD(table, AES_DECRYPT_OFFSET(b, 2u, lane.second));
+    const u32 second = TABLE_WORD(table, AES_DECRYPT_OFFSET(c, 1u, lane.first))
+                     ^ TABLE_WORD(table, AES_DECRYPT_OFFSET(d, 0u, lane.second));
+    return first ^ ROTATE_LEFT32(second, 16u) ^ key;
 }
 
 /* The equivalent inverse cipher: InvShiftRows moves row r right by r, so output column c
  * takes row r from input column c - r. */
-DEVICE_FUNCTION u32x4 aes_decrypt_round(const u32x4 state, CONSTANT u32 *RESTRICT key,
-                                        LOCAL const u32 *table, const u32 lane)
+DEVICE_FUNCTION u32x4 aes_decrypt_round(const u32x4 state, const u32 *keys,
+                                        LOCAL const u32 *table, const aes_lane lane)
 {
     return MAKE_U32X4(
-        aes_decrypt_column(table, lane, state.x, state.w, state.z, state.y) ^ key[0],
-        aes_decrypt_column(table, lane, state.y, state.x, state.w, state.z) ^ key[1],
-        aes_decrypt_column(table, lane, state.z, state.y, state.x, state.w) ^ key[2],
-        aes_decrypt_column(table, lane, state.w, state.z, state.y, state.x) ^ key[3]);
+        aes_decrypt_column(table, lane, state.x, state.w, state.z, state.y, keys[0]),
+        aes_decrypt_column(table, lane, state.y, state.x, state.w, state.z, keys[1]),
+        aes_decrypt_column(table, lane, state.z, state.y, state.x, state.w, keys[2]),
+        aes_decrypt_column(table, lane, state.w, state.z, state.y, state.x, keys[3]));
 }
 
 /* The inverse S-box is packed four entries per word, so that each lane's copy is 256 bytes
- * and still one bank per lane: entry e is byte e % 4 of word e / 4. */
+ * and still one bank per lane: entry e is byte e % 4 of word e / 4, word w of copy c at
+ * w * copies + c. */
 DEVICE_FUNCTION u32 aes_inverse_sbox(LOCAL const u32 *inverse_sbox, const u32 lane,
                                      const u32 entry)
 {
-    const u32 word = AES_DECRYPT_ENTRY(inverse_sbox, lane, entry >> 2);
+    const u32 word = inverse_sbox[(entry >> 2) * AES_DECRYPT_TABLE_COPIES + lane];
     return (word >> ((entry & 3u) * 8u)) & 0xffu;
 }
 
 DEVICE_FUNCTION u32 aes_decrypt_last_column(LOCAL const u32 *inverse_sbox, const u32 lane,
                                             const u32 a, const u32 b, const u32 c,
-                                            const u32 d)
+                                            const u32 d, const u32 key)
 {
-    return (aes_inverse_sbox(inverse_sbox, lane, a >> 24) << 24)
-         | (aes_inverse_sbox(inverse_sbox, lane, (b >> 16) & 0xffu) << 16)
-         | (aes_inverse_sbox(inverse_sbox, lane, (c >> 8) & 0xffu) << 8)
-         | aes_inverse_sbox(inverse_sbox, lane, d & 0xffu);
+    return ((aes_inverse_sbox(inverse_sbox, lane, a >> 24) << 24)
+          | (aes_inverse_sbox(inverse_sbox, lane, (b >> 16) & 0xffu) << 16)
+          | (aes_inverse_sbox(inverse_sbox, lane, (c >> 8) & 0xffu) << 8)
+          | aes_inverse_sbox(inverse_sbox, lane, d & 0xffu))
+         ^ key;
 }
 
-DEVICE_FUNCTION u32x4 aes_decrypt_block(u32x4 state, CONSTANT u32 *RESTRICT keys,
-                                        const u32 rounds, LOCAL const u32 *table,
-                                        LOCAL const u32 *inverse_sbox, const u32 lane)
+DEVICE_FUNCTION u32x4 aes_decrypt_block(u32x4 state, const u32 *keys, const u32 rounds,
+                                        LOCAL const u32 *table, LOCAL const u32 *inverse_sbox,
+                                        const u32 lane)
 {
+    const aes_lane lanes = aes_lane_offsets(lane, AES_DECRYPT_TABLE_COPIES);
     state = MAKE_U32X4(state.x ^ keys[0], state.y ^ keys[1], state.z ^ keys[2],
                        state.w ^ keys[3]);
-    for (u32 round = 1; round < 10; round++) {
-        state = aes_decrypt_round(state, keys + 4 * round, table, lane);
+    UNROLL
+    for (u32 round = 1; round < rounds; round++) {
+        state = aes_decrypt_round(state, keys + 4u * round, table, lanes);
     }
-    for (u32 round = 10; round < rounds; round++) {
-        state = aes_decrypt_round(state, keys + 4 * round, table, lane);
-    }
-    CONSTANT u32 *RESTRICT key = keys + 4 * rounds;
+    const u32 *key = keys + 4u * rounds;
     return MAKE_U32X4(
-        aes_decrypt_last_column(inverse_sbox, lane, state.x, state.w, state.z, state.y) ^ key[0],
-        aes_decrypt_last_column(inverse_sbox, lane, state.y, state.x, state.w, state.z) ^ key[1],
-        aes_decrypt_last_column(inverse_sbox, lane, state.z, state.y, state.x, state.w) ^ key[2],
-        aes_decrypt_last_column(inverse_sbox, lane, state.w, state.z, state.y, state.x) ^ key[3]);
+        aes_decrypt_last_column(inverse_sbox, lane, state.x, state.w, state.z, state.y, key[0]),
+        aes_decrypt_last_column(inverse_sbox, lane, state.y, state.x, state.w, state.z, key[1]),
+        aes_decrypt_last_column(inverse_sbox, lane, state.z, state.y, state.x, state.w, key[2]),
+        aes_decrypt_last_column(inverse_sbox, lane, state.w, state.z, state.y, state.x, key[3]));
 }
 
-/* Every AES kernel takes: input, output, the number of 16-byte blocks, the round keys
- * (encryption or equivalent-inverse schedule, 4 (rounds + 1) words), the round count and
- * the table buffer described at AES_SOURCE_*. */
-
-KERNEL void aes_ecb_encrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
-                            const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
-                            const u32 rounds, GLOBAL const u32 *RESTRICT tables)
+/* Copies the 4 (rounds + 1) round-key words into a private array once per thread; with
+ * `rounds` a constant the loop unrolls and the array lives in registers, so the rounds read
+ * no memory for their keys. */
+DEVICE_FUNCTION void aes_load_keys(u32 *keys, CONSTANT u32 *RESTRICT round_keys,
+                                   const u32 rounds)
 {
-    DECLARE_SHARED_WORDS(shared, AES_ENCRYPT_SHARED_WORDS);
-    replicate_table(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_TABLE_WORDS,
-                    AES_ENCRYPT_TABLE_COPIES);
-    BARRIER();
-    const u32 lane = LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES;
+    UNROLL
+    for (u32 index = 0; index < 4u * (rounds + 1u); index++) {
+        keys[index] = round_keys[index];
+    }
+}
+
+/* Runs `body(rounds)` with `rounds` a compile-time constant: one specialised, fully
+ * unrolled copy per key size, chosen once per thread. */
+#define AES_FOR_ROUNDS(rounds, body)     \
+    do {                                 \
+        if ((rounds) == 10u) {           \
+            body(10u);                   \
+        } else if ((rounds) == 12u) {    \
+            body(12u);                   \
+        } else {                         \
+            body(14u);                   \
+        }                                \
+    } while (0)
+
+/* The blocks of one launch, with the key size fixed: each a DEVICE_FUNCTION that the
+ * kernels below call once per key size through AES_FOR_ROUNDS. */
+
+DEVICE_FUNCTION void aes_ecb_encrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
+                                            const u32 block_count,
+                                            CONSTANT u32 *RESTRICT round_keys,
+                                            const u32 rounds, LOCAL const u32 *table,
+                                            const aes_lane lane)
+{
+    u32 keys[AES_MAX_ROUND_KEY_WORDS];
+    aes_load_keys(keys, round_keys, rounds);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x4 state = swap_bytes_u32x4(input[block]);
         output[block] =
-            swap_bytes_u32x4(aes_encrypt_block(state, round_keys, rounds, shared, lane));
+            swap_bytes_u32x4(aes_encrypt_block(state, keys, rounds, table, lane));
     }
 }
 
-KERNEL void aes_ecb_decrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
-                            const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
-                            const u32 rounds, GLOBAL const u32 *RESTRICT tables)
+DEVICE_FUNCTION void aes_ecb_decrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
+                                            const u32 block_count,
+                                            CONSTANT u32 *RESTRICT round_keys,
+                                            const u32 rounds, LOCAL const u32 *table,
+                                            LOCAL const u32 *inverse_sbox, const u32 lane)
 {
-    DECLARE_SHARED_WORDS(shared, AES_DECRYPT_SHARED_WORDS);
-    LOCAL u32 *inverse_sbox = shared + AES_TABLE_WORDS * AES_DECRYPT_TABLE_COPIES;
-    replicate_table(shared, tables + AES_SOURCE_DECRYPTION_TABLE, AES_TABLE_WORDS,
-                    AES_DECRYPT_TABLE_COPIES);
-    replicate_table(inverse_sbox, tables + AES_SOURCE_INVERSE_SBOX, AES_INVERSE_SBOX_WORDS,
-                    AES_DECRYPT_TABLE_COPIES);
-    BARRIER();
-    const u32 lane = LOCAL_ID() % AES_DECRYPT_TABLE_COPIES;
+    u32 keys[AES_MAX_ROUND_KEY_WORDS];
+    aes_load_keys(keys, round_keys, rounds);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x4 state = swap_bytes_u32x4(input[block]);
         output[block] = swap_bytes_u32x4(
-            aes_decrypt_block(state, round_keys, rounds, shared, inverse_sbox, lane));
+            aes_decrypt_block(state, keys, rounds, table, inverse_sbox, lane));
     }
 }
 
-/* CTR: output = input XOR E(counter + block). Encryption and decryption are the same. */
-KERNEL void aes_ctr(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
-                    const u32 block_count, CONSTANT u32 *RESTRICT round_keys, const u32 rounds,
-                    GLOBAL const u32 *RESTRICT tables, const u32x4 counter,
-                    const u32 counter_rule)
+DEVICE_FUNCTION void aes_ctr_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
+                                    const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
+                                    const u32 rounds, LOCAL const u32 *table,
+                                    const aes_lane lane, const u32x4 counter,
+                                    const u32 counter_rule)
 {
-    DECLARE_SHARED_WORDS(shared, AES_ENCRYPT_SHARED_WORDS);
-    replicate_table(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_TABLE_WORDS,
-                    AES_ENCRYPT_TABLE_COPIES);
-    BARRIER();
-    const u32 lane = LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES;
+    u32 keys[AES_MAX_ROUND_KEY_WORDS];
+    aes_load_keys(keys, round_keys, rounds);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x4 counter_block = counter_block16(counter, block, counter_rule);
         const u32x4 keystream = swap_bytes_u32x4(
-            aes_encrypt_block(counter_block, round_keys, rounds, shared, lane));
+            aes_encrypt_block(counter_block, keys, rounds, table, lane));
         output[block] = xor_u32x4(input[block], keystream);
     }
 }
 
-/* CTR over consecutive segments, each from its own counter block (see DATA LAYOUT):
- * `counters` holds one 16-byte counter block per segment of the launch, in memory byte
- * order. blocks_per_segment is at least 1. */
-KERNEL void aes_ctr_segments(GLOBAL const u32x4 *RESTRICT input,
-                             GLOBAL u32x4 *RESTRICT output, const u32 block_count,
-                             CONSTANT u32 *RESTRICT round_keys, const u32 rounds,
-                             GLOBAL const u32 *RESTRICT tables,
-                             GLOBAL const u32x4 *RESTRICT counters,
-                             const u32 blocks_per_segment, const u32 counter_rule)
+DEVICE_FUNCTION void aes_ctr_segment_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
+                                            const u32 block_count,
+                                            CONSTANT u32 *RESTRICT round_keys,
+                                            const u32 rounds, LOCAL const u32 *table,
+                                            const aes_lane lane,
+                                            GLOBAL const u32x4 *RESTRICT counters,
+                                            const u32 blocks_per_segment,
+                                            const u32 counter_rule)
 {
-    DECLARE_SHARED_WORDS(shared, AES_ENCRYPT_SHARED_WORDS);
-    replicate_table(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_TABLE_WORDS,
-                    AES_ENCRYPT_TABLE_COPIES);
-    BARRIER();
-    const u32 lane = LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES;
+    u32 keys[AES_MAX_ROUND_KEY_WORDS];
+    aes_load_keys(keys, round_keys, rounds);
     const u32x2 stride = segment_position(GLOBAL_SIZE(), blocks_per_segment);
     u32x2 position = segment_position(GLOBAL_ID(), blocks_per_segment);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x4 start = swap_bytes_u32x4(counters[position.x]);
         const u32x4 counter_block = counter_block16(start, position.y, counter_rule);
         const u32x4 keystream = swap_bytes_u32x4(
-            aes_encrypt_block(counter_block, round_keys, rounds, shared, lane));
+            aes_encrypt_block(counter_block, keys, rounds, table, lane));
         output[block] = xor_u32x4(input[block], keystream);
         position = segment_step(position, stride, blocks_per_segment);
     }
 }
 
+DEVICE_FUNCTION void aes_cbc_decrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
+                                            const u32 block_count,
+                                            CONSTANT u32 *RESTRICT round_keys,
+                                            const u32 rounds, LOCAL const u32 *table,
+                                            LOCAL const u32 *inverse_sbox, const u32 lane,
+                                            const u32x4 previous)
+{
+    u32 keys[AES_MAX_ROUND_KEY_WORDS];
+    aes_load_keys(keys, round_keys, rounds);
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
+        const u32x4 chain = block == 0 ? previous : input[block - 1];
+        const u32x4 state = swap_bytes_u32x4(input[block]);
+        const u32x4 plain = swap_bytes_u32x4(
+            aes_decrypt_block(state, keys, rounds, table, inverse_sbox, lane));
+        output[block] = xor_u32x4(plain, chain);
+    }
+}
+
+/* Every AES kernel takes: input, output, the number of 16-byte blocks, the round keys
+ * (encryption or equivalent-inverse schedule, 4 (rounds + 1) words), the round count and
+ * the table buffer described at AES_SOURCE_*. */
+
+KERNEL void aes_ecb_encrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
+                            const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
+                            const u32 rounds, GLOBAL const u32 *RESTRICT tables)
+{
+    DECLARE_SHARED_WORDS(shared, AES_ENCRYPT_SHARED_WORDS);
+    replicate_aes_pair(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_ENCRYPT_TABLE_COPIES);
+    BARRIER();
+    const aes_lane lane =
+        aes_lane_offsets(LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES, AES_ENCRYPT_TABLE_COPIES);
+#define AES_ECB_ENCRYPT_BODY(ROUNDS)                                                        \
+    aes_ecb_encrypt_blocks(input, output, block_count, round_keys, ROUNDS, shared, lane)
+    AES_FOR_ROUNDS(rounds, AES_ECB_ENCRYPT_BODY);
+#undef AES_ECB_ENCRYPT_BODY
+}
+
+KERNEL void aes_ecb_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
+                            const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
+                            const u32 rounds, GLOBAL const u32 *RESTRICT tables)
+{
+    DECLARE_SHARED_WORDS(shared, AES_DECRYPT_SHARED_WORDS);
+    LOCAL u32 *inverse_sbox = shared + AES_DECRYPT_INVERSE_SBOX_START;
+    replicate_aes_pair(shared, tables + AES_SOURCE_DECRYPTION_TABLE, AES_DECRYPT_TABLE_COPIES);
+    replicate_table(inverse_sbox, tables + AES_SOURCE_INVERSE_SBOX, AES_INVERSE_SBOX_WORDS,
+                    AES_DECRYPT_TABLE_COPIES);
+    BARRIER();
+    const u32 lane = HIDE_FROM_OPTIMIZER(LOCAL_ID() % AES_DECRYPT_TABLE_COPIES);
+#define AES_ECB_DECRYPT_BODY(ROUNDS)                                                        \
+    aes_ecb_decrypt_blocks(input, output, block_count, round_keys, ROUNDS, shared,         \
+                           inverse_sbox, lane)
+    AES_FOR_ROUNDS(rounds, AES_ECB_DECRYPT_BODY);
+#undef AES_ECB_DECRYPT_BODY
+}
+
+/* CTR: output = input XOR E(counter + block). Encryption and decryption are the same. */
+KERNEL void aes_ctr(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
+                    const u32 block_count, CONSTANT u32 *RESTRICT round_keys, const u32 rounds,
+                    GLOBAL const u32 *RESTRICT tables, const u32x4 counter,
+                    const u32 counter_rule)
+{
+    DECLARE_SHARED_WORDS(shared, AES_ENCRYPT_SHARED_WORDS);
+    replicate_aes_pair(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_ENCRYPT_TABLE_COPIES);
+    BARRIER();
+    const aes_lane lane =
+        aes_lane_offsets(LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES, AES_ENCRYPT_TABLE_COPIES);
+#define AES_CTR_BODY(ROUNDS)                                                                \
+    aes_ctr_blocks(input, output, block_count, round_keys, ROUNDS, shared, lane,      \
+                   counter, counter_rule)
+    AES_FOR_ROUNDS(rounds, AES_CTR_BODY);
+#undef AES_CTR_BODY
+}
+
+/* CTR over consecutive segments, each from its own counter block (see DATA LAYOUT):
+ * `counters` holds one 16-byte counter block per segment of the launch, in memory byte
+ * order. blocks_per_segment is at least 1. */
+KERNEL void aes_ctr_segments(GLOBAL const u32x4 *input,
+                             GLOBAL u32x4 *output, const u32 block_count,
+                             CONSTANT u32 *RESTRICT round_keys, const u32 rounds,
+                             GLOBAL const u32 *RESTRICT tables,
+                             GLOBAL const u32x4 *RESTRICT counters,
+                             const u32 blocks_per_segment, const u32 counter_rule)
+{
+    DECLARE_SHARED_WORDS(shared, AES_ENCRYPT_SHARED_WORDS);
+    replicate_aes_pair(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_ENCRYPT_TABLE_COPIES);
+    BARRIER();
+    const aes_lane lane =
+        aes_lane_offsets(LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES, AES_ENCRYPT_TABLE_COPIES);
+#define AES_CTR_SEGMENTS_BODY(ROUNDS)                                                       \
+    aes_ctr_segment_blocks(input, output, block_count, round_keys, ROUNDS, shared,         \
+                           lane, counters, blocks_per_segment, counter_rule)
+    AES_FOR_ROUNDS(rounds, AES_CTR_SEGMENTS_BODY);
+#undef AES_CTR_SEGMENTS_BODY
+}
+
 /* CBC decryption: output[i] = D(input[i]) XOR input[i - 1], with `previous` (in memory
  * byte order, like the data) standing in for input[-1]. */
-KERNEL void aes_cbc_decrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+KERNEL void aes_cbc_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
                             const u32 rounds, GLOBAL const u32 *RESTRICT tables,
                             const u32x4 previous)
 {
     DECLARE_SHARED_WORDS(shared, AES_DECRYPT_SHARED_WORDS);
-    LOCAL u32 *inverse_sbox = shared + AES_TABLE_WORDS * AES_DECRYPT_TABLE_COPIES;
-    replicate_table(shared, tables + AES_SOURCE_DECRYPTION_TABLE, AES_TABLE_WORDS,
-                    AES_DECRYPT_TABLE_COPIES);
+    LOCAL u32 *inverse_sbox = shared + AES_DECRYPT_INVERSE_SBOX_START;
+    replicate_aes_pair(shared, tables + AES_SOURCE_DECRYPTION_TABLE, AES_DECRYPT_TABLE_COPIES);
     replicate_table(inverse_sbox, tables + AES_SOURCE_INVERSE_SBOX, AES_INVERSE_SBOX_WORDS,
                     AES_DECRYPT_TABLE_COPIES);
     BARRIER();
-    const u32 lane = LOCAL_ID() % AES_DECRYPT_TABLE_COPIES;
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x4 chain = block == 0 ? previous : input[block - 1];
-        const u32x4 state = swap_bytes_u32x4(input[block]);
-        const u32x4 plain = swap_bytes_u32x4(
-            aes_decrypt_block(state, round_keys, rounds, shared, inverse_sbox, lane));
-        output[block] = xor_u32x4(plain, chain);
-    }
+    const u32 lane = HIDE_FROM_OPTIMIZER(LOCAL_ID() % AES_DECRYPT_TABLE_COPIES);
+#define AES_CBC_DECRYPT_BODY(ROUNDS)                                                        \
+    aes_cbc_decrypt_blocks(input, output, block_count, round_keys, ROUNDS, shared,         \
+                           inverse_sbox, lane, previous)
+    AES_FOR_ROUNDS(rounds, AES_CBC_DECRYPT_BODY);
+#undef AES_CBC_DECRYPT_BODY
 }
 
 /* ------------------------------------------------------------------------------------- */
 /* Blowfish (Schneier 1993), as parcrypt-ciphers' Blowfish                                */
 /* ------------------------------------------------------------------------------------- */
 
-#define BLOWFISH_ENTRY(sboxes, lane, box, entry) \
-    ((sboxes)[((box) * 256u + (entry)) * BLOWFISH_TABLE_COPIES + (lane)])
+/* Local memory layout: two regions, S-boxes 0 and 1, then 2 and 3; within a region, for
+ * each entry e, that entry of the region's first S-box in every copy, then of its second:
+ * S-box b entry e of copy c is word (b / 2) * 512 copies + (2 e + b % 2) * copies + c.
+ * Lane l reads only words of bank l (each index is a multiple of 32 plus l with 32
+ * copies), so the layout stays free of bank conflicts. An entry takes 8 copies bytes:
+ * with 32 copies that is 256, so the byte offset of the entry for byte k of x is
+ * (byte k of x) << 8 plus the lane's own offset of the S-box, whose byte 1 is zero (lane
+ * and half below 256, region at 64 KiB): one byte permutation (TABLE_OFFSET256). */
+#define BLOWFISH_REGION_BYTES (2048u * BLOWFISH_TABLE_COPIES)
+#define BLOWFISH_P_WORDS 18u
+
+#if BLOWFISH_TABLE_COPIES == 32
+#define BLOWFISH_OFFSET(x, k, lane_box) TABLE_OFFSET256((x), (k), (lane_box))
+#else
+#define BLOWFISH_OFFSET(x, k, lane_box) \
+    ((((x) >> (8u * (k))) & 0xffu) * (8u * BLOWFISH_TABLE_COPIES) + (lane_box))
+#endif
+
+/* Fills the layout above from the source's four S-boxes (box b entry e at 256 b + e):
+ * consecutive threads write consecutive words (no bank conflicts). */
+DEVICE_FUNCTION void replicate_blowfish(LOCAL u32 *destination,
+                                        GLOBAL const u32 *RESTRICT source)
+{
+    const u32 total = BLOWFISH_SBOX_WORDS * BLOWFISH_TABLE_COPIES;
+    for (u32 index = LOCAL_ID(); index < total; index += GROUP_SIZE()) {
+        const u32 slot = index / BLOWFISH_TABLE_COPIES;
+        const u32 second = slot & 1u;
+        const u32 entry = (slot >> 1) & 0xffu;
+        const u32 region = slot >> 9;
+        destination[index] = source[(2u * region + second) * 256u + entry];
+    }
+}
+
+/* The byte offsets of this lane's copy of each S-box, computed once per thread and hidden
+ * from the optimiser (see aes_lane). */
+typedef struct {
+    u32 box[4];
+} blowfish_lane;
+
+DEVICE_FUNCTION blowfish_lane blowfish_lane_offsets(const u32 lane)
+{
+    blowfish_lane offsets;
+    UNROLL
+    for (u32 box = 0; box < 4u; box++) {
+        offsets.box[box] = HIDE_FROM_OPTIMIZER((box >> 1) * BLOWFISH_REGION_BYTES
+                                               + (box & 1u) * 4u * BLOWFISH_TABLE_COPIES
+                                               + 4u * lane);
+    }
+    return offsets;
+}
 
 /* F(x) = ((S0[a] + S1[b]) ^ S2[c]) + S3[d] over the bytes of x, most significant first. */
-DEVICE_FUNCTION u32 blowfish_f(LOCAL const u32 *sboxes, const u32 lane, const u32 x)
+DEVICE_FUNCTION u32 blowfish_f(LOCAL const u32 *sboxes, const blowfish_lane lane, const u32 x)
 {
-    const u32 a = BLOWFISH_ENTRY(sboxes, lane, 0u, x >> 24);
-    const u32 b = BLOWFISH_ENTRY(sboxes, lane, 1u, (x >> 16) & 0xffu);
-    const u32 c = BLOWFISH_ENTRY(sboxes, lane, 2u, (x >> 8) & 0xffu);
-    const u32 d = BLOWFISH_ENTRY(sboxes, lane, 3u, x & 0xffu);
+    const u32 a = TABLE_WORD(sboxes, BLOWFISH_OFFSET(x, 3u, lane.box[0]));
+    const u32 b = TABLE_WORD(sboxes, BLOWFISH_OFFSET(x, 2u, lane.box[1]));
+    const u32 c = TABLE_WORD(sboxes, BLOWFISH_OFFSET(x, 1u, lane.box[2]));
+    const u32 d = TABLE_WORD(sboxes, BLOWFISH_OFFSET(x, 0u, lane.box[3]));
     return ((a + b) ^ c) + d;
 }
 
 /* Sixteen rounds as eight double rounds that XOR the next P word into the half being
  * updated, so the halves never swap; the result comes out as (right, left), which is the
- * order Blowfish's last round leaves the block in. `block` holds big-endian words. */
-DEVICE_FUNCTION u32x2 blowfish_encrypt_block(const u32x2 block, CONSTANT u32 *RESTRICT p,
-                                             LOCAL const u32 *sboxes, const u32 lane)
+ * order Blowfish's last round leaves the block in. `block` holds big-endian words; `p` is
+ * the P-array in registers (blowfish_load_p). */
+DEVICE_FUNCTION u32x2 blowfish_encrypt_block(const u32x2 block, const u32 *p,
+                                             LOCAL const u32 *sboxes, const blowfish_lane lane)
 {
     u32 left = block.x ^ p[0];
     u32 right = block.y;
+    UNROLL
     for (u32 round = 1; round < 16; round += 2) {
         right ^= blowfish_f(sboxes, lane, left) ^ p[round];
         left ^= blowfish_f(sboxes, lane, right) ^ p[round + 1];
@@ -485,11 +712,12 @@ DEVICE_FUNCTION u32x2 blowfish_encrypt_block(const u32x2 block, CONSTANT u32 *RE
 }
 
 /* The same rounds with the P-array read backwards. */
-DEVICE_FUNCTION u32x2 blowfish_decrypt_block(const u32x2 block, CONSTANT u32 *RESTRICT p,
-                                             LOCAL const u32 *sboxes, const u32 lane)
+DEVICE_FUNCTION u32x2 blowfish_decrypt_block(const u32x2 block, const u32 *p,
+                                             LOCAL const u32 *sboxes, const blowfish_lane lane)
 {
     u32 left = block.x ^ p[17];
     u32 right = block.y;
+    UNROLL
     for (u32 round = 16; round > 1; round -= 2) {
         right ^= blowfish_f(sboxes, lane, left) ^ p[round];
         left ^= blowfish_f(sboxes, lane, right) ^ p[round - 1];
@@ -497,56 +725,72 @@ DEVICE_FUNCTION u32x2 blowfish_decrypt_block(const u32x2 block, CONSTANT u32 *RE
     return MAKE_U32X2(right ^ p[0], left);
 }
 
+/* The P-array into registers, once per thread: the rounds then read no memory but the
+ * S-boxes. */
+DEVICE_FUNCTION void blowfish_load_p(u32 *p, CONSTANT u32 *RESTRICT p_array)
+{
+    UNROLL
+    for (u32 index = 0; index < BLOWFISH_P_WORDS; index++) {
+        p[index] = p_array[index];
+    }
+}
+
 /* Every Blowfish kernel takes: input, output, the number of 8-byte blocks, the P-array
  * (18 words) and the four keyed S-boxes (1024 words). */
 
-KERNEL void blowfish_ecb_encrypt(GLOBAL const u32x2 *RESTRICT input,
-                                 GLOBAL u32x2 *RESTRICT output, const u32 block_count,
+KERNEL void blowfish_ecb_encrypt(GLOBAL const u32x2 *input,
+                                 GLOBAL u32x2 *output, const u32 block_count,
                                  CONSTANT u32 *RESTRICT p_array,
                                  GLOBAL const u32 *RESTRICT sboxes)
 {
     DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
-    replicate_table(shared, sboxes, BLOWFISH_SBOX_WORDS, BLOWFISH_TABLE_COPIES);
+    replicate_blowfish(shared, sboxes);
     BARRIER();
-    const u32 lane = LOCAL_ID() % BLOWFISH_TABLE_COPIES;
+    const blowfish_lane lane = blowfish_lane_offsets(LOCAL_ID() % BLOWFISH_TABLE_COPIES);
+    u32 p[BLOWFISH_P_WORDS];
+    blowfish_load_p(p, p_array);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x2 words = swap_bytes_u32x2(input[block]);
-        output[block] = swap_bytes_u32x2(blowfish_encrypt_block(words, p_array, shared, lane));
+        output[block] = swap_bytes_u32x2(blowfish_encrypt_block(words, p, shared, lane));
     }
     BARRIER();
     wipe_table(shared, BLOWFISH_SHARED_WORDS);
 }
 
-KERNEL void blowfish_ecb_decrypt(GLOBAL const u32x2 *RESTRICT input,
-                                 GLOBAL u32x2 *RESTRICT output, const u32 block_count,
+KERNEL void blowfish_ecb_decrypt(GLOBAL const u32x2 *input,
+                                 GLOBAL u32x2 *output, const u32 block_count,
                                  CONSTANT u32 *RESTRICT p_array,
                                  GLOBAL const u32 *RESTRICT sboxes)
 {
     DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
-    replicate_table(shared, sboxes, BLOWFISH_SBOX_WORDS, BLOWFISH_TABLE_COPIES);
+    replicate_blowfish(shared, sboxes);
     BARRIER();
-    const u32 lane = LOCAL_ID() % BLOWFISH_TABLE_COPIES;
+    const blowfish_lane lane = blowfish_lane_offsets(LOCAL_ID() % BLOWFISH_TABLE_COPIES);
+    u32 p[BLOWFISH_P_WORDS];
+    blowfish_load_p(p, p_array);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x2 words = swap_bytes_u32x2(input[block]);
-        output[block] = swap_bytes_u32x2(blowfish_decrypt_block(words, p_array, shared, lane));
+        output[block] = swap_bytes_u32x2(blowfish_decrypt_block(words, p, shared, lane));
     }
     BARRIER();
     wipe_table(shared, BLOWFISH_SHARED_WORDS);
 }
 
-KERNEL void blowfish_ctr(GLOBAL const u32x2 *RESTRICT input, GLOBAL u32x2 *RESTRICT output,
+KERNEL void blowfish_ctr(GLOBAL const u32x2 *input, GLOBAL u32x2 *output,
                          const u32 block_count, CONSTANT u32 *RESTRICT p_array,
                          GLOBAL const u32 *RESTRICT sboxes, const u32x2 counter,
                          const u32 counter_rule)
 {
     DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
-    replicate_table(shared, sboxes, BLOWFISH_SBOX_WORDS, BLOWFISH_TABLE_COPIES);
+    replicate_blowfish(shared, sboxes);
     BARRIER();
-    const u32 lane = LOCAL_ID() % BLOWFISH_TABLE_COPIES;
+    const blowfish_lane lane = blowfish_lane_offsets(LOCAL_ID() % BLOWFISH_TABLE_COPIES);
+    u32 p[BLOWFISH_P_WORDS];
+    blowfish_load_p(p, p_array);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x2 counter_block = counter_block8(counter, block, counter_rule);
         const u32x2 keystream =
-            swap_bytes_u32x2(blowfish_encrypt_block(counter_block, p_array, shared, lane));
+            swap_bytes_u32x2(blowfish_encrypt_block(counter_block, p, shared, lane));
         output[block] = xor_u32x2(input[block], keystream);
     }
     BARRIER();
@@ -554,24 +798,26 @@ KERNEL void blowfish_ctr(GLOBAL const u32x2 *RESTRICT input, GLOBAL u32x2 *RESTR
 }
 
 /* Segmented CTR as aes_ctr_segments, with one 8-byte counter block per segment. */
-KERNEL void blowfish_ctr_segments(GLOBAL const u32x2 *RESTRICT input,
-                                  GLOBAL u32x2 *RESTRICT output, const u32 block_count,
+KERNEL void blowfish_ctr_segments(GLOBAL const u32x2 *input,
+                                  GLOBAL u32x2 *output, const u32 block_count,
                                   CONSTANT u32 *RESTRICT p_array,
                                   GLOBAL const u32 *RESTRICT sboxes,
                                   GLOBAL const u32x2 *RESTRICT counters,
                                   const u32 blocks_per_segment, const u32 counter_rule)
 {
     DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
-    replicate_table(shared, sboxes, BLOWFISH_SBOX_WORDS, BLOWFISH_TABLE_COPIES);
+    replicate_blowfish(shared, sboxes);
     BARRIER();
-    const u32 lane = LOCAL_ID() % BLOWFISH_TABLE_COPIES;
+    const blowfish_lane lane = blowfish_lane_offsets(LOCAL_ID() % BLOWFISH_TABLE_COPIES);
+    u32 p[BLOWFISH_P_WORDS];
+    blowfish_load_p(p, p_array);
     const u32x2 stride = segment_position(GLOBAL_SIZE(), blocks_per_segment);
     u32x2 position = segment_position(GLOBAL_ID(), blocks_per_segment);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x2 start = swap_bytes_u32x2(counters[position.x]);
         const u32x2 counter_block = counter_block8(start, position.y, counter_rule);
         const u32x2 keystream =
-            swap_bytes_u32x2(blowfish_encrypt_block(counter_block, p_array, shared, lane));
+            swap_bytes_u32x2(blowfish_encrypt_block(counter_block, p, shared, lane));
         output[block] = xor_u32x2(input[block], keystream);
         position = segment_step(position, stride, blocks_per_segment);
     }
@@ -579,20 +825,22 @@ KERNEL void blowfish_ctr_segments(GLOBAL const u32x2 *RESTRICT input,
     wipe_table(shared, BLOWFISH_SHARED_WORDS);
 }
 
-KERNEL void blowfish_cbc_decrypt(GLOBAL const u32x2 *RESTRICT input,
-                                 GLOBAL u32x2 *RESTRICT output, const u32 block_count,
+KERNEL void blowfish_cbc_decrypt(GLOBAL const u32x2 *input,
+                                 GLOBAL u32x2 *output, const u32 block_count,
                                  CONSTANT u32 *RESTRICT p_array,
                                  GLOBAL const u32 *RESTRICT sboxes, const u32x2 previous)
 {
     DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
-    replicate_table(shared, sboxes, BLOWFISH_SBOX_WORDS, BLOWFISH_TABLE_COPIES);
+    replicate_blowfish(shared, sboxes);
     BARRIER();
-    const u32 lane = LOCAL_ID() % BLOWFISH_TABLE_COPIES;
+    const blowfish_lane lane = blowfish_lane_offsets(LOCAL_ID() % BLOWFISH_TABLE_COPIES);
+    u32 p[BLOWFISH_P_WORDS];
+    blowfish_load_p(p, p_array);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x2 chain = block == 0 ? previous : input[block - 1];
         const u32x2 words = swap_bytes_u32x2(input[block]);
         const u32x2 plain =
-            swap_bytes_u32x2(blowfish_decrypt_block(words, p_array, shared, lane));
+            swap_bytes_u32x2(blowfish_decrypt_block(words, p, shared, lane));
         output[block] = xor_u32x2(plain, chain);
     }
     BARRIER();
@@ -628,14 +876,27 @@ DEVICE_FUNCTION u32 rc6_quadratic(const u32 x)
         a = ROTATE_RIGHT32(a - (key)[0], u) ^ t;          \
     } while (0)
 
-DEVICE_FUNCTION u32x4 rc6_encrypt_block(const u32x4 block, CONSTANT u32 *RESTRICT keys)
+/* RC6-32/20: 2 r + 4 = 44 round-key words, which the kernels copy into registers once per
+ * thread (rc6_load_keys): the rounds then read no memory at all. */
+#define RC6_KEY_WORDS (2u * RC6_ROUNDS + 4u)
+
+DEVICE_FUNCTION void rc6_load_keys(u32 *keys, CONSTANT u32 *RESTRICT round_keys)
+{
+    UNROLL
+    for (u32 index = 0; index < RC6_KEY_WORDS; index++) {
+        keys[index] = round_keys[index];
+    }
+}
+
+DEVICE_FUNCTION u32x4 rc6_encrypt_block(const u32x4 block, const u32 *keys)
 {
     u32 a = block.x;
     u32 b = block.y + keys[0];
     u32 c = block.z;
     u32 d = block.w + keys[1];
+    UNROLL
     for (u32 round = 0; round < RC6_ROUNDS; round += 4) {
-        CONSTANT u32 *RESTRICT key = keys + 2 + 2 * round;
+        const u32 *key = keys + 2 + 2 * round;
         RC6_ENCRYPT_ROUND(a, b, c, d, key);
         RC6_ENCRYPT_ROUND(b, c, d, a, key + 2);
         RC6_ENCRYPT_ROUND(c, d, a, b, key + 4);
@@ -644,14 +905,15 @@ DEVICE_FUNCTION u32x4 rc6_encrypt_block(const u32x4 block, CONSTANT u32 *RESTRIC
     return MAKE_U32X4(a + keys[2 * RC6_ROUNDS + 2], b, c + keys[2 * RC6_ROUNDS + 3], d);
 }
 
-DEVICE_FUNCTION u32x4 rc6_decrypt_block(const u32x4 block, CONSTANT u32 *RESTRICT keys)
+DEVICE_FUNCTION u32x4 rc6_decrypt_block(const u32x4 block, const u32 *keys)
 {
     u32 a = block.x - keys[2 * RC6_ROUNDS + 2];
     u32 b = block.y;
     u32 c = block.z - keys[2 * RC6_ROUNDS + 3];
     u32 d = block.w;
+    UNROLL
     for (u32 round = RC6_ROUNDS; round > 0; round -= 4) {
-        CONSTANT u32 *RESTRICT key = keys + 2 + 2 * (round - 4);
+        const u32 *key = keys + 2 + 2 * (round - 4);
         RC6_DECRYPT_ROUND(d, a, b, c, key + 6);
         RC6_DECRYPT_ROUND(c, d, a, b, key + 4);
         RC6_DECRYPT_ROUND(b, c, d, a, key + 2);
@@ -663,61 +925,71 @@ DEVICE_FUNCTION u32x4 rc6_decrypt_block(const u32x4 block, CONSTANT u32 *RESTRIC
 /* Every RC6 kernel takes: input, output, the number of 16-byte blocks and the 44 round-key
  * words. No tables, so no local memory and no barrier. */
 
-KERNEL void rc6_ecb_encrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+KERNEL void rc6_ecb_encrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys)
 {
+    u32 keys[RC6_KEY_WORDS];
+    rc6_load_keys(keys, round_keys);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        output[block] = rc6_encrypt_block(input[block], round_keys);
+        output[block] = rc6_encrypt_block(input[block], keys);
     }
 }
 
-KERNEL void rc6_ecb_decrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+KERNEL void rc6_ecb_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys)
 {
+    u32 keys[RC6_KEY_WORDS];
+    rc6_load_keys(keys, round_keys);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        output[block] = rc6_decrypt_block(input[block], round_keys);
+        output[block] = rc6_decrypt_block(input[block], keys);
     }
 }
 
 /* The counter block is big-endian bytes; RC6 reads them as little-endian words, so the
  * counter words are byte-swapped on the way in. */
-KERNEL void rc6_ctr(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+KERNEL void rc6_ctr(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                     const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
                     const u32x4 counter, const u32 counter_rule)
 {
+    u32 keys[RC6_KEY_WORDS];
+    rc6_load_keys(keys, round_keys);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x4 counter_block =
             swap_bytes_u32x4(counter_block16(counter, block, counter_rule));
-        output[block] = xor_u32x4(input[block], rc6_encrypt_block(counter_block, round_keys));
+        output[block] = xor_u32x4(input[block], rc6_encrypt_block(counter_block, keys));
     }
 }
 
 /* Segmented CTR as aes_ctr_segments; the counter blocks are swapped into big-endian words
  * for the addition and back into RC6's little-endian words for the cipher. */
-KERNEL void rc6_ctr_segments(GLOBAL const u32x4 *RESTRICT input,
-                             GLOBAL u32x4 *RESTRICT output, const u32 block_count,
+KERNEL void rc6_ctr_segments(GLOBAL const u32x4 *input,
+                             GLOBAL u32x4 *output, const u32 block_count,
                              CONSTANT u32 *RESTRICT round_keys,
                              GLOBAL const u32x4 *RESTRICT counters,
                              const u32 blocks_per_segment, const u32 counter_rule)
 {
+    u32 keys[RC6_KEY_WORDS];
+    rc6_load_keys(keys, round_keys);
     const u32x2 stride = segment_position(GLOBAL_SIZE(), blocks_per_segment);
     u32x2 position = segment_position(GLOBAL_ID(), blocks_per_segment);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x4 start = swap_bytes_u32x4(counters[position.x]);
         const u32x4 counter_block =
             swap_bytes_u32x4(counter_block16(start, position.y, counter_rule));
-        output[block] = xor_u32x4(input[block], rc6_encrypt_block(counter_block, round_keys));
+        output[block] = xor_u32x4(input[block], rc6_encrypt_block(counter_block, keys));
         position = segment_step(position, stride, blocks_per_segment);
     }
 }
 
-KERNEL void rc6_cbc_decrypt(GLOBAL const u32x4 *RESTRICT input, GLOBAL u32x4 *RESTRICT output,
+KERNEL void rc6_cbc_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
                             const u32x4 previous)
 {
+    u32 keys[RC6_KEY_WORDS];
+    rc6_load_keys(keys, round_keys);
     for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
         const u32x4 chain = block == 0 ? previous : input[block - 1];
-        output[block] = xor_u32x4(rc6_decrypt_block(input[block], round_keys), chain);
+        output[block] = xor_u32x4(rc6_decrypt_block(input[block], keys), chain);
     }
 }
 
@@ -813,7 +1085,7 @@ DEVICE_FUNCTION ghash_element ghash_multiply(const ghash_element left,
  * sum as (high, low) to partials[2 s], partials[2 s + 1]. The host joins segments with
  * powers of H. `input` holds `block_count` whole blocks (the host zero-pads a final partial
  * block). The hash key is H * x^-1, as two u64 arguments, high word first. */
-KERNEL void ghash_segments(GLOBAL const u32x4 *RESTRICT input, GLOBAL u64 *RESTRICT partials,
+KERNEL void ghash_segments(GLOBAL const u32x4 *input, GLOBAL u64 *RESTRICT partials,
                            const u32 block_count, const u32 blocks_per_segment,
                            const u64 hash_key_high, const u64 hash_key_low)
 {
@@ -832,5 +1104,108 @@ KERNEL void ghash_segments(GLOBAL const u32x4 *RESTRICT input, GLOBAL u64 *RESTR
         }
         partials[2u * segment] = state.high;
         partials[2u * segment + 1u] = state.low;
+    }
+}
+
+/* GHASH of whole work-groups of segments, for GCM over a long range: the host then joins one
+ * 16-byte sum per work-group (GHASH_GROUP_SEGMENTS segments) instead of one per segment.
+ *
+ * Every segment is whole (`block_count` is a multiple of `blocks_per_segment`; the host
+ * hashes a shorter tail itself). Work-group g covers segments g G .. g G + n - 1, where G is
+ * the group size (a power of two up to GHASH_GROUP_SEGMENTS) and n is G except in a launch's
+ * last group. Thread t hashes segment g G + t - (G - n), so the group's last thread holds
+ * its last segment and threads t < G - n hold zero: a zero partial at the front changes no
+ * sum. Then log2 G levels join neighbours in local memory: at level k the right one of each
+ * pair of 2^k-segment runs becomes left * H^(m 2^k) + right (m = blocks_per_segment), and
+ * thread G - 1 writes the group's sum to partials[2 g], partials[2 g + 1]. The powers of H
+ * are computed on the device from the prepared key (the same for every thread: no branch
+ * depends on the data or the key). */
+#define GHASH_GROUP_SEGMENTS 256u
+
+/* The prepared form of an element (times x^-1, as the host's `prepare`): a one-bit shift
+ * up of the 128-bit integer, and the reflected polynomial's terms when a bit falls off. */
+DEVICE_FUNCTION ghash_element ghash_prepare(const ghash_element value)
+{
+    const u64 carry = value.high >> 63;
+    const u64 mask = (u64)0 - carry;
+    return make_ghash_element(((value.high << 1) | (value.low >> 63))
+                                  ^ (mask & 0xc200000000000000ull),
+                              (value.low << 1) ^ (mask & 1ull));
+}
+
+/* H^exponent (exponent >= 1) as an element, from the prepared key. */
+DEVICE_FUNCTION ghash_element ghash_power(const ghash_element key_prepared, u32 exponent)
+{
+    /* The field's one is the element with only its first bit set; one * H is H. */
+    const ghash_element one = make_ghash_element(0x8000000000000000ull, 0ull);
+    ghash_element result = one;
+    ghash_element base = ghash_multiply(one, key_prepared);
+    ghash_element base_prepared = key_prepared;
+    while (exponent != 0u) {
+        if ((exponent & 1u) != 0u) {
+            result = ghash_multiply(result, base_prepared);
+        }
+        exponent >>= 1;
+        if (exponent != 0u) {
+            base = ghash_multiply(base, base_prepared);
+            base_prepared = ghash_prepare(base);
+        }
+    }
+    return result;
+}
+
+KERNEL void ghash_groups(GLOBAL const u32x4 *RESTRICT input, GLOBAL u64 *RESTRICT partials,
+                         const u32 block_count, const u32 blocks_per_segment,
+                         const u64 hash_key_high, const u64 hash_key_low)
+{
+    DECLARE_STATIC_SHARED_WORDS(tree, 4u * GHASH_GROUP_SEGMENTS);
+    const ghash_element hash_key = make_ghash_element(hash_key_high, hash_key_low);
+    const u32 group_size = GROUP_SIZE();
+    const u32 thread = LOCAL_ID();
+    const u32 segment_count = block_count / blocks_per_segment;
+    const u32 group_count = (segment_count + group_size - 1u) / group_size;
+    /* A grid smaller than the groups loops over them; every thread of a work-group takes
+     * the same trips, so the barriers below are reached by all. */
+    for (u32 group = GLOBAL_ID() / group_size; group < group_count;
+         group += GLOBAL_SIZE() / group_size) {
+        const u32 first = group * group_size;
+        const u32 present = segment_count - first < group_size ? segment_count - first
+                                                              : group_size;
+        ghash_element state = make_ghash_element(0, 0);
+        if (thread >= group_size - present) {
+            const u32 segment = first + thread - (group_size - present);
+            const u32 start = segment * blocks_per_segment;
+            for (u32 block = start; block < start + blocks_per_segment; block++) {
+                const u32x4 words = swap_bytes_u32x4(input[block]);
+                state.high ^= ((u64)words.x << 32) | (u64)words.y;
+                state.low ^= ((u64)words.z << 32) | (u64)words.w;
+                state = ghash_multiply(state, hash_key);
+            }
+        }
+        /* H^m, then squared once per level: H^(m 2^k). */
+        ghash_element step = ghash_power(hash_key, blocks_per_segment);
+        for (u32 width = 1u; width < group_size; width *= 2u) {
+            tree[4u * thread] = (u32)(state.high >> 32);
+            tree[4u * thread + 1u] = (u32)state.high;
+            tree[4u * thread + 2u] = (u32)(state.low >> 32);
+            tree[4u * thread + 3u] = (u32)state.low;
+            BARRIER();
+            const ghash_element step_prepared = ghash_prepare(step);
+            if ((thread & (2u * width - 1u)) == 2u * width - 1u) {
+                const u32 left = 4u * (thread - width);
+                const ghash_element other = make_ghash_element(
+                    ((u64)tree[left] << 32) | (u64)tree[left + 1u],
+                    ((u64)tree[left + 2u] << 32) | (u64)tree[left + 3u]);
+                const ghash_element carried = ghash_multiply(other, step_prepared);
+                state.high ^= carried.high;
+                state.low ^= carried.low;
+            }
+            BARRIER();
+            step = ghash_multiply(step, step_prepared);
+        }
+        if (thread == group_size - 1u) {
+            partials[2u * group] = state.high;
+            partials[2u * group + 1u] = state.low;
+        }
     }
 }

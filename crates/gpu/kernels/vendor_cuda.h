@@ -5,13 +5,15 @@
  * What the CUDA host must do that the OpenCL host does not:
  * - Launch with a one-dimensional grid and block; names come out unmangled (extern "C").
  * - Round keys: `CONSTANT u32 *RESTRICT` becomes `const u32 *__restrict__`, a global pointer
- *   read through the read-only data cache. Every thread of a warp reads the same key word at
- *   the same time, which that cache serves as a broadcast, as constant memory would.
+ *   read through the read-only data cache. The AES kernels copy them into registers once per
+ *   thread; the others read them where they need them, every lane of a warp the same word,
+ *   which that cache serves as a broadcast, as constant memory would.
  * - Shared tables are static `__shared__` arrays sized by the -D table-copy defines, and
- *   static shared memory is limited to 48 KiB per block. AES fits with 32 copies (32 KiB to
- *   encrypt, 40 KiB to decrypt); Blowfish needs 4 KiB per copy, so 32 copies (128 KiB) need
- *   dynamic shared memory: define PARCRYPT_CUDA_DYNAMIC_SHARED, pass the kernel's shared
- *   bytes at launch, and raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES first. */
+ *   static shared memory is limited to 48 KiB per block. With 32 copies AES needs 64 KiB to
+ *   encrypt and 72 KiB to decrypt (two tables per copy) and Blowfish 128 KiB, so the
+ *   per-lane variant uses dynamic shared memory: define PARCRYPT_CUDA_DYNAMIC_SHARED, pass
+ *   the kernel's shared bytes at launch, and raise
+ *   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES first. */
 
 typedef unsigned char u8;
 typedef unsigned int u32;
@@ -74,3 +76,30 @@ DEVICE_FUNCTION u32x4 make_u32x4(u32 a, u32 b, u32 c, u32 d)
 
 /* The high 64 bits of the 128-bit product of two u64 (GHASH's carry-less products). */
 #define MUL_HIGH64(a, b) __umul64hi((u64)(a), (u64)(b))
+
+/* Unrolls the loop that follows completely (its trip count is a constant where it is
+ * inlined). */
+#define UNROLL _Pragma("unroll")
+
+/* The value, with the compiler no longer knowing how it was made: a per-lane table offset
+ * computed once stays one register instead of being folded back into every address. */
+DEVICE_FUNCTION u32 hide_from_optimizer(u32 value)
+{
+#if defined(__HIP__) || defined(__HIP_PLATFORM_AMD__)
+    /* HIP compiles this header too; AMD's register constraints differ, and the value is
+     * left as it is there. */
+#else
+    asm volatile("" : "+r"(value));
+#endif
+    return value;
+}
+#define HIDE_FROM_OPTIMIZER(x) hide_from_optimizer((u32)(x))
+
+/* (byte k of x) << 8 | low, for low whose byte 1 is zero: one PRMT. Result byte 0 is byte 0
+ * of low (selector 4), byte 1 is byte k of x, bytes 2 and 3 are bytes 2 and 3 of low. */
+#define TABLE_OFFSET256(x, k, low) \
+    __byte_perm((u32)(x), (u32)(low), 0x7604u | ((u32)(k) << 4))
+
+/* Shared memory of a fixed size whatever PARCRYPT_CUDA_DYNAMIC_SHARED says (kernels whose
+ * launches ask for no dynamic shared memory, such as ghash_groups). */
+#define DECLARE_STATIC_SHARED_WORDS(name, count) __shared__ u32 name[count]

@@ -14,8 +14,10 @@ typedef uint4 u32x4;
 #define CONSTANT __constant
 #define RESTRICT restrict
 /* OpenCL C 1.2 has C99 inline semantics: a plain `inline` function with no external
- * definition can fail to link when the compiler decides not to inline it. */
-#define DEVICE_FUNCTION static inline
+ * definition can fail to link when the compiler decides not to inline it. always_inline
+ * as CUDA's __forceinline__: the AES kernels inline one fully unrolled copy per key size,
+ * and LLVM 15's cost-based inliner (PoCL 3.1, Debian 12) crashes weighing them. */
+#define DEVICE_FUNCTION static inline __attribute__((always_inline))
 
 /* Local memory must be declared at kernel scope in OpenCL C; its size is fixed at compile
  * time by the -D table-copy defines, which the host chooses from the device's local memory. */
@@ -41,3 +43,17 @@ typedef uint4 u32x4;
 
 /* The high 64 bits of the 128-bit product of two u64 (GHASH's carry-less products). */
 #define MUL_HIGH64(a, b) mul_hi((u64)(a), (u64)(b))
+
+/* Unrolls the loop that follows completely (its trip count is a constant where it is
+ * inlined). */
+#define UNROLL _Pragma("unroll")
+
+/* CUDA hides the value from its optimiser (see vendor_cuda.h); here it is the value. */
+#define HIDE_FROM_OPTIMIZER(x) ((u32)(x))
+
+/* (byte k of x) << 8 | low, for low whose byte 1 is zero, in portable shifts and masks. */
+#define TABLE_OFFSET256(x, k, low) \
+    (((((u32)(x) >> (8u * (u32)(k))) & 0xffu) << 8) | (u32)(low))
+
+/* Local memory of a fixed size (CUDA tells it apart from the table-copy arrays). */
+#define DECLARE_STATIC_SHARED_WORDS(name, count) __local u32 name[count]

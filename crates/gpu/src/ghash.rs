@@ -14,6 +14,17 @@ use crate::GpuError;
 /// The kernel's function name in `parcrypt.cl`.
 pub const KERNEL_NAME: &str = "ghash_segments";
 
+/// The kernel that also joins each work-group's segments on the device (`ghash_groups`).
+pub const GROUPS_KERNEL_NAME: &str = "ghash_groups";
+
+/// Segments per work-group at most in `ghash_groups` (`GHASH_GROUP_SEGMENTS`).
+pub(crate) const GROUP_SEGMENTS: usize = 256;
+
+/// The segment size [`crate::GpuDevice::ghash_whole`] hashes per device thread: 256 blocks,
+/// so a GiB is 262,144 threads, and with 256 segments per work-group the host joins one
+/// sum per MiB.
+pub const WHOLE_SEGMENT_BYTES: usize = 4096;
+
 const BLOCK_BYTES: usize = 16;
 
 /// The hash key as the kernel takes it, (high, low) words of `H * x^-1`: the form
@@ -69,18 +80,25 @@ pub(crate) fn partial_from_words(high: u64, low: u64) -> u128 {
 
 /// The GHASH of `total_bytes` of data from a zero state, from the partial sums of its
 /// consecutive segments of `segment_bytes` (the last may be shorter): each running sum is
-/// carried past the next segment by H^(its blocks) and the segment's sum added.
+/// carried past the next segment by H^(its blocks) and the segment's sum added. H to the
+/// power of a whole segment's blocks is computed once per call, so each segment costs one
+/// multiplication.
 pub fn join_partials(
     key: &GhashKey,
     partials: &[u128],
     segment_bytes: usize,
     total_bytes: usize,
 ) -> u128 {
+    let whole = key.power(segment_bytes.div_ceil(BLOCK_BYTES) as u64);
     let mut state = 0u128;
     let mut remaining = total_bytes;
     for &partial in partials {
         let bytes = remaining.min(segment_bytes);
-        state = key.append_partial(state, partial, bytes as u64);
+        state = if bytes == segment_bytes {
+            key.append_partial_by(state, partial, &whole)
+        } else {
+            key.append_partial(state, partial, bytes as u64)
+        };
         remaining -= bytes;
     }
     state

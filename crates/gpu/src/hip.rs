@@ -27,7 +27,7 @@ pub use compiler::{
 };
 pub use devices::HipDeviceInfo;
 
-use crate::host::arguments::KernelTable;
+use crate::host::arguments::{KernelLimits, KernelTable};
 use crate::host::{slab_size, validate_geometry, GpuHost, State};
 use crate::host::{KEY_TABLE_WORDS, ROUND_KEY_WORDS};
 use crate::kernel_source;
@@ -169,7 +169,7 @@ impl GpuHost<Hip> {
                 0 => usize::try_from(max_threads).unwrap_or(1),
                 _ => FALLBACK_MAX_THREADS,
             };
-            Ok((HipKernel { function }, max_threads))
+            Ok((HipKernel { function }, KernelLimits::groups_of(max_threads)))
         })?;
         let stream = &streams[0];
         let aes_words = kernel_source::aes_table_words();

@@ -109,6 +109,22 @@ pub(crate) fn launch_shape(
     }
 }
 
+/// Which GHASH kernel a call runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GhashKernel {
+    /// `ghash_segments`: one sum per segment.
+    Segments,
+    /// `ghash_groups`: one sum per work-group of `group` segments.
+    Groups { group: usize },
+}
+
+/// The work-group size for `ghash_groups`: a power of two, at most its 256 segments and the
+/// kernel's own limit.
+fn ghash_group_size(max_group_size: usize) -> usize {
+    let limit = max_group_size.clamp(1, ghash::GROUP_SEGMENTS);
+    1 << limit.ilog2()
+}
+
 /// How host data reaches the device buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Staging {
@@ -576,7 +592,7 @@ impl<A: Api> GpuHost<A> {
                 mode,
                 !counters.is_empty(),
             )?;
-            let shape = launch_shape(geometry, blocks, kernel.max_group_size);
+            let shape = kernel.shape(geometry, blocks);
             let launch = Launch {
                 kernel: &kernel.kernel,
                 keys,
@@ -640,6 +656,7 @@ impl<A: Api> GpuHost<A> {
             &mut state,
             hash_key,
             plan,
+            GhashKernel::Segments,
             data,
             &mut partial_bytes,
             &mut last_block,
@@ -658,13 +675,82 @@ impl<A: Api> GpuHost<A> {
             .collect())
     }
 
+    /// The GHASH of all of `data` from a zero state: whole 4 KiB segments on the device,
+    /// joined per work-group there (`ghash_groups`), the groups' sums joined here with H to
+    /// the power of a whole group's blocks computed once, and a tail shorter than a segment
+    /// hashed here. See [`GpuDevice::ghash_whole`].
+    pub fn ghash_whole(&self, hash_key: &[u8; 16], data: &[u8]) -> Result<u128, GpuError> {
+        let segment_bytes = ghash::WHOLE_SEGMENT_BYTES;
+        let plan = SegmentPlan::new(segment_bytes, self.slab_bytes)?;
+        let key = parcrypt_modes::ghash::GhashKey::new(hash_key);
+        let whole = data.len() / segment_bytes * segment_bytes;
+        let (device_part, tail) = data.split_at(whole);
+        let mut sum = 0u128;
+        if !device_part.is_empty() {
+            let mut state = self.lock_state();
+            let group = ghash_group_size(state.kernels.ghash_groups_max_group_size);
+            let segments_per_slab = plan.slab_bytes / segment_bytes;
+            let groups_in = |segments: usize| segments.div_ceil(group);
+            let slab_groups = groups_in(segments_per_slab);
+            let slabs = device_part.len().div_ceil(plan.slab_bytes);
+            let mut partial_bytes = vec![0u8; 16 * slab_groups * slabs];
+            let mut last_block = [0u8; 16];
+            let ran = self.run_ghash_slabs(
+                &mut state,
+                hash_key,
+                plan,
+                GhashKernel::Groups { group },
+                device_part,
+                &mut partial_bytes,
+                &mut last_block,
+            );
+            // Host memory (the data, the partial sums) may be in flight until the queues
+            // drain.
+            let waited = self.adapter.wait(true);
+            drop(state);
+            ran.and(waited)?;
+            let full_group = key.power((group * segment_bytes / 16) as u64);
+            for (slab, sums) in device_part
+                .chunks(plan.slab_bytes)
+                .zip(partial_bytes.chunks(16 * slab_groups))
+            {
+                let segments = slab.len() / segment_bytes;
+                for (index, pair) in sums[..16 * groups_in(segments)]
+                    .chunks_exact(16)
+                    .enumerate()
+                {
+                    let high = u64::from_le_bytes(pair[..8].try_into().expect("8 bytes"));
+                    let low = u64::from_le_bytes(pair[8..].try_into().expect("8 bytes"));
+                    let partial = ghash::partial_from_words(high, low);
+                    let present = (segments - index * group).min(group);
+                    sum = if present == group {
+                        key.append_partial_by(sum, partial, &full_group)
+                    } else {
+                        key.append_partial(sum, partial, (present * segment_bytes) as u64)
+                    };
+                }
+            }
+        }
+        if !tail.is_empty() {
+            let mut padded = [0u8; ghash::WHOLE_SEGMENT_BYTES];
+            padded[..tail.len()].copy_from_slice(tail);
+            let mut partial = 0u128;
+            key.update(&mut partial, &padded[..tail.len().div_ceil(16) * 16]);
+            sum = key.append_partial(sum, partial, tail.len() as u64);
+        }
+        Ok(sum)
+    }
+
     /// Enqueues every slab of whole segments: upload (a final partial block zero-padded),
-    /// kernel, download of the slab's partial sums, on rotating queues. The caller waits.
+    /// kernel, download of the slab's partial sums (one per segment, or one per work-group
+    /// of segments with [`GhashKernel::Groups`]), on rotating queues. The caller waits.
+    #[allow(clippy::too_many_arguments)]
     fn run_ghash_slabs(
         &self,
         state: &mut State<A>,
         hash_key: &[u8; 16],
         plan: SegmentPlan,
+        kernel: GhashKernel,
         data: &[u8],
         partial_bytes: &mut [u8],
         last_block: &mut [u8; 16],
@@ -673,6 +759,10 @@ impl<A: Api> GpuHost<A> {
         let prepared_key = ghash::prepared_key_words(hash_key);
         let blocks_per_segment = plan.blocks_per_segment();
         let segments_per_slab = plan.slab_bytes / plan.segment_bytes;
+        let sums_per_slab = match kernel {
+            GhashKernel::Segments => segments_per_slab,
+            GhashKernel::Groups { group } => segments_per_slab.div_ceil(group),
+        };
         // One thread per segment: the grid-stride loop gives a thread more only when the
         // device allows fewer threads than segments.
         let geometry = LaunchGeometry {
@@ -687,7 +777,7 @@ impl<A: Api> GpuHost<A> {
         } = state;
         let slabs = data
             .chunks(plan.slab_bytes)
-            .zip(partial_bytes.chunks_mut(16 * segments_per_slab));
+            .zip(partial_bytes.chunks_mut(16 * sums_per_slab));
         for (slab_index, (slab, slab_partials)) in slabs.enumerate() {
             let queue = slab_index % A::QUEUES;
             let slot = &mut slots[queue];
@@ -696,10 +786,26 @@ impl<A: Api> GpuHost<A> {
             adapter.reserve(slot, blocks * 16, self.slab_bytes, Staging::Direct)?;
             let whole = slab.len() / 16 * 16;
             let arguments = arguments::ghash_arguments(blocks, blocks_per_segment, prepared_key)?;
-            let shape = launch_shape(geometry, segments, kernels.ghash_max_group_size);
-            let slab_partials = &mut slab_partials[..16 * segments];
+            let (ghash_kernel, shape, sums) = match kernel {
+                GhashKernel::Segments => (
+                    &kernels.ghash,
+                    launch_shape(geometry, segments, kernels.ghash_max_group_size),
+                    segments,
+                ),
+                // Exactly `group` threads per work-group (the kernel's tree needs it), one
+                // work-group per `group` segments.
+                GhashKernel::Groups { group } => (
+                    &kernels.ghash_groups,
+                    Shape {
+                        group_size: group,
+                        groups: segments.div_ceil(group),
+                    },
+                    segments.div_ceil(group),
+                ),
+            };
+            let slab_partials = &mut slab_partials[..16 * sums];
             let launch = Launch {
-                kernel: &kernels.ghash,
+                kernel: ghash_kernel,
                 keys,
                 arguments: &arguments,
                 shape,
@@ -794,6 +900,10 @@ impl<A: Api> GpuDevice for GpuHost<A> {
         segment_bytes: usize,
     ) -> Result<Vec<u128>, GpuError> {
         GpuHost::ghash_segments(self, hash_key, data, segment_bytes)
+    }
+
+    fn ghash_whole(&self, hash_key: &[u8; 16], data: &[u8]) -> Result<u128, GpuError> {
+        GpuHost::ghash_whole(self, hash_key, data)
     }
 }
 

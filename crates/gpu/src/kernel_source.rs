@@ -147,10 +147,10 @@ pub(crate) fn family_kernels(family: CipherFamily) -> Vec<FamilyKernel> {
         .collect()
 }
 
-/// Bytes of local memory one table copy takes: Te0; Td0 plus the packed inverse S-box;
-/// the four Blowfish S-boxes.
-const AES_ENCRYPT_BYTES_PER_COPY: u64 = 256 * 4;
-const AES_DECRYPT_BYTES_PER_COPY: u64 = (256 + 64) * 4;
+/// Bytes of local memory one table copy takes: Te0 and its rotation Te1; Td0, Td1 and the
+/// packed inverse S-box; the four Blowfish S-boxes.
+const AES_ENCRYPT_BYTES_PER_COPY: u64 = 2 * 256 * 4;
+const AES_DECRYPT_BYTES_PER_COPY: u64 = (2 * 256 + 64) * 4;
 const BLOWFISH_BYTES_PER_COPY: u64 = 1024 * 4;
 
 /// How many interleaved copies of each table the kernels keep in local memory.
@@ -160,10 +160,10 @@ const BLOWFISH_BYTES_PER_COPY: u64 = 1024 * 4;
 /// fit. Each count is a power of two from 1 to 32.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TableCopies {
-    /// Copies of the AES encryption table (Te0, 1 KiB each).
+    /// Copies of the AES encryption tables (Te0 and its rotation Te1, 2 KiB each).
     pub aes_encrypt: u32,
-    /// Copies of the AES decryption tables (Td0 plus the packed inverse S-box, 1.25 KiB
-    /// each).
+    /// Copies of the AES decryption tables (Td0, its rotation Td1 and the packed inverse
+    /// S-box, 2.25 KiB each).
     pub aes_decrypt: u32,
     /// Copies of the four Blowfish S-boxes (4 KiB each).
     pub blowfish: u32,
@@ -351,22 +351,28 @@ mod tests {
             TableCopies::for_device(DeviceKind::Cpu, 1 << 20),
             TableCopies::uniform(1)
         );
-        // NVIDIA through OpenCL: 48 KiB.
+        // NVIDIA through OpenCL: 48 KiB. AES keeps two tables per copy (Te0 and its
+        // rotation, 2 KiB; 2.25 KiB to decrypt), so 32 copies need 64 and 72 KiB.
         assert_eq!(
             TableCopies::for_device(DeviceKind::Gpu, 48 * 1024),
             TableCopies {
-                aes_encrypt: 32,
-                aes_decrypt: 32,
+                aes_encrypt: 16,
+                aes_decrypt: 16,
                 blowfish: 8
             }
         );
         assert_eq!(
             TableCopies::for_device(DeviceKind::Gpu, 32 * 1024),
             TableCopies {
-                aes_encrypt: 32,
-                aes_decrypt: 16,
+                aes_encrypt: 16,
+                aes_decrypt: 8,
                 blowfish: 8
             }
+        );
+        // Hopper's 227 KiB: every table per lane.
+        assert_eq!(
+            TableCopies::for_device(DeviceKind::Gpu, 227 * 1024),
+            TableCopies::uniform(32)
         );
         assert_eq!(
             TableCopies::for_device(DeviceKind::Gpu, 160 * 1024),

@@ -313,4 +313,21 @@ pub trait GpuDevice: Send + Sync {
             operation: "GHASH",
         })
     }
+
+    /// The GHASH of all of `data` from a zero state (a final partial block zero-padded): the
+    /// partial sum of one range for `GcmAccumulator::append`. Devices with the
+    /// `ghash_groups` kernel join the segments of each work-group on the device, so the host
+    /// joins one 16-byte sum per 1 MiB; the default joins [`GpuDevice::ghash_segments`]'s
+    /// sums on the host.
+    fn ghash_whole(&self, hash_key: &[u8; 16], data: &[u8]) -> Result<u128, GpuError> {
+        let segment_bytes = ghash::WHOLE_SEGMENT_BYTES;
+        let partials = self.ghash_segments(hash_key, data, segment_bytes)?;
+        let key = parcrypt_modes::ghash::GhashKey::new(hash_key);
+        Ok(ghash::join_partials(
+            &key,
+            &partials,
+            segment_bytes,
+            data.len(),
+        ))
+    }
 }

@@ -25,7 +25,7 @@ use opencl3::kernel::Kernel;
 use opencl3::program::Program;
 
 use crate::error::ApiResultExt;
-use crate::host::arguments::KernelTable;
+use crate::host::arguments::{KernelLimits, KernelTable};
 use crate::host::{self, slab_size, validate_geometry, GpuHost, Staging, State};
 use crate::host::{KEY_TABLE_WORDS, ROUND_KEY_WORDS};
 use crate::kernel_source;
@@ -127,7 +127,10 @@ impl GpuHost<OpenCl> {
             &build_options(table_copies),
         )?;
         KernelTable::load(|name, _| {
-            Ok((Kernel::create(&program, name).or_api("clCreateKernel")?, 1))
+            Ok((
+                Kernel::create(&program, name).or_api("clCreateKernel")?,
+                KernelLimits::groups_of(1),
+            ))
         })?;
         Ok(())
     }
@@ -151,7 +154,7 @@ impl GpuHost<OpenCl> {
             let max_group_size = kernel
                 .get_work_group_size(device.id)
                 .or_api("clGetKernelWorkGroupInfo")?;
-            Ok((kernel, max_group_size))
+            Ok((kernel, KernelLimits::groups_of(max_group_size)))
         })?;
         let mut aes_tables = word_buffer(&context, 576)?;
         write_words(

@@ -131,7 +131,7 @@ pub(crate) mod stale {
     /// `source` made subtly wrong (one round-key word swapped): kernels that build and
     /// load, but get every AES encryption wrong.
     pub(crate) fn wrong_source(source: &str) -> String {
-        let wrong = source.replacen("^ key[0],", "^ key[1],", 1);
+        let wrong = source.replacen("state.x ^ keys[0]", "state.x ^ keys[1]", 1);
         assert_ne!(wrong, source);
         wrong
     }

@@ -6,7 +6,7 @@
 //! NVRTC from pip, so a missing library there is a broken setup, not a reason to skip.
 
 use parcrypt_gpu::cuda::{
-    check_nvrtc, compile_check, compile_variant, nvrtc_version, KernelVariant,
+    check_nvrtc, compile_check, compile_for_report, compile_variant, nvrtc_version, KernelVariant,
 };
 use parcrypt_gpu::kernel_source::{kernel_name, CipherFamily, KernelOperation};
 use parcrypt_gpu::{GpuError, TableCopies};
@@ -24,6 +24,10 @@ fn nvrtc_present() -> bool {
                 std::env::var_os("CI").is_none(),
                 "CI is set, so NVRTC must be loadable, but: {error}"
             );
+            assert!(
+                std::env::var("PARCRYPT_REQUIRE_GPU").as_deref() != Ok("1"),
+                "PARCRYPT_REQUIRE_GPU=1 (a GPU machine), so NVRTC must be loadable: {error}"
+            );
             println!("{SKIP_MESSAGE}");
             println!("  ({error})");
             false
@@ -39,7 +43,10 @@ fn every_kernel_name() -> Vec<&'static str> {
                 .iter()
                 .map(move |&operation| kernel_name(family, operation))
         })
-        .chain([parcrypt_gpu::ghash::KERNEL_NAME])
+        .chain([
+            parcrypt_gpu::ghash::KERNEL_NAME,
+            parcrypt_gpu::ghash::GROUPS_KERNEL_NAME,
+        ])
         .collect()
 }
 
@@ -114,6 +121,34 @@ fn static_tables_fit_the_static_limit_and_bad_input_is_refused() {
             "sm_90",
             KernelVariant::for_table_copies(TableCopies::uniform(12))
         ),
+        Err(GpuError::InvalidInput(_))
+    ));
+}
+
+#[test]
+fn the_report_build_gives_a_cubin_and_a_resource_line_per_kernel() {
+    if !nvrtc_present() {
+        return;
+    }
+    let variant = KernelVariant::for_table_copies(TableCopies::uniform(TableCopies::PER_LANE));
+    let report = compile_for_report("sm_90", variant).unwrap_or_else(|error| panic!("{error}"));
+    assert!(report.cubin.starts_with(b"\x7fELF"));
+    assert_eq!(
+        report.options[..report.options.len() - 1],
+        variant.nvrtc_options("sm_90")[..],
+        "the host's options, then ptxas -v"
+    );
+    for name in every_kernel_name() {
+        assert!(
+            report
+                .log
+                .contains(&format!("Function properties for {name}\n")),
+            "no ptxas resource lines for {name}:\n{}",
+            report.log
+        );
+    }
+    assert!(matches!(
+        compile_for_report("compute_90", variant),
         Err(GpuError::InvalidInput(_))
     ));
 }

@@ -4,7 +4,8 @@
 //! on the device (processed in place).
 //!
 //! Runs on CUDA device 0 (or `PARCRYPT_CUDA_DEVICE=N`). Without a CUDA driver or GPU the
-//! tests print a SKIPPED line and pass, in CI too: CI has no GPU. Anything else that stops a
+//! tests print a SKIPPED line and pass, in CI too: CI has no GPU; under
+//! `PARCRYPT_REQUIRE_GPU=1` (the GPU kit) they fail instead. Anything else that stops a
 //! device from opening (NVRTC missing on a GPU machine, a self-test failure) fails.
 //! The tests every API runs are `device_tests!` (`support/device_tests.rs`) over the shared
 //! cases (`support/cases.rs`); this file says how CUDA runs them, and adds its own.

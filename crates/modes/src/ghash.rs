@@ -218,6 +218,23 @@ impl GhashKey {
         result
     }
 
+    /// H^n, prepared once for joining many ranges of `n` blocks each with
+    /// [`GhashKey::append_partial_by`]: one multiplication per range instead of the
+    /// square-and-multiply [`GhashKey::mul_h_pow`] makes for an `n` above its table.
+    pub fn power(&self, n: u64) -> HashKeyPower {
+        // The field's one is the block with only its first bit set.
+        let mut power = self.mul_h_pow(1u128 << 127, n);
+        let prepared = prepare(power);
+        power.zeroize();
+        HashKeyPower { prepared }
+    }
+
+    /// `state * H^n + partial` for the `n` that `power` was made for: the next range of `n`
+    /// blocks joined, as [`GhashKey::append_partial`] joins it.
+    pub fn append_partial_by(&self, state: u128, partial: u128, power: &HashKeyPower) -> u128 {
+        self.mul_prepared(state, power.prepared) ^ partial
+    }
+
     /// The running sum of consecutive ranges joined with the next range's partial sum (its
     /// GHASH from a zero state over `bytes` bytes, a final partial block zero-padded):
     /// `state * H^(blocks of the range) + partial`.
@@ -236,6 +253,23 @@ impl GhashKey {
             }
             _ => soft::mul_prepared(left, right_prepared),
         }
+    }
+}
+
+/// A power of the hash key H, prepared ([`GhashKey::power`]); wiped on drop.
+pub struct HashKeyPower {
+    prepared: u128,
+}
+
+impl Drop for HashKeyPower {
+    fn drop(&mut self) {
+        self.prepared.zeroize();
+    }
+}
+
+impl fmt::Debug for HashKeyPower {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HashKeyPower").finish_non_exhaustive()
     }
 }
 
@@ -518,6 +552,23 @@ mod tests {
                 assert_eq!(
                     key.mul_h_pow(x, n),
                     repeated,
+                    "{implementation}, n = {n}, seed {seed}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_prepared_power_joins_as_mul_h_pow_does() {
+        let (mut rng, seed) = seeded_rng();
+        for implementation in available_implementations() {
+            let key = key(&rng.random(), implementation);
+            for n in [1u64, 7, 32, 33, 256, 4096, 1 << 20] {
+                let power = key.power(n);
+                let (state, partial): (u128, u128) = (rng.random(), rng.random());
+                assert_eq!(
+                    key.append_partial_by(state, partial, &power),
+                    key.append_partial(state, partial, 16 * n),
                     "{implementation}, n = {n}, seed {seed}"
                 );
             }

@@ -1,8 +1,9 @@
 //! The shared host's calls ([`Api`]) in CUDA, through `cudarc`: [`STREAMS`] streams whose
 //! slabs are staged through pinned buffers (only pinned memory copies asynchronously), the
 //! key uploaded from pinned memory on stream 0 and fenced for the others with an event, and
-//! waits that retry once (cudarc reports a stored bookkeeping error first) and abort when
-//! host memory may still be in flight.
+//! waits that retry once (cudarc reports a stored bookkeeping error first) and return an
+//! error when they fail, unless the driver says copies into host memory are still queued and
+//! stay so (see [`Cuda::wait`]).
 //!
 //! With three streams the upload of slab `k + 3` never waits for anything but the download
 //! of slab `k`, which has long finished when kernels are faster than the bus.
@@ -261,6 +262,30 @@ pub(crate) fn context_is_dead(error: &cudarc::driver::DriverError) -> bool {
     )
 }
 
+/// How long [`Cuda::wait`] watches a stream that failed to synchronise for its queued work
+/// to finish or fail before it concludes that the work is stuck.
+pub(crate) const STALLED_STREAM_GRACE: Duration = Duration::from_secs(10);
+
+/// Whether the driver still reports queued work on `stream` after [`STALLED_STREAM_GRACE`]:
+/// `cuStreamQuery` answers CUDA_SUCCESS when all of it finished and an error when the stream
+/// failed (then none of it runs any more); only CUDA_ERROR_NOT_READY means copies may still
+/// run.
+fn stream_keeps_queued_work(stream: &CudaStream) -> bool {
+    use cudarc::driver::sys::{cuStreamQuery, CUresult};
+    let started = std::time::Instant::now();
+    loop {
+        // SAFETY: the stream is live (the adapter owns it); the call only reads its state.
+        let status = unsafe { cuStreamQuery(stream.cu_stream()) };
+        if status != CUresult::CUDA_ERROR_NOT_READY {
+            return false;
+        }
+        if started.elapsed() >= STALLED_STREAM_GRACE {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 impl Api for Cuda {
     const API: GpuApi = GpuApi::Cuda;
     const QUEUES: usize = STREAMS;
@@ -419,9 +444,12 @@ impl Api for Cuda {
         Ok(())
     }
 
-    /// If the device cannot say that copies into host memory stopped, returning would hand
-    /// that memory back while it can still change, so the process is aborted instead,
-    /// unless the error is a fault that stopped the context (then nothing runs any more).
+    /// A failed wait is an error, not an abort, whenever nothing can still touch host memory:
+    /// the context is dead (a kernel fault stops all of its work), or the driver reports that
+    /// the stream holds no queued work any more (cuStreamQuery: finished or failed, not
+    /// "not ready"). Only when the driver keeps reporting queued work on a stream it will not
+    /// wait for, for [`STALLED_STREAM_GRACE`], could returning hand memory back while a copy
+    /// may still write it; that one case still aborts the process.
     fn wait(&self, host_memory_in_flight: bool) -> Outcome {
         let mut outcome = Ok(());
         for stream in &self.streams {
@@ -430,16 +458,16 @@ impl Api for Cuda {
             // stream's at all, so the wait is tried once more before anything is concluded.
             let waited = stream.synchronize().or_else(|_| stream.synchronize());
             if let Err(error) = waited {
-                // A kernel fault poisons the context: the device stops all of its work, so
-                // no copy can still touch host memory, and the error (which names the fault)
-                // is worth more to the caller than an abort.
-                if host_memory_in_flight && !context_is_dead(&error) {
+                if host_memory_in_flight
+                    && !context_is_dead(&error)
+                    && stream_keeps_queued_work(stream)
+                {
                     // Not eprintln!: it panics when stderr fails, and a panic unwinds
                     // (handing the memory back) instead of aborting.
                     let _ = writeln!(
                         std::io::stderr(),
-                        "parcrypt: CUDA stream could not be drained ({error}); host memory may \
-                         still be in use by the device, aborting"
+                        "parcrypt: CUDA stream could not be drained ({error}) and still has \
+                         queued copies; host memory may still be in use by the device, aborting"
                     );
                     std::process::abort();
                 }

@@ -19,9 +19,10 @@ pub const STATIC_SHARED_LIMIT_BYTES: u32 = 48 * 1024;
 
 /// Words each kernel family keeps per table copy in shared memory, as `parcrypt.cl`'s
 /// `AES_ENCRYPT_SHARED_WORDS`, `AES_DECRYPT_SHARED_WORDS` and `BLOWFISH_SHARED_WORDS`
-/// define them: Te0; Td0 plus the packed inverse S-box; the four Blowfish S-boxes.
-const AES_ENCRYPT_WORDS_PER_COPY: u32 = 256;
-const AES_DECRYPT_WORDS_PER_COPY: u32 = 256 + 64;
+/// define them: Te0 and its rotation Te1; Td0, Td1 and the packed inverse S-box; the four
+/// Blowfish S-boxes.
+const AES_ENCRYPT_WORDS_PER_COPY: u32 = 2 * 256;
+const AES_DECRYPT_WORDS_PER_COPY: u32 = 2 * 256 + 64;
 const BLOWFISH_WORDS_PER_COPY: u32 = 1024;
 
 /// One compile-time configuration of the kernels: the table copies and whether shared
@@ -286,6 +287,19 @@ pub(crate) fn compile_source(
     options: &[String],
 ) -> Result<Vec<u8>, GpuError> {
     let kind = ImageKind::of(architecture)?;
+    let program = compiled_program(source, architecture, options)?;
+    match kind {
+        ImageKind::Cubin => program.cubin(),
+        ImageKind::Ptx => program.ptx(),
+    }
+}
+
+/// Runs NVRTC over `source`; the program, compiled, is kept for its image and log.
+fn compiled_program(
+    source: &str,
+    architecture: &str,
+    options: &[String],
+) -> Result<Program, GpuError> {
     check_nvrtc()?;
     let source = CString::new(source)
         .map_err(|_| GpuError::InvalidInput("kernel source contains a NUL byte".into()))?;
@@ -303,10 +317,7 @@ pub(crate) fn compile_source(
             log: program.log(),
         });
     }
-    match kind {
-        ImageKind::Cubin => program.cubin(),
-        ImageKind::Ptx => program.ptx(),
-    }
+    Ok(program)
 }
 
 /// Compiles the kernels in `variant` for `architecture`.
@@ -317,6 +328,41 @@ pub fn compile_variant(architecture: &str, variant: KernelVariant) -> Result<Vec
         architecture,
         &variant.nvrtc_options(architecture),
     )
+}
+
+/// What the static kernel report reads: a CUBIN and the assembler's resource log.
+#[derive(Clone, Debug)]
+pub struct CompiledReport {
+    /// The sm_XY CUBIN, the same machine code the host would load for that architecture.
+    pub cubin: Vec<u8>,
+    /// NVRTC's log with ptxas's `-v` lines: registers, shared memory, spills per kernel.
+    pub log: String,
+    /// The options NVRTC was given: the host's own plus `--ptxas-options=-v`.
+    pub options: Vec<String>,
+}
+
+/// Compiles `variant` for the real architecture `architecture` (e.g. `sm_90`) exactly as the
+/// host does, plus ptxas's verbose flag, which only adds the resource lines to the log and
+/// leaves the machine code unchanged. scripts/kernel-report.py reads the result through the
+/// `kernel_cubin` example, so the report and the host share one source of options.
+pub fn compile_for_report(
+    architecture: &str,
+    variant: KernelVariant,
+) -> Result<CompiledReport, GpuError> {
+    variant.table_copies.validate()?;
+    if ImageKind::of(architecture)? != ImageKind::Cubin {
+        return Err(GpuError::InvalidInput(format!(
+            "the kernel report needs machine code: use sm_XY, not `{architecture}`"
+        )));
+    }
+    let mut options = variant.nvrtc_options(architecture);
+    options.push("--ptxas-options=-v".to_string());
+    let program = compiled_program(&kernel_source::cuda_source(), architecture, &options)?;
+    Ok(CompiledReport {
+        cubin: program.cubin()?,
+        log: program.log(),
+        options,
+    })
 }
 
 /// Every variant a CUDA host may compile: each valid table-copy count, with static shared
@@ -375,10 +421,10 @@ mod tests {
         let per_lane = KernelVariant::for_table_copies(TableCopies::uniform(32));
         assert!(per_lane.dynamic_shared, "Blowfish needs 128 KiB");
         let bytes = |family, operation| per_lane.launch_shared_bytes(family, operation);
-        assert_eq!(bytes(CipherFamily::Aes, KernelOperation::Ctr), 32 * 1024);
+        assert_eq!(bytes(CipherFamily::Aes, KernelOperation::Ctr), 64 * 1024);
         assert_eq!(
             bytes(CipherFamily::Aes, KernelOperation::CbcDecrypt),
-            40 * 1024
+            72 * 1024
         );
         assert_eq!(
             bytes(CipherFamily::Blowfish, KernelOperation::EcbEncrypt),
@@ -444,6 +490,9 @@ mod tests {
     fn nvrtc_or_skip() -> bool {
         match check_nvrtc() {
             Ok(()) => true,
+            Err(error) if std::env::var("PARCRYPT_REQUIRE_GPU").as_deref() == Ok("1") => {
+                panic!("PARCRYPT_REQUIRE_GPU=1, so NVRTC must be loadable: {error}")
+            }
             Err(error) => {
                 println!("SKIPPED: {error}");
                 false

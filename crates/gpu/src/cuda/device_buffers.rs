@@ -18,7 +18,7 @@ use super::adapter::{alloc_pinned_zeroed, launch_on, Cuda, CudaKernel, Extra, Ke
 use super::devices::CudaResultExt;
 use super::{DeviceBuffer, PinnedBuffer};
 use crate::host::arguments::{cipher_arguments, LoadedKernel};
-use crate::host::{launch_shape, Api, GpuHost, Launch, Staging, State, MAX_SLAB_BYTES};
+use crate::host::{Api, GpuHost, Launch, Staging, State, MAX_SLAB_BYTES};
 use crate::kernel_source::{CipherFamily, KernelOperation};
 use crate::operation::{ModeArguments, SlabChain};
 use crate::{tuning, GpuError, GpuOperation, KeyMaterial, LaunchGeometry};
@@ -51,7 +51,7 @@ impl DeviceLaunch<'_> {
             kernel: &kernel.kernel,
             keys: self.keys,
             arguments: &arguments,
-            shape: launch_shape(self.geometry, blocks, kernel.max_group_size),
+            shape: kernel.shape(self.geometry, blocks),
             timed: false,
         };
         // SAFETY: the arguments are the kernel's own list for `blocks` blocks. The callers
@@ -59,9 +59,9 @@ impl DeviceLaunch<'_> {
         // or tail buffers, and the counter blocks uploaded for these segments, all live
         // allocations of this context borrowed until the streams are synchronised. In
         // place (input == output) only for ECB and CTR, whose threads read block i before
-        // writing it and read no block another thread writes (the non-coherent read-only
-        // cache that `const __restrict__` allows is never asked for a written block); CBC,
-        // whose threads read their neighbour's block, reads from the scratch copy.
+        // writing it and read no block another thread writes (the kernels' data pointers are
+        // not `__restrict__`, so aliasing them is allowed); CBC, whose threads read their
+        // neighbour's block, reads from the scratch copy.
         unsafe { launch_on(stream, &launch, (input, output, counters)) }
     }
 }
@@ -320,11 +320,9 @@ impl GpuHost<Cuda> {
                 let (pointer, _record) = chunk_view.device_ptr_mut(stream);
                 // In place: input and output are the same memory. The ECB and CTR kernels
                 // read block i only in the thread that then writes block i, and read it
-                // before writing it, so no thread ever reads a block another has written
-                // and no load can see a store it should not (the non-coherent read-only
-                // cache that `const __restrict__` allows is never asked for a written
-                // block). CBC, whose threads read their neighbour's block, does not run in
-                // place.
+                // before writing it, so no thread ever reads a block another has written;
+                // the data pointers are not `__restrict__`, so the aliasing is allowed.
+                // CBC, whose threads read their neighbour's block, does not run in place.
                 arguments.launch(
                     stream,
                     kernel,

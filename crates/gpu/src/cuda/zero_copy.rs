@@ -170,7 +170,8 @@ impl MappedMemory for Cuda {
                 Some((_, end)) => end.record(stream).or_cuda("cuEventRecord"),
                 None => Ok(()),
             });
-        // Host memory is in flight whether or not a later step failed: a failed wait aborts.
+        // Host memory is in flight whether or not a later step failed: the wait returns only
+        // once no copy can touch it (see `Cuda::wait`).
         let waited = self.wait(true);
         launched?;
         waited?;

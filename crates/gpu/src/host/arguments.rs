@@ -3,9 +3,10 @@
 //! values (an OpenCL `cl_mem`, a CUDA device pointer). The order and types follow the
 //! kernel signatures in `kernels/parcrypt.cl`, which every API compiles.
 
+use super::{launch_shape, Shape};
 use crate::kernel_source::{self, CipherFamily, KernelOperation};
 use crate::operation::ModeArguments;
-use crate::{ghash, GpuError, KeyMaterial};
+use crate::{ghash, GpuError, KeyMaterial, LaunchGeometry};
 
 /// One kernel argument, by role: buffers are named, values carried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,6 +120,30 @@ impl ArgumentList {
     }
 }
 
+/// What the device allows a kernel's launches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KernelLimits {
+    /// The largest group (which depends on the kernel's registers and local memory).
+    pub max_group_size: usize,
+    /// Set when only one group of the kernel fits on a compute unit at a time (Blowfish's
+    /// 128 KiB of per-lane tables): the number of compute units. Launches then use a
+    /// persistent grid (see [`LoadedKernel::shape`]).
+    pub resident_groups: Option<usize>,
+}
+
+impl KernelLimits {
+    /// Limits with no persistent grid.
+    pub(crate) fn groups_of(max_group_size: usize) -> Self {
+        KernelLimits {
+            max_group_size,
+            resident_groups: None,
+        }
+    }
+}
+
+/// The most threads a persistent group asks for.
+const PERSISTENT_GROUP_THREADS: usize = 1024;
+
 /// One compiled kernel, what it runs, and the largest group the device allows for it
 /// (which depends on the kernel's registers and local memory).
 pub(crate) struct LoadedKernel<K> {
@@ -128,6 +153,32 @@ pub(crate) struct LoadedKernel<K> {
     pub segmented: bool,
     pub kernel: K,
     pub max_group_size: usize,
+    /// See [`KernelLimits::resident_groups`].
+    pub resident_groups: Option<usize>,
+}
+
+impl<K> LoadedKernel<K> {
+    /// The launch shape for `blocks` blocks under `geometry`. A kernel of which one group
+    /// fills a compute unit instead runs one group per compute unit, as wide as it may be
+    /// (up to 1024 threads), each looping over its share of the blocks: every group copies
+    /// (and wipes) its tables once per launch rather than once per few thousand blocks, and
+    /// the compute unit is never left idle while a group copies.
+    pub(crate) fn shape(&self, geometry: LaunchGeometry, blocks: usize) -> Shape {
+        match self.resident_groups {
+            None => launch_shape(geometry, blocks, self.max_group_size),
+            Some(resident) => {
+                let wide = LaunchGeometry {
+                    threads_per_group: PERSISTENT_GROUP_THREADS,
+                    ..geometry
+                };
+                let shape = launch_shape(wide, blocks, self.max_group_size);
+                Shape {
+                    groups: shape.groups.min(resident.max(1)),
+                    ..shape
+                }
+            }
+        }
+    }
 }
 
 /// Every cipher kernel of the program, and the GHASH kernel, which belongs to no family.
@@ -135,6 +186,10 @@ pub(crate) struct KernelTable<K> {
     ciphers: Vec<LoadedKernel<K>>,
     pub ghash: K,
     pub ghash_max_group_size: usize,
+    /// `ghash_groups`: GHASH joined per work-group on the device (same arguments as
+    /// `ghash_segments`).
+    pub ghash_groups: K,
+    pub ghash_groups_max_group_size: usize,
 }
 
 impl<K> KernelTable<K> {
@@ -144,27 +199,30 @@ impl<K> KernelTable<K> {
         mut load: impl FnMut(
             &'static str,
             Option<(CipherFamily, KernelOperation)>,
-        ) -> Result<(K, usize), GpuError>,
+        ) -> Result<(K, KernelLimits), GpuError>,
     ) -> Result<Self, GpuError> {
         let mut ciphers = Vec::new();
         for family in CipherFamily::ALL {
             for function in kernel_source::family_kernels(family) {
-                let (kernel, max_group_size) =
-                    load(function.name, Some((family, function.operation)))?;
+                let (kernel, limits) = load(function.name, Some((family, function.operation)))?;
                 ciphers.push(LoadedKernel {
                     family,
                     operation: function.operation,
                     segmented: function.segmented,
                     kernel,
-                    max_group_size: max_group_size.max(1),
+                    max_group_size: limits.max_group_size.max(1),
+                    resident_groups: limits.resident_groups,
                 });
             }
         }
-        let (ghash, ghash_max_group_size) = load(ghash::KERNEL_NAME, None)?;
+        let (ghash, ghash_limits) = load(ghash::KERNEL_NAME, None)?;
+        let (ghash_groups, groups_limits) = load(ghash::GROUPS_KERNEL_NAME, None)?;
         Ok(KernelTable {
             ciphers,
             ghash,
-            ghash_max_group_size: ghash_max_group_size.max(1),
+            ghash_max_group_size: ghash_limits.max_group_size.max(1),
+            ghash_groups,
+            ghash_groups_max_group_size: groups_limits.max_group_size.max(1),
         })
     }
 
@@ -366,5 +424,42 @@ mod tests {
         );
         buffers.counters = None;
         assert!(arguments.values(&buffers).is_err());
+    }
+}
+
+#[cfg(test)]
+mod persistent_grid_tests {
+    use super::*;
+
+    fn kernel(max_group_size: usize, resident_groups: Option<usize>) -> LoadedKernel<()> {
+        LoadedKernel {
+            family: CipherFamily::Blowfish,
+            operation: KernelOperation::Ctr,
+            segmented: false,
+            kernel: (),
+            max_group_size,
+            resident_groups,
+        }
+    }
+
+    #[test]
+    fn a_kernel_that_fills_a_compute_unit_runs_one_wide_group_per_unit() {
+        let geometry = LaunchGeometry {
+            threads_per_group: 256,
+            blocks_per_thread: 16,
+        };
+        let shape = |kernel: &LoadedKernel<()>, blocks| {
+            let shape = kernel.shape(geometry, blocks);
+            (shape.group_size, shape.groups)
+        };
+        // The geometry's shape where groups share a compute unit.
+        assert_eq!(shape(&kernel(1024, None), 1 << 24), (256, 4096));
+        // One group per unit: 1024 threads, never more groups than units.
+        let persistent = kernel(1024, Some(132));
+        assert_eq!(shape(&persistent, 1 << 24), (1024, 132));
+        assert_eq!(shape(&persistent, 1 << 16), (1024, 4));
+        assert_eq!(shape(&persistent, 1), (1024, 1));
+        // The kernel's own limit still holds.
+        assert_eq!(shape(&kernel(512, Some(132)), 1 << 24), (512, 132));
     }
 }

@@ -12,14 +12,14 @@
 //! - [`GpuHost::process_zero_copy`]: ordinary host data, copied into a mapped buffer and
 //!   back out again by the host, to compare the paths on the same data.
 //!
-//! The kernels read their input and write their output through `restrict` pointers, so they
-//! never run in place: a mapped buffer is two halves. A call runs the kernel from the half
+//! A mapped buffer is two halves (CBC decryption cannot run in place, and one layout serves
+//! every mode). A call runs the kernel from the half
 //! the host sees into the other, and shows that one from then on, so to the caller the
 //! buffer is processed in place.
 
 use std::time::{Duration, Instant};
 
-use super::{grown_capacity, launch_shape, slab_size, Api, GpuHost, Launch, Outcome, State};
+use super::{grown_capacity, slab_size, Api, GpuHost, Launch, Outcome, State};
 use crate::operation::{ModeArguments, SlabChain};
 use crate::{GpuError, GpuOperation, KeyMaterial};
 
@@ -324,7 +324,7 @@ impl<A: MappedMemory> GpuHost<A> {
             kernel: &kernel.kernel,
             keys: &state.keys,
             arguments: &arguments,
-            shape: launch_shape(geometry, blocks, kernel.max_group_size),
+            shape: kernel.shape(geometry, blocks),
             timed,
         };
         // SAFETY: the arguments are the kernel's own list for `blocks` blocks, which the
@@ -347,7 +347,8 @@ impl<A: MappedMemory> GpuHost<A> {
             .adapter
             .upload_key(&mut state.keys, key, decrypting)
             .and_then(|()| work(&mut state));
-        // Host memory is in flight whether or not a step failed: a failed wait aborts.
+        // Host memory is in flight whether or not a step failed: the adapter returns from the
+        // wait only once no copy can touch it.
         let waited = self.adapter.wait(true);
         let wiped = self.adapter.wipe_key(&mut state.keys, key);
         match (outcome, waited, wiped) {

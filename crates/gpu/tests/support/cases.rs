@@ -70,18 +70,28 @@ pub fn open_opencl(options: &OpenOptions) -> Option<OpenClDevice> {
 }
 
 /// Opens the CUDA test device (`PARCRYPT_CUDA_DEVICE`, else 0) with `options`, or says why
-/// the test is skipped: no driver or no GPU (CI has none). Anything else fails.
+/// the test is skipped: no driver or no GPU (CI has none). Anything else fails, and so does
+/// a missing GPU under `PARCRYPT_REQUIRE_GPU=1` (the GPU kit sets it).
 #[allow(dead_code)]
 pub fn open_cuda(options: &OpenOptions) -> Option<CudaDevice> {
     let index = device_index("PARCRYPT_CUDA_DEVICE");
     match CudaDevice::open_with(index, options) {
         Ok(device) => Some(device),
-        Err(error @ (GpuError::NoCudaDriver { .. } | GpuError::NoCudaDevice { .. })) => {
+        Err(error @ (GpuError::NoCudaDriver { .. } | GpuError::NoCudaDevice { .. }))
+            if !gpu_required() =>
+        {
             println!("SKIPPED: no CUDA GPU/driver [{error}]");
             None
         }
         Err(error) => panic!("opening CUDA device {index}: {error}"),
     }
+}
+
+/// Whether a CUDA GPU must be present (`PARCRYPT_REQUIRE_GPU=1`, set by
+/// scripts/gpu-verify.sh): a test that would skip for want of one fails instead.
+#[allow(dead_code)]
+pub fn gpu_required() -> bool {
+    std::env::var("PARCRYPT_REQUIRE_GPU").as_deref() == Ok("1")
 }
 
 /// The device number in the environment variable `variable`, or 0.
@@ -729,5 +739,49 @@ pub fn ghash_cases(
                 hex::encode(hash_key)
             );
         }
+    }
+}
+
+/// Lengths for [`GpuDevice::ghash_whole`](parcrypt_gpu::GpuDevice::ghash_whole): empty, a
+/// tail only, one segment, exactly one work-group of 256 segments (1 MiB), a short last
+/// group with a tail, and several groups.
+pub const GHASH_WHOLE_SIZES: [usize; 8] = [
+    0,
+    1,
+    15,
+    4096,
+    4096 + 5,
+    1 << 20,
+    (1 << 20) + 3 * 4096 + 7,
+    (3 << 20) + 100,
+];
+
+/// `whole` (a device's GHASH of all of the data) against the CPU's GHASH, for random keys
+/// and data of every length in `sizes`.
+pub fn ghash_whole_cases(
+    seed: u64,
+    sizes: &[usize],
+    whole: impl Fn(&[u8; 16], &[u8]) -> Result<u128, GpuError>,
+) {
+    use parcrypt_modes::ghash::GhashKey;
+
+    let mut rng = StdRng::seed_from_u64(seed);
+    for &size in sizes {
+        let mut hash_key = [0u8; 16];
+        rng.fill_bytes(&mut hash_key);
+        let data = random_bytes(&mut rng, size);
+        let key = GhashKey::new(&hash_key);
+        let mut padded = data.clone();
+        padded.resize(size.div_ceil(16) * 16, 0);
+        let mut expected = 0u128;
+        key.update(&mut expected, &padded);
+        let got = whole(&hash_key, &data)
+            .unwrap_or_else(|error| panic!("GHASH of {size} bytes on the device: {error}"));
+        assert_eq!(
+            got,
+            expected,
+            "GHASH of {size} bytes, H = {}, seed {seed:#x}",
+            hex::encode(hash_key)
+        );
     }
 }

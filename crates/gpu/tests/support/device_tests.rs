@@ -160,6 +160,23 @@ macro_rules! device_tests {
         }
 
         #[test]
+        fn ghash_of_whole_ranges_joins_work_groups_on_the_device() {
+            let Some(device) = shared_device() else {
+                return;
+            };
+            cases::ghash_whole_cases(0x7768_6f6c, &cases::GHASH_WHOLE_SIZES, |hash_key, data| {
+                parcrypt_gpu::GpuDevice::ghash_whole(device, hash_key, data)
+            });
+            // Small slabs: one segment per launch, each its own short work-group.
+            let Some(small) = open(&cases::small_slab_options()) else {
+                return;
+            };
+            cases::ghash_whole_cases(0x736d_616c, &[4096 * 3 + 17, 40_000], |hash_key, data| {
+                parcrypt_gpu::GpuDevice::ghash_whole(&small, hash_key, data)
+            });
+        }
+
+        #[test]
         fn ghash_slabs_of_whole_segments_rotate_over_the_queues() {
             let Some(device) = open(&cases::small_slab_options()) else {
                 return;

@@ -192,7 +192,8 @@ where
         let read_time = stages.map(|stages| &stages.read_nanos);
         let write_time = stages.map(|stages| &stages.write_nanos);
         let process_time = stages.map(|stages| &stages.process_nanos);
-        scope.spawn(move || read_stage(reader, fill, free_receiver, filled_sender, read_time));
+        let reader_thread =
+            scope.spawn(move || read_stage(reader, fill, free_receiver, filled_sender, read_time));
         let writer_thread =
             scope.spawn(move || write_stage(writer, processed_receiver, free_sender, write_time));
 
@@ -219,6 +220,14 @@ where
         drop(processed_sender);
         drop(filled_receiver);
         let written = writer_thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        // Joined by hand, not left to the scope: a scope returns once a thread's closure is
+        // done, before the thread has run its thread-local destructors (the channels keep a
+        // context per thread), and a leak check at that moment (the fuzzers') would report
+        // them; `join` waits until the thread has exited. The reader ends once the writer
+        // has dropped the free channel and the filled one is closed.
+        reader_thread
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         match (outcome, written) {

@@ -9,7 +9,9 @@ that the load of a shared machine hits every contender alike), medians of each:
 - parcrypt ``Cipher(...).encrypt(data)``: a new result object (bytes);
 - parcrypt ``encrypt(data, out=out)``: into a caller's touched buffer;
 - pyca/cryptography: ``Cipher(AES, CTR).encryptor().update()+finalize()`` and
-  ``AESGCM(key).encrypt()`` (new bytes; pyca runs on one core);
+  ``AESGCM(key).encrypt()`` (new bytes), and ``update_into`` a warm buffer (pyca's zero-copy
+  form; pyca runs on one core). "vs pyca" compares like with like: rows into a caller's
+  buffer against ``update_into``, the others against new bytes;
 - the Rust engine's ``Cipher::encrypt`` (new Vec) and ``Cipher::encrypt_into`` for the same
   job, through the ``cipher_rate`` example (``cargo build --release -p parcrypt --example
   cipher_rate``), so that Python / Rust is a ratio of the same run.
@@ -108,7 +110,15 @@ def contenders(suite: str, size: int, data: np.ndarray, out: np.ndarray, rust: s
             encryptor = PycaCipher(algorithms.AES(KEY), modes.CTR(iv)).encryptor()
             encryptor.update(raw) + encryptor.finalize()
 
+    def pyca_into():
+        # pyca's zero-copy form: a warm output buffer of at least len + 15 bytes.
+        mode = modes.GCM(iv) if gcm else modes.CTR(iv)
+        encryptor = PycaCipher(algorithms.AES(KEY), mode).encryptor()
+        encryptor.update_into(data, out)
+        encryptor.finalize()
+
     yield "pyca encrypt -> bytes", lambda: timed(pyca_call, 1)
+    yield "pyca update_into out=", lambda: timed(pyca_into, 1)
     if rust:
         yield "Rust engine encrypt -> Vec", lambda: rust_seconds(rust, suite, size, "new", 3)
         yield "Rust engine encrypt_into", lambda: rust_seconds(rust, suite, size, "into", 3)
@@ -168,8 +178,11 @@ def main() -> None:
                 for name, run in runs:
                     samples[name].append(run())
             medians = {name: statistics.median(values) for name, values in samples.items()}
-            pyca = next(value for name, value in medians.items() if name.startswith("pyca"))
+            pyca_new = next(value for name, value in medians.items() if name.startswith("pyca"))
+            # Like against like: into a caller's buffer against pyca's update_into.
+            pyca_into = medians.get("pyca update_into out=", pyca_new)
             for name, seconds in medians.items():
+                pyca = pyca_into if ("out=" in name or "encrypt_into" in name) else pyca_new
                 rust_peer = None
                 if name.startswith("parcrypt"):
                     if "out=" in name:

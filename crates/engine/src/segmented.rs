@@ -179,6 +179,17 @@ impl SegmentedMessage {
         self.body
     }
 
+    /// The cipher's block size.
+    pub fn block_size(&self) -> usize {
+        self.suite().algorithm.block_size()
+    }
+
+    /// Whether a segment at an offset other than 0 needs the ciphertext block before it
+    /// (CBC decryption).
+    pub fn chains(&self) -> bool {
+        self.suite().mode == Mode::Cbc && self.direction == Direction::Decrypt
+    }
+
     /// The input's length.
     pub fn input_length(&self) -> usize {
         self.input_length
@@ -208,7 +219,8 @@ impl SegmentedMessage {
     /// Runs the body's bytes `offset..offset + length` (the segment's length) on the calling
     /// thread. `previous` is the ciphertext block before the segment, which CBC decryption
     /// at an offset other than 0 needs (ignored otherwise). Segments may run at once on
-    /// many threads; each part of the body must run exactly once.
+    /// many threads; each part of the body must run exactly once. An empty segment is
+    /// allowed anywhere in the body and does nothing.
     pub fn segment(
         &self,
         offset: usize,
@@ -227,6 +239,10 @@ impl SegmentedMessage {
                     self.body
                 ))
             })?;
+        if length == 0 {
+            // An empty segment runs nothing and covers nothing, wherever it lies.
+            return Ok(());
+        }
         let alignment = self.alignment(matches!(data, Segment::InPlace(_)));
         match alignment {
             None if offset != 0 || end != self.body => {
@@ -691,7 +707,7 @@ mod tests {
             .segmented(Direction::Encrypt, Some(&[0u8; 16]), None, 64)
             .unwrap();
         assert_eq!(message.alignment(false), None);
-        let mut data = vec![0u8; 80];
+        let mut data = [0u8; 80];
         assert!(message
             .segment(16, None, Segment::InPlace(&mut data[16..64]))
             .is_err());

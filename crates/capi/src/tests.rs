@@ -420,6 +420,7 @@ fn run_segments(
     // SAFETY: a segmented message may be used from many threads (the header's promise,
     // checked by the compiler for `ParcryptSegmented`).
     unsafe impl Send for Shared {}
+    // SAFETY: as above.
     unsafe impl Sync for Shared {}
     let mut segmented = null_mut();
     let mut error = null_mut();
@@ -446,11 +447,9 @@ fn run_segments(
         unsafe { parcrypt_segmented_layout(segmented, 0, &mut body, &mut alignment, null_mut()) };
     assert_eq!(status, ParcryptStatus::Ok);
     let mut output = vec![0u8; input.len() + 32];
-    let cut = if alignment == 0 {
-        body
-    } else {
-        body / 2 / alignment * alignment
-    };
+    let cut = (body / 2)
+        .checked_div(alignment)
+        .map_or(body, |blocks| blocks * alignment);
     let shared = Shared(segmented);
     let (first, second) = output[..body].split_at_mut(cut);
     let statuses = std::thread::scope(|scope| {

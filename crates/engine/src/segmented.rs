@@ -200,7 +200,6 @@ impl SegmentedMessage {
     pub fn max_output_length(&self) -> usize {
         self.cipher
             .max_output_length(self.direction, self.input_length)
-            .max(self.input_length)
     }
 
     /// Where segments may begin and end: a multiple of the returned number of bytes (the

@@ -107,6 +107,25 @@ final class Native {
             FunctionDescriptor.of(INT, POINTER, POINTER, POINTER));
     static final MethodHandle FILE_DECRYPTOR_FREE = handle("parcrypt_file_decryptor_free", FunctionDescriptor.ofVoid(POINTER));
 
+    /**
+     * The same native memory without its arena's thread confinement, for the Java
+     * strategies' worker threads. Sound only while the caller that owns the segment waits
+     * for those threads (it does: a confined arena can be closed by its owner alone).
+     */
+    static MemorySegment unconfined(MemorySegment segment) {
+        if (!segment.isNative() || segment.equals(MemorySegment.NULL)) {
+            return segment;
+        }
+        // Touching it checks, as a downcall would, that it is alive and this thread's.
+        if (!segment.scope().isAlive()) {
+            throw new IllegalStateException("Already closed");
+        }
+        if (!segment.isAccessibleBy(Thread.currentThread())) {
+            throw new WrongThreadException("Attempted access outside owning thread");
+        }
+        return MemorySegment.ofAddress(segment.address()).reinterpret(segment.byteSize());
+    }
+
     private static MethodHandle handle(String name, FunctionDescriptor descriptor) {
         return LINKER.downcallHandle(symbol(name), descriptor);
     }

@@ -49,7 +49,9 @@ final class Segments {
             } catch (Throwable t) {
                 throw Errors.unexpected(t);
             }
-            Job job = new Job(message, input, output);
+            // The segments run on other threads while this one waits: memory confined to
+            // this thread is handed to them as plain addresses (heap memory as it is).
+            Job job = new Job(message, Native.unconfined(input), Native.unconfined(output));
             try {
                 switch (backend.kind) {
                     case JAVA_THREADS -> job.javaThreads(body, alignment, backend.threads);

@@ -150,14 +150,19 @@ class FilesTest {
         Parcrypt.encryptFile(plain, sealed, key);
         Path out = folder.resolve("out");
 
+        byte[] otherKey = key.clone();
+        otherKey[0] ^= 1;
         ParcryptFileException wrong = assertThrows(ParcryptFileException.class,
-                () -> Parcrypt.decryptFile(sealed, out, key(32)));
+                () -> Parcrypt.decryptFile(sealed, out, otherKey));
         assertEquals(Status.WRONG_KEY, wrong.status());
         assertFalse(wrong.getMessage().contains("\n"));
         assertFalse(Files.exists(out), "nothing left behind");
-        byte[] otherKey = key.clone();
-        otherKey[0] ^= 1;
         assertThrows(ParcryptFileException.class, () -> Parcrypt.newDecryptingStream(sealed, otherKey));
+        assertThrows(ParcryptFileException.class, () -> Parcrypt.openDecryptingChannel(sealed, otherKey));
+        IllegalArgumentException suite = assertThrows(IllegalArgumentException.class,
+                () -> Parcrypt.decryptFile(sealed, out, key(32)), "an AES-256 key for an AES-128 file");
+        assertTrue(suite.getMessage().contains("key"), suite.getMessage());
+        assertFalse(Files.exists(out), "nothing left behind");
 
         byte[] bytes = Files.readAllBytes(sealed);
         Path damaged = folder.resolve("damaged.pc");

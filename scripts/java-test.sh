@@ -72,7 +72,7 @@ if [ "$status" -ne 0 ] && grep -qE "offline mode|has not been downloaded from it
     status=0
     mvn "${args[@]}" >"$log" 2>&1 || status=$?
 fi
-grep -vE "^\[INFO\]|^$" "$log" || true
+sed "s/\x1b\[[0-9;]*m//g" "$log" | grep -vE "^\[INFO\]|^$" || true
 
 # Surefire's reports: the counts of every test class, summed.
 count() {

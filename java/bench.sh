@@ -43,8 +43,9 @@ table = {}
 for row in rows:
     p = row["params"]
     size = int(p["size"])
-    ops = row["primaryMetric"]["score"]
-    error = row["primaryMetric"]["scoreError"]
+    number = lambda x: float(x) if str(x).replace(".", "", 1).replace("E", "", 1).replace("-", "").isdigit() else 0.0
+    ops = number(row["primaryMetric"]["score"])
+    error = number(row["primaryMetric"]["scoreError"])
     table.setdefault((p["suite"], size), {})[p["implementation"]] = (ops * size / 1e9, error * size / 1e9)
 names = ["parcrypt-pool", "parcrypt-seq", "java-threads", "fork-join", "javax", "bouncycastle"]
 def label(size):

@@ -511,9 +511,9 @@ ParcryptStatus parcrypt_segmented_run(const struct ParcryptSegmented *segmented,
 // tag, or checks and removes the padding. `input` is the whole message's input
 // (`input_length` bytes, as given to `parcrypt_segmented_new`; only the part after the
 // body is read); `output` the whole message's output (`output_capacity` bytes, at least
-// `parcrypt_cipher_max_output_length`, and never less than the input's length), its body
-// written by the segments; it may be `input` itself. `*output_length` gets the output's
-// length. On a failed tag or padding the output's body is wiped
+// `parcrypt_cipher_max_output_length`), its body written by the segments; it may be `input`
+// itself. `*output_length` gets the output's length. On a failed tag or padding the
+// output's body is wiped
 // (`PARCRYPT_STATUS_AUTHENTICATION_FAILED`, `PARCRYPT_STATUS_BAD_PADDING`).
 //
 // # Safety

@@ -55,7 +55,16 @@ final class Segments {
             try {
                 switch (backend.kind) {
                     case JAVA_THREADS -> job.javaThreads(body, alignment, backend.threads);
-                    case FORK_JOIN -> backend.pool.invoke(new Halves(job, 0, body, alignment, backend.threshold));
+                    case FORK_JOIN -> {
+                        Halves root = new Halves(job, 0, body, alignment, backend.threshold);
+                        if (body <= backend.threshold || alignment == 0) {
+                            // One leaf: it runs where it is, as a leaf task would, without
+                            // a hand-off to the pool and back.
+                            root.compute();
+                        } else {
+                            backend.pool.invoke(root);
+                        }
+                    }
                     case ENGINE -> throw new IllegalStateException("an engine backend has no Java strategy");
                 }
             } catch (RuntimeException e) {

@@ -37,6 +37,9 @@ public final class Cipher implements AutoCloseable {
         this.name = Objects.requireNonNull(name, "name");
         this.backend = Objects.requireNonNull(backend, "backend");
         Objects.requireNonNull(key, "key");
+        if (iv != null && iv.length == 0) {
+            throw new IllegalArgumentException("the IV is empty (pass null to give one per message)");
+        }
         MemorySegment engine = Engines.of(backend.engineName, backend.threads);
         MemorySegment pointer;
         try (Arena arena = Arena.ofConfined()) {
@@ -58,9 +61,6 @@ public final class Cipher implements AutoCloseable {
                 throw Errors.unexpected(t);
             } finally {
                 keyCopy.fill((byte) 0);
-            }
-            if (iv != null && iv.length == 0) {
-                throw new IllegalArgumentException("the IV is empty (pass null to give one per message)");
             }
             pointer = Errors.handle(scratch);
         }

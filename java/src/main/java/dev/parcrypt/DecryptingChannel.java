@@ -20,17 +20,13 @@ public final class DecryptingChannel implements SeekableByteChannel {
     private static final int BUFFER_BYTES = 1 << 20;
 
     private final DecryptingInputStream.FileDecryptor decryptor;
-    private final Arena arena = Arena.ofShared();
+    // Freed by the garbage collector, so a stream dropped unclosed leaks nothing.
+    private final Arena arena = Arena.ofAuto();
     private final MemorySegment buffer = arena.allocate(BUFFER_BYTES);
     private boolean closed;
 
     DecryptingChannel(Path source, byte[] secret, FileOptions options) throws IOException {
-        try {
-            decryptor = new DecryptingInputStream.FileDecryptor(source, secret, options);
-        } catch (IOException | RuntimeException e) {
-            arena.close();
-            throw e;
-        }
+        decryptor = new DecryptingInputStream.FileDecryptor(source, secret, options);
     }
 
     @Override
@@ -105,7 +101,6 @@ public final class DecryptingChannel implements SeekableByteChannel {
             closed = true;
             decryptor.close();
             buffer.fill((byte) 0);
-            arena.close();
         }
     }
 }

@@ -21,17 +21,13 @@ public final class DecryptingInputStream extends InputStream {
     private static final int BUFFER_BYTES = 1 << 20;
 
     private final FileDecryptor decryptor;
-    private final Arena arena = Arena.ofShared();
+    // Freed by the garbage collector, so a stream dropped unclosed leaks nothing.
+    private final Arena arena = Arena.ofAuto();
     private final MemorySegment buffer = arena.allocate(BUFFER_BYTES);
     private boolean closed;
 
     DecryptingInputStream(Path source, byte[] secret, FileOptions options) throws IOException {
-        try {
-            decryptor = new FileDecryptor(source, secret, options);
-        } catch (IOException | RuntimeException e) {
-            arena.close();
-            throw e;
-        }
+        decryptor = new FileDecryptor(source, secret, options);
     }
 
     @Override
@@ -83,7 +79,6 @@ public final class DecryptingInputStream extends InputStream {
             closed = true;
             decryptor.close();
             buffer.fill((byte) 0);
-            arena.close();
         }
     }
 

@@ -21,7 +21,8 @@ public final class EncryptingOutputStream extends OutputStream {
 
     private final NativeHandle handle;
     private final Cleaner.Cleanable cleanable;
-    private final Arena arena = Arena.ofShared();
+    // Freed by the garbage collector, so a stream dropped unclosed leaks nothing.
+    private final Arena arena = Arena.ofAuto();
     private final MemorySegment buffer = arena.allocate(BUFFER_BYTES);
     private int buffered;
     private boolean failed;
@@ -37,10 +38,8 @@ public final class EncryptingOutputStream extends OutputStream {
             Errors.checkFile(status, scratch);
             pointer = Errors.handle(scratch);
         } catch (IOException | RuntimeException e) {
-            arena.close();
             throw e;
         } catch (Throwable t) {
-            arena.close();
             throw Errors.unexpected(t);
         }
         handle = new NativeHandle(pointer, Native.FILE_ENCRYPTOR_FREE, "file encryptor");
@@ -155,7 +154,6 @@ public final class EncryptingOutputStream extends OutputStream {
     private void release() {
         cleanable.clean();
         buffer.fill((byte) 0);
-        arena.close();
         Reference.reachabilityFence(this);
     }
 }

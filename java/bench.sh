@@ -3,12 +3,12 @@
 #   1. JMH (java/bench, CipherBenchmark): parcrypt's native pool and one thread, the Java
 #      strategies (JavaThreads, ForkJoin), javax.crypto and Bouncy Castle, AES-128-CTR and
 #      AES-128-GCM encryption, 1 KiB to 256 MiB; jmh.json and jmh.md (GB/s).
-#   2. javax.crypto alone on Java 17 and on the JDK 22+ (peers/java/Peer.java, one thread,
-#      median of 5 runs): the baseline the targets are stated against; javax.md.
+#   2. javax.crypto alone on Java 17 and on the JDK 22+ (java/bench/JavaxBaseline.java, one
+#      thread, median of 5 runs after 6 s untimed): the baseline of the targets; javax.md.
 #   3. Seed S0's experiment (SeedS0): AES-128 over a 17.9 MB file, encrypt and decrypt, the
 #      mean of 10 after 3 untimed runs, medians too, S0's figures beside ours; s0.md.
 # Usage: bash java/bench.sh [JMH options...]   (default: -f 1 -wi 2 -i 3 -w 1s -r 1s, which
-# takes about 6 minutes here; e.g. `bash java/bench.sh -p size=1024,1048576` for fewer sizes).
+# takes about 12 minutes here; e.g. `bash java/bench.sh -p size=1024,1048576` for fewer sizes).
 # Env: JAVA17 (default /usr/lib/jvm/java-17-openjdk-amd64), JAVA_HOME (a JDK 22+; default
 # the first /usr/lib/jvm/temurin-25*), PARCRYPT_BENCH_STEPS (default "jmh javax s0").
 set -euo pipefail
@@ -63,28 +63,16 @@ PY
 fi
 
 if [[ " $steps " == *" javax "* ]]; then
-    echo "== javax.crypto alone: Java 17 and $(basename "$JAVA_HOME") (peers/java/Peer.java)"
-    : >"$results/javax.jsonl"
-    for java in "$java17/bin/java" "$JAVA_HOME/bin/java"; do
-        for suite in aes-128-ctr aes-128-gcm; do
-            for size in 1024 1048576 67108864 268435456; do
-                "$java" -Xmx3g peers/java/Peer.java "$suite" encrypt "$size" 1 5 0.5 >>"$results/javax.jsonl"
-            done
+    echo "== javax.crypto alone: Java 17 and $(basename "$JAVA_HOME") (java/bench/JavaxBaseline.java)"
+    {
+        echo "javax.crypto, one thread, encryption, GB/s (median of 5 runs after 6 s untimed per size; $machine)"
+        echo
+        echo "| library | suite | 1 KiB | 1 MiB | 64 MiB | 256 MiB |"
+        echo "|---|---|---:|---:|---:|---:|"
+        for java in "$java17/bin/java" "$JAVA_HOME/bin/java"; do
+            "$java" -Xmx3g java/bench/JavaxBaseline.java
         done
-    done
-    python3 - "$results/javax.jsonl" "$machine" >"$results/javax.md" <<'PY'
-import json, statistics, sys
-print(f"javax.crypto, one thread, encryption, GB/s (median of 5 runs; {sys.argv[2]})\n")
-print("| library | suite | 1 KiB | 1 MiB | 64 MiB | 256 MiB |")
-print("|---|---|---:|---:|---:|---:|")
-rows = {}
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    rate = r["bytes"] * r["messages"] / statistics.median(r["seconds"]) / 1e9
-    rows.setdefault((r["library"], r["cipher"]), {})[r["bytes"]] = rate
-for (library, suite), cells in rows.items():
-    print(f"| {library} | {suite} | " + " | ".join(f"{cells[s]:.2f}" for s in sorted(cells)) + " |")
-PY
+    } >"$results/javax.md"
     cat "$results/javax.md"
 fi
 

@@ -62,6 +62,8 @@ capi_log="$(mktemp)"
 trap 'rm -f "$skips" "$report_log" "$capi_log"' EXIT
 bash scripts/capi_test.sh | tee "$capi_log"
 grep SKIPPED "$capi_log" | sed 's|^|scripts/capi_test.sh: |' >>"$skips" || true
+# The JVM library: JUnit through Maven on a JDK 22+ (SKIPPED without one, except in CI).
+bash scripts/java-test.sh "$skips"
 # The Python package: wheel, fresh virtual environment, pytest on the installed package.
 python_status=0
 bash scripts/python-test.sh "$skips" || python_status=$?

@@ -129,6 +129,12 @@ typedef struct ParcryptFileDecryptor ParcryptFileDecryptor;
 // from any thread; on one encryptor they take turns.
 typedef struct ParcryptFileEncryptor ParcryptFileEncryptor;
 
+// One message of a cipher cut into segments by the caller: made by
+// `parcrypt_segmented_new`, its body's segments run by `parcrypt_segmented_run` on any
+// threads in any order (each part exactly once), ended by `parcrypt_segmented_finish`.
+// Any number of threads may run segments of one message at once.
+typedef struct ParcryptSegmented ParcryptSegmented;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -448,6 +454,84 @@ ParcryptStatus parcrypt_file_decryptor_length(const struct ParcryptFileDecryptor
 // # Safety
 // `decryptor` is NULL or a decryptor not freed before, with no other call on it running.
 void parcrypt_file_decryptor_free(struct ParcryptFileDecryptor *decryptor);
+
+// Starts one message of `input_length` bytes for `direction` (`PARCRYPT_ENCRYPT` or
+// `PARCRYPT_DECRYPT`) under `iv` (NULL, 0: the cipher's own IV) and `aad` (GCM only; NULL,
+// 0 for none). `parcrypt_segmented_layout` then says which bytes segments cover and where
+// they may be cut. Free with `parcrypt_segmented_free`.
+//
+// # Safety
+// `cipher` is NULL or live; `iv` and `aad` are NULL or readable for their lengths;
+// `segmented` and `error` are NULL or writable.
+ParcryptStatus parcrypt_segmented_new(const struct ParcryptCipher *cipher,
+                                      int32_t direction,
+                                      const uint8_t *iv,
+                                      size_t iv_length,
+                                      const uint8_t *aad,
+                                      size_t aad_length,
+                                      size_t input_length,
+                                      struct ParcryptSegmented **segmented,
+                                      struct ParcryptError **error);
+
+// The message's layout: `*body_length` gets the bytes from offset 0 that segments cover
+// (the rest of the input, a padded message's last partial block or GCM's tag, goes to
+// `parcrypt_segmented_finish`); `*alignment` the multiple of bytes where a segment may
+// begin and end (the block size; the body's end is always allowed), or 0 when the body
+// must be one segment: CBC encryption, and CBC decryption when `in_place` is non-zero.
+// Either out-parameter may be NULL.
+//
+// # Safety
+// `segmented` is NULL or live; `body_length`, `alignment` and `error` are NULL or writable.
+ParcryptStatus parcrypt_segmented_layout(const struct ParcryptSegmented *segmented,
+                                         int32_t in_place,
+                                         size_t *body_length,
+                                         size_t *alignment,
+                                         struct ParcryptError **error);
+
+// Runs the body's bytes `offset .. offset + length` on the calling thread: reads them at
+// `input`, writes their output at `output` (`output` == `input` works in place; otherwise
+// the two may not overlap). Out of place, CBC decryption at an offset other than 0 reads
+// the block before `input` too (the ciphertext it chains on), so `input` must then point
+// into the whole message's input. Segments of one message may run on many threads at
+// once, and must not overlap. On failure the segment's output holds no plaintext.
+//
+// # Safety
+// `segmented` is NULL or live; `input` is NULL or readable for `length` bytes (and the
+// block before it, as said above); `output` is NULL or writable for `length` bytes and
+// touched by nobody else during the call; `error` is NULL or writable.
+ParcryptStatus parcrypt_segmented_run(const struct ParcryptSegmented *segmented,
+                                      size_t offset,
+                                      const uint8_t *input,
+                                      uint8_t *output,
+                                      size_t length,
+                                      struct ParcryptError **error);
+
+// Ends the message once every segment ran: checks that they covered the body exactly,
+// then pads and encrypts the last partial block, appends GCM's tag, checks the received
+// tag, or checks and removes the padding. `input` is the whole message's input
+// (`input_length` bytes, as given to `parcrypt_segmented_new`; only the part after the
+// body is read); `output` the whole message's output (`output_capacity` bytes, at least
+// `parcrypt_cipher_max_output_length`), its body written by the segments; it may be `input`
+// itself. `*output_length` gets the output's length. On a failed tag or padding the
+// output's body is wiped
+// (`PARCRYPT_STATUS_AUTHENTICATION_FAILED`, `PARCRYPT_STATUS_BAD_PADDING`).
+//
+// # Safety
+// `segmented` is NULL or live; `input` is NULL or readable for the message's input
+// length; `output` is NULL or writable for `output_capacity` bytes and untouched by others
+// during the call; `output_length` and `error` are NULL or writable.
+ParcryptStatus parcrypt_segmented_finish(const struct ParcryptSegmented *segmented,
+                                         const uint8_t *input,
+                                         uint8_t *output,
+                                         size_t output_capacity,
+                                         size_t *output_length,
+                                         struct ParcryptError **error);
+
+// Frees a segmented message (NULL is ignored).
+//
+// # Safety
+// `segmented` is NULL or not freed before, with no other call on it running.
+void parcrypt_segmented_free(struct ParcryptSegmented *segmented);
 
 #ifdef __cplusplus
 }  // extern "C"

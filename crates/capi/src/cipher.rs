@@ -25,7 +25,7 @@ pub const PARCRYPT_DECRYPT: i32 = 1;
 /// and checks it before releasing anything. Every call is one whole message. Any number of
 /// threads may call one cipher at once.
 pub struct ParcryptCipher {
-    keyed: Keyed,
+    pub(crate) keyed: Keyed,
 }
 
 /// Makes a cipher. `name`: a NUL-terminated suite name. `key`: `key_length` bytes (16, 24
@@ -274,7 +274,7 @@ struct Message {
     output_length: *mut usize,
 }
 
-fn direction_of(direction: i32) -> Result<Direction, Failure> {
+pub(crate) fn direction_of(direction: i32) -> Result<Direction, Failure> {
     match direction {
         PARCRYPT_ENCRYPT => Ok(Direction::Encrypt),
         PARCRYPT_DECRYPT => Ok(Direction::Decrypt),

@@ -158,6 +158,7 @@ impl From<JobError> for Failure {
             },
             E::Gpu(_) => ParcryptStatus::Backend,
             E::OutputTooSmall { .. } => ParcryptStatus::OutputTooSmall,
+            E::Segment(_) => ParcryptStatus::InvalidArgument,
         };
         Failure::new(status, error.to_string())
     }

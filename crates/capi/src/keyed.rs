@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use parcrypt_engine::segmented::SegmentedMessage;
 use parcrypt_engine::{CipherSpec, Direction, Engine, KeyedCipher};
 
 use crate::error::{Failure, ParcryptStatus};
@@ -66,6 +67,19 @@ impl Keyed {
     /// The most bytes a message of `input_length` bytes turns into.
     pub(crate) fn max_output_length(&self, direction: Direction, input_length: usize) -> usize {
         self.cipher.max_output_length(direction, input_length)
+    }
+
+    /// Starts a message whose segments the caller runs on its own threads, under `iv` or
+    /// else the creation IV.
+    pub(crate) fn segmented(
+        &self,
+        direction: Direction,
+        iv: Option<&[u8]>,
+        aad: Option<&[u8]>,
+        input_length: usize,
+    ) -> Result<SegmentedMessage, Failure> {
+        let iv = iv.or(self.creation_iv.as_deref());
+        Ok(self.cipher.segmented(direction, iv, aad, input_length)?)
     }
 
     /// Runs one whole message under the creation IV, or under `iv` when given; returns the

@@ -31,6 +31,7 @@ mod cipher;
 mod error;
 mod files;
 mod keyed;
+mod segments;
 #[cfg(test)]
 mod tests;
 
@@ -47,6 +48,7 @@ pub use error::{
     ParcryptError, ParcryptStatus,
 };
 pub use files::*;
+pub use segments::*;
 
 use error::Failure;
 
@@ -58,6 +60,7 @@ const _: () = {
     thread_safe::<ParcryptFileEncryptor>();
     thread_safe::<ParcryptFileDecryptor>();
     thread_safe::<ParcryptError>();
+    thread_safe::<ParcryptSegmented>();
 };
 
 /// The library's version, a NUL-terminated string such as `"0.1.0"` that lives forever.

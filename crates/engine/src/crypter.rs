@@ -64,6 +64,10 @@ pub enum JobError {
         /// The bytes the buffer holds.
         got: usize,
     },
+    /// A caller that runs a message's segments itself
+    /// ([`crate::segmented::SegmentedMessage`]) cut or covered the body wrongly.
+    #[error("{0}")]
+    Segment(String),
 }
 
 /// What a job needs besides the engine.

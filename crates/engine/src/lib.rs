@@ -49,6 +49,7 @@ pub mod fuzzing;
 mod gpu;
 mod keyed;
 pub mod open;
+pub mod segmented;
 pub mod stream;
 pub mod tune;
 

@@ -1,0 +1,106 @@
+package dev.parcrypt;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.NonWritableChannelException;
+import java.nio.channels.SeekableByteChannel;
+import java.nio.file.Path;
+
+/**
+ * Random access to an encrypted file's plaintext; made by {@link
+ * Parcrypt#openDecryptingChannel}. A read opens and authenticates only the chunks under
+ * it; no byte of a chunk that failed is returned. {@link #size()} authenticates the final
+ * chunk first, so a cut file fails there rather than looking shorter. Read-only. Calls
+ * take turns.
+ */
+public final class DecryptingChannel implements SeekableByteChannel {
+    private static final int BUFFER_BYTES = 1 << 20;
+
+    private final DecryptingInputStream.FileDecryptor decryptor;
+    // Freed by the garbage collector, so a stream dropped unclosed leaks nothing.
+    private final Arena arena = Arena.ofAuto();
+    private final MemorySegment buffer = arena.allocate(BUFFER_BYTES);
+    private boolean closed;
+
+    DecryptingChannel(Path source, byte[] secret, FileOptions options) throws IOException {
+        decryptor = new DecryptingInputStream.FileDecryptor(source, secret, options);
+    }
+
+    @Override
+    public synchronized int read(ByteBuffer destination) throws IOException {
+        open();
+        if (destination.isReadOnly()) {
+            throw new IllegalArgumentException("the destination buffer is read-only");
+        }
+        int wanted = destination.remaining();
+        if (wanted == 0) {
+            return 0;
+        }
+        long got;
+        if (destination.isDirect()) {
+            got = decryptor.read(MemorySegment.ofBuffer(destination));
+        } else {
+            MemorySegment piece = buffer.asSlice(0, Math.min(wanted, BUFFER_BYTES));
+            got = decryptor.read(piece);
+            MemorySegment.copy(buffer, 0, MemorySegment.ofBuffer(destination), 0, got);
+            piece.fill((byte) 0);
+        }
+        if (got == 0) {
+            return -1;
+        }
+        destination.position(destination.position() + (int) got);
+        return (int) got;
+    }
+
+    @Override
+    public int write(ByteBuffer source) {
+        throw new NonWritableChannelException();
+    }
+
+    @Override
+    public synchronized long position() throws IOException {
+        open();
+        return decryptor.position();
+    }
+
+    @Override
+    public synchronized DecryptingChannel position(long position) throws IOException {
+        open();
+        decryptor.position(position);
+        return this;
+    }
+
+    @Override
+    public synchronized long size() throws IOException {
+        open();
+        return decryptor.length();
+    }
+
+    @Override
+    public SeekableByteChannel truncate(long size) {
+        throw new NonWritableChannelException();
+    }
+
+    @Override
+    public synchronized boolean isOpen() {
+        return !closed;
+    }
+
+    private void open() throws IOException {
+        if (closed) {
+            throw new ClosedChannelException();
+        }
+    }
+
+    @Override
+    public synchronized void close() {
+        if (!closed) {
+            closed = true;
+            decryptor.close();
+            buffer.fill((byte) 0);
+        }
+    }
+}

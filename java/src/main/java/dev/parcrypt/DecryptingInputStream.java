@@ -1,0 +1,178 @@
+package dev.parcrypt;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
+import java.nio.file.Path;
+import java.util.Objects;
+
+/**
+ * Reads the plaintext of an encrypted file ({@code parcrypt encrypt}'s, or this library's);
+ * made by {@link Parcrypt#newDecryptingStream}. The key is checked when it opens. Only
+ * authenticated bytes are ever returned: a damaged or truncated file fails with a {@link
+ * ParcryptFileException} (its cause an {@link javax.crypto.AEADBadTagException}) once the
+ * bytes before the damage were read.
+ */
+public final class DecryptingInputStream extends InputStream {
+    private static final int BUFFER_BYTES = 1 << 20;
+
+    private final FileDecryptor decryptor;
+    // Freed by the garbage collector, so a stream dropped unclosed leaks nothing.
+    private final Arena arena = Arena.ofAuto();
+    private final MemorySegment buffer = arena.allocate(BUFFER_BYTES);
+    private boolean closed;
+
+    DecryptingInputStream(Path source, byte[] secret, FileOptions options) throws IOException {
+        decryptor = new FileDecryptor(source, secret, options);
+    }
+
+    @Override
+    public synchronized int read() throws IOException {
+        open();
+        long got = decryptor.read(buffer.asSlice(0, 1));
+        return got == 0 ? -1 : buffer.get(ValueLayout.JAVA_BYTE, 0) & 0xff;
+    }
+
+    @Override
+    public synchronized int read(byte[] data, int offset, int length) throws IOException {
+        Objects.checkFromIndexSize(offset, length, data.length);
+        open();
+        if (length == 0) {
+            return 0;
+        }
+        int piece = Math.min(length, BUFFER_BYTES);
+        int got = (int) decryptor.read(buffer.asSlice(0, piece));
+        if (got == 0) {
+            return -1;
+        }
+        MemorySegment.copy(buffer, 0, MemorySegment.ofArray(data), offset, got);
+        buffer.asSlice(0, got).fill((byte) 0);
+        return got;
+    }
+
+    @Override
+    public synchronized long skip(long count) throws IOException {
+        open();
+        if (count <= 0) {
+            return 0;
+        }
+        long position = decryptor.position();
+        long length = decryptor.length();
+        long target = Math.min(length, position + count);
+        decryptor.position(target);
+        return target - position;
+    }
+
+    private void open() throws IOException {
+        if (closed) {
+            throw new IOException("the decrypting stream is closed");
+        }
+    }
+
+    @Override
+    public synchronized void close() {
+        if (!closed) {
+            closed = true;
+            decryptor.close();
+            buffer.fill((byte) 0);
+        }
+    }
+
+    /**
+     * The file decryptor handle shared by the stream and the channel: reads at a position
+     * it keeps itself (every read goes through {@code parcrypt_file_decryptor_read_at}).
+     */
+    static final class FileDecryptor implements AutoCloseable {
+        private final NativeHandle handle;
+        private final Cleaner.Cleanable cleanable;
+        private long position;
+        private long length = -1;
+
+        FileDecryptor(Path source, byte[] secret, FileOptions options) throws IOException {
+            MemorySegment pointer;
+            try (FileArguments arguments = new FileArguments(secret, options)) {
+                MemorySegment scratch = Errors.scratch();
+                int status = (int) Native.FILE_DECRYPTOR_OPEN.invokeExact(arguments.engine, arguments.path(source),
+                        arguments.secret, arguments.secret.byteSize(), arguments.context,
+                        arguments.context.byteSize(), arguments.flags, Errors.handleSlot(scratch),
+                        Errors.errorSlot(scratch));
+                Errors.checkFile(status, scratch);
+                pointer = Errors.handle(scratch);
+            } catch (IOException | RuntimeException e) {
+                throw e;
+            } catch (Throwable t) {
+                throw Errors.unexpected(t);
+            }
+            handle = new NativeHandle(pointer, Native.FILE_DECRYPTOR_FREE, "file decryptor");
+            cleanable = handle.register(this);
+        }
+
+        /** Reads at the position into native memory; advances; 0 only at the end. */
+        synchronized long read(MemorySegment into) throws IOException {
+            MemorySegment pointer = handle.acquire();
+            try {
+                MemorySegment scratch = Errors.scratch();
+                int status = (int) Native.FILE_DECRYPTOR_READ_AT.invokeExact(pointer, position, into,
+                        into.byteSize(), Errors.sizeSlot(scratch), Errors.errorSlot(scratch));
+                Errors.checkFile(status, scratch);
+                long got = Errors.size(scratch);
+                position += got;
+                return got;
+            } catch (IOException | RuntimeException e) {
+                throw e;
+            } catch (Throwable t) {
+                throw Errors.unexpected(t);
+            } finally {
+                handle.release();
+                Reference.reachabilityFence(this);
+            }
+        }
+
+        /** The plaintext's length; authenticates the final chunk first (a cut file fails here). */
+        synchronized long length() throws IOException {
+            if (length >= 0) {
+                return length;
+            }
+            MemorySegment pointer = handle.acquire();
+            try {
+                MemorySegment scratch = Errors.scratch();
+                int status = (int) Native.FILE_DECRYPTOR_LENGTH.invokeExact(pointer, Errors.sizeSlot(scratch),
+                        Errors.errorSlot(scratch));
+                Errors.checkFile(status, scratch);
+                length = Errors.size(scratch);
+                return length;
+            } catch (IOException | RuntimeException e) {
+                throw e;
+            } catch (Throwable t) {
+                throw Errors.unexpected(t);
+            } finally {
+                handle.release();
+                Reference.reachabilityFence(this);
+            }
+        }
+
+        synchronized long position() {
+            return position;
+        }
+
+        synchronized void position(long position) {
+            if (position < 0) {
+                throw new IllegalArgumentException("negative position " + position);
+            }
+            this.position = position;
+        }
+
+        boolean isOpen() {
+            return handle.isOpen();
+        }
+
+        @Override
+        public void close() {
+            cleanable.clean();
+        }
+    }
+}

@@ -1,0 +1,219 @@
+package dev.parcrypt;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+
+/**
+ * parcrypt from Java: ciphers over memory and authenticated files, through the library's C
+ * ABI. Start here.
+ *
+ * <pre>{@code
+ * try (Cipher cipher = Parcrypt.cipher("aes-128-gcm", key, nonce)) {
+ *     byte[] sealed = cipher.encrypt(plaintext);       // ciphertext, then the 16-byte tag
+ *     byte[] opened = cipher.decrypt(sealed);          // AEADBadTagException if modified
+ * }
+ * Parcrypt.encryptFile(Path.of("a.pdf"), Path.of("a.pdf.pc"), key32);  // as `parcrypt encrypt`
+ * }</pre>
+ *
+ * <p>The JVM must allow native access: {@code --enable-native-access=ALL-UNNAMED} (or the
+ * module's name); an executable jar can say {@code Enable-Native-Access: ALL-UNNAMED} in its
+ * manifest. Without it Java 22-25 print a warning and go on.
+ */
+public final class Parcrypt {
+    private Parcrypt() {}
+
+    /** @return the native library's version, such as 0.1.0 */
+    public static String version() {
+        try {
+            return ((MemorySegment) Native.VERSION.invokeExact()).getString(0);
+        } catch (Throwable t) {
+            throw Errors.unexpected(t);
+        }
+    }
+
+    /**
+     * A cipher on the {@link Backend#auto() auto} backend.
+     *
+     * @param name the suite: {@code aes-128|aes-192|aes-256} or {@code rc6-128|rc6-192|rc6-256}
+     *     plus {@code -ecb|-cbc|-ctr|-gcm}; {@code bf-ecb|bf-cbc|bf-ctr}
+     * @param key 16, 24 or 32 bytes (AES, RC6); 4 to 56 (Blowfish); copied
+     * @param iv none for ECB (null); one block for CBC and CTR; 1 byte or more for GCM (12
+     *     is the fast path); or null to give one per message ({@code encryptWithIv})
+     * @return the cipher
+     * @throws IllegalArgumentException an unknown name, a key or IV of the wrong length
+     */
+    public static Cipher cipher(String name, byte[] key, byte[] iv) {
+        return new Cipher(name, key, iv, Backend.auto(), true);
+    }
+
+    /**
+     * A cipher without a fixed IV: every message brings its own ({@code encryptWithIv}).
+     *
+     * @param name the suite
+     * @param key the key; copied
+     * @return the cipher
+     */
+    public static Cipher cipher(String name, byte[] key) {
+        return new Cipher(name, key, null, Backend.auto(), true);
+    }
+
+    /**
+     * @param name the suite
+     * @param key the key; copied
+     * @param iv the IV, or null
+     * @param backend where the work runs
+     * @return the cipher
+     */
+    public static Cipher cipher(String name, byte[] key, byte[] iv, Backend backend) {
+        return new Cipher(name, key, iv, backend, true);
+    }
+
+    /**
+     * @param name the suite
+     * @param key the key; copied
+     * @param iv the IV, or null
+     * @param backend where the work runs
+     * @param padding PKCS#7 for ECB and CBC (false: messages must be whole blocks)
+     * @return the cipher
+     */
+    public static Cipher cipher(String name, byte[] key, byte[] iv, Backend backend, boolean padding) {
+        return new Cipher(name, key, iv, backend, padding);
+    }
+
+    /**
+     * Encrypts a file as {@code parcrypt encrypt --key} does.
+     *
+     * @param source the plaintext file
+     * @param destination the encrypted file, made only once it is complete
+     * @param key a 16- or 32-byte key (AES-128-GCM or AES-256-GCM chunks)
+     * @return the plaintext bytes encrypted
+     * @throws ParcryptFileException the source cannot be read, the destination exists, ...
+     */
+    public static long encryptFile(Path source, Path destination, byte[] key) throws IOException {
+        return encryptFile(source, destination, key, FileOptions.defaults());
+    }
+
+    /**
+     * @param source the plaintext file
+     * @param destination the encrypted file, made only once it is complete
+     * @param secret a 16- or 32-byte key, or a passphrase's bytes (see {@link FileOptions})
+     * @param options backend, replacing, context, passphrase
+     * @return the plaintext bytes encrypted
+     * @throws ParcryptFileException the source cannot be read, the destination exists, ...
+     */
+    public static long encryptFile(Path source, Path destination, byte[] secret, FileOptions options)
+            throws IOException {
+        return wholeFile(Native.ENCRYPT, source, destination, secret, options);
+    }
+
+    /**
+     * Decrypts a file as {@code parcrypt decrypt --key} does; the destination appears only
+     * once every chunk authenticated.
+     *
+     * @param source the encrypted file
+     * @param destination the plaintext file
+     * @param key the key it was encrypted with
+     * @return the plaintext bytes
+     * @throws ParcryptFileException a wrong key, a damaged or truncated file, ...
+     */
+    public static long decryptFile(Path source, Path destination, byte[] key) throws IOException {
+        return decryptFile(source, destination, key, FileOptions.defaults());
+    }
+
+    /**
+     * @param source the encrypted file
+     * @param destination the plaintext file
+     * @param secret the key or passphrase it was encrypted with
+     * @param options backend, replacing, context, passphrase
+     * @return the plaintext bytes
+     * @throws ParcryptFileException a wrong key, a damaged or truncated file, ...
+     */
+    public static long decryptFile(Path source, Path destination, byte[] secret, FileOptions options)
+            throws IOException {
+        return wholeFile(Native.DECRYPT, source, destination, secret, options);
+    }
+
+    private static long wholeFile(int direction, Path source, Path destination, byte[] secret, FileOptions options)
+            throws IOException {
+        try (FileArguments arguments = new FileArguments(secret, options)) {
+            MemorySegment scratch = Errors.scratch();
+            int status = (int) (direction == Native.ENCRYPT ? Native.ENCRYPT_FILE : Native.DECRYPT_FILE).invokeExact(
+                    arguments.engine, arguments.path(source), arguments.path(destination), arguments.secret,
+                    arguments.secret.byteSize(), arguments.context, arguments.context.byteSize(), arguments.flags,
+                    Errors.sizeSlot(scratch), Errors.errorSlot(scratch));
+            Errors.checkFile(status, scratch);
+            return Errors.size(scratch);
+        } catch (IOException | RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Errors.unexpected(t);
+        }
+    }
+
+    /**
+     * @param destination the encrypted file to make (when the stream closes)
+     * @param key a 16- or 32-byte key
+     * @return a stream that encrypts what is written to it
+     * @throws ParcryptFileException the destination exists, its folder is missing, ...
+     */
+    public static EncryptingOutputStream newEncryptingStream(Path destination, byte[] key) throws IOException {
+        return new EncryptingOutputStream(destination, key, FileOptions.defaults());
+    }
+
+    /**
+     * @param destination the encrypted file to make (when the stream closes)
+     * @param secret a key or a passphrase's bytes
+     * @param options backend, replacing, context, passphrase
+     * @return a stream that encrypts what is written to it
+     * @throws ParcryptFileException the destination exists, its folder is missing, ...
+     */
+    public static EncryptingOutputStream newEncryptingStream(Path destination, byte[] secret, FileOptions options)
+            throws IOException {
+        return new EncryptingOutputStream(destination, secret, options);
+    }
+
+    /**
+     * @param source an encrypted file
+     * @param key its key
+     * @return a stream of its plaintext
+     * @throws ParcryptFileException a wrong key, not a parcrypt file, ...
+     */
+    public static DecryptingInputStream newDecryptingStream(Path source, byte[] key) throws IOException {
+        return new DecryptingInputStream(source, key, FileOptions.defaults());
+    }
+
+    /**
+     * @param source an encrypted file
+     * @param secret its key or passphrase's bytes
+     * @param options backend, context, passphrase
+     * @return a stream of its plaintext
+     * @throws ParcryptFileException a wrong key, not a parcrypt file, ...
+     */
+    public static DecryptingInputStream newDecryptingStream(Path source, byte[] secret, FileOptions options)
+            throws IOException {
+        return new DecryptingInputStream(source, secret, options);
+    }
+
+    /**
+     * @param source an encrypted file
+     * @param key its key
+     * @return random access to its plaintext
+     * @throws ParcryptFileException a wrong key, not a parcrypt file, ...
+     */
+    public static DecryptingChannel openDecryptingChannel(Path source, byte[] key) throws IOException {
+        return new DecryptingChannel(source, key, FileOptions.defaults());
+    }
+
+    /**
+     * @param source an encrypted file
+     * @param secret its key or passphrase's bytes
+     * @param options backend, context, passphrase
+     * @return random access to its plaintext
+     * @throws ParcryptFileException a wrong key, not a parcrypt file, ...
+     */
+    public static DecryptingChannel openDecryptingChannel(Path source, byte[] secret, FileOptions options)
+            throws IOException {
+        return new DecryptingChannel(source, secret, options);
+    }
+}

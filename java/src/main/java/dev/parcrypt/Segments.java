@@ -1,0 +1,221 @@
+package dev.parcrypt;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.RecursiveAction;
+import javax.crypto.BadPaddingException;
+
+/**
+ * The Java strategies, {@link Backend#javaThreads(int)} and {@link Backend#forkJoin(int)}:
+ * they decide where a message is cut and which Java thread runs each segment; every byte of
+ * cipher work, and every rule of the mode, is the library's ({@code parcrypt_segmented_*}:
+ * the one-thread kernel per segment at its offset, then the finish that joins GCM's partial
+ * sums, pads or checks the tag).
+ */
+final class Segments {
+    private Segments() {}
+
+    static long run(MemorySegment cipher, Backend backend, int direction, MemorySegment iv, MemorySegment aad,
+            MemorySegment input, MemorySegment output) throws BadPaddingException {
+        boolean inPlace = sameStart(input, output);
+        if (!inPlace && input.byteSize() > 0 && output.byteSize() > 0 && input.asOverlappingSlice(output).isPresent()) {
+            throw new IllegalArgumentException("output overlaps input (in place, pass the same memory for both)");
+        }
+        MemorySegment scratch = Errors.scratch();
+        MemorySegment message;
+        try {
+            int status = (int) Native.SEGMENTED_NEW.invokeExact(cipher, direction, iv, iv.byteSize(), aad,
+                    aad.byteSize(), input.byteSize(), Errors.handleSlot(scratch), Errors.errorSlot(scratch));
+            Errors.checkCrypto(status, scratch);
+            message = Errors.handle(scratch);
+        } catch (RuntimeException | BadPaddingException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw Errors.unexpected(t);
+        }
+        try {
+            long body;
+            long alignment;
+            try {
+                MemorySegment layout = Errors.scratch();
+                int status = (int) Native.SEGMENTED_LAYOUT.invokeExact(message, inPlace ? 1 : 0,
+                        layout.asSlice(8, 8), layout.asSlice(16, 8), Errors.errorSlot(layout));
+                Errors.check(status, layout);
+                body = layout.get(java.lang.foreign.ValueLayout.JAVA_LONG, 8);
+                alignment = layout.get(java.lang.foreign.ValueLayout.JAVA_LONG, 16);
+            } catch (RuntimeException e) {
+                throw e;
+            } catch (Throwable t) {
+                throw Errors.unexpected(t);
+            }
+            // The segments run on other threads while this one waits: memory confined to
+            // this thread is handed to them as plain addresses (heap memory as it is).
+            Job job = new Job(message, Native.unconfined(input), Native.unconfined(output));
+            try {
+                switch (backend.kind) {
+                    case JAVA_THREADS -> job.javaThreads(body, alignment, backend.threads);
+                    case FORK_JOIN -> {
+                        Halves root = new Halves(job, 0, body, alignment, backend.threshold);
+                        if (body <= backend.threshold || alignment == 0) {
+                            // One leaf: it runs where it is, as a leaf task would, without
+                            // a hand-off to the pool and back.
+                            root.compute();
+                        } else {
+                            backend.pool.invoke(root);
+                        }
+                    }
+                    case ENGINE -> throw new IllegalStateException("an engine backend has no Java strategy");
+                }
+            } catch (RuntimeException e) {
+                if (direction == Native.DECRYPT) {
+                    output.asSlice(0, Math.min(body, output.byteSize())).fill((byte) 0);
+                }
+                throw e;
+            }
+            return job.finish();
+        } finally {
+            try {
+                Native.SEGMENTED_FREE.invokeExact(message);
+            } catch (Throwable t) {
+                throw Errors.unexpected(t);
+            }
+        }
+    }
+
+    private static boolean sameStart(MemorySegment a, MemorySegment b) {
+        return a.address() == b.address() && a.heapBase().orElse(null) == b.heapBase().orElse(null);
+    }
+
+    /** One message's segments: each a call on the calling thread. */
+    private record Job(MemorySegment message, MemorySegment input, MemorySegment output) {
+        void segment(long offset, long length) {
+            if (length == 0) {
+                return;
+            }
+            MemorySegment scratch = Errors.scratch();
+            try {
+                int status = (int) Native.SEGMENTED_RUN.invokeExact(message, offset, input.asSlice(offset),
+                        output.asSlice(offset), length, Errors.errorSlot(scratch));
+                Errors.check(status, scratch);
+            } catch (RuntimeException e) {
+                throw e;
+            } catch (Throwable t) {
+                throw Errors.unexpected(t);
+            }
+        }
+
+        long finish() throws BadPaddingException {
+            MemorySegment scratch = Errors.scratch();
+            try {
+                int status = (int) Native.SEGMENTED_FINISH.invokeExact(message, input, output, output.byteSize(),
+                        Errors.sizeSlot(scratch), Errors.errorSlot(scratch));
+                Errors.checkCrypto(status, scratch);
+                return Errors.size(scratch);
+            } catch (RuntimeException | BadPaddingException e) {
+                throw e;
+            } catch (Throwable t) {
+                throw Errors.unexpected(t);
+            }
+        }
+
+        /**
+         * Seed S0's Java Threads: the body cut into {@code threads} equal segments (at block
+         * boundaries), each on a new Thread, all joined before returning. A body that cannot
+         * be split (alignment 0) or is shorter than one block per thread runs on the caller.
+         */
+        void javaThreads(long body, long alignment, int threads) {
+            if (body > output.byteSize()) {
+                // Too small an output: the library's finish names the size it needs.
+                return;
+            }
+            long blocks = alignment == 0 ? 1 : Math.max(1, body / alignment);
+            int count = (int) Math.min(threads, blocks);
+            if (count <= 1) {
+                segment(0, body);
+                return;
+            }
+            long[] cuts = new long[count + 1];
+            for (int i = 1; i < count; i++) {
+                cuts[i] = blocks * i / count * alignment;
+            }
+            cuts[count] = body;
+            List<Thread> started = new ArrayList<>(count);
+            Throwable[] failures = new Throwable[count];
+            for (int i = 0; i < count; i++) {
+                int index = i;
+                Thread thread = new Thread(() -> {
+                    try {
+                        segment(cuts[index], cuts[index + 1] - cuts[index]);
+                    } catch (Throwable t) {
+                        failures[index] = t;
+                    }
+                }, "parcrypt-java-threads-" + i);
+                thread.start();
+                started.add(thread);
+            }
+            joinAll(started);
+            for (Throwable failure : failures) {
+                if (failure != null) {
+                    throw failure instanceof RuntimeException runtime ? runtime : Errors.unexpected(failure);
+                }
+            }
+        }
+    }
+
+    /**
+     * Waits for every thread, even when interrupted: they write into the caller's output,
+     * which must not be handed back while they run. The interrupt is kept for the caller.
+     */
+    private static void joinAll(List<Thread> threads) {
+        boolean interrupted = false;
+        for (Thread thread : threads) {
+            while (true) {
+                try {
+                    thread.join();
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Seed S0's ForkJoin: halve at a block boundary until a segment is at most the threshold. */
+    private static final class Halves extends RecursiveAction {
+        private static final long serialVersionUID = 1L;
+
+        private final transient Job job;
+        private final long start;
+        private final long end;
+        private final long alignment;
+        private final int threshold;
+
+        Halves(Job job, long start, long end, long alignment, int threshold) {
+            this.job = job;
+            this.start = start;
+            this.end = end;
+            this.alignment = alignment;
+            this.threshold = threshold;
+        }
+
+        @Override
+        protected void compute() {
+            if (end > job.output().byteSize()) {
+                // Too small an output: the library's finish names the size it needs.
+                return;
+            }
+            long length = end - start;
+            long middle = alignment == 0 ? start : start + length / 2 / alignment * alignment;
+            if (length <= threshold || middle == start) {
+                job.segment(start, length);
+                return;
+            }
+            invokeAll(new Halves(job, start, middle, alignment, threshold),
+                    new Halves(job, middle, end, alignment, threshold));
+        }
+    }
+}

@@ -9,9 +9,9 @@
  * What the HIP host does differently from the CUDA host:
  * - Shared tables are always static `__shared__` arrays (PARCRYPT_CUDA_DYNAMIC_SHARED is never
  *   defined): AMD has no 48 KiB static limit, but a work-group's LDS is 64 KiB at most. AES
- *   fits with 32 copies (32 KiB to encrypt, 40 KiB to decrypt); Blowfish's 4 KiB per copy
- *   allows 16 copies (64 KiB), not 32 (128 KiB), so Blowfish on HIP narrows the
- *   bank-conflict channel rather than closing it (see the top of parcrypt.cl).
+ *   encryption fits with 32 copies (2 KiB each: 64 KiB); decryption's 2.25 KiB per copy and
+ *   Blowfish's 4 KiB allow 16 copies, not 32, so those narrow the bank-conflict channel on
+ *   HIP rather than closing it (see the top of parcrypt.cl).
  * - Wavefronts are 64 lanes on CDNA (gfx90a, gfx942) and 32 on RDNA (gfx1030, gfx1100); LDS
  *   has 32 banks and serves a 64-lane access in two halves of 32, so lane l and lane l + 32
  *   reading the same copy should not conflict. Not measured: no AMD GPU has run these

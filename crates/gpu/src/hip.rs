@@ -7,7 +7,7 @@
 //! A device is opened once: the kernels (the one source, with `vendor_hip.h` in front of
 //! `vendor_cuda.h`) are compiled by hiprtc for its `gfxNNN` target or loaded from the disk
 //! cache, self-tested, and given reusable buffers. Table copies fit 64 KiB of LDS: 32 for
-//! AES, 16 for Blowfish ([`table_copies_for`]). [`HipDevice::process`] stages ordinary host
+//! AES encryption, 16 for AES decryption and Blowfish ([`table_copies_for`]). [`HipDevice::process`] stages ordinary host
 //! memory through pinned buffers over [`STREAMS`] streams, as the CUDA host does.
 //!
 //! What is checked without a GPU: every kernel compiles with hiprtc for AMD targets

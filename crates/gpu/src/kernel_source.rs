@@ -384,12 +384,14 @@ mod tests {
         );
         assert!(TableCopies::uniform(32).per_lane());
         assert_eq!(TableCopies::uniform(32).largest_table_bytes(), 128 * 1024);
+        // What AMD's 64 KiB of LDS holds (the HIP adapter's choice).
         let amd = TableCopies {
             aes_encrypt: 32,
-            aes_decrypt: 32,
+            aes_decrypt: 16,
             blowfish: 16,
         };
         assert_eq!(amd.largest_table_bytes(), 64 * 1024);
+        assert_eq!(TableCopies::for_device(DeviceKind::Gpu, 64 * 1024), amd);
         assert!(TableCopies::uniform(3).validate().is_err());
         assert_eq!(
             TableCopies::uniform(8).compiler_options(),

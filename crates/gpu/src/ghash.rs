@@ -27,6 +27,16 @@ pub const WHOLE_SEGMENT_BYTES: usize = 4096;
 
 const BLOCK_BYTES: usize = 16;
 
+/// Which way a GCM text pass goes ([`crate::GpuDevice::process_gcm`]): GHASH covers the
+/// ciphertext, which is the output when encrypting and the input when decrypting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GcmDirection {
+    /// Plaintext in, ciphertext out: hashed after CTR.
+    Encrypt,
+    /// Ciphertext in: hashed as uploaded.
+    Decrypt,
+}
+
 /// The hash key as the kernel takes it, (high, low) words of `H * x^-1`: the form
 /// `parcrypt_modes::ghash` keeps the right operand of every multiplication in, so that the
 /// Montgomery reduction's extra factor x cancels.

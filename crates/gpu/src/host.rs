@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use crate::ghash::{self, GcmDirection, SegmentPlan};
+use crate::ghash::{self, append_tail, join_group_sums, GcmDirection, SegmentPlan};
 use crate::kernel_source::CipherFamily;
 use crate::operation::{ModeArguments, SlabChain};
 use crate::{
@@ -143,46 +143,6 @@ struct GcmPass<'a> {
     slab_sums: usize,
     /// Per queue, the sums of its slabs in order, `slab_sums` per slab.
     sums: &'a mut [Vec<u8>],
-}
-
-/// The sums of one slab's `segments` whole segments, `group` per sum (the last sum may
-/// cover fewer), appended to `sum`; `full_group` is H to the power of a whole group's blocks.
-fn join_group_sums(
-    key: &GhashKey,
-    full_group: &parcrypt_modes::ghash::HashKeyPower,
-    mut sum: u128,
-    sums: &[u8],
-    segments: usize,
-    group: usize,
-) -> u128 {
-    for (index, pair) in sums[..16 * segments.div_ceil(group)]
-        .chunks_exact(16)
-        .enumerate()
-    {
-        let high = u64::from_le_bytes(pair[..8].try_into().expect("8 bytes"));
-        let low = u64::from_le_bytes(pair[8..].try_into().expect("8 bytes"));
-        let partial = ghash::partial_from_words(high, low);
-        let present = (segments - index * group).min(group);
-        sum = if present == group {
-            key.append_partial_by(sum, partial, full_group)
-        } else {
-            key.append_partial(sum, partial, (present * ghash::WHOLE_SEGMENT_BYTES) as u64)
-        };
-    }
-    sum
-}
-
-/// `sum` carried past `tail` (shorter than a segment, hashed here; a final partial block
-/// zero-padded) with the tail's own sum added.
-fn append_tail(key: &GhashKey, sum: u128, tail: &[u8]) -> u128 {
-    if tail.is_empty() {
-        return sum;
-    }
-    let mut padded = [0u8; ghash::WHOLE_SEGMENT_BYTES];
-    padded[..tail.len()].copy_from_slice(tail);
-    let mut partial = 0u128;
-    key.update(&mut partial, &padded[..tail.len().div_ceil(16) * 16]);
-    key.append_partial(sum, partial, tail.len() as u64)
 }
 
 /// The GHASH of all of `data` on the host (a final partial block zero-padded).

@@ -810,11 +810,17 @@ impl<A: Api> GpuHost<A> {
         let mut state = self.lock_state();
         let group = ghash_group_size(state.kernels.ghash_groups_max_group_size);
         let slab_sums = (plan.slab_bytes / segment_bytes).div_ceil(group);
-        // Slab k runs on queue k % QUEUES, its sums after that queue's earlier slabs'.
+        // Slab k runs on queue k % QUEUES, its sums after that queue's earlier slabs'; with
+        // no whole segment (data under 4 KiB) there are none to reserve or download.
         let mut sums: Vec<Vec<u8>> = (0..A::QUEUES)
             .map(|queue| {
                 let queue_slabs = (slabs + A::QUEUES - 1 - queue) / A::QUEUES;
-                vec![0u8; 16 * slab_sums * queue_slabs]
+                let bytes = if whole == 0 {
+                    0
+                } else {
+                    16 * slab_sums * queue_slabs
+                };
+                vec![0u8; bytes]
             })
             .collect();
         let mut pass = GcmPass {
@@ -850,6 +856,9 @@ impl<A: Api> GpuHost<A> {
         let mut sum = 0u128;
         for slab in 0..slabs {
             let length = plan.slab_bytes.min(data.len() - slab * plan.slab_bytes);
+            if length < segment_bytes {
+                break;
+            }
             let first = slab / A::QUEUES * slab_sums;
             sum = join_group_sums(
                 &ghash_key,

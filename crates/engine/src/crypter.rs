@@ -577,14 +577,33 @@ impl Crypter<'_> {
                     counter,
                     rule: CounterRule::Low32,
                 };
-                // GHASH covers the ciphertext: after encrypting, before decrypting.
-                let partial = if direction == Direction::Encrypt {
-                    gpu.process(key, &operation, data)?;
-                    ghash_whole(gpu, engine, gcm_key, data)?
-                } else {
-                    let partial = ghash_whole(gpu, engine, gcm_key, data)?;
-                    gpu.process(key, &operation, data)?;
-                    partial
+                let gcm_direction = match direction {
+                    Direction::Encrypt => parcrypt_gpu::ghash::GcmDirection::Encrypt,
+                    Direction::Decrypt => parcrypt_gpu::ghash::GcmDirection::Decrypt,
+                };
+                // CTR and GHASH on the same device-resident slabs: the data crosses the bus
+                // once each way and only 16-byte sums come back beside the text.
+                let partial = match gpu.process_gcm(
+                    key,
+                    &operation,
+                    gcm_key.hash_subkey(),
+                    gcm_direction,
+                    data,
+                ) {
+                    Ok(partial) => partial,
+                    // A device without the fused pass: the text and the hash apart. GHASH
+                    // covers the ciphertext: after encrypting, before decrypting.
+                    Err(parcrypt_gpu::GpuError::Unsupported { .. }) => {
+                        if direction == Direction::Encrypt {
+                            gpu.process(key, &operation, data)?;
+                            ghash_whole(gpu, engine, gcm_key, data)?
+                        } else {
+                            let partial = ghash_whole(gpu, engine, gcm_key, data)?;
+                            gpu.process(key, &operation, data)?;
+                            partial
+                        }
+                    }
+                    Err(error) => return Err(error.into()),
                 };
                 accumulator.append(gcm_key, partial, data.len() as u64)?;
             }

@@ -1117,7 +1117,9 @@ KERNEL void ghash_segments(GLOBAL const u32x4 *input, GLOBAL u64 *RESTRICT parti
  * its last segment and threads t < G - n hold zero: a zero partial at the front changes no
  * sum. Then log2 G levels join neighbours in local memory: at level k the right one of each
  * pair of 2^k-segment runs becomes left * H^(m 2^k) + right (m = blocks_per_segment), and
- * thread G - 1 writes the group's sum to partials[2 g], partials[2 g + 1]. The powers of H
+ * thread G - 1 writes the group's sum to partials[2 (first_sum + g)], partials[2 (first_sum +
+ * g) + 1]: `first_sum` places a launch's sums in a buffer that collects a whole call's (GCM
+ * over device-resident slabs downloads them once at the end). The powers of H
  * are computed on the device from the prepared key (the same for every thread: no branch
  * depends on the data or the key). */
 #define GHASH_GROUP_SEGMENTS 256u
@@ -1156,7 +1158,7 @@ DEVICE_FUNCTION ghash_element ghash_power(const ghash_element key_prepared, u32 
 
 KERNEL void ghash_groups(GLOBAL const u32x4 *RESTRICT input, GLOBAL u64 *RESTRICT partials,
                          const u32 block_count, const u32 blocks_per_segment,
-                         const u64 hash_key_high, const u64 hash_key_low)
+                         const u64 hash_key_high, const u64 hash_key_low, const u32 first_sum)
 {
     DECLARE_STATIC_SHARED_WORDS(tree, 4u * GHASH_GROUP_SEGMENTS);
     const ghash_element hash_key = make_ghash_element(hash_key_high, hash_key_low);
@@ -1204,8 +1206,8 @@ KERNEL void ghash_groups(GLOBAL const u32x4 *RESTRICT input, GLOBAL u64 *RESTRIC
             step = ghash_multiply(step, step_prepared);
         }
         if (thread == group_size - 1u) {
-            partials[2u * group] = state.high;
-            partials[2u * group + 1u] = state.low;
+            partials[2u * (first_sum + group)] = state.high;
+            partials[2u * (first_sum + group) + 1u] = state.low;
         }
     }
 }

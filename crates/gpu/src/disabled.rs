@@ -70,6 +70,12 @@ impl<M: Missing> Api for Unavailable<M> {
     fn upload_counters(&self, slot: &mut Never, _: &[u8]) -> Outcome {
         match *slot {}
     }
+    fn reserve_sums(&self, slot: &mut Never, _: usize) -> Outcome {
+        match *slot {}
+    }
+    unsafe fn download_sums(&self, slot: &mut Never, _: &mut [u8]) -> Outcome {
+        match *slot {}
+    }
     unsafe fn upload(&self, slot: &mut Never, _: &[u8], _: usize) -> Outcome {
         match *slot {}
     }

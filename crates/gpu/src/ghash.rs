@@ -6,7 +6,7 @@
 //! work on the host: `GhashKey::append_partial` per segment, which [`join_partials`] runs
 //! over a call's segments and `GcmAccumulator::append` over a GCM message's ranges.
 
-use parcrypt_modes::ghash::{prepare, GhashKey};
+use parcrypt_modes::ghash::{prepare, GhashKey, HashKeyPower};
 
 use crate::host::MAX_SLAB_BYTES;
 use crate::GpuError;
@@ -26,6 +26,16 @@ pub(crate) const GROUP_SEGMENTS: usize = 256;
 pub const WHOLE_SEGMENT_BYTES: usize = 4096;
 
 const BLOCK_BYTES: usize = 16;
+
+/// Which way a GCM text pass goes ([`crate::GpuDevice::process_gcm`]): GHASH covers the
+/// ciphertext, which is the output when encrypting and the input when decrypting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GcmDirection {
+    /// Plaintext in, ciphertext out: hashed after CTR.
+    Encrypt,
+    /// Ciphertext in: hashed as uploaded.
+    Decrypt,
+}
 
 /// The hash key as the kernel takes it, (high, low) words of `H * x^-1`: the form
 /// `parcrypt_modes::ghash` keeps the right operand of every multiplication in, so that the
@@ -102,6 +112,48 @@ pub fn join_partials(
         remaining -= bytes;
     }
     state
+}
+
+/// The host's join of `ghash_groups` sums: the sums of one launch's `segments` whole
+/// segments of [`WHOLE_SEGMENT_BYTES`] (as the kernel writes them, (high, low) little-endian
+/// u64 pairs), `group` segments per sum (the last sum may cover fewer), appended to `sum`;
+/// `full_group` is H to the power of a whole group's blocks, made once per call.
+pub fn join_group_sums(
+    key: &GhashKey,
+    full_group: &HashKeyPower,
+    mut sum: u128,
+    sums: &[u8],
+    segments: usize,
+    group: usize,
+) -> u128 {
+    for (index, pair) in sums[..16 * segments.div_ceil(group)]
+        .chunks_exact(16)
+        .enumerate()
+    {
+        let high = u64::from_le_bytes(pair[..8].try_into().expect("8 bytes"));
+        let low = u64::from_le_bytes(pair[8..].try_into().expect("8 bytes"));
+        let partial = partial_from_words(high, low);
+        let present = (segments - index * group).min(group);
+        sum = if present == group {
+            key.append_partial_by(sum, partial, full_group)
+        } else {
+            key.append_partial(sum, partial, (present * WHOLE_SEGMENT_BYTES) as u64)
+        };
+    }
+    sum
+}
+
+/// `sum` carried past `tail` (shorter than a segment, hashed here; a final partial block
+/// zero-padded) with the tail's own sum added.
+pub fn append_tail(key: &GhashKey, sum: u128, tail: &[u8]) -> u128 {
+    if tail.is_empty() {
+        return sum;
+    }
+    let mut padded = [0u8; WHOLE_SEGMENT_BYTES];
+    padded[..tail.len()].copy_from_slice(tail);
+    let mut partial = 0u128;
+    key.update(&mut partial, &padded[..tail.len().div_ceil(16) * 16]);
+    key.append_partial(sum, partial, tail.len() as u64)
 }
 
 #[cfg(test)]

@@ -11,17 +11,19 @@ pub(crate) mod arguments;
 pub(crate) mod zero_copy;
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use crate::ghash::{self, SegmentPlan};
+use crate::ghash::{self, append_tail, join_group_sums, GcmDirection, SegmentPlan};
 use crate::kernel_source::CipherFamily;
 use crate::operation::{ModeArguments, SlabChain};
 use crate::{
     tuning, DeviceKind, GpuApi, GpuDevice, GpuError, GpuOperation, KeyMaterial, LaunchGeometry,
     ProgramOrigin, TableCopies, TuneTable,
 };
-use arguments::{ArgumentList, KernelTable, LoadedKernel};
+use arguments::{Argument, ArgumentList, KernelTable, LoadedKernel};
+use parcrypt_modes::ghash::GhashKey;
 
 /// The largest slab or launch: keeps every block index of a launch well inside the kernels'
 /// 32-bit counters (2^27 blocks of 8 bytes).
@@ -125,6 +127,37 @@ fn ghash_group_size(max_group_size: usize) -> usize {
     1 << limit.ilog2()
 }
 
+/// GCM's GHASH beside the CTR launches of [`GpuHost::run_slabs`]: each slab's whole 4 KiB
+/// segments are hashed on the device from the slot buffer that holds the ciphertext, joined
+/// per work-group there, and the sums collected in each slot's side buffer, downloaded
+/// once at the end of the call.
+struct GcmPass<'a> {
+    plan: SegmentPlan,
+    prepared_key: (u64, u64),
+    /// Segments per work-group of `ghash_groups`, so per sum.
+    group: usize,
+    /// The slot buffer the ciphertext is in: the output when encrypting, the input when
+    /// decrypting.
+    source: Argument,
+    /// Sums per slab at most.
+    slab_sums: usize,
+    /// Per queue, the sums of its slabs in order, `slab_sums` per slab.
+    sums: &'a mut [Vec<u8>],
+}
+
+/// The GHASH of all of `data` on the host (a final partial block zero-padded).
+fn append_tail_all(key: &GhashKey, data: &[u8]) -> u128 {
+    let whole = data.len() / 16 * 16;
+    let mut sum = 0u128;
+    key.update(&mut sum, &data[..whole]);
+    let mut last = [0u8; 16];
+    last[..data.len() - whole].copy_from_slice(&data[whole..]);
+    if whole < data.len() {
+        key.update(&mut sum, &last);
+    }
+    sum
+}
+
 /// How host data reaches the device buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Staging {
@@ -220,6 +253,20 @@ pub trait Api: Sized + Send + Sync + 'static {
     /// buffer (grown to fit), in queue order after the slot's previous launch. `counters`
     /// is read before this returns or stays borrowed as for [`Api::upload`].
     fn upload_counters(&self, slot: &mut Self::Slot, counters: &[u8]) -> Outcome;
+
+    /// Makes the slot's side buffer (the counter buffer of [`Api::upload_counters`]) hold at
+    /// least `bytes`, for GCM's GHASH sums ([`arguments::Argument::Sums`]); what it held
+    /// may be lost. Called before any launch of the call writes sums there.
+    fn reserve_sums(&self, slot: &mut Self::Slot, bytes: usize) -> Outcome;
+
+    /// Enqueues the copy of the first `sums.len()` bytes of the slot's side buffer into
+    /// `sums`, straight (never through the staging buffer), in queue order after the slot's
+    /// launches.
+    ///
+    /// # Safety
+    /// As for [`Api::upload`]: `sums` stays borrowed and untouched until the queues are
+    /// waited for; the side buffer holds `sums.len()` bytes ([`Api::reserve_sums`]).
+    unsafe fn download_sums(&self, slot: &mut Self::Slot, sums: &mut [u8]) -> Outcome;
 
     /// Enqueues the copy of `data` into the slot's input buffer at byte `offset`.
     ///
@@ -352,6 +399,8 @@ pub struct GpuHost<A: Api> {
     pub(crate) slab_bytes: usize,
     pub(crate) origin: ProgramOrigin,
     pub(crate) table_copies: TableCopies,
+    /// Bytes of data the host paths have copied to the device ([`GpuHost::uploaded_bytes`]).
+    pub(crate) uploaded: AtomicU64,
 }
 
 impl<A: Api + std::fmt::Debug> std::fmt::Debug for GpuHost<A> {
@@ -381,7 +430,20 @@ impl<A: Api> GpuHost<A> {
             slab_bytes,
             origin,
             table_copies,
+            uploaded: AtomicU64::new(0),
         }
+    }
+
+    /// Bytes of data the host paths ([`GpuHost::process`], [`GpuHost::process_gcm`], the
+    /// GHASH calls) have copied from host memory to the device since the device was opened:
+    /// the texts and a zero-padded final block, not keys, counter blocks or kernel arguments.
+    /// It shows how often data crosses the bus (GCM: once).
+    pub fn uploaded_bytes(&self) -> u64 {
+        self.uploaded.load(Ordering::Relaxed)
+    }
+
+    fn count_upload(&self, bytes: usize) {
+        self.uploaded.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
     /// The device's name as its driver reports it.
@@ -512,7 +574,7 @@ impl<A: Api> GpuHost<A> {
         let decrypting = operation.kernel_operation().decrypts();
         let uploaded = self.adapter.upload_key(&mut state.keys, key, decrypting);
         let ran = uploaded
-            .and_then(|()| self.run_slabs(&mut state, key, operation, data, staging, events));
+            .and_then(|()| self.run_slabs(&mut state, key, operation, data, staging, events, None));
         // A failed wait returns at once: it means the device stopped (an adapter that
         // cannot tell aborts instead), and nothing is left to wipe on a stopped device.
         self.adapter.wait(true)?;
@@ -523,7 +585,10 @@ impl<A: Api> GpuHost<A> {
     /// Enqueues every slab: upload, kernel, download on rotating queues; a queue's previous
     /// slab is finished (and, when staged, copied out) before the queue takes the next.
     /// Returns once everything is enqueued and the last slabs are finished, or at the first
-    /// failure; the caller then waits for the queues.
+    /// failure; the caller then waits for the queues. With `gcm`, slabs are whole 4 KiB
+    /// segments (but the last), each slab's segments are hashed on the device after its CTR
+    /// launch, and the slots' sums are downloaded after the last slab.
+    #[allow(clippy::too_many_arguments)]
     fn run_slabs(
         &self,
         state: &mut State<A>,
@@ -532,11 +597,15 @@ impl<A: Api> GpuHost<A> {
         data: &mut [u8],
         staging: Staging,
         mut events: Option<&mut Vec<A::Event>>,
+        mut gcm: Option<&mut GcmPass<'_>>,
     ) -> Result<(), GpuError> {
         let adapter = &self.adapter;
         let block_size = key.algorithm().block_size();
-        // Segmented CTR: slabs of whole segments.
-        let slab_bytes = operation.slab_bytes(self.slab_bytes)?;
+        // Segmented CTR: slabs of whole segments; GCM: of whole GHASH segments.
+        let slab_bytes = match gcm.as_ref() {
+            Some(pass) => pass.plan.slab_bytes,
+            None => operation.slab_bytes(self.slab_bytes)?,
+        };
         let State {
             slots,
             keys,
@@ -558,6 +627,13 @@ impl<A: Api> GpuHost<A> {
             kernel_operation,
             operation.segmented(),
         );
+        if let Some(pass) = gcm.as_ref() {
+            for (slot, sums) in slots.iter_mut().zip(pass.sums.iter()) {
+                if !sums.is_empty() {
+                    adapter.reserve_sums(slot, sums.len())?;
+                }
+            }
+        }
         let mut chain = SlabChain::new(operation);
         let mut pending: Vec<Option<Range<usize>>> = vec![None; A::QUEUES];
         let mut slab_index = 0;
@@ -611,17 +687,67 @@ impl<A: Api> GpuHost<A> {
             // arguments are the kernel's own list for these blocks.
             unsafe {
                 adapter.upload(slot, &data[range.clone()], 0)?;
+                self.count_upload(length);
                 let launched = adapter.launch(slot, launch)?;
                 if let Some(events) = events.as_mut() {
                     events.push(launched);
                 }
-                adapter.download(slot, &mut data[range.clone()])?;
             }
+            if let Some(pass) = gcm.as_mut() {
+                let segments = length / pass.plan.segment_bytes;
+                if segments > 0 {
+                    let arguments = arguments::ghash_group_arguments(
+                        pass.source,
+                        Argument::Sums,
+                        segments * pass.plan.segment_bytes / 16,
+                        pass.plan.blocks_per_segment(),
+                        pass.prepared_key,
+                        slab_index / A::QUEUES * pass.slab_sums,
+                    )?;
+                    let launch = Launch {
+                        kernel: &kernels.ghash_groups,
+                        keys,
+                        arguments: &arguments,
+                        // Exactly `group` threads per work-group (the kernel's tree needs
+                        // it), one work-group per `group` segments.
+                        shape: Shape {
+                            group_size: pass.group,
+                            groups: segments.div_ceil(pass.group),
+                        },
+                        timed: events.is_some(),
+                    };
+                    // SAFETY: in queue order after this slab's upload and CTR launch, the
+                    // kernel reads the slab's whole segments from the slot buffer holding
+                    // the ciphertext (reserved for the slab's blocks) and writes its sums
+                    // into the side buffer at this slab's place, which `reserve_sums` sized
+                    // for every slab of this queue before the first launch. The arguments
+                    // are `ghash_groups`' own list.
+                    let launched = unsafe { adapter.launch(slot, launch)? };
+                    if let Some(events) = events.as_mut() {
+                        events.push(launched);
+                    }
+                }
+            }
+            // SAFETY: as for the upload above: `data[range]` stays borrowed and untouched
+            // until `finish_slab` or the caller's wait; the output buffer holds the slab.
+            unsafe { adapter.download(slot, &mut data[range.clone()])? };
             // Starts the device on this slab while the next one is enqueued.
             adapter.flush(slot)?;
             pending[queue] = Some(range);
             offset += length;
             slab_index += 1;
+        }
+        if let Some(pass) = gcm {
+            for (slot, sums) in slots.iter_mut().zip(pass.sums.iter_mut()) {
+                if !sums.is_empty() {
+                    // SAFETY: `sums` is borrowed from `process_gcm`'s vectors until it has
+                    // waited for every queue; the side buffer holds `sums.len()` bytes
+                    // (reserved above), written by this queue's GHASH launches before, in
+                    // queue order.
+                    unsafe { adapter.download_sums(slot, sums)? };
+                    adapter.flush(slot)?;
+                }
+            }
         }
         for step in 0..A::QUEUES {
             let queue = (slab_index + step) % A::QUEUES;
@@ -630,6 +756,124 @@ impl<A: Api> GpuHost<A> {
             }
         }
         Ok(())
+    }
+
+    /// GCM's text pass over host `data` in place, with the GHASH of its ciphertext from a
+    /// zero state (a final partial block zero-padded) for `GcmAccumulator::append`: the data
+    /// crosses the bus once each way. Each slab is uploaded, runs `operation` (CTR, not
+    /// segmented, on a 16-byte block cipher) and `ghash_groups` over the same device buffer
+    /// (the output when encrypting, the input when decrypting), and only the text and one
+    /// 16-byte sum per 1 MiB come back; the host joins those sums and hashes the final
+    /// part shorter than a 4 KiB segment itself. On a device whose slab is shorter than a
+    /// segment the hash runs on the host.
+    pub fn process_gcm(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        hash_key: &[u8; 16],
+        direction: GcmDirection,
+        data: &mut [u8],
+    ) -> Result<u128, GpuError> {
+        operation.validate(key.algorithm(), data.len())?;
+        if !matches!(operation, GpuOperation::Ctr { .. }) || key.algorithm().block_size() != 16 {
+            return Err(GpuError::InvalidInput(
+                "GCM runs CTR (not segmented) on a 16-byte block cipher".into(),
+            ));
+        }
+        let ghash_key = GhashKey::new(hash_key);
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let segment_bytes = ghash::WHOLE_SEGMENT_BYTES;
+        let whole = data.len() / segment_bytes * segment_bytes;
+        let Ok(plan) = SegmentPlan::new(segment_bytes, self.slab_bytes) else {
+            // A slab shorter than a segment: the text on the device, the hash here.
+            let hash_here = |data: &[u8]| append_tail_all(&ghash_key, data);
+            return Ok(match direction {
+                GcmDirection::Encrypt => {
+                    self.process(key, operation, data)?;
+                    hash_here(data)
+                }
+                GcmDirection::Decrypt => {
+                    let sum = hash_here(data);
+                    self.process(key, operation, data)?;
+                    sum
+                }
+            });
+        };
+        // Decryption overwrites the ciphertext: keep the tail the host hashes.
+        let ciphertext_tail = match direction {
+            GcmDirection::Decrypt => data[whole..].to_vec(),
+            GcmDirection::Encrypt => Vec::new(),
+        };
+        let slabs = data.len().div_ceil(plan.slab_bytes);
+        let mut state = self.lock_state();
+        let group = ghash_group_size(state.kernels.ghash_groups_max_group_size);
+        let slab_sums = (plan.slab_bytes / segment_bytes).div_ceil(group);
+        // Slab k runs on queue k % QUEUES, its sums after that queue's earlier slabs'; with
+        // no whole segment (data under 4 KiB) there are none to reserve or download.
+        let mut sums: Vec<Vec<u8>> = (0..A::QUEUES)
+            .map(|queue| {
+                let queue_slabs = (slabs + A::QUEUES - 1 - queue) / A::QUEUES;
+                let bytes = if whole == 0 {
+                    0
+                } else {
+                    16 * slab_sums * queue_slabs
+                };
+                vec![0u8; bytes]
+            })
+            .collect();
+        let mut pass = GcmPass {
+            plan,
+            prepared_key: ghash::prepared_key_words(hash_key),
+            group,
+            source: match direction {
+                GcmDirection::Encrypt => Argument::Output,
+                GcmDirection::Decrypt => Argument::Input,
+            },
+            slab_sums,
+            sums: &mut sums,
+        };
+        let decrypting = operation.kernel_operation().decrypts();
+        let uploaded = self.adapter.upload_key(&mut state.keys, key, decrypting);
+        let ran = uploaded.and_then(|()| {
+            self.run_slabs(
+                &mut state,
+                key,
+                operation,
+                data,
+                Staging::Staged,
+                None,
+                Some(&mut pass),
+            )
+        });
+        // As in `run_host`: the data and the sums may be in flight until the queues drain.
+        self.adapter.wait(true)?;
+        let wiped = self.adapter.wipe_key(&mut state.keys, key);
+        drop(state);
+        ran.and(wiped)?;
+        let full_group = ghash_key.power((group * segment_bytes / 16) as u64);
+        let mut sum = 0u128;
+        for slab in 0..slabs {
+            let length = plan.slab_bytes.min(data.len() - slab * plan.slab_bytes);
+            if length < segment_bytes {
+                break;
+            }
+            let first = slab / A::QUEUES * slab_sums;
+            sum = join_group_sums(
+                &ghash_key,
+                &full_group,
+                sum,
+                &sums[slab % A::QUEUES][16 * first..],
+                length / segment_bytes,
+                group,
+            );
+        }
+        let tail = match direction {
+            GcmDirection::Encrypt => &data[whole..],
+            GcmDirection::Decrypt => &ciphertext_tail[..],
+        };
+        Ok(append_tail(&ghash_key, sum, tail))
     }
 
     /// GHASH partial sums of `data`, one per segment of `segment_bytes`; see
@@ -682,7 +926,7 @@ impl<A: Api> GpuHost<A> {
     pub fn ghash_whole(&self, hash_key: &[u8; 16], data: &[u8]) -> Result<u128, GpuError> {
         let segment_bytes = ghash::WHOLE_SEGMENT_BYTES;
         let plan = SegmentPlan::new(segment_bytes, self.slab_bytes)?;
-        let key = parcrypt_modes::ghash::GhashKey::new(hash_key);
+        let key = GhashKey::new(hash_key);
         let whole = data.len() / segment_bytes * segment_bytes;
         let (device_part, tail) = data.split_at(whole);
         let mut sum = 0u128;
@@ -715,29 +959,10 @@ impl<A: Api> GpuHost<A> {
                 .zip(partial_bytes.chunks(16 * slab_groups))
             {
                 let segments = slab.len() / segment_bytes;
-                for (index, pair) in sums[..16 * groups_in(segments)]
-                    .chunks_exact(16)
-                    .enumerate()
-                {
-                    let high = u64::from_le_bytes(pair[..8].try_into().expect("8 bytes"));
-                    let low = u64::from_le_bytes(pair[8..].try_into().expect("8 bytes"));
-                    let partial = ghash::partial_from_words(high, low);
-                    let present = (segments - index * group).min(group);
-                    sum = if present == group {
-                        key.append_partial_by(sum, partial, &full_group)
-                    } else {
-                        key.append_partial(sum, partial, (present * segment_bytes) as u64)
-                    };
-                }
+                sum = join_group_sums(&key, &full_group, sum, sums, segments, group);
             }
         }
-        if !tail.is_empty() {
-            let mut padded = [0u8; ghash::WHOLE_SEGMENT_BYTES];
-            padded[..tail.len()].copy_from_slice(tail);
-            let mut partial = 0u128;
-            key.update(&mut partial, &padded[..tail.len().div_ceil(16) * 16]);
-            sum = key.append_partial(sum, partial, tail.len() as u64);
-        }
+        sum = append_tail(&key, sum, tail);
         Ok(sum)
     }
 
@@ -785,7 +1010,19 @@ impl<A: Api> GpuHost<A> {
             let segments = ghash::segment_count(slab.len(), plan.segment_bytes);
             adapter.reserve(slot, blocks * 16, self.slab_bytes, Staging::Direct)?;
             let whole = slab.len() / 16 * 16;
-            let arguments = arguments::ghash_arguments(blocks, blocks_per_segment, prepared_key)?;
+            let arguments = match kernel {
+                GhashKernel::Segments => {
+                    arguments::ghash_arguments(blocks, blocks_per_segment, prepared_key)?
+                }
+                GhashKernel::Groups { .. } => arguments::ghash_group_arguments(
+                    Argument::Input,
+                    Argument::Output,
+                    blocks,
+                    blocks_per_segment,
+                    prepared_key,
+                    0,
+                )?,
+            };
             let (ghash_kernel, shape, sums) = match kernel {
                 GhashKernel::Segments => (
                     &kernels.ghash,
@@ -821,10 +1058,12 @@ impl<A: Api> GpuHost<A> {
             unsafe {
                 if whole > 0 {
                     adapter.upload(slot, &slab[..whole], 0)?;
+                    self.count_upload(whole);
                 }
                 if whole < slab.len() {
                     last_block[..slab.len() - whole].copy_from_slice(&slab[whole..]);
                     adapter.upload(slot, &last_block[..], whole)?;
+                    self.count_upload(16);
                 }
                 adapter.launch(slot, launch)?;
                 adapter.download(slot, slab_partials)?;
@@ -904,6 +1143,17 @@ impl<A: Api> GpuDevice for GpuHost<A> {
 
     fn ghash_whole(&self, hash_key: &[u8; 16], data: &[u8]) -> Result<u128, GpuError> {
         GpuHost::ghash_whole(self, hash_key, data)
+    }
+
+    fn process_gcm(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        hash_key: &[u8; 16],
+        direction: GcmDirection,
+        data: &mut [u8],
+    ) -> Result<u128, GpuError> {
+        GpuHost::process_gcm(self, key, operation, hash_key, direction, data)
     }
 }
 

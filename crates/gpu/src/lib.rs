@@ -330,4 +330,27 @@ pub trait GpuDevice: Send + Sync {
             data.len(),
         ))
     }
+
+    /// GCM's text pass over host `data` in place, `operation` being its CTR (not
+    /// segmented), and the GHASH of the ciphertext from a zero state (a final partial block
+    /// zero-padded): the partial sum of one range for `GcmAccumulator::append`. The devices
+    /// of the shared host upload the data once, run CTR and `ghash_groups` on the same
+    /// device buffer, and download only the text and one 16-byte sum per 1 MiB.
+    ///
+    /// Devices without this return [`GpuError::Unsupported`] before touching `data`; callers
+    /// then run [`GpuDevice::process`] and hash apart.
+    fn process_gcm(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        hash_key: &[u8; 16],
+        direction: ghash::GcmDirection,
+        data: &mut [u8],
+    ) -> Result<u128, GpuError> {
+        let _ = (key, operation, hash_key, direction, data);
+        Err(GpuError::Unsupported {
+            api: self.api(),
+            operation: "GCM",
+        })
+    }
 }

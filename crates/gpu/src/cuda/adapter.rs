@@ -69,7 +69,7 @@ pub struct Slot {
     output: Option<CudaSlice<u8>>,
     /// Pinned host memory ordinary (pageable) data is staged through.
     staged: Option<PinnedHostSlice<u8>>,
-    /// Segmented CTR: the slab's counter blocks.
+    /// The side buffer: segmented CTR's counter blocks, or GCM's GHASH sums.
     counters: Option<CudaSlice<u8>>,
 }
 
@@ -144,8 +144,10 @@ pub(crate) unsafe fn launch_on(
         *value = match *argument {
             Argument::Input => Value::Pointer(input),
             Argument::Output => Value::Pointer(output),
-            Argument::Counters => Value::Pointer(counters.ok_or_else(|| {
-                GpuError::InvalidInput("segmented CTR needs its counter buffer".into())
+            Argument::Counters | Argument::Sums => Value::Pointer(counters.ok_or_else(|| {
+                GpuError::InvalidInput(
+                    "segmented CTR and GCM's sums need the slot's side buffer".into(),
+                )
             })?),
             Argument::RoundKeys => Value::Pointer(round_keys),
             Argument::KeyTables => Value::Pointer(key_tables),
@@ -350,16 +352,22 @@ impl Api for Cuda {
         Ok(())
     }
 
-    fn upload_counters(&self, slot: &mut Slot, counters: &[u8]) -> Outcome {
+    fn reserve_sums(&self, slot: &mut Slot, bytes: usize) -> Outcome {
         let stream = &self.streams[slot.stream];
-        if slot.counters.as_ref().map_or(0, CudaSlice::len) < counters.len() {
+        if slot.counters.as_ref().map_or(0, CudaSlice::len) < bytes {
             slot.counters = None;
             slot.counters = Some(
                 stream
-                    .alloc_zeros(counters.len().next_power_of_two())
+                    .alloc_zeros(bytes.next_power_of_two())
                     .or_cuda("cuMemAlloc")?,
             );
         }
+        Ok(())
+    }
+
+    fn upload_counters(&self, slot: &mut Slot, counters: &[u8]) -> Outcome {
+        self.reserve_sums(slot, counters.len())?;
+        let stream = &self.streams[slot.stream];
         let buffer = slot.counters.as_mut().expect("allocated above");
         // From pageable memory, which CUDA copies out before this returns; in stream order
         // after this slot's previous launch, which read the buffer.
@@ -399,7 +407,7 @@ impl Api for Cuda {
         let counter_record = slot
             .counters
             .as_ref()
-            .filter(|_| launch.arguments.reads_counters())
+            .filter(|_| launch.arguments.uses_side_buffer())
             .map(|buffer| buffer.device_ptr(stream));
         let counters = counter_record.as_ref().map(|(pointer, _)| *pointer);
         // SAFETY: the slot's buffers hold the launch's blocks and, for segmented CTR, this
@@ -423,6 +431,19 @@ impl Api for Cuda {
                 .memcpy_dtoh(&output.slice(..length), data)
                 .or_cuda("cuMemcpyDtoHAsync")?;
         }
+        Ok(())
+    }
+
+    /// Straight into `sums` (pageable: the driver finishes the copy before it returns).
+    unsafe fn download_sums(&self, slot: &mut Slot, sums: &mut [u8]) -> Outcome {
+        let stream = &self.streams[slot.stream];
+        let buffer = slot
+            .counters
+            .as_ref()
+            .expect("reserve_sums allocates the side buffer");
+        stream
+            .memcpy_dtoh(&buffer.slice(..sums.len()), sums)
+            .or_cuda("cuMemcpyDtoHAsync")?;
         Ok(())
     }
 

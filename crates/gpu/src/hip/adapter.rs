@@ -516,16 +516,22 @@ impl Api for Hip {
         Ok(())
     }
 
-    fn upload_counters(&self, slot: &mut Slot, counters: &[u8]) -> Outcome {
+    fn reserve_sums(&self, slot: &mut Slot, bytes: usize) -> Outcome {
         let stream = &self.streams[slot.stream];
-        if slot.counters.as_ref().map_or(0, DeviceMemory::len) < counters.len() {
+        if slot.counters.as_ref().map_or(0, DeviceMemory::len) < bytes {
             slot.counters = None;
             slot.counters = Some(DeviceMemory::zeroed(
                 self.runtime,
-                counters.len().next_power_of_two(),
+                bytes.next_power_of_two(),
                 stream.handle,
             )?);
         }
+        Ok(())
+    }
+
+    fn upload_counters(&self, slot: &mut Slot, counters: &[u8]) -> Outcome {
+        self.reserve_sums(slot, counters.len())?;
+        let stream = &self.streams[slot.stream];
         let buffer = slot.counters.as_ref().expect("allocated above");
         // SAFETY: the buffer holds `counters.len()` bytes; `counters` stays borrowed for the
         // call (the host's contract), and the copy is waited for before this returns, in
@@ -574,7 +580,7 @@ impl Api for Hip {
         let counters = slot
             .counters
             .as_ref()
-            .filter(|_| launch.arguments.reads_counters())
+            .filter(|_| launch.arguments.uses_side_buffer())
             .map(DeviceMemory::address);
         // SAFETY: the slot's buffers hold the launch's blocks and, for segmented CTR, this
         // slab's counter blocks, uploaded just before (the caller's guarantee); they live
@@ -606,6 +612,25 @@ impl Api for Hip {
                 destination.cast(),
                 output.address(),
                 length,
+                stream.handle,
+            )
+        })
+    }
+
+    unsafe fn download_sums(&self, slot: &mut Slot, sums: &mut [u8]) -> Outcome {
+        let stream = &self.streams[slot.stream];
+        let buffer = slot
+            .counters
+            .as_ref()
+            .expect("reserve_sums allocates the side buffer");
+        // SAFETY: the side buffer holds at least `sums.len()` bytes (reserve_sums); `sums`
+        // stays borrowed and untouched until the streams are waited for (the caller's
+        // contract).
+        self.runtime.check("hipMemcpyDtoHAsync", unsafe {
+            (self.runtime.hipMemcpyDtoHAsync)(
+                sums.as_mut_ptr().cast(),
+                buffer.address(),
+                sums.len(),
                 stream.handle,
             )
         })

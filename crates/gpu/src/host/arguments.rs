@@ -17,6 +17,10 @@ pub enum Argument {
     Output,
     /// Segmented CTR: the counter block of every segment of the launch.
     Counters,
+    /// GCM on device-resident slabs: where `ghash_groups` writes its 16-byte sums. It is
+    /// the slot's side buffer, the one [`Argument::Counters`] names (a GCM call's CTR is
+    /// never segmented, so one launch never names both).
+    Sums,
     /// The key's round keys.
     RoundKeys,
     /// The key-dependent tables (Blowfish's S-boxes).
@@ -65,6 +69,14 @@ impl ArgumentList {
     pub fn reads_counters(&self) -> bool {
         self.as_slice().contains(&Argument::Counters)
     }
+
+    /// Whether the launch names the slot's side buffer: segmented CTR's counter blocks
+    /// ([`Argument::Counters`]) or GCM's GHASH sums ([`Argument::Sums`]).
+    pub fn uses_side_buffer(&self) -> bool {
+        self.as_slice()
+            .iter()
+            .any(|argument| matches!(argument, Argument::Counters | Argument::Sums))
+    }
 }
 
 /// The buffers a launch's arguments may name, as an API addresses them (a device address).
@@ -72,7 +84,8 @@ impl ArgumentList {
 pub struct LaunchBuffers<P> {
     pub input: P,
     pub output: P,
-    /// Segmented CTR's counter blocks, where the caller has a counter buffer.
+    /// The side buffer: segmented CTR's counter blocks or GCM's GHASH sums, where the
+    /// caller has one.
     pub counters: Option<P>,
     pub round_keys: P,
     pub key_tables: P,
@@ -102,9 +115,11 @@ impl ArgumentList {
             *value = match *argument {
                 Argument::Input => ArgumentValue::Pointer(buffers.input),
                 Argument::Output => ArgumentValue::Pointer(buffers.output),
-                Argument::Counters => {
+                Argument::Counters | Argument::Sums => {
                     ArgumentValue::Pointer(buffers.counters.ok_or_else(|| {
-                        GpuError::InvalidInput("segmented CTR needs its counter buffer".into())
+                        GpuError::InvalidInput(
+                            "segmented CTR and GCM's sums need the slot's side buffer".into(),
+                        )
                     })?)
                 }
                 Argument::RoundKeys => ArgumentValue::Pointer(buffers.round_keys),
@@ -186,8 +201,8 @@ pub(crate) struct KernelTable<K> {
     ciphers: Vec<LoadedKernel<K>>,
     pub ghash: K,
     pub ghash_max_group_size: usize,
-    /// `ghash_groups`: GHASH joined per work-group on the device (same arguments as
-    /// `ghash_segments`).
+    /// `ghash_groups`: GHASH joined per work-group on the device
+    /// ([`ghash_group_arguments`]).
     pub ghash_groups: K,
     pub ghash_groups_max_group_size: usize,
 }
@@ -330,10 +345,50 @@ pub(crate) fn ghash_arguments(
     Ok(arguments)
 }
 
+/// The arguments of `ghash_groups` over `blocks` blocks (whole segments of
+/// `blocks_per_segment`) read from `source` ([`Argument::Input`] or [`Argument::Output`]:
+/// the slot's buffer holding the ciphertext) into `sums` ([`Argument::Output`] for a call of
+/// its own, [`Argument::Sums`] beside a cipher launch), its first sum at index `first_sum`.
+pub(crate) fn ghash_group_arguments(
+    source: Argument,
+    sums: Argument,
+    blocks: usize,
+    blocks_per_segment: u32,
+    (key_high, key_low): (u64, u64),
+    first_sum: usize,
+) -> Result<ArgumentList, GpuError> {
+    let block_count = u32::try_from(blocks)
+        .map_err(|_| GpuError::InvalidInput(format!("{blocks} blocks do not fit one launch")))?;
+    let first_sum = u32::try_from(first_sum)
+        .map_err(|_| GpuError::InvalidInput(format!("sum index {first_sum} too large")))?;
+    let mut arguments = ArgumentList::new();
+    for argument in [
+        source,
+        sums,
+        Argument::U32(block_count),
+        Argument::U32(blocks_per_segment),
+        Argument::U64(key_high),
+        Argument::U64(key_low),
+        Argument::U32(first_sum),
+    ] {
+        arguments.push(argument);
+    }
+    Ok(arguments)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use parcrypt_ciphers::Algorithm;
+
+    #[test]
+    fn group_sums_name_the_side_buffer() {
+        let arguments =
+            ghash_group_arguments(Argument::Output, Argument::Sums, 512, 256, (1, 2), 3).unwrap();
+        assert!(arguments.uses_side_buffer());
+        assert!(!arguments.reads_counters());
+        assert_eq!(arguments.as_slice()[6], Argument::U32(3));
+    }
 
     #[test]
     fn aes_ctr_passes_rounds_tables_counter_and_rule_in_order() {

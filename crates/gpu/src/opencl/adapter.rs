@@ -10,7 +10,7 @@ use opencl3::context::Context;
 use opencl3::device::Device as ClDevice;
 use opencl3::event::Event;
 use opencl3::kernel::Kernel;
-use opencl3::memory::{cl_mem, Buffer, ClMem, CL_MEM_READ_ONLY, CL_MEM_WRITE_ONLY};
+use opencl3::memory::{cl_mem, Buffer, ClMem, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE};
 use opencl3::program::Program;
 use opencl3::types::{cl_device_id, CL_BLOCKING, CL_NON_BLOCKING};
 
@@ -46,8 +46,8 @@ impl std::fmt::Debug for OpenCl {
     }
 }
 
-/// A queue's pair of slab buffers, grown on demand and kept for later calls, and the
-/// counter buffer of segmented CTR.
+/// A queue's pair of slab buffers, grown on demand and kept for later calls, and the side
+/// buffer (segmented CTR's counter blocks, or GCM's GHASH sums).
 pub struct Slot {
     /// The queue this slot's slabs run on.
     queue: usize,
@@ -138,11 +138,11 @@ pub(crate) unsafe fn enqueue_kernel(
             match *argument {
                 Argument::Input => kernel.set_arg(index, &input),
                 Argument::Output => kernel.set_arg(index, &output),
-                Argument::Counters => match counters {
+                Argument::Counters | Argument::Sums => match counters {
                     Some(counters) => kernel.set_arg(index, &counters),
                     None => {
                         return Err(GpuError::InvalidInput(
-                            "segmented CTR needs its counter buffer".into(),
+                            "segmented CTR and GCM's sums need the slot's side buffer".into(),
                         ))
                     }
                 },
@@ -224,19 +224,26 @@ impl Api for OpenCl {
         slot.output = None;
         slot.capacity = 0;
         slot.input = Some(byte_buffer(&self.context, CL_MEM_READ_ONLY, capacity)?);
-        slot.output = Some(byte_buffer(&self.context, CL_MEM_WRITE_ONLY, capacity)?);
+        // Read as well: GCM hashes the ciphertext a CTR launch left there.
+        slot.output = Some(byte_buffer(&self.context, CL_MEM_READ_WRITE, capacity)?);
         slot.capacity = capacity;
         Ok(())
     }
 
-    fn upload_counters(&self, slot: &mut Slot, counters: &[u8]) -> Outcome {
-        if slot.counter_capacity < counters.len() || slot.counters.is_none() {
-            let capacity = counters.len().next_power_of_two();
+    fn reserve_sums(&self, slot: &mut Slot, bytes: usize) -> Outcome {
+        if slot.counter_capacity < bytes || slot.counters.is_none() {
+            let capacity = bytes.next_power_of_two();
             slot.counters = None;
             slot.counter_capacity = 0;
-            slot.counters = Some(byte_buffer(&self.context, CL_MEM_READ_ONLY, capacity)?);
+            // Written by `ghash_groups`, read by the counter kernels.
+            slot.counters = Some(byte_buffer(&self.context, CL_MEM_READ_WRITE, capacity)?);
             slot.counter_capacity = capacity;
         }
+        Ok(())
+    }
+
+    fn upload_counters(&self, slot: &mut Slot, counters: &[u8]) -> Outcome {
+        self.reserve_sums(slot, counters.len())?;
         let buffer = slot.counters.as_mut().expect("allocated above");
         let queue = &self.queues[slot.queue];
         // SAFETY: non-blocking; `counters` is borrowed from the caller's operation, which
@@ -264,7 +271,7 @@ impl Api for OpenCl {
         let counters = slot
             .counters
             .as_ref()
-            .filter(|_| launch.arguments.reads_counters())
+            .filter(|_| launch.arguments.uses_side_buffer())
             .map(|buffer| buffer.get());
         // SAFETY: the slot's two buffers are distinct buffers of this context holding the
         // launch's blocks (the caller's guarantee), alive in the locked device state; the
@@ -287,6 +294,20 @@ impl Api for OpenCl {
         // and the caller leaves it untouched until the queues are drained. The buffer holds
         // at least `data.len()` bytes (reserved).
         unsafe { queue.enqueue_read_buffer(output, CL_NON_BLOCKING, 0, data, &[]) }
+            .or_api("clEnqueueReadBuffer")?;
+        Ok(())
+    }
+
+    unsafe fn download_sums(&self, slot: &mut Slot, sums: &mut [u8]) -> Outcome {
+        let buffer = slot
+            .counters
+            .as_ref()
+            .expect("reserve_sums allocates the side buffer");
+        let queue = &self.queues[slot.queue];
+        // SAFETY: non-blocking; the device writes `sums` after the slot's launches, in queue
+        // order, and the caller leaves it untouched until the queues are drained. The buffer
+        // holds at least `sums.len()` bytes (reserve_sums).
+        unsafe { queue.enqueue_read_buffer(buffer, CL_NON_BLOCKING, 0, sums, &[]) }
             .or_api("clEnqueueReadBuffer")?;
         Ok(())
     }

@@ -785,3 +785,88 @@ pub fn ghash_whole_cases(
         );
     }
 }
+
+/// Lengths for [`GpuDevice::process_gcm`](parcrypt_gpu::GpuDevice::process_gcm): empty,
+/// around a block, around a 4 KiB segment, a MiB group with a short group and a tail, and
+/// several MiB (several slabs on a device opened with [`gcm_slab_options`]).
+pub const GCM_PASS_SIZES: [usize; 11] = [
+    0,
+    1,
+    15,
+    16,
+    17,
+    4095,
+    4096,
+    4096 + 5,
+    100_003,
+    (1 << 20) + 3 * 4096 + 7,
+    (3 << 20) + 100,
+];
+
+/// Slabs of a MiB and three segments: a several-MiB GCM pass takes several slabs over the
+/// queues, each with one whole work-group of sums and one short one.
+pub fn gcm_slab_options() -> OpenOptions {
+    OpenOptions {
+        slab_bytes: (1 << 20) + 3 * 4096,
+        ..OpenOptions::default()
+    }
+}
+
+/// GCM's text pass on a device (`pass`, `process_gcm`) against the CPU's CTR and GHASH,
+/// both ways, for AES and RC6 keys and every length in `sizes`, with a counter whose low 32
+/// bits wrap inside the data. `uploaded` reads the device's count of bytes copied to it:
+/// each pass must copy exactly its data once.
+pub fn gcm_pass_cases(
+    seed: u64,
+    sizes: &[usize],
+    pass: impl Fn(
+        &KeyMaterial,
+        &GpuOperation,
+        &[u8; 16],
+        parcrypt_gpu::ghash::GcmDirection,
+        &mut [u8],
+    ) -> Result<u128, GpuError>,
+    uploaded: impl Fn() -> u64,
+) {
+    use parcrypt_gpu::ghash::GcmDirection;
+    use parcrypt_modes::ghash::GhashKey;
+
+    let mut rng = StdRng::seed_from_u64(seed);
+    for algorithm in [Algorithm::Aes128, Algorithm::Aes256, Algorithm::Rc6_128] {
+        for &size in sizes {
+            let key = random_bytes(&mut rng, algorithm.key_lengths().0);
+            let material = KeyMaterial::new(algorithm, &key).unwrap();
+            let mut hash_key = [0u8; 16];
+            rng.fill_bytes(&mut hash_key);
+            let mut counter = random_bytes(&mut rng, 16);
+            counter[12..].copy_from_slice(&(u32::MAX - 70).to_be_bytes());
+            let operation = GpuOperation::Ctr {
+                counter,
+                rule: CounterRule::Low32,
+            };
+            let plaintext = random_bytes(&mut rng, size);
+            let ciphertext = on_cpu(algorithm, &key, &operation, &plaintext);
+            let mut padded = ciphertext.clone();
+            padded.resize(size.div_ceil(16) * 16, 0);
+            let mut expected = 0u128;
+            GhashKey::new(&hash_key).update(&mut expected, &padded);
+            let what = format!("GCM pass, {algorithm}, {size} bytes, seed {seed:#x}");
+            for (direction, input, output) in [
+                (GcmDirection::Encrypt, &plaintext, &ciphertext),
+                (GcmDirection::Decrypt, &ciphertext, &plaintext),
+            ] {
+                let mut data = input.clone();
+                let before = uploaded();
+                let sum = pass(&material, &operation, &hash_key, direction, &mut data)
+                    .unwrap_or_else(|error| panic!("{what}, {direction:?}: {error}"));
+                assert_eq!(
+                    uploaded() - before,
+                    size as u64,
+                    "{what}, {direction:?}: uploads"
+                );
+                assert!(data == *output, "{what}, {direction:?}: text");
+                assert_eq!(sum, expected, "{what}, {direction:?}: GHASH");
+            }
+        }
+    }
+}

@@ -177,6 +177,41 @@ macro_rules! device_tests {
         }
 
         #[test]
+        fn gcm_text_and_hash_share_one_upload() {
+            // Devices of their own: the upload count is the device's, and the shared
+            // device's other tests would add to it.
+            for options in [OpenOptions::default(), cases::gcm_slab_options()] {
+                let Some(device) = open(&options) else {
+                    return;
+                };
+                cases::gcm_pass_cases(
+                    0x6763_6d70,
+                    &cases::GCM_PASS_SIZES,
+                    |key, operation, hash_key, direction, data| {
+                        device.process_gcm(key, operation, hash_key, direction, data)
+                    },
+                    || device.uploaded_bytes(),
+                );
+            }
+            // Slabs shorter than a segment: the hash on the host, the text still uploaded
+            // once.
+            let Some(small) = open(&OpenOptions {
+                slab_bytes: 1024,
+                ..OpenOptions::default()
+            }) else {
+                return;
+            };
+            cases::gcm_pass_cases(
+                0x736d_6763,
+                &[0, 17, 4096 + 5, 20_000],
+                |key, operation, hash_key, direction, data| {
+                    small.process_gcm(key, operation, hash_key, direction, data)
+                },
+                || small.uploaded_bytes(),
+            );
+        }
+
+        #[test]
         fn ghash_slabs_of_whole_segments_rotate_over_the_queues() {
             let Some(device) = open(&cases::small_slab_options()) else {
                 return;

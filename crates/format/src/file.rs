@@ -57,7 +57,7 @@
 use std::fs::{self, File, Metadata};
 use std::io::{self, Seek};
 use std::os::fd::AsFd;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use parcrypt_sys::output::{self as sys, RemoveOnSignal};
@@ -326,16 +326,27 @@ impl OutputPlan {
         else {
             return self.open_in_place();
         };
+        // The name is registered for removal on a signal before the file exists (a signal
+        // in between unlinks a name not yet taken), so no moment leaves it behind; a name
+        // already taken drops its registration and tempfile tries another.
         let temporary = tempfile::Builder::new()
             .prefix(".parcrypt-")
             .suffix(".tmp")
-            .tempfile_in(&folder)
+            .make_in(&folder, |path| {
+                let guard = sys::remove_on_signal(path);
+                let file = fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(path)?;
+                Ok((file, guard))
+            })
             .map_err(|error| FormatError::CreateTemporary {
                 folder: folder.clone(),
                 error,
             })?;
-        let guard = sys::remove_on_signal(temporary.path());
-        let (file, path) = temporary.into_parts();
+        let ((file, guard), path) = temporary.into_parts();
         Ok(OutputFile {
             file,
             shown: self.shown,
@@ -519,13 +530,17 @@ impl OutputFile {
                         }
                         // A complete copy under a fresh hidden name, then one rename over
                         // the destination.
+                        // Registered for removal on a signal before the link exists.
                         let hidden = tempfile::Builder::new()
                             .prefix(".parcrypt-")
                             .suffix(".tmp")
-                            .make_in(&folder, |path| sys::link_unnamed(&file, path))
+                            .make_in(&folder, |path| {
+                                let guard = sys::remove_on_signal(path);
+                                sys::link_unnamed(&file, path)?;
+                                Ok(guard)
+                            })
                             .map_err(persist)?;
-                        let _guard = sys::remove_on_signal(hidden.path());
-                        hidden
+                        let _guard = hidden
                             .persist(&target)
                             .map_err(|error| persist(error.error))?;
                     }

@@ -87,7 +87,9 @@ jar="java/target/parcrypt-0.1.0.jar"
 size="none"
 if [ -f "$jar" ]; then
     size="$(du -h "$jar" | cut -f1)"
-    if ! unzip -l "$jar" | grep -q "native/linux-x86_64/libparcrypt.so"; then
+    # grep reads the whole listing (no -q): under pipefail, a grep that stops at the first
+    # match can leave unzip killed by SIGPIPE, and the pipeline would then say "missing".
+    if ! unzip -l "$jar" | grep "native/linux-x86_64/libparcrypt.so" >/dev/null; then
         echo "== java: $jar has no native/linux-x86_64/libparcrypt.so" >&2
         status=1
     fi

@@ -49,6 +49,17 @@ pub trait BlockCipher: Send + Sync {
     fn ctr32_xor(&self, _counter: &[u8; 16], _data: &mut [u8]) -> bool {
         false
     }
+    /// [`BlockCipher::ctr32_xor`] out of place: writes `input` XOR the keystream into
+    /// `output` (the same length) in one pass, so a message is read and written once
+    /// without a copy first.
+    ///
+    /// Returns `false`, touching nothing, when the implementation has no fused path.
+    ///
+    /// # Panics
+    /// If the lengths differ (implementations with a fused path check).
+    fn ctr32_xor_into(&self, _counter: &[u8; 16], _input: &[u8], _output: &mut [u8]) -> bool {
+        false
+    }
     /// Fused CBC encryption: for each block of `data` (whole blocks), XOR `chain`, encrypt
     /// in place and make the result the new `chain`. CBC encryption is sequential, so the
     /// gain is keeping the chain in a register instead of one call per block.

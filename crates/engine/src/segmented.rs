@@ -15,9 +15,9 @@ use zeroize::{Zeroize, Zeroizing};
 use crate::crypter::{check_iv_and_aad, JobError};
 use crate::KeyedCipher;
 
-/// How much of a segment's input is copied to its output before the cipher runs over it:
-/// small enough to stay in the L2 cache between the copy and the cipher.
-const COPY_PIECE_BYTES: usize = 64 << 10;
+/// How much of an ECB or CBC segment's input is copied to its output before the cipher runs
+/// over it: the CTR mode's piece, small enough to stay in the L2 cache in between.
+const COPY_PIECE_BYTES: usize = ctr::COPY_PIECE_BYTES;
 
 /// One segment's input and output.
 pub enum Segment<'a> {
@@ -287,8 +287,9 @@ impl SegmentedMessage {
         Ok(())
     }
 
-    /// The mode over one segment, a cache-sized piece at a time when input and output are
-    /// apart; returns GCM's partial sum (0 for the other modes).
+    /// The mode over one segment; returns GCM's partial sum (0 for the other modes). When
+    /// input and output are apart, CTR and GCM read the input and write the output in one
+    /// pass; ECB and CBC copy a cache-sized piece at a time and work on it in place.
     fn run(
         &self,
         offset: usize,
@@ -297,40 +298,80 @@ impl SegmentedMessage {
     ) -> Result<u128, JobError> {
         match data {
             Segment::InPlace(data) => self.run_piece(offset, previous, data),
-            Segment::Separate { input, output } => {
-                let block_size = self.suite().algorithm.block_size();
-                let mut partial = 0u128;
-                let mut chain = previous.map(<[u8]>::to_vec);
-                let pieces = input
-                    .chunks(COPY_PIECE_BYTES)
-                    .zip(output.chunks_mut(COPY_PIECE_BYTES));
-                for (index, (from, to)) in pieces.enumerate() {
-                    let start = index * COPY_PIECE_BYTES;
-                    to.copy_from_slice(from);
-                    let piece_partial = self.run_piece(offset + start, chain.as_deref(), to)?;
-                    if let Some(chain) = chain.as_mut() {
-                        if self.direction == Direction::Decrypt {
-                            chain.copy_from_slice(&from[from.len() - block_size..]);
-                        } else {
-                            chain.copy_from_slice(&to[to.len() - block_size..]);
-                        }
+            Segment::Separate { input, output } if !input.is_empty() => {
+                let keys = self.cipher.schedule();
+                let cipher = keys.cipher();
+                let first_block = (offset / cipher.block_size()) as u64;
+                match self.suite().mode {
+                    Mode::Ctr => {
+                        let counter = self.counter().advanced(first_block);
+                        ctr::apply_into(cipher, counter, input, output);
+                        Ok(0)
                     }
-                    if let Some(gcm_key) = self.cipher.gcm_key() {
-                        partial = if start == 0 {
-                            piece_partial
-                        } else {
-                            gcm_key
-                                .ghash()
-                                .append_partial(partial, piece_partial, to.len() as u64)
-                        };
+                    Mode::Gcm => {
+                        let (key, message) = self.gcm_parts()?;
+                        let direction = self.direction;
+                        Ok(key.process_range_into(
+                            message,
+                            cipher,
+                            direction,
+                            first_block,
+                            input,
+                            output,
+                        ))
                     }
+                    Mode::Ecb | Mode::Cbc => self.run_copied(offset, previous, input, output),
                 }
-                if let Some(mut chain) = chain {
-                    chain.zeroize();
+            }
+            Segment::Separate { .. } => Ok(0),
+        }
+    }
+
+    /// ECB or CBC from `input` into `output`: each cache-sized piece copied, then run in
+    /// place, CBC's chain carried from piece to piece.
+    fn run_copied(
+        &self,
+        offset: usize,
+        previous: Option<&[u8]>,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<u128, JobError> {
+        let block_size = self.suite().algorithm.block_size();
+        let mut chain = previous.map(<[u8]>::to_vec);
+        let pieces = input
+            .chunks(COPY_PIECE_BYTES)
+            .zip(output.chunks_mut(COPY_PIECE_BYTES));
+        for (index, (from, to)) in pieces.enumerate() {
+            let start = index * COPY_PIECE_BYTES;
+            to.copy_from_slice(from);
+            self.run_piece(offset + start, chain.as_deref(), to)?;
+            if let Some(chain) = chain.as_mut() {
+                if self.direction == Direction::Decrypt {
+                    chain.copy_from_slice(&from[from.len() - block_size..]);
+                } else {
+                    chain.copy_from_slice(&to[to.len() - block_size..]);
                 }
-                Ok(partial)
             }
         }
+        if let Some(mut chain) = chain {
+            chain.zeroize();
+        }
+        Ok(0)
+    }
+
+    /// CTR's counter block at the start of the body.
+    fn counter(&self) -> Counter {
+        Counter::new(&self.iv, CounterRule::Full)
+    }
+
+    /// GCM's key and message.
+    fn gcm_parts(&self) -> Result<(&parcrypt_modes::gcm::GcmKey, &GcmMessage), JobError> {
+        let key = self.cipher.schedule().gcm()?;
+        let message = self
+            .gcm
+            .as_ref()
+            .ok_or(JobError::Gcm(GcmError::BlockSize))?;
+        Ok((key, message))
     }
 
     /// The mode over bytes at body offset `offset`, in place.
@@ -349,11 +390,7 @@ impl SegmentedMessage {
         }
         match self.suite().mode {
             Mode::Ecb => ecb::apply(cipher, self.direction, data),
-            Mode::Ctr => ctr::apply(
-                cipher,
-                Counter::new(&self.iv, CounterRule::Full).advanced(first_block),
-                data,
-            ),
+            Mode::Ctr => ctr::apply(cipher, self.counter().advanced(first_block), data),
             Mode::Cbc => {
                 let previous = previous.unwrap_or(&self.iv);
                 match self.direction {
@@ -366,11 +403,7 @@ impl SegmentedMessage {
                 }
             }
             Mode::Gcm => {
-                let key = keys.gcm()?;
-                let message = self
-                    .gcm
-                    .as_ref()
-                    .ok_or(JobError::Gcm(GcmError::BlockSize))?;
+                let (key, message) = self.gcm_parts()?;
                 return Ok(key.process_range(message, cipher, self.direction, first_block, data));
             }
         }

@@ -17,16 +17,21 @@ const BLOCKS_PER_STEP: usize = 8;
 
 const STEP_BYTES: usize = BLOCKS_PER_STEP * 16;
 
-/// XORs the CTR keystream starting at `counter` into `data` with the first `ROUNDS + 1`
-/// FIPS-197 round keys; the contract is [`crate::BlockCipher::ctr32_xor`]'s.
+/// XORs the CTR keystream starting at `counter` into the `len` bytes at `input` and writes
+/// the result at `output`, in one pass, with the first `ROUNDS + 1` FIPS-197 round keys; the
+/// contract is the one of [`super::ctr_vaes512::ctr32_xor`].
 ///
 /// # Safety
-/// The CPU must support AES-NI and SSSE3.
+/// The CPU must support AES-NI and SSSE3. `input` must be valid for reads and `output` for
+/// writes of `len` bytes, nothing else may access them during the call, and `output` must
+/// be `input` itself or a region disjoint from it.
 #[target_feature(enable = "aes,ssse3")]
 pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
     round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
     counter: &[u8; 16],
-    data: &mut [u8],
+    input: *const u8,
+    output: *mut u8,
+    len: usize,
 ) {
     let keys = load_round_keys::<ROUNDS>(round_keys);
 
@@ -37,8 +42,8 @@ pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
         _mm_shuffle_epi8(unsafe { _mm_loadu_si128(counter.as_ptr().cast()) }, reverse);
     let one_block = _mm_set_epi32(0, 0, 0, 1);
 
-    let (steps, rest) = data.as_chunks_mut::<STEP_BYTES>();
-    for step in steps {
+    let steps = len / STEP_BYTES;
+    for step in 0..steps {
         let mut blocks = [_mm_setzero_si128(); BLOCKS_PER_STEP];
         for block in &mut blocks {
             *block = _mm_xor_si128(_mm_shuffle_epi8(counters, reverse), keys[0]);
@@ -52,49 +57,56 @@ pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
         }
         // The last round ends with a key XOR, so XORing the data into that key instead
         // takes the data XOR off the end of each chain.
-        let (chunks, _) = step.as_chunks_mut::<16>();
-        for (block, bytes) in blocks.iter().zip(chunks) {
-            // SAFETY: `bytes` is a 16-byte array, read and written whole; `loadu`/`storeu`
-            // have no alignment requirement.
+        for (index, block) in blocks.iter().enumerate() {
+            let at = step * STEP_BYTES + index * 16;
+            // SAFETY: `at + 16 <= steps * STEP_BYTES <= len`, so the block lies within both
+            // regions; it is read before it is written, and `loadu`/`storeu` need no
+            // alignment.
             unsafe {
-                let input = _mm_loadu_si128(bytes.as_ptr().cast());
-                let last_key = _mm_xor_si128(keys[ROUNDS], input);
+                let data = _mm_loadu_si128(input.add(at).cast());
+                let last_key = _mm_xor_si128(keys[ROUNDS], data);
                 _mm_storeu_si128(
-                    bytes.as_mut_ptr().cast(),
+                    output.add(at).cast(),
                     _mm_aesenclast_si128(*block, last_key),
                 );
             }
         }
     }
 
-    let (chunks, partial) = rest.as_chunks_mut::<16>();
-    for bytes in chunks {
+    let mut at = steps * STEP_BYTES;
+    while len - at >= 16 {
         let block = _mm_shuffle_epi8(counters, reverse);
         counters = _mm_add_epi32(counters, one_block);
-        // SAFETY: `bytes` is a 16-byte array, read and written whole; no alignment needed.
+        // SAFETY: `at + 16 <= len`: the block lies within both regions, read then written;
+        // no alignment needed.
         unsafe {
-            let input = _mm_loadu_si128(bytes.as_ptr().cast());
+            let data = _mm_loadu_si128(input.add(at).cast());
             _mm_storeu_si128(
-                bytes.as_mut_ptr().cast(),
-                encrypt_xor::<ROUNDS>(&keys, block, input),
+                output.add(at).cast(),
+                encrypt_xor::<ROUNDS>(&keys, block, data),
             );
         }
+        at += 16;
     }
 
-    if !partial.is_empty() {
+    let partial = len - at;
+    if partial != 0 {
         // SSE has no byte-masked loads: go through a whole block on the stack.
         let mut buffer = [0u8; 16];
-        buffer[..partial.len()].copy_from_slice(partial);
+        // SAFETY: the `partial < 16` bytes from `at` lie within `input`, and `buffer` is a
+        // separate local array.
+        unsafe { core::ptr::copy_nonoverlapping(input.add(at), buffer.as_mut_ptr(), partial) };
         let block = _mm_shuffle_epi8(counters, reverse);
         // SAFETY: `buffer` is a 16-byte array, read and written whole; no alignment needed.
         unsafe {
-            let input = _mm_loadu_si128(buffer.as_ptr().cast());
+            let data = _mm_loadu_si128(buffer.as_ptr().cast());
             _mm_storeu_si128(
                 buffer.as_mut_ptr().cast(),
-                encrypt_xor::<ROUNDS>(&keys, block, input),
+                encrypt_xor::<ROUNDS>(&keys, block, data),
             );
         }
-        partial.copy_from_slice(&buffer[..partial.len()]);
+        // SAFETY: the `partial` bytes from `at` lie within `output`; `buffer` is separate.
+        unsafe { core::ptr::copy_nonoverlapping(buffer.as_ptr(), output.add(at), partial) };
     }
 }
 

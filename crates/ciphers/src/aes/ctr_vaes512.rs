@@ -19,23 +19,29 @@ use super::ecb_vaes512::{
 };
 use super::fast::MAX_ROUND_KEYS;
 
-/// XORs the CTR keystream starting at `counter` into `data` with the first `ROUNDS + 1`
-/// FIPS-197 round keys; the contract is [`crate::BlockCipher::ctr32_xor`]'s.
+/// XORs the CTR keystream starting at `counter` into the `len` bytes at `input` and writes
+/// the result at `output`, in one pass, with the first `ROUNDS + 1` FIPS-197 round keys; the
+/// contract is [`crate::BlockCipher::ctr32_xor`]'s (in place when `output == input`) and
+/// [`crate::BlockCipher::ctr32_xor_into`]'s.
 ///
 /// # Safety
-/// The CPU must support AES-NI, VAES, AVX-512F and AVX-512BW.
+/// The CPU must support AES-NI, VAES, AVX-512F and AVX-512BW. `input` must be valid for
+/// reads and `output` for writes of `len` bytes, nothing else may access them during the
+/// call, and `output` must be `input` itself or a region disjoint from it.
 #[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
 pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
     round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
     counter: &[u8; 16],
-    data: &mut [u8],
+    input: *const u8,
+    output: *mut u8,
+    len: usize,
 ) {
     let keys = broadcast_round_keys::<ROUNDS>(round_keys);
 
     let mut counters = Vaes512Counters::new(counter);
 
-    let (steps, rest) = data.as_chunks_mut::<STEP_BYTES>();
-    for step in steps {
+    let steps = len / STEP_BYTES;
+    for step in 0..steps {
         let mut blocks = [_mm512_setzero_si512(); VECTORS_PER_STEP];
         for block in &mut blocks {
             *block = _mm512_xor_si512(counters.next_four(), keys[0]);
@@ -48,42 +54,46 @@ pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
         }
         // The last round ends with a key XOR, so XORing the data into that key instead
         // takes the data XOR off the end of each chain.
-        let (vectors, _) = step.as_chunks_mut::<VECTOR_BYTES>();
-        for (block, bytes) in blocks.iter().zip(vectors) {
-            // SAFETY: `bytes` is a 64-byte array, read and written whole; `loadu`/`storeu`
-            // have no alignment requirement.
+        for (vector, block) in blocks.iter().enumerate() {
+            let at = step * STEP_BYTES + vector * VECTOR_BYTES;
+            // SAFETY: `at + 64 <= steps * STEP_BYTES <= len`, so the 64 bytes lie within
+            // both regions; each vector is read before it is written (in place, that is
+            // the only access to it), and `loadu`/`storeu` need no alignment.
             unsafe {
-                let input = _mm512_loadu_si512(bytes.as_ptr().cast());
-                let last_key = _mm512_xor_si512(keys[ROUNDS], input);
+                let data = _mm512_loadu_si512(input.add(at).cast());
+                let last_key = _mm512_xor_si512(keys[ROUNDS], data);
                 _mm512_storeu_si512(
-                    bytes.as_mut_ptr().cast(),
+                    output.add(at).cast(),
                     _mm512_aesenclast_epi128(*block, last_key),
                 );
             }
         }
     }
 
-    let (vectors, partial) = rest.as_chunks_mut::<VECTOR_BYTES>();
-    for bytes in vectors {
+    let mut at = steps * STEP_BYTES;
+    while len - at >= VECTOR_BYTES {
         let keystream_input = counters.next_four();
-        // SAFETY: `bytes` is a 64-byte array, read and written whole; no alignment needed.
+        // SAFETY: `at + 64 <= len`: the 64 bytes lie within both regions, read then
+        // written; no alignment needed.
         unsafe {
-            let input = _mm512_loadu_si512(bytes.as_ptr().cast());
-            let output = encrypt_xor::<ROUNDS>(&keys, keystream_input, input);
-            _mm512_storeu_si512(bytes.as_mut_ptr().cast(), output);
+            let data = _mm512_loadu_si512(input.add(at).cast());
+            let result = encrypt_xor::<ROUNDS>(&keys, keystream_input, data);
+            _mm512_storeu_si512(output.add(at).cast(), result);
         }
+        at += VECTOR_BYTES;
     }
 
-    if !partial.is_empty() {
+    let partial = len - at;
+    if partial != 0 {
         // Up to 63 bytes: whole blocks and the front of one more, all through byte masks.
-        let mask: __mmask64 = (1u64 << partial.len()) - 1;
+        let mask: __mmask64 = (1u64 << partial) - 1;
         let keystream_input = counters.next_four();
-        // SAFETY: `mask` selects exactly the `partial.len()` bytes of `partial`; AVX-512
+        // SAFETY: `mask` selects exactly the `partial` bytes from `at` to `len`; AVX-512
         // masked loads and stores do not touch (or fault on) the bytes they mask off.
         unsafe {
-            let input = _mm512_maskz_loadu_epi8(mask, partial.as_ptr().cast());
-            let output = encrypt_xor::<ROUNDS>(&keys, keystream_input, input);
-            _mm512_mask_storeu_epi8(partial.as_mut_ptr().cast(), mask, output);
+            let data = _mm512_maskz_loadu_epi8(mask, input.add(at).cast());
+            let result = encrypt_xor::<ROUNDS>(&keys, keystream_input, data);
+            _mm512_mask_storeu_epi8(output.add(at).cast(), mask, result);
         }
     }
 }
@@ -258,6 +268,23 @@ pub(super) mod tests {
             &expected,
             format_args!("{path:?}, counter {}", hex::encode(counter)),
         );
+
+        // Out of place, into a poisoned buffer with guard bytes past its end: the same
+        // bytes, the input untouched, nothing written past the output.
+        const GUARD: usize = 80;
+        let mut output = vec![0xA5u8; input.len() + GUARD];
+        let source = input.to_vec();
+        assert!(cipher.ctr32_xor_into_with(path, counter, &source, &mut output[..input.len()]));
+        assert_same_bytes(
+            &output[..input.len()],
+            &expected,
+            format_args!("{path:?} into, counter {}", hex::encode(counter)),
+        );
+        assert_eq!(source, input, "{path:?} into: the input was changed");
+        assert!(
+            output[input.len()..].iter().all(|&byte| byte == 0xA5),
+            "{path:?} into: bytes written past the output"
+        );
         true
     }
 
@@ -391,10 +418,20 @@ pub(super) mod tests {
         let fused = cipher.ctr32_xor(&[0u8; 16], &mut data);
         #[cfg(target_arch = "x86_64")]
         assert_eq!(fused, std::arch::is_x86_feature_detected!("aes"));
+        let input: Vec<u8> = (0..100u8).collect();
+        let mut output = [0u8; 100];
+        assert_eq!(
+            cipher.ctr32_xor_into(&[0u8; 16], &input, &mut output),
+            fused,
+            "the in-place and out-of-place paths differ in availability"
+        );
         if fused {
             let mut expected = [0u8; 100];
             generic_ctr32_xor(&cipher, &[0u8; 16], &mut expected);
             assert_eq!(data, expected);
+            let mut expected_into = input.clone();
+            generic_ctr32_xor(&cipher, &[0u8; 16], &mut expected_into);
+            assert_eq!(output.as_slice(), expected_into.as_slice());
         }
     }
 }

@@ -663,24 +663,55 @@ impl FastAes {
         counter: &[u8; 16],
         data: &mut [u8],
     ) -> bool {
-        // SAFETY: `is_available` has just confirmed `path`'s features.
-        path.is_available() && unsafe { self.run_ctr_kernel(path, counter, data) }
+        let (pointer, len) = (data.as_mut_ptr(), data.len());
+        // SAFETY: `is_available` has just confirmed `path`'s features; `data` is one
+        // exclusively borrowed region, read and written in place.
+        path.is_available() && unsafe { self.run_ctr_kernel(path, counter, pointer, pointer, len) }
     }
 
-    /// Returns `false` for [`CtrPath::None`], otherwise runs the kernel and returns `true`.
+    /// [`FastAes::ctr32_xor_with`] from `input` into `output` (the same length).
+    #[cfg(test)]
+    pub(super) fn ctr32_xor_into_with(
+        &self,
+        path: CtrPath,
+        counter: &[u8; 16],
+        input: &[u8],
+        output: &mut [u8],
+    ) -> bool {
+        assert_eq!(input.len(), output.len(), "CTR output must match its input");
+        // SAFETY: `is_available` has just confirmed `path`'s features; `input` and the
+        // exclusively borrowed `output` are disjoint and both `input.len()` bytes long.
+        path.is_available()
+            && unsafe {
+                let (from, to) = (input.as_ptr(), output.as_mut_ptr());
+                self.run_ctr_kernel(path, counter, from, to, input.len())
+            }
+    }
+
+    /// Returns `false` for [`CtrPath::None`], otherwise runs the kernel over the `len` bytes
+    /// at `input`, writing them at `output`, and returns `true`.
     ///
     /// # Safety
-    /// The CPU must have `path`'s features ([`CtrPath::is_available`]).
-    unsafe fn run_ctr_kernel(&self, path: CtrPath, counter: &[u8; 16], data: &mut [u8]) -> bool {
+    /// The CPU must have `path`'s features ([`CtrPath::is_available`]); `input` must be valid
+    /// for reads and `output` for writes of `len` bytes, with nothing else accessing them
+    /// during the call, and `output` must be `input` or a region disjoint from it.
+    unsafe fn run_ctr_kernel(
+        &self,
+        path: CtrPath,
+        counter: &[u8; 16],
+        input: *const u8,
+        output: *mut u8,
+        len: usize,
+    ) -> bool {
         match path {
             #[cfg(target_arch = "x86_64")]
             CtrPath::Vaes512 => {
                 with_rounds!(self.round_keys.rounds, ROUNDS => {
-                    // SAFETY: the caller guarantees the kernel's features; the kernel reads
-                    // and writes only inside `data`.
+                    // SAFETY: the caller guarantees the kernel's features and the regions;
+                    // the kernel reads and writes only inside them.
                     unsafe {
                         let keys = &self.round_keys.keys;
-                        super::ctr_vaes512::ctr32_xor::<ROUNDS>(keys, counter, data);
+                        super::ctr_vaes512::ctr32_xor::<ROUNDS>(keys, counter, input, output, len);
                     }
                 });
                 true
@@ -691,7 +722,7 @@ impl FastAes {
                     // SAFETY: as above.
                     unsafe {
                         let keys = &self.round_keys.keys;
-                        super::ctr_aesni::ctr32_xor::<ROUNDS>(keys, counter, data);
+                        super::ctr_aesni::ctr32_xor::<ROUNDS>(keys, counter, input, output, len);
                     }
                 });
                 true
@@ -699,7 +730,7 @@ impl FastAes {
             _ => {
                 // No kernel for this path or architecture; naming the operands keeps builds
                 // for other architectures free of unused-value warnings.
-                let _ = (&self.round_keys, counter, data);
+                let _ = (&self.round_keys, counter, input, output, len);
                 false
             }
         }
@@ -730,9 +761,20 @@ impl BlockCipher for FastAes {
     }
 
     fn ctr32_xor(&self, counter: &[u8; 16], data: &mut [u8]) -> bool {
+        let (pointer, len) = (data.as_mut_ptr(), data.len());
         // SAFETY: `ctr_path` came from `CtrPath::detect`, which only picks a kernel whose
-        // features this CPU has.
-        unsafe { self.run_ctr_kernel(self.ctr_path, counter, data) }
+        // features this CPU has; `data` is one exclusively borrowed region, in place.
+        unsafe { self.run_ctr_kernel(self.ctr_path, counter, pointer, pointer, len) }
+    }
+
+    fn ctr32_xor_into(&self, counter: &[u8; 16], input: &[u8], output: &mut [u8]) -> bool {
+        assert_eq!(input.len(), output.len(), "CTR output must match its input");
+        // SAFETY: as in `ctr32_xor`; `input` and the exclusively borrowed `output` are
+        // disjoint regions of `input.len()` bytes.
+        unsafe {
+            let (from, to) = (input.as_ptr(), output.as_mut_ptr());
+            self.run_ctr_kernel(self.ctr_path, counter, from, to, input.len())
+        }
     }
 
     fn cbc_encrypt(&self, chain: &mut [u8], data: &mut [u8]) -> bool {

@@ -12,6 +12,8 @@ that the load of a shared machine hits every contender alike), medians of each:
   ``AESGCM(key).encrypt()`` (new bytes), and ``update_into`` a warm buffer (pyca's zero-copy
   form; pyca runs on one core). "vs pyca" compares like with like: rows into a caller's
   buffer against ``update_into``, the others against new bytes;
+- the copy floor: ``numpy.copyto`` of the same bytes into the same warm buffer, on one
+  thread and split over every core (no cipher can pass a pass over memory);
 - the Rust engine's ``Cipher::encrypt`` (new Vec) and ``Cipher::encrypt_into`` for the same
   job, through the ``cipher_rate`` example (``cargo build --release -p parcrypt --example
   cipher_rate``), so that Python / Rust is a ratio of the same run.
@@ -119,9 +121,30 @@ def contenders(suite: str, size: int, data: np.ndarray, out: np.ndarray, rust: s
 
     yield "pyca encrypt -> bytes", lambda: timed(pyca_call, 1)
     yield "pyca update_into out=", lambda: timed(pyca_into, 1)
+    # The floor no cipher goes below: the same bytes copied into the same warm buffer
+    # (numpy releases the GIL while it copies), on one core and on every core.
+    yield "copy floor, 1 thread", lambda: timed(lambda: np.copyto(out[:size], data), 1)
+    yield "copy floor, all cores", lambda: timed(lambda: parallel_copy(data, out[:size]), 1)
     if rust:
         yield "Rust engine encrypt -> Vec", lambda: rust_seconds(rust, suite, size, "new", 3)
         yield "Rust engine encrypt_into", lambda: rust_seconds(rust, suite, size, "into", 3)
+
+
+_copiers = None
+
+
+def parallel_copy(source: np.ndarray, target: np.ndarray) -> None:
+    """Copies `source` into `target` in one slice per CPU on a thread pool kept warm."""
+    global _copiers
+    from concurrent.futures import ThreadPoolExecutor
+
+    workers = os.cpu_count() or 1
+    if _copiers is None:
+        _copiers = ThreadPoolExecutor(max_workers=workers)
+    step = -(-len(source) // workers)
+    slices = [slice(start, min(start + step, len(source))) for start in range(0, len(source), step)]
+    for done in [_copiers.submit(np.copyto, target[piece], source[piece]) for piece in slices]:
+        done.result()
 
 
 def two_threads_vs_one(size: int = 512 << 20) -> tuple[float, float]:
@@ -182,7 +205,8 @@ def main() -> None:
             # Like against like: into a caller's buffer against pyca's update_into.
             pyca_into = medians.get("pyca update_into out=", pyca_new)
             for name, seconds in medians.items():
-                pyca = pyca_into if ("out=" in name or "encrypt_into" in name) else pyca_new
+                into = "out=" in name or "encrypt_into" in name or name.startswith("copy")
+                pyca = pyca_into if into else pyca_new
                 rust_peer = None
                 if name.startswith("parcrypt"):
                     if "out=" in name:

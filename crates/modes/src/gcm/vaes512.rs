@@ -46,6 +46,10 @@ const VECTORS: usize = BATCH_BLOCKS / 4;
 /// rather than the one just written, whose stores may still be on their way to L1 (about 6%
 /// faster on Zen 5 than one back).
 const ENCRYPT_HASH_LAG: usize = 2;
+/// How far ahead of the batch in the rounds the kernel prefetches its input and output.
+/// Out of place at 256 MiB on Zen 5 (one core, encryption) both prefetches together ran
+/// 1.24-1.40x faster than none, the read alone about 1.22x; 1 MiB in cache is unchanged.
+const PREFETCH_BYTES: usize = 2048;
 /// The most round keys AES has (AES-256).
 const MAX_ROUND_KEYS: usize = 15;
 
@@ -99,6 +103,7 @@ pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
     let mut accumulator = unsafe { _mm_loadu_si128((state as *const u128).cast()) };
 
     let batches = text.batches(BATCH_BYTES);
+    let apart = text.input() != text.output().cast_const();
     // Everything is read at `input` and written at `output`, at offsets below `text.len()`:
     // encryption reads an earlier batch's ciphertext back from the output (from L1) instead
     // of keeping it in registers, which would only spill them to the stack every batch.
@@ -117,6 +122,17 @@ pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
             // SAFETY: as above.
             let target: *mut u8 = unsafe { output.add($index * BATCH_BYTES) };
             let mut hashed: *const u8 = $hashed;
+            // Ask for the lines PREFETCH_BYTES ahead: the output's for writing (its
+            // read-for-ownership starts early instead of stalling the store), and the
+            // input's too when it is apart. Prefetches never fault, and `wrapping_add`
+            // keeps the address arithmetic defined past the end of the text.
+            for vector in 0..VECTORS {
+                let ahead = PREFETCH_BYTES + 64 * vector;
+                _mm_prefetch::<_MM_HINT_ET0>(target.wrapping_add(ahead).cast_const().cast());
+                if apart {
+                    _mm_prefetch::<_MM_HINT_T0>(source.wrapping_add(ahead).cast());
+                }
+            }
             let mut blocks: [__m512i; VECTORS] = counters.next_batch::<VECTORS>();
             for block in &mut blocks {
                 *block = _mm512_xor_si512(*block, keys[0]);

@@ -55,6 +55,46 @@ pub fn prepare(element: u128) -> u128 {
     (element << 1) ^ (X_INVERSE & carry_mask)
 }
 
+/// Independent chains of multiplications [`fill_powers_with`] runs side by side.
+const POWER_CHAINS: usize = 8;
+const _: () = assert!(POWERS >= POWER_CHAINS && POWERS.is_multiple_of(POWER_CHAINS));
+
+/// Fills `powers` with `prepare(H^(POWERS - i))` at index `i` (the layout of
+/// [`GhashKey`]'s table), multiplying with `mul` (`left * right` for a prepared `right`).
+///
+/// One chain H^(k+1) = H^k * H would make 31 multiplications wait each on the one before:
+/// their latency, not the multiplier's throughput, would bound the time. Instead H^2, then
+/// H^3 and H^4, then H^5..H^8 (each H^(k-4) * H^4), then the rest in [`POWER_CHAINS`]
+/// independent chains H^k = H^(k-8) * H^8: seven multiplications deep, eight at a time.
+/// The field's multiplication is associative and commutative, so every entry is the same
+/// element the single chain makes, bit for bit.
+#[inline(always)]
+fn fill_powers_with(h: u128, powers: &mut [u128; POWERS], mul: impl Fn(u128, u128) -> u128) {
+    // `plain[i]`: the latest power of chain `i`, not prepared (the left operand).
+    let mut plain = [0u128; POWER_CHAINS];
+    plain[0] = h;
+    powers[POWERS - 1] = prepare(h);
+    plain[1] = mul(h, powers[POWERS - 1]);
+    powers[POWERS - 2] = prepare(plain[1]);
+    plain[2] = mul(plain[1], powers[POWERS - 1]);
+    plain[3] = mul(plain[1], powers[POWERS - 2]);
+    powers[POWERS - 3] = prepare(plain[2]);
+    powers[POWERS - 4] = prepare(plain[3]);
+    for index in 4..POWER_CHAINS {
+        plain[index] = mul(plain[index - 4], powers[POWERS - 4]);
+        powers[POWERS - 1 - index] = prepare(plain[index]);
+    }
+    let mut step = powers[POWERS - POWER_CHAINS];
+    for base in (POWER_CHAINS..POWERS).step_by(POWER_CHAINS) {
+        for (chain, power) in plain.iter_mut().enumerate() {
+            *power = mul(*power, step);
+            powers[POWERS - 1 - (base + chain)] = prepare(*power);
+        }
+    }
+    plain.zeroize();
+    step.zeroize();
+}
+
 /// The code that does the multiplications.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Implementation {
@@ -141,14 +181,15 @@ impl GhashKey {
             powers: [0; POWERS],
             implementation,
         };
-        let h_prepared = prepare(key.h);
-        let mut power = key.h;
-        key.powers[POWERS - 1] = h_prepared;
-        for index in (0..POWERS - 1).rev() {
-            power = key.mul_prepared(power, h_prepared);
-            key.powers[index] = prepare(power);
+        match implementation {
+            #[cfg(target_arch = "x86_64")]
+            Implementation::Pclmul | Implementation::Vpclmul => {
+                // SAFETY: `is_available` (checked above) confirmed PCLMULQDQ and SSSE3, the
+                // features `x86_pclmul::fill_powers` enables.
+                unsafe { x86_pclmul::fill_powers(key.h, &mut key.powers) }
+            }
+            _ => fill_powers_with(key.h, &mut key.powers, soft::mul_prepared),
         }
-        power.zeroize();
         Some(key)
     }
 
@@ -408,6 +449,31 @@ mod tests {
                     field(fields, "ghash"),
                     "{name} with {implementation}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn powers_match_repeated_multiplication() {
+        let (mut rng, seed) = seeded_rng();
+        let edges = [0u128, 1, 1 << 127, u128::MAX, 0xc2 << 120, (1 << 127) | 1];
+        let elements: Vec<u128> = edges
+            .into_iter()
+            .chain((0..50).map(|_| rng.random()))
+            .collect();
+        for implementation in available_implementations() {
+            for &h in &elements {
+                let key = key(&h.to_be_bytes(), implementation);
+                // H^n by n - 1 multiplications in one chain, each one block hashed with H.
+                let mut power = h;
+                for n in 1..=POWERS {
+                    assert_eq!(
+                        key.powers()[POWERS - n],
+                        prepare(power),
+                        "{implementation}, H^{n}, h {h:x}, seed {seed}"
+                    );
+                    soft::update(prepare(h), &mut power, &[0; 16]);
+                }
             }
         }
     }

@@ -10,7 +10,8 @@
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString, PyType};
 
 use crate::errors::Error;
 
@@ -172,8 +173,12 @@ pub fn new_bytes(py: Python<'_>, length: usize) -> PyResult<(Bound<'_, PyBytes>,
 
 /// A new numpy uint8 array of `length` bytes (`numpy.empty`), and its buffer.
 pub fn new_array(py: Python<'_>, length: usize) -> PyResult<(Bound<'_, PyAny>, Output)> {
-    let numpy = py.import("numpy")?;
-    let array = numpy.call_method1("empty", (length, numpy.getattr("uint8")?))?;
+    // Looked up once: importing numpy on every call (through the import machinery, though
+    // it is loaded) cost more than making the array.
+    static EMPTY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    static UINT8: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let empty = EMPTY.import(py, "numpy", "empty")?;
+    let array = empty.call1((length, UINT8.import(py, "numpy", "uint8")?))?;
     let output = Output::get(&array)?;
     Ok((array, output))
 }
@@ -196,9 +201,22 @@ fn is_numpy(object: &Bound<'_, PyAny>) -> bool {
     {
         return false;
     }
+    // numpy's array type, once an array has been seen (numpy is not imported for this).
+    static NDARRAY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
     let kind = object.get_type();
-    kind.name().is_ok_and(|name| name == "ndarray")
-        && kind.module().is_ok_and(|module| module == "numpy")
+    if NDARRAY
+        .get(object.py())
+        .is_some_and(|ndarray| kind.is(ndarray))
+    {
+        return true;
+    }
+    let found = kind.name().is_ok_and(|name| name == "ndarray")
+        && kind.module().is_ok_and(|module| module == "numpy");
+    if found {
+        // Another thread may have set it first: the same type.
+        let _ = NDARRAY.set(object.py(), kind.unbind());
+    }
+    found
 }
 
 /// For an object without the buffer protocol but with `__dlpack__`: the same memory as a

@@ -1,7 +1,7 @@
 //! `parcrypt.Cipher`: one suite, key and IV on a shared engine, for whole messages in
 //! memory, with the same bytes as `parcrypt raw`.
 
-use parcrypt::engine::{Cipher as EngineCipher, CipherSpec, Direction, JobError};
+use parcrypt::engine::{Backend, Cipher as EngineCipher, CipherSpec, Direction, JobError};
 use parcrypt::format::secrets::decode_hex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -25,8 +25,8 @@ const RELEASE_GIL_FROM: usize = 8 * 1024;
 #[pyclass(module = "parcrypt", name = "Cipher", frozen)]
 pub struct Cipher {
     inner: EngineCipher,
-    name: String,
-    backend: String,
+    spec: CipherSpec,
+    backend: Backend,
 }
 
 /// Key or IV bytes: a bytes-like object, or a string of hex digits as the CLI takes them.
@@ -60,7 +60,8 @@ impl Cipher {
                 })?;
         let key = secret_bytes("key", key)?;
         let iv = iv.map(|iv| secret_bytes("iv", iv)).transpose()?;
-        let runtime = runtime::runtime(backend, threads)?;
+        let backend: Backend = backend.parse().map_err(errors::engine)?;
+        let runtime = runtime::runtime_for(backend, threads)?;
         let inner = EngineCipher::new(
             runtime.engine.clone(),
             spec,
@@ -71,21 +72,21 @@ impl Cipher {
         .padding(padding);
         Ok(Cipher {
             inner,
-            name: spec.to_string(),
-            backend: backend.to_ascii_lowercase(),
+            spec,
+            backend,
         })
     }
 
     /// The suite's name, such as `aes-128-gcm`.
     #[getter]
-    fn name(&self) -> &str {
-        &self.name
+    fn name(&self) -> String {
+        self.spec.to_string()
     }
 
-    /// The backend asked for.
+    /// The backend asked for (its name in lower case).
     #[getter]
-    fn backend(&self) -> &str {
-        &self.backend
+    fn backend(&self) -> &'static str {
+        self.backend.name()
     }
 
     /// Encrypts one message. See the package documentation for `data`, `aad` and `out`.
@@ -134,7 +135,8 @@ impl Cipher {
     fn __repr__(&self) -> String {
         format!(
             "parcrypt.Cipher('{}', backend='{}')",
-            self.name, self.backend
+            self.spec,
+            self.backend.name()
         )
     }
 }

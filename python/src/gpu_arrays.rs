@@ -55,9 +55,13 @@ fn unsupported_because(device: &str, id: i64, opening: Option<String>) -> PyErr 
 /// `Some(device ordinal)` when `object` is a DLPack array in CUDA device (or managed)
 /// memory, which [`run`] encrypts; `None` for anything else.
 pub fn cuda_array(object: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
-    // Buffers (bytes, numpy) first: they never live on a device, and the check is cheap.
-    if !object.hasattr(pyo3::intern!(object.py(), "__dlpack_device__"))?
-        || pyo3::buffer::PyUntypedBuffer::get(object).is_ok()
+    // Objects with the buffer protocol (bytes, bytearray, memoryview, mmap, numpy arrays)
+    // are host memory: CUDA arrays (CuPy, PyTorch) do not export it. Checking the type's
+    // slot raises nothing, where probing bytes for `__dlpack_device__` would have Python
+    // format an AttributeError on every call. Only the others are asked for a device.
+    // SAFETY: `object` is a live reference held through the GIL; the check reads its type.
+    if unsafe { pyo3::ffi::PyObject_CheckBuffer(object.as_ptr()) } != 0
+        || !object.hasattr(pyo3::intern!(object.py(), "__dlpack_device__"))?
     {
         return Ok(None);
     }

@@ -2,8 +2,7 @@
 //! everything the process opens. They live as long as the process: a thread pool or a GPU
 //! context is costly to start, and a program uses only a few configurations.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use parcrypt::engine::{Backend, Engine};
 use parcrypt::format::{batcher_for, ChunkBatcher};
@@ -24,13 +23,19 @@ type Key = (Backend, Option<usize>);
 /// The runtime for `backend` (a name such as `"auto"`) with `threads` (all cores when
 /// none), made on first use.
 pub fn runtime(backend: &str, threads: Option<usize>) -> PyResult<&'static Runtime> {
-    static RUNTIMES: OnceLock<Mutex<HashMap<Key, &'static Runtime>>> = OnceLock::new();
     let backend: Backend = backend.parse().map_err(errors::engine)?;
-    let runtimes = RUNTIMES.get_or_init(Default::default);
-    let mut runtimes = runtimes
+    runtime_for(backend, threads)
+}
+
+/// [`runtime`] for a parsed backend.
+pub fn runtime_for(backend: Backend, threads: Option<usize>) -> PyResult<&'static Runtime> {
+    // A process uses a handful of configurations at most: a short list scanned under the
+    // lock costs less than hashing the key on every call (every new `Cipher` comes here).
+    static RUNTIMES: Mutex<Vec<(Key, &'static Runtime)>> = Mutex::new(Vec::new());
+    let mut runtimes = RUNTIMES
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(runtime) = runtimes.get(&(backend, threads)) {
+    if let Some((_, runtime)) = runtimes.iter().find(|(key, _)| *key == (backend, threads)) {
         return Ok(runtime);
     }
     let mut builder = Engine::builder().backend(backend);
@@ -46,6 +51,6 @@ pub fn runtime(backend: &str, threads: Option<usize>) -> PyResult<&'static Runti
         engine: Arc::clone(engine),
         batcher: batcher_for(engine.as_ref()),
     }));
-    runtimes.insert((backend, threads), runtime);
+    runtimes.push(((backend, threads), runtime));
     Ok(runtime)
 }

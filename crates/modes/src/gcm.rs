@@ -22,7 +22,8 @@
 //! and reduces once per batch. [`GcmKernel::fastest`] is the default; the environment
 //! variable [`KERNEL_VARIABLE`] (`PARCRYPT_GCM_KERNEL`) or [`GcmKey::set_kernel`] picks
 //! another, and [`NO_STITCHED_VARIABLE`] (`PARCRYPT_NO_STITCHED`, anything non-empty) keeps
-//! the two-pass path, for comparisons.
+//! the two-pass path, for comparisons. The variables are read once per process, when its
+//! first GCM key is made.
 
 use parcrypt_ciphers::BlockCipher;
 use subtle::ConstantTimeEq;
@@ -39,14 +40,16 @@ mod vaes256;
 #[cfg(target_arch = "x86_64")]
 mod vaes512;
 
-/// The environment variable that turns the stitched kernels off (the two-pass path) for keys
-/// made afterwards, when set to anything non-empty.
+/// The environment variable that turns the stitched kernels off (the two-pass path) for every
+/// key of the process, when set to anything non-empty. Read once, when the process makes its
+/// first GCM key (see [`GcmKernel::from_environment`]).
 pub const NO_STITCHED_VARIABLE: &str = "PARCRYPT_NO_STITCHED";
 
-/// The environment variable that picks the [`GcmKernel`] of keys made afterwards by its
+/// The environment variable that picks the [`GcmKernel`] of the process's keys by its
 /// [name](GcmKernel::name) (`vaes512`, `vaes256`, `aesni` or `two-pass`); a kernel this CPU
 /// lacks falls back as [`GcmKey::set_kernel`] does. Unset or empty means the fastest; any
-/// other value makes [`GcmKey::new`] fail with [`GcmError::UnknownKernel`].
+/// other value makes [`GcmKey::new`] fail with [`GcmError::UnknownKernel`]. Read once, when
+/// the process makes its first GCM key (see [`GcmKernel::from_environment`]).
 pub const KERNEL_VARIABLE: &str = "PARCRYPT_GCM_KERNEL";
 
 /// The code that runs the CTR and GHASH of a range when the cipher is our AES (other ciphers
@@ -133,6 +136,11 @@ impl GcmKernel {
     /// The kernel the environment asks for: `Ok(None)` when neither variable is set,
     /// [`GcmKernel::TwoPass`] when [`NO_STITCHED_VARIABLE`] is, the kernel named by
     /// [`KERNEL_VARIABLE`] otherwise, and a one-line reason when that name is unknown.
+    ///
+    /// This reads the variables now; [`GcmKey::new`] reads them once per process (the first
+    /// key's reading serves every later key: two lookups of the environment per key were a
+    /// measurable share of making a small message's key), so a change of the variables
+    /// while the process runs does not reach its keys.
     pub fn from_environment() -> Result<Option<GcmKernel>, String> {
         if std::env::var_os(NO_STITCHED_VARIABLE).is_some_and(|value| !value.is_empty()) {
             return Ok(Some(GcmKernel::TwoPass));
@@ -156,6 +164,20 @@ impl std::fmt::Display for GcmKernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// The kernel of new keys: what [`GcmKernel::from_environment`] said when the process made
+/// its first key (with the fallback of [`GcmKernel::or_fallback`]), or the reason it
+/// refused the environment's value.
+fn default_kernel() -> Result<GcmKernel, GcmError> {
+    static KERNEL: std::sync::OnceLock<Result<GcmKernel, String>> = std::sync::OnceLock::new();
+    KERNEL
+        .get_or_init(|| {
+            GcmKernel::from_environment()
+                .map(|kernel| kernel.map_or_else(GcmKernel::fastest, GcmKernel::or_fallback))
+        })
+        .clone()
+        .map_err(GcmError::UnknownKernel)
 }
 
 /// Bytes of a range processed by CTR then GHASH before moving on (stays in L1).
@@ -221,9 +243,7 @@ impl GcmKey {
         }
         let mut hash_subkey = Zeroizing::new([0u8; 16]);
         cipher.encrypt_blocks(hash_subkey.as_mut_slice());
-        let kernel = GcmKernel::from_environment()
-            .map_err(GcmError::UnknownKernel)?
-            .map_or_else(GcmKernel::fastest, GcmKernel::or_fallback);
+        let kernel = default_kernel()?;
         let ghash = GhashKey::new(&hash_subkey);
         Ok(GcmKey {
             ghash,

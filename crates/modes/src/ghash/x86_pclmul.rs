@@ -101,6 +101,7 @@ pub(crate) fn reduce(products: Products) -> __m128i {
 }
 
 /// `left * right` for a `right` made by `super::prepare`.
+#[inline]
 #[target_feature(enable = "pclmulqdq,ssse3")]
 pub(super) fn mul_prepared(left: u128, right_prepared: u128) -> u128 {
     let right = load_element(&right_prepared);
@@ -109,6 +110,13 @@ pub(super) fn mul_prepared(left: u128, right_prepared: u128) -> u128 {
         right,
         halves_sum(right),
     )))
+}
+
+/// The table of powers of H (see `super::fill_powers_with`), with the multiplications
+/// inlined so that the independent chains overlap in the carry-less multiplier.
+#[target_feature(enable = "pclmulqdq,ssse3")]
+pub(super) fn fill_powers(h: u128, powers: &mut [u128; POWERS]) {
+    super::fill_powers_with(h, powers, |left, right| mul_prepared(left, right));
 }
 
 /// Hashes `group` (whole blocks, one per entry of `powers`) into `accumulator` with a single

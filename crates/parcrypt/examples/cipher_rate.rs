@@ -4,6 +4,7 @@
 //! `cargo run --release -p parcrypt --example cipher_rate -- SUITE BYTES BACKEND RUNS JOB`
 //!
 //! JOB is `into` (encrypt into a separate, touched output buffer: `Cipher::encrypt_into`),
+//! `inplace` (encrypt the output buffer's first BYTES in place: `Cipher::encrypt_in_place`),
 //! `new` (encrypt into a new `Vec`: `Cipher::encrypt`) or `call` (a new `Cipher` and
 //! `encrypt` per message, as a caller does who needs a fresh IV per message: the per-call
 //! cost). Prints one line per timed run: the seconds it took. Timing only; nothing asserted.
@@ -16,7 +17,7 @@ use parcrypt::engine::{Backend, Cipher, CipherSpec, Engine};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
     let [suite, bytes, backend, runs, job] = arguments.as_slice() else {
-        return Err("usage: cipher_rate SUITE BYTES BACKEND RUNS into|new|call".into());
+        return Err("usage: cipher_rate SUITE BYTES BACKEND RUNS into|inplace|new|call".into());
     };
     let suite: CipherSpec = suite.parse()?;
     let bytes: usize = bytes.parse()?;
@@ -43,6 +44,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "into" => {
                 cipher.encrypt_into(&input, &mut output, None)?;
             }
+            "inplace" => {
+                cipher.encrypt_in_place(&mut output, bytes, None)?;
+            }
             "new" => {
                 std::hint::black_box(cipher.encrypt(&input, None)?);
             }
@@ -56,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 println!("{:.9}", started.elapsed().as_secs_f64() / calls as f64);
                 continue;
             }
-            other => return Err(format!("unknown job '{other}' (into, new or call)").into()),
+            other => return Err(format!("unknown job '{other}' (into, inplace, new or call)").into()),
         }
         println!("{:.9}", started.elapsed().as_secs_f64());
     }

@@ -46,10 +46,16 @@ const VECTORS: usize = BATCH_BLOCKS / 4;
 /// rather than the one just written, whose stores may still be on their way to L1 (about 6%
 /// faster on Zen 5 than one back).
 const ENCRYPT_HASH_LAG: usize = 2;
-/// How far ahead of the batch in the rounds the kernel prefetches its input and output.
-/// Out of place at 256 MiB on Zen 5 (one core, encryption) both prefetches together ran
-/// 1.24-1.40x faster than none, the read alone about 1.22x; 1 MiB in cache is unchanged.
-const PREFETCH_BYTES: usize = 2048;
+/// How far ahead of the batch in the rounds the kernel prefetches input and output when
+/// they are apart. At 256 MiB on Zen 5 (one core, encryption) both prefetches ran 1.4-1.8x
+/// faster than none (about 16-17 GB/s against 9.5-11); 1, 3 and 4 KiB measured within noise
+/// of 2 KiB, the input alone about 0.9x of both.
+const PREFETCH_APART_BYTES: usize = 2048;
+/// How far ahead the kernel prefetches in place (and half as far, too). At 256 MiB on Zen 5
+/// in place, separate runs (each process gets other physical pages) gave without prefetch
+/// 12.5-22 GB/s (mostly 12.5), 8 KiB alone 16.6-24.6 (bimodal), 4 KiB alone 16-24, and 8
+/// plus 4 KiB 23.2-27.0; AES-128-CTR in place runs about 25 there.
+const PREFETCH_IN_PLACE_BYTES: usize = 8192;
 /// The shortest text the kernel prefetches for: shorter ones are likely in the caches
 /// already, where the prefetches only cost issue slots (AES-256-GCM at 1 and 4 MiB in cache
 /// ran about 5% slower with them).
@@ -127,16 +133,22 @@ pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
             // SAFETY: as above.
             let target: *mut u8 = unsafe { output.add($index * BATCH_BYTES) };
             let mut hashed: *const u8 = $hashed;
-            // Ask for the lines PREFETCH_BYTES ahead: the output's for writing (its
-            // read-for-ownership starts early instead of stalling the store), and the
-            // input's too when it is apart. Prefetches never fault, and `wrapping_add`
-            // keeps the address arithmetic defined past the end of the text.
+            // Prefetch the lines ahead of the batch in the rounds (for reading: the write
+            // hint compiles to the same `prefetcht0` without the `prfchw` feature). Out of
+            // place: input and output PREFETCH_APART_BYTES ahead. In place: the buffer at two
+            // distances, PREFETCH_IN_PLACE_BYTES and half of it. Prefetches never fault, and
+            // `wrapping_add` keeps the address arithmetic defined past the end of the text.
             if prefetch {
                 for vector in 0..VECTORS {
-                    let ahead = PREFETCH_BYTES + 64 * vector;
-                    _mm_prefetch::<_MM_HINT_ET0>(target.wrapping_add(ahead).cast_const().cast());
                     if apart {
+                        let ahead = PREFETCH_APART_BYTES + 64 * vector;
                         _mm_prefetch::<_MM_HINT_T0>(source.wrapping_add(ahead).cast());
+                        _mm_prefetch::<_MM_HINT_T0>(target.wrapping_add(ahead).cast_const().cast());
+                    } else {
+                        let far = PREFETCH_IN_PLACE_BYTES + 64 * vector;
+                        let near = PREFETCH_IN_PLACE_BYTES / 2 + 64 * vector;
+                        _mm_prefetch::<_MM_HINT_T0>(source.wrapping_add(far).cast());
+                        _mm_prefetch::<_MM_HINT_T0>(source.wrapping_add(near).cast());
                     }
                 }
             }

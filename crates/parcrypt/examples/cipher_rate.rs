@@ -60,7 +60,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 println!("{:.9}", started.elapsed().as_secs_f64() / calls as f64);
                 continue;
             }
-            other => return Err(format!("unknown job '{other}' (into, inplace, new or call)").into()),
+            other => {
+                return Err(format!("unknown job '{other}' (into, inplace, new or call)").into())
+            }
         }
         println!("{:.9}", started.elapsed().as_secs_f64());
     }

@@ -329,8 +329,23 @@ impl Engine {
     }
 }
 
-/// A range waiting for the `threads` team member it belongs to: (offset, range).
+/// A range waiting for the thread that takes it: (offset, range).
 type Slot<T> = std::sync::Mutex<Option<(usize, T)>>;
+
+/// One slot per range, in order.
+fn into_slots<T>(ranges: Vec<(usize, T)>) -> Vec<Slot<T>> {
+    ranges
+        .into_iter()
+        .map(|range| std::sync::Mutex::new(Some(range)))
+        .collect()
+}
+
+/// The slot's range, if no thread has taken it yet (a panic elsewhere does not lose it).
+fn take_slot<T>(slot: &Slot<T>) -> Option<(usize, T)> {
+    slot.lock()
+        .unwrap_or_else(|poison| poison.into_inner())
+        .take()
+}
 
 /// The `threads` backend's static split: pool thread t takes ranges t, t + N, t + 2N, ...
 /// whatever the others are doing (no stealing); the plan makes that one range per thread.
@@ -342,19 +357,12 @@ where
     F: Fn(usize, usize, T) -> R + Sync,
 {
     let count = ranges.len();
-    let slots: Vec<Slot<T>> = ranges
-        .into_iter()
-        .map(|range| std::sync::Mutex::new(Some(range)))
-        .collect();
+    let slots = into_slots(ranges);
     let per_thread = pool.broadcast(|context| {
         (context.index()..count)
             .step_by(context.num_threads())
             .filter_map(|index| {
-                let taken = slots[index]
-                    .lock()
-                    .unwrap_or_else(|poison| poison.into_inner())
-                    .take();
-                taken.map(|(offset, range)| (index, work(index, offset, range)))
+                take_slot(&slots[index]).map(|(offset, range)| (index, work(index, offset, range)))
             })
             .collect::<Vec<_>>()
     });
@@ -386,10 +394,7 @@ where
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     let count = ranges.len();
-    let slots: Vec<Slot<T>> = ranges
-        .into_iter()
-        .map(|range| std::sync::Mutex::new(Some(range)))
-        .collect();
+    let slots = into_slots(ranges);
     let results: Vec<std::sync::Mutex<Option<R>>> =
         (0..count).map(|_| std::sync::Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
@@ -398,11 +403,7 @@ where
         let Some(slot) = slots.get(index) else {
             break;
         };
-        let taken = slot
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .take();
-        if let Some((offset, range)) = taken {
+        if let Some((offset, range)) = take_slot(slot) {
             let result = work(index, offset, range);
             *results[index]
                 .lock()

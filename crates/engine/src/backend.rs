@@ -1,6 +1,6 @@
 //! Where work runs: the [`Backend`] names, the [`Engine`] that holds a backend's threads and
 //! device, and the CPU backends' dispatch of work items (`seq`, the `threads` team, the
-//! work-stealing `pool`). How `auto` chooses is in the cost module, the GPU in the gpu module.
+//! caller-led `pool` team). How `auto` chooses is in the cost module, the GPU in the gpu module.
 
 use std::fmt;
 use std::str::FromStr;
@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 
 use crate::cost::{CostModel, CALIBRATION_SLOTS};
 use crate::gpu::AutoGpu;
+use crate::team::Team;
 
 /// Where work runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -18,8 +19,9 @@ pub enum Backend {
     /// (seed S0): thread i always takes the i-th equal range. The threads are started once
     /// per engine (like an OpenMP team), not once per job.
     Threads,
-    /// Work stealing on rayon, as Java's ForkJoin does: the job is cut into many work items
-    /// and idle threads steal them, so that a slow core does not hold the others back.
+    /// Dynamic self-scheduling, in the spirit of Java's ForkJoin: the job is cut into many
+    /// work items that the caller and the pool's threads take in turn as each is free, so
+    /// that a slow core does not hold the others back.
     Pool,
     /// One thread or the pool, chosen per job by a cost model measured on this machine;
     /// with a tune file, also a GPU for the jobs it was measured to finish first.
@@ -163,7 +165,10 @@ pub fn check_threads(threads: usize) -> Result<usize, EngineError> {
 pub struct Engine {
     pub(crate) backend: Backend,
     pub(crate) threads: usize,
+    /// The `threads` backend's team (rayon, for its broadcast).
     pub(crate) pool: Option<rayon::ThreadPool>,
+    /// The team that every other backend but `seq` splits work over, led by the caller.
+    pub(crate) team: Option<Team>,
     /// The device of a GPU backend.
     pub(crate) gpu: Option<Box<dyn parcrypt_gpu::GpuDevice>>,
     /// `auto`'s cost models per cipher, mode and direction, measured once per engine (read
@@ -199,7 +204,7 @@ impl Engine {
             Some(n) => check_threads(n)?,
             None => available_threads(),
         };
-        let pool = if backend.has_pool() {
+        let pool = if backend == Backend::Threads {
             Some(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
@@ -210,10 +215,16 @@ impl Engine {
         } else {
             None
         };
+        let team = if backend.has_pool() && backend != Backend::Threads {
+            Some(Team::start(threads).map_err(|error| EngineError::Pool(error.to_string()))?)
+        } else {
+            None
+        };
         Ok(Engine {
             backend,
             threads: if backend.has_pool() { threads } else { 1 },
             pool,
+            team,
             gpu: None,
             calibration: std::array::from_fn(|_| OnceLock::new()),
             auto_gpu: None,
@@ -317,10 +328,10 @@ impl Engine {
             return vec![work(0, offset, range)];
         }
         // Several ranges mean the plan chose to split: `auto` splits onto the pool.
-        match (self.backend, &self.pool) {
-            (Backend::Threads, Some(pool)) => run_on_team(pool, ranges, work),
-            (_, Some(pool)) => run_shared(pool, self.threads, ranges, work),
-            (_, None) => ranges
+        match (&self.pool, &self.team) {
+            (Some(pool), _) => run_on_team(pool, ranges, work),
+            (None, Some(team)) => run_shared(team, self.threads, ranges, work),
+            (None, None) => ranges
                 .into_iter()
                 .enumerate()
                 .map(|(index, (offset, range))| work(index, offset, range))
@@ -371,21 +382,16 @@ where
     results.into_iter().map(|(_, result)| result).collect()
 }
 
-/// The pool's dynamic split: the calling thread and `threads - 1` pool threads take the
-/// ranges in order from a shared counter until none is left, so the caller starts at once
-/// instead of waiting for woken pool threads, and a thread that wakes late (or is slowed)
-/// simply takes fewer ranges.
+/// The pool's dynamic split: the calling thread and up to `threads - 1` team threads take
+/// the ranges in order from a shared counter until none is left, so the caller starts at
+/// once, a thread that wakes late (or is slowed) simply takes fewer ranges, and one that
+/// wakes after the last range is taken is not waited for (see the team module).
 ///
-/// Waking a sleeping pool thread costs tens of microseconds on a VM: with the caller only
+/// Waking a sleeping thread costs tens of microseconds on a VM: with the caller only
 /// waiting (`install` and a parallel iterator), a 1 MiB AES-CTR job on two threads took
-/// longer than on the caller alone. The caller counts as one of the `threads`, so as many
-/// threads run as the engine was given, not one more.
-fn run_shared<T, R, F>(
-    pool: &rayon::ThreadPool,
-    threads: usize,
-    ranges: Vec<(usize, T)>,
-    work: F,
-) -> Vec<R>
+/// longer than on the caller alone, and with rayon's scope (the caller working, but waiting
+/// for every spawned task to start) a 256 KiB one ran at a quarter of one thread's rate.
+fn run_shared<T, R, F>(team: &Team, threads: usize, ranges: Vec<(usize, T)>, work: F) -> Vec<R>
 where
     T: Send,
     R: Send,
@@ -410,13 +416,7 @@ where
                 .unwrap_or_else(|poison| poison.into_inner()) = Some(result);
         }
     };
-    let helpers = threads.saturating_sub(1).min(count - 1);
-    pool.in_place_scope(|scope| {
-        for _ in 0..helpers {
-            scope.spawn(|_| drain());
-        }
-        drain();
-    });
+    team.run(threads.saturating_sub(1).min(count - 1), &drain);
     results
         .into_iter()
         .map(|result| {

@@ -37,7 +37,65 @@ pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
     len: usize,
 ) {
     let keys = broadcast_round_keys::<ROUNDS>(round_keys);
+    let address = output as usize;
+    if len < STREAM_FROM_BYTES
+        || input == output.cast_const()
+        || !address.is_multiple_of(16)
+        || !stream_enabled()
+    {
+        // SAFETY: the caller's guarantees are the body's.
+        unsafe { ctr32_xor_body::<ROUNDS, false>(&keys, counter, input, output, len) };
+        return;
+    }
+    // Whole blocks up to the output's next 64-byte boundary with ordinary stores, the rest
+    // with streaming ones (which need that alignment), from the counter that far on.
+    let head = (64 - address % 64) % 64;
+    // SAFETY: `head < 64 <= len`: the first `head` bytes of both regions.
+    unsafe { ctr32_xor_body::<ROUNDS, false>(&keys, counter, input, output, head) };
+    let mut rest_counter = *counter;
+    let low = u32::from_be_bytes(rest_counter[12..].try_into().expect("four bytes"));
+    rest_counter[12..].copy_from_slice(&low.wrapping_add((head / 16) as u32).to_be_bytes());
+    // SAFETY: the remaining `len - head` bytes of both regions; `output + head` is 64-byte
+    // aligned; the caller keeps the low counter word from wrapping over the whole `len`.
+    unsafe {
+        ctr32_xor_body::<ROUNDS, true>(
+            &keys,
+            &rest_counter,
+            input.add(head),
+            output.add(head),
+            len - head,
+        );
+        _mm_sfence();
+    }
+}
 
+/// Out of place, calls of at least this many bytes write their output with streaming
+/// (non-temporal) stores, which skip reading each output line into the cache before
+/// overwriting it: a third less memory traffic when neither buffer fits in the cache. On the
+/// 2-core Zen 5 VM, AES-128-CTR from one 256 MiB buffer into another ran 1.3x faster on one
+/// thread (19 to 25 GB/s) and on two; at 4 MiB (in the cache) streaming was slower, at 8 MiB
+/// even. The kernel sees one work item, so a job split over threads streams only where its
+/// items are this long. In place, the line is in the cache already: nothing to gain.
+pub(super) const STREAM_FROM_BYTES: usize = 8 << 20;
+
+/// Streaming stores are used unless `PARCRYPT_NO_STREAM` is set (read once per process),
+/// for comparisons.
+fn stream_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("PARCRYPT_NO_STREAM").is_none())
+}
+
+/// The kernel over `len` bytes; with `STREAM`, `output` is 64-byte aligned and the main
+/// loop writes with streaming stores (the caller fences after).
+#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
+unsafe fn ctr32_xor_body<const ROUNDS: usize, const STREAM: bool>(
+    keys: &[__m512i; MAX_ROUND_KEYS],
+    counter: &[u8; 16],
+    input: *const u8,
+    output: *mut u8,
+    len: usize,
+) {
+    let keys = *keys;
     let mut counters = Vaes512Counters::new(counter);
 
     let steps = len / STEP_BYTES;
@@ -62,10 +120,12 @@ pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
             unsafe {
                 let data = _mm512_loadu_si512(input.add(at).cast());
                 let last_key = _mm512_xor_si512(keys[ROUNDS], data);
-                _mm512_storeu_si512(
-                    output.add(at).cast(),
-                    _mm512_aesenclast_epi128(*block, last_key),
-                );
+                let result = _mm512_aesenclast_epi128(*block, last_key);
+                if STREAM {
+                    _mm512_stream_si512(output.add(at).cast(), result);
+                } else {
+                    _mm512_storeu_si512(output.add(at).cast(), result);
+                }
             }
         }
     }
@@ -404,6 +464,68 @@ pub(super) mod tests {
     #[test]
     fn vaes512_agrees_with_generic_ctr() {
         agrees_with_generic_ctr(CtrPath::Vaes512);
+    }
+
+    /// Outputs long enough for streaming stores, at every 16-byte offset from a 64-byte
+    /// boundary (and at an odd one, which keeps ordinary stores): the same bytes as the
+    /// generic path, the input untouched, nothing written around the output, with the last
+    /// block's counter word at 0xFFFFFFFF so that the step past the aligned head is checked
+    /// right up to the wrap.
+    #[test]
+    fn vaes512_streaming_stores_match_the_generic_path() {
+        use super::STREAM_FROM_BYTES;
+
+        let mut rng = rand::rng();
+        let mut input = vec![0u8; STREAM_FROM_BYTES + 4096];
+        rng.fill_bytes(&mut input);
+        const GUARD: usize = 128;
+        for (case, (key_size, extra, offset)) in [
+            (16, 0, 0),
+            (32, 5, 16),
+            (24, 1000, 32),
+            (16, 4096, 48),
+            (32, 777, 8),
+            (16, 63, 16),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let len = STREAM_FROM_BYTES + extra;
+            let mut key = vec![0u8; key_size];
+            rng.fill_bytes(&mut key);
+            let cipher = FastAes::new(&key);
+            let mut counter = [0u8; 16];
+            rng.fill_bytes(&mut counter);
+            let low = (1u64 << 32) - len.div_ceil(16) as u64;
+            counter[12..].copy_from_slice(&(low as u32).to_be_bytes());
+
+            let source = &input[..len];
+            let mut expected = source.to_vec();
+            generic_ctr32_xor(&cipher, &counter, &mut expected);
+            let mut buffer = vec![0xA5u8; len + 2 * GUARD + 64];
+            let start = GUARD + (64 - buffer.as_ptr() as usize % 64) % 64 + offset;
+            let ran = cipher.ctr32_xor_into_with(
+                CtrPath::Vaes512,
+                &counter,
+                source,
+                &mut buffer[start..start + len],
+            );
+            if !ran {
+                eprintln!("Vaes512 kernel not available on this CPU; skipped");
+                return;
+            }
+            assert_same_bytes(
+                &buffer[start..start + len],
+                &expected,
+                format_args!("case {case}: {len} bytes at offset {offset}"),
+            );
+            assert!(
+                buffer[..start].iter().all(|&byte| byte == 0xA5)
+                    && buffer[start + len..].iter().all(|&byte| byte == 0xA5),
+                "case {case}: bytes written around the output"
+            );
+            assert_eq!(source, &input[..len], "case {case}: the input was changed");
+        }
     }
 
     #[test]

@@ -427,6 +427,24 @@ impl GcmKey {
             GcmKernel::TwoPass => return (counter, text),
         };
         let batch_bytes = 16 * batch_blocks;
+        // The VAES-512 kernel writes long outputs apart with streaming stores, which need a
+        // 64-byte aligned output: a 16-byte aligned one gets there after at most three
+        // blocks, run by the two-pass path.
+        let address = text.output() as usize;
+        if self.kernel == GcmKernel::Vaes512
+            && text.len() >= parcrypt_ciphers::aes::STREAM_FROM_BYTES + batch_bytes
+            && text.input() != text.output().cast_const()
+            && address.is_multiple_of(16)
+            && !address.is_multiple_of(64)
+            && parcrypt_ciphers::aes::stream_enabled()
+        {
+            let (head, rest) = text.split_at(64 - address % 64);
+            // SAFETY: the caller keeps the contract of `Text`, and `head` is not used again.
+            let data = unsafe { head.into_output() };
+            self.process_two_pass(cipher, direction, counter, state, data);
+            counter = counter.advanced((data.len() / 16) as u64);
+            text = rest;
+        }
         while text.len() >= batch_bytes {
             let mut block = [0u8; 16];
             counter.write(&mut block);

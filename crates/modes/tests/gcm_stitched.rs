@@ -170,6 +170,75 @@ fn stitched_equals_two_pass_for_every_length() {
     }
 }
 
+/// Texts long enough for the VAES-512 kernel's streaming stores, out of place, with the
+/// output at every 16-byte offset from a 64-byte boundary (the aligned head runs two-pass)
+/// and at an odd one (no streaming), some with the counter's low word wrapping inside: the
+/// same output and GHASH as the two-pass path, nothing written around the output, the input
+/// untouched; in both directions and for AES-128 and AES-256.
+#[test]
+fn streaming_outputs_match_the_two_pass_path() {
+    if !GcmKernel::Vaes512.is_available() {
+        println!("SKIPPED: the vaes512 GCM kernel is not available on this CPU");
+        return;
+    }
+    let mut rng = StdRng::seed_from_u64(0x5743A);
+    let from = parcrypt_ciphers::aes::STREAM_FROM_BYTES;
+    const GUARD: usize = 128;
+    for (case, (algorithm, extra, offset, wrap_at)) in [
+        (Algorithm::Aes128, 512 * 3, 0, None),
+        (Algorithm::Aes256, 512 * 2 + 16, 16, None),
+        (Algorithm::Aes128, 4096 + 5, 32, Some(1000u32)),
+        (Algorithm::Aes256, 512 + 48, 48, Some(70_000)),
+        (Algorithm::Aes128, 777, 8, None),
+        (Algorithm::Aes128, 511, 16, Some(3)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let keys = keys(algorithm, GcmKernel::Vaes512, &mut rng);
+        let cipher = keys.cipher.as_ref();
+        let length = from + extra;
+        let input = random_bytes(&mut rng, length);
+        let nonce: [u8; 12] = rng.random();
+        let message = keys.stitched.message_with_nonce(cipher, &nonce);
+        let first_block = match wrap_at {
+            Some(blocks_before) => first_block_with_low_word(0u32.wrapping_sub(blocks_before)),
+            None => 0,
+        };
+        for direction in [Direction::Encrypt, Direction::Decrypt] {
+            let context = format!("case {case}: {algorithm} {direction:?}, {length} bytes");
+            let mut expected = input.clone();
+            let expected_sum = keys.two_pass.process_range(
+                &message,
+                cipher,
+                direction,
+                first_block,
+                &mut expected,
+            );
+            let mut buffer = vec![0xA5u8; length + 2 * GUARD + 64];
+            let start = GUARD + (64 - buffer.as_ptr() as usize % 64) % 64 + offset;
+            let sum = keys.stitched.process_range_into(
+                &message,
+                cipher,
+                direction,
+                first_block,
+                &input,
+                &mut buffer[start..start + length],
+            );
+            assert!(
+                buffer[start..start + length] == expected,
+                "{context}: output"
+            );
+            assert_eq!(sum, expected_sum, "{context}: GHASH");
+            assert!(
+                buffer[..start].iter().all(|&byte| byte == 0xA5)
+                    && buffer[start + length..].iter().all(|&byte| byte == 0xA5),
+                "{context}: bytes written around the output"
+            );
+        }
+    }
+}
+
 /// The text counter of block `first_block` of a message made so that block's low counter
 /// word is `low`: for ranges across the wrap of GCM's 32-bit counter.
 fn first_block_with_low_word(low: u32) -> u64 {

@@ -69,18 +69,18 @@ pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
     }
 }
 
-/// Out of place, calls of at least this many bytes write their output with streaming
+/// Out of place, kernel calls of at least this many bytes write their output with streaming
 /// (non-temporal) stores, which skip reading each output line into the cache before
 /// overwriting it: a third less memory traffic when neither buffer fits in the cache. On the
 /// 2-core Zen 5 VM, AES-128-CTR from one 256 MiB buffer into another ran 1.3x faster on one
 /// thread (19 to 25 GB/s) and on two; at 4 MiB (in the cache) streaming was slower, at 8 MiB
 /// even. The kernel sees one work item, so a job split over threads streams only where its
 /// items are this long. In place, the line is in the cache already: nothing to gain.
-pub(super) const STREAM_FROM_BYTES: usize = 8 << 20;
+pub const STREAM_FROM_BYTES: usize = 8 << 20;
 
-/// Streaming stores are used unless `PARCRYPT_NO_STREAM` is set (read once per process),
-/// for comparisons.
-fn stream_enabled() -> bool {
+/// Whether kernels may write with streaming stores: unless `PARCRYPT_NO_STREAM` is set (read
+/// once per process), for comparisons. Shared with the stitched AES-GCM kernel.
+pub fn stream_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("PARCRYPT_NO_STREAM").is_none())
 }

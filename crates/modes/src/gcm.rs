@@ -432,7 +432,7 @@ impl GcmKey {
         // blocks, run by the two-pass path.
         let address = text.output() as usize;
         if self.kernel == GcmKernel::Vaes512
-            && text.len() >= parcrypt_ciphers::aes::STREAM_FROM_BYTES + batch_bytes
+            && text.len() >= parcrypt_ciphers::aes::STREAM_FROM_BYTES
             && text.input() != text.output().cast_const()
             && address.is_multiple_of(16)
             && !address.is_multiple_of(64)

@@ -191,6 +191,7 @@ fn streaming_outputs_match_the_two_pass_path() {
         (Algorithm::Aes256, 512 + 48, 48, Some(70_000)),
         (Algorithm::Aes128, 777, 8, None),
         (Algorithm::Aes128, 511, 16, Some(3)),
+        (Algorithm::Aes256, 0, 48, None),
     ]
     .into_iter()
     .enumerate()

@@ -682,14 +682,7 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<PeerRun, BenchError> {
                                 iv[0] = thread as u8;
                                 iv[4..12].copy_from_slice(&index.to_be_bytes());
                             }
-                            parcrypt_message(
-                                &cipher,
-                                query.direction,
-                                &iv,
-                                input,
-                                output,
-                                false,
-                            )?;
+                            parcrypt_message(&cipher, query.direction, &iv, input, output, false)?;
                         }
                         std::hint::black_box(&output);
                         Ok(())

@@ -37,7 +37,11 @@ fn backends(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
             true,
             format!("static equal split over {threads} threads"),
         ),
-        ("pool", true, format!("work stealing over {threads} threads")),
+        (
+            "pool",
+            true,
+            format!("work items taken in turn by {threads} threads, the caller one of them"),
+        ),
         (
             "auto",
             true,

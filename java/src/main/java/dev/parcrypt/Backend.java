@@ -6,7 +6,8 @@ import java.util.concurrent.ForkJoinPool;
 /**
  * Where a cipher's work runs. The engine's own backends run inside the native library:
  * {@link #seq()} (the calling thread), {@link #threads(int)} (a static split over
- * threads, as OpenMP), {@link #pool(int)} (work stealing), {@link #auto()} (a cost model
+ * threads, as OpenMP), {@link #pool(int)} (work items taken in turn by the caller and the
+ * pool's threads), {@link #auto()} (a cost model
  * measured on this machine picks per message), {@link #opencl()} and {@link #cuda()}.
  *
  * <p>Two more are Java's, the strategies of the seed study this project grew from, run as
@@ -59,14 +60,14 @@ public final class Backend {
         return engine("threads", threads);
     }
 
-    /** @return the engine's work-stealing pool, one thread per core */
+    /** @return the engine's pool (the caller and its threads take work items in turn), one thread per core */
     public static Backend pool() {
         return engine("pool", 0);
     }
 
     /**
      * @param threads the pool's threads, 0 for one per core
-     * @return the engine's work-stealing pool
+     * @return the engine's pool (the caller and its threads take work items in turn)
      */
     public static Backend pool(int threads) {
         return engine("pool", threads);

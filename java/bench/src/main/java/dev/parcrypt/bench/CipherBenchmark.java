@@ -34,7 +34,7 @@ import org.openjdk.jmh.annotations.TearDown;
  * implementation here is held to the same rule). GB/s = operations per second x size.
  *
  * <ul>
- *   <li>parcrypt-pool: the engine's work-stealing pool (one thread per core), in the library;
+ *   <li>parcrypt-pool: the engine's pool (the caller and its threads take work items in turn; one thread per core), in the library;
  *   <li>parcrypt-seq: the engine on the calling thread (one core);
  *   <li>java-threads: seed S0's static split over one new Thread per core, each segment a
  *       call into the library's one-thread kernel;

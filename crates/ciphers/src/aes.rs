@@ -60,6 +60,6 @@ mod fast;
 mod reference;
 
 #[cfg(target_arch = "x86_64")]
-pub use ctr_vaes512::{stream_enabled, Vaes512Counters, STREAM_FROM_BYTES};
+pub use ctr_vaes512::{streams_output, Vaes512Counters, STREAM_FROM_BYTES};
 pub use fast::FastAes;
 pub use reference::ReferenceAes;

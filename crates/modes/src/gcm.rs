@@ -432,11 +432,9 @@ impl GcmKey {
         // blocks, run by the two-pass path.
         let address = text.output() as usize;
         if self.kernel == GcmKernel::Vaes512
-            && text.len() >= parcrypt_ciphers::aes::STREAM_FROM_BYTES
-            && text.input() != text.output().cast_const()
+            && parcrypt_ciphers::aes::streams_output(text.input(), text.output(), text.len())
             && address.is_multiple_of(16)
             && !address.is_multiple_of(64)
-            && parcrypt_ciphers::aes::stream_enabled()
         {
             let (head, rest) = text.split_at(64 - address % 64);
             // SAFETY: the caller keeps the contract of `Text`, and `head` is not used again.

@@ -38,11 +38,7 @@ pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
 ) {
     let keys = broadcast_round_keys::<ROUNDS>(round_keys);
     let address = output as usize;
-    if len < STREAM_FROM_BYTES
-        || input == output.cast_const()
-        || !address.is_multiple_of(16)
-        || !stream_enabled()
-    {
+    if !streams_output(input, output, len) || !address.is_multiple_of(16) {
         // SAFETY: the caller's guarantees are the body's.
         unsafe { ctr32_xor_body::<ROUNDS, false>(&keys, counter, input, output, len) };
         return;
@@ -78,11 +74,15 @@ pub(super) unsafe fn ctr32_xor<const ROUNDS: usize>(
 /// items are this long. In place, the line is in the cache already: nothing to gain.
 pub const STREAM_FROM_BYTES: usize = 8 << 20;
 
-/// Whether kernels may write with streaming stores: unless `PARCRYPT_NO_STREAM` is set (read
-/// once per process), for comparisons. Shared with the stitched AES-GCM kernel.
-pub fn stream_enabled() -> bool {
+/// Whether a kernel call writing `len` bytes from `input` to `output` should use streaming
+/// stores, alignment aside: the regions are apart, the call is at least
+/// [`STREAM_FROM_BYTES`] long, and `PARCRYPT_NO_STREAM` (read once per process, for
+/// comparisons) is not set. The one rule of this CTR kernel and the stitched AES-GCM kernel.
+pub fn streams_output(input: *const u8, output: *const u8, len: usize) -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("PARCRYPT_NO_STREAM").is_none())
+    len >= STREAM_FROM_BYTES
+        && input != output
+        && *ON.get_or_init(|| std::env::var_os("PARCRYPT_NO_STREAM").is_none())
 }
 
 /// The kernel over `len` bytes; with `STREAM`, `output` is 64-byte aligned and the main

@@ -35,7 +35,7 @@
 
 use core::arch::x86_64::*;
 
-use parcrypt_ciphers::aes::{stream_enabled, Vaes512Counters, STREAM_FROM_BYTES};
+use parcrypt_ciphers::aes::{streams_output, Vaes512Counters};
 
 use crate::ghash::x86_vpclmul::{
     add, byte_reverse_lanes, load_powers, product, reduce, with_halves_sum, Power, Products,
@@ -114,10 +114,8 @@ pub(super) unsafe fn process<const ROUNDS: usize, const DECRYPT: bool>(
     // (A text of STREAM_FROM_BYTES whose output the caller had to align reaches here one
     // batch short: the blocks before the boundary and the partial batch at the end are not
     // the kernel's. It streams too, so that a job split into items of that length does.)
-    let stream = text.input() != text.output().cast_const()
-        && text.len() + BATCH_BYTES >= STREAM_FROM_BYTES
-        && (text.output() as usize).is_multiple_of(64)
-        && stream_enabled();
+    let stream = streams_output(text.input(), text.output(), text.len() + BATCH_BYTES)
+        && (text.output() as usize).is_multiple_of(64);
     // SAFETY: the caller's guarantees; the streaming instance's output is 64-byte aligned.
     unsafe {
         if stream {
@@ -158,7 +156,6 @@ unsafe fn process_batches<const ROUNDS: usize, const DECRYPT: bool, const STREAM
     let batches = text.batches(BATCH_BYTES);
     let apart = text.input() != text.output().cast_const();
     let prefetch = text.len() >= PREFETCH_FROM_BYTES;
-    let stream = STREAM;
     let mut ring = core::mem::MaybeUninit::<Ring>::uninit();
     let ring: *mut u8 = ring.as_mut_ptr().cast();
     // Everything is read at `input` and written at `output`, at offsets below `text.len()`:
@@ -189,7 +186,7 @@ unsafe fn process_batches<const ROUNDS: usize, const DECRYPT: bool, const STREAM
                     if apart {
                         let ahead = PREFETCH_APART_BYTES + 64 * vector;
                         _mm_prefetch::<_MM_HINT_T0>(source.wrapping_add(ahead).cast());
-                        if !stream {
+                        if !STREAM {
                             // (Streaming stores need no line of the output in the cache.)
                             _mm_prefetch::<_MM_HINT_T0>(
                                 target.wrapping_add(ahead).cast_const().cast(),
@@ -255,7 +252,7 @@ unsafe fn process_batches<const ROUNDS: usize, const DECRYPT: bool, const STREAM
                     // takes the data XOR off the end of the chain.
                     let result =
                         _mm512_aesenclast_epi128(*block, _mm512_xor_si512(keys[ROUNDS], data));
-                    if stream {
+                    if STREAM {
                         // `target` is 64-byte aligned (the output is, and batches are whole
                         // multiples of 64 bytes); the ring slot of this batch is one of
                         // `Ring`'s 64-byte aligned batches.
@@ -289,7 +286,7 @@ unsafe fn process_batches<const ROUNDS: usize, const DECRYPT: bool, const STREAM
             // SAFETY: `ENCRYPT_HASH_LAG <= index < batches`: that output batch lies within
             // the text and was written by an earlier batch (streaming, its ring slot, which
             // this batch does not overwrite: it writes slot `index`, not `index - LAG`).
-            unsafe { encrypted(stream, ring, output, index - ENCRYPT_HASH_LAG) }
+            unsafe { encrypted(STREAM, ring, output, index - ENCRYPT_HASH_LAG) }
         };
         batch!(index, hashed, true);
     }
@@ -299,7 +296,7 @@ unsafe fn process_batches<const ROUNDS: usize, const DECRYPT: bool, const STREAM
         for index in batches.saturating_sub(ENCRYPT_HASH_LAG)..batches {
             // SAFETY: `index < batches`: the output batch lies within the text, and it was
             // the last or the one before, so its ring slot still holds it.
-            let last = unsafe { encrypted(stream, ring, output, index) };
+            let last = unsafe { encrypted(STREAM, ring, output, index) };
             // SAFETY: `last` is a whole batch within the text.
             let first = unsafe { load_reversed(last, 0) };
             let first = _mm512_xor_si512(first, _mm512_zextsi128_si512(accumulator));
@@ -312,7 +309,7 @@ unsafe fn process_batches<const ROUNDS: usize, const DECRYPT: bool, const STREAM
         }
     }
 
-    if stream {
+    if STREAM {
         // Streaming stores are weakly ordered: make them visible before the caller (or
         // another thread it hands the output to) goes on.
         _mm_sfence();

@@ -21,7 +21,7 @@ use parcrypt::engine::{cuda_device, Direction, KeyedCipher};
 use parcrypt::gpu::{CudaDevice, DeviceAllocation, ForeignDeviceMemory};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView};
 
 use crate::buffers::device_name;
 use crate::errors::{self, Error};
@@ -55,12 +55,13 @@ fn unsupported_because(device: &str, id: i64, opening: Option<String>) -> PyErr 
 /// `Some(device ordinal)` when `object` is a DLPack array in CUDA device (or managed)
 /// memory, which [`run`] encrypts; `None` for anything else.
 pub fn cuda_array(object: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
-    // Objects with the buffer protocol (bytes, bytearray, memoryview, mmap, numpy arrays)
-    // are host memory: CUDA arrays (CuPy, PyTorch) do not export it. Checking the type's
-    // slot raises nothing, where probing bytes for `__dlpack_device__` would have Python
-    // format an AttributeError on every call. Only the others are asked for a device.
-    // SAFETY: `object` is a live reference held through the GIL; the check reads its type.
-    if unsafe { pyo3::ffi::PyObject_CheckBuffer(object.as_ptr()) } != 0
+    // bytes, bytearray and memoryview are host memory, known without asking: probing them
+    // for `__dlpack_device__` would have Python format an AttributeError on every call.
+    // Every other object with `__dlpack_device__` is asked, buffer protocol or not: a CuPy
+    // array has the buffer protocol's slot too (seen on CuPy 14; it refuses when used).
+    if object.is_instance_of::<PyBytes>()
+        || object.is_instance_of::<PyByteArray>()
+        || object.is_instance_of::<PyMemoryView>()
         || !object.hasattr(pyo3::intern!(object.py(), "__dlpack_device__"))?
     {
         return Ok(None);

@@ -197,7 +197,7 @@ fn ghash_over_device_memory_matches_the_cpu() {
             let foreign = Foreign::new(device, &data, front);
             let partials = device
                 .ghash_foreign(&hash_key, &foreign.memory(device), 4096)
-                .unwrap();
+                .unwrap_or_else(|error| panic!("GHASH of {size} bytes at +{front}: {error}"));
             assert_eq!(partials.len(), size.div_ceil(4096), "{size} +{front}");
             assert_eq!(partials.iter().map(|(_, bytes)| bytes).sum::<usize>(), size);
             let joined = partials.iter().fold(0u128, |state, &(partial, bytes)| {

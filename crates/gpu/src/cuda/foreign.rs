@@ -269,17 +269,7 @@ impl GpuHost<Cuda> {
         self.check_foreign(data)?;
         self.wait_for_producers(&[data])?;
         let stream = &self.adapter.streams[0];
-        // Whole segments read in place when the data starts on a 16-byte boundary; the rest
-        // (a final partial block's segment, or everything when misaligned) from a zeroed,
-        // aligned copy, so that the kernel loads whole aligned blocks.
-        let direct_segments = if !data.address().is_multiple_of(16) {
-            0
-        } else if !length.is_multiple_of(16) {
-            segments - 1
-        } else {
-            segments
-        };
-        let direct_bytes = direct_segments * segment_bytes;
+        let (direct_bytes, direct_segments) = direct_part(data.address(), length, segment_bytes);
         let staged_bytes = length - direct_bytes;
         let partials = stream
             .alloc_zeros::<u8>(16 * segments)
@@ -537,5 +527,46 @@ impl GpuHost<Cuda> {
             ordered.and(destroyed)?;
         }
         Ok(())
+    }
+}
+
+/// The part of `length` bytes at device address `address` that GHASH reads in place, as
+/// (bytes, segments of `segment_bytes`): everything when the data starts on a 16-byte
+/// boundary and ends on one (its last segment may be short); all but the segment of a final
+/// partial block when only the start is aligned; nothing when the start is misaligned. The
+/// rest is hashed from a zeroed, aligned copy, so that the kernel loads whole aligned blocks.
+fn direct_part(address: u64, length: usize, segment_bytes: usize) -> (usize, usize) {
+    let bytes = if !address.is_multiple_of(16) {
+        0
+    } else if length.is_multiple_of(16) {
+        length
+    } else {
+        length / segment_bytes * segment_bytes
+    };
+    (bytes, ghash::segment_count(bytes, segment_bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::direct_part;
+
+    #[test]
+    fn the_direct_part_never_passes_the_data() {
+        // Whole blocks: all of it in place, a short last segment included.
+        assert_eq!(direct_part(0x1000, 16, 4096), (16, 1));
+        assert_eq!(direct_part(0x1000, 3 * 4096 + 16, 4096), (3 * 4096 + 16, 4));
+        assert_eq!(direct_part(0x1000, 2 * 4096, 4096), (2 * 4096, 2));
+        // A final partial block: its segment is staged.
+        assert_eq!(direct_part(0x1000, 1, 4096), (0, 0));
+        assert_eq!(direct_part(0x1000, 4096 + 5, 4096), (4096, 1));
+        assert_eq!(direct_part(0x1000, (1 << 20) + 3, 4096), (1 << 20, 256));
+        // A misaligned start: everything staged.
+        assert_eq!(direct_part(0x1005, 2 * 4096, 4096), (0, 0));
+        for length in 0..3 * 4096 + 40 {
+            for address in [0x1000u64, 0x1008] {
+                let (bytes, _) = direct_part(address, length, 4096);
+                assert!(bytes <= length, "{length} at {address:#x}");
+            }
+        }
     }
 }

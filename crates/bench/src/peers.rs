@@ -931,6 +931,21 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
          figures' run times overlap).",
         summary::NOISE_MARK
     ));
+    // Which library and version each row measured (a JDK's javax.crypto, say, differs by
+    // version by two orders of magnitude at 1 MiB on one machine).
+    let libraries: Vec<String> = names
+        .iter()
+        .filter_map(|name| {
+            let record = records
+                .iter()
+                .rev()
+                .find(|record| &record.backend == name)?;
+            Some(format!("{name}: {}", record.variant.as_deref()?))
+        })
+        .collect();
+    if !libraries.is_empty() {
+        table.note(format!("measured: {}.", libraries.join("; ")));
+    }
     table
 }
 
@@ -959,6 +974,31 @@ mod tests {
         );
         assert!((record.min_s - 0.1 / 2000.0).abs() < 1e-15);
         assert_eq!(record.variant.as_deref(), Some("OpenSSL 3.0"));
+    }
+
+    #[test]
+    fn the_table_names_each_rows_library() {
+        let line = |peer: &str, library: &str, seconds: &str| {
+            format!(
+                "{{\"peer\":\"{peer}\",\"library\":\"{library}\",\"cipher\":\"aes-128-gcm\",\
+                 \"direction\":\"encrypt\",\"bytes\":1048576,\"threads\":1,\"messages\":8,\
+                 \"seconds\":[{seconds}]}}"
+            )
+        };
+        let records: Vec<BenchRecord> = [
+            line("evp", "OpenSSL 3.0.22", "0.01"),
+            line("java", "Java 17.0.15 javax.crypto", "0.08"),
+        ]
+        .iter()
+        .map(|text| PeerRun::parse(text).expect("parses").record())
+        .collect();
+        let chosen: Vec<&BenchRecord> = records.iter().collect();
+        let table = peer_table("aes-128-gcm", "encrypt", &chosen);
+        assert_eq!(
+            table.notes.last().map(String::as_str),
+            Some("measured: evp: OpenSSL 3.0.22; java: Java 17.0.15 javax.crypto.")
+        );
+        assert_eq!(table.rows.len(), 3, "two peers and the ratio row");
     }
 
     #[test]

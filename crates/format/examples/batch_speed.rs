@@ -1,7 +1,8 @@
 //! Where a file's batch spends its time on a backend: `seal_batch` and `open_batch` of the
 //! backend's batcher (what the file pipeline calls for each batch) on batches of 16 KiB
 //! chunks in file layout, beside the host-only steps of the GPU batcher at the same size
-//! (gathering the chunk texts into one buffer and wiping it, deriving the chunks' nonces).
+//! (gathering the chunk texts into one buffer: a new one, wiped after, as the batcher did
+//! until 2026-11-26, or the batcher's reused one; deriving the chunks' nonces).
 //! Wall clock, median of the repeats after one warm-up, GB/s of plaintext.
 //!
 //! `cargo run --release -p parcrypt-format --example batch_speed -- [BACKEND] [CHUNKS,..]
@@ -86,14 +87,25 @@ fn run() -> Result<(), Box<dyn Error>> {
                 Ok(())
             })?,
         );
+        let gather = |texts: &mut Vec<u8>| {
+            texts.clear();
+            for chunk in batch.chunks(SEALED_CHUNK_BYTES) {
+                texts.extend_from_slice(&chunk[..CHUNK_BYTES]);
+            }
+            std::hint::black_box(&texts);
+        };
         report(
-            "gather texts, then wipe them",
+            "gather texts into a new buffer, wipe",
             median_of(repeats, || {
-                let mut texts = Zeroizing::new(Vec::with_capacity(batch.len()));
-                for chunk in batch.chunks(SEALED_CHUNK_BYTES) {
-                    texts.extend_from_slice(&chunk[..CHUNK_BYTES]);
-                }
-                std::hint::black_box(&texts);
+                gather(&mut Zeroizing::new(Vec::with_capacity(batch.len())));
+                Ok(())
+            })?,
+        );
+        let mut reused = Vec::new();
+        report(
+            "gather texts into a reused buffer",
+            median_of(repeats, || {
+                gather(&mut reused);
                 Ok(())
             })?,
         );

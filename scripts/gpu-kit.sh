@@ -10,8 +10,10 @@ rm -rf "$kit"
 mkdir -p "$kit/tests"
 
 cargo build --release --bin parcrypt
-cargo build --release -p parcrypt-gpu --example cuda_speed
-cp target/release/parcrypt target/release/examples/cuda_speed "$kit/"
+cargo build --release -p parcrypt-gpu --example cuda_speed --example chunk_calls
+cargo build --release -p parcrypt-format --example batch_speed
+cp target/release/parcrypt target/release/examples/cuda_speed target/release/examples/chunk_calls \
+    target/release/examples/batch_speed "$kit/"
 
 # Test executables: CUDA against the CPU, the engine with every backend (CUDA included when
 # present), the official vectors and the differential suite through every engine.
@@ -45,7 +47,7 @@ if PARCRYPT_PYTHON_BUILD_ONLY=1 bash scripts/python-test.sh; then
 else
     echo "gpu-kit: the Python wheel did not build; the kit has no python/ stage" >&2
 fi
-strip "$kit"/parcrypt "$kit"/cuda_speed "$kit"/tests/*
+strip "$kit"/parcrypt "$kit"/cuda_speed "$kit"/chunk_calls "$kit"/batch_speed "$kit"/tests/*
 # The tests find their data files through the path they were built at.
 pwd > "$kit/built-at"
 du -sh "$kit"

@@ -22,8 +22,9 @@
 #   sanitize  compute-sanitizer memcheck over one small job per kernel, racecheck over
 #             segmented CTR and GHASH
 #   python    the Python wheel on this machine's Python: pytest, CuPy/PyTorch arrays (DLPack)
-#   files     one 4 GiB file in /dev/shm through `parcrypt encrypt|decrypt --stats` on cuda
-#             and pool (only that file is stored: round trips go through pipes)
+#   files     the file batches' device calls and host steps timed (chunk_calls, batch_speed),
+#             then one 4 GiB file in /dev/shm through `parcrypt encrypt|decrypt --stats` on
+#             cuda and pool (only that file is stored: round trips go through pipes)
 #   tune      `parcrypt tune --backend cuda` (add --full through TUNE_ARGS)
 #   bench     the benchmark lab with the CUDA backend (docs/results/h200 is made from it)
 # Default: speed tests ncu sanitize (the first device call, at most 150 + 220 + 90 + 100 s);
@@ -211,6 +212,11 @@ stage_files() {
         echo "/dev/shm has ${available:-0} bytes free; the files stage needs 4 GiB and a margin"
         return 1
     fi
+    # Where a file batch's time goes: the device calls of the GPU batcher one by one, then
+    # its seal and open per batch beside its host-only steps.
+    echo "=== chunk_calls cuda; batch_speed cuda"
+    "$kit/chunk_calls" cuda 4,64 5 || failed=1
+    "$kit/batch_speed" cuda 256,4096 5 || failed=1
     trap 'rm -f "$file"' RETURN
     if ! head -c "$size" /dev/urandom >"$file"; then
         echo "could not write the 4 GiB test file in /dev/shm"

@@ -104,6 +104,17 @@ pub(crate) fn with_halves_sum(value: __m512i) -> Power {
     }
 }
 
+/// `sum + first + second`, one three-way XOR per part.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) fn add2(sum: Products, first: Products, second: Products) -> Products {
+    Products {
+        low: _mm512_ternarylogic_epi64::<0x96>(sum.low, first.low, second.low),
+        middle: _mm512_ternarylogic_epi64::<0x96>(sum.middle, first.middle, second.middle),
+        high: _mm512_ternarylogic_epi64::<0x96>(sum.high, first.high, second.high),
+    }
+}
+
 /// Karatsuba: three carry-less multiplications per block instead of four. `middle` holds
 /// (left_low + left_high)(right_low + right_high) only; `reduce` removes `low + high` from
 /// it once per sum rather than per product.

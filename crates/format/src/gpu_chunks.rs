@@ -152,7 +152,12 @@ fn device_error(error: GpuError) -> FormatError {
 
 /// The texts of a batch's chunks, back to back (tags left out), into `texts` (replacing
 /// what it held): the layout in which one GHASH call gives each chunk its own segments.
-fn gather_texts(batch: &[u8], texts: &mut Vec<u8>) {
+fn gather_texts(batch: &[u8], texts: &mut Zeroizing<Vec<u8>>) {
+    if texts.capacity() < batch.len() {
+        // Growing the vector would free its old buffer unwiped: replace it (the old one is
+        // wiped as it drops).
+        *texts = Zeroizing::new(Vec::with_capacity(batch.len()));
+    }
     texts.clear();
     for chunk in batch.chunks(SEALED_CHUNK_BYTES) {
         texts.extend_from_slice(&chunk[..chunk.len() - TAG_BYTES]);
@@ -388,9 +393,9 @@ mod tests {
                         chunk[..piece.len()].copy_from_slice(piece);
                     }
                     let texts_only = |bytes: &[u8]| {
-                        let mut texts = Vec::new();
+                        let mut texts = Zeroizing::new(Vec::new());
                         gather_texts(bytes, &mut texts);
-                        texts
+                        texts.to_vec()
                     };
                     assert_eq!(texts_only(&opened), plaintext, "{context}: opened text");
                     assert_eq!(texts_only(&reopened), plaintext);

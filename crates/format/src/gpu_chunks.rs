@@ -13,7 +13,7 @@
 
 use parcrypt_ciphers::{new_cipher, BlockCipher, Implementation};
 use parcrypt_engine::Engine;
-use parcrypt_gpu::ghash::join_partials;
+use parcrypt_gpu::ghash::join_partials_by;
 use parcrypt_gpu::{GpuDevice, GpuError, GpuOperation, KeyMaterial};
 use parcrypt_modes::ctr::CounterRule;
 use parcrypt_modes::gcm::{nonce_text_counter, GcmAccumulator, GcmKey, GcmMessage};
@@ -205,6 +205,8 @@ impl GpuChunks<'_> {
             .ghash_segments(key.gcm_key.hash_subkey(), texts, HASH_SEGMENT_BYTES)
             .map_err(device_error)?;
         let per_chunk = CHUNK_BYTES / HASH_SEGMENT_BYTES;
+        // H to the power of a quarter's blocks, made once for the batch's chunks.
+        let quarter = key.gcm_key.ghash().power((HASH_SEGMENT_BYTES / 16) as u64);
         for position in 0..count {
             let start = (position * CHUNK_BYTES).min(texts.len());
             let text_bytes = (texts.len() - start).min(CHUNK_BYTES);
@@ -215,8 +217,9 @@ impl GpuChunks<'_> {
                 .ok_or_else(|| {
                     FormatError::Backend("the device returned too few GHASH sums".to_string())
                 })?;
-            let partial = join_partials(
+            let partial = join_partials_by(
                 key.gcm_key.ghash(),
+                &quarter,
                 segments,
                 HASH_SEGMENT_BYTES,
                 text_bytes,

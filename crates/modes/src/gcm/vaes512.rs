@@ -31,14 +31,16 @@
 //! The 512-bit `vpclmulqdq` shares the execution ports of `vaesenc` there, so GHASH adds to
 //! the AES time rather than hiding under it.
 //!
-//! On Zen 5 (the 2-core VM, measured with a probe outside the project) it does not: a 512-bit
-//! `vaesenc` issues twice a cycle (0.121 ns), `vpclmulqdq` once every two cycles (0.485 ns),
-//! and 10 of the one with 3 of the other on independent registers take the multiplies' time
-//! alone. A batch's 26 multiplies thus need about 12.6 ns and its 80 AES rounds 9.7; the loop
-//! took about 17.5 ns (29 GB/s for AES-128, 1 MiB in cache) with one vector's products a
-//! round, and takes about 16.3 (31.4 GB/s) with two a round added by three-way XORs. Not the
-//! cause: the reduction's dependency from one batch to the next (taking it out, output
-//! wrong, gained 2 %).
+//! On Zen 5 (the 2-core VM) a 512-bit `vaesenc` issues twice a cycle (0.121 ns) and
+//! `vpclmulqdq` once every two cycles (0.485 ns); they overlap only in part (32 of the one
+//! take 3.84 ns, with 8 of the other beside them 4.77, in a probe outside the project). The
+//! example `gcm512_bound` times the same work as a batch written plainly: AES alone about
+//! 10 ns per 512 bytes, GHASH alone 12.5, both with a batch's 11 round keys and 8 power
+//! vectors 16.4 (31 GB/s), both with one register standing for every key and power 15 (34
+//! GB/s). This loop takes about 16.5 ns (31 GB/s for AES-128, in L1): the rate of the plain
+//! loop. It took 17.5 with one vector's products a round, before the pairs added by
+//! three-way XORs. Not the cause: the reduction's dependency from one batch to the next
+//! (taking it out, output wrong, gained 2 %).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

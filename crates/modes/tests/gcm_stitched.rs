@@ -473,31 +473,44 @@ fn long_path_seal(cipher: &dyn BlockCipher, iv: &[u8], aad: &[u8], data: &mut [u
     gcm.tag(&message, &accumulator)
 }
 
-/// Whole messages up to and past `SHORT_TEXT_BYTES` (the short path's one cipher call and one
-/// GHASH call) agree with the long path for AES and RC6, with AAD of every shape and IVs of
+/// Whole messages up to and past `SHORT_TEXT_BYTES` (the short paths: the AES-NI kernel of
+/// `gcm/short.rs`, and one cipher call and one GHASH call otherwise) agree with the long path
+/// for AES-128/192/256 and RC6, with AAD of every shape and IVs of
 /// 96 bits and other lengths, and with the `aes-gcm` crate for AES; `open` takes them back,
 /// and refuses a changed tag, ciphertext or AAD with the data left as it was.
 #[test]
 fn short_messages_agree_with_the_long_path_and_refuse_forgeries() {
     use parcrypt_modes::gcm::SHORT_TEXT_BYTES;
     let mut rng = StdRng::seed_from_u64(0x5407);
-    for algorithm in [Algorithm::Aes128, Algorithm::Aes256, Algorithm::Rc6_128] {
-        let key_length = if algorithm == Algorithm::Aes256 {
-            32
-        } else {
-            16
+    // AES takes the AES-NI short kernel under any stitched kernel and the generic short path
+    // under the two-pass one; RC6 always the generic one.
+    let cases = [
+        (Algorithm::Aes128, GcmKernel::fastest()),
+        (Algorithm::Aes192, GcmKernel::fastest()),
+        (Algorithm::Aes256, GcmKernel::fastest()),
+        (Algorithm::Aes128, GcmKernel::TwoPass),
+        (Algorithm::Aes256, GcmKernel::TwoPass),
+        (Algorithm::Rc6_128, GcmKernel::fastest()),
+    ];
+    for (algorithm, kernel) in cases {
+        let key_length = match algorithm {
+            Algorithm::Aes192 => 24,
+            Algorithm::Aes256 => 32,
+            _ => 16,
         };
         let key = random_bytes(&mut rng, key_length);
         let cipher = new_cipher(algorithm, Implementation::Fast, &key).expect("valid key");
         let cipher = cipher.as_ref();
-        let gcm = GcmKey::new(cipher).expect("128-bit cipher");
+        let mut gcm = GcmKey::new(cipher).expect("128-bit cipher");
+        gcm.set_kernel(kernel);
         for length in 0..=SHORT_TEXT_BYTES + 17 {
             for (aad_length, iv_length) in [(0, 12), (1, 12), (16, 12), (length % 41, 12), (5, 8)] {
                 let iv = random_bytes(&mut rng, iv_length);
                 let aad = random_bytes(&mut rng, aad_length);
                 let plaintext = random_bytes(&mut rng, length);
-                let context =
-                    format!("{algorithm}, {length} bytes, AAD {aad_length}, IV {iv_length}");
+                let context = format!(
+                    "{algorithm} ({kernel}), {length} bytes, AAD {aad_length}, IV {iv_length}"
+                );
 
                 let mut ours = plaintext.clone();
                 let tag = gcm
@@ -507,7 +520,7 @@ fn short_messages_agree_with_the_long_path_and_refuse_forgeries() {
                 let long_tag = long_path_seal(cipher, &iv, &aad, &mut long);
                 assert!(ours == long, "{context}: ciphertext");
                 assert_eq!(tag, long_tag, "{context}: tag");
-                if algorithm != Algorithm::Rc6_128 && iv_length == 12 {
+                if matches!(algorithm, Algorithm::Aes128 | Algorithm::Aes256) && iv_length == 12 {
                     let nonce: [u8; 12] = iv.as_slice().try_into().expect("12 bytes");
                     let mut theirs = plaintext.clone();
                     let their_tag = aes_gcm_crate_seal(&key, &nonce, &aad, &mut theirs);

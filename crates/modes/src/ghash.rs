@@ -266,6 +266,13 @@ impl GhashKey {
             "GHASH input of {} bytes is not whole blocks",
             blocks.len()
         );
+        if let Ok(block) = <&[u8; 16]>::try_from(blocks) {
+            // One block (GCM's length block, a short AAD): one multiplication by H, without
+            // the set-up of the wide paths.
+            let prepared_h = self.powers.get()[POWERS - 1];
+            *state = self.mul_prepared(*state ^ u128::from_be_bytes(*block), prepared_h);
+            return;
+        }
         match self.implementation {
             #[cfg(target_arch = "x86_64")]
             Implementation::Vpclmul => {

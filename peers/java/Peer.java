@@ -18,6 +18,9 @@ import javax.crypto.spec.IvParameterSpec;
 import javax.crypto.spec.SecretKeySpec;
 
 public final class Peer {
+    /** Kept reachable so that the collector does not reclaim (and close up) the room. */
+    static byte[][] keptSpacers;
+
     static final int TAG = 16;
     static boolean gcm;
     static boolean encrypt;
@@ -123,7 +126,7 @@ public final class Peer {
         byte[] fixedIv = new byte[gcm ? 12 : 16];
         Arrays.fill(fixedIv, (byte) 0x5a);
         int n = threads;
-        byte[][] ins = new byte[n][], outs = new byte[n][];
+        byte[][] ins = new byte[n][], outs = new byte[n][], spacers = new byte[n][];
         Cipher[] ciphers = new Cipher[n];
         for (int t = 0; t < n; t++) {
             byte[] plain = new byte[size];
@@ -137,7 +140,11 @@ public final class Peer {
             }
             outs[t] = new byte[size + tag];
             Arrays.fill(outs[t], (byte) 0x11);
+            // 4 KiB of room after each thread's buffers, as every harness leaves: arrays
+            // allocated one after another could share a cache line or prefetched pair.
+            spacers[t] = new byte[4096];
         }
+        keptSpacers = spacers;
         // Encryption may not repeat an IV: runs go on numbering messages where the last stopped.
         long[] next = new long[n];
 

@@ -618,6 +618,20 @@ pub fn parcrypt_message(
     Ok(())
 }
 
+/// Bytes of unused room after each thread's buffer in every harness: allocated one after
+/// another, one thread's output could otherwise end in the cache line (or the 128-byte pair
+/// the L2 prefetcher fetches together) where the next thread's buffer starts, and whether it
+/// did depended on the process (parcrypt's two-thread 1 KiB GCM encryption measured 7.8-8.9
+/// GB/s adjacent, 14.8-16.0 spaced, on the Zen 5 VM). `peers/` uses the same 4 KiB.
+pub const BUFFER_SPACING: usize = 4096;
+
+/// `bytes` moved into an allocation with [`BUFFER_SPACING`] bytes of room after it.
+fn spaced(bytes: Vec<u8>) -> Vec<u8> {
+    let mut spaced = Vec::with_capacity(bytes.len() + BUFFER_SPACING);
+    spaced.extend_from_slice(&bytes);
+    spaced
+}
+
 /// parcrypt measured by the peers' protocol, in this process: the same key, buffers, IVs,
 /// warm-up, messages per run and threads (each thread with a `seq` engine of its own, so
 /// that each message runs on its thread as a peer's does).
@@ -660,9 +674,9 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<PeerRun, BenchError> {
         // buffer in place, whatever it holds). Copying in each run's first message, as this
         // did before, cost a whole extra pass at large sizes: at 256 MiB on the Zen 5 VM,
         // AES-128-GCM encryption read 20.2-21.0 GB/s with it and 21.8-25.7 without.
-        let mut output = vec![0x11u8; query.bytes + tag];
+        let mut output = spaced(vec![0x11u8; query.bytes + tag]);
         output[..input.len()].copy_from_slice(&input);
-        buffers.push((input, output));
+        buffers.push((spaced(input), output));
     }
     let run = |buffers: &mut Vec<(Vec<u8>, Vec<u8>)>, count: u64| -> Result<f64, BenchError> {
         let barrier = Barrier::new(threads + 1);

@@ -301,7 +301,9 @@ fn main() {
                 }
                 input = sealed;
             }
-            (input, vec![0x11u8; bytes + tag])
+            // 4 KiB of room after each buffer (as every harness leaves): adjacent threads'
+            // buffers could share a cache line or prefetched pair otherwise.
+            (spaced(input), spaced(vec![0x11u8; bytes + tag]))
         })
         .collect();
 
@@ -361,4 +363,11 @@ fn main() {
         "{{\"peer\":\"{name}\",\"library\":\"{version}\",\"cipher\":\"{}\",\"direction\":\"{}\",\"bytes\":{bytes},\"threads\":{threads},\"messages\":{count},\"seconds\":[{}]}}",
         args[1], args[2], seconds.join(",")
     );
+}
+
+/// `bytes` moved into an allocation with 4 KiB of unused room after it.
+fn spaced(bytes: Vec<u8>) -> Vec<u8> {
+    let mut spaced = Vec::with_capacity(bytes.len() + 4096);
+    spaced.extend_from_slice(&bytes);
+    spaced
 }

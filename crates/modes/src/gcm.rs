@@ -33,6 +33,7 @@ use parcrypt_ciphers::BlockCipher;
 use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, Zeroizing};
 
+use crate::cbc::xor_in_place;
 use crate::ctr::{self, Counter, CounterRule};
 use crate::ghash::GhashKey;
 use crate::Direction;
@@ -566,24 +567,21 @@ impl GcmKey {
         nonce: &'a [u8; NONCE_BYTES],
         aad: &[u8],
     ) -> Option<short::Short<'a>> {
-        if self.kernel == GcmKernel::TwoPass || !short::is_available() {
+        if self.kernel == GcmKernel::TwoPass {
             return None;
         }
         let round_keys = cipher.aes_round_keys()?;
-        if ![11, 13, 15].contains(&round_keys.len()) {
-            return None;
-        }
         let mut aad_state = 0u128;
         if !aad.is_empty() {
             hash_padded(&self.ghash, &mut aad_state, aad);
         }
-        Some(short::Short {
+        short::Short::new(
             round_keys,
-            powers: self.ghash.powers(),
+            self.ghash.powers(),
             nonce,
             aad_state,
-            aad_bytes: aad.len() as u64,
-        })
+            aad.len() as u64,
+        )
     }
 
     /// The tag of a short message (see [`SHORT_TEXT_BYTES`]): `stream` starts with E_K(J0);
@@ -610,14 +608,7 @@ impl GcmKey {
         accumulator: &GcmAccumulator,
         received: &[u8],
     ) -> Result<(), GcmError> {
-        let mut expected = self.tag(message, accumulator);
-        let equal: bool = expected.as_slice().ct_eq(received).into();
-        expected.zeroize();
-        if equal {
-            Ok(())
-        } else {
-            Err(GcmError::TagMismatch)
-        }
+        check_tag(self.tag(message, accumulator), received)
     }
 
     /// Encrypts a whole message in place on the calling thread and returns its tag.
@@ -634,19 +625,10 @@ impl GcmKey {
         ) {
             #[cfg(target_arch = "x86_64")]
             if let Some(message) = self.short_kernel(cipher, nonce, aad) {
-                let rounds = message.round_keys.len() - 1;
-                // SAFETY: `short_kernel` checked the CPU's features and that the round keys
-                // are AES's (11, 13 or 15 of them, matching ROUNDS).
-                return Ok(unsafe {
-                    match rounds {
-                        10 => short::seal::<10>(&message, data),
-                        12 => short::seal::<12>(&message, data),
-                        _ => short::seal::<14>(&message, data),
-                    }
-                });
+                return Ok(message.seal(data));
             }
             let stream = short_stream(cipher, nonce, data.len());
-            xor_into(data, stream.text_stream());
+            xor_in_place(data, &stream.text_stream()[..data.len()]);
             return Ok(self.short_tag(&stream, aad, data));
         }
         let message = self.message(cipher, iv)?;
@@ -677,28 +659,15 @@ impl GcmKey {
                 let Ok(received) = <&[u8; TAG_BYTES]>::try_from(tag) else {
                     return Err(GcmError::TagMismatch);
                 };
-                // SAFETY: as in `seal`.
-                let matched = unsafe {
-                    match message.round_keys.len() - 1 {
-                        10 => short::open::<10>(&message, data, received),
-                        12 => short::open::<12>(&message, data, received),
-                        _ => short::open::<14>(&message, data, received),
-                    }
-                };
-                return if matched {
+                return if message.open(data, received) {
                     Ok(())
                 } else {
                     Err(GcmError::TagMismatch)
                 };
             }
             let stream = short_stream(cipher, nonce, data.len());
-            let mut expected = self.short_tag(&stream, aad, data);
-            let equal: bool = expected.as_slice().ct_eq(tag).into();
-            expected.zeroize();
-            if !equal {
-                return Err(GcmError::TagMismatch);
-            }
-            xor_into(data, stream.text_stream());
+            check_tag(self.short_tag(&stream, aad, data), tag)?;
+            xor_in_place(data, &stream.text_stream()[..data.len()]);
             return Ok(());
         }
         let message = self.message(cipher, iv)?;
@@ -748,6 +717,17 @@ pub fn nonce_text_counter(nonce: &[u8; NONCE_BYTES]) -> Counter {
     Counter::new(&nonce_pre_counter(nonce), CounterRule::Low32).advanced(1)
 }
 
+/// Compares `expected` with `received` in constant time, then wipes `expected`.
+fn check_tag(mut expected: [u8; TAG_BYTES], received: &[u8]) -> Result<(), GcmError> {
+    let equal: bool = expected.as_slice().ct_eq(received).into();
+    expected.zeroize();
+    if equal {
+        Ok(())
+    } else {
+        Err(GcmError::TagMismatch)
+    }
+}
+
 /// GCM's last GHASH block: the AAD and text lengths in bits.
 fn length_block(aad_bytes: u64, text_bytes: u64) -> [u8; 16] {
     let mut block = [0u8; 16];
@@ -784,13 +764,6 @@ fn short_stream(cipher: &dyn BlockCipher, nonce: &[u8; NONCE_BYTES], length: usi
     }
     cipher.encrypt_blocks(used);
     stream
-}
-
-/// XORs the first `data.len()` bytes of `stream` into `data`.
-fn xor_into(data: &mut [u8], stream: &[u8]) {
-    for (byte, key) in data.iter_mut().zip(stream) {
-        *byte ^= key;
-    }
 }
 
 /// J0 for a 96-bit nonce: nonce || 0^31 || 1.

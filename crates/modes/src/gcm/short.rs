@@ -31,21 +31,64 @@ const MAX_ROUND_KEYS: usize = 15;
 // Eight xmm chains of AES; the text blocks and the length block fit the table of powers.
 const _: () = assert!(COUNTER_BLOCKS == 8 && TEXT_BLOCKS < POWERS);
 
-/// Whether this CPU has every feature the calls enable.
-pub(super) fn is_available() -> bool {
-    super::aesni::is_available()
+/// What a short message is made of besides its text. Made only by [`Short::new`], on a CPU
+/// with every feature the calls enable and with AES's round keys, so its `seal` and `open`
+/// are safe.
+pub(super) struct Short<'a> {
+    /// The FIPS-197 encryption round keys (11, 13 or 15 of them).
+    round_keys: &'a [[u8; 16]],
+    /// The table of `GhashKey::powers`.
+    powers: &'a [u128; POWERS],
+    nonce: &'a [u8; NONCE_BYTES],
+    /// GHASH of the zero-padded AAD from a zero state (zero when there is none).
+    aad_state: u128,
+    aad_bytes: u64,
 }
 
-/// What a short message is made of besides its text.
-pub(super) struct Short<'a> {
-    /// The FIPS-197 encryption round keys (`ROUNDS + 1` of them).
-    pub(super) round_keys: &'a [[u8; 16]],
-    /// The table of `GhashKey::powers`.
-    pub(super) powers: &'a [u128; POWERS],
-    pub(super) nonce: &'a [u8; NONCE_BYTES],
-    /// GHASH of the zero-padded AAD from a zero state (zero when there is none).
-    pub(super) aad_state: u128,
-    pub(super) aad_bytes: u64,
+impl<'a> Short<'a> {
+    /// The message, or `None` where this CPU lacks AES-NI, PCLMULQDQ, SSSE3 or SSE4.1 or the
+    /// round keys are not AES's.
+    pub(super) fn new(
+        round_keys: &'a [[u8; 16]],
+        powers: &'a [u128; POWERS],
+        nonce: &'a [u8; NONCE_BYTES],
+        aad_state: u128,
+        aad_bytes: u64,
+    ) -> Option<Self> {
+        let aes = matches!(round_keys.len(), 11 | 13 | 15);
+        (aes && super::aesni::is_available()).then_some(Short {
+            round_keys,
+            powers,
+            nonce,
+            aad_state,
+            aad_bytes,
+        })
+    }
+
+    /// Encrypts `data` (at most [`SHORT_TEXT_BYTES`]) in place and returns the tag.
+    pub(super) fn seal(&self, data: &mut [u8]) -> [u8; 16] {
+        // SAFETY: `new` checked the CPU's features; the round keys' count picks ROUNDS.
+        unsafe {
+            match self.round_keys.len() {
+                11 => seal::<10>(self, data),
+                13 => seal::<12>(self, data),
+                _ => seal::<14>(self, data),
+            }
+        }
+    }
+
+    /// Checks `received` and only if it matches decrypts `data` (see [`open`]); returns
+    /// whether it matched.
+    pub(super) fn open(&self, data: &mut [u8], received: &[u8; 16]) -> bool {
+        // SAFETY: as in `seal`.
+        unsafe {
+            match self.round_keys.len() {
+                11 => open::<10>(self, data, received),
+                13 => open::<12>(self, data, received),
+                _ => open::<14>(self, data, received),
+            }
+        }
+    }
 }
 
 impl Drop for Short<'_> {
@@ -57,9 +100,9 @@ impl Drop for Short<'_> {
 /// Encrypts `data` (at most [`SHORT_TEXT_BYTES`]) in place and returns the tag.
 ///
 /// # Safety
-/// The CPU must have every feature [`is_available`] checks.
+/// The CPU must have AES-NI, PCLMULQDQ, SSSE3 and SSE4.1.
 #[target_feature(enable = "aes,pclmulqdq,ssse3,sse4.1")]
-pub(super) unsafe fn seal<const ROUNDS: usize>(message: &Short<'_>, data: &mut [u8]) -> [u8; 16] {
+unsafe fn seal<const ROUNDS: usize>(message: &Short<'_>, data: &mut [u8]) -> [u8; 16] {
     let mut text = TextBlocks::new(data);
     let (tag_mask, stream) = key_stream::<ROUNDS>(message.round_keys, message.nonce);
     let mut ciphertext = [_mm_setzero_si128(); TEXT_BLOCKS];
@@ -83,9 +126,9 @@ pub(super) unsafe fn seal<const ROUNDS: usize>(message: &Short<'_>, data: &mut [
 /// returns whether it matched (`data` is untouched otherwise).
 ///
 /// # Safety
-/// The CPU must have every feature [`is_available`] checks.
+/// The CPU must have AES-NI, PCLMULQDQ, SSSE3 and SSE4.1.
 #[target_feature(enable = "aes,pclmulqdq,ssse3,sse4.1")]
-pub(super) unsafe fn open<const ROUNDS: usize>(
+unsafe fn open<const ROUNDS: usize>(
     message: &Short<'_>,
     data: &mut [u8],
     received: &[u8; 16],

@@ -122,7 +122,7 @@ enum GhashKernel {
 
 /// The work-group size for `ghash_groups`: a power of two, at most its 256 segments and the
 /// kernel's own limit.
-fn ghash_group_size(max_group_size: usize) -> usize {
+pub(crate) fn ghash_group_size(max_group_size: usize) -> usize {
     let limit = max_group_size.clamp(1, ghash::GROUP_SEGMENTS);
     1 << limit.ilog2()
 }

@@ -17,8 +17,8 @@ use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
 use super::adapter::{launch_on, Cuda};
 use super::devices::CudaResultExt;
 use crate::ghash::{self, SegmentPlan};
-use crate::host::arguments::ghash_arguments;
-use crate::host::{launch_shape, GpuHost, Launch};
+use crate::host::arguments::{ghash_arguments, ghash_group_arguments, Argument};
+use crate::host::{launch_shape, GpuHost, Launch, Shape, MAX_SLAB_BYTES};
 use crate::{ForeignDeviceMemory, GpuError, GpuOperation, KeyMaterial, LaunchGeometry};
 
 /// Device memory a [`CudaDevice`](super::CudaDevice) allocated for a result, freed on drop.
@@ -250,34 +250,39 @@ impl GpuHost<Cuda> {
     }
 
     /// GHASH partial sums of foreign device memory (GCM ciphertext), computed on the device:
-    /// one `(partial, bytes)` per consecutive segment of `segment_bytes` (a multiple of 16;
-    /// the last may be shorter, its final partial block zero-padded), each from a zero state,
-    /// in order. `hash_key` is H = E_K(0^128). Feed them to `GcmAccumulator::append`. Only the
-    /// partial sums (16 bytes per segment) come back to the host.
+    /// `(partial, bytes)` for consecutive ranges that cover the data in order, each the
+    /// GHASH of its range from a zero state (a final partial block zero-padded). Feed them
+    /// to `GcmAccumulator::append`. `hash_key` is H = E_K(0^128); `segment_bytes` (a
+    /// multiple of 16) is what one device thread hashes. Whole segments are joined per
+    /// work-group on the device (`ghash_groups`), so a range is up to a work-group of
+    /// segments (1 MiB at 4 KiB segments) and only one 16-byte sum per range comes back;
+    /// a final short segment is a range of its own.
     pub fn ghash_foreign(
         &self,
         hash_key: &[u8; 16],
         data: &ForeignDeviceMemory<'_>,
         segment_bytes: usize,
     ) -> Result<Vec<(u128, usize)>, GpuError> {
-        let plan = SegmentPlan::new(segment_bytes, self.slab_bytes)?;
+        // The data is on the device already: a launch may cover the largest slab any
+        // device takes (1 GiB), so that the device has a thread per segment to run.
+        let plan = SegmentPlan::new(segment_bytes, MAX_SLAB_BYTES)?;
         let length = data.len();
-        let segments = ghash::segment_count(length, segment_bytes);
-        if segments == 0 {
+        if length == 0 {
             return Ok(Vec::new());
         }
         self.check_foreign(data)?;
         self.wait_for_producers(&[data])?;
         let stream = &self.adapter.streams[0];
-        let (direct_bytes, direct_segments) = direct_part(data.address(), length, segment_bytes);
+        let direct_bytes = direct_part(data.address(), length, segment_bytes);
         let staged_bytes = length - direct_bytes;
-        let partials = stream
-            .alloc_zeros::<u8>(16 * segments)
-            .or_cuda("cuMemAlloc")?;
-        let partials_address = {
-            let (pointer, _record) = partials.device_ptr(stream);
-            pointer
-        };
+        let mut state = self.lock_state();
+        let group = crate::host::ghash_group_size(state.kernels.ghash_groups_max_group_size);
+        // (device address, bytes) of each region to hash: in place, then from a zeroed
+        // aligned copy.
+        let mut regions = Vec::with_capacity(2);
+        if direct_bytes > 0 {
+            regions.push((data.address(), direct_bytes));
+        }
         let mut staged = None;
         if staged_bytes > 0 {
             let buffer = stream
@@ -299,9 +304,39 @@ impl GpuHost<Cuda> {
                 )
             }
             .or_cuda("cuMemcpyDtoDAsync")?;
-            staged = Some((buffer, pointer));
+            regions.push((pointer, staged_bytes));
+            staged = Some(buffer);
         }
-        let mut state = self.lock_state();
+        // Every launch, planned first: (address, bytes, whole segments or one short one),
+        // and the ranges their sums stand for, in order.
+        let mut launches = Vec::new();
+        let mut ranges = Vec::new();
+        for &(address, bytes) in &regions {
+            let mut offset = 0;
+            while offset < bytes {
+                let slab = plan.slab_bytes.min(bytes - offset);
+                let whole = slab / segment_bytes * segment_bytes;
+                let launch_address = address + offset as u64;
+                if whole > 0 {
+                    launches.push((launch_address, whole, GhashLaunch::Groups, ranges.len()));
+                    let segments = whole / segment_bytes;
+                    for first in (0..segments).step_by(group) {
+                        ranges.push(segment_bytes * group.min(segments - first));
+                    }
+                } else {
+                    launches.push((launch_address, slab, GhashLaunch::Short, ranges.len()));
+                    ranges.push(slab);
+                }
+                offset += if whole > 0 { whole } else { slab };
+            }
+        }
+        let sums = stream
+            .alloc_zeros::<u8>(16 * ranges.len())
+            .or_cuda("cuMemAlloc")?;
+        let sums_address = {
+            let (pointer, _record) = sums.device_ptr(stream);
+            pointer
+        };
         let geometry = LaunchGeometry {
             threads_per_group: state.geometry.threads_per_group,
             blocks_per_thread: 1,
@@ -309,65 +344,68 @@ impl GpuHost<Cuda> {
         let prepared_key = ghash::prepared_key_words(hash_key);
         let state = &mut *state;
         let (kernels, keys) = (&state.kernels, &state.keys);
-        // (device address, bytes, first segment) of each region to hash.
-        let mut regions = Vec::with_capacity(2);
-        if direct_bytes > 0 {
-            regions.push((data.address(), direct_bytes, 0));
-        }
-        if let Some((_, pointer)) = &staged {
-            regions.push((*pointer, staged_bytes, direct_segments));
-        }
-        for (address, bytes, first_segment) in regions {
-            let mut offset = 0;
-            while offset < bytes {
-                let slab = plan.slab_bytes.min(bytes - offset);
-                let blocks = slab.div_ceil(16);
-                let slab_segments = ghash::segment_count(slab, segment_bytes);
-                let arguments = ghash_arguments(blocks, plan.blocks_per_segment(), prepared_key)?;
-                let launch = Launch {
-                    kernel: &kernels.ghash,
-                    keys,
-                    arguments: &arguments,
-                    shape: launch_shape(geometry, slab_segments, kernels.ghash_max_group_size),
-                    timed: false,
-                };
-                let segment = first_segment + offset / segment_bytes;
-                // SAFETY: the arguments are the GHASH kernel's own list. The input is
-                // `blocks` whole 16-byte blocks, 16-byte aligned: inside `data` (contract;
-                // direct segments only when aligned and whole) or inside the zero-padded
-                // staging buffer, which lives until after the synchronisation below. The
-                // output is the partial-sum buffer at this slab's first segment, with room
-                // for its `slab_segments` pairs of u64.
-                unsafe {
-                    launch_on(
-                        stream,
-                        &launch,
-                        (
-                            address + offset as u64,
-                            partials_address + 16 * segment as u64,
-                            None,
-                        ),
+        for (address, bytes, kind, first_sum) in launches {
+            let blocks = bytes.div_ceil(16);
+            let (kernel, arguments, shape, output) = match kind {
+                GhashLaunch::Groups => {
+                    let segments = bytes / segment_bytes;
+                    (
+                        &kernels.ghash_groups,
+                        ghash_group_arguments(
+                            Argument::Input,
+                            Argument::Output,
+                            blocks,
+                            plan.blocks_per_segment(),
+                            prepared_key,
+                            first_sum,
+                        )?,
+                        // Exactly `group` threads per work-group (the kernel's tree needs
+                        // it), one work-group per `group` segments.
+                        Shape {
+                            group_size: group,
+                            groups: segments.div_ceil(group),
+                        },
+                        sums_address,
                     )
-                }?;
-                offset += slab;
-            }
+                }
+                GhashLaunch::Short => (
+                    &kernels.ghash,
+                    ghash_arguments(blocks, plan.blocks_per_segment(), prepared_key)?,
+                    launch_shape(geometry, 1, kernels.ghash_max_group_size),
+                    sums_address + 16 * first_sum as u64,
+                ),
+            };
+            let launch = Launch {
+                kernel,
+                keys,
+                arguments: &arguments,
+                shape,
+                timed: false,
+            };
+            // SAFETY: the arguments are the kernel's own list. The input is `blocks` whole
+            // 16-byte blocks, 16-byte aligned: inside `data` (contract; in place only when
+            // aligned, and a final partial block only from the copy) or inside the
+            // zero-padded staging buffer, which lives until after the synchronisation
+            // below. `ghash_groups` writes its sums from index `first_sum` of the sums
+            // buffer, `ghash_segments` its one sum at that index: the buffer has room for
+            // every range planned above.
+            unsafe { launch_on(stream, &launch, (address, output, None)) }?;
         }
-        let mut partial_bytes = vec![0u8; 16 * segments];
+        let mut sum_bytes = vec![0u8; sums.len()];
         let copied = stream
-            .memcpy_dtoh(&partials, &mut partial_bytes)
+            .memcpy_dtoh(&sums, &mut sum_bytes)
             .or_cuda("cuMemcpyDtoHAsync");
         // A pageable destination: the copy is complete only after the stream is; the
         // staging buffer is freed only once the kernels that read it are done.
         let waited = stream.synchronize().or_cuda("cuStreamSynchronize");
         drop(staged);
         copied.and(waited)?;
-        Ok(partial_bytes
+        Ok(sum_bytes
             .chunks_exact(16)
-            .enumerate()
-            .map(|(segment, pair)| {
+            .zip(ranges)
+            .map(|(pair, bytes)| {
                 let high = u64::from_le_bytes(pair[..8].try_into().expect("8 bytes"));
                 let low = u64::from_le_bytes(pair[8..].try_into().expect("8 bytes"));
-                let bytes = segment_bytes.min(length - segment * segment_bytes);
                 (ghash::partial_from_words(high, low), bytes)
             })
             .collect())
@@ -530,20 +568,28 @@ impl GpuHost<Cuda> {
     }
 }
 
-/// The part of `length` bytes at device address `address` that GHASH reads in place, as
-/// (bytes, segments of `segment_bytes`): everything when the data starts on a 16-byte
-/// boundary and ends on one (its last segment may be short); all but the segment of a final
-/// partial block when only the start is aligned; nothing when the start is misaligned. The
-/// rest is hashed from a zeroed, aligned copy, so that the kernel loads whole aligned blocks.
-fn direct_part(address: u64, length: usize, segment_bytes: usize) -> (usize, usize) {
-    let bytes = if !address.is_multiple_of(16) {
+/// The bytes of `length` at device address `address` that GHASH reads in place: everything
+/// when the data starts on a 16-byte boundary and ends on one (its last segment may be
+/// short); all but the segment of a final partial block when only the start is aligned;
+/// nothing when the start is misaligned. The rest is hashed from a zeroed, aligned copy, so
+/// that the kernels load whole aligned blocks.
+fn direct_part(address: u64, length: usize, segment_bytes: usize) -> usize {
+    if !address.is_multiple_of(16) {
         0
     } else if length.is_multiple_of(16) {
         length
     } else {
         length / segment_bytes * segment_bytes
-    };
-    (bytes, ghash::segment_count(bytes, segment_bytes))
+    }
+}
+
+/// Which GHASH kernel one launch of [`CudaDevice::ghash_foreign`] runs.
+#[derive(Clone, Copy)]
+enum GhashLaunch {
+    /// `ghash_groups` over whole segments: one sum per work-group.
+    Groups,
+    /// `ghash_segments` over one short final segment: one sum.
+    Short,
 }
 
 #[cfg(test)]
@@ -553,18 +599,18 @@ mod tests {
     #[test]
     fn the_direct_part_never_passes_the_data() {
         // Whole blocks: all of it in place, a short last segment included.
-        assert_eq!(direct_part(0x1000, 16, 4096), (16, 1));
-        assert_eq!(direct_part(0x1000, 3 * 4096 + 16, 4096), (3 * 4096 + 16, 4));
-        assert_eq!(direct_part(0x1000, 2 * 4096, 4096), (2 * 4096, 2));
+        assert_eq!(direct_part(0x1000, 16, 4096), 16);
+        assert_eq!(direct_part(0x1000, 3 * 4096 + 16, 4096), 3 * 4096 + 16);
+        assert_eq!(direct_part(0x1000, 2 * 4096, 4096), 2 * 4096);
         // A final partial block: its segment is staged.
-        assert_eq!(direct_part(0x1000, 1, 4096), (0, 0));
-        assert_eq!(direct_part(0x1000, 4096 + 5, 4096), (4096, 1));
-        assert_eq!(direct_part(0x1000, (1 << 20) + 3, 4096), (1 << 20, 256));
+        assert_eq!(direct_part(0x1000, 1, 4096), 0);
+        assert_eq!(direct_part(0x1000, 4096 + 5, 4096), 4096);
+        assert_eq!(direct_part(0x1000, (1 << 20) + 3, 4096), 1 << 20);
         // A misaligned start: everything staged.
-        assert_eq!(direct_part(0x1005, 2 * 4096, 4096), (0, 0));
+        assert_eq!(direct_part(0x1005, 2 * 4096, 4096), 0);
         for length in 0..3 * 4096 + 40 {
             for address in [0x1000u64, 0x1008] {
-                let (bytes, _) = direct_part(address, length, 4096);
+                let bytes = direct_part(address, length, 4096);
                 assert!(bytes <= length, "{length} at {address:#x}");
             }
         }

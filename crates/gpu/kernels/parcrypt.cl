@@ -1113,15 +1113,25 @@ KERNEL void ghash_segments(GLOBAL const u32x4 *input, GLOBAL u64 *RESTRICT parti
  * Every segment is whole (`block_count` is a multiple of `blocks_per_segment`; the host
  * hashes a shorter tail itself). Work-group g covers segments g G .. g G + n - 1, where G is
  * the group size (a power of two up to GHASH_GROUP_SEGMENTS) and n is G except in a launch's
- * last group. Thread t hashes segment g G + t - (G - n), so the group's last thread holds
- * its last segment and threads t < G - n hold zero: a zero partial at the front changes no
- * sum. Then log2 G levels join neighbours in local memory: at level k the right one of each
- * pair of 2^k-segment runs becomes left * H^(m 2^k) + right (m = blocks_per_segment), and
- * thread G - 1 writes the group's sum to partials[2 (first_sum + g)], partials[2 (first_sum +
- * g) + 1]: `first_sum` places a launch's sums in a buffer that collects a whole call's (GCM
- * over device-resident slabs downloads them once at the end). The powers of H
- * are computed on the device from the prepared key (the same for every thread: no branch
- * depends on the data or the key). */
+ * last group: a run of N = n m blocks (m = blocks_per_segment), and its sum goes to
+ * partials[2 (first_sum + g)], partials[2 (first_sum + g) + 1]. `first_sum` places a
+ * launch's sums in a buffer that collects a whole call's (GCM over device-resident slabs
+ * downloads them once at the end).
+ *
+ * The threads share the run block by block, so that a warp's loads are consecutive blocks
+ * (coalesced). The run Y_0 .. Y_{N-1} is placed in K G slots Z_0 .. Z_{KG-1}, K = N / G + 1,
+ * ending one slot before the last: Z_{q+i} = Y_i for q = K G - 1 - N, and the other slots
+ * zero, so that
+ *     sum over i of Y_i H^(N-i) = sum over slots s of Z_s H^(KG-1-s)
+ *                               = sum over t of H^(G-1-t) A_t,
+ *     A_t = sum over k of Z_{t+kG} H^(G(K-1-k)),
+ * thread t taking slots t, t + G, t + 2G, ... and A_t by Horner's rule with H^G (one
+ * multiplication per slot: at most one block more per thread than a block each). Then
+ * log2 G levels join neighbours in local memory: at level k the right one of each pair of
+ * 2^k-thread runs becomes left * H^(2^k) + right, so thread G - 1 ends with the run's sum.
+ * H^G, prepared, comes from the host as (`stride_key_high`, `stride_key_low`) for the group
+ * size it launches; the other powers are squarings on the device (the same for every
+ * thread: no branch depends on the data or the key). */
 #define GHASH_GROUP_SEGMENTS 256u
 
 /* The prepared form of an element (times x^-1, as the host's `prepare`): a one-bit shift
@@ -1135,30 +1145,10 @@ DEVICE_FUNCTION ghash_element ghash_prepare(const ghash_element value)
                               (value.low << 1) ^ (mask & 1ull));
 }
 
-/* H^exponent (exponent >= 1) as an element, from the prepared key. */
-DEVICE_FUNCTION ghash_element ghash_power(const ghash_element key_prepared, u32 exponent)
-{
-    /* The field's one is the element with only its first bit set; one * H is H. */
-    const ghash_element one = make_ghash_element(0x8000000000000000ull, 0ull);
-    ghash_element result = one;
-    ghash_element base = ghash_multiply(one, key_prepared);
-    ghash_element base_prepared = key_prepared;
-    while (exponent != 0u) {
-        if ((exponent & 1u) != 0u) {
-            result = ghash_multiply(result, base_prepared);
-        }
-        exponent >>= 1;
-        if (exponent != 0u) {
-            base = ghash_multiply(base, base_prepared);
-            base_prepared = ghash_prepare(base);
-        }
-    }
-    return result;
-}
-
 KERNEL void ghash_groups(GLOBAL const u32x4 *RESTRICT input, GLOBAL u64 *RESTRICT partials,
                          const u32 block_count, const u32 blocks_per_segment,
-                         const u64 hash_key_high, const u64 hash_key_low, const u32 first_sum)
+                         const u64 hash_key_high, const u64 hash_key_low, const u32 first_sum,
+                         const u64 stride_key_high, const u64 stride_key_low)
 {
     DECLARE_STATIC_SHARED_WORDS(tree, 4u * GHASH_GROUP_SEGMENTS);
     const ghash_element hash_key = make_ghash_element(hash_key_high, hash_key_low);
@@ -1166,6 +1156,12 @@ KERNEL void ghash_groups(GLOBAL const u32x4 *RESTRICT input, GLOBAL u64 *RESTRIC
     const u32 thread = LOCAL_ID();
     const u32 segment_count = block_count / blocks_per_segment;
     const u32 group_count = (segment_count + group_size - 1u) / group_size;
+    /* H itself (the field's one times H), where the join below starts; and H^G, prepared
+     * (from the host, as the key: a kernel argument costs no registers to keep, a computed
+     * one 60 across the loop), the stride of every thread's Horner rule. */
+    const ghash_element hash_element =
+        ghash_multiply(make_ghash_element(0x8000000000000000ull, 0ull), hash_key);
+    const ghash_element stride_key = make_ghash_element(stride_key_high, stride_key_low);
     /* A grid smaller than the groups loops over them; every thread of a work-group takes
      * the same trips, so the barriers below are reached by all. */
     for (u32 group = GLOBAL_ID() / group_size; group < group_count;
@@ -1173,19 +1169,22 @@ KERNEL void ghash_groups(GLOBAL const u32x4 *RESTRICT input, GLOBAL u64 *RESTRIC
         const u32 first = group * group_size;
         const u32 present = segment_count - first < group_size ? segment_count - first
                                                               : group_size;
+        const u32 run = present * blocks_per_segment;
+        const u32 rounds = run / group_size + 1u;
+        const u32 lead = rounds * group_size - 1u - run;
+        GLOBAL const u32x4 *const blocks = input + first * blocks_per_segment;
         ghash_element state = make_ghash_element(0, 0);
-        if (thread >= group_size - present) {
-            const u32 segment = first + thread - (group_size - present);
-            const u32 start = segment * blocks_per_segment;
-            for (u32 block = start; block < start + blocks_per_segment; block++) {
-                const u32x4 words = swap_bytes_u32x4(input[block]);
+        for (u32 round = 0; round < rounds; round++) {
+            const u32 padded = thread + round * group_size;
+            state = ghash_multiply(state, stride_key);
+            if (padded >= lead && padded - lead < run) {
+                const u32x4 words = swap_bytes_u32x4(blocks[padded - lead]);
                 state.high ^= ((u64)words.x << 32) | (u64)words.y;
                 state.low ^= ((u64)words.z << 32) | (u64)words.w;
-                state = ghash_multiply(state, hash_key);
             }
         }
-        /* H^m, then squared once per level: H^(m 2^k). */
-        ghash_element step = ghash_power(hash_key, blocks_per_segment);
+        /* H, then squared once per level: H^(2^k). */
+        ghash_element step = hash_element;
         for (u32 width = 1u; width < group_size; width *= 2u) {
             tree[4u * thread] = (u32)(state.high >> 32);
             tree[4u * thread + 1u] = (u32)state.high;

@@ -7,6 +7,7 @@
 //! over a call's segments and `GcmAccumulator::append` over a GCM message's ranges.
 
 use parcrypt_modes::ghash::{prepare, GhashKey, HashKeyPower};
+use zeroize::Zeroize;
 
 use crate::host::MAX_SLAB_BYTES;
 use crate::GpuError;
@@ -43,6 +44,28 @@ pub enum GcmDirection {
 pub(crate) fn prepared_key_words(hash_key: &[u8; 16]) -> (u64, u64) {
     let prepared = prepare(u128::from_be_bytes(*hash_key));
     ((prepared >> 64) as u64, prepared as u64)
+}
+
+/// The keys `ghash_groups` takes for work-groups of `group` threads: the prepared key
+/// ([`prepared_key_words`]) and H^group prepared the same way, the stride of each thread's
+/// Horner rule over the blocks it takes (every `group`-th block of the work-group's run).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GroupKeys {
+    pub key: (u64, u64),
+    pub stride: (u64, u64),
+}
+
+impl GroupKeys {
+    pub(crate) fn new(hash_key: &[u8; 16], group: usize) -> Self {
+        // The field's one is the block with only its first bit set.
+        let mut power = GhashKey::new(hash_key).mul_h_pow(1u128 << 127, group as u64);
+        let stride = prepare(power);
+        power.zeroize();
+        GroupKeys {
+            key: prepared_key_words(hash_key),
+            stride: ((stride >> 64) as u64, stride as u64),
+        }
+    }
 }
 
 /// How a call's data is cut: launches (slabs) of whole segments, segments of whole blocks.

@@ -133,7 +133,8 @@ pub(crate) fn ghash_group_size(max_group_size: usize) -> usize {
 /// once at the end of the call.
 struct GcmPass<'a> {
     plan: SegmentPlan,
-    prepared_key: (u64, u64),
+    /// The keys for work-groups of `group`.
+    keys: ghash::GroupKeys,
     /// Segments per work-group of `ghash_groups`, so per sum.
     group: usize,
     /// The slot buffer the ciphertext is in: the output when encrypting, the input when
@@ -701,7 +702,7 @@ impl<A: Api> GpuHost<A> {
                         Argument::Sums,
                         segments * pass.plan.segment_bytes / 16,
                         pass.plan.blocks_per_segment(),
-                        pass.prepared_key,
+                        pass.keys,
                         slab_index / A::QUEUES * pass.slab_sums,
                     )?;
                     let launch = Launch {
@@ -825,7 +826,7 @@ impl<A: Api> GpuHost<A> {
             .collect();
         let mut pass = GcmPass {
             plan,
-            prepared_key: ghash::prepared_key_words(hash_key),
+            keys: ghash::GroupKeys::new(hash_key, group),
             group,
             source: match direction {
                 GcmDirection::Encrypt => Argument::Output,
@@ -1014,12 +1015,12 @@ impl<A: Api> GpuHost<A> {
                 GhashKernel::Segments => {
                     arguments::ghash_arguments(blocks, blocks_per_segment, prepared_key)?
                 }
-                GhashKernel::Groups { .. } => arguments::ghash_group_arguments(
+                GhashKernel::Groups { group } => arguments::ghash_group_arguments(
                     Argument::Input,
                     Argument::Output,
                     blocks,
                     blocks_per_segment,
-                    prepared_key,
+                    ghash::GroupKeys::new(hash_key, group),
                     0,
                 )?,
             };

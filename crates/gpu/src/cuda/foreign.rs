@@ -342,6 +342,7 @@ impl GpuHost<Cuda> {
             blocks_per_thread: 1,
         };
         let prepared_key = ghash::prepared_key_words(hash_key);
+        let group_keys = ghash::GroupKeys::new(hash_key, group);
         let state = &mut *state;
         let (kernels, keys) = (&state.kernels, &state.keys);
         for (address, bytes, kind, first_sum) in launches {
@@ -356,7 +357,7 @@ impl GpuHost<Cuda> {
                             Argument::Output,
                             blocks,
                             plan.blocks_per_segment(),
-                            prepared_key,
+                            group_keys,
                             first_sum,
                         )?,
                         // Exactly `group` threads per work-group (the kernel's tree needs

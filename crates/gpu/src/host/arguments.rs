@@ -37,7 +37,7 @@ pub enum Argument {
     Words2([u32; 2]),
 }
 
-/// The most arguments a kernel takes (AES segmented CTR: 9).
+/// The most arguments a kernel takes (AES segmented CTR, `ghash_groups`: 9).
 pub(crate) const MOST_ARGUMENTS: usize = 10;
 
 /// A launch's arguments in order, kept on the stack: a launch allocates nothing.
@@ -348,13 +348,14 @@ pub(crate) fn ghash_arguments(
 /// The arguments of `ghash_groups` over `blocks` blocks (whole segments of
 /// `blocks_per_segment`) read from `source` ([`Argument::Input`] or [`Argument::Output`]:
 /// the slot's buffer holding the ciphertext) into `sums` ([`Argument::Output`] for a call of
-/// its own, [`Argument::Sums`] beside a cipher launch), its first sum at index `first_sum`.
+/// its own, [`Argument::Sums`] beside a cipher launch), its first sum at index `first_sum`,
+/// with the keys for the work-group size it is launched with.
 pub(crate) fn ghash_group_arguments(
     source: Argument,
     sums: Argument,
     blocks: usize,
     blocks_per_segment: u32,
-    (key_high, key_low): (u64, u64),
+    keys: ghash::GroupKeys,
     first_sum: usize,
 ) -> Result<ArgumentList, GpuError> {
     let block_count = u32::try_from(blocks)
@@ -367,9 +368,11 @@ pub(crate) fn ghash_group_arguments(
         sums,
         Argument::U32(block_count),
         Argument::U32(blocks_per_segment),
-        Argument::U64(key_high),
-        Argument::U64(key_low),
+        Argument::U64(keys.key.0),
+        Argument::U64(keys.key.1),
         Argument::U32(first_sum),
+        Argument::U64(keys.stride.0),
+        Argument::U64(keys.stride.1),
     ] {
         arguments.push(argument);
     }
@@ -383,11 +386,25 @@ mod tests {
 
     #[test]
     fn group_sums_name_the_side_buffer() {
-        let arguments =
-            ghash_group_arguments(Argument::Output, Argument::Sums, 512, 256, (1, 2), 3).unwrap();
+        let arguments = ghash_group_arguments(
+            Argument::Output,
+            Argument::Sums,
+            512,
+            256,
+            ghash::GroupKeys {
+                key: (1, 2),
+                stride: (4, 5),
+            },
+            3,
+        )
+        .unwrap();
         assert!(arguments.uses_side_buffer());
         assert!(!arguments.reads_counters());
         assert_eq!(arguments.as_slice()[6], Argument::U32(3));
+        assert_eq!(
+            arguments.as_slice()[7..],
+            [Argument::U64(4), Argument::U64(5)]
+        );
     }
 
     #[test]

@@ -253,19 +253,20 @@ impl GpuHost<Cuda> {
     /// `(partial, bytes)` for consecutive ranges that cover the data in order, each the
     /// GHASH of its range from a zero state (a final partial block zero-padded). Feed them
     /// to `GcmAccumulator::append`. `hash_key` is H = E_K(0^128); `segment_bytes` (a
-    /// multiple of 16) is what one device thread hashes. Whole segments are joined per
-    /// work-group on the device (`ghash_groups`), so a range is up to a work-group of
-    /// segments (1 MiB at 4 KiB segments) and only one 16-byte sum per range comes back;
-    /// a final short segment is a range of its own.
+    /// multiple of 16) is what one device thread hashes at most: data too short to give
+    /// every multiprocessor two work-groups gets shorter segments (down to 1 KiB). Whole
+    /// segments are joined per work-group on the device (`ghash_groups`), so a range is up
+    /// to a work-group of segments (1 MiB at 4 KiB segments) and only one 16-byte sum per
+    /// range comes back; a final short segment is a range of its own. Every range but the
+    /// last is whole blocks.
     pub fn ghash_foreign(
         &self,
         hash_key: &[u8; 16],
         data: &ForeignDeviceMemory<'_>,
         segment_bytes: usize,
     ) -> Result<Vec<(u128, usize)>, GpuError> {
-        // The data is on the device already: a launch may cover the largest slab any
-        // device takes (1 GiB), so that the device has a thread per segment to run.
-        let plan = SegmentPlan::new(segment_bytes, MAX_SLAB_BYTES)?;
+        // The caller's segment, checked: whole blocks, at most the largest launch.
+        SegmentPlan::new(segment_bytes, MAX_SLAB_BYTES)?;
         let length = data.len();
         if length == 0 {
             return Ok(Vec::new());
@@ -273,10 +274,19 @@ impl GpuHost<Cuda> {
         self.check_foreign(data)?;
         self.wait_for_producers(&[data])?;
         let stream = &self.adapter.streams[0];
-        let direct_bytes = direct_part(data.address(), length, segment_bytes);
-        let staged_bytes = length - direct_bytes;
         let mut state = self.lock_state();
         let group = crate::host::ghash_group_size(state.kernels.ghash_groups_max_group_size);
+        let segment_bytes = spread_segment_bytes(
+            segment_bytes,
+            length,
+            group,
+            self.info().multiprocessors as usize,
+        );
+        // The data is on the device already: a launch may cover the largest slab any
+        // device takes (1 GiB), so that the device has a thread per segment to run.
+        let plan = SegmentPlan::new(segment_bytes, MAX_SLAB_BYTES)?;
+        let direct_bytes = direct_part(data.address(), length, segment_bytes);
+        let staged_bytes = length - direct_bytes;
         // (device address, bytes) of each region to hash: in place, then from a zeroed
         // aligned copy.
         let mut regions = Vec::with_capacity(2);
@@ -584,6 +594,30 @@ fn direct_part(address: u64, length: usize, segment_bytes: usize) -> usize {
     }
 }
 
+/// The least segment [`spread_segment_bytes`] goes down to: 64 blocks per thread, against
+/// the 17 multiplications of a work-group's join.
+const LEAST_SPREAD_SEGMENT_BYTES: usize = 1024;
+
+/// The segment `ghash_foreign` hashes per thread for `length` bytes: the caller's, halved
+/// (while it stays whole blocks and at least [`LEAST_SPREAD_SEGMENT_BYTES`]) until the data
+/// gives every multiprocessor two work-groups of `group` threads: 64 MiB in 4 KiB segments
+/// would be 64 work-groups, half an H100's multiprocessors idle.
+fn spread_segment_bytes(
+    requested: usize,
+    length: usize,
+    group: usize,
+    multiprocessors: usize,
+) -> usize {
+    let mut segment = requested;
+    while segment / 2 >= LEAST_SPREAD_SEGMENT_BYTES
+        && segment.is_multiple_of(32)
+        && length / (segment * group) < 2 * multiprocessors
+    {
+        segment /= 2;
+    }
+    segment
+}
+
 /// Which GHASH kernel one launch of [`CudaDevice::ghash_foreign`] runs.
 #[derive(Clone, Copy)]
 enum GhashLaunch {
@@ -595,7 +629,23 @@ enum GhashLaunch {
 
 #[cfg(test)]
 mod tests {
-    use super::direct_part;
+    use super::{direct_part, spread_segment_bytes};
+
+    #[test]
+    fn segments_shrink_until_every_multiprocessor_has_two_work_groups() {
+        // A GiB fills 132 multiprocessors twice over in 4 KiB segments of 256-thread groups.
+        assert_eq!(spread_segment_bytes(4096, 1 << 30, 256, 132), 4096);
+        // 64 MiB would be 64 groups: halved to 1 KiB (256 groups), no further.
+        assert_eq!(spread_segment_bytes(4096, 64 << 20, 256, 132), 1024);
+        assert_eq!(spread_segment_bytes(4096, 4096, 256, 132), 1024);
+        // 128 MiB: 2 KiB gives 256 groups, 264 are wanted; 1 KiB gives 512.
+        assert_eq!(spread_segment_bytes(4096, 128 << 20, 256, 132), 1024);
+        assert_eq!(spread_segment_bytes(4096, 256 << 20, 256, 132), 2048);
+        // Never below the caller's when that is small already, never off whole blocks.
+        assert_eq!(spread_segment_bytes(1024, 4096, 256, 132), 1024);
+        assert_eq!(spread_segment_bytes(48, 4096, 256, 132), 48);
+        assert_eq!(spread_segment_bytes(3 * 1024, 4096, 256, 132), 1536);
+    }
 
     #[test]
     fn the_direct_part_never_passes_the_data() {

@@ -30,9 +30,6 @@ struct alignas(16) u32x4 {
 };
 
 #define KERNEL extern "C" __global__
-/* A kernel launched with at most `threads` per block, `blocks` of which should fit an SM at
- * once: the compiler keeps registers to that budget. */
-#define KERNEL_BOUNDS(threads, blocks) __launch_bounds__(threads, blocks)
 #define GLOBAL
 #define LOCAL
 #define CONSTANT const

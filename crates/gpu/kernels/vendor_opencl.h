@@ -9,8 +9,6 @@ typedef uint2 u32x2;
 typedef uint4 u32x4;
 
 #define KERNEL __kernel
-/* CUDA's register budget per launch shape (see vendor_cuda.h): nothing to say here. */
-#define KERNEL_BOUNDS(threads, blocks)
 #define GLOBAL __global
 #define LOCAL __local
 #define CONSTANT __constant

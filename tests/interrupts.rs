@@ -281,7 +281,10 @@ struct Case {
 
 fn run_case(case: &Case, plain: &[u8], sealed_by: &dyn Fn(Secret) -> Vec<u8>, envelope: usize) {
     let folder = scratch();
-    let passphrase = folder.path().join("passphrase");
+    // The passphrase file lives apart: read by the job while it starts, it would otherwise
+    // be an open file in `folder` with a position past 0, taken for the output.
+    let secrets = scratch();
+    let passphrase = secrets.path().join("passphrase");
     fs::write(&passphrase, "correct horse\n").unwrap();
     let destination = folder.path().join("destination");
     let old = b"the old destination, kept whole".to_vec();

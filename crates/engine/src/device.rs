@@ -20,8 +20,9 @@ use parcrypt_modes::{Direction, Mode};
 use crate::crypter::check_iv_and_aad;
 use crate::{Backend, EngineError, JobError, KeyedCipher};
 
-/// GHASH segment size over device memory: one device thread per 4 KiB (a GiB gives 262,144
-/// threads), as the engine's host path uses.
+/// GHASH segment size over device memory: 4 KiB per device thread at most (a GiB gives
+/// 262,144 threads, joined on the device in 1024 work-groups), as the engine's host path
+/// uses; `ghash_foreign` takes shorter segments where the data would leave SMs idle.
 pub const DEVICE_GHASH_SEGMENT_BYTES: usize = 4096;
 
 /// CUDA device `ordinal`, opened (kernels compiled or loaded, self-tested) on the first call

@@ -74,9 +74,6 @@ DEVICE_FUNCTION u32x4 make_u32x4(u32 a, u32 b, u32 c, u32 d)
 #define ROTATE_RIGHT32(x, n) __funnelshift_r((u32)(x), (u32)(x), (u32)(n))
 #define SWAP_BYTES32(x) __byte_perm((u32)(x), 0u, 0x0123u)
 
-/* The high 64 bits of the 128-bit product of two u64 (GHASH's carry-less products). */
-#define MUL_HIGH64(a, b) __umul64hi((u64)(a), (u64)(b))
-
 /* Unrolls the loop that follows completely (its trip count is a constant where it is
  * inlined). */
 #define UNROLL _Pragma("unroll")

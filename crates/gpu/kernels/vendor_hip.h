@@ -2,7 +2,7 @@
  * in. The host compiles this header, then vendor_cuda.h, then parcrypt.cl, with hiprtc
  * (`--offload-arch=gfxNNN`, `-D` defines as for OpenCL). HIP spells every name vendor_cuda.h
  * uses the CUDA way (extern "C" __global__, __shared__, __syncthreads, threadIdx, blockDim,
- * __funnelshift_l/r, __byte_perm, __umul64hi), and hiprtc puts the HIP device headers in scope
+ * __funnelshift_l/r, __byte_perm), and hiprtc puts the HIP device headers in scope
  * by itself, so the CUDA header serves unchanged: this one only marks the compiler and says
  * what differs on AMD hardware.
  *

@@ -41,9 +41,6 @@ typedef uint4 u32x4;
 #define SWAP_BYTES32(x) \
     (rotate((u32)(x) & 0x00ff00ffu, 24u) | rotate((u32)(x) & 0xff00ff00u, 8u))
 
-/* The high 64 bits of the 128-bit product of two u64 (GHASH's carry-less products). */
-#define MUL_HIGH64(a, b) mul_hi((u64)(a), (u64)(b))
-
 /* Unrolls the loop that follows completely (its trip count is a constant where it is
  * inlined). */
 #define UNROLL _Pragma("unroll")

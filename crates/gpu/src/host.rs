@@ -983,6 +983,11 @@ impl<A: Api> GpuHost<A> {
     ) -> Result<(), GpuError> {
         let adapter = &self.adapter;
         let prepared_key = ghash::prepared_key_words(hash_key);
+        // H^group for `ghash_groups`, made once per call rather than per slab.
+        let group_keys = match kernel {
+            GhashKernel::Segments => None,
+            GhashKernel::Groups { group } => Some(ghash::GroupKeys::new(hash_key, group)),
+        };
         let blocks_per_segment = plan.blocks_per_segment();
         let segments_per_slab = plan.slab_bytes / plan.segment_bytes;
         let sums_per_slab = match kernel {
@@ -1011,16 +1016,14 @@ impl<A: Api> GpuHost<A> {
             let segments = ghash::segment_count(slab.len(), plan.segment_bytes);
             adapter.reserve(slot, blocks * 16, self.slab_bytes, Staging::Direct)?;
             let whole = slab.len() / 16 * 16;
-            let arguments = match kernel {
-                GhashKernel::Segments => {
-                    arguments::ghash_arguments(blocks, blocks_per_segment, prepared_key)?
-                }
-                GhashKernel::Groups { group } => arguments::ghash_group_arguments(
+            let arguments = match group_keys {
+                None => arguments::ghash_arguments(blocks, blocks_per_segment, prepared_key)?,
+                Some(group_keys) => arguments::ghash_group_arguments(
                     Argument::Input,
                     Argument::Output,
                     blocks,
                     blocks_per_segment,
-                    ghash::GroupKeys::new(hash_key, group),
+                    group_keys,
                     0,
                 )?,
             };

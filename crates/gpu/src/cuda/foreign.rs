@@ -351,7 +351,6 @@ impl GpuHost<Cuda> {
             threads_per_group: state.geometry.threads_per_group,
             blocks_per_thread: 1,
         };
-        let prepared_key = ghash::prepared_key_words(hash_key);
         let group_keys = ghash::GroupKeys::new(hash_key, group);
         let state = &mut *state;
         let (kernels, keys) = (&state.kernels, &state.keys);
@@ -381,7 +380,7 @@ impl GpuHost<Cuda> {
                 }
                 GhashLaunch::Short => (
                     &kernels.ghash,
-                    ghash_arguments(blocks, plan.blocks_per_segment(), prepared_key)?,
+                    ghash_arguments(blocks, plan.blocks_per_segment(), group_keys.key)?,
                     launch_shape(geometry, 1, kernels.ghash_max_group_size),
                     sums_address + 16 * first_sum as u64,
                 ),

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use parcrypt_ciphers::{new_cipher, BlockCipher, Implementation};
 use parcrypt_modes::ctr::{self, Counter, CounterRule};
 use parcrypt_modes::gcm::{
-    GcmAccumulator, GcmError, GcmKey, GcmMessage, MAX_TEXT_BYTES, SHORT_TEXT_BYTES, TAG_BYTES,
+    check_tag, GcmError, GcmKey, MAX_TEXT_BYTES, SHORT_TEXT_BYTES, TAG_BYTES,
 };
 use parcrypt_modes::{cbc, ecb, padding, CipherSpec, Direction, Mode};
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
@@ -657,35 +657,24 @@ impl Inline<'_> {
                 }
             };
         }
-        let message = key.message(cipher, self.iv)?;
-        let mut accumulator = GcmAccumulator::new(key, self.aad);
-        let text = &mut buffer[..length];
-        let partial = match source {
-            Some(source) => {
-                key.process_range_into(&message, cipher, self.direction, 0, source, text)
-            }
-            None => key.process_range(&message, cipher, self.direction, 0, text),
-        };
-        accumulator.append(key, partial, length as u64)?;
-        self.finish_gcm(key, &message, &accumulator, buffer, length)
-    }
-
-    /// GCM's end: appends the tag after the ciphertext, or checks the received one.
-    fn finish_gcm(
-        &self,
-        key: &GcmKey,
-        message: &GcmMessage,
-        accumulator: &GcmAccumulator,
-        buffer: &mut [u8],
-        length: usize,
-    ) -> Result<usize, JobError> {
+        // Longer ones: one whole-message call (decryption's output is wiped by the caller,
+        // `wipe_on_error`, when the tag does not match).
+        let source = source.map(|source| &source[..length]);
+        let tag = key.crypt_message(
+            cipher,
+            self.direction,
+            self.iv,
+            self.aad,
+            source,
+            &mut buffer[..length],
+        )?;
         match self.direction {
             Direction::Encrypt => {
-                buffer[length..length + TAG_BYTES].copy_from_slice(&key.tag(message, accumulator));
+                buffer[length..length + TAG_BYTES].copy_from_slice(&tag);
                 Ok(length + TAG_BYTES)
             }
             Direction::Decrypt => {
-                key.verify(message, accumulator, self.tag)?;
+                check_tag(tag, self.tag)?;
                 Ok(length)
             }
         }

@@ -35,7 +35,7 @@ use zeroize::{Zeroize, Zeroizing};
 
 use crate::cbc::xor_in_place;
 use crate::ctr::{self, Counter, CounterRule};
-use crate::ghash::GhashKey;
+use crate::ghash::{GhashKey, MESSAGE_POWERS};
 use crate::Direction;
 
 #[cfg(target_arch = "x86_64")]
@@ -631,12 +631,120 @@ impl GcmKey {
             xor_in_place(data, &stream.text_stream()[..data.len()]);
             return Ok(self.short_tag(&stream, aad, data));
         }
+        self.crypt_message(cipher, Direction::Encrypt, iv, aad, None, data)
+    }
+
+    /// Encrypts or decrypts a whole message on the calling thread and returns the tag of its
+    /// ciphertext: from `source` into `data` (of the same length) in one pass, or in place in
+    /// `data` when `source` is `None`.
+    ///
+    /// Decryption does not check the tag: the caller compares it with the received one
+    /// ([`check_tag`]) and must discard the output on a mismatch (wipe it, as the engine
+    /// does). [`GcmKey::open`] instead checks before it decrypts.
+    ///
+    /// Under a 96-bit nonce with our AES and the VAES-512 kernel in force, the whole message
+    /// is one kernel call (`gcm/vaes512.rs`, `message`): E_K(J0), the batches, the last partial
+    /// batch and the length block together. Otherwise it is [`GcmKey::message`],
+    /// [`GcmKey::process_range`] and [`GcmKey::tag`].
+    ///
+    /// # Panics
+    /// If `source` and `data` differ in length.
+    pub fn crypt_message(
+        &self,
+        cipher: &dyn BlockCipher,
+        direction: Direction,
+        iv: &[u8],
+        aad: &[u8],
+        source: Option<&[u8]>,
+        data: &mut [u8],
+    ) -> Result<[u8; TAG_BYTES], GcmError> {
+        check_length(data)?;
+        let length = data.len();
+        let output = data.as_mut_ptr();
+        let text = match source {
+            Some(source) => {
+                assert_eq!(source.len(), length, "GCM output must match its input");
+                Text::new(source.as_ptr(), output, length)
+            }
+            None => Text::new(output, output, length),
+        };
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `text` is `source` (or `data`) and `data`, a shared and a mutable borrow,
+        // which never overlap, or `data` alone; neither is used while the text is.
+        if let Some(tag) = unsafe { self.message_kernel(cipher, direction, iv, aad, text) } {
+            return Ok(tag);
+        }
         let message = self.message(cipher, iv)?;
         let mut accumulator = GcmAccumulator::new(self, aad);
-        check_length(data)?;
-        let partial = self.process_range(&message, cipher, Direction::Encrypt, 0, data);
-        accumulator.append(self, partial, data.len() as u64)?;
+        // SAFETY: as above.
+        let partial = unsafe { self.process_text(&message, cipher, direction, 0, text) };
+        accumulator.append(self, partial, length as u64)?;
         Ok(self.tag(&message, &accumulator))
+    }
+
+    /// [`GcmKey::crypt_message`] in one call of the VAES-512 kernel, or `None` where that
+    /// does not apply: another kernel in force, an IV that is not a 96-bit nonce, a cipher
+    /// that is not our AES, or a text long enough to stream whose output is not 64-byte
+    /// aligned (the general path aligns it).
+    ///
+    /// # Safety
+    /// `text` keeps the contract of [`Text`]; its length is at most [`MAX_TEXT_BYTES`].
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn message_kernel(
+        &self,
+        cipher: &dyn BlockCipher,
+        direction: Direction,
+        iv: &[u8],
+        aad: &[u8],
+        text: Text,
+    ) -> Option<[u8; TAG_BYTES]> {
+        type Kernel = unsafe fn(
+            &[[u8; 16]],
+            &[u128; MESSAGE_POWERS],
+            &[u8; NONCE_BYTES],
+            u128,
+            u64,
+            Text,
+        ) -> [u8; 16];
+        if self.kernel != GcmKernel::Vaes512 {
+            return None;
+        }
+        let nonce = <&[u8; NONCE_BYTES]>::try_from(iv).ok()?;
+        let round_keys = cipher.aes_round_keys()?;
+        let streams =
+            parcrypt_ciphers::aes::streams_output(text.input(), text.output(), text.len());
+        if streams && !(text.output() as usize).is_multiple_of(64) {
+            return None;
+        }
+        let kernel = match (round_keys.len(), direction == Direction::Decrypt) {
+            (11, false) => vaes512::message::<10, false> as Kernel,
+            (11, true) => vaes512::message::<10, true>,
+            (13, false) => vaes512::message::<12, false>,
+            (13, true) => vaes512::message::<12, true>,
+            (15, false) => vaes512::message::<14, false>,
+            (15, true) => vaes512::message::<14, true>,
+            _ => return None,
+        };
+        let mut aad_state = 0u128;
+        if !aad.is_empty() {
+            hash_padded(&self.ghash, &mut aad_state, aad);
+        }
+        // SAFETY: the VAES-512 kernel is only ever in force where `is_available` allowed it
+        // (`new` and `set_kernel` keep available ones), so the CPU has every feature it
+        // enables; `round_keys` has the length its ROUNDS expects; the caller keeps the
+        // contract of `Text` and the length limit.
+        let tag = unsafe {
+            kernel(
+                round_keys,
+                self.ghash.message_powers(),
+                nonce,
+                aad_state,
+                aad.len() as u64,
+                text,
+            )
+        };
+        aad_state.zeroize();
+        Some(tag)
     }
 
     /// Decrypts a whole message in place on the calling thread, checking `tag` over the
@@ -717,8 +825,9 @@ pub fn nonce_text_counter(nonce: &[u8; NONCE_BYTES]) -> Counter {
     Counter::new(&nonce_pre_counter(nonce), CounterRule::Low32).advanced(1)
 }
 
-/// Compares `expected` with `received` in constant time, then wipes `expected`.
-fn check_tag(mut expected: [u8; TAG_BYTES], received: &[u8]) -> Result<(), GcmError> {
+/// Compares `expected` with `received` in constant time, then wipes `expected`: the check
+/// of a tag [`GcmKey::crypt_message`] returned for a decryption.
+pub fn check_tag(mut expected: [u8; TAG_BYTES], received: &[u8]) -> Result<(), GcmError> {
     let equal: bool = expected.as_slice().ct_eq(received).into();
     expected.zeroize();
     if equal {

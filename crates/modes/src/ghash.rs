@@ -45,6 +45,13 @@ pub(crate) mod x86_vpclmul;
 /// The vector modules check at compile time that their group sizes fit.
 pub(crate) const POWERS: usize = 32;
 
+/// Entries of a key's extended table ([`GhashKey::message_powers`]): H^(POWERS + 1), the
+/// `POWERS` of the table, then three zeros, so that four consecutive entries can be read
+/// from anywhere in the first `POWERS + 1`. GCM's whole-message kernel hashes its last
+/// blocks with the length block in one reduction: up to `POWERS` blocks and the length block,
+/// the state joining the first.
+pub(crate) const MESSAGE_POWERS: usize = POWERS + 4;
+
 /// `element * x^-1`: the form in which the right operand of every multiplication is kept (see
 /// the module documentation), and the form GHASH kernels on a device take H in. Shifting out
 /// x^0 needs x^-1 = x^127 + x^6 + x + 1, which is the constant; the mask keeps the choice
@@ -156,10 +163,11 @@ impl fmt::Display for Implementation {
 /// the vector paths never straddle two lines (decryption of 1 KiB was 5-8% slower with a
 /// table only 16-byte aligned). The block is a plain 16-byte-aligned one with room to
 /// start the table on the boundary inside it: a block aligned by the allocator costs
-/// about as much as the copies it spares (glibc's memalign).
+/// about as much as the copies it spares (glibc's memalign). The table has H^(POWERS + 1)
+/// just before it and zeros after it: the [`MESSAGE_POWERS`] of GCM's whole messages.
 struct PowerTable {
-    storage: Box<[u128; POWERS + PowerTable::SLACK]>,
-    /// Where the table starts in `storage`.
+    storage: Box<[u128; MESSAGE_POWERS + PowerTable::SLACK]>,
+    /// Where H^(POWERS + 1) is in `storage`: the table of `POWERS` starts one entry later.
     start: usize,
 }
 
@@ -169,23 +177,35 @@ impl PowerTable {
 
     /// A table of zeros.
     fn new() -> Self {
-        let storage = Box::new([0u128; POWERS + Self::SLACK]);
+        let storage = Box::new([0u128; MESSAGE_POWERS + Self::SLACK]);
         // Where `u128` is less aligned, no boundary may be reachable (`usize::MAX`): the
         // table then starts where it can, unaligned but whole.
-        let start = storage.as_ptr().align_offset(64).min(Self::SLACK);
+        let start = storage[1..].as_ptr().align_offset(64).min(Self::SLACK);
         PowerTable { storage, start }
     }
 
-    fn get(&self) -> &[u128; POWERS] {
+    fn extended(&self) -> &[u128; MESSAGE_POWERS] {
         self.storage[self.start..]
             .first_chunk()
             .expect("the storage holds the table after any start")
     }
 
-    fn get_mut(&mut self) -> &mut [u128; POWERS] {
+    fn extended_mut(&mut self) -> &mut [u128; MESSAGE_POWERS] {
         self.storage[self.start..]
             .first_chunk_mut()
             .expect("the storage holds the table after any start")
+    }
+
+    fn get(&self) -> &[u128; POWERS] {
+        self.extended()[1..]
+            .first_chunk()
+            .expect("the extended table holds the table")
+    }
+
+    fn get_mut(&mut self) -> &mut [u128; POWERS] {
+        self.extended_mut()[1..]
+            .first_chunk_mut()
+            .expect("the extended table holds the table")
     }
 }
 
@@ -193,7 +213,7 @@ impl Clone for PowerTable {
     fn clone(&self) -> Self {
         // The copy's block has its own boundary.
         let mut copy = PowerTable::new();
-        copy.get_mut().copy_from_slice(self.get());
+        copy.extended_mut().copy_from_slice(self.extended());
         copy
     }
 }
@@ -244,6 +264,10 @@ impl GhashKey {
             }
             _ => fill_powers_with(key.h, key.powers.get_mut(), soft::mul_prepared),
         }
+        // H^(POWERS + 1) = H * H^POWERS, the first entry of the extended table.
+        let mut power = key.mul_prepared(key.h, key.powers.get()[0]);
+        key.powers.extended_mut()[0] = prepare(power);
+        power.zeroize();
         Some(key)
     }
 
@@ -256,6 +280,13 @@ impl GhashKey {
     /// (for GCM's stitched kernel, which hashes [`POWERS`] blocks per reduction).
     pub(crate) fn powers(&self) -> &[u128; POWERS] {
         self.powers.get()
+    }
+
+    /// The extended table (see [`MESSAGE_POWERS`]): entry `i` is `prepare(H^(POWERS + 1 -
+    /// i))` up to `H^1` at `POWERS`, then zeros; it starts one entry before
+    /// [`GhashKey::powers`].
+    pub(crate) fn message_powers(&self) -> &[u128; MESSAGE_POWERS] {
+        self.powers.extended()
     }
 
     /// state = (state XOR X_1) * H, then the same for each further block X_i of `blocks`
@@ -535,6 +566,15 @@ mod tests {
                     );
                     soft::update(prepare(h), &mut power, &[0; 16]);
                 }
+                // The extended table: H^33, the same 32 powers, then zeros.
+                let extended = key.message_powers();
+                assert_eq!(
+                    extended[0],
+                    prepare(power),
+                    "{implementation}, H^33, h {h:x}"
+                );
+                assert_eq!(&extended[1..=POWERS], key.powers(), "{implementation}");
+                assert!(extended[POWERS + 1..].iter().all(|&entry| entry == 0));
             }
         }
     }
@@ -556,8 +596,8 @@ mod tests {
                     }
                 }
                 assert_eq!(
-                    copy.powers(),
-                    original.powers(),
+                    copy.message_powers(),
+                    original.message_powers(),
                     "{implementation}, seed {seed}"
                 );
                 let x: u128 = rng.random();

@@ -560,7 +560,12 @@ impl GcmKey {
     /// What `gcm/short.rs` needs for a short message under `nonce`, when it applies: AES with
     /// its round keys, a CPU with AES-NI and PCLMULQDQ, and a stitched kernel in force (the
     /// two-pass setting keeps every path generic, for comparisons).
+    ///
+    /// Always inlined: returned through memory, the message's AAD state was written as two
+    /// 8-byte halves and read back as one 16-byte value, a store the load could not be
+    /// forwarded from (about 7 ns of a 36 ns AES-128-GCM `open` of 16 bytes on Zen 5).
     #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
     fn short_kernel<'a>(
         &'a self,
         cipher: &'a dyn BlockCipher,

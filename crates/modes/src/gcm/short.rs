@@ -48,6 +48,7 @@ pub(super) struct Short<'a> {
 impl<'a> Short<'a> {
     /// The message, or `None` where this CPU lacks AES-NI, PCLMULQDQ, SSSE3 or SSE4.1 or the
     /// round keys are not AES's.
+    #[inline(always)]
     pub(super) fn new(
         round_keys: &'a [[u8; 16]],
         powers: &'a [u128; POWERS],

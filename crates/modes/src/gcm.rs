@@ -647,10 +647,12 @@ impl GcmKey {
     /// ([`check_tag`]) and must discard the output on a mismatch (wipe it, as the engine
     /// does). [`GcmKey::open`] instead checks before it decrypts.
     ///
-    /// Under a 96-bit nonce with our AES and the VAES-512 kernel in force, the whole message
-    /// is one kernel call (`gcm/vaes512.rs`, `message`): E_K(J0), the batches, the last partial
-    /// batch and the length block together. Otherwise it is [`GcmKey::message`],
-    /// [`GcmKey::process_range`] and [`GcmKey::tag`].
+    /// Under a 96-bit nonce with our AES and a stitched kernel in force, E_K(J0) runs beside
+    /// the text's batches and the length block and the mask end the tag in the same call;
+    /// on VAES-512 the whole message is one kernel call (`gcm/vaes512.rs`, `message`: the
+    /// batches, the last partial batch with masked loads and stores, the length block in its
+    /// reduction). Otherwise it is [`GcmKey::message`], [`GcmKey::process_range`] and
+    /// [`GcmKey::tag`].
     ///
     /// # Panics
     /// If `source` and `data` differ in length.
@@ -687,10 +689,13 @@ impl GcmKey {
         Ok(self.tag(&message, &accumulator))
     }
 
-    /// [`GcmKey::crypt_message`] in one call of the VAES-512 kernel, or `None` where that
-    /// does not apply: another kernel in force, an IV that is not a 96-bit nonce, a cipher
-    /// that is not our AES, or a text long enough to stream whose output is not 64-byte
-    /// aligned (the general path aligns it).
+    /// [`GcmKey::crypt_message`] where a stitched kernel is in force, the cipher is our AES and
+    /// the IV a 96-bit nonce (`None` otherwise). E_K(J0) is computed first, beside the text's
+    /// batches (`short::tag_mask`), and the length block and the mask end the tag in one call
+    /// (`short::length_tag`). On VAES-512 the text is one kernel call (`vaes512::message`,
+    /// with its last partial batch); on the other kernels, and on VAES-512 when a text long
+    /// enough to stream has an output that is not 64-byte aligned, the whole batches go
+    /// through the kernel and the rest through the two-pass path, as ranges do.
     ///
     /// # Safety
     /// `text` keeps the contract of [`Text`]; its length is at most [`MAX_TEXT_BYTES`].
@@ -711,42 +716,74 @@ impl GcmKey {
             u64,
             Text,
         ) -> [u8; 16];
-        if self.kernel != GcmKernel::Vaes512 {
+        if self.kernel == GcmKernel::TwoPass {
             return None;
         }
         let nonce = <&[u8; NONCE_BYTES]>::try_from(iv).ok()?;
         let round_keys = cipher.aes_round_keys()?;
-        let streams =
-            parcrypt_ciphers::aes::streams_output(text.input(), text.output(), text.len());
-        if streams && !(text.output() as usize).is_multiple_of(64) {
+        // Every stitched kernel's CPU has AES-NI, PCLMULQDQ, SSSE3 and SSE4.1, which the
+        // `short` helpers need; checked all the same.
+        if !matches!(round_keys.len(), 11 | 13 | 15) || !aesni::is_available() {
             return None;
         }
-        let kernel = match (round_keys.len(), direction == Direction::Decrypt) {
-            (11, false) => vaes512::message::<10, false> as Kernel,
-            (11, true) => vaes512::message::<10, true>,
-            (13, false) => vaes512::message::<12, false>,
-            (13, true) => vaes512::message::<12, true>,
-            (15, false) => vaes512::message::<14, false>,
-            (15, true) => vaes512::message::<14, true>,
-            _ => return None,
-        };
+        // (A text that streams needs a 64-byte aligned output.)
+        let aligned = (text.output() as usize).is_multiple_of(64);
+        let whole_call = self.kernel == GcmKernel::Vaes512
+            && (aligned
+                || !parcrypt_ciphers::aes::streams_output(text.input(), text.output(), text.len()));
         let mut aad_state = 0u128;
         if !aad.is_empty() {
             hash_padded(&self.ghash, &mut aad_state, aad);
         }
-        // SAFETY: the VAES-512 kernel is only ever in force where `is_available` allowed it
-        // (`new` and `set_kernel` keep available ones), so the CPU has every feature it
-        // enables; `round_keys` has the length its ROUNDS expects; the caller keeps the
-        // contract of `Text` and the length limit.
-        let tag = unsafe {
-            kernel(
-                round_keys,
-                self.ghash.message_powers(),
-                nonce,
-                aad_state,
-                aad.len() as u64,
-                text,
-            )
+        let (aad_bytes, text_bytes) = (aad.len() as u64, text.len() as u64);
+        let tag = if whole_call {
+            let kernel = match (round_keys.len(), direction == Direction::Decrypt) {
+                (11, false) => vaes512::message::<10, false> as Kernel,
+                (11, true) => vaes512::message::<10, true>,
+                (13, false) => vaes512::message::<12, false>,
+                (13, true) => vaes512::message::<12, true>,
+                (15, false) => vaes512::message::<14, false>,
+                _ => vaes512::message::<14, true>,
+            };
+            // SAFETY: the VAES-512 kernel is only ever in force where `is_available` allowed
+            // it (`new` and `set_kernel` keep available ones), so the CPU has every feature
+            // it enables; `round_keys` has the length its ROUNDS expects; the caller keeps
+            // the contract of `Text` and the length limit.
+            unsafe {
+                kernel(
+                    round_keys,
+                    self.ghash.message_powers(),
+                    nonce,
+                    aad_state,
+                    aad_bytes,
+                    text,
+                )
+            }
+        } else {
+            // SAFETY: `aesni::is_available` (checked above) confirmed the features the
+            // helper enables, and `round_keys` are AES's.
+            let tag_mask = unsafe { short::tag_mask(round_keys, nonce) };
+            let mut state = aad_state;
+            // SAFETY: the caller keeps the contract of `Text`.
+            let (counter, rest) = unsafe {
+                self.process_stitched(
+                    round_keys,
+                    cipher,
+                    direction,
+                    nonce_text_counter(nonce),
+                    &mut state,
+                    text,
+                )
+            };
+            // SAFETY: as above, and `rest` is not used again.
+            let data = unsafe { rest.into_output() };
+            self.process_two_pass(cipher, direction, counter, &mut state, data);
+            // SAFETY: as for `tag_mask`.
+            let tag = unsafe {
+                short::length_tag(self.ghash.powers(), state, aad_bytes, text_bytes, tag_mask)
+            };
+            state.zeroize();
+            tag
         };
         aad_state.zeroize();
         Some(tag)

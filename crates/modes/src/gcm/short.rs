@@ -192,6 +192,95 @@ fn key_stream<const ROUNDS: usize>(
     (tag_mask, stream)
 }
 
+/// E_K(J0) for a 96-bit `nonce` (J0 = nonce || 0^31 || 1): the mask of a message's tag,
+/// as one AES chain of its own. The empty `asm!` after it (an instruction-free barrier the
+/// compiler may not move) keeps the chain where the caller puts it, before the message's
+/// batches, so that the core runs it beside them rather than after them, where its latency
+/// (10-14 rounds) would add to the message's.
+///
+/// # Safety
+/// The CPU must have AES-NI, PCLMULQDQ, SSSE3 and SSE4.1 (as for [`Short`]); `round_keys`
+/// holds AES's 11, 13 or 15 round keys.
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3,sse4.1")]
+pub(super) fn tag_mask(round_keys: &[[u8; 16]], nonce: &[u8; NONCE_BYTES]) -> __m128i {
+    let mut j0 = [0u8; 16];
+    j0[..NONCE_BYTES].copy_from_slice(nonce);
+    j0[15] = 1;
+    let (first, rest) = round_keys.split_first().expect("AES has round keys");
+    let (last, middle) = rest.split_last().expect("AES has round keys");
+    // SAFETY: `j0` is 16 readable bytes; `loadu` has no alignment requirement.
+    let mut block = _mm_xor_si128(
+        unsafe { _mm_loadu_si128(j0.as_ptr().cast()) },
+        load_key(first),
+    );
+    for key in middle {
+        block = _mm_aesenc_si128(block, load_key(key));
+    }
+    block = _mm_aesenclast_si128(block, load_key(last));
+    // SAFETY: the template is a comment: it executes nothing and leaves the register as it
+    // was.
+    unsafe {
+        core::arch::asm!(
+            "/* {block} */",
+            block = inout(xmm_reg) block,
+            options(nomem, nostack, preserves_flags)
+        );
+    }
+    block
+}
+
+/// A message's tag from the GHASH `state` over its AAD and text and its `tag_mask`: (state
+/// + lengths) * H, byte-swapped, masked. `powers` is the table of `GhashKey::powers`.
+///
+/// # Safety
+/// As for [`tag_mask`].
+#[inline]
+#[target_feature(enable = "aes,pclmulqdq,ssse3,sse4.1")]
+pub(super) fn length_tag(
+    powers: &[u128; POWERS],
+    state: u128,
+    aad_bytes: u64,
+    text_bytes: u64,
+    tag_mask: __m128i,
+) -> [u8; 16] {
+    // SAFETY: a `u128` is 16 readable bytes; `loadu` has no alignment requirement.
+    let load = |element: &u128| unsafe { _mm_loadu_si128((element as *const u128).cast()) };
+    let h = load(&powers[POWERS - 1]);
+    let hashed = reduce(product(
+        _mm_xor_si128(load(&state), lengths(aad_bytes, text_bytes)),
+        h,
+        halves_sum(h),
+    ));
+    masked_tag(hashed, tag_mask)
+}
+
+/// GCM's length block as a GHASH element: AAD bits in the high half, text bits in the low.
+#[inline]
+#[target_feature(enable = "sse2")]
+pub(super) fn lengths(aad_bytes: u64, text_bytes: u64) -> __m128i {
+    _mm_set_epi64x(
+        aad_bytes.wrapping_mul(8) as i64,
+        text_bytes.wrapping_mul(8) as i64,
+    )
+}
+
+/// The tag's bytes: the finished GHASH element byte-swapped and XORed with E_K(J0).
+#[inline]
+#[target_feature(enable = "ssse3")]
+pub(super) fn masked_tag(hashed: __m128i, tag_mask: __m128i) -> [u8; 16] {
+    let reverse = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    let mut tag = [0u8; 16];
+    // SAFETY: `tag` is 16 writable bytes; `storeu` has no alignment requirement.
+    unsafe {
+        _mm_storeu_si128(
+            tag.as_mut_ptr().cast(),
+            _mm_xor_si128(_mm_shuffle_epi8(hashed, reverse), tag_mask),
+        )
+    };
+    tag
+}
+
 /// A round key in a register.
 #[inline]
 fn load_key(key: &[u8; 16]) -> __m128i {
@@ -213,7 +302,7 @@ fn tag(
     let reverse = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     let blocks = length.div_ceil(16);
     // The length block as a GHASH element: AAD bits in the high half, text bits in the low.
-    let lengths = _mm_set_epi64x((message.aad_bytes * 8) as i64, (length as u64 * 8) as i64);
+    let lengths = lengths(message.aad_bytes, length as u64);
     // SAFETY: a `u128` is 16 readable bytes; `loadu` has no alignment requirement.
     let mut first = unsafe { _mm_loadu_si128((&message.aad_state as *const u128).cast()) };
     // Block k of the n + 1 (text, then lengths) is multiplied by H^(n + 1 - k).

@@ -54,9 +54,9 @@ use parcrypt_ciphers::aes::{streams_output, Vaes512Counters};
 use crate::ghash::x86_vpclmul::{
     add, add2, byte_reverse_lanes, load_powers, product, reduce, with_halves_sum, Power, Products,
 };
-use crate::ghash::{x86_pclmul, MESSAGE_POWERS, POWERS};
+use crate::ghash::{MESSAGE_POWERS, POWERS};
 
-use super::{Text, NONCE_BYTES};
+use super::{short, Text, NONCE_BYTES};
 
 /// Blocks per batch: one GHASH reduction, eight zmm registers.
 pub(super) const BATCH_BLOCKS: usize = POWERS;
@@ -356,12 +356,13 @@ unsafe fn process_batches<const ROUNDS: usize, const DECRYPT: bool, const STREAM
 /// length block with another (AES-128-GCM `seal` of 1 KiB on the Zen 5 VM: about 111 ns
 /// that way, of which 57 in the kernel).
 ///
-/// - E_K(J0), the tag's mask, is one AES chain of its own, issued first so that the core
-///   runs it beside the batches instead of after them.
+/// - E_K(J0), the tag's mask, is one AES chain of its own (`short::tag_mask`), issued first
+///   so that the core runs it beside the batches instead of after them.
 /// - The whole batches go through [`process`], from counter J0 + 1, continuing the AAD's
 ///   GHASH state `aad_state`.
 /// - The rest (under a batch) is [`last_batch`]: one batch of AES with masked loads and
-///   stores, and one reduction over its blocks and the length block.
+///   stores, and one reduction over its blocks and the length block. With no rest, the
+///   length block is one product (`short::length_tag`).
 ///
 /// `powers` is `GhashKey::message_powers` (H^33 first). `aad_bytes` is the AAD's length.
 ///
@@ -386,26 +387,29 @@ pub(super) unsafe fn message<const ROUNDS: usize, const DECRYPT: bool>(
         block[NONCE_BYTES..].copy_from_slice(&low_word.to_be_bytes());
         block
     };
-    let tag_mask = encrypt_block::<ROUNDS>(round_keys, &counter_block(1));
+    let tag_mask = short::tag_mask(round_keys, nonce);
     let whole = text.len() / BATCH_BYTES * BATCH_BYTES;
     let (batches, rest) = text.split_at(whole);
     let mut state = aad_state;
+    let table: &[u128; POWERS] = powers[1..=POWERS]
+        .try_into()
+        .expect("the extended table holds the table");
     if whole > 0 {
-        let table: &[u128; POWERS] = powers[1..=POWERS]
-            .try_into()
-            .expect("the extended table holds the table");
         // SAFETY: the caller's guarantees; `batches` is whole batches, within which the low
         // word (2 up to at most 2^32 - 1) does not wrap.
         unsafe {
             process::<ROUNDS, DECRYPT>(round_keys, table, &counter_block(2), &mut state, batches)
         };
     }
-    // (The low word past the last whole batch; unused when nothing is left.)
+    let text_bytes = text.len() as u64;
+    if rest.len() == 0 {
+        return short::length_tag(table, state, aad_bytes, text_bytes, tag_mask);
+    }
+    // SAFETY: a `u128` is 16 readable bytes; `loadu` has no alignment requirement.
+    let state = unsafe { _mm_loadu_si128((&state as *const u128).cast()) };
+    // The low word past the last whole batch (at most 2^32 - 1 with a block left).
     let next = ((whole / 16) as u32).wrapping_add(2);
-    let lengths = _mm_set_epi64x(
-        aad_bytes.wrapping_mul(8) as i64,
-        (text.len() as u64).wrapping_mul(8) as i64,
-    );
+    let lengths = short::lengths(aad_bytes, text_bytes);
     // SAFETY: the caller's guarantees, and `rest` is under a batch.
     let hash = unsafe {
         last_batch::<ROUNDS, DECRYPT>(
@@ -417,44 +421,11 @@ pub(super) unsafe fn message<const ROUNDS: usize, const DECRYPT: bool>(
             rest,
         )
     };
-    let reverse = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    let mut tag = [0u8; 16];
-    // SAFETY: `tag` is 16 writable bytes; `storeu` has no alignment requirement.
-    unsafe {
-        _mm_storeu_si128(
-            tag.as_mut_ptr().cast(),
-            _mm_xor_si128(_mm_shuffle_epi8(hash, reverse), tag_mask),
-        )
-    };
-    tag
-}
-
-/// One block through AES (for E_K(J0)), as a chain of its own. The empty `asm!` after it
-/// (an instruction-free barrier the compiler may not move) keeps the chain where it is
-/// written, at the start of [`message`], rather than next to its one use at the end.
-#[inline]
-#[target_feature(enable = "aes,avx2")]
-fn encrypt_block<const ROUNDS: usize>(round_keys: &[[u8; 16]], block: &[u8; 16]) -> __m128i {
-    let key = |round: usize| {
-        // SAFETY: a round key is 16 readable bytes; `loadu` has no alignment requirement.
-        unsafe { _mm_loadu_si128(round_keys[round].as_ptr().cast()) }
-    };
-    // SAFETY: as above.
-    let mut state = _mm_xor_si128(unsafe { _mm_loadu_si128(block.as_ptr().cast()) }, key(0));
-    for round in 1..ROUNDS {
-        state = _mm_aesenc_si128(state, key(round));
-    }
-    state = _mm_aesenclast_si128(state, key(ROUNDS));
-    // SAFETY: the template is a comment: it executes nothing and leaves the register as it
-    // was.
-    unsafe {
-        core::arch::asm!("/* {state} */", state = inout(xmm_reg) state, options(nomem, nostack, preserves_flags));
-    }
-    state
+    short::masked_tag(hash, tag_mask)
 }
 
 /// The end of [`message`]: encrypts (or decrypts) `rest`, the text past its whole batches
-/// (under a batch, maybe empty), from `counter`, and returns the GHASH of `state` continued
+/// (1 byte to a batch less one), from `counter`, and returns the GHASH of `state` continued
 /// over its zero-padded ciphertext and the length block `lengths` (as a GHASH element), in
 /// one reduction.
 ///
@@ -463,7 +434,7 @@ fn encrypt_block<const ROUNDS: usize>(round_keys: &[[u8; 16]], block: &[u8; 16])
 /// nothing outside it is read or written, and the ciphertext GHASH sees is zero past the
 /// text. With `n` blocks of text, block `j` is multiplied by H^(n + 1 - j) and the length
 /// block by H^1, from the extended table (H^33 when `n` is 32); the table's zeros past H^1
-/// meet only zero blocks. Nothing left: (state + lengths) * H, one product.
+/// meet only zero blocks.
 ///
 /// # Safety
 /// As for [`message`]; `rest` is shorter than a batch and its counter's low word does not
@@ -474,20 +445,12 @@ unsafe fn last_batch<const ROUNDS: usize, const DECRYPT: bool>(
     round_keys: &[[u8; 16]],
     powers: &[u128; MESSAGE_POWERS],
     counter: &[u8; 16],
-    state: u128,
+    state: __m128i,
     lengths: __m128i,
     rest: Text,
 ) -> __m128i {
     let length = rest.len();
-    debug_assert!(length < BATCH_BYTES);
-    // SAFETY: a `u128` is 16 readable bytes; `loadu` has no alignment requirement.
-    let state = unsafe { _mm_loadu_si128((&state as *const u128).cast()) };
-    if length == 0 {
-        // SAFETY: as above.
-        let h = unsafe { _mm_loadu_si128((&powers[POWERS] as *const u128).cast()) };
-        let sum = x86_pclmul::product(_mm_xor_si128(state, lengths), h, x86_pclmul::halves_sum(h));
-        return x86_pclmul::reduce(sum);
-    }
+    debug_assert!((1..BATCH_BYTES).contains(&length));
     let key = |round: usize| {
         // SAFETY: a round key is 16 readable bytes; `loadu` has no alignment requirement.
         _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(round_keys[round].as_ptr().cast()) })

@@ -27,7 +27,12 @@
 //!
 //! Whole messages of at most [`SHORT_TEXT_BYTES`] under a 96-bit nonce skip the ranges:
 //! [`GcmKey::seal`] and [`GcmKey::open`] run them in one call (`gcm/short.rs` for AES), where
-//! the cost is latency, not throughput.
+//! the cost is latency, not throughput. Longer whole messages on one thread go through
+//! [`GcmKey::crypt_message`] (which `seal` and the engine's messages use): under a 96-bit
+//! nonce with a stitched kernel, E_K(J0) runs beside the batches and the tag is finished in
+//! the same call; on VAES-512 the whole message, its last partial batch and the length block
+//! included, is one kernel call. AES-128-GCM `seal` of 1 KiB on the 2-core Zen 5 VM went from
+//! about 111 to 75 ns with it.
 
 use parcrypt_ciphers::BlockCipher;
 use subtle::ConstantTimeEq;

@@ -581,10 +581,7 @@ impl GcmKey {
             return None;
         }
         let round_keys = cipher.aes_round_keys()?;
-        let mut aad_state = 0u128;
-        if !aad.is_empty() {
-            hash_padded(&self.ghash, &mut aad_state, aad);
-        }
+        let aad_state = self.hash_aad(aad);
         short::Short::new(
             round_keys,
             self.ghash.powers(),
@@ -598,10 +595,7 @@ impl GcmKey {
     /// the text's ciphertext and the length block are hashed in one call after the AAD.
     fn short_tag(&self, stream: &ShortStream, aad: &[u8], ciphertext: &[u8]) -> [u8; 16] {
         debug_assert!(ciphertext.len() <= SHORT_TEXT_BYTES);
-        let mut state = 0u128;
-        if !aad.is_empty() {
-            hash_padded(&self.ghash, &mut state, aad);
-        }
+        let mut state = self.hash_aad(aad);
         let blocks = ciphertext.len().div_ceil(16);
         let mut tail = [0u8; 16 * SHORT_BLOCKS];
         tail[..ciphertext.len()].copy_from_slice(ciphertext);
@@ -721,25 +715,13 @@ impl GcmKey {
             u64,
             Text,
         ) -> [u8; 16];
-        if self.kernel == GcmKernel::TwoPass {
-            return None;
-        }
-        let nonce = <&[u8; NONCE_BYTES]>::try_from(iv).ok()?;
-        let round_keys = cipher.aes_round_keys()?;
-        // Every stitched kernel's CPU has AES-NI, PCLMULQDQ, SSSE3 and SSE4.1, which the
-        // `short` helpers need; checked all the same.
-        if !matches!(round_keys.len(), 11 | 13 | 15) || !aesni::is_available() {
-            return None;
-        }
+        let (round_keys, nonce) = self.stitched_message(cipher, iv)?;
         // (A text that streams needs a 64-byte aligned output.)
         let aligned = (text.output() as usize).is_multiple_of(64);
         let whole_call = self.kernel == GcmKernel::Vaes512
             && (aligned
                 || !parcrypt_ciphers::aes::streams_output(text.input(), text.output(), text.len()));
-        let mut aad_state = 0u128;
-        if !aad.is_empty() {
-            hash_padded(&self.ghash, &mut aad_state, aad);
-        }
+        let mut aad_state = self.hash_aad(aad);
         let (aad_bytes, text_bytes) = (aad.len() as u64, text.len() as u64);
         let tag = if whole_call {
             let kernel = match (round_keys.len(), direction == Direction::Decrypt) {
@@ -794,6 +776,64 @@ impl GcmKey {
         Some(tag)
     }
 
+    /// The round keys and nonce of a message the `short` helpers can finish: a stitched
+    /// kernel in force, our AES, a 96-bit nonce and a CPU with AES-NI, PCLMULQDQ, SSSE3 and
+    /// SSE4.1 (every stitched kernel's CPU has them; checked all the same).
+    #[cfg(target_arch = "x86_64")]
+    fn stitched_message<'a>(
+        &self,
+        cipher: &'a dyn BlockCipher,
+        iv: &'a [u8],
+    ) -> Option<(&'a [[u8; 16]], &'a [u8; NONCE_BYTES])> {
+        if self.kernel == GcmKernel::TwoPass {
+            return None;
+        }
+        let nonce = <&[u8; NONCE_BYTES]>::try_from(iv).ok()?;
+        let round_keys = cipher.aes_round_keys()?;
+        (matches!(round_keys.len(), 11 | 13 | 15) && aesni::is_available())
+            .then_some((round_keys, nonce))
+    }
+
+    /// GHASH of the zero-padded AAD from a zero state.
+    fn hash_aad(&self, aad: &[u8]) -> u128 {
+        let mut state = 0u128;
+        if !aad.is_empty() {
+            hash_padded(&self.ghash, &mut state, aad);
+        }
+        state
+    }
+
+    /// The tag of the ciphertext `data` under `iv` and `aad` where [`GcmKey::stitched_message`]
+    /// applies (`None` otherwise): E_K(J0) beside the GHASH pass, and the length block and the
+    /// mask in one call after it, for [`GcmKey::open`]'s check before it decrypts.
+    #[cfg(target_arch = "x86_64")]
+    fn ciphertext_tag(
+        &self,
+        cipher: &dyn BlockCipher,
+        iv: &[u8],
+        aad: &[u8],
+        data: &[u8],
+    ) -> Option<[u8; TAG_BYTES]> {
+        let (round_keys, nonce) = self.stitched_message(cipher, iv)?;
+        // SAFETY: `stitched_message` confirmed the features the helper enables, and the
+        // round keys are AES's.
+        let tag_mask = unsafe { short::tag_mask(round_keys, nonce) };
+        let mut state = self.hash_aad(aad);
+        hash_padded(&self.ghash, &mut state, data);
+        // SAFETY: as above.
+        let tag = unsafe {
+            short::length_tag(
+                self.ghash.powers(),
+                state,
+                aad.len() as u64,
+                data.len() as u64,
+                tag_mask,
+            )
+        };
+        state.zeroize();
+        Some(tag)
+    }
+
     /// Decrypts a whole message in place on the calling thread, checking `tag` over the
     /// ciphertext first: on a mismatch `data` is left as it was (ciphertext), so no
     /// unauthenticated plaintext ever exists.
@@ -825,9 +865,16 @@ impl GcmKey {
             xor_in_place(data, &stream.text_stream()[..data.len()]);
             return Ok(());
         }
+        check_length(data)?;
+        #[cfg(target_arch = "x86_64")]
+        if let Some(expected) = self.ciphertext_tag(cipher, iv, aad, data) {
+            check_tag(expected, tag)?;
+            let nonce = <&[u8; NONCE_BYTES]>::try_from(iv).expect("a 96-bit nonce");
+            ctr::apply(cipher, nonce_text_counter(nonce), data);
+            return Ok(());
+        }
         let message = self.message(cipher, iv)?;
         let mut accumulator = GcmAccumulator::new(self, aad);
-        check_length(data)?;
         accumulator.append(self, self.hash_range(data), data.len() as u64)?;
         self.verify(&message, &accumulator, tag)?;
         ctr::apply(cipher, message.text_counter(0), data);
@@ -1040,10 +1087,8 @@ pub struct GcmAccumulator {
 impl GcmAccumulator {
     /// Starts a message by hashing its `aad`.
     pub fn new(key: &GcmKey, aad: &[u8]) -> Self {
-        let mut state = 0u128;
-        hash_padded(&key.ghash, &mut state, aad);
         GcmAccumulator {
-            state,
+            state: key.hash_aad(aad),
             aad_bytes: aad.len() as u64,
             text_bytes: 0,
         }

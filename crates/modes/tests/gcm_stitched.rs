@@ -474,7 +474,9 @@ fn untouched_around(buffer: &[u8], start: usize, length: usize) -> bool {
 /// boundary up to 5 batches (the last partial batch takes 1..=32 blocks, so H^33 and a ninth
 /// vector for the length block are used), with AAD of several lengths, in place and into
 /// a buffer at several offsets; decryption gives the plaintext back with the same tag, and
-/// `check_tag` refuses a changed one. On every stitched kernel and the two-pass path.
+/// `check_tag` refuses a changed one; `open` takes the message back and refuses a changed
+/// tag or ciphertext, leaving the data as it was. On every stitched kernel and the two-pass
+/// path.
 #[test]
 fn whole_messages_match_the_range_path_and_the_aes_gcm_crate() {
     let mut rng = StdRng::seed_from_u64(0x3E55A6E);
@@ -542,6 +544,35 @@ fn whole_messages_match_the_range_path_and_the_aes_gcm_crate() {
                     parcrypt_modes::gcm::check_tag(open_tag, &forged).is_err(),
                     "{context}: a changed tag passes"
                 );
+
+                // `open` checks first: the right tag gives the plaintext, a changed tag or
+                // ciphertext is refused with the data left as it was.
+                let mut data = ciphertext.clone();
+                gcm.open(cipher, &nonce, &aad, &mut data, &tag)
+                    .expect("authentic");
+                assert!(data == plaintext, "{context}: open");
+                let mut data = ciphertext.clone();
+                assert!(
+                    gcm.open(cipher, &nonce, &aad, &mut data, &forged).is_err(),
+                    "{context}: open took a changed tag"
+                );
+                assert!(
+                    data == ciphertext,
+                    "{context}: a refused open changed the data"
+                );
+                if length > 0 {
+                    let mut changed = ciphertext.clone();
+                    changed[length / 2] ^= 0x80;
+                    let mut data = changed.clone();
+                    assert!(
+                        gcm.open(cipher, &nonce, &aad, &mut data, &tag).is_err(),
+                        "{context}: open took a changed ciphertext"
+                    );
+                    assert!(
+                        data == changed,
+                        "{context}: a refused open changed the data"
+                    );
+                }
             }
         }
     }

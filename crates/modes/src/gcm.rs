@@ -747,8 +747,8 @@ impl GcmKey {
                 )
             }
         } else {
-            // SAFETY: `aesni::is_available` (checked above) confirmed the features the
-            // helper enables, and `round_keys` are AES's.
+            // SAFETY: `stitched_message` confirmed the features the helper enables, and
+            // `round_keys` are AES's.
             let tag_mask = unsafe { short::tag_mask(round_keys, nonce) };
             let mut state = aad_state;
             // SAFETY: the caller keeps the contract of `Text`.

@@ -198,6 +198,24 @@ const FUSED_PIECE_BYTES: usize = 4096;
 /// The longest plaintext GCM allows: 2^39 - 256 bits (SP 800-38D section 5.2.1.1).
 pub const MAX_TEXT_BYTES: u64 = (1 << 36) - 32;
 
+/// The instance of the AES kernel function `$function` (generic over ROUNDS and DECRYPT) for
+/// `$round_keys` round keys and the direction, as a `$kernel` pointer; any other count of
+/// round keys evaluates `$otherwise`.
+#[cfg(target_arch = "x86_64")]
+macro_rules! aes_instance {
+    ($($function:ident)::+, $kernel:ty, $round_keys:expr, $decrypt:expr, $otherwise:expr) => {
+        match ($round_keys, $decrypt) {
+            (11, false) => $($function)::+::<10, false> as $kernel,
+            (11, true) => $($function)::+::<10, true>,
+            (13, false) => $($function)::+::<12, false>,
+            (13, true) => $($function)::+::<12, true>,
+            (15, false) => $($function)::+::<14, false>,
+            (15, true) => $($function)::+::<14, true>,
+            _ => $otherwise,
+        }
+    };
+}
+
 /// The tag length parcrypt writes and expects.
 pub const TAG_BYTES: usize = 16;
 
@@ -457,15 +475,13 @@ impl GcmKey {
             ($module:ident) => {
                 (
                     $module::BATCH_BLOCKS,
-                    match (round_keys.len(), direction == Direction::Decrypt) {
-                        (11, false) => $module::process::<10, false> as Kernel,
-                        (11, true) => $module::process::<10, true>,
-                        (13, false) => $module::process::<12, false>,
-                        (13, true) => $module::process::<12, true>,
-                        (15, false) => $module::process::<14, false>,
-                        (15, true) => $module::process::<14, true>,
-                        _ => return (counter, text),
-                    },
+                    aes_instance!(
+                        $module::process,
+                        Kernel,
+                        round_keys.len(),
+                        direction == Direction::Decrypt,
+                        return (counter, text)
+                    ),
                 )
             };
         }
@@ -721,59 +737,86 @@ impl GcmKey {
         let whole_call = self.kernel == GcmKernel::Vaes512
             && (aligned
                 || !parcrypt_ciphers::aes::streams_output(text.input(), text.output(), text.len()));
+        if !whole_call {
+            // The whole batches through the kernel, the rest through the two-pass path.
+            let run_text = |state: &mut u128| {
+                // SAFETY: the caller keeps the contract of `Text`.
+                let (counter, rest) = unsafe {
+                    self.process_stitched(
+                        round_keys,
+                        cipher,
+                        direction,
+                        nonce_text_counter(nonce),
+                        state,
+                        text,
+                    )
+                };
+                // SAFETY: as above, and `rest` is not used again.
+                let data = unsafe { rest.into_output() };
+                self.process_two_pass(cipher, direction, counter, state, data);
+            };
+            // SAFETY: `stitched_message` gave the round keys and nonce.
+            return Some(unsafe { self.finish_tag(round_keys, nonce, aad, text.len(), run_text) });
+        }
+        let kernel = aes_instance!(
+            vaes512::message,
+            Kernel,
+            round_keys.len(),
+            direction == Direction::Decrypt,
+            return None
+        );
         let mut aad_state = self.hash_aad(aad);
-        let (aad_bytes, text_bytes) = (aad.len() as u64, text.len() as u64);
-        let tag = if whole_call {
-            let kernel = match (round_keys.len(), direction == Direction::Decrypt) {
-                (11, false) => vaes512::message::<10, false> as Kernel,
-                (11, true) => vaes512::message::<10, true>,
-                (13, false) => vaes512::message::<12, false>,
-                (13, true) => vaes512::message::<12, true>,
-                (15, false) => vaes512::message::<14, false>,
-                _ => vaes512::message::<14, true>,
-            };
-            // SAFETY: the VAES-512 kernel is only ever in force where `is_available` allowed
-            // it (`new` and `set_kernel` keep available ones), so the CPU has every feature
-            // it enables; `round_keys` has the length its ROUNDS expects; the caller keeps
-            // the contract of `Text` and the length limit.
-            unsafe {
-                kernel(
-                    round_keys,
-                    self.ghash.message_powers(),
-                    nonce,
-                    aad_state,
-                    aad_bytes,
-                    text,
-                )
-            }
-        } else {
-            // SAFETY: `stitched_message` confirmed the features the helper enables, and
-            // `round_keys` are AES's.
-            let tag_mask = unsafe { short::tag_mask(round_keys, nonce) };
-            let mut state = aad_state;
-            // SAFETY: the caller keeps the contract of `Text`.
-            let (counter, rest) = unsafe {
-                self.process_stitched(
-                    round_keys,
-                    cipher,
-                    direction,
-                    nonce_text_counter(nonce),
-                    &mut state,
-                    text,
-                )
-            };
-            // SAFETY: as above, and `rest` is not used again.
-            let data = unsafe { rest.into_output() };
-            self.process_two_pass(cipher, direction, counter, &mut state, data);
-            // SAFETY: as for `tag_mask`.
-            let tag = unsafe {
-                short::length_tag(self.ghash.powers(), state, aad_bytes, text_bytes, tag_mask)
-            };
-            state.zeroize();
-            tag
+        // SAFETY: the VAES-512 kernel is only ever in force where `is_available` allowed it
+        // (`new` and `set_kernel` keep available ones), so the CPU has every feature it
+        // enables; `round_keys` has the length its ROUNDS expects; the caller keeps the
+        // contract of `Text` and the length limit.
+        let tag = unsafe {
+            kernel(
+                round_keys,
+                self.ghash.message_powers(),
+                nonce,
+                aad_state,
+                aad.len() as u64,
+                text,
+            )
         };
         aad_state.zeroize();
         Some(tag)
+    }
+
+    /// The tag of a message whose text's GHASH `hash_text` continues from the AAD's state
+    /// (and whose text it may encrypt or decrypt meanwhile): E_K(J0) first, so that it runs
+    /// beside that work (`short::tag_mask`), then the length block and the mask in one call
+    /// (`short::length_tag`).
+    ///
+    /// # Safety
+    /// `round_keys` and `nonce` come from [`GcmKey::stitched_message`] (which confirmed the
+    /// CPU features the `short` helpers enable).
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn finish_tag(
+        &self,
+        round_keys: &[[u8; 16]],
+        nonce: &[u8; NONCE_BYTES],
+        aad: &[u8],
+        text_bytes: usize,
+        hash_text: impl FnOnce(&mut u128),
+    ) -> [u8; TAG_BYTES] {
+        // SAFETY: the caller's guarantee; the round keys are AES's.
+        let tag_mask = unsafe { short::tag_mask(round_keys, nonce) };
+        let mut state = self.hash_aad(aad);
+        hash_text(&mut state);
+        // SAFETY: as above.
+        let tag = unsafe {
+            short::length_tag(
+                self.ghash.powers(),
+                state,
+                aad.len() as u64,
+                text_bytes as u64,
+                tag_mask,
+            )
+        };
+        state.zeroize();
+        tag
     }
 
     /// The round keys and nonce of a message the `short` helpers can finish: a stitched
@@ -815,23 +858,12 @@ impl GcmKey {
         data: &[u8],
     ) -> Option<[u8; TAG_BYTES]> {
         let (round_keys, nonce) = self.stitched_message(cipher, iv)?;
-        // SAFETY: `stitched_message` confirmed the features the helper enables, and the
-        // round keys are AES's.
-        let tag_mask = unsafe { short::tag_mask(round_keys, nonce) };
-        let mut state = self.hash_aad(aad);
-        hash_padded(&self.ghash, &mut state, data);
-        // SAFETY: as above.
-        let tag = unsafe {
-            short::length_tag(
-                self.ghash.powers(),
-                state,
-                aad.len() as u64,
-                data.len() as u64,
-                tag_mask,
-            )
-        };
-        state.zeroize();
-        Some(tag)
+        // SAFETY: `stitched_message` gave the round keys and nonce.
+        Some(unsafe {
+            self.finish_tag(round_keys, nonce, aad, data.len(), |state| {
+                hash_padded(&self.ghash, state, data)
+            })
+        })
     }
 
     /// Decrypts a whole message in place on the calling thread, checking `tag` over the

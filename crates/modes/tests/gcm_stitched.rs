@@ -183,7 +183,6 @@ fn streaming_outputs_match_the_two_pass_path() {
     }
     let mut rng = StdRng::seed_from_u64(0x5743A);
     let from = parcrypt_ciphers::aes::STREAM_FROM_BYTES;
-    const GUARD: usize = 128;
     for (case, (algorithm, extra, offset, wrap_at)) in [
         (Algorithm::Aes128, 512 * 3, 0, None),
         (Algorithm::Aes256, 512 * 2 + 16, 16, None),
@@ -216,25 +215,18 @@ fn streaming_outputs_match_the_two_pass_path() {
                 first_block,
                 &mut expected,
             );
-            let mut buffer = vec![0xA5u8; length + 2 * GUARD + 64];
-            let start = GUARD + (64 - buffer.as_ptr() as usize % 64) % 64 + offset;
-            let sum = keys.stitched.process_range_into(
-                &message,
-                cipher,
-                direction,
-                first_block,
-                &input,
-                &mut buffer[start..start + length],
-            );
-            assert!(
-                buffer[start..start + length] == expected,
-                "{context}: output"
-            );
+            let (output, sum) = write_guarded(length, offset, &context, |output| {
+                keys.stitched.process_range_into(
+                    &message,
+                    cipher,
+                    direction,
+                    first_block,
+                    &input,
+                    output,
+                )
+            });
+            assert!(output == expected, "{context}: output");
             assert_eq!(sum, expected_sum, "{context}: GHASH");
-            assert!(
-                untouched_around(&buffer, start, length),
-                "{context}: bytes written around the output"
-            );
         }
     }
 }
@@ -428,44 +420,49 @@ fn crypt_both_ways(
     offset: usize,
     context: &str,
 ) -> (Vec<u8>, [u8; 16]) {
-    const GUARD: usize = 64;
     let mut in_place = input.to_vec();
     let tag = gcm
         .crypt_message(cipher, direction, nonce, aad, None, &mut in_place)
         .expect("a message GCM allows");
-    let length = input.len();
-    let mut buffer = vec![0xA5u8; length + 2 * GUARD + 64];
-    // `offset` from a 64-byte boundary (0: an aligned output, which may stream).
-    let start = GUARD + (64 - buffer.as_ptr() as usize % 64) % 64 + offset;
-    let into_tag = gcm
-        .crypt_message(
-            cipher,
-            direction,
-            nonce,
-            aad,
-            Some(input),
-            &mut buffer[start..start + length],
-        )
-        .expect("a message GCM allows");
+    let (into, into_tag) = write_guarded(
+        input.len(),
+        offset,
+        &format!("{context}: {direction:?}"),
+        |output| {
+            gcm.crypt_message(cipher, direction, nonce, aad, Some(input), output)
+                .expect("a message GCM allows")
+        },
+    );
     assert!(
-        buffer[start..start + length] == in_place,
+        into == in_place,
         "{context}: {direction:?} into a buffer differs from in place"
     );
     assert_eq!(into_tag, tag, "{context}: {direction:?} tag into a buffer");
-    assert!(
-        untouched_around(&buffer, start, length),
-        "{context}: {direction:?} bytes written around the output"
-    );
     (in_place, tag)
 }
 
-/// Whether every byte of `buffer` outside `start..start + length` still holds the poison
-/// 0xA5 it was filled with.
-fn untouched_around(buffer: &[u8], start: usize, length: usize) -> bool {
-    buffer[..start]
-        .iter()
-        .chain(&buffer[start + length..])
-        .all(|&byte| byte == 0xA5)
+/// Runs `write` on `length` bytes that start `offset` bytes past a 64-byte boundary (0: an
+/// aligned output, which may stream) inside a larger buffer poisoned with 0xA5, asserts that
+/// nothing around them was written, and returns those bytes and what `write` returned.
+fn write_guarded<T>(
+    length: usize,
+    offset: usize,
+    context: &str,
+    write: impl FnOnce(&mut [u8]) -> T,
+) -> (Vec<u8>, T) {
+    const GUARD: usize = 128;
+    assert!(offset < 64);
+    let mut buffer = vec![0xA5u8; length + 2 * GUARD + 64];
+    let start = GUARD + (64 - buffer.as_ptr() as usize % 64) % 64 + offset;
+    let result = write(&mut buffer[start..start + length]);
+    assert!(
+        buffer[..start]
+            .iter()
+            .chain(&buffer[start + length..])
+            .all(|&byte| byte == 0xA5),
+        "{context}: bytes written around the output"
+    );
+    (buffer[start..start + length].to_vec(), result)
 }
 
 /// Whole messages through `crypt_message` (one kernel call on VAES-512 under a 96-bit nonce)

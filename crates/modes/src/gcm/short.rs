@@ -115,11 +115,7 @@ unsafe fn seal<const ROUNDS: usize>(message: &Short<'_>, data: &mut [u8]) -> [u8
         text.set_block(index, *block);
     }
     text.write_back(data);
-    let tag = tag(message, &ciphertext, data.len(), tag_mask);
-    let mut bytes = [0u8; 16];
-    // SAFETY: `bytes` is 16 writable bytes; `storeu` has no alignment requirement.
-    unsafe { _mm_storeu_si128(bytes.as_mut_ptr().cast(), tag) };
-    bytes
+    tag_bytes(tag(message, &ciphertext, data.len(), tag_mask))
 }
 
 /// Checks `received` against the tag of the ciphertext `data` (at most
@@ -204,9 +200,7 @@ fn key_stream<const ROUNDS: usize>(
 #[inline]
 #[target_feature(enable = "aes,pclmulqdq,ssse3,sse4.1")]
 pub(super) fn tag_mask(round_keys: &[[u8; 16]], nonce: &[u8; NONCE_BYTES]) -> __m128i {
-    let mut j0 = [0u8; 16];
-    j0[..NONCE_BYTES].copy_from_slice(nonce);
-    j0[15] = 1;
+    let j0 = super::nonce_pre_counter(nonce);
     let (first, rest) = round_keys.split_first().expect("AES has round keys");
     let (last, middle) = rest.split_last().expect("AES has round keys");
     // SAFETY: `j0` is 16 readable bytes; `loadu` has no alignment requirement.
@@ -252,7 +246,7 @@ pub(super) fn length_tag(
         h,
         halves_sum(h),
     ));
-    masked_tag(hashed, tag_mask)
+    tag_bytes(masked_tag(hashed, tag_mask))
 }
 
 /// GCM's length block as a GHASH element: AAD bits in the high half, text bits in the low.
@@ -265,20 +259,23 @@ pub(super) fn lengths(aad_bytes: u64, text_bytes: u64) -> __m128i {
     )
 }
 
-/// The tag's bytes: the finished GHASH element byte-swapped and XORed with E_K(J0).
+/// The tag: the finished GHASH element byte-swapped (to the order of the tag's bytes) and
+/// XORed with E_K(J0).
 #[inline]
 #[target_feature(enable = "ssse3")]
-pub(super) fn masked_tag(hashed: __m128i, tag_mask: __m128i) -> [u8; 16] {
+pub(super) fn masked_tag(hashed: __m128i, tag_mask: __m128i) -> __m128i {
     let reverse = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    let mut tag = [0u8; 16];
-    // SAFETY: `tag` is 16 writable bytes; `storeu` has no alignment requirement.
-    unsafe {
-        _mm_storeu_si128(
-            tag.as_mut_ptr().cast(),
-            _mm_xor_si128(_mm_shuffle_epi8(hashed, reverse), tag_mask),
-        )
-    };
-    tag
+    _mm_xor_si128(_mm_shuffle_epi8(hashed, reverse), tag_mask)
+}
+
+/// A tag's 16 bytes, in the order they are stored.
+#[inline]
+#[target_feature(enable = "sse2")]
+pub(super) fn tag_bytes(tag: __m128i) -> [u8; 16] {
+    let mut bytes = [0u8; 16];
+    // SAFETY: `bytes` is 16 writable bytes; `storeu` has no alignment requirement.
+    unsafe { _mm_storeu_si128(bytes.as_mut_ptr().cast(), tag) };
+    bytes
 }
 
 /// A round key in a register.
@@ -324,7 +321,7 @@ fn tag(
         let power = power(index);
         sum = add(sum, product(element(index), power, halves_sum(power)));
     }
-    _mm_xor_si128(_mm_shuffle_epi8(reduce(sum), reverse), tag_mask)
+    masked_tag(reduce(sum), tag_mask)
 }
 
 /// The text in zero-padded blocks on the stack, wiped on drop.

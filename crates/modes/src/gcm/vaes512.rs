@@ -382,8 +382,7 @@ pub(super) unsafe fn message<const ROUNDS: usize, const DECRYPT: bool>(
     assert!(ROUNDS < MAX_ROUND_KEYS && round_keys.len() == ROUNDS + 1);
     // J0 = nonce || 0^31 || 1; text block i takes the counter J0 + 1 + i.
     let counter_block = |low_word: u32| {
-        let mut block = [0u8; 16];
-        block[..NONCE_BYTES].copy_from_slice(nonce);
+        let mut block = super::nonce_pre_counter(nonce);
         block[NONCE_BYTES..].copy_from_slice(&low_word.to_be_bytes());
         block
     };
@@ -421,7 +420,7 @@ pub(super) unsafe fn message<const ROUNDS: usize, const DECRYPT: bool>(
             rest,
         )
     };
-    short::masked_tag(hash, tag_mask)
+    short::tag_bytes(short::masked_tag(hash, tag_mask))
 }
 
 /// The end of [`message`]: encrypts (or decrypts) `rest`, the text past its whole batches

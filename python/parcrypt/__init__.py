@@ -6,9 +6,10 @@ with the GIL released while the engine works; and authenticated, seekable files 
 ``parcrypt`` command line reads and writes byte for byte.
 
 >>> import os, parcrypt
->>> key, iv = os.urandom(16), os.urandom(12)
->>> sealed = parcrypt.Cipher("aes-128-gcm", key, iv).encrypt(b"attack at dawn")
->>> parcrypt.Cipher("aes-128-gcm", key, iv).decrypt(sealed)
+>>> cipher = parcrypt.Cipher("aes-128-gcm", os.urandom(16))  # keyed once
+>>> iv = os.urandom(12)  # a fresh IV for every message
+>>> sealed = cipher.encrypt(b"attack at dawn", iv=iv)
+>>> cipher.decrypt(sealed, iv=iv)
 b'attack at dawn'
 
 All the work is done by the parcrypt Rust crates; this package is a thin layer over them.

@@ -33,7 +33,10 @@ def devices() -> list[_Device]:
     """The CPU and every GPU device found."""
 
 class Cipher:
-    """A suite such as ``"aes-128-gcm"``, a key and an IV on an engine.
+    """A suite such as ``"aes-128-gcm"`` and a key on an engine, keyed once (the key
+    schedule and GCM's powers of H), with an IV given here, with each message (``iv=``), or
+    both (the message's wins). A CTR or GCM IV must never encrypt two messages under one
+    key: for many messages keep one ``Cipher`` and give each its own ``iv=``.
 
     ``encrypt``/``decrypt`` run one whole message with the bytes of ``parcrypt raw``.
     ``data`` is any C-contiguous buffer (bytes, bytearray, memoryview, mmap, a numpy array
@@ -63,13 +66,21 @@ class Cipher:
     @property
     def backend(self) -> str: ...
     @overload
-    def encrypt(self, data: Any, aad: Buffer | None = None, *, out: None = None) -> Any: ...
+    def encrypt(
+        self, data: Any, aad: Buffer | None = None, *, iv: Buffer | str | None = None, out: None = None
+    ) -> Any: ...
     @overload
-    def encrypt(self, data: Any, aad: Buffer | None = None, *, out: Buffer) -> int: ...
+    def encrypt(
+        self, data: Any, aad: Buffer | None = None, *, iv: Buffer | str | None = None, out: Buffer
+    ) -> int: ...
     @overload
-    def decrypt(self, data: Any, aad: Buffer | None = None, *, out: None = None) -> Any: ...
+    def decrypt(
+        self, data: Any, aad: Buffer | None = None, *, iv: Buffer | str | None = None, out: None = None
+    ) -> Any: ...
     @overload
-    def decrypt(self, data: Any, aad: Buffer | None = None, *, out: Buffer) -> int: ...
+    def decrypt(
+        self, data: Any, aad: Buffer | None = None, *, iv: Buffer | str | None = None, out: Buffer
+    ) -> int: ...
     def output_length(self, length: int, decrypt: bool = False) -> int:
         """The most bytes ``length`` input bytes become: the size ``out`` needs."""
 

@@ -1,7 +1,8 @@
-//! `parcrypt.Cipher`: one suite, key and IV on a shared engine, for whole messages in
+//! `parcrypt.Cipher`: one suite and key on a shared engine (keyed once: the key schedule and
+//! GCM's powers of H), with an IV given once or with each message, for whole messages in
 //! memory, with the same bytes as `parcrypt raw`.
 
-use parcrypt::engine::{Backend, Cipher as EngineCipher, CipherSpec, Direction, JobError};
+use parcrypt::engine::{Backend, CipherSpec, Direction, JobError, KeyedCipher};
 use parcrypt::format::secrets::decode_hex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -15,18 +16,44 @@ use crate::{errors, gpu_arrays, runtime};
 /// such a message takes to encrypt.
 const RELEASE_GIL_FROM: usize = 8 * 1024;
 
-/// A cipher suite (such as `"aes-128-gcm"`), a key and an IV on an engine.
+/// A cipher suite (such as `"aes-128-gcm"`) and a key on an engine, keyed once, with an
+/// IV given here, with each message (`iv=`), or both (the message's wins).
 ///
 /// `encrypt` and `decrypt` each run one whole message, as `parcrypt raw` does: ECB and CBC
 /// add PKCS#7 padding (unless `padding=False`), CTR counts on the whole IV as one
 /// big-endian number, GCM appends the 16-byte tag and checks it before releasing anything.
-/// Every message starts from the IV given here: never encrypt two messages under one key
-/// and IV with CTR or GCM; make a new `Cipher` (they are cheap: engines are shared).
+/// A CTR or GCM IV must never encrypt two messages under one key: for many messages, keep
+/// one `Cipher` and give each message its own `iv=` (the key schedule and GCM's powers of H
+/// are made once, here).
 #[pyclass(module = "parcrypt", name = "Cipher", frozen)]
 pub struct Cipher {
-    inner: EngineCipher,
+    keyed: KeyedCipher,
+    /// The IV given at creation, for messages that bring none.
+    iv: Option<Zeroizing<Vec<u8>>>,
     spec: CipherSpec,
     backend: Backend,
+}
+
+/// A message's own IV: a caller's buffer, read where it is, or hex digits decoded.
+enum MessageIv {
+    Buffer(Input),
+    Decoded(Zeroizing<Vec<u8>>),
+}
+
+impl MessageIv {
+    fn get(value: &Bound<'_, PyAny>) -> PyResult<MessageIv> {
+        if value.is_instance_of::<PyString>() {
+            return secret_bytes("iv", value).map(MessageIv::Decoded);
+        }
+        Input::get(value).map(MessageIv::Buffer)
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            MessageIv::Buffer(input) => input.bytes(),
+            MessageIv::Decoded(bytes) => bytes,
+        }
+    }
 }
 
 /// Key or IV bytes: a bytes-like object, or a string of hex digits as the CLI takes them.
@@ -62,16 +89,15 @@ impl Cipher {
         let iv = iv.map(|iv| secret_bytes("iv", iv)).transpose()?;
         let backend: Backend = backend.parse().map_err(errors::engine)?;
         let runtime = runtime::runtime_for(backend, threads)?;
-        let inner = EngineCipher::new(
-            runtime.engine.clone(),
-            spec,
-            &key,
-            iv.as_deref().map(Vec::as_slice),
-        )
-        .map_err(errors::job)?
-        .padding(padding);
+        let keyed = KeyedCipher::new(runtime.engine.clone(), spec, &key)
+            .map_err(errors::job)?
+            .padding(padding);
+        if let Some(iv) = &iv {
+            keyed.check_iv(Some(iv)).map_err(errors::job)?;
+        }
         Ok(Cipher {
-            inner,
+            keyed,
+            iv,
             spec,
             backend,
         })
@@ -89,29 +115,33 @@ impl Cipher {
         self.backend.name()
     }
 
-    /// Encrypts one message. See the package documentation for `data`, `aad` and `out`.
-    #[pyo3(signature = (data, aad=None, *, out=None))]
+    /// Encrypts one message, under `iv` when given (else the `Cipher`'s). See the package
+    /// documentation for `data`, `aad` and `out`.
+    #[pyo3(signature = (data, aad=None, *, iv=None, out=None))]
     fn encrypt<'py>(
         &self,
         py: Python<'py>,
         data: &Bound<'py, PyAny>,
         aad: Option<&Bound<'py, PyAny>>,
+        iv: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.run(py, Direction::Encrypt, data, aad, out)
+        self.run(py, Direction::Encrypt, data, aad, iv, out)
     }
 
-    /// Decrypts one message; for GCM nothing is returned (or left in `out`) unless the tag
-    /// matches, and `parcrypt.InvalidTag` is raised.
-    #[pyo3(signature = (data, aad=None, *, out=None))]
+    /// Decrypts one message, under `iv` when given (else the `Cipher`'s); for GCM nothing
+    /// is returned (or left in `out`) unless the tag matches, and `parcrypt.InvalidTag` is
+    /// raised.
+    #[pyo3(signature = (data, aad=None, *, iv=None, out=None))]
     fn decrypt<'py>(
         &self,
         py: Python<'py>,
         data: &Bound<'py, PyAny>,
         aad: Option<&Bound<'py, PyAny>>,
+        iv: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.run(py, Direction::Decrypt, data, aad, out)
+        self.run(py, Direction::Decrypt, data, aad, iv, out)
     }
 
     /// The most bytes a message of `length` bytes turns into when encrypted (`decrypt`:
@@ -129,7 +159,7 @@ impl Cipher {
                 "{length} bytes is larger than any buffer"
             )));
         }
-        Ok(self.inner.max_output_length(direction, length))
+        Ok(self.keyed.max_output_length(direction, length))
     }
 
     fn __repr__(&self) -> String {
@@ -148,17 +178,22 @@ impl Cipher {
         direction: Direction,
         data: &Bound<'py, PyAny>,
         aad: Option<&Bound<'py, PyAny>>,
+        iv: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let aad_input = aad.map(Input::get).transpose()?;
         let aad = aad_input.as_ref().map(Input::bytes);
+        let message_iv = iv.map(MessageIv::get).transpose()?;
+        let iv = match &message_iv {
+            Some(iv) => Some(iv.bytes()),
+            None => self.iv.as_deref().map(Vec::as_slice),
+        };
         if let Some(device) = gpu_arrays::cuda_array(data)? {
-            let (keyed, iv) = (self.inner.keyed(), self.inner.iv());
-            return gpu_arrays::run(py, keyed, iv, direction, data, device, aad, out);
+            return gpu_arrays::run(py, &self.keyed, iv, direction, data, device, aad, out);
         }
         let input = Input::get(data)?;
         let length = input.bytes().len();
-        let needed = self.inner.max_output_length(direction, length);
+        let needed = self.keyed.max_output_length(direction, length);
         if let Some(out) = out {
             let mut output = Output::get(out)?;
             let same = output.address() == input.address() && length > 0;
@@ -178,7 +213,7 @@ impl Cipher {
                     output: output.bytes_mut(),
                 }
             };
-            let written = self.execute(py, direction, job, aad)?;
+            let written = self.execute(py, direction, job, iv, aad)?;
             return Ok(written.into_pyobject(py)?.into_any());
         }
         let (result, mut output) = if input.numpy {
@@ -194,6 +229,7 @@ impl Cipher {
                 input: input.bytes(),
                 output: output.bytes_mut(),
             },
+            iv,
             aad,
         )?;
         if written == output.len() {
@@ -211,12 +247,13 @@ impl Cipher {
         }
     }
 
-    /// The one place that calls the engine's `Cipher` for a message.
+    /// The one place that calls the engine's `KeyedCipher` for a message.
     fn execute(
         &self,
         py: Python<'_>,
         direction: Direction,
         job: Job<'_>,
+        iv: Option<&[u8]>,
         aad: Option<&[u8]>,
     ) -> PyResult<usize> {
         let size = match &job {
@@ -226,16 +263,16 @@ impl Cipher {
         let work = move || -> Result<usize, JobError> {
             match (job, direction) {
                 (Job::Into { input, output }, Direction::Encrypt) => {
-                    self.inner.encrypt_into(input, output, aad)
+                    self.keyed.encrypt_into(iv, input, output, aad)
                 }
                 (Job::Into { input, output }, Direction::Decrypt) => {
-                    self.inner.decrypt_into(input, output, aad)
+                    self.keyed.decrypt_into(iv, input, output, aad)
                 }
                 (Job::InPlace { buffer, length }, Direction::Encrypt) => {
-                    self.inner.encrypt_in_place(buffer, length, aad)
+                    self.keyed.encrypt_in_place(iv, buffer, length, aad)
                 }
                 (Job::InPlace { buffer, length }, Direction::Decrypt) => {
-                    self.inner.decrypt_in_place(buffer, length, aad)
+                    self.keyed.decrypt_in_place(iv, buffer, length, aad)
                 }
             }
         };

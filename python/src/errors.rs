@@ -27,7 +27,13 @@ create_exception!(
 
 /// A message-level error (the engine's [`JobError`]).
 pub fn job(error: JobError) -> PyErr {
-    let reason = error.to_string();
+    let reason = match &error {
+        // The engine's line names the CLI's flag.
+        JobError::IvMissing(spec) => {
+            format!("{spec} needs an IV: give iv= to Cipher() or to this call")
+        }
+        _ => error.to_string(),
+    };
     match error {
         JobError::Gcm(GcmError::TagMismatch) => InvalidTag::new_err(reason),
         JobError::Key(_)

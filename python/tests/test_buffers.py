@@ -128,8 +128,9 @@ def test_refusals_are_exceptions_not_panics() -> None:
         parcrypt.Cipher("aes-128-ctr", b"short", IV)
     with pytest.raises(ValueError, match="IV"):
         parcrypt.Cipher("aes-128-ctr", KEY, b"short")
-    with pytest.raises(ValueError):
-        parcrypt.Cipher("aes-128-cbc", KEY)
+    # A Cipher without an IV is keyed for messages that bring theirs (iv=); one without is refused.
+    with pytest.raises(ValueError, match="needs an IV"):
+        parcrypt.Cipher("aes-128-cbc", KEY).encrypt(b"data")
     with pytest.raises(ValueError):
         parcrypt.Cipher("aes-128-ecb", KEY, IV)
     with pytest.raises(ValueError):

@@ -202,6 +202,23 @@ def test_out_receives_the_bytes_on_the_device(library: str) -> None:
 
 @needs_device
 @pytest.mark.parametrize("library", LIBRARIES)
+def test_one_keyed_cipher_takes_an_iv_per_device_message(library: str) -> None:
+    key = os.urandom(16)
+    device_cipher = parcrypt.Cipher("aes-128-gcm", key)
+    host_cipher = parcrypt.Cipher("aes-128-gcm", key, backend="seq")
+    for size in (0, 17, 100_003):
+        iv = os.urandom(12)
+        host = np.frombuffer(os.urandom(size), dtype=np.uint8).copy()
+        sealed = device_cipher.encrypt(to_device(library, host), b"head", iv=iv)
+        assert np.array_equal(to_host(library, sealed), host_cipher.encrypt(host, b"head", iv=iv))
+        opened = device_cipher.decrypt(to_device(library, to_host(library, sealed)), b"head", iv=iv)
+        assert np.array_equal(to_host(library, opened), host)
+    with pytest.raises(ValueError, match="needs an IV: give iv="):
+        device_cipher.encrypt(to_device(library, np.zeros(16, dtype=np.uint8)))
+
+
+@needs_device
+@pytest.mark.parametrize("library", LIBRARIES)
 def test_gcm_tamper_raises_and_releases_nothing(library: str) -> None:
     key, iv, aad = os.urandom(32), os.urandom(12), b"header"
     host = np.frombuffer(os.urandom(70_001), dtype=np.uint8).copy()

@@ -109,6 +109,14 @@ fn a_cheap_peer_runs_beside_parcrypt() {
         .filter(|line| line.starts_with("parcrypt x fastest peer"))
         .count();
     assert_eq!(ratios, 2, "{stdout}");
+    // The copy floor: a row and parcrypt's share of it in each table.
+    for start in ["copy ", "parcrypt x copy "] {
+        let rows = stdout
+            .lines()
+            .filter(|line| line.starts_with(start))
+            .count();
+        assert_eq!(rows, 2, "'{start}' rows in:\n{stdout}");
+    }
     // The figures are in results.json too, with the library that gave them.
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).expect("results"))

@@ -57,7 +57,8 @@ pub struct BenchArgs {
     no_openssl: bool,
     /// Peers as rows beside parcrypt: aws-lc-rs, rustcrypto, evp (OpenSSL), pyca, go, java,
     /// each where its toolchain is present (`--peers=pyca,evp` picks some). AES-GCM/CTR per
-    /// message; --ciphers, --sizes, --threads and --repeat apply. Alone it runs only the
+    /// message, with a `copy` row (no cipher: the same bytes read and written once) as the
+    /// copy floor; --ciphers, --sizes, --threads and --repeat apply. Alone it runs only the
     /// peers. The first build of aws-lc-rs takes several minutes
     #[arg(long, value_name = "PEERS", num_args = 0..=1, require_equals = true, value_delimiter = ',')]
     peers: Option<Vec<String>>,

@@ -26,6 +26,7 @@ use std::process::{Command, Stdio};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+use parcrypt_ciphers::memory;
 use parcrypt_engine::{Backend, Engine, JobError, KeyedCipher};
 use parcrypt_modes::{CipherSpec, Direction, Mode};
 use serde::{Deserialize, Serialize};
@@ -41,6 +42,10 @@ pub const SCENARIO: &str = "peers";
 
 /// The backend name of parcrypt's own rows.
 pub const PARCRYPT: &str = "parcrypt";
+
+/// The copy floor's name in the records: the same buffers read and written by the same
+/// threads with no cipher ([`measure_copy`]).
+pub const COPY: &str = "copy";
 
 /// The ciphers every harness knows.
 pub const CIPHERS: [&str; 4] = ["aes-128-gcm", "aes-256-gcm", "aes-128-ctr", "aes-256-ctr"];
@@ -632,10 +637,32 @@ fn spaced(bytes: Vec<u8>) -> Vec<u8> {
     spaced
 }
 
+/// What [`measure_in_process`] runs per message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Contender {
+    Parcrypt,
+    /// The pass of `parcrypt_ciphers::memory` that moves the bytes parcrypt's message moves.
+    Copy,
+}
+
 /// parcrypt measured by the peers' protocol, in this process: the same key, buffers, IVs,
 /// warm-up, messages per run and threads (each thread with a `seq` engine of its own, so
 /// that each message runs on its thread as a peer's does).
 pub fn measure_parcrypt(query: &PeerQuery) -> Result<PeerRun, BenchError> {
+    measure_in_process(query, Contender::Parcrypt)
+}
+
+/// The copy floor of a peers table, the most memory lets any row reach: the same buffers,
+/// threads and messages per run as [`measure_parcrypt`], each message's bytes read and
+/// written once with no cipher.
+/// In place (encryption, CTR decryption) every byte is rewritten where it lies
+/// (`memory::rewrite_in_place`); GCM decryption's text is copied from its input into the
+/// output (`memory::copy_into`: streaming stores from 8 MiB, as parcrypt's kernels write).
+pub fn measure_copy(query: &PeerQuery) -> Result<PeerRun, BenchError> {
+    measure_in_process(query, Contender::Copy)
+}
+
+fn measure_in_process(query: &PeerQuery, contender: Contender) -> Result<PeerRun, BenchError> {
     let spec: CipherSpec = query
         .cipher
         .parse()
@@ -695,7 +722,22 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<PeerRun, BenchError> {
                                 iv[0] = thread as u8;
                                 iv[4..12].copy_from_slice(&index.to_be_bytes());
                             }
-                            parcrypt_message(&cipher, query.direction, &iv, input, output, false)?;
+                            match contender {
+                                Contender::Parcrypt => parcrypt_message(
+                                    &cipher,
+                                    query.direction,
+                                    &iv,
+                                    input,
+                                    output,
+                                    false,
+                                )?,
+                                Contender::Copy if gcm && !encrypt => {
+                                    memory::copy_into(&input[..query.bytes], output)
+                                }
+                                Contender::Copy => {
+                                    memory::rewrite_in_place(&mut output[..query.bytes])
+                                }
+                            }
                         }
                         std::hint::black_box(&output);
                         Ok(())
@@ -722,9 +764,19 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<PeerRun, BenchError> {
     for _ in 0..query.runs.max(1) {
         seconds.push(run(&mut buffers, count)?);
     }
+    let (peer, library) = match contender {
+        Contender::Parcrypt => (
+            PARCRYPT,
+            format!("parcrypt {} (seq per thread)", env!("CARGO_PKG_VERSION")),
+        ),
+        Contender::Copy => (
+            COPY,
+            "no cipher: each message's bytes read and written once on the same buffers".to_string(),
+        ),
+    };
     Ok(PeerRun {
-        peer: PARCRYPT.into(),
-        library: format!("parcrypt {} (seq per thread)", env!("CARGO_PKG_VERSION")),
+        peer: peer.into(),
+        library,
         cipher: query.cipher.clone(),
         direction: direction_name(query.direction).into(),
         bytes: query.bytes as u64,
@@ -819,6 +871,8 @@ pub fn run(
                     lab.progress(&format!("peers: {what} on parcrypt"));
                     let ours = measure_parcrypt(&query)?;
                     lab.push(ours.record())?;
+                    lab.progress(&format!("peers: {what}, the copy floor"));
+                    lab.push(measure_copy(&query)?.record())?;
                     for harness in ready {
                         lab.progress(&format!("peers: {what} on {}", harness.peer.name()));
                         match harness.run(&query) {
@@ -874,13 +928,11 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
     let mut threads = summary::distinct(records, |record| record.threads);
     threads.sort_unstable();
     let mut names = summary::distinct(records, |record| record.backend.clone());
-    // parcrypt first, then the peers in their usual order.
-    names.sort_by_key(|name| {
-        if name == PARCRYPT {
-            0
-        } else {
-            1 + Peer::from_name(name).map_or(99, |peer| peer as usize)
-        }
+    // parcrypt first, then the peers in their usual order, the copy floor last.
+    names.sort_by_key(|name| match name.as_str() {
+        PARCRYPT => 0,
+        COPY => usize::MAX,
+        _ => 1 + Peer::from_name(name).map_or(99, |peer| peer as usize),
     });
     let size_labels: Vec<String> = sizes.iter().map(|&bytes| summary::size(bytes)).collect();
     let mut columns = vec!["implementation", "threads"];
@@ -915,7 +967,7 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
             let ours = find(PARCRYPT, count, bytes);
             let fastest = names
                 .iter()
-                .filter(|name| *name != PARCRYPT)
+                .filter(|name| *name != PARCRYPT && *name != COPY)
                 .filter_map(|name| find(name, count, bytes))
                 .max_by(|a, b| a.mb_per_s.total_cmp(&b.mb_per_s));
             ratio.push(summary::or_dash(ours.zip(fastest).map(|(ours, peer)| {
@@ -928,6 +980,20 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
             })));
         }
         table.row(ratio);
+        if sizes
+            .iter()
+            .any(|&bytes| find(COPY, count, bytes).is_some())
+        {
+            let mut share = vec!["parcrypt x copy".to_string(), count.to_string()];
+            for &bytes in &sizes {
+                let pair = find(PARCRYPT, count, bytes).zip(find(COPY, count, bytes));
+                share.push(summary::or_dash(pair.map(|(ours, floor)| {
+                    let text = summary::times(ours.mb_per_s / floor.mb_per_s.max(1e-12));
+                    summary::marked(text, summary::within_noise(ours, floor))
+                })));
+            }
+            table.row(share);
+        }
     }
     table.note(format!(
         "MB/s of all threads together (10^6 bytes/s), median of {runs} timed runs; each thread \
@@ -945,10 +1011,19 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
          figures' run times overlap).",
         summary::NOISE_MARK
     ));
+    if names.iter().any(|name| name == COPY) {
+        table.note(
+            "\"copy\": no cipher, the most memory lets any row reach (the copy floor): the \
+             same buffers and threads, each message's bytes read and written once (in place, \
+             or for GCM decryption copied into the output with the kernels' streaming \
+             stores); \"parcrypt x copy\" is parcrypt's share of it.",
+        );
+    }
     // Which library and version each row measured (a JDK's javax.crypto, say, differs by
     // version by two orders of magnitude at 1 MiB on one machine).
     let libraries: Vec<String> = names
         .iter()
+        .filter(|name| *name != COPY)
         .filter_map(|name| {
             let record = records
                 .iter()
@@ -1064,6 +1139,69 @@ mod tests {
         );
         assert!(heard.is_empty(), "nothing was built: {heard:?}");
         assert!(!setup.cache.exists(), "nothing was written");
+    }
+
+    #[test]
+    fn the_copy_row_comes_last_is_no_peer_and_gets_its_own_ratio() {
+        let line = |peer: &str, seconds: &str| {
+            format!(
+                "{{\"peer\":\"{peer}\",\"library\":\"x\",\"cipher\":\"aes-128-gcm\",\
+                 \"direction\":\"decrypt\",\"bytes\":1048576,\"threads\":1,\"messages\":8,\
+                 \"seconds\":[{seconds}]}}"
+            )
+        };
+        // The copy is faster than everyone; parcrypt takes twice its time, pyca four times.
+        let records: Vec<BenchRecord> = [
+            line(COPY, "0.01"),
+            line("pyca", "0.04"),
+            line(PARCRYPT, "0.02"),
+        ]
+        .iter()
+        .map(|text| PeerRun::parse(text).expect("parses").record())
+        .collect();
+        let chosen: Vec<&BenchRecord> = records.iter().collect();
+        let table = peer_table("aes-128-gcm", "decrypt", &chosen);
+        let first: Vec<&str> = table.rows.iter().map(|row| row[0].as_str()).collect();
+        assert_eq!(
+            first,
+            [
+                PARCRYPT,
+                "pyca",
+                COPY,
+                "parcrypt x fastest peer",
+                "parcrypt x copy"
+            ]
+        );
+        assert_eq!(table.rows[3][2], "2.00x pyca", "the copy is not a peer");
+        assert_eq!(table.rows[4][2], "0.50x");
+        assert!(table
+            .notes
+            .iter()
+            .any(|note| note.starts_with("\"copy\": no cipher")));
+        assert!(!table.notes.last().expect("notes").contains("copy:"));
+    }
+
+    #[test]
+    fn the_copy_is_measured_by_the_parcrypt_rows_protocol() {
+        for (cipher, direction) in [
+            ("aes-128-gcm", Direction::Encrypt),
+            ("aes-128-gcm", Direction::Decrypt),
+            ("aes-128-ctr", Direction::Decrypt),
+        ] {
+            let query = PeerQuery {
+                cipher: cipher.into(),
+                direction,
+                bytes: 4096,
+                threads: 2,
+                runs: 3,
+                min_seconds: 0.0,
+            };
+            let run = measure_copy(&query).expect("measures");
+            assert_eq!((run.peer.as_str(), run.threads), (COPY, 2));
+            assert_eq!(run.seconds.len(), 3);
+            assert!(run.seconds.iter().all(|&seconds| seconds > 0.0));
+            assert_eq!(run.bytes_per_run(), 4096 * run.messages * 2);
+        }
     }
 
     #[test]

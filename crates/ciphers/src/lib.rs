@@ -9,12 +9,14 @@
 //! RustCrypto `aes` crate (AES-NI / VAES, picked at run time) for the rest;
 //! [`Implementation::Reference`] is our own T-table code written the way the GPU kernels
 //! are, so that the kernels have a CPU twin to be compared with. Blowfish and RC6 are our
-//! own code on both paths (portable, AVX2 and AVX-512 for RC6).
+//! own code on both paths (portable, AVX2 and AVX-512 for RC6). [`memory`] holds the
+//! passes with no cipher that the kernels' rates are measured against.
 
 #![warn(missing_docs)]
 
 pub mod aes;
 pub mod blowfish;
+pub mod memory;
 pub mod rc6;
 #[cfg(test)]
 mod test_vectors;

@@ -1,0 +1,159 @@
+//! Passes over memory with no cipher in them: the floor that the kernels' rates are measured
+//! against (the benchmark lab's `copy` rows). Each reads and writes the same bytes the way a
+//! kernel does, so that a cipher's rate over the pass's rate, on the same buffers in the same
+//! run, says how far the cipher is from what memory allows.
+//!
+//! - [`copy_into`]: one buffer into another, with streaming stores from
+//!   [`crate::aes::STREAM_FROM_BYTES`] up, as the CTR and GCM kernels write (the widest the
+//!   CPU has: 512-, 256- or 128-bit), else `copy_from_slice`. On the 2-core Zen 5 VM, 256 MiB
+//!   with 512-bit streaming stores copied at about 25.5-26.8 GB/s, with 128-bit ones 21-23 and
+//!   with glibc's `memcpy` 17.7-19.2 (a C probe, one thread).
+//! - [`rewrite_in_place`]: every byte read and written back changed, as in-place encryption
+//!   does.
+
+/// Copies `input` into `output[..input.len()]` the way the kernels write their output out of
+/// place: streaming stores for long copies (see the module documentation).
+///
+/// # Panics
+/// If `output` is shorter than `input`.
+pub fn copy_into(input: &[u8], output: &mut [u8]) {
+    let output = &mut output[..input.len()];
+    #[cfg(target_arch = "x86_64")]
+    if crate::aes::streams_output(input.as_ptr(), output.as_ptr(), input.len()) {
+        stream::copy(input, output);
+        return;
+    }
+    output.copy_from_slice(input);
+}
+
+/// Reads every byte of `buffer` and writes it back changed (XOR `0x5a`), as encryption in
+/// place reads and writes each line once. Twice restores the bytes.
+pub fn rewrite_in_place(buffer: &mut [u8]) {
+    const PATTERN: u64 = u64::from_ne_bytes([0x5a; 8]);
+    let mut words = buffer.chunks_exact_mut(8);
+    for word in &mut words {
+        let value = u64::from_ne_bytes((&*word).try_into().expect("8 bytes")) ^ PATTERN;
+        word.copy_from_slice(&value.to_ne_bytes());
+    }
+    for byte in words.into_remainder() {
+        *byte ^= 0x5a;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod stream {
+    use core::arch::x86_64::*;
+
+    /// Streaming copy of `input` into `output` (the same length): the bytes before the
+    /// output's first 64-byte boundary and after its last whole vector go the ordinary way.
+    pub(super) fn copy(input: &[u8], output: &mut [u8]) {
+        assert_eq!(input.len(), output.len());
+        let head = output.as_ptr().align_offset(64).min(output.len());
+        output[..head].copy_from_slice(&input[..head]);
+        let (input, output) = (&input[head..], &mut output[head..]);
+        let width = if is_x86_feature_detected!("avx512f") {
+            64
+        } else if is_x86_feature_detected!("avx") {
+            32
+        } else {
+            16
+        };
+        let body = output.len() / width * width;
+        // SAFETY: the feature each call enables was detected above (SSE2 is part of
+        // x86_64); `input` and `output` are `body` bytes long at least and `output` is
+        // 64-byte aligned (the head went above), so every store is aligned to its width.
+        unsafe {
+            match width {
+                64 => copy_512(input.as_ptr(), output.as_mut_ptr(), body),
+                32 => copy_256(input.as_ptr(), output.as_mut_ptr(), body),
+                _ => copy_128(input.as_ptr(), output.as_mut_ptr(), body),
+            }
+            // Streaming stores are weakly ordered: visible before the caller goes on.
+            _mm_sfence();
+        }
+        output[body..].copy_from_slice(&input[body..]);
+    }
+
+    /// # Safety
+    /// AVX-512F; `len` (a multiple of 64) readable bytes at `input`, writable and 64-byte
+    /// aligned at `output`.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn copy_512(input: *const u8, output: *mut u8, len: usize) {
+        for at in (0..len).step_by(64) {
+            // SAFETY: `at + 64 <= len`; the caller's guarantees; `loadu` needs no alignment.
+            unsafe {
+                let data = _mm512_loadu_si512(input.add(at).cast());
+                _mm512_stream_si512(output.add(at).cast(), data);
+            }
+        }
+    }
+
+    /// # Safety
+    /// AVX; `len` (a multiple of 32) readable bytes at `input`, writable and 32-byte aligned
+    /// at `output`.
+    #[target_feature(enable = "avx")]
+    unsafe fn copy_256(input: *const u8, output: *mut u8, len: usize) {
+        for at in (0..len).step_by(32) {
+            // SAFETY: as for `copy_512`, at 32 bytes.
+            unsafe {
+                let data = _mm256_loadu_si256(input.add(at).cast());
+                _mm256_stream_si256(output.add(at).cast(), data);
+            }
+        }
+    }
+
+    /// # Safety
+    /// `len` (a multiple of 16) readable bytes at `input`, writable and 16-byte aligned at
+    /// `output`.
+    unsafe fn copy_128(input: *const u8, output: *mut u8, len: usize) {
+        for at in (0..len).step_by(16) {
+            // SAFETY: as for `copy_512`, at 16 bytes (SSE2 is part of x86_64).
+            unsafe {
+                let data = _mm_loadu_si128(input.add(at).cast());
+                _mm_stream_si128(output.add(at).cast(), data);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_are_exact_at_every_offset_and_length() {
+        // Short copies, and streaming ones at 64-byte boundaries and off them.
+        let long = crate::aes::STREAM_FROM_BYTES + 777;
+        let input: Vec<u8> = (0..long + 64).map(|i| (i * 7 + i / 251) as u8).collect();
+        let mut output = vec![0u8; long + 128];
+        for (offset, length) in [
+            (0, 0),
+            (3, 1),
+            (5, 100),
+            (0, long),
+            (17, long),
+            (63, long - 9),
+        ] {
+            output.fill(0xee);
+            copy_into(&input[offset..offset + length], &mut output[offset..]);
+            assert_eq!(
+                &output[offset..offset + length],
+                &input[offset..offset + length]
+            );
+            assert!(output[..offset].iter().all(|&byte| byte == 0xee));
+            assert!(output[offset + length..].iter().all(|&byte| byte == 0xee));
+        }
+    }
+
+    #[test]
+    fn rewriting_changes_every_byte_and_twice_restores_them() {
+        for length in [0, 1, 7, 8, 9, 4096 + 3] {
+            let original: Vec<u8> = (0..length).map(|i| i as u8).collect();
+            let mut buffer = original.clone();
+            rewrite_in_place(&mut buffer);
+            assert!(buffer.iter().zip(&original).all(|(a, b)| a ^ b == 0x5a));
+            rewrite_in_place(&mut buffer);
+            assert_eq!(buffer, original);
+        }
+    }
+}

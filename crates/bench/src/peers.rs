@@ -14,7 +14,8 @@
 //! message gets a fresh IV (GCM decryption: the IV its ciphertext was made with, set again),
 //! a warm-up run finds how many messages last `MIN_SECONDS`, and each timed run has
 //! `THREADS` OS threads, each with its own buffers, released together. parcrypt's own rows
-//! follow the same protocol in this process ([`measure_parcrypt`]).
+//! follow the same protocol in this process, beside a copy of the same bytes with no cipher,
+//! the copy floor ([`measure_parcrypt`]).
 //!
 //! [`PeerSetup::detect`] finds each toolchain and [`PeerSetup::prepare`] builds each harness
 //! once into a cache folder, again only when its sources change; a missing toolchain makes
@@ -44,7 +45,7 @@ pub const SCENARIO: &str = "peers";
 pub const PARCRYPT: &str = "parcrypt";
 
 /// The copy floor's name in the records: the same buffers read and written by the same
-/// threads with no cipher ([`measure_copy`]).
+/// threads with no cipher (measured by [`measure_parcrypt`], beside parcrypt).
 pub const COPY: &str = "copy";
 
 /// The ciphers every harness knows.
@@ -637,7 +638,7 @@ fn spaced(bytes: Vec<u8>) -> Vec<u8> {
     spaced
 }
 
-/// What [`measure_in_process`] runs per message.
+/// What a message of [`measure_parcrypt`] runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Contender {
     Parcrypt,
@@ -647,22 +648,15 @@ enum Contender {
 
 /// parcrypt measured by the peers' protocol, in this process: the same key, buffers, IVs,
 /// warm-up, messages per run and threads (each thread with a `seq` engine of its own, so
-/// that each message runs on its thread as a peer's does).
-pub fn measure_parcrypt(query: &PeerQuery) -> Result<PeerRun, BenchError> {
-    measure_in_process(query, Contender::Parcrypt)
-}
-
-/// The copy floor of a peers table, the most memory lets any row reach: the same buffers,
-/// threads and messages per run as [`measure_parcrypt`], each message's bytes read and
-/// written once with no cipher.
-/// In place (encryption, CTR decryption) every byte is rewritten where it lies
+/// that each message runs on its thread as a peer's does). Returns parcrypt's run and the
+/// copy floor's ([`COPY`]), the most memory lets any row reach: the same buffers and
+/// threads, each message's bytes read and written once with no cipher. In place
+/// (encryption, CTR decryption) every byte is rewritten where it lies
 /// (`memory::rewrite_in_place`); GCM decryption's text is copied from its input into the
 /// output (`memory::copy_into`: streaming stores from 8 MiB, as parcrypt's kernels write).
-pub fn measure_copy(query: &PeerQuery) -> Result<PeerRun, BenchError> {
-    measure_in_process(query, Contender::Copy)
-}
-
-fn measure_in_process(query: &PeerQuery, contender: Contender) -> Result<PeerRun, BenchError> {
+/// The two take turns run by run, so that both see the host as it is (on the shared VM its
+/// memory bandwidth moves by half from minute to minute).
+pub fn measure_parcrypt(query: &PeerQuery) -> Result<[PeerRun; 2], BenchError> {
     let spec: CipherSpec = query
         .cipher
         .parse()
@@ -705,7 +699,10 @@ fn measure_in_process(query: &PeerQuery, contender: Contender) -> Result<PeerRun
         output[..input.len()].copy_from_slice(&input);
         buffers.push((spaced(input), output));
     }
-    let run = |buffers: &mut Vec<(Vec<u8>, Vec<u8>)>, count: u64| -> Result<f64, BenchError> {
+    let run = |buffers: &mut Vec<(Vec<u8>, Vec<u8>)>,
+               contender: Contender,
+               count: u64|
+     -> Result<f64, BenchError> {
         let barrier = Barrier::new(threads + 1);
         std::thread::scope(|scope| {
             let handles: Vec<_> = buffers
@@ -756,34 +753,44 @@ fn measure_in_process(query: &PeerQuery, contender: Contender) -> Result<PeerRun
             outcome.map(|()| start.elapsed().as_secs_f64())
         })
     };
-    let mut count = 1u64;
-    while run(&mut buffers, count)? < query.min_seconds {
-        count *= 2;
+    let contenders = [Contender::Parcrypt, Contender::Copy];
+    let mut counts = [1u64; 2];
+    for (contender, count) in contenders.iter().zip(&mut counts) {
+        while run(&mut buffers, *contender, *count)? < query.min_seconds {
+            *count *= 2;
+        }
     }
-    let mut seconds = Vec::with_capacity(query.runs.max(1));
+    let mut seconds = [(); 2].map(|()| Vec::with_capacity(query.runs.max(1)));
     for _ in 0..query.runs.max(1) {
-        seconds.push(run(&mut buffers, count)?);
+        for (index, contender) in contenders.iter().enumerate() {
+            seconds[index].push(run(&mut buffers, *contender, counts[index])?);
+        }
     }
-    let (peer, library) = match contender {
-        Contender::Parcrypt => (
-            PARCRYPT,
-            format!("parcrypt {} (seq per thread)", env!("CARGO_PKG_VERSION")),
-        ),
-        Contender::Copy => (
-            COPY,
-            "no cipher: each message's bytes read and written once on the same buffers".to_string(),
-        ),
-    };
-    Ok(PeerRun {
+    let [ours, floor] = seconds;
+    let run_of = |peer: &str, library: String, messages: u64, seconds: Vec<f64>| PeerRun {
         peer: peer.into(),
         library,
         cipher: query.cipher.clone(),
         direction: direction_name(query.direction).into(),
         bytes: query.bytes as u64,
         threads,
-        messages: count,
+        messages,
         seconds,
-    })
+    };
+    Ok([
+        run_of(
+            PARCRYPT,
+            format!("parcrypt {} (seq per thread)", env!("CARGO_PKG_VERSION")),
+            counts[0],
+            ours,
+        ),
+        run_of(
+            COPY,
+            "no cipher: each message's bytes read and written once on the same buffers".into(),
+            counts[1],
+            floor,
+        ),
+    ])
 }
 
 /// What `parcrypt bench --peers` measures.
@@ -869,10 +876,9 @@ pub fn run(
                         summary::size(bytes as u64)
                     );
                     lab.progress(&format!("peers: {what} on parcrypt"));
-                    let ours = measure_parcrypt(&query)?;
-                    lab.push(ours.record())?;
-                    lab.progress(&format!("peers: {what}, the copy floor"));
-                    lab.push(measure_copy(&query)?.record())?;
+                    for run in measure_parcrypt(&query)? {
+                        lab.push(run.record())?;
+                    }
                     for harness in ready {
                         lab.progress(&format!("peers: {what} on {}", harness.peer.name()));
                         match harness.run(&query) {
@@ -1196,11 +1202,13 @@ mod tests {
                 runs: 3,
                 min_seconds: 0.0,
             };
-            let run = measure_copy(&query).expect("measures");
-            assert_eq!((run.peer.as_str(), run.threads), (COPY, 2));
-            assert_eq!(run.seconds.len(), 3);
-            assert!(run.seconds.iter().all(|&seconds| seconds > 0.0));
-            assert_eq!(run.bytes_per_run(), 4096 * run.messages * 2);
+            let runs = measure_parcrypt(&query).expect("measures");
+            for (run, peer) in runs.iter().zip([PARCRYPT, COPY]) {
+                assert_eq!((run.peer.as_str(), run.threads), (peer, 2));
+                assert_eq!(run.seconds.len(), 3);
+                assert!(run.seconds.iter().all(|&seconds| seconds > 0.0));
+                assert_eq!(run.bytes_per_run(), 4096 * run.messages * 2);
+            }
         }
     }
 

@@ -74,46 +74,33 @@ mod stream {
         output[body..].copy_from_slice(&input[body..]);
     }
 
-    /// # Safety
-    /// AVX-512F; `len` (a multiple of 64) readable bytes at `input`, writable and 64-byte
-    /// aligned at `output`.
-    #[target_feature(enable = "avx512f")]
-    unsafe fn copy_512(input: *const u8, output: *mut u8, len: usize) {
-        for at in (0..len).step_by(64) {
-            // SAFETY: `at + 64 <= len`; the caller's guarantees; `loadu` needs no alignment.
-            unsafe {
-                let data = _mm512_loadu_si512(input.add(at).cast());
-                _mm512_stream_si512(output.add(at).cast(), data);
+    /// One streaming copy loop per vector width: `$name(input, output, len)` copies `len`
+    /// bytes (a multiple of `$width`) with `$load` and `$store`.
+    macro_rules! stream_copy {
+        ($name:ident, $features:literal, $width:literal, $load:ident, $store:ident) => {
+            /// # Safety
+            /// The CPU has the features enabled here; `len` (a multiple of the width)
+            /// readable bytes at `input`, writable and width-aligned at `output`.
+            #[target_feature(enable = $features)]
+            unsafe fn $name(input: *const u8, output: *mut u8, len: usize) {
+                for at in (0..len).step_by($width) {
+                    // SAFETY: `at + width <= len`; the caller's guarantees; the load needs
+                    // no alignment, the store has its width's.
+                    unsafe { $store(output.add(at).cast(), $load(input.add(at).cast())) };
+                }
             }
-        }
+        };
     }
 
-    /// # Safety
-    /// AVX; `len` (a multiple of 32) readable bytes at `input`, writable and 32-byte aligned
-    /// at `output`.
-    #[target_feature(enable = "avx")]
-    unsafe fn copy_256(input: *const u8, output: *mut u8, len: usize) {
-        for at in (0..len).step_by(32) {
-            // SAFETY: as for `copy_512`, at 32 bytes.
-            unsafe {
-                let data = _mm256_loadu_si256(input.add(at).cast());
-                _mm256_stream_si256(output.add(at).cast(), data);
-            }
-        }
-    }
-
-    /// # Safety
-    /// `len` (a multiple of 16) readable bytes at `input`, writable and 16-byte aligned at
-    /// `output`.
-    unsafe fn copy_128(input: *const u8, output: *mut u8, len: usize) {
-        for at in (0..len).step_by(16) {
-            // SAFETY: as for `copy_512`, at 16 bytes (SSE2 is part of x86_64).
-            unsafe {
-                let data = _mm_loadu_si128(input.add(at).cast());
-                _mm_stream_si128(output.add(at).cast(), data);
-            }
-        }
-    }
+    stream_copy!(
+        copy_512,
+        "avx512f",
+        64,
+        _mm512_loadu_si512,
+        _mm512_stream_si512
+    );
+    stream_copy!(copy_256, "avx", 32, _mm256_loadu_si256, _mm256_stream_si256);
+    stream_copy!(copy_128, "sse2", 16, _mm_loadu_si128, _mm_stream_si128);
 }
 
 #[cfg(test)]

@@ -113,19 +113,20 @@ pub fn file_pass(
 /// The cipher name of [`memory_pass`] figures in records.
 pub const MEMORY_PASS: &str = "memory";
 
-/// Times an in-place pass over `bytes` bytes that does no cipher work (every byte XORed
-/// with a constant), split over the engine's threads the way a job would be: it reads
-/// and writes every cache line once, as an in-place cipher pass does, so no cipher pass of
-/// the same size on the same backend can beat it. (A copy between two buffers is no such
-/// ceiling: it moves twice the lines.)
+/// Times an in-place pass over `bytes` bytes that does no cipher work, split over the
+/// engine's threads the way a job would be (`parcrypt_ciphers::memory::rewrite_in_place`,
+/// every byte XORed with a constant: the in-place pass of the peers' `copy` row too). It
+/// reads and writes every cache line once, as an in-place cipher pass does, so no cipher
+/// pass of the same size on the same backend can beat it. (For an in-place job a copy
+/// between two buffers is no such ceiling: it moves twice the lines. For a job from one
+/// buffer into another it is, and the peers' row copies there.)
 pub fn memory_pass(engine: &Engine, bytes: usize, repetition: Repetition) -> Sampled {
     let mut data = touched_buffer(bytes);
     let lengths = engine.plan(bytes, 64, None);
     let outcome: Result<Sampled, std::convert::Infallible> =
         measure_repeated(&mut SystemClock::default(), repetition, &mut (), || {
             engine.run(&mut data, &lengths, |_, _, range| {
-                // A plain byte loop: the compiler turns it into full-width vector XORs.
-                range.iter_mut().for_each(|byte| *byte ^= 0x5a);
+                parcrypt_ciphers::memory::rewrite_in_place(range);
             });
             std::hint::black_box(&data);
             Ok(None)

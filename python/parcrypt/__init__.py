@@ -26,6 +26,7 @@ from ._parcrypt import (
     DeviceArray,
     Error,
     InvalidTag,
+    ParcryptWarning,
     backends,
     decrypt_file,
     devices,
@@ -39,6 +40,7 @@ __all__ = [
     "DeviceArray",
     "Error",
     "InvalidTag",
+    "ParcryptWarning",
     "backends",
     "devices",
     "encrypt_file",
@@ -56,7 +58,7 @@ class EncryptedReader(io.RawIOBase):
 
     Every byte returned has been authenticated: a modified, truncated or extended file
     raises :class:`InvalidTag` at the first chunk that fails, and nothing of that chunk is
-    returned.
+    returned. Threads may share one reader: their calls take turns.
     """
 
     def __init__(self, native: Any, name: str) -> None:
@@ -101,6 +103,7 @@ class EncryptedWriter(io.RawIOBase):
     The file appears under its name only when :meth:`close` has sealed the last chunk and
     written everything to disk. Leaving a ``with`` block by an exception, :meth:`abort`, or
     a writer that is never closed (garbage-collected, or a killed process) leaves no file.
+    Threads may share one writer: each ``write`` is written whole, in turn.
     """
 
     def __init__(self, native: Any, name: str) -> None:
@@ -146,7 +149,7 @@ def open(
     path: str | os.PathLike[str],
     mode: str = "rb",
     *,
-    key: bytes | str | None = None,
+    key: bytes | None = None,
     passphrase: str | bytes | None = None,
     backend: str = "auto",
     threads: int | None = None,
@@ -157,8 +160,10 @@ def open(
     """Opens an encrypted file: ``"rb"`` reads its plaintext (seekable), ``"wb"`` writes a
     new one.
 
-    Give ``key`` (16 or 32 bytes, or their hex as ``parcrypt --key`` takes it) or
-    ``passphrase``. The files are those of ``parcrypt encrypt`` / ``parcrypt decrypt``.
+    Give ``key`` (16 or 32 bytes, bytes-like: a ``str`` raises ``TypeError``, hex digits
+    become a key with ``bytes.fromhex(...)``) or ``passphrase``. The files are those of
+    ``parcrypt encrypt`` / ``parcrypt decrypt``. Writing under a weak passphrase (shorter
+    than 8 bytes) warns with :class:`ParcryptWarning`, as ``parcrypt encrypt`` does.
     """
     name = os.fspath(path)
     if mode in ("rb", "r"):

@@ -16,6 +16,10 @@ class Error(Exception):
 class InvalidTag(Error):
     """Authentication failed; no plaintext is returned."""
 
+class ParcryptWarning(UserWarning):
+    """A weakness that does not stop the work (a passphrase shorter than 8 bytes, key
+    derivation costs below OWASP's minimums), as ``parcrypt encrypt`` prints it."""
+
 class _Backend(TypedDict):
     name: str
     available: bool
@@ -54,7 +58,7 @@ class Cipher:
     def __init__(
         self,
         name: str,
-        key: Buffer | str,
+        key: Buffer,
         iv: Buffer | str | None = None,
         *,
         backend: str = "auto",
@@ -105,7 +109,7 @@ def encrypt_file(
     src: str | os.PathLike[str],
     dst: str | os.PathLike[str],
     *,
-    key: Buffer | str | None = None,
+    key: Buffer | None = None,
     passphrase: str | bytes | None = None,
     backend: str = "auto",
     threads: int | None = None,
@@ -119,7 +123,7 @@ def decrypt_file(
     src: str | os.PathLike[str],
     dst: str | os.PathLike[str],
     *,
-    key: Buffer | str | None = None,
+    key: Buffer | None = None,
     passphrase: str | bytes | None = None,
     backend: str = "auto",
     threads: int | None = None,
@@ -142,7 +146,7 @@ def open(
     path: str | os.PathLike[str],
     mode: Literal["rb", "r"] = "rb",
     *,
-    key: Buffer | str | None = None,
+    key: Buffer | None = None,
     passphrase: str | bytes | None = None,
     backend: str = "auto",
     threads: int | None = None,
@@ -155,7 +159,7 @@ def open(
     path: str | os.PathLike[str],
     mode: Literal["wb", "w"],
     *,
-    key: Buffer | str | None = None,
+    key: Buffer | None = None,
     passphrase: str | bytes | None = None,
     backend: str = "auto",
     threads: int | None = None,

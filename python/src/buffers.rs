@@ -12,6 +12,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString, PyType};
+use zeroize::Zeroizing;
 
 use crate::errors::Error;
 
@@ -82,6 +83,19 @@ impl Input {
         // slice's lifetime. u8 has no alignment or validity requirement.
         unsafe { std::slice::from_raw_parts(self.buffer.buf_ptr().cast::<u8>(), length) }
     }
+}
+
+/// Key bytes from a bytes-like object, copied into memory wiped when dropped; `what` names
+/// the argument (`key`). A `str` is refused with a `TypeError`, even one of hex digits:
+/// decoding text that merely looks like hex would turn a typo or a passphrase given as
+/// `key=` into a key without a word (issue 31 finding 7).
+pub fn key_bytes(what: &str, value: &Bound<'_, PyAny>) -> PyResult<Zeroizing<Vec<u8>>> {
+    if value.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be bytes-like (bytes, bytearray, memoryview), not str: for hex digits give bytes.fromhex(...)"
+        )));
+    }
+    Ok(Zeroizing::new(Input::get(value)?.bytes().to_vec()))
 }
 
 /// A writable buffer the engine writes into: the caller's `out=`, or a new bytes object or

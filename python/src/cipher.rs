@@ -56,7 +56,8 @@ impl MessageIv {
     }
 }
 
-/// Key or IV bytes: a bytes-like object, or a string of hex digits as the CLI takes them.
+/// IV bytes: a bytes-like object, or a string of hex digits as the CLI takes them (a key
+/// must be bytes-like: `buffers::key_bytes`).
 fn secret_bytes(what: &str, value: &Bound<'_, PyAny>) -> PyResult<Zeroizing<Vec<u8>>> {
     if let Ok(text) = value.cast::<PyString>() {
         let decoded = decode_hex(what, text.to_str()?)
@@ -85,7 +86,7 @@ impl Cipher {
                 .map_err(|error: <CipherSpec as std::str::FromStr>::Err| {
                     PyValueError::new_err(error.to_string())
                 })?;
-        let key = secret_bytes("key", key)?;
+        let key = crate::buffers::key_bytes("key", key)?;
         let iv = iv.map(|iv| secret_bytes("iv", iv)).transpose()?;
         let backend: Backend = backend.parse().map_err(errors::engine)?;
         let runtime = runtime::runtime_for(backend, threads)?;

@@ -1,5 +1,8 @@
-//! Every error of the parcrypt crates as a Python exception, with the CLI's one-line reason.
+//! Every error of the parcrypt crates as a Python exception, with the CLI's one-line reason,
+//! and every warning of theirs as a Python warning (`parcrypt.ParcryptWarning`).
 
+use std::ffi::CString;
+use std::fmt::Display;
 use std::io::ErrorKind;
 
 use parcrypt::engine::{EngineError, JobError};
@@ -8,9 +11,9 @@ use parcrypt::modes::gcm::GcmError;
 use pyo3::create_exception;
 use pyo3::exceptions::{
     PyException, PyFileExistsError, PyFileNotFoundError, PyIsADirectoryError, PyOSError,
-    PyPermissionError, PyValueError,
+    PyPermissionError, PyUserWarning, PyValueError,
 };
-use pyo3::PyErr;
+use pyo3::prelude::*;
 
 create_exception!(
     parcrypt,
@@ -24,6 +27,28 @@ create_exception!(
     Error,
     "Authentication failed: a GCM tag or a file chunk does not match (wrong key, IV, AAD or passphrase, or the data was modified). No plaintext is returned."
 );
+
+create_exception!(
+    parcrypt,
+    ParcryptWarning,
+    PyUserWarning,
+    "A weakness in what parcrypt was asked to do that does not stop it (a short passphrase, key derivation costs below OWASP's minimums), as `parcrypt encrypt` prints it. Shown once per place by default; `warnings.simplefilter(\"error\", parcrypt.ParcryptWarning)` makes it an exception."
+);
+
+/// Issues `warning` with Python's `warnings.warn` as a [`ParcryptWarning`], attributed to
+/// the frame `stacklevel` levels up (1: whoever called the native function). An error is a
+/// filter that turned the warning into an exception: the call must then stop.
+pub fn warn(py: Python<'_>, warning: &dyn Display, stacklevel: i32) -> PyResult<()> {
+    // A library warning is one line of text; a NUL inside would be a bug, shown as one.
+    let message = CString::new(warning.to_string())
+        .unwrap_or_else(|_| c"parcrypt: a warning with a NUL byte inside".to_owned());
+    PyErr::warn(
+        py,
+        py.get_type::<ParcryptWarning>().as_any(),
+        &message,
+        stacklevel,
+    )
+}
 
 /// A message-level error (the engine's [`JobError`]).
 pub fn job(error: JobError) -> PyErr {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
 use parcrypt::format::file::{FileOptions, OutputFile};
-use parcrypt::format::secrets::{checked_key, decode_hex, SecretBytes};
+use parcrypt::format::secrets::{checked_key, SecretBytes};
 use parcrypt::format::{
     decrypt_file as decrypt_path, encrypt_file as encrypt_path, Decryptor, EncryptingWriter,
     Encryptor, Format, Secret, SeekableReader, Setup, Suite,
@@ -18,12 +18,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use zeroize::Zeroizing;
 
-use crate::buffers::{Input, Output};
+use crate::buffers::{key_bytes, Input, Output};
 use crate::errors;
 use crate::runtime;
 
-/// The key (`key`, 16 or 32 bytes, or their hex as the CLI's `--key` takes it) or the
-/// passphrase (str, UTF-8, or bytes): exactly one of them.
+/// The key (`key`, 16 or 32 bytes-like bytes; never a str) or the passphrase (str, UTF-8,
+/// or bytes): exactly one of them.
 pub(crate) struct Secrets {
     key: Option<SecretBytes>,
     passphrase: Option<SecretBytes>,
@@ -36,13 +36,8 @@ impl Secrets {
     ) -> PyResult<Self> {
         let key = key
             .map(|key| -> PyResult<SecretBytes> {
-                let bytes = if let Ok(text) = key.cast::<PyString>() {
-                    decode_hex("key", text.to_str()?)
-                        .map_err(|error| PyValueError::new_err(error.to_string()))?
-                } else {
-                    Zeroizing::new(Input::get(key)?.bytes().to_vec())
-                };
-                checked_key(bytes).map_err(|error| PyValueError::new_err(error.to_string()))
+                checked_key(key_bytes("key", key)?)
+                    .map_err(|error| PyValueError::new_err(error.to_string()))
             })
             .transpose()?;
         let passphrase = passphrase
@@ -68,6 +63,16 @@ impl Secrets {
             (None, Some(passphrase)) => Secret::Passphrase(passphrase),
             (None, None) => Secret::Key(&[]),
         }
+    }
+
+    /// Warns (`parcrypt.ParcryptWarning`) about every weakness of a new message set up as
+    /// `setup` under this secret, as `parcrypt encrypt` does (issue 31 finding 7): a short
+    /// passphrase, cheap key derivation. `stacklevel` as [`errors::warn`]'s.
+    pub(crate) fn warn(&self, py: Python<'_>, setup: &Setup<'_>, stacklevel: i32) -> PyResult<()> {
+        for weakness in setup.warnings(self.secret()) {
+            errors::warn(py, &weakness, stacklevel)?;
+        }
+        Ok(())
     }
 
     /// The suite a new file gets: the key's length decides (AES-128 for a passphrase).
@@ -108,6 +113,8 @@ pub fn encrypt_file(
         context: context.as_ref().map_or(&[][..], Input::bytes),
         ..Setup::default()
     };
+    // Called straight from Python (parcrypt.encrypt_file is this function).
+    secrets.warn(py, &setup, 1)?;
     let runtime = runtime::runtime(backend, threads)?;
     let options = FileOptions {
         replace: overwrite,
@@ -165,21 +172,45 @@ pub fn decrypt_file(
     .map_err(errors::format)
 }
 
-fn closed() -> PyErr {
-    PyValueError::new_err("I/O operation on closed file")
-}
-
 /// Random access to an encrypted file's plaintext: every byte handed out has authenticated.
+///
+/// Its lock is only ever taken with the GIL released (inside `py.detach`), and let go
+/// before the GIL is taken back: a thread holding the GIL never waits on it, so threads
+/// sharing one reader take turns instead of deadlocking (issue 31 finding 6).
 #[pyclass(module = "parcrypt", frozen)]
 pub struct Reader {
     inner: Mutex<Option<SeekableReader<'static, File>>>,
 }
 
+/// Why a reader or writer call failed, made into a Python exception once the GIL is back.
+enum Failed {
+    Closed,
+    Io(std::io::Error),
+    Format(parcrypt::format::FormatError),
+}
+
+impl From<Failed> for PyErr {
+    fn from(failed: Failed) -> PyErr {
+        match failed {
+            Failed::Closed => PyValueError::new_err("I/O operation on closed file"),
+            Failed::Io(error) => errors::io(error),
+            Failed::Format(error) => errors::format(error),
+        }
+    }
+}
+
 impl Reader {
-    fn lock(&self) -> MutexGuard<'_, Option<SeekableReader<'static, File>>> {
-        self.inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// Runs `work` on the open reader with the GIL released and the lock held.
+    fn with_reader<T: Send>(
+        &self,
+        py: Python<'_>,
+        work: impl FnOnce(&mut SeekableReader<'static, File>) -> Result<T, Failed> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| {
+            let mut guard = lock(&self.inner);
+            work(guard.as_mut().ok_or(Failed::Closed)?)
+        })
+        .map_err(PyErr::from)
     }
 }
 
@@ -222,41 +253,35 @@ impl Reader {
     /// Reads into the writable buffer `buffer`; returns the bytes read (0 at the end).
     fn readinto(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<usize> {
         let mut output = Output::get(buffer)?;
-        let mut guard = self.lock();
-        let reader = guard.as_mut().ok_or_else(closed)?;
         let target = output.bytes_mut();
-        py.detach(|| read_full(reader, target)).map_err(errors::io)
+        self.with_reader(py, |reader| read_full(reader, target).map_err(Failed::Io))
     }
 
     /// Reads up to `size` bytes (all the rest for a negative `size`); fewer only at the end.
     #[pyo3(signature = (size=-1))]
     fn read<'py>(&self, py: Python<'py>, size: Option<i64>) -> PyResult<Bound<'py, PyBytes>> {
-        let mut guard = self.lock();
-        let reader = guard.as_mut().ok_or_else(closed)?;
         let wanted = match size {
-            Some(size) if size >= 0 => {
-                usize::try_from(size).map_err(|_| PyValueError::new_err("size is too large"))?
-            }
-            _ => {
-                let mut all = Vec::new();
-                py.detach(|| reader.read_to_end(&mut all))
-                    .map_err(errors::io)?;
-                return Ok(PyBytes::new(py, &all));
-            }
+            Some(size) if size >= 0 => Some(
+                usize::try_from(size).map_err(|_| PyValueError::new_err("size is too large"))?,
+            ),
+            _ => None,
         };
-        // No more than what is left: a huge `size` must not allocate a huge buffer.
-        let left = py
-            .detach(|| -> std::io::Result<u64> {
-                let total = reader.plaintext_len()?;
-                Ok(total.saturating_sub(reader.stream_position()?))
-            })
-            .map_err(errors::io)?;
-        let wanted = wanted.min(usize::try_from(left).unwrap_or(usize::MAX));
-        let mut buffer = vec![0u8; wanted];
-        let got = py
-            .detach(|| read_full(reader, &mut buffer))
-            .map_err(errors::io)?;
-        Ok(PyBytes::new(py, &buffer[..got]))
+        let bytes = self.with_reader(py, |reader| {
+            let Some(wanted) = wanted else {
+                let mut all = Vec::new();
+                reader.read_to_end(&mut all).map_err(Failed::Io)?;
+                return Ok(all);
+            };
+            // No more than what is left: a huge `size` must not allocate a huge buffer.
+            let total = reader.plaintext_len().map_err(Failed::Format)?;
+            let left = total.saturating_sub(reader.stream_position().map_err(Failed::Io)?);
+            let wanted = wanted.min(usize::try_from(left).unwrap_or(usize::MAX));
+            let mut buffer = vec![0u8; wanted];
+            let got = read_full(reader, &mut buffer).map_err(Failed::Io)?;
+            buffer.truncate(got);
+            Ok(buffer)
+        })?;
+        Ok(PyBytes::new(py, &bytes))
     }
 
     /// Moves to `offset` from the start (`whence` 0), the current place (1) or the end (2);
@@ -276,35 +301,41 @@ impl Reader {
                     )))
                 }
             };
-        let mut guard = self.lock();
-        let reader = guard.as_mut().ok_or_else(closed)?;
-        py.detach(|| reader.seek(position)).map_err(errors::io)
+        self.with_reader(py, |reader| reader.seek(position).map_err(Failed::Io))
     }
 
     /// The current place.
-    fn tell(&self) -> PyResult<u64> {
-        let mut guard = self.lock();
-        let reader = guard.as_mut().ok_or_else(closed)?;
-        reader.stream_position().map_err(errors::io)
+    fn tell(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with_reader(py, |reader| reader.stream_position().map_err(Failed::Io))
     }
 
     /// The plaintext's length (the final chunk authenticates first).
     fn size(&self, py: Python<'_>) -> PyResult<u64> {
-        let mut guard = self.lock();
-        let reader = guard.as_mut().ok_or_else(closed)?;
-        py.detach(|| reader.plaintext_len()).map_err(errors::format)
+        self.with_reader(py, |reader| reader.plaintext_len().map_err(Failed::Format))
     }
 
     /// Closes the file; reading after it raises ValueError.
-    fn close(&self) {
-        self.lock().take();
+    fn close(&self, py: Python<'_>) {
+        py.detach(|| {
+            // Taken out under the lock, dropped after it (closing the file may take a moment).
+            let reader = lock(&self.inner).take();
+            drop(reader);
+        });
     }
 
     /// Whether it is closed.
     #[getter]
-    fn closed(&self) -> bool {
-        self.lock().is_none()
+    fn closed(&self, py: Python<'_>) -> bool {
+        py.detach(|| lock(&self.inner).is_none())
     }
+}
+
+/// The handle's lock, taken only with the GIL released (see [`Reader`]). A panic while it
+/// was held leaves the reader or writer as it was; the next call goes on with it.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Reads until `buffer` is full or the input ends.
@@ -329,6 +360,8 @@ struct Writing {
 }
 
 /// Writes a new encrypted file; `close` seals the last chunk and makes the file appear.
+/// Threads may share one: their writes take turns, each written whole, and the lock is
+/// taken only with the GIL released, as [`Reader`]'s is.
 #[pyclass(module = "parcrypt", frozen)]
 pub struct Writer {
     inner: Mutex<Option<Writing>>,
@@ -357,6 +390,8 @@ pub fn open_writer(
         context: context.as_ref().map_or(&[][..], Input::bytes),
         ..Setup::default()
     };
+    // Called by parcrypt.open: the warning points at its caller.
+    secrets.warn(py, &setup, 2)?;
     let runtime = runtime::runtime(backend, threads)?;
     let writing = py
         .detach(|| -> Result<Writing, parcrypt::format::FormatError> {
@@ -375,33 +410,27 @@ pub fn open_writer(
     })
 }
 
-impl Writer {
-    fn lock(&self) -> MutexGuard<'_, Option<Writing>> {
-        self.inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
 #[pymethods]
 impl Writer {
     /// Writes all of `data` (any bytes-like object); returns its length.
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
         let input = Input::get(data)?;
-        let mut guard = self.lock();
-        let writing = guard.as_mut().ok_or_else(closed)?;
         let bytes = input.bytes();
-        py.detach(|| writing.writer.write_all(bytes))
-            .map_err(errors::io)?;
+        py.detach(|| {
+            let mut guard = lock(&self.inner);
+            let writing = guard.as_mut().ok_or(Failed::Closed)?;
+            writing.writer.write_all(bytes).map_err(Failed::Io)
+        })?;
         Ok(bytes.len())
     }
 
     /// Seals the last chunk, writes the file to disk and gives it its name.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let Some(Writing { writer, output }) = self.lock().take() else {
-            return Ok(());
-        };
-        py.detach(|| -> Result<(), parcrypt::format::FormatError> {
+        py.detach(|| {
+            // Taken out under the lock: the sealing and the sync to disk run after it.
+            let Some(Writing { writer, output }) = lock(&self.inner).take() else {
+                return Ok(());
+            };
             drop(writer.finish()?);
             output.commit()
         })
@@ -409,13 +438,16 @@ impl Writer {
     }
 
     /// Stops writing and leaves no file behind.
-    fn abort(&self) {
-        self.lock().take();
+    fn abort(&self, py: Python<'_>) {
+        py.detach(|| {
+            let writing = lock(&self.inner).take();
+            drop(writing);
+        });
     }
 
     /// Whether it is closed (or aborted).
     #[getter]
-    fn closed(&self) -> bool {
-        self.lock().is_none()
+    fn closed(&self, py: Python<'_>) -> bool {
+        py.detach(|| lock(&self.inner).is_none())
     }
 }

@@ -131,6 +131,7 @@ fn _parcrypt(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     module.add("Error", py.get_type::<errors::Error>())?;
     module.add("InvalidTag", py.get_type::<errors::InvalidTag>())?;
+    module.add("ParcryptWarning", py.get_type::<errors::ParcryptWarning>())?;
     module.add_class::<cipher::Cipher>()?;
     module.add_class::<gpu_arrays::DeviceArray>()?;
     module.add_class::<files::Reader>()?;

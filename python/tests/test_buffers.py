@@ -139,8 +139,8 @@ def test_refusals_are_exceptions_not_panics() -> None:
         parcrypt.Cipher("aes-128-ctr", KEY, IV, backend="quantum")
     with pytest.raises(ValueError):
         parcrypt.Cipher("aes-128-ctr", KEY, IV, threads=0)
-    with pytest.raises(ValueError):
-        parcrypt.Cipher("aes-128-ctr", "not hex", IV)
+    with pytest.raises(TypeError, match="bytes.fromhex"):
+        parcrypt.Cipher("aes-128-ctr", "not hex", IV)  # a key is bytes, never text
     cipher = parcrypt.Cipher("aes-128-ctr", KEY, IV)
     with pytest.raises(TypeError):
         cipher.encrypt("text")

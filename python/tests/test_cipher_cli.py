@@ -51,6 +51,6 @@ def test_suite_matches_cli(cli: str, tmp_path, suite: str, size: int) -> None:
         assert cipher.decrypt(expected) == data, backend
     # And the CLI decrypts what Python wrote.
     sealed = tmp_path / "sealed"
-    sealed.write_bytes(parcrypt.Cipher(suite, key.hex(), None if iv is None else iv.hex()).encrypt(data))
+    sealed.write_bytes(parcrypt.Cipher(suite, key, None if iv is None else iv.hex()).encrypt(data))
     args[1] = "decrypt"
     assert run_cli(cli, *args, str(sealed), "-o", "-") == data

@@ -26,7 +26,7 @@ def test_cli_writes_python_reads(cli: str, tmp_path, size: int, key_bytes: int) 
     run_cli(cli, "encrypt", "-q", "--key", key.hex(), str(tmp_path / "plain"), "-o", str(tmp_path / "sealed"))
     assert parcrypt.decrypt_file(tmp_path / "sealed", tmp_path / "again", key=key) == size
     assert (tmp_path / "again").read_bytes() == data
-    with parcrypt.open(tmp_path / "sealed", key=key.hex()) as reader:
+    with parcrypt.open(tmp_path / "sealed", key=key) as reader:
         assert reader.read() == data
         assert reader.size() == size
 

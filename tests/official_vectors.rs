@@ -102,6 +102,8 @@ fn gcm_specification_cases_1_to_18() {
             let mut message = Message::new(&name, record.get("key"), Some(record.get("iv")));
             message.aad = Some(record.get("aad")).filter(|aad| !aad.is_empty());
             message.implementation = implementation;
+            // Cases 5, 11 and 17 use 8-byte IVs, refused unless asked for (issue 31 finding 3).
+            message.allow_short_gcm_iv = true;
             check_both_ways(&message, record.get("plaintext"), &sealed, &record.section);
         }
     }

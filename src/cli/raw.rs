@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use parcrypt_engine::open::{Authenticated, OpenOptions, Phase};
 use parcrypt_engine::stream::{chunk_bytes_for, process_stream_with_progress};
-use parcrypt_engine::{Backend, Cipher, CipherSpec, Direction, Implementation, Mode};
+use parcrypt_engine::{Backend, Cipher, CipherSpec, Direction, Implementation, KeyedCipher, Mode};
 use parcrypt_format::secrets::decode_hex;
 use zeroize::Zeroize;
 
@@ -60,9 +60,13 @@ pub struct RawArgs {
     /// Key in hex (for testing: visible in the process list)
     #[arg(long, value_name = "HEX")]
     key: String,
-    /// IV in hex: one block for CBC and CTR, 1 byte or more for GCM, none for ECB
+    /// IV in hex: one block for CBC and CTR, 12 bytes or more for GCM, none for ECB
     #[arg(long, value_name = "HEX")]
     iv: Option<String>,
+    /// Take a GCM IV of 1 to 11 bytes (to read or match data made with one; such IVs are
+    /// hashed into the counter and collide far sooner than 12-byte ones)
+    #[arg(long)]
+    allow_short_gcm_iv: bool,
     /// Additional authenticated data in hex (GCM only)
     #[arg(long, value_name = "HEX")]
     aad: Option<String>,
@@ -120,7 +124,8 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
     check_output(args.output.as_deref(), args.input.as_deref(), args.force)?;
     let engine = super::engine(args.backend, args.threads)?;
     let chunk_bytes = chunk_bytes_for(&engine);
-    let cipher = Cipher::new(engine, spec, &key, iv.as_deref().map(|iv| iv.as_slice()))?
+    let keyed = KeyedCipher::new(engine, spec, &key)?.allow_short_gcm_iv(args.allow_short_gcm_iv);
+    let cipher = Cipher::from_keyed(keyed, iv.as_deref().map(|iv| iv.as_slice()))?
         .padding(!args.no_pad)
         .implementation(if args.reference {
             Implementation::Reference

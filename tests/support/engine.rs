@@ -45,6 +45,8 @@ pub struct Message<'a> {
     pub aad: Option<&'a [u8]>,
     pub padding: bool,
     pub implementation: Implementation,
+    /// GCM IVs of 1 to 11 bytes, which the official vectors use (refused by default).
+    pub allow_short_gcm_iv: bool,
 }
 
 impl<'a> Message<'a> {
@@ -56,6 +58,7 @@ impl<'a> Message<'a> {
             aad: None,
             padding: true,
             implementation: Implementation::Fast,
+            allow_short_gcm_iv: false,
         }
     }
 
@@ -70,6 +73,7 @@ impl<'a> Message<'a> {
             direction,
             key: self.key,
             iv: self.iv,
+            allow_short_gcm_iv: self.allow_short_gcm_iv,
             aad: self.aad,
             padding: self.padding,
             implementation: self.implementation,

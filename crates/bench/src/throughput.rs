@@ -39,6 +39,7 @@ pub fn job<'a>(
         direction,
         key,
         iv,
+        allow_short_gcm_iv: false,
         aad: None,
         padding: false,
         implementation: Implementation::Fast,

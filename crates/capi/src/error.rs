@@ -159,6 +159,12 @@ impl From<JobError> for Failure {
             E::Gpu(_) => ParcryptStatus::Backend,
             E::OutputTooSmall { .. } => ParcryptStatus::OutputTooSmall,
             E::Segment(_) => ParcryptStatus::InvalidArgument,
+            E::ShortGcmIv { .. } => ParcryptStatus::BadIv,
+            // The cipher's IV has encrypted its one message: the handle cannot do that again.
+            E::IvSpent(_) | E::NonceBudget => ParcryptStatus::State,
+            E::BirthdayBound { .. } | E::AeadSuite(_) => ParcryptStatus::InvalidArgument,
+            E::ShortSealed(_) => ParcryptStatus::AuthenticationFailed,
+            E::Random(_) => ParcryptStatus::Internal,
         };
         Failure::new(status, error.to_string())
     }

@@ -91,6 +91,7 @@ fn job<'a>(suite: CipherSpec, direction: Direction, key: &'a [u8], iv: &'a [u8])
         direction,
         key,
         iv: Some(iv),
+        allow_short_gcm_iv: false,
         aad: None,
         padding: true,
         implementation: Implementation::Fast,

@@ -1,29 +1,37 @@
-//! [`Cipher`]: one cipher suite with its key and a fixed IV on an engine, for whole messages held
-//! in memory (one call each) or for messages fed in pieces (a [`Crypter`]).
+//! [`Cipher`]: one cipher suite with its key and an IV for one message on an engine, whole
+//! in memory (one call) or fed in pieces (a [`Crypter`]).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parcrypt_ciphers::Implementation;
-use parcrypt_modes::{CipherSpec, Direction};
+use parcrypt_modes::{CipherSpec, Direction, Mode};
 use zeroize::{Zeroize, Zeroizing};
 
-use crate::crypter::{Crypter, JobError};
+use crate::crypter::{check_message_length, Crypter, JobError};
 use crate::{Engine, KeyedCipher};
 
-/// A cipher suite (such as `aes-128-gcm`), a key and one fixed IV, on an engine: a
-/// [`KeyedCipher`] that remembers its IV, for a caller with one message (such as `parcrypt
-/// raw`). Several messages under one key: use a [`KeyedCipher`], which takes an IV per
-/// message; [`Cipher::keyed`] gives this one's.
+/// A cipher suite (such as `aes-128-ctr`), a key and the IV of one message, on an engine: a
+/// [`KeyedCipher`] that remembers its IV, for a caller with one message to encrypt (such as
+/// `parcrypt raw`). To seal many messages, use [`crate::Aead`], which draws a fresh random
+/// nonce for each; for a protocol that manages its own IVs, a [`KeyedCipher`], which takes
+/// one per message ([`Cipher::keyed`] gives this one's).
+///
+/// The IV encrypts one message only: a second encryption (a whole message or an
+/// [`Cipher::encryptor`]) fails with [`JobError::IvSpent`], because two messages under one
+/// CTR or GCM IV give away the XOR of their plaintexts (and, for GCM, the authentication
+/// key). Clones share the rule: of two threads encrypting at once, exactly one runs.
+/// Decryption may use the IV any number of times. An encryption refused for a reason that
+/// is checked before it starts (an output buffer too small, AAD for a mode without it, an
+/// unpadded partial block, a message too long) leaves the IV unspent.
 ///
 /// Each call runs one whole message, as `parcrypt raw` does: ECB and CBC add PKCS#7
 /// padding when encrypting and remove it when decrypting (unless [`Cipher::padding`] turns
 /// it off); CTR treats the whole IV as one big-endian counter; GCM appends the 16-byte tag
 /// when encrypting and, when decrypting, checks it and releases nothing unless it matches.
-/// Every message starts from the same IV: a GCM or CTR IV must never encrypt two
-/// messages under one key.
 ///
 /// ```
-/// use parcrypt_engine::{Backend, Cipher, Engine};
+/// use parcrypt_engine::{Backend, Cipher, Engine, JobError};
 ///
 /// let engine = Engine::builder().backend(Backend::Pool).threads(2).build()?;
 /// let key = [7u8; 16];
@@ -33,6 +41,9 @@ use crate::{Engine, KeyedCipher};
 /// assert_eq!(sealed.len(), 14 + 16);
 /// assert_eq!(cipher.decrypt(&sealed, None)?, b"attack at dawn");
 ///
+/// // The IV has encrypted its one message.
+/// assert!(matches!(cipher.encrypt(b"retreat", None), Err(JobError::IvSpent(_))));
+///
 /// let mut forged = sealed.clone();
 /// forged[0] ^= 1;
 /// assert!(cipher.decrypt(&forged, None).is_err());
@@ -41,24 +52,53 @@ use crate::{Engine, KeyedCipher};
 #[derive(Clone, Debug)]
 pub struct Cipher {
     keyed: KeyedCipher,
-    iv: Option<Vec<u8>>,
+    iv: Option<OneMessageIv>,
+}
+
+/// An IV and whether it has encrypted its message, shared by a cipher's clones.
+#[derive(Clone, Debug)]
+struct OneMessageIv {
+    bytes: Vec<u8>,
+    spent: Arc<AtomicBool>,
 }
 
 impl Cipher {
     /// A cipher for `suite` with `key` and `iv` (none for ECB; one block for CBC and CTR;
-    /// 1 byte or more for GCM, 12 being the fast path) on `engine` (an [`Engine`], or an
-    /// `Arc` of one to share its threads between ciphers). The key and IV are checked now.
+    /// 12 bytes or more for GCM) on `engine` (an [`Engine`], or an `Arc` of one to share its
+    /// threads between ciphers). The key and IV are checked now. A shorter GCM IV (to read
+    /// data made with one): [`Cipher::from_keyed`] with
+    /// [`KeyedCipher::allow_short_gcm_iv`].
     pub fn new(
         engine: impl Into<Arc<Engine>>,
         suite: CipherSpec,
         key: &[u8],
         iv: Option<&[u8]>,
     ) -> Result<Self, JobError> {
-        let keyed = KeyedCipher::new(engine, suite, key)?;
+        Self::from_keyed(KeyedCipher::new(engine, suite, key)?, iv)
+    }
+
+    /// A cipher over a keyed cipher already made (with its padding and short-IV settings),
+    /// with `iv` for its one message; the IV is checked now.
+    ///
+    /// ```
+    /// use parcrypt_engine::{Backend, Cipher, Engine, KeyedCipher};
+    ///
+    /// // An 8-byte GCM IV, as in the GCM specification's test case 5: refused unless asked for.
+    /// let engine = std::sync::Arc::new(Engine::new(Backend::Seq, None)?);
+    /// let keyed = KeyedCipher::new(engine.clone(), "aes-128-gcm".parse()?, &[0u8; 16])?;
+    /// assert!(Cipher::from_keyed(keyed.clone(), Some(&[0u8; 8])).is_err());
+    /// let cipher = Cipher::from_keyed(keyed.allow_short_gcm_iv(true), Some(&[0u8; 8]))?;
+    /// assert_eq!(cipher.encrypt(b"", None)?.len(), 16);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_keyed(keyed: KeyedCipher, iv: Option<&[u8]>) -> Result<Self, JobError> {
         keyed.check_iv(iv)?;
         Ok(Cipher {
             keyed,
-            iv: iv.map(<[u8]>::to_vec),
+            iv: iv.map(|iv| OneMessageIv {
+                bytes: iv.to_vec(),
+                spent: Arc::new(AtomicBool::new(false)),
+            }),
         })
     }
 
@@ -92,14 +132,65 @@ impl Cipher {
         self.keyed.engine()
     }
 
-    /// The keyed cipher underneath, to run more messages under this key with other IVs.
+    /// The keyed cipher underneath, to run more messages under this key with IVs of their
+    /// own.
     pub fn keyed(&self) -> &KeyedCipher {
         &self.keyed
     }
 
-    /// The fixed IV.
+    /// The IV given at creation (decryption may use it any number of times).
     pub fn iv(&self) -> Option<&[u8]> {
-        self.iv.as_deref()
+        self.iv.as_ref().map(|iv| iv.bytes.as_slice())
+    }
+
+    /// Whether the IV has encrypted its message (false without an IV).
+    pub fn iv_spent(&self) -> bool {
+        self.iv
+            .as_ref()
+            .is_some_and(|iv| iv.spent.load(Ordering::Acquire))
+    }
+
+    /// The IV for the one encryption it may run, spending it: first checks what would
+    /// refuse an encryption of `length` bytes into `output_capacity` bytes with `aad` before
+    /// it starts (so that such a refusal leaves the IV unspent), then marks the IV spent,
+    /// or fails with [`JobError::IvSpent`] if it was. For front ends that run the message
+    /// themselves (segments, device memory); the encryption calls here use it. `None` for
+    /// a cipher without an IV (ECB, or one used only with per-message IVs).
+    pub fn iv_for_encryption(
+        &self,
+        length: usize,
+        output_capacity: usize,
+        aad: Option<&[u8]>,
+    ) -> Result<Option<&[u8]>, JobError> {
+        let keyed = &self.keyed;
+        let suite = keyed.suite();
+        let needed = keyed.max_output_length(Direction::Encrypt, length);
+        if output_capacity < needed {
+            return Err(JobError::OutputTooSmall {
+                needed,
+                got: output_capacity,
+            });
+        }
+        if aad.is_some() && suite.mode != Mode::Gcm {
+            return Err(JobError::AadNotUsed);
+        }
+        let block_size = suite.algorithm.block_size();
+        let pads = keyed.pads() && suite.mode.pads();
+        if suite.mode.pads() && !pads && !length.is_multiple_of(block_size) {
+            return Err(JobError::PartialBlock {
+                length: length as u64,
+                block_size,
+            });
+        }
+        check_message_length(suite, needed.max(length) as u64)?;
+        let Some(iv) = &self.iv else {
+            return Ok(None);
+        };
+        // One atomic swap: of any number of callers, exactly one sees `false`.
+        if iv.spent.swap(true, Ordering::AcqRel) {
+            return Err(JobError::IvSpent(suite));
+        }
+        Ok(Some(&iv.bytes))
     }
 
     /// The most bytes a message of `input_length` bytes turns into: 16 more for GCM
@@ -108,9 +199,13 @@ impl Cipher {
         self.keyed.max_output_length(direction, input_length)
     }
 
-    /// Encrypts one message, with `aad` as GCM's additional authenticated data.
+    /// Encrypts the message under the IV (its one encryption), with `aad` as GCM's
+    /// additional authenticated data.
     pub fn encrypt(&self, plaintext: &[u8], aad: Option<&[u8]>) -> Result<Vec<u8>, JobError> {
-        self.keyed.encrypt(self.iv(), plaintext, aad)
+        let length = plaintext.len();
+        let capacity = self.max_output_length(Direction::Encrypt, length);
+        let iv = self.iv_for_encryption(length, capacity, aad)?;
+        self.keyed.encrypt(iv, plaintext, aad)
     }
 
     /// Decrypts one message; for GCM the tag is checked first and nothing is returned
@@ -119,7 +214,7 @@ impl Cipher {
         self.keyed.decrypt(self.iv(), ciphertext, aad)
     }
 
-    /// Encrypts `plaintext` into `output`, which must hold at least
+    /// Encrypts `plaintext` (the IV's one message) into `output`, which must hold at least
     /// [`Cipher::max_output_length`] bytes, and returns the bytes written.
     pub fn encrypt_into(
         &self,
@@ -127,7 +222,8 @@ impl Cipher {
         output: &mut [u8],
         aad: Option<&[u8]>,
     ) -> Result<usize, JobError> {
-        self.keyed.encrypt_into(self.iv(), plaintext, output, aad)
+        let iv = self.iv_for_encryption(plaintext.len(), output.len(), aad)?;
+        self.keyed.encrypt_into(iv, plaintext, output, aad)
     }
 
     /// Decrypts `ciphertext` into `output`, which must hold at least
@@ -142,8 +238,9 @@ impl Cipher {
         self.keyed.decrypt_into(self.iv(), ciphertext, output, aad)
     }
 
-    /// Encrypts the message in `buffer[..length]` in place, the rest of `buffer` being room
-    /// for the padding or tag, and returns the ciphertext's length.
+    /// Encrypts the message in `buffer[..length]` (the IV's one message) in place, the
+    /// rest of `buffer` being room for the padding or tag, and returns the ciphertext's
+    /// length.
     ///
     /// ```
     /// use parcrypt_engine::{Backend, Cipher, Direction, Engine};
@@ -162,7 +259,9 @@ impl Cipher {
         length: usize,
         aad: Option<&[u8]>,
     ) -> Result<usize, JobError> {
-        self.keyed.encrypt_in_place(self.iv(), buffer, length, aad)
+        // An encryption's output is never shorter than its input: the capacity covers both.
+        let iv = self.iv_for_encryption(length, buffer.len(), aad)?;
+        self.keyed.encrypt_in_place(iv, buffer, length, aad)
     }
 
     /// Decrypts the message in `buffer[..length]` in place and returns the plaintext's
@@ -176,25 +275,32 @@ impl Cipher {
         self.keyed.decrypt_in_place(self.iv(), buffer, length, aad)
     }
 
-    /// A [`Crypter`] that encrypts one message given in pieces: whole blocks to
-    /// [`Crypter::update`], the rest to [`Crypter::finish`].
+    /// A [`Crypter`] that encrypts the IV's one message given in pieces: whole blocks to
+    /// [`Crypter::update`], the rest to [`Crypter::finish`]. Making it spends the IV.
     ///
     /// ```
     /// use parcrypt_engine::{Backend, Cipher, Engine};
     ///
-    /// let cipher = Cipher::new(Engine::new(Backend::Seq, None)?, "aes-128-ctr".parse()?, &[0u8; 16], Some(&[0u8; 16]))?;
+    /// let engine = std::sync::Arc::new(Engine::new(Backend::Seq, None)?);
+    /// let (key, iv) = ([0u8; 16], [0u8; 16]);
     /// let message = b"thirty-two bytes, then some more".to_vec();
+    /// let cipher = Cipher::new(engine.clone(), "aes-128-ctr".parse()?, &key, Some(&iv))?;
     /// let mut crypter = cipher.encryptor(None)?;
     /// let mut first = message[..16].to_vec();
     /// crypter.update(&mut first)?;
     /// let mut rest = message[16..].to_vec();
     /// crypter.finish(&mut rest)?;
     /// first.extend_from_slice(&rest);
-    /// assert_eq!(first, cipher.encrypt(&message, None)?);
+    /// // The same message in one call, by a cipher with the same key and IV.
+    /// let whole = Cipher::new(engine, "aes-128-ctr".parse()?, &key, Some(&iv))?;
+    /// assert_eq!(first, whole.encrypt(&message, None)?);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn encryptor(&self, aad: Option<&[u8]>) -> Result<Crypter<'_>, JobError> {
-        self.keyed.encryptor(self.iv(), aad)
+        // Making the crypter checks the IV and AAD; only then is the IV spent.
+        let crypter = self.keyed.encryptor(self.iv(), aad)?;
+        self.iv_for_encryption(0, usize::MAX, aad)?;
+        Ok(crypter)
     }
 
     /// A [`Crypter`] that decrypts one message given in pieces. For GCM, output from

@@ -142,6 +142,7 @@ impl TimedJob {
             direction: self.direction,
             key: &self.key,
             iv: self.iv.as_deref(),
+            allow_short_gcm_iv: false,
             aad: None,
             padding: false,
             implementation: Implementation::Fast,

@@ -68,6 +68,59 @@ pub enum JobError {
     /// ([`crate::segmented::SegmentedMessage`]) cut or covered the body wrongly.
     #[error("{0}")]
     Segment(String),
+    /// A [`crate::Cipher`] made with an IV was asked to encrypt a second message under it.
+    #[error("{0}: this cipher's IV has encrypted a message already and may not encrypt another (a reused IV reveals the plaintexts); give each message an IV of its own, or use the AEAD call, which draws a fresh nonce for each")]
+    IvSpent(CipherSpec),
+    /// A GCM IV shorter than 12 bytes, which the caller did not opt into.
+    #[error("{spec}: a {got}-byte GCM IV is refused (short IVs make nonce collisions likely and are hashed into the counter); use 12 bytes, or allow short GCM IVs explicitly (allow_short_gcm_iv, --allow-short-gcm-iv) to read old data")]
+    ShortGcmIv {
+        /// The cipher and mode.
+        spec: CipherSpec,
+        /// The IV's length.
+        got: usize,
+    },
+    /// A 64-bit block cipher asked to run more than [`MAX_BLOCKS_64`] blocks in one message.
+    #[error("{spec}: a message of {length} bytes is more than 2^32 64-bit blocks (32 GiB) under one key and IV, past the birthday bound where blocks collide and leak plaintext; split it into messages of at most 32 GiB, each under its own IV, or use AES")]
+    BirthdayBound {
+        /// The cipher and mode.
+        spec: CipherSpec,
+        /// The bytes the message runs through the cipher.
+        length: u64,
+    },
+    /// The AEAD call was given a suite other than AES-GCM.
+    #[error("{0} is not an AES-GCM suite: the AEAD call seals with aes-128-gcm, aes-192-gcm or aes-256-gcm")]
+    AeadSuite(CipherSpec),
+    /// The AEAD call has sealed as many messages under one key as random nonces allow.
+    #[error("this key has sealed 2^32 messages under random 96-bit nonces, the limit of NIST SP 800-38D (beyond it a repeated nonce is too likely): make a new key")]
+    NonceBudget,
+    /// A sealed message shorter than its nonce and tag.
+    #[error(
+        "input is {0} bytes, too short for a sealed message (a 12-byte nonce and a 16-byte tag)"
+    )]
+    ShortSealed(u64),
+    /// The operating system's random source failed.
+    #[error("the operating system's random source failed: {0}")]
+    Random(String),
+}
+
+/// The most blocks a cipher with 64-bit blocks (Blowfish) runs in one message under one key
+/// and IV: 2^32 blocks (32 GiB), the birthday bound, past which two blocks of the chain or
+/// keystream collide with a probability that leaks plaintext (the Sweet32 attacks).
+pub const MAX_BLOCKS_64: u64 = 1 << 32;
+
+/// The shortest GCM IV taken without an explicit opt-in: 12 bytes, the length GCM uses
+/// directly as its counter's prefix (NIST SP 800-38D recommends it).
+pub const MIN_GCM_IV_BYTES: usize = 12;
+
+/// Checks that a message running `length` bytes through `spec`'s block cipher stays within
+/// the birthday bound of a 64-bit block cipher ([`MAX_BLOCKS_64`]); ciphers with 128-bit
+/// blocks pass.
+pub(crate) fn check_message_length(spec: CipherSpec, length: u64) -> Result<(), JobError> {
+    let block_size = spec.algorithm.block_size() as u64;
+    if block_size == 8 && length.div_ceil(block_size) > MAX_BLOCKS_64 {
+        return Err(JobError::BirthdayBound { spec, length });
+    }
+    Ok(())
 }
 
 /// What a job needs besides the engine.
@@ -78,8 +131,11 @@ pub struct JobSpec<'a> {
     pub direction: Direction,
     /// The key (its length picks nothing: it must suit `spec`'s algorithm).
     pub key: &'a [u8],
-    /// The IV: none for ECB, one block for CBC and CTR, 1 byte or more for GCM.
+    /// The IV: none for ECB, one block for CBC and CTR, 12 bytes or more for GCM.
     pub iv: Option<&'a [u8]>,
+    /// Whether a GCM IV of 1 to 11 bytes is taken (old data, test vectors); refused when
+    /// false.
+    pub allow_short_gcm_iv: bool,
     /// GCM's additional authenticated data.
     pub aad: Option<&'a [u8]>,
     /// PKCS#7 for ECB and CBC; ignored by the stream modes.
@@ -169,6 +225,7 @@ impl<'e> Crypter<'e> {
             iv: job.iv,
             aad: job.aad,
             padding: job.padding,
+            allow_short_gcm_iv: job.allow_short_gcm_iv,
         };
         Self::with_keys(engine, Keys::Own(Box::new(keys)), &message, cost_model)
     }
@@ -182,7 +239,7 @@ impl<'e> Crypter<'e> {
     ) -> Result<Self, JobError> {
         let schedule = keys.get();
         let spec = schedule.suite();
-        let iv = check_iv_and_aad(spec, message.iv, message.aad)?;
+        let iv = check_iv_and_aad(spec, message.iv, message.aad, message.allow_short_gcm_iv)?;
         let state = match spec.mode {
             Mode::Ecb => ModeState::Ecb,
             Mode::Cbc => ModeState::Cbc { chain: iv.to_vec() },
@@ -255,8 +312,17 @@ impl<'e> Crypter<'e> {
                 block_size,
             });
         }
+        self.count(data.len())?;
         self.process(data)?;
-        self.processed += data.len() as u64;
+        Ok(())
+    }
+
+    /// Counts `length` more bytes into the message, refusing first what would take a 64-bit
+    /// block cipher past its birthday bound.
+    fn count(&mut self, length: usize) -> Result<(), JobError> {
+        let total = self.processed + length as u64;
+        check_message_length(self.spec, total)?;
+        self.processed = total;
         Ok(())
     }
 
@@ -286,13 +352,13 @@ impl<'e> Crypter<'e> {
                     .engine
                     .gpu_for(self.spec, self.direction, length)
                     .is_some());
+        self.count(length)?;
         if one_pass {
             self.process_region(Region::Into(input, output))?;
         } else {
             output.copy_from_slice(input);
             self.process(output)?;
         }
-        self.processed += length as u64;
         Ok(())
     }
 
@@ -306,6 +372,13 @@ impl<'e> Crypter<'e> {
     pub fn finish(mut self, data: &mut Vec<u8>) -> Result<(), JobError> {
         let block_size = self.block_size();
         let total = self.processed + data.len() as u64;
+        // The padding adds at most one block; counted here, before any of it runs.
+        let padding = if self.padding && self.direction == Direction::Encrypt {
+            block_size as u64
+        } else {
+            0
+        };
+        check_message_length(self.spec, total + padding)?;
         match (self.spec.mode, self.direction) {
             (Mode::Gcm, direction) => {
                 // Decryption takes the tag off before the ciphertext goes through the cipher.
@@ -643,13 +716,16 @@ pub(crate) struct MessageSpec<'a> {
     pub(crate) iv: Option<&'a [u8]>,
     pub(crate) aad: Option<&'a [u8]>,
     pub(crate) padding: bool,
+    pub(crate) allow_short_gcm_iv: bool,
 }
 
-/// Checks that `iv` and `aad` suit `spec` and returns the IV (empty for ECB).
+/// Checks that `iv` and `aad` suit `spec` and returns the IV (empty for ECB). A GCM IV of 1
+/// to 11 bytes passes only when `allow_short_gcm_iv` says the caller asked for it.
 pub(crate) fn check_iv_and_aad<'a>(
     spec: CipherSpec,
     iv: Option<&'a [u8]>,
     aad: Option<&[u8]>,
+    allow_short_gcm_iv: bool,
 ) -> Result<&'a [u8], JobError> {
     if aad.is_some() && spec.mode != Mode::Gcm {
         return Err(JobError::AadNotUsed);
@@ -671,6 +747,12 @@ pub(crate) fn check_iv_and_aad<'a>(
     }
     if spec.mode == Mode::Gcm && iv.is_empty() {
         return Err(GcmError::EmptyIv.into());
+    }
+    if spec.mode == Mode::Gcm && iv.len() < MIN_GCM_IV_BYTES && !allow_short_gcm_iv {
+        return Err(JobError::ShortGcmIv {
+            spec,
+            got: iv.len(),
+        });
     }
     Ok(iv)
 }
@@ -702,5 +784,64 @@ pub(crate) fn max_output_length(
             (input_length / block_size + 1) * block_size
         }
         _ => input_length,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Backend;
+
+    /// A streaming Blowfish message is refused as its count passes 2^32 blocks, before the
+    /// piece that would cross is encrypted; the count starts near the bound rather than
+    /// after 32 GiB of work.
+    #[test]
+    fn a_streaming_blowfish_message_stops_at_the_birthday_bound() {
+        let engine = Engine::new(Backend::Seq, None).unwrap();
+        for (name, direction) in [
+            ("bf-ctr", Direction::Encrypt),
+            ("bf-cbc", Direction::Decrypt),
+        ] {
+            let job = JobSpec {
+                spec: name.parse().unwrap(),
+                direction,
+                key: b"sixteen byte key",
+                iv: Some(&[0u8; 8]),
+                allow_short_gcm_iv: false,
+                aad: None,
+                padding: false,
+                implementation: Implementation::Fast,
+            };
+            let mut crypter = Crypter::new(&engine, &job).unwrap();
+            crypter.processed = MAX_BLOCKS_64 * 8 - 16;
+            let mut last = [7u8; 16];
+            crypter.update(&mut last).unwrap();
+            let mut over = [7u8; 8];
+            let refused = crypter.update(&mut over);
+            assert!(
+                matches!(refused, Err(JobError::BirthdayBound { .. })),
+                "{name}: {refused:?}"
+            );
+            assert_eq!(
+                over, [7u8; 8],
+                "{name}: the refused piece was not encrypted"
+            );
+            let refused = crypter.update_into(&[7u8; 8], &mut over);
+            assert!(matches!(refused, Err(JobError::BirthdayBound { .. })));
+            let mut tail = vec![7u8; 8];
+            assert!(matches!(
+                crypter.finish(&mut tail),
+                Err(JobError::BirthdayBound { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn the_bound_is_exactly_two_to_the_32_blocks() {
+        let bf: CipherSpec = "bf-ctr".parse().unwrap();
+        assert!(check_message_length(bf, MAX_BLOCKS_64 * 8).is_ok());
+        assert!(check_message_length(bf, MAX_BLOCKS_64 * 8 + 1).is_err());
+        let aes: CipherSpec = "aes-128-ctr".parse().unwrap();
+        assert!(check_message_length(aes, u64::MAX).is_ok());
     }
 }

@@ -89,7 +89,7 @@ impl KeyedCipher {
         aad: Option<&[u8]>,
     ) -> Result<usize, JobError> {
         let suite = self.suite();
-        let iv = check_iv_and_aad(suite, iv, aad)?;
+        let iv = check_iv_and_aad(suite, iv, aad, self.allows_short_gcm_iv())?;
         let length = input.len();
         let block_size = suite.algorithm.block_size();
         if matches!(suite.mode, Mode::Ecb | Mode::Cbc) {

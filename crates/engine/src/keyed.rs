@@ -12,7 +12,9 @@ use parcrypt_modes::{cbc, ecb, padding, CipherSpec, Direction, Mode};
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 use crate::cipher::{finish_message, process_in_place};
-use crate::crypter::{check_iv_and_aad, max_output_length, Crypter, JobError, Keys, MessageSpec};
+use crate::crypter::{
+    check_iv_and_aad, check_message_length, max_output_length, Crypter, JobError, Keys, MessageSpec,
+};
 use crate::{CostModel, Engine};
 
 /// Messages of at most this many bytes run on the calling thread whatever the backend (on
@@ -135,6 +137,8 @@ pub struct KeyedCipher {
     engine: Arc<Engine>,
     keys: Arc<KeySchedule>,
     padding: bool,
+    /// Whether GCM IVs of 1 to 11 bytes are taken (see [`KeyedCipher::allow_short_gcm_iv`]).
+    allow_short_gcm_iv: bool,
     /// Whether the engine may send encryption, decryption to a GPU.
     gpu: [bool; 2],
 }
@@ -187,6 +191,7 @@ impl KeyedCipher {
             engine,
             keys,
             padding: true,
+            allow_short_gcm_iv: false,
         }
     }
 
@@ -198,6 +203,7 @@ impl KeyedCipher {
         let keys = KeySchedule::new(self.keys.suite, implementation, &self.keys.key)?;
         Ok(KeyedCipher {
             padding: self.padding,
+            allow_short_gcm_iv: self.allow_short_gcm_iv,
             ..Self::on(Arc::clone(&self.engine), Arc::new(keys))
         })
     }
@@ -210,11 +216,25 @@ impl KeyedCipher {
         self
     }
 
-    /// Checks that `iv` suits the suite (none for ECB; one block for CBC and CTR; 1 byte or
-    /// more for GCM) without running a message: for callers that take an IV now and use it
-    /// later.
+    /// Whether GCM takes IVs of 1 to 11 bytes (default false: they are refused). Short IVs
+    /// are hashed into the counter and collide far sooner than 12-byte ones; allow them only
+    /// to read or write data that another program made with them (test vectors, old files).
+    #[must_use]
+    pub fn allow_short_gcm_iv(mut self, allow: bool) -> Self {
+        self.allow_short_gcm_iv = allow;
+        self
+    }
+
+    /// Whether GCM takes IVs of 1 to 11 bytes.
+    pub fn allows_short_gcm_iv(&self) -> bool {
+        self.allow_short_gcm_iv
+    }
+
+    /// Checks that `iv` suits the suite (none for ECB; one block for CBC and CTR; 12 bytes
+    /// or more for GCM, or 1 or more with [`KeyedCipher::allow_short_gcm_iv`]) without
+    /// running a message: for callers that take an IV now and use it later.
     pub fn check_iv(&self, iv: Option<&[u8]>) -> Result<(), JobError> {
-        check_iv_and_aad(self.keys.suite, iv, None).map(|_| ())
+        check_iv_and_aad(self.keys.suite, iv, None, self.allow_short_gcm_iv).map(|_| ())
     }
 
     /// The cipher suite.
@@ -372,6 +392,7 @@ impl KeyedCipher {
             iv,
             aad,
             padding: self.padding,
+            allow_short_gcm_iv: self.allow_short_gcm_iv,
         };
         Crypter::with_keys(
             &self.engine,
@@ -436,7 +457,8 @@ impl KeyedCipher {
             });
         }
         let suite = self.keys.suite;
-        let checked_iv = check_iv_and_aad(suite, iv, aad)?;
+        let checked_iv = check_iv_and_aad(suite, iv, aad, self.allow_short_gcm_iv)?;
+        check_message_length(suite, needed.max(length) as u64)?;
         // GCM decryption's output is 16 bytes shorter than its input: the tag stays behind.
         let (text, tag) = match (suite.mode, direction) {
             (Mode::Gcm, Direction::Decrypt) if length < TAG_BYTES => {
@@ -478,7 +500,8 @@ impl KeyedCipher {
                 got: buffer.len(),
             });
         }
-        let checked_iv = check_iv_and_aad(suite, iv, aad)?;
+        let checked_iv = check_iv_and_aad(suite, iv, aad, self.allow_short_gcm_iv)?;
+        check_message_length(suite, needed as u64)?;
         let gcm_decrypt = suite.mode == Mode::Gcm && direction == Direction::Decrypt;
         if gcm_decrypt && length < TAG_BYTES {
             return Err(JobError::MissingTag(length as u64));

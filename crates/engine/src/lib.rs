@@ -1,5 +1,7 @@
 //! The engine: splits a job into work items and runs them on a backend.
 //!
+//! - [`Aead`] is the call to reach for first: AES-GCM that draws a fresh random nonce for
+//!   every message and returns `nonce || ciphertext || tag` ([`Aead::seal`], [`Aead::open`]).
 //! - [`Engine`] is a [`Backend`] with its threads and, for a GPU backend, its device; build
 //!   one with [`Engine::builder`]. An engine follows tune tables only when its caller passes
 //!   a tune directory or file ([`EngineBuilder::tune_directory`],
@@ -8,7 +10,8 @@
 //!   GCM's powers of H) and reused for every message under that key, each with its own IV:
 //!   whole messages in one call, into a new buffer, a caller's buffer or in place; cheap to
 //!   clone and share between threads; small messages stay on the calling thread.
-//! - [`Cipher`] is a [`KeyedCipher`] with one fixed IV, for a single message.
+//! - [`Cipher`] is a [`KeyedCipher`] with the IV of one message: a second encryption under
+//!   it is refused.
 //! - [`Crypter`] runs one message fed in pieces ([`KeyedCipher::encryptor`] borrows the
 //!   key's schedule); [`stream::process_stream`] drives one from
 //!   a reader to a writer in bounded memory; [`open::Authenticated`] decrypts GCM in two
@@ -19,6 +22,18 @@
 //!   that already lives in CUDA device memory someone else owns (a CuPy array, a PyTorch
 //!   tensor) where it lies, on the device [`cuda_device`] opens once per process.
 //! - [`tune`] measures a GPU's best launch shapes and its CPU/GPU crossover.
+//!
+//! ```
+//! use parcrypt_engine::{Aead, Backend, Engine};
+//!
+//! // Messages sealed under random nonces: nothing to manage, nothing to reuse by accident.
+//! let aead = Aead::new(Engine::new(Backend::Auto, None)?, "aes-128-gcm".parse()?, &[9u8; 16])?;
+//! let sealed = aead.seal(b"nonce || ciphertext || tag", None)?;
+//! assert_eq!(aead.open(&sealed, None)?, b"nonce || ciphertext || tag");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A protocol that brings its own IVs keys a [`KeyedCipher`] once and gives one per message:
 //!
 //! ```
 //! use parcrypt_engine::{Backend, Engine, KeyedCipher};
@@ -39,6 +54,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod aead;
 mod backend;
 mod builder;
 mod cipher;
@@ -56,6 +72,7 @@ pub mod stream;
 mod team;
 pub mod tune;
 
+pub use aead::{Aead, MAX_SEALED_MESSAGES, NONCE_BYTES, SEAL_OVERHEAD};
 pub use backend::{
     available_threads, check_threads, max_threads, Backend, Engine, EngineError, MIN_MAX_THREADS,
     THREADS_PER_CORE,
@@ -63,7 +80,7 @@ pub use backend::{
 pub use builder::EngineBuilder;
 pub use cipher::Cipher;
 pub use cost::{CostModel, AUTO_PARALLEL_THRESHOLD};
-pub use crypter::{Crypter, JobError};
+pub use crypter::{Crypter, JobError, MAX_BLOCKS_64, MIN_GCM_IV_BYTES};
 pub use device::{cuda_device, DEVICE_GHASH_SEGMENT_BYTES};
 pub use gpu::tune_table_in;
 pub use keyed::{KeyedCipher, INLINE_MESSAGE_BYTES};

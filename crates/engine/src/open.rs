@@ -393,7 +393,7 @@ impl<'c> Authenticator<'c> {
     /// Starts the message under the cipher's GCM key, built once with the cipher.
     fn new(cipher: &'c Cipher, aad: Option<&[u8]>) -> Result<Self, JobError> {
         let spec = cipher.suite();
-        let iv = check_iv_and_aad(spec, cipher.iv(), aad)?;
+        let iv = check_iv_and_aad(spec, cipher.iv(), aad, cipher.keyed().allows_short_gcm_iv())?;
         let schedule = cipher.keyed().schedule();
         let key = schedule.gcm()?;
         let message = key.message(schedule.cipher(), iv)?;
@@ -447,7 +447,9 @@ mod tests {
         let engine = Engine::new(backend, Some(2)).unwrap();
         let spec: crate::CipherSpec = name.parse().unwrap();
         let key = vec![5u8; spec.algorithm.key_lengths().0];
-        Cipher::new(engine, spec, &key, Some(iv)).unwrap()
+        // The 7-byte IV below is a short GCM IV, taken only when asked for.
+        let keyed = crate::KeyedCipher::new(engine, spec, &key).unwrap();
+        Cipher::from_keyed(keyed.allow_short_gcm_iv(true), Some(iv)).unwrap()
     }
 
     /// Every path (in place, in memory, spooled) at chunk boundaries, on one thread and on
@@ -460,7 +462,12 @@ mod tests {
                 let cipher = cipher(backend, name, iv);
                 for length in [0usize, 1, 15, 16, 17, 63, 64, 65, 200, 1000] {
                     let plaintext: Vec<u8> = (0..length).map(|i| (i * 7) as u8).collect();
-                    let sealed = cipher.encrypt(&plaintext, Some(b"aad")).unwrap();
+                    // Many messages under the test's one IV: through the keyed cipher, as a
+                    // `Cipher`'s IV encrypts one message only.
+                    let sealed = cipher
+                        .keyed()
+                        .encrypt(cipher.iv(), &plaintext, Some(b"aad"))
+                        .unwrap();
                     for chunk_bytes in [16, 64, 1 << 20] {
                         for memory_limit in [0, 40, usize::MAX / 4] {
                             let options = OpenOptions {

@@ -12,7 +12,7 @@ use parcrypt_modes::gcm::{GcmAccumulator, GcmError, GcmMessage, MAX_TEXT_BYTES, 
 use parcrypt_modes::{cbc, ecb, padding, CipherSpec, Direction, Mode};
 use zeroize::{Zeroize, Zeroizing};
 
-use crate::crypter::{check_iv_and_aad, JobError};
+use crate::crypter::{check_iv_and_aad, check_message_length, JobError};
 use crate::KeyedCipher;
 
 /// How much of an ECB or CBC segment's input is copied to its output before the cipher runs
@@ -118,7 +118,9 @@ impl KeyedCipher {
         input_length: usize,
     ) -> Result<SegmentedMessage, JobError> {
         let suite = self.suite();
-        let iv = check_iv_and_aad(suite, iv, aad)?;
+        let iv = check_iv_and_aad(suite, iv, aad, self.allows_short_gcm_iv())?;
+        let through_cipher = self.max_output_length(direction, input_length);
+        check_message_length(suite, through_cipher.max(input_length) as u64)?;
         let block_size = suite.algorithm.block_size();
         let padding = self.pads() && suite.mode.pads();
         let whole = |length: usize| {

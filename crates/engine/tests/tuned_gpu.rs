@@ -103,6 +103,7 @@ fn run(engine: &Engine, name: &str, direction: Direction, input: &[u8]) -> Vec<u
         direction,
         key: &key,
         iv: iv.as_deref(),
+        allow_short_gcm_iv: false,
         aad: None,
         padding: false,
         implementation: Implementation::Fast,

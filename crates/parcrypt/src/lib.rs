@@ -11,6 +11,24 @@
 //! - [`format`](mod@format): authenticated, chunked, seekable files (Cobblestone inside a small header)
 //!   and the secrets they are opened with.
 //!
+//! Messages in memory: [`Aead`] seals each under a fresh random nonce from the operating
+//! system and returns `nonce || ciphertext || tag`, which any AES-GCM library opens.
+//!
+//! ```
+//! use parcrypt::engine::{Backend, Engine};
+//! use parcrypt::Aead;
+//!
+//! let suite = "aes-256-gcm".parse()?;
+//! let key = Aead::generate_key(suite)?;
+//! let aead = Aead::new(Engine::new(Backend::Auto, None)?, suite, &key)?;
+//! let sealed = aead.seal(b"attack at dawn", Some(b"header"))?;
+//! assert_eq!(aead.open(&sealed, Some(b"header"))?, b"attack at dawn");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A protocol that manages its own nonces uses [`engine::KeyedCipher`], which takes one per
+//! message; [`engine::Cipher`] holds the IV of a single message and refuses a second.
+//!
 //! Files, in a few lines (`examples/file_encryption.rs` and `examples/seek.rs` show more):
 //!
 //! ```
@@ -36,6 +54,8 @@
 //! ```
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+
+pub use parcrypt_engine::Aead;
 
 pub use parcrypt_ciphers as ciphers;
 pub use parcrypt_engine as engine;

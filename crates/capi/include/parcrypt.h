@@ -15,9 +15,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The bytes of the random nonce at the front of a sealed message.
+#define PARCRYPT_AEAD_NONCE_BYTES 12
+
+// The bytes sealing adds to a message: the 12-byte nonce in front and the 16-byte tag at
+// the end. A sealed message shorter than this is refused.
+#define PARCRYPT_AEAD_OVERHEAD 28
+
 // `parcrypt_cipher_new` flag: ECB and CBC without PKCS#7 padding (messages must then be
 // whole blocks).
 #define PARCRYPT_CIPHER_NO_PADDING 1
+
+// `parcrypt_cipher_new` flag: take GCM IVs of 1 to 11 bytes, at creation and per message
+// (refused otherwise: they are hashed into the counter and collide far sooner than
+// 12-byte ones). Only to read or match data that another program made with them.
+#define PARCRYPT_CIPHER_ALLOW_SHORT_GCM_IV 2
 
 // `parcrypt_cipher_max_output_length` direction: encryption.
 #define PARCRYPT_ENCRYPT 0
@@ -84,8 +96,9 @@ enum ParcryptStatus
   PARCRYPT_STATUS_IO = 11,
   // The backend failed or is not available (no GPU, bad thread count).
   PARCRYPT_STATUS_BACKEND = 12,
-  // The handle cannot do this now: a file encryptor already finished, or a handle
-  // whose earlier call failed inside the library.
+  // The handle cannot do this now: a file encryptor already finished, a handle whose
+  // earlier call failed inside the library, a cipher whose creation IV has encrypted its
+  // one message, or an AEAD key that has sealed 2^32 messages.
   PARCRYPT_STATUS_STATE = 13,
   // An internal error (a panic caught at the boundary). Please report it.
   PARCRYPT_STATUS_INTERNAL = 14,
@@ -98,11 +111,20 @@ typedef int32_t ParcryptStatus;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
+// AES-GCM under one key (`aes-128-gcm`, `aes-192-gcm` or `aes-256-gcm`) on an engine,
+// every message sealed under a fresh random 96-bit nonce from the operating system: the
+// call to reach for first. A sealed message is `nonce (12) || ciphertext || tag (16)`,
+// which any AES-GCM library opens given the first 12 bytes as the nonce. One handle seals
+// at most 2^32 messages (NIST SP 800-38D's limit for random nonces; then
+// `PARCRYPT_STATUS_STATE`: make a new key). Any number of threads may use one at once.
+typedef struct ParcryptAead ParcryptAead;
+
 // A cipher suite (`aes-128-gcm`, `bf-cbc`, `rc6-256-ctr`, ...) with its key and IV on an
 // engine, as `parcrypt raw` runs them: ECB and CBC pad with PKCS#7 (unless
 // `PARCRYPT_CIPHER_NO_PADDING`), CTR counts over the whole IV, GCM appends the 16-byte tag
 // and checks it before releasing anything. Every call is one whole message. Any number of
-// threads may call one cipher at once.
+// threads may call one cipher at once. To seal messages under AES-GCM without managing
+// nonces, use a `ParcryptAead` (`parcrypt_aead_new`) instead.
 typedef struct ParcryptCipher ParcryptCipher;
 
 // An engine: a backend (`seq`, `threads`, `pool`, `opencl`, `cuda` or `auto`) with its
@@ -169,12 +191,87 @@ const char *parcrypt_engine_backend(const struct ParcryptEngine *engine);
 // call on it is running.
 void parcrypt_engine_free(struct ParcryptEngine *engine);
 
+// Makes an AEAD. `name`: a NUL-terminated AES-GCM suite name (`aes-256-gcm`; any other
+// suite is `PARCRYPT_STATUS_INVALID_ARGUMENT`). `key`: `key_length` bytes (16, 24 or 32,
+// as the suite says; `parcrypt_aead_generate_key` makes one), copied and wiped when the
+// handle is freed. On success `*aead` is the new handle, to free with `parcrypt_aead_free`.
+//
+// # Safety
+// `engine` is NULL or a live engine; `name` is NULL or NUL-terminated; `key` is NULL or
+// readable for `key_length` bytes; `aead` and `error` are NULL or writable.
+ParcryptStatus parcrypt_aead_new(const struct ParcryptEngine *engine,
+                                 const char *name,
+                                 const uint8_t *key,
+                                 size_t key_length,
+                                 struct ParcryptAead **aead,
+                                 struct ParcryptError **error);
+
+// Frees an AEAD (NULL is ignored); its copy of the key is wiped.
+//
+// # Safety
+// `aead` is NULL or a handle not freed before, with no other call on it running.
+void parcrypt_aead_free(struct ParcryptAead *aead);
+
+// Writes a new random key for the AES-GCM suite `name` from the operating system into
+// `key`, which holds `key_capacity` bytes; its length (16, 24 or 32) goes to
+// `*key_length` (also when the capacity is too small: `PARCRYPT_STATUS_OUTPUT_TOO_SMALL`).
+// The key is the caller's to keep secret and wipe.
+//
+// # Safety
+// `name` is NULL or NUL-terminated; `key` is NULL or writable for `key_capacity` bytes;
+// `key_length` and `error` are NULL or writable.
+ParcryptStatus parcrypt_aead_generate_key(const char *name,
+                                          uint8_t *key,
+                                          size_t key_capacity,
+                                          size_t *key_length,
+                                          struct ParcryptError **error);
+
+// Seals the `input_length` bytes at `input` under a fresh random nonce, with `aad` as
+// additional authenticated data (NULL, 0 for none), into `output`, which holds
+// `output_capacity` bytes (at least `input_length + PARCRYPT_AEAD_OVERHEAD`) and may not
+// overlap `input`. `*output_length` gets the bytes written (`nonce || ciphertext || tag`),
+// or, with `PARCRYPT_STATUS_OUTPUT_TOO_SMALL`, the bytes needed.
+//
+// # Safety
+// `aead` is NULL or live; `input` and `aad` are NULL or readable for their lengths;
+// `output` is NULL or writable for `output_capacity` bytes, not changed by others during
+// the call; `output_length` and `error` are NULL or writable.
+ParcryptStatus parcrypt_aead_seal(const struct ParcryptAead *aead,
+                                  const uint8_t *input,
+                                  size_t input_length,
+                                  const uint8_t *aad,
+                                  size_t aad_length,
+                                  uint8_t *output,
+                                  size_t output_capacity,
+                                  size_t *output_length,
+                                  struct ParcryptError **error);
+
+// Opens a sealed message (`nonce || ciphertext || tag`, `input_length` bytes at `input`)
+// made with `aad`, into `output` (at least `input_length - PARCRYPT_AEAD_OVERHEAD` bytes,
+// not overlapping `input`). A message shorter than `PARCRYPT_AEAD_OVERHEAD`, a changed
+// byte or another AAD is `PARCRYPT_STATUS_AUTHENTICATION_FAILED`, and the output then
+// holds no plaintext.
+//
+// # Safety
+// As `parcrypt_aead_seal`.
+ParcryptStatus parcrypt_aead_open(const struct ParcryptAead *aead,
+                                  const uint8_t *input,
+                                  size_t input_length,
+                                  const uint8_t *aad,
+                                  size_t aad_length,
+                                  uint8_t *output,
+                                  size_t output_capacity,
+                                  size_t *output_length,
+                                  struct ParcryptError **error);
+
 // Makes a cipher. `name`: a NUL-terminated suite name. `key`: `key_length` bytes (16, 24
 // or 32 for AES and RC6; 4 to 56 for Blowfish), copied and wiped when the cipher is
-// freed. `iv`: none for ECB (NULL, 0); one block for CBC and CTR; 1 byte or more for GCM
-// (12 is the fast path). An IV may also be left out (NULL, 0) for a cipher used only with
-// the `_iv` calls, which take one per message. A GCM or CTR IV must never encrypt two
-// messages under one key. `flags`: 0 or `PARCRYPT_CIPHER_NO_PADDING`.
+// freed. `iv`: none for ECB (NULL, 0); one block for CBC and CTR; 12 bytes or more for GCM
+// (12 is the fast path; 1 to 11 only with `PARCRYPT_CIPHER_ALLOW_SHORT_GCM_IV`). This IV
+// encrypts one message: a second `parcrypt_cipher_encrypt` (on any thread) fails with
+// `PARCRYPT_STATUS_STATE`, while decryption may use it again. An IV may also be left out
+// (NULL, 0) for a cipher used with the `_iv` calls, which take one per message. `flags`: 0,
+// or `PARCRYPT_CIPHER_NO_PADDING` and `PARCRYPT_CIPHER_ALLOW_SHORT_GCM_IV` or-ed.
 //
 // # Safety
 // `engine` is NULL or a live engine; `name` is NULL or NUL-terminated; `key` and `iv` are
@@ -209,10 +306,12 @@ ParcryptStatus parcrypt_cipher_max_output_length(const struct ParcryptCipher *ci
 
 // Encrypts one message of `input_length` bytes at `input` into `output`, which holds
 // `output_capacity` bytes (at least `parcrypt_cipher_max_output_length`), under the IV
-// the cipher was made with; `aad` is GCM's additional authenticated data (NULL, 0 for
-// none). The bytes written go to `*output_length`; when the output is too small, it says
-// how many are needed (`PARCRYPT_STATUS_OUTPUT_TOO_SMALL`). `output` may be `input` itself (in
-// place, the capacity counting from there), but may not otherwise overlap it.
+// the cipher was made with: its one message (`PARCRYPT_STATUS_STATE` once it has encrypted
+// one; a call refused for a too small output or a bad argument leaves it unspent). `aad`
+// is GCM's additional authenticated data (NULL, 0 for none). The bytes written go to
+// `*output_length`; when the output is too small, it says how many are needed
+// (`PARCRYPT_STATUS_OUTPUT_TOO_SMALL`). `output` may be `input` itself (in place, the
+// capacity counting from there), but may not otherwise overlap it.
 //
 // # Safety
 // `cipher` is NULL or live; `input` and `aad` are NULL or readable for their lengths;

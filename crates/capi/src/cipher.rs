@@ -5,7 +5,7 @@ use std::ffi::c_char;
 use parcrypt_engine::{CipherSpec, Direction};
 
 use crate::error::{Failure, ParcryptError, ParcryptStatus};
-use crate::keyed::{Buffers, Keyed};
+use crate::keyed::{Buffers, Keyed, Setup};
 use crate::{
     bytes, guard, handle, optional_bytes, optional_str, out_pointer, report, ParcryptEngine,
 };
@@ -13,6 +13,11 @@ use crate::{
 /// `parcrypt_cipher_new` flag: ECB and CBC without PKCS#7 padding (messages must then be
 /// whole blocks).
 pub const PARCRYPT_CIPHER_NO_PADDING: u32 = 1;
+
+/// `parcrypt_cipher_new` flag: take GCM IVs of 1 to 11 bytes, at creation and per message
+/// (refused otherwise: they are hashed into the counter and collide far sooner than
+/// 12-byte ones). Only to read or match data that another program made with them.
+pub const PARCRYPT_CIPHER_ALLOW_SHORT_GCM_IV: u32 = 2;
 
 /// `parcrypt_cipher_max_output_length` direction: encryption.
 pub const PARCRYPT_ENCRYPT: i32 = 0;
@@ -23,17 +28,20 @@ pub const PARCRYPT_DECRYPT: i32 = 1;
 /// engine, as `parcrypt raw` runs them: ECB and CBC pad with PKCS#7 (unless
 /// `PARCRYPT_CIPHER_NO_PADDING`), CTR counts over the whole IV, GCM appends the 16-byte tag
 /// and checks it before releasing anything. Every call is one whole message. Any number of
-/// threads may call one cipher at once.
+/// threads may call one cipher at once. To seal messages under AES-GCM without managing
+/// nonces, use a `ParcryptAead` (`parcrypt_aead_new`) instead.
 pub struct ParcryptCipher {
     pub(crate) keyed: Keyed,
 }
 
 /// Makes a cipher. `name`: a NUL-terminated suite name. `key`: `key_length` bytes (16, 24
 /// or 32 for AES and RC6; 4 to 56 for Blowfish), copied and wiped when the cipher is
-/// freed. `iv`: none for ECB (NULL, 0); one block for CBC and CTR; 1 byte or more for GCM
-/// (12 is the fast path). An IV may also be left out (NULL, 0) for a cipher used only with
-/// the `_iv` calls, which take one per message. A GCM or CTR IV must never encrypt two
-/// messages under one key. `flags`: 0 or `PARCRYPT_CIPHER_NO_PADDING`.
+/// freed. `iv`: none for ECB (NULL, 0); one block for CBC and CTR; 12 bytes or more for GCM
+/// (12 is the fast path; 1 to 11 only with `PARCRYPT_CIPHER_ALLOW_SHORT_GCM_IV`). This IV
+/// encrypts one message: a second `parcrypt_cipher_encrypt` (on any thread) fails with
+/// `PARCRYPT_STATUS_STATE`, while decryption may use it again. An IV may also be left out
+/// (NULL, 0) for a cipher used with the `_iv` calls, which take one per message. `flags`: 0,
+/// or `PARCRYPT_CIPHER_NO_PADDING` and `PARCRYPT_CIPHER_ALLOW_SHORT_GCM_IV` or-ed.
 ///
 /// # Safety
 /// `engine` is NULL or a live engine; `name` is NULL or NUL-terminated; `key` and `iv` are
@@ -61,12 +69,15 @@ pub unsafe extern "C" fn parcrypt_cipher_new(
                 optional_bytes(iv, iv_length, "iv")?,
             )
         };
-        if flags & !PARCRYPT_CIPHER_NO_PADDING != 0 {
+        if flags & !(PARCRYPT_CIPHER_NO_PADDING | PARCRYPT_CIPHER_ALLOW_SHORT_GCM_IV) != 0 {
             return Err(Failure::invalid(format!("unknown cipher flags {flags:#x}")));
         }
         let suite: CipherSpec = name.parse()?;
-        let padding = flags & PARCRYPT_CIPHER_NO_PADDING == 0;
-        let keyed = Keyed::new(engine.engine.clone(), suite, key, iv, padding)?;
+        let setup = Setup {
+            padding: flags & PARCRYPT_CIPHER_NO_PADDING == 0,
+            allow_short_gcm_iv: flags & PARCRYPT_CIPHER_ALLOW_SHORT_GCM_IV != 0,
+        };
+        let keyed = Keyed::new(engine.engine.clone(), suite, key, iv, setup)?;
         let made = Box::new(ParcryptCipher { keyed });
         // SAFETY: `out` is a non-NULL pointer the caller made writable.
         unsafe { out.write(Box::into_raw(made)) };
@@ -119,10 +130,12 @@ pub unsafe extern "C" fn parcrypt_cipher_max_output_length(
 
 /// Encrypts one message of `input_length` bytes at `input` into `output`, which holds
 /// `output_capacity` bytes (at least `parcrypt_cipher_max_output_length`), under the IV
-/// the cipher was made with; `aad` is GCM's additional authenticated data (NULL, 0 for
-/// none). The bytes written go to `*output_length`; when the output is too small, it says
-/// how many are needed (`PARCRYPT_STATUS_OUTPUT_TOO_SMALL`). `output` may be `input` itself (in
-/// place, the capacity counting from there), but may not otherwise overlap it.
+/// the cipher was made with: its one message (`PARCRYPT_STATUS_STATE` once it has encrypted
+/// one; a call refused for a too small output or a bad argument leaves it unspent). `aad`
+/// is GCM's additional authenticated data (NULL, 0 for none). The bytes written go to
+/// `*output_length`; when the output is too small, it says how many are needed
+/// (`PARCRYPT_STATUS_OUTPUT_TOO_SMALL`). `output` may be `input` itself (in place, the
+/// capacity counting from there), but may not otherwise overlap it.
 ///
 /// # Safety
 /// `cipher` is NULL or live; `input` and `aad` are NULL or readable for their lengths;

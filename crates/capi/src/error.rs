@@ -44,8 +44,9 @@ pub enum ParcryptStatus {
     Io = 11,
     /// The backend failed or is not available (no GPU, bad thread count).
     Backend = 12,
-    /// The handle cannot do this now: a file encryptor already finished, or a handle
-    /// whose earlier call failed inside the library.
+    /// The handle cannot do this now: a file encryptor already finished, a handle whose
+    /// earlier call failed inside the library, a cipher whose creation IV has encrypted its
+    /// one message, or an AEAD key that has sealed 2^32 messages.
     State = 13,
     /// An internal error (a panic caught at the boundary). Please report it.
     Internal = 14,

@@ -1,19 +1,28 @@
 //! Every call this crate makes to the engine's cipher, in one place: a
 //! [`KeyedCipher`] keyed once (key schedule and, for GCM, the GHASH key), with the IV given
-//! at creation or per call.
+//! at creation (an engine [`Cipher`], which encrypts one message under it) or per call.
 
 use std::sync::Arc;
 
 use parcrypt_engine::segmented::SegmentedMessage;
-use parcrypt_engine::{CipherSpec, Direction, Engine, KeyedCipher};
+use parcrypt_engine::{Cipher, CipherSpec, Direction, Engine, KeyedCipher};
 
 use crate::error::{Failure, ParcryptStatus};
 
 /// A cipher suite and key on an engine, with the IV given when it was made (if any).
 pub(crate) struct Keyed {
     cipher: KeyedCipher,
-    /// The IV given at creation, used by calls that bring none.
-    creation_iv: Option<Vec<u8>>,
+    /// The IV given at creation, used by calls that bring none: it encrypts one message.
+    creation: Option<Cipher>,
+}
+
+/// What a cipher's setup says beyond its suite and key.
+#[derive(Clone, Copy)]
+pub(crate) struct Setup {
+    /// PKCS#7 for ECB and CBC.
+    pub(crate) padding: bool,
+    /// GCM IVs of 1 to 11 bytes are taken.
+    pub(crate) allow_short_gcm_iv: bool,
 }
 
 /// Where a message comes from and goes to.
@@ -50,18 +59,18 @@ impl Keyed {
         suite: CipherSpec,
         key: &[u8],
         iv: Option<&[u8]>,
-        padding: bool,
+        setup: Setup,
     ) -> Result<Keyed, Failure> {
-        let cipher = KeyedCipher::new(engine, suite, key)?.padding(padding);
-        if iv.is_some() {
-            // An IV of the wrong length (or one given to ECB) fails now, with the engine's
-            // reason, rather than at the first message.
-            cipher.check_iv(iv)?;
-        }
-        Ok(Keyed {
-            cipher,
-            creation_iv: iv.map(<[u8]>::to_vec),
-        })
+        let cipher = KeyedCipher::new(engine, suite, key)?
+            .padding(setup.padding)
+            .allow_short_gcm_iv(setup.allow_short_gcm_iv);
+        // An IV of the wrong length (or one given to ECB) fails now, with the engine's
+        // reason, rather than at the first message.
+        let creation = match iv {
+            Some(iv) => Some(Cipher::from_keyed(cipher.clone(), Some(iv))?),
+            None => None,
+        };
+        Ok(Keyed { cipher, creation })
     }
 
     /// The most bytes a message of `input_length` bytes turns into.
@@ -70,7 +79,7 @@ impl Keyed {
     }
 
     /// Starts a message whose segments the caller runs on its own threads, under `iv` or
-    /// else the creation IV.
+    /// else the creation IV (whose one encryption this then is).
     pub(crate) fn segmented(
         &self,
         direction: Direction,
@@ -78,7 +87,16 @@ impl Keyed {
         aad: Option<&[u8]>,
         input_length: usize,
     ) -> Result<SegmentedMessage, Failure> {
-        let iv = iv.or(self.creation_iv.as_deref());
+        let iv = match (iv, &self.creation, direction) {
+            (Some(iv), _, _) => Some(iv),
+            (None, Some(creation), Direction::Encrypt) => {
+                // The segments write into the caller's memory, which is the caller's to
+                // size: only the message's own checks come before the IV is spent.
+                creation.iv_for_encryption(input_length, usize::MAX, aad)?
+            }
+            (None, Some(creation), Direction::Decrypt) => creation.iv(),
+            (None, None, _) => None,
+        };
         Ok(self.cipher.segmented(direction, iv, aad, input_length)?)
     }
 
@@ -103,9 +121,25 @@ impl Keyed {
             )
             .needing(needed));
         }
-        // Without an IV of its own the call takes the creation IV; with neither, a mode that
-        // needs one fails with the engine's own reason.
-        let iv = iv.or(self.creation_iv.as_deref());
+        // Without an IV of its own the call takes the creation IV, which encrypts one
+        // message; with neither, a mode that needs one fails with the engine's own reason.
+        if let (None, Some(creation)) = (iv, &self.creation) {
+            let written = match (direction, buffers) {
+                (Direction::Encrypt, Buffers::Separate { input, output }) => {
+                    creation.encrypt_into(input, output, aad)?
+                }
+                (Direction::Decrypt, Buffers::Separate { input, output }) => {
+                    creation.decrypt_into(input, output, aad)?
+                }
+                (Direction::Encrypt, Buffers::InPlace { buffer, length }) => {
+                    creation.encrypt_in_place(buffer, length, aad)?
+                }
+                (Direction::Decrypt, Buffers::InPlace { buffer, length }) => {
+                    creation.decrypt_in_place(buffer, length, aad)?
+                }
+            };
+            return Ok(written);
+        }
         let cipher = &self.cipher;
         let written = match (direction, buffers) {
             (Direction::Encrypt, Buffers::Separate { input, output }) => {

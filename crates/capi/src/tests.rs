@@ -135,22 +135,22 @@ fn every_suite_matches_the_library_called_directly() {
             (!iv.is_empty()).then_some(&iv[..]),
         )
         .unwrap();
+        let iv = (!iv.is_empty()).then_some(&iv[..]);
         for length in [0usize, 1, 15, 16, 17, 1000, 70_000] {
             let message: Vec<u8> = (0..length).map(|i| (i * 13) as u8).collect();
-            let sealed = seal(handle, None, &message);
-            assert_eq!(
-                sealed,
-                reference.encrypt(&message, None).unwrap(),
-                "{name} {length}"
-            );
-            if !iv.is_empty() {
-                assert_eq!(
-                    seal(handle, Some(&iv), &message),
-                    sealed,
-                    "{name} per-call IV"
-                );
-            }
+            // Many messages under one IV, for the test's sake: through the per-call IV, as
+            // the creation IV encrypts one message only (issue 31 finding 3).
+            let sealed = seal(handle, iv, &message);
+            let expected = reference.keyed().encrypt(iv, &message, None).unwrap();
+            assert_eq!(sealed, expected, "{name} {length}");
         }
+        // The creation IV's one message.
+        let message = b"the creation IV's one message";
+        assert_eq!(
+            seal(handle, None, message),
+            reference.encrypt(message, None).unwrap(),
+            "{name}"
+        );
         // SAFETY: a live cipher, freed once.
         unsafe { parcrypt_cipher_free(handle) };
     }
@@ -292,10 +292,15 @@ fn segmented_messages_match_whole_ones() {
     ] {
         let key: Vec<u8> = (0..key_length).map(|i| i as u8 * 3 + 1).collect();
         let iv: Vec<u8> = (0..iv_length).map(|i| i as u8 ^ 0x5a).collect();
-        let cipher = cipher(engine, name, &key, &iv).expect("cipher");
+        // A cipher's creation IV encrypts one message (issue 31 finding 3): the whole call
+        // and the segments each get a cipher of their own.
+        let make = || cipher(engine, name, &key, &iv).expect("cipher");
         for length in [0usize, 1, 16, 17, 1000, 70_000] {
             let plaintext: Vec<u8> = (0..length).map(|i| (i % 251) as u8).collect();
-            let whole = run_whole(cipher, PARCRYPT_ENCRYPT, &plaintext);
+            let (once, cipher) = (make(), make());
+            let whole = run_whole(once, PARCRYPT_ENCRYPT, &plaintext);
+            // SAFETY: made above, freed once.
+            unsafe { parcrypt_cipher_free(once) };
             let sealed = run_segments(cipher, PARCRYPT_ENCRYPT, &plaintext).expect("encrypt");
             assert_eq!(sealed, whole, "{name:?} {length}");
             let opened = run_segments(cipher, PARCRYPT_DECRYPT, &sealed).expect("decrypt");
@@ -307,9 +312,9 @@ fn segmented_messages_match_whole_ones() {
                 let (status, message) = run_segments(cipher, PARCRYPT_DECRYPT, &bad).unwrap_err();
                 assert_eq!(status, ParcryptStatus::AuthenticationFailed, "{message}");
             }
+            // SAFETY: made above, freed once.
+            unsafe { parcrypt_cipher_free(cipher) };
         }
-        // SAFETY: made above, freed once.
-        unsafe { parcrypt_cipher_free(cipher) };
     }
     let cipher = cipher(engine, c"aes-128-ctr", &[1; 16], &[2; 16]).expect("cipher");
     let mut segmented = null_mut();

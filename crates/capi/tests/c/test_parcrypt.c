@@ -112,6 +112,21 @@ static void known_answer(ParcryptEngine *engine, const char *name, const char *k
     CHECK(out_length == plain_length && memcmp(out, plain, plain_length) == 0,
           "%s: decryption differs from the vector", name);
 
+/* The IV has encrypted its one message (issue 31 finding 3): a second is refused, and
+     * in place needs a cipher of its own. */
+    status = parcrypt_cipher_encrypt(cipher, plain, plain_length, aad, aad_length, out,
+                                     sizeof out, &out_length, &error);
+    if (iv_length)
+        expect_failure("a second message under the IV", status, &error, PARCRYPT_STATUS_STATE);
+    else
+        expect_ok(name, status, &error);
+    parcrypt_cipher_free(cipher);
+    cipher = NULL;
+    status = parcrypt_cipher_new(engine, name, key, key_length, iv_length ? iv : NULL,
+                                 iv_length, flags, &cipher, &error);
+    expect_ok(name, status, &error);
+    if (!cipher) return;
+
     /* In place: the same pointer for input and output. */
     memcpy(out, plain, plain_length);
     status = parcrypt_cipher_encrypt(cipher, out, plain_length, aad, aad_length, out,
@@ -676,6 +691,227 @@ static void cipher_errors(ParcryptEngine *engine) {
           "unknown status name");
 }
 
+/* Issue 31 finding 3: a cipher made with an IV encrypted every message under it. Now it
+ * encrypts one; the second is PARCRYPT_STATUS_STATE, on one thread or racing on many, while
+ * decryption and per-message IVs go on. A refused size query leaves the IV unspent. */
+struct iv_race {
+    ParcryptCipher *cipher;
+    ParcryptStatus status;
+};
+
+static void *encrypt_once(void *argument) {
+    struct iv_race *race = argument;
+    uint8_t plain[64] = {0}, out[64 + 16];
+    size_t written = 0;
+    race->status = parcrypt_cipher_encrypt(race->cipher, plain, sizeof plain, NULL, 0, out,
+                                           sizeof out, &written, NULL);
+    return NULL;
+}
+
+static void creation_iv_encrypts_once(ParcryptEngine *engine) {
+    static const char *names[] = {"aes-128-gcm", "aes-256-ctr", "bf-cbc", "rc6-128-ctr"};
+    uint8_t key[32], iv[16], plain[40], sealed[64], again[64], out[64];
+    memset(key, 3, sizeof key);
+    memset(iv, 5, sizeof iv);
+    memset(plain, 'p', sizeof plain);
+    for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
+        const char *name = names[n];
+        size_t iv_length = strstr(name, "gcm") ? 12 : strncmp(name, "bf", 2) == 0 ? 8 : 16;
+        size_t key_length = strncmp(name, "aes-256", 7) == 0 ? 32 : 16;
+        ParcryptError *error = NULL;
+        ParcryptCipher *cipher = NULL;
+        expect_ok(name, parcrypt_cipher_new(engine, name, key, key_length, iv, iv_length, 0,
+                                            &cipher, &error), &error);
+        if (!cipher) continue;
+        size_t sealed_length = 0, length = 0;
+        ParcryptStatus status = parcrypt_cipher_encrypt(cipher, plain, sizeof plain, NULL, 0,
+                                                        NULL, 0, &length, &error);
+        expect_failure("a size query", status, &error, PARCRYPT_STATUS_OUTPUT_TOO_SMALL);
+        expect_ok(name, parcrypt_cipher_encrypt(cipher, plain, sizeof plain, NULL, 0, sealed,
+                                                sizeof sealed, &sealed_length, &error), &error);
+        status = parcrypt_cipher_encrypt(cipher, plain, sizeof plain, NULL, 0, again,
+                                         sizeof again, &length, &error);
+        CHECK(status == PARCRYPT_STATUS_STATE, "%s: a second message under the IV: status %d",
+              name, (int)status);
+        CHECK(error && strstr(parcrypt_error_message(error), "IV of its own"),
+              "%s: the refusal says what to do", name);
+        parcrypt_error_free(error);
+        error = NULL;
+        CHECK(length == 0, "%s: a refused encryption wrote %zu bytes", name, length);
+        for (int round = 0; round < 2; round++) {
+            expect_ok(name, parcrypt_cipher_decrypt(cipher, sealed, sealed_length, NULL, 0, out,
+                                                    sizeof out, &length, &error), &error);
+            CHECK(length == sizeof plain && memcmp(out, plain, length) == 0,
+                  "%s: decryption under the creation IV", name);
+        }
+        uint8_t other_iv[16];
+        memset(other_iv, 6, sizeof other_iv);
+        expect_ok(name, parcrypt_cipher_encrypt_iv(cipher, other_iv, iv_length, plain,
+                                                   sizeof plain, NULL, 0, again, sizeof again,
+                                                   &length, &error), &error);
+        parcrypt_cipher_free(cipher);
+    }
+
+    /* Eight threads race for one IV: exactly one encrypts. */
+    for (int trial = 0; trial < 20; trial++) {
+        ParcryptCipher *cipher = NULL;
+        ParcryptError *error = NULL;
+        expect_ok("race cipher", parcrypt_cipher_new(engine, "aes-128-gcm", key, 16, iv, 12, 0,
+                                                     &cipher, &error), &error);
+        if (!cipher) return;
+        pthread_t threads[8];
+        struct iv_race races[8];
+        for (int i = 0; i < 8; i++) {
+            races[i] = (struct iv_race){cipher, PARCRYPT_STATUS_INTERNAL};
+            pthread_create(&threads[i], NULL, encrypt_once, &races[i]);
+        }
+        int encrypted = 0, refused = 0;
+        for (int i = 0; i < 8; i++) {
+            pthread_join(threads[i], NULL);
+            encrypted += races[i].status == PARCRYPT_STATUS_OK;
+            refused += races[i].status == PARCRYPT_STATUS_STATE;
+        }
+        CHECK(encrypted == 1 && refused == 7, "race: %d encrypted, %d refused", encrypted,
+              refused);
+        parcrypt_cipher_free(cipher);
+    }
+}
+
+/* Issue 31 finding 3: a 1-byte GCM IV was accepted. IVs under 12 bytes now need
+ * PARCRYPT_CIPHER_ALLOW_SHORT_GCM_IV, at creation and per message. */
+static void short_gcm_ivs(ParcryptEngine *engine) {
+    uint8_t key[16] = {0}, iv[12] = {1}, plain[4] = {1, 2, 3, 4}, out[64];
+    size_t length = 0;
+    ParcryptError *error = NULL;
+    ParcryptCipher *cipher = NULL;
+    ParcryptStatus status = parcrypt_cipher_new(engine, "aes-128-gcm", key, 16, iv, 1, 0,
+                                                &cipher, &error);
+    expect_failure("a 1-byte GCM IV", status, &error, PARCRYPT_STATUS_BAD_IV);
+    status = parcrypt_cipher_new(engine, "aes-128-gcm", key, 16, iv, 8, 0, &cipher, &error);
+    expect_failure("an 8-byte GCM IV", status, &error, PARCRYPT_STATUS_BAD_IV);
+    expect_ok("per-message cipher", parcrypt_cipher_new(engine, "aes-128-gcm", key, 16, NULL, 0,
+                                                        0, &cipher, &error), &error);
+    if (cipher) {
+        status = parcrypt_cipher_encrypt_iv(cipher, iv, 8, plain, sizeof plain, NULL, 0, out,
+                                            sizeof out, &length, &error);
+        expect_failure("an 8-byte per-message GCM IV", status, &error, PARCRYPT_STATUS_BAD_IV);
+        parcrypt_cipher_free(cipher);
+        cipher = NULL;
+    }
+    expect_ok("short IVs allowed",
+              parcrypt_cipher_new(engine, "aes-128-gcm", key, 16, iv, 8,
+                                  PARCRYPT_CIPHER_ALLOW_SHORT_GCM_IV, &cipher, &error),
+              &error);
+    if (cipher) {
+        expect_ok("an 8-byte IV, allowed",
+                  parcrypt_cipher_encrypt(cipher, plain, sizeof plain, NULL, 0, out, sizeof out,
+                                          &length, &error), &error);
+        CHECK(length == sizeof plain + 16, "short IV: sealed length %zu", length);
+        expect_ok("a 1-byte per-message IV, allowed",
+                  parcrypt_cipher_encrypt_iv(cipher, iv, 1, plain, sizeof plain, NULL, 0, out,
+                                             sizeof out, &length, &error), &error);
+        parcrypt_cipher_free(cipher);
+    }
+}
+
+/* The AEAD call: a fresh random nonce per message, nonce || ciphertext || tag. Round trips
+ * at every size, two seals of one message differ, the layout is GCM under the nonce in
+ * front, and forgeries, cuts and another AAD are refused with no plaintext released. */
+static void aead(ParcryptEngine *engine) {
+    uint8_t key[32];
+    size_t key_length = 0;
+    ParcryptError *error = NULL;
+    ParcryptStatus status = parcrypt_aead_generate_key("aes-256-gcm", key, 8, &key_length,
+                                                       &error);
+    expect_failure("a key buffer too small", status, &error, PARCRYPT_STATUS_OUTPUT_TOO_SMALL);
+    CHECK(key_length == 32, "aes-256-gcm key length %zu", key_length);
+    expect_ok("generate key", parcrypt_aead_generate_key("aes-256-gcm", key, sizeof key,
+                                                         &key_length, &error), &error);
+    ParcryptAead *sealer = NULL;
+    status = parcrypt_aead_new(engine, "aes-256-ctr", key, 32, &sealer, &error);
+    expect_failure("AEAD over CTR", status, &error, PARCRYPT_STATUS_INVALID_ARGUMENT);
+    status = parcrypt_aead_new(engine, "aes-256-gcm", key, 16, &sealer, &error);
+    expect_failure("AEAD with a short key", status, &error, PARCRYPT_STATUS_BAD_KEY);
+    expect_ok("aead", parcrypt_aead_new(engine, "aes-256-gcm", key, 32, &sealer, &error),
+              &error);
+    if (!sealer) return;
+    static const size_t sizes[] = {0, 1, 15, 16, 17, 1000, (1 << 20) + 3};
+    const uint8_t aad[] = "header";
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        size_t size = sizes[s], sealed_length = 0, opened_length = 0;
+        uint8_t *plain = malloc(size + 1), *sealed = malloc(size + PARCRYPT_AEAD_OVERHEAD);
+        uint8_t *second = malloc(size + PARCRYPT_AEAD_OVERHEAD), *opened = malloc(size + 1);
+        for (size_t i = 0; i < size; i++) plain[i] = (uint8_t)(i * 13 + 5);
+        expect_ok("seal", parcrypt_aead_seal(sealer, plain, size, aad, 6, sealed,
+                                             size + PARCRYPT_AEAD_OVERHEAD, &sealed_length,
+                                             &error), &error);
+        CHECK(sealed_length == size + PARCRYPT_AEAD_OVERHEAD, "sealed %zu bytes: %zu", size,
+              sealed_length);
+        expect_ok("seal again", parcrypt_aead_seal(sealer, plain, size, aad, 6, second,
+                                                   size + PARCRYPT_AEAD_OVERHEAD,
+                                                   &sealed_length, &error), &error);
+        CHECK(memcmp(sealed, second, PARCRYPT_AEAD_NONCE_BYTES) != 0 &&
+                  memcmp(sealed, second, sealed_length) != 0,
+              "two seals of %zu bytes are the same", size);
+        expect_ok("open", parcrypt_aead_open(sealer, sealed, sealed_length, aad, 6, opened,
+                                             size + 1, &opened_length, &error), &error);
+        CHECK(opened_length == size && memcmp(opened, plain, size) == 0,
+              "open of %zu bytes differs", size);
+        /* The same bytes are AES-GCM under the nonce in front. */
+        ParcryptCipher *gcm = NULL;
+        expect_ok("gcm", parcrypt_cipher_new(engine, "aes-256-gcm", key, 32, NULL, 0, 0, &gcm,
+                                             &error), &error);
+        if (gcm) {
+            status = parcrypt_cipher_decrypt_iv(gcm, sealed, PARCRYPT_AEAD_NONCE_BYTES,
+                                                sealed + PARCRYPT_AEAD_NONCE_BYTES,
+                                                sealed_length - PARCRYPT_AEAD_NONCE_BYTES, aad,
+                                                6, opened, size + 1, &opened_length, &error);
+            expect_ok("gcm under the nonce", status, &error);
+            CHECK(opened_length == size && memcmp(opened, plain, size) == 0,
+                  "GCM under the nonce differs at %zu bytes", size);
+            parcrypt_cipher_free(gcm);
+        }
+        /* A flipped byte anywhere, another AAD: refused, nothing released. */
+        size_t flips[3] = {0, PARCRYPT_AEAD_NONCE_BYTES, sealed_length - 1};
+        for (int f = 0; f < 3; f++) {
+            sealed[flips[f]] ^= 0x40;
+            memset(opened, 0, size + 1);
+            status = parcrypt_aead_open(sealer, sealed, sealed_length, aad, 6, opened, size + 1,
+                                        &opened_length, &error);
+            expect_failure("a forged sealed message", status, &error,
+                           PARCRYPT_STATUS_AUTHENTICATION_FAILED);
+            CHECK(opened_length == 0, "forged: %zu bytes out", opened_length);
+            int leaked = 0;
+            for (size_t i = 0; i < size; i++) leaked |= opened[i] == plain[i] && plain[i] != 0;
+            CHECK(!leaked, "forged %zu bytes: plaintext reached the output", size);
+            sealed[flips[f]] ^= 0x40;
+        }
+        status = parcrypt_aead_open(sealer, sealed, sealed_length, (const uint8_t *)"other", 5,
+                                    opened, size + 1, &opened_length, &error);
+        expect_failure("another AAD", status, &error, PARCRYPT_STATUS_AUTHENTICATION_FAILED);
+        free(plain);
+        free(sealed);
+        free(second);
+        free(opened);
+    }
+    /* Shorter than a nonce and a tag: refused as a forgery. */
+    uint8_t short_sealed[27] = {0}, out[16];
+    size_t out_length = 1;
+    for (size_t length = 0; length < sizeof short_sealed; length += 9) {
+        status = parcrypt_aead_open(sealer, short_sealed, length, NULL, 0, out, sizeof out,
+                                    &out_length, &error);
+        expect_failure("a cut sealed message", status, &error,
+                       PARCRYPT_STATUS_AUTHENTICATION_FAILED);
+    }
+    uint8_t plain[4] = {0}, small[20];
+    status = parcrypt_aead_seal(sealer, plain, 4, NULL, 0, small, sizeof small, &out_length,
+                                &error);
+    expect_failure("seal into too small", status, &error, PARCRYPT_STATUS_OUTPUT_TOO_SMALL);
+    CHECK(out_length == 32, "seal of 4 bytes needs %zu", out_length);
+    parcrypt_aead_free(sealer);
+    parcrypt_aead_free(NULL);
+}
+
 static void engine_errors(void) {
     ParcryptEngine *engine = NULL;
     ParcryptError *error = NULL;
@@ -708,6 +944,9 @@ int main(int argc, char **argv) {
         vectors(engine);
         gcm_tag_failure(engine);
         threads_share_a_cipher(engine);
+        creation_iv_encrypts_once(engine);
+        short_gcm_ivs(engine);
+        aead(engine);
         parcrypt_engine_free(engine);
     }
     ParcryptEngine *engine = NULL;

@@ -80,13 +80,25 @@ impl OnTerminal {
     /// when given (the terminal otherwise). `None` (after saying so) when no
     /// pseudo-terminal can be opened.
     fn start(args: &[&str], folder: &Path, stdin: Option<&[u8]>) -> Option<OnTerminal> {
+        Self::start_with_passphrase_variable(args, folder, stdin, None)
+    }
+
+    /// [`OnTerminal::start`] with PARCRYPT_PASSPHRASE set to `variable` (else unset).
+    fn start_with_passphrase_variable(
+        args: &[&str],
+        folder: &Path,
+        stdin: Option<&[u8]>,
+        variable: Option<&str>,
+    ) -> Option<OnTerminal> {
         let (master, slave) = open_terminal()?;
         let initial_modes = local_modes(&master);
         let mut command = Command::new(env!("CARGO_BIN_EXE_parcrypt"));
+        command.args(args).current_dir(folder);
+        match variable {
+            Some(value) => command.env("PARCRYPT_PASSPHRASE", value),
+            None => command.env_remove("PARCRYPT_PASSPHRASE"),
+        };
         command
-            .args(args)
-            .current_dir(folder)
-            .env_remove("PARCRYPT_PASSPHRASE")
             .stdout(slave.try_clone().unwrap())
             .stderr(slave.try_clone().unwrap());
         match stdin {
@@ -530,4 +542,42 @@ fn terminal_finish_keep(terminal: &mut OnTerminal) -> (ExitStatus, String) {
     let status = terminal.wait_for_exit();
     std::thread::sleep(Duration::from_millis(50));
     (status, terminal.shown())
+}
+
+/// Issue 31 finding 7: a passphrase from PARCRYPT_PASSPHRASE is warned about when a person
+/// watches stderr (a terminal), and not when a script reads it (a pipe).
+#[test]
+fn the_passphrase_variable_is_warned_about_on_a_terminal_only() {
+    let folder = tempfile::tempdir().unwrap();
+    let plain = data(1000);
+    std::fs::write(folder.path().join("plain.bin"), &plain).unwrap();
+    let variable = "set in the environment";
+    let Some(terminal) = OnTerminal::start_with_passphrase_variable(
+        &encrypt_plain_args(),
+        folder.path(),
+        None,
+        Some(variable),
+    ) else {
+        return;
+    };
+    let (status, shown) = terminal.finish();
+    assert!(status.success(), "encrypt failed: {shown:?}");
+    assert!(!shown.contains(FIRST_PROMPT), "asked anyway: {shown:?}");
+    assert!(
+        shown.contains("parcrypt: warning: the passphrase came from PARCRYPT_PASSPHRASE"),
+        "no warning on the terminal: {shown:?}"
+    );
+    assert_not_echoed(&shown, variable);
+
+    let opened = decrypt_with_variable(&folder.path().join("sealed.pc"), variable);
+    let stderr = String::from_utf8_lossy(&opened.stderr);
+    assert!(opened.status.success(), "{stderr}");
+    assert!(
+        opened.stdout == plain,
+        "not the passphrase it was sealed with"
+    );
+    assert!(
+        !stderr.contains("PARCRYPT_PASSPHRASE"),
+        "warned on a pipe: {stderr}"
+    );
 }

@@ -93,7 +93,7 @@ fn unlock<R: Read>(
                     .into(),
             ))
         }
-        (true, None) => Some(secrets::read_passphrase(
+        (true, None) => Some(super::encrypt::read_passphrase(
             common.passphrase_file.as_deref(),
             false,
         )?),

@@ -23,7 +23,8 @@ use super::Failure;
 const AFTER_HELP: &str = "\
 Secrets (one of):
   --passphrase-file PATH   the file's content, less one trailing newline
-  PARCRYPT_PASSPHRASE      the variable's value
+  PARCRYPT_PASSPHRASE      the variable's value (taken out of the environment at start, so
+                           no child inherits it; warned about when stderr is a terminal)
   (neither)                asked on the terminal (twice when encrypting)
   --key HEX                16 or 32 bytes in hex; visible in the process list, for testing
   --key-file PATH          16 or 32 bytes, raw or in hex
@@ -209,10 +210,7 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
     // Ctrl-C leaves no temporary file behind.
     let passphrase = match key {
         Some(_) => None,
-        None => Some(secrets::read_passphrase(
-            common.passphrase_file.as_deref(),
-            true,
-        )?),
+        None => Some(read_passphrase(common.passphrase_file.as_deref(), true)?),
     };
     let setup = Setup {
         format,
@@ -239,6 +237,22 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
 }
 
 /// What a command runs in the streaming pipeline: given the batcher, the output and the
+/// The passphrase, as [`secrets::read_passphrase`] finds it (`--passphrase-file`, then
+/// `PARCRYPT_PASSPHRASE`, then the prompt). One from the variable is warned about when a
+/// person is watching (stderr is a terminal): anything that can read this user's process
+/// environments could read it while it was set. Scripts (stderr not a terminal) are not
+/// told on every run what they chose on purpose.
+pub(super) fn read_passphrase(file: Option<&Path>, confirm: bool) -> Result<SecretBytes, Failure> {
+    let (passphrase, source) = secrets::read_passphrase(file, confirm)?;
+    if source == secrets::PassphraseSource::Environment && std::io::stderr().is_terminal() {
+        say!(
+            "parcrypt: warning: the passphrase came from {}, which other processes of this user (and root) can read while it is set; --passphrase-file or the prompt keep it out of the environment",
+            secrets::PASSPHRASE_VARIABLE
+        );
+    }
+    Ok(passphrase)
+}
+
 /// options, it returns the plaintext bytes.
 pub(super) trait StreamRun:
     FnOnce(&dyn ChunkBatcher, &mut (dyn Write + Send), &StreamOptions<'_>) -> Result<u64, FormatError>

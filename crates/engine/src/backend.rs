@@ -281,6 +281,23 @@ impl Engine {
         self.run_ranges(ranges, work)
     }
 
+    /// [`Engine::run`] over data that is only read (GHASH over a ciphertext before anything
+    /// is decrypted): `work(index, offset, range)` over consecutive ranges of `data`.
+    pub fn run_read<R, F>(&self, data: &[u8], lengths: &[usize], work: F) -> Vec<R>
+    where
+        R: Send,
+        F: Fn(usize, usize, &[u8]) -> R + Sync,
+    {
+        debug_assert_eq!(lengths.iter().sum::<usize>(), data.len());
+        let mut ranges = Vec::with_capacity(lengths.len());
+        let mut offset = 0;
+        for &length in lengths {
+            ranges.push((offset, &data[offset..offset + length]));
+            offset += length;
+        }
+        self.run_ranges(ranges, work)
+    }
+
     /// [`Engine::run`] from `input` into `output` (of the same length): `work(index, offset,
     /// input range, output range)` over the same consecutive ranges of both, so that a job
     /// out of place reads its input once instead of copying it first.

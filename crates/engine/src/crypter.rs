@@ -688,17 +688,17 @@ impl Crypter<'_> {
 /// The GHASH of `data` from a zero state (one range for the accumulator): on the device,
 /// which joins its segments per work-group and leaves the host one sum per MiB, or on the
 /// CPU pool when the device has no GHASH kernel.
-fn ghash_whole(
+pub(crate) fn ghash_whole(
     gpu: &dyn parcrypt_gpu::GpuDevice,
     engine: &Engine,
     key: &GcmKey,
-    data: &mut [u8],
+    data: &[u8],
 ) -> Result<u128, JobError> {
     match gpu.ghash_whole(key.hash_subkey(), data) {
         Ok(partial) => Ok(partial),
         Err(parcrypt_gpu::GpuError::Unsupported { .. }) => {
             let lengths = engine.plan(data.len(), 16, None);
-            let partials = engine.run(data, &lengths, |_, _, range| key.hash_range(range));
+            let partials = engine.run_read(data, &lengths, |_, _, range| key.hash_range(range));
             Ok(partials
                 .into_iter()
                 .zip(lengths)

@@ -16,6 +16,11 @@ use crate::crypter::{
     check_iv_and_aad, check_message_length, max_output_length, Crypter, JobError, Keys, MessageSpec,
 };
 use crate::{CostModel, Engine};
+use open_first::{open_first, Text};
+
+mod open_first;
+#[cfg(test)]
+mod tests;
 
 /// Messages of at most this many bytes run on the calling thread whatever the backend (on
 /// `threads` too): handing them to other threads costs more than splitting them saves.
@@ -96,6 +101,9 @@ impl ZeroizeOnDrop for KeySchedule {}
 /// encrypting and remove it when decrypting (unless [`KeyedCipher::padding`] turns it off);
 /// CTR treats the whole IV as one big-endian counter; GCM appends the 16-byte tag when
 /// encrypting and, when decrypting, returns nothing but an error unless the tag matches.
+/// Decrypting into memory the caller passes ([`KeyedCipher::decrypt_into`],
+/// [`KeyedCipher::decrypt_in_place`]), GCM checks the tag before it writes a byte of
+/// plaintext there, so no one watching that memory sees a forged message's plaintext.
 /// A GCM or CTR IV must never encrypt two messages under one key.
 ///
 /// Small messages (up to [`INLINE_MESSAGE_BYTES`], or larger ones the engine would not
@@ -286,7 +294,9 @@ impl KeyedCipher {
     }
 
     /// Decrypts one message into a new buffer; for GCM nothing is returned unless the tag
-    /// matches (the plaintext is wiped before the error is returned).
+    /// matches (the plaintext is wiped before the error is returned). The buffer is this
+    /// call's own until it returns, so GCM decrypts it in one pass, the tag checked at the
+    /// end: the fastest form when the caller has no buffer of its own.
     pub fn decrypt(
         &self,
         iv: Option<&[u8]>,
@@ -305,12 +315,24 @@ impl KeyedCipher {
         output: &mut [u8],
         aad: Option<&[u8]>,
     ) -> Result<usize, JobError> {
-        self.process_into(Direction::Encrypt, iv, plaintext, output, aad)
+        self.process_into(
+            Direction::Encrypt,
+            iv,
+            plaintext,
+            output,
+            aad,
+            Output::Caller,
+        )
     }
 
     /// Decrypts `ciphertext` into `output`, which must hold at least
     /// [`KeyedCipher::max_output_length`] bytes (the ciphertext's length for padded
-    /// modes), and returns the bytes written. On any error `output` is wiped.
+    /// modes), and returns the bytes written. On any error the whole of `output` is zeroed.
+    ///
+    /// GCM authenticates first: the ciphertext is hashed and the tag checked before any
+    /// plaintext is written, so another thread or a file mapping watching `output` never
+    /// sees a byte of a forged message (two passes over the ciphertext, each split over the
+    /// engine; [`KeyedCipher::decrypt`] into a buffer of its own takes one).
     pub fn decrypt_into(
         &self,
         iv: Option<&[u8]>,
@@ -318,7 +340,36 @@ impl KeyedCipher {
         output: &mut [u8],
         aad: Option<&[u8]>,
     ) -> Result<usize, JobError> {
-        self.process_into(Direction::Decrypt, iv, ciphertext, output, aad)
+        self.process_into(
+            Direction::Decrypt,
+            iv,
+            ciphertext,
+            output,
+            aad,
+            Output::Caller,
+        )
+    }
+
+    /// Measurement only, never for memory anyone else can see: [`KeyedCipher::decrypt_into`]
+    /// as it ran before it authenticated first, GCM in one pass that writes the plaintext
+    /// into `output` before the tag is checked (and zeroes it after a mismatch). The
+    /// benchmark times it beside `decrypt_into` to show what checking first costs.
+    #[doc(hidden)]
+    pub fn decrypt_into_releasing_unverified(
+        &self,
+        iv: Option<&[u8]>,
+        ciphertext: &[u8],
+        output: &mut [u8],
+        aad: Option<&[u8]>,
+    ) -> Result<usize, JobError> {
+        self.process_into(
+            Direction::Decrypt,
+            iv,
+            ciphertext,
+            output,
+            aad,
+            Output::Private,
+        )
     }
 
     /// Encrypts the message in `buffer[..length]` in place, the rest of `buffer` being room
@@ -343,12 +394,13 @@ impl KeyedCipher {
         length: usize,
         aad: Option<&[u8]>,
     ) -> Result<usize, JobError> {
-        self.in_place(Direction::Encrypt, iv, buffer, length, aad)
+        self.in_place(Direction::Encrypt, iv, buffer, length, aad, Output::Caller)
     }
 
     /// Decrypts the message in `buffer[..length]` in place and returns the plaintext's
-    /// length. On any error (a GCM tag that does not match, bad padding) the buffer is
-    /// wiped.
+    /// length. On any error (a GCM tag that does not match, bad padding) the whole buffer is
+    /// zeroed. GCM authenticates first, as [`KeyedCipher::decrypt_into`] does: until the tag
+    /// matched, the buffer holds nothing but the ciphertext.
     pub fn decrypt_in_place(
         &self,
         iv: Option<&[u8]>,
@@ -356,7 +408,7 @@ impl KeyedCipher {
         length: usize,
         aad: Option<&[u8]>,
     ) -> Result<usize, JobError> {
-        self.in_place(Direction::Decrypt, iv, buffer, length, aad)
+        self.in_place(Direction::Decrypt, iv, buffer, length, aad, Output::Caller)
     }
 
     /// A [`Crypter`] that encrypts one message under `iv` given in pieces: whole blocks to
@@ -435,7 +487,7 @@ impl KeyedCipher {
         let mut buffer = Vec::with_capacity(self.max_output_length(direction, length).max(length));
         buffer.extend_from_slice(input);
         buffer.resize(buffer.capacity(), 0);
-        let written = self.in_place(direction, iv, &mut buffer, length, aad)?;
+        let written = self.in_place(direction, iv, &mut buffer, length, aad, Output::Private)?;
         buffer.truncate(written);
         Ok(buffer)
     }
@@ -447,6 +499,7 @@ impl KeyedCipher {
         input: &[u8],
         output: &mut [u8],
         aad: Option<&[u8]>,
+        seen: Output,
     ) -> Result<usize, JobError> {
         let length = input.len();
         let needed = self.max_output_length(direction, length);
@@ -467,6 +520,7 @@ impl KeyedCipher {
             (Mode::Gcm, Direction::Decrypt) => input.split_at(length - TAG_BYTES),
             _ => (input, &[][..]),
         };
+        let open_first_into = direction == Direction::Decrypt && seen == Output::Caller;
         if self.inline(direction, text.len()) {
             let message = Inline {
                 direction,
@@ -474,8 +528,16 @@ impl KeyedCipher {
                 iv: checked_iv,
                 aad: aad.unwrap_or_default(),
                 tag,
+                open_first: open_first_into,
             };
             return wipe_on_error(output, |output| message.run_from(&self.keys, text, output));
+        }
+        if suite.mode == Mode::Gcm && open_first_into {
+            let aad = aad.unwrap_or_default();
+            return wipe_on_error(output, |output| {
+                let into = Text::Into(text, &mut output[..text.len()]);
+                open_first(self, checked_iv, aad, into, tag).map(|()| text.len())
+            });
         }
         let crypter = self.crypter(direction, iv, aad)?;
         let body =
@@ -491,6 +553,7 @@ impl KeyedCipher {
         buffer: &mut [u8],
         length: usize,
         aad: Option<&[u8]>,
+        seen: Output,
     ) -> Result<usize, JobError> {
         let suite = self.keys.suite;
         let needed = self.max_output_length(direction, length).max(length);
@@ -511,12 +574,21 @@ impl KeyedCipher {
         } else {
             length
         };
-        if !self.inline(direction, text) {
-            return process_in_place(self.crypter(direction, iv, aad)?, buffer, length);
-        }
+        let inline = self.inline(direction, text);
         let mut tag = [0u8; TAG_BYTES];
         if gcm_decrypt {
             tag.copy_from_slice(&buffer[text..length]);
+        }
+        let open_first_here = direction == Direction::Decrypt && seen == Output::Caller;
+        if !inline && gcm_decrypt && open_first_here {
+            let aad = aad.unwrap_or_default();
+            return wipe_on_error(buffer, |buffer| {
+                let in_place = Text::InPlace(&mut buffer[..text]);
+                open_first(self, checked_iv, aad, in_place, &tag).map(|()| text)
+            });
+        }
+        if !inline {
+            return process_in_place(self.crypter(direction, iv, aad)?, buffer, length);
         }
         let message = Inline {
             direction,
@@ -524,9 +596,21 @@ impl KeyedCipher {
             iv: checked_iv,
             aad: aad.unwrap_or_default(),
             tag: if gcm_decrypt { &tag } else { &[] },
+            open_first: open_first_here,
         };
         wipe_on_error(buffer, |buffer| message.run(&self.keys, buffer, text))
     }
+}
+
+/// Who can see a whole message's output while it is being decrypted.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Output {
+    /// Memory the caller passed, which others may be reading during the call: no GCM
+    /// plaintext reaches it before the tag matched (`open_first`).
+    Caller,
+    /// A buffer this call allocated and hands out only on success: GCM decrypts it in one
+    /// pass and checks the tag at the end.
+    Private,
 }
 
 /// Runs `work` on `buffer` and wipes the buffer if it fails, so that no partial or
@@ -537,6 +621,8 @@ fn wipe_on_error(
 ) -> Result<usize, JobError> {
     let outcome = work(buffer);
     if outcome.is_err() {
+        #[cfg(test)]
+        tests::before_wipe(buffer);
         buffer.zeroize();
     }
     outcome
@@ -550,6 +636,9 @@ struct Inline<'a> {
     aad: &'a [u8],
     /// The received tag, for GCM decryption (the text then excludes it).
     tag: &'a [u8],
+    /// Whether GCM decryption checks the tag before it writes any plaintext (output the
+    /// caller can see) or decrypts in one pass and checks after (a private buffer).
+    open_first: bool,
 }
 
 impl Inline<'_> {
@@ -647,8 +736,9 @@ impl Inline<'_> {
         }
     }
 
-    /// GCM over `buffer[..length]`, read from `source` when there is one (in one pass) or
-    /// else in place, then the tag appended or checked.
+    /// GCM over `buffer[..length]`, read from `source` when there is one or else in place:
+    /// encryption in one pass, the tag appended; decryption in one pass, the tag checked
+    /// after, or with `open_first` the tag checked before anything is decrypted.
     fn run_gcm(
         &self,
         keys: &KeySchedule,
@@ -680,9 +770,20 @@ impl Inline<'_> {
                 }
             };
         }
-        // Longer ones: one whole-message call (decryption's output is wiped by the caller,
-        // `wipe_on_error`, when the tag does not match).
         let source = source.map(|source| &source[..length]);
+        if self.direction == Direction::Decrypt && self.open_first {
+            // Output the caller can see: the tag checked over the ciphertext, then CTR.
+            let output = &mut buffer[..length];
+            match source {
+                Some(source) => {
+                    key.open_into(cipher, self.iv, self.aad, source, output, self.tag)?
+                }
+                None => key.open(cipher, self.iv, self.aad, output, self.tag)?,
+            }
+            return Ok(length);
+        }
+        // Longer ones: one whole-message call (decryption's output, private to the call, is
+        // wiped by the caller, `wipe_on_error`, when the tag does not match).
         let tag = key.crypt_message(
             cipher,
             self.direction,

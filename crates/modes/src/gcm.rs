@@ -28,11 +28,13 @@
 //! Whole messages of at most [`SHORT_TEXT_BYTES`] under a 96-bit nonce skip the ranges:
 //! [`GcmKey::seal`] and [`GcmKey::open`] run them in one call (`gcm/short.rs` for AES), where
 //! the cost is latency, not throughput. Longer whole messages on one thread go through
-//! [`GcmKey::crypt_message`] (which `seal` and the engine's messages use): under a 96-bit
-//! nonce with a stitched kernel, E_K(J0) runs beside the batches and the tag is finished in
-//! the same call; on VAES-512 the whole message, its last partial batch and the length block
-//! included, is one kernel call. AES-128-GCM `seal` of 1 KiB on the 2-core Zen 5 VM went from
-//! about 111 to 75 ns with it.
+//! [`GcmKey::crypt_message`] (which `seal` uses, and the engine for output only it can see):
+//! under a 96-bit nonce with a stitched kernel, E_K(J0) runs beside the batches and the tag
+//! is finished in the same call; on VAES-512 the whole message, its last partial batch and
+//! the length block included, is one kernel call. AES-128-GCM `seal` of 1 KiB on the 2-core
+//! Zen 5 VM went from about 111 to 75 ns with it. Decryption into memory others may see
+//! takes [`GcmKey::open`] or [`GcmKey::open_into`] instead: GHASH over the ciphertext and the
+//! tag check first, then CTR, so no plaintext exists before the tag matched.
 
 use parcrypt_ciphers::BlockCipher;
 use subtle::ConstantTimeEq;
@@ -659,8 +661,10 @@ impl GcmKey {
     /// `data` when `source` is `None`.
     ///
     /// Decryption does not check the tag: the caller compares it with the received one
-    /// ([`check_tag`]) and must discard the output on a mismatch (wipe it, as the engine
-    /// does). [`GcmKey::open`] instead checks before it decrypts.
+    /// ([`check_tag`]) and must discard the output on a mismatch. Plaintext is written before
+    /// the tag is known, so this suits only output nobody else can see until the check (a
+    /// buffer the caller allocated and returns on success); [`GcmKey::open`] and
+    /// [`GcmKey::open_into`] instead check before they decrypt.
     ///
     /// Under a 96-bit nonce with our AES and a stitched kernel in force, E_K(J0) runs beside
     /// the text's batches and the length block and the mask end the tag in the same call;
@@ -877,10 +881,53 @@ impl GcmKey {
         data: &mut [u8],
         tag: &[u8],
     ) -> Result<(), GcmError> {
+        self.open_from(cipher, iv, aad, None, data, tag)
+    }
+
+    /// [`GcmKey::open`] from `source` into `output` (of the same length): the tag is checked
+    /// over `source` first and only then is `output` written, in one CTR pass. On a mismatch
+    /// `output` holds no plaintext: texts longer than [`SHORT_TEXT_BYTES`] leave it as it
+    /// was, shorter ones may leave the ciphertext there.
+    ///
+    /// # Panics
+    /// If `source` and `output` differ in length.
+    pub fn open_into(
+        &self,
+        cipher: &dyn BlockCipher,
+        iv: &[u8],
+        aad: &[u8],
+        source: &[u8],
+        output: &mut [u8],
+        tag: &[u8],
+    ) -> Result<(), GcmError> {
+        assert_eq!(
+            source.len(),
+            output.len(),
+            "GCM output must match its input"
+        );
+        self.open_from(cipher, iv, aad, Some(source), output, tag)
+    }
+
+    /// The body of [`GcmKey::open`] (no `source`: in place in `data`) and
+    /// [`GcmKey::open_into`] (from `source` into `data`): two passes, GHASH over the
+    /// ciphertext and the tag check, then CTR.
+    fn open_from(
+        &self,
+        cipher: &dyn BlockCipher,
+        iv: &[u8],
+        aad: &[u8],
+        source: Option<&[u8]>,
+        data: &mut [u8],
+        tag: &[u8],
+    ) -> Result<(), GcmError> {
         if let (Ok(nonce), true) = (
             <&[u8; NONCE_BYTES]>::try_from(iv),
             data.len() <= SHORT_TEXT_BYTES,
         ) {
+            // Short texts are opened in place: the ciphertext is copied in first.
+            if let Some(source) = source {
+                data.copy_from_slice(source);
+            }
             #[cfg(target_arch = "x86_64")]
             if let Some(message) = self.short_kernel(cipher, nonce, aad) {
                 let Ok(received) = <&[u8; TAG_BYTES]>::try_from(tag) else {
@@ -898,18 +945,23 @@ impl GcmKey {
             return Ok(());
         }
         check_length(data)?;
+        let decrypt = |counter: Counter, data: &mut [u8]| match source {
+            Some(source) => ctr::apply_into(cipher, counter, source, data),
+            None => ctr::apply(cipher, counter, data),
+        };
         #[cfg(target_arch = "x86_64")]
-        if let Some(expected) = self.ciphertext_tag(cipher, iv, aad, data) {
+        if let Some(expected) = self.ciphertext_tag(cipher, iv, aad, source.unwrap_or(data)) {
             check_tag(expected, tag)?;
             let nonce = <&[u8; NONCE_BYTES]>::try_from(iv).expect("a 96-bit nonce");
-            ctr::apply(cipher, nonce_text_counter(nonce), data);
+            decrypt(nonce_text_counter(nonce), data);
             return Ok(());
         }
         let message = self.message(cipher, iv)?;
         let mut accumulator = GcmAccumulator::new(self, aad);
-        accumulator.append(self, self.hash_range(data), data.len() as u64)?;
+        let ciphertext = source.unwrap_or(data);
+        accumulator.append(self, self.hash_range(ciphertext), ciphertext.len() as u64)?;
         self.verify(&message, &accumulator, tag)?;
-        ctr::apply(cipher, message.text_counter(0), data);
+        decrypt(message.text_counter(0), data);
         Ok(())
     }
 }

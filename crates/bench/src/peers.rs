@@ -27,8 +27,10 @@ use std::process::{Command, Stdio};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use parcrypt_ciphers::memory;
+use parcrypt_ciphers::{memory, Implementation};
 use parcrypt_engine::{Backend, Engine, JobError, KeyedCipher};
+use parcrypt_modes::ctr;
+use parcrypt_modes::gcm::nonce_text_counter;
 use parcrypt_modes::{CipherSpec, Direction, Mode};
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +49,20 @@ pub const PARCRYPT: &str = "parcrypt";
 /// The copy floor's name in the records: the same buffers read and written by the same
 /// threads with no cipher (measured by [`measure_parcrypt`], beside parcrypt).
 pub const COPY: &str = "copy";
+
+/// GCM decryption in one pass, the plaintext written before the tag is checked (what
+/// `decrypt_into` ran before it authenticated first), measured beside parcrypt's own row,
+/// which authenticates first (two passes).
+pub const ONE_PASS: &str = "parcrypt one-pass";
+
+/// GCM decryption's first pass alone: GHASH over the ciphertext, nothing written.
+pub const GHASH_PASS: &str = "ghash pass";
+
+/// GCM decryption's second pass alone: CTR from the ciphertext into the output.
+pub const CTR_PASS: &str = "ctr pass";
+
+/// The rows of parcrypt's own that are no peer: the one-pass comparison and the floors.
+const OWN_ROWS: [&str; 4] = [ONE_PASS, GHASH_PASS, CTR_PASS, COPY];
 
 /// The ciphers every harness knows.
 pub const CIPHERS: [&str; 4] = ["aes-128-gcm", "aes-256-gcm", "aes-128-ctr", "aes-256-ctr"];
@@ -642,8 +658,42 @@ fn spaced(bytes: Vec<u8>) -> Vec<u8> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Contender {
     Parcrypt,
+    /// GCM decryption only: [`ONE_PASS`], [`GHASH_PASS`], [`CTR_PASS`].
+    OnePass,
+    GhashPass,
+    CtrPass,
     /// The pass of `parcrypt_ciphers::memory` that moves the bytes parcrypt's message moves.
     Copy,
+}
+
+impl Contender {
+    fn name(self) -> &'static str {
+        match self {
+            Contender::Parcrypt => PARCRYPT,
+            Contender::OnePass => ONE_PASS,
+            Contender::GhashPass => GHASH_PASS,
+            Contender::CtrPass => CTR_PASS,
+            Contender::Copy => COPY,
+        }
+    }
+
+    fn library(self) -> String {
+        match self {
+            Contender::Parcrypt => {
+                format!("parcrypt {} (seq per thread)", env!("CARGO_PKG_VERSION"))
+            }
+            Contender::OnePass => {
+                "decrypt_into_releasing_unverified: one fused CTR + GHASH pass, tag checked \
+                 after"
+                    .into()
+            }
+            Contender::GhashPass => "GcmKey::hash_range over the ciphertext".into(),
+            Contender::CtrPass => "ctr::apply_into from the ciphertext into the output".into(),
+            Contender::Copy => {
+                "no cipher: each message's bytes read and written once on the same buffers".into()
+            }
+        }
+    }
 }
 
 /// parcrypt measured by the peers' protocol, in this process: the same key, buffers, IVs,
@@ -654,9 +704,13 @@ enum Contender {
 /// (encryption, CTR decryption) every byte is rewritten where it lies
 /// (`memory::rewrite_in_place`); GCM decryption's text is copied from its input into the
 /// output (`memory::copy_into`: streaming stores from 8 MiB, as parcrypt's kernels write).
-/// The two take turns run by run, so that both see the host as it is (on the shared VM its
-/// memory bandwidth moves by half from minute to minute).
-pub fn measure_parcrypt(query: &PeerQuery) -> Result<[PeerRun; 2], BenchError> {
+/// GCM decryption adds three rows ([`OWN_ROWS`]): the one-pass decryption that writes
+/// plaintext before the tag is checked ([`ONE_PASS`], what parcrypt's row, authenticated
+/// first, is compared with) and each of the two passes alone ([`GHASH_PASS`],
+/// [`CTR_PASS`]), whose times add up to the floor of authenticating first. All take turns
+/// run by run, so that all see the host as it is (on the shared VM its memory bandwidth
+/// moves by half from minute to minute). parcrypt's run comes first, the copy's last.
+pub fn measure_parcrypt(query: &PeerQuery) -> Result<Vec<PeerRun>, BenchError> {
     let spec: CipherSpec = query
         .cipher
         .parse()
@@ -671,6 +725,9 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<[PeerRun; 2], BenchError> {
     // (the key schedule is shared) and a `seq` engine runs each message on its own thread.
     let engine = Engine::builder().backend(Backend::Seq).build()?;
     let cipher = KeyedCipher::new(engine, spec, &key)?;
+    // The passes alone run the block cipher and GHASH key the keyed cipher runs.
+    let block_cipher = parcrypt_ciphers::new_cipher(spec.algorithm, Implementation::Fast, &key)
+        .map_err(JobError::from)?;
     let mut buffers = Vec::with_capacity(threads);
     for _ in 0..threads {
         let plain: Vec<u8> = (0..query.bytes)
@@ -710,7 +767,7 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<[PeerRun; 2], BenchError> {
                 .enumerate()
                 .map(|(thread, (input, output))| {
                     let (barrier, fixed_iv) = (&barrier, &fixed_iv);
-                    let cipher = cipher.clone();
+                    let (cipher, block_cipher) = (cipher.clone(), &block_cipher);
                     scope.spawn(move || -> Result<(), BenchError> {
                         let mut iv = fixed_iv.clone();
                         barrier.wait();
@@ -728,6 +785,27 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<[PeerRun; 2], BenchError> {
                                     output,
                                     false,
                                 )?,
+                                Contender::OnePass => {
+                                    cipher.decrypt_into_releasing_unverified(
+                                        Some(&iv),
+                                        input,
+                                        output,
+                                        None,
+                                    )?;
+                                }
+                                Contender::GhashPass => {
+                                    let key = cipher.gcm_key().expect("GCM");
+                                    std::hint::black_box(key.hash_range(&input[..query.bytes]));
+                                }
+                                Contender::CtrPass => {
+                                    let nonce = iv[..12].try_into().expect("a 96-bit nonce");
+                                    ctr::apply_into(
+                                        block_cipher.as_ref(),
+                                        nonce_text_counter(nonce),
+                                        &input[..query.bytes],
+                                        &mut output[..query.bytes],
+                                    );
+                                }
                                 Contender::Copy if gcm && !encrypt => {
                                     memory::copy_into(&input[..query.bytes], output)
                                 }
@@ -753,44 +831,44 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<[PeerRun; 2], BenchError> {
             outcome.map(|()| start.elapsed().as_secs_f64())
         })
     };
-    let contenders = [Contender::Parcrypt, Contender::Copy];
-    let mut counts = [1u64; 2];
+    let contenders: &[Contender] = if gcm && !encrypt {
+        &[
+            Contender::Parcrypt,
+            Contender::OnePass,
+            Contender::GhashPass,
+            Contender::CtrPass,
+            Contender::Copy,
+        ]
+    } else {
+        &[Contender::Parcrypt, Contender::Copy]
+    };
+    let mut counts = vec![1u64; contenders.len()];
     for (contender, count) in contenders.iter().zip(&mut counts) {
         while run(&mut buffers, *contender, *count)? < query.min_seconds {
             *count *= 2;
         }
     }
-    let mut seconds = [(); 2].map(|()| Vec::with_capacity(query.runs.max(1)));
+    let mut seconds = vec![Vec::with_capacity(query.runs.max(1)); contenders.len()];
     for _ in 0..query.runs.max(1) {
         for (index, contender) in contenders.iter().enumerate() {
             seconds[index].push(run(&mut buffers, *contender, counts[index])?);
         }
     }
-    let [ours, floor] = seconds;
-    let run_of = |peer: &str, library: String, messages: u64, seconds: Vec<f64>| PeerRun {
-        peer: peer.into(),
-        library,
-        cipher: query.cipher.clone(),
-        direction: direction_name(query.direction).into(),
-        bytes: query.bytes as u64,
-        threads,
-        messages,
-        seconds,
-    };
-    Ok([
-        run_of(
-            PARCRYPT,
-            format!("parcrypt {} (seq per thread)", env!("CARGO_PKG_VERSION")),
-            counts[0],
-            ours,
-        ),
-        run_of(
-            COPY,
-            "no cipher: each message's bytes read and written once on the same buffers".into(),
-            counts[1],
-            floor,
-        ),
-    ])
+    Ok(contenders
+        .iter()
+        .zip(counts)
+        .zip(seconds)
+        .map(|((contender, messages), seconds)| PeerRun {
+            peer: contender.name().into(),
+            library: contender.library(),
+            cipher: query.cipher.clone(),
+            direction: direction_name(query.direction).into(),
+            bytes: query.bytes as u64,
+            threads,
+            messages,
+            seconds,
+        })
+        .collect())
 }
 
 /// What `parcrypt bench --peers` measures.
@@ -934,11 +1012,14 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
     let mut threads = summary::distinct(records, |record| record.threads);
     threads.sort_unstable();
     let mut names = summary::distinct(records, |record| record.backend.clone());
-    // parcrypt first, then the peers in their usual order, the copy floor last.
+    // parcrypt first, then the peers in their usual order, then parcrypt's one-pass row and
+    // the floors, the copy last.
     names.sort_by_key(|name| match name.as_str() {
         PARCRYPT => 0,
-        COPY => usize::MAX,
-        _ => 1 + Peer::from_name(name).map_or(99, |peer| peer as usize),
+        _ => match OWN_ROWS.iter().position(|own| own == name) {
+            Some(index) => 100 + index,
+            None => 1 + Peer::from_name(name).map_or(99, |peer| peer as usize),
+        },
     });
     let size_labels: Vec<String> = sizes.iter().map(|&bytes| summary::size(bytes)).collect();
     let mut columns = vec!["implementation", "threads"];
@@ -973,7 +1054,7 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
             let ours = find(PARCRYPT, count, bytes);
             let fastest = names
                 .iter()
-                .filter(|name| *name != PARCRYPT && *name != COPY)
+                .filter(|name| *name != PARCRYPT && !OWN_ROWS.contains(&name.as_str()))
                 .filter_map(|name| find(name, count, bytes))
                 .max_by(|a, b| a.mb_per_s.total_cmp(&b.mb_per_s));
             ratio.push(summary::or_dash(ours.zip(fastest).map(|(ours, peer)| {
@@ -986,16 +1067,37 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
             })));
         }
         table.row(ratio);
-        if sizes
-            .iter()
-            .any(|&bytes| find(COPY, count, bytes).is_some())
-        {
-            let mut share = vec!["parcrypt x copy".to_string(), count.to_string()];
+        // parcrypt's speed over another row's, where that row was measured.
+        for (label, other) in [("parcrypt x one-pass", ONE_PASS), ("parcrypt x copy", COPY)] {
+            if sizes
+                .iter()
+                .all(|&bytes| find(other, count, bytes).is_none())
+            {
+                continue;
+            }
+            let mut share = vec![label.to_string(), count.to_string()];
             for &bytes in &sizes {
-                let pair = find(PARCRYPT, count, bytes).zip(find(COPY, count, bytes));
+                let pair = find(PARCRYPT, count, bytes).zip(find(other, count, bytes));
                 share.push(summary::or_dash(pair.map(|(ours, floor)| {
                     let text = summary::times(ours.mb_per_s / floor.mb_per_s.max(1e-12));
                     summary::marked(text, summary::within_noise(ours, floor))
+                })));
+            }
+            table.row(share);
+        }
+        if sizes
+            .iter()
+            .any(|&bytes| find(GHASH_PASS, count, bytes).is_some())
+        {
+            // The two passes one after the other: their times add up.
+            let mut share = vec!["parcrypt x both passes".to_string(), count.to_string()];
+            for &bytes in &sizes {
+                let floor = find(GHASH_PASS, count, bytes)
+                    .zip(find(CTR_PASS, count, bytes))
+                    .map(|(ghash, ctr)| 1.0 / (1.0 / ghash.mb_per_s + 1.0 / ctr.mb_per_s));
+                let ours = find(PARCRYPT, count, bytes);
+                share.push(summary::or_dash(ours.zip(floor).map(|(ours, floor)| {
+                    summary::times(ours.mb_per_s / floor.max(1e-12))
                 })));
             }
             table.row(share);
@@ -1017,6 +1119,17 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
          figures' run times overlap).",
         summary::NOISE_MARK
     ));
+    if names.iter().any(|name| name == ONE_PASS) {
+        table.note(format!(
+            "GCM decryption: parcrypt's row authenticates first (GHASH over the ciphertext and \
+             the tag check, then CTR: two passes, no plaintext in the output before the tag \
+             matched); \"{ONE_PASS}\" decrypts in one fused pass and checks the tag after \
+             (plaintext is written first: what decryption into the caller's memory ran before); \
+             \"{GHASH_PASS}\" and \"{CTR_PASS}\" are the two passes alone, and \"parcrypt x \
+             both passes\" is parcrypt's speed over theirs one after the other (their times \
+             added)."
+        ));
+    }
     if names.iter().any(|name| name == COPY) {
         table.note(
             "\"copy\": no cipher, the most memory lets any row reach (the copy floor): the \
@@ -1187,6 +1300,53 @@ mod tests {
         assert!(!table.notes.last().expect("notes").contains("copy:"));
     }
 
+    /// GCM decryption's own rows (one pass, the passes alone) are parcrypt's, never a
+    /// peer; parcrypt's row is compared with the one-pass row and with its passes' sum.
+    #[test]
+    fn gcm_decryption_shows_one_pass_beside_two_passes() {
+        let line = |peer: &str, seconds: &str| {
+            format!(
+                "{{\"peer\":\"{peer}\",\"library\":\"x\",\"cipher\":\"aes-128-gcm\",\
+                 \"direction\":\"decrypt\",\"bytes\":1048576,\"threads\":1,\"messages\":8,\
+                 \"seconds\":[{seconds}]}}"
+            )
+        };
+        // Every own row is faster than the peer; parcrypt takes 0.08 s, its passes 0.02 and
+        // 0.06 (0.08 together), one pass 0.04.
+        let records: Vec<BenchRecord> = [
+            line(COPY, "0.01"),
+            line(CTR_PASS, "0.06"),
+            line(GHASH_PASS, "0.02"),
+            line(ONE_PASS, "0.04"),
+            line("aws-lc-rs", "0.16"),
+            line(PARCRYPT, "0.08"),
+        ]
+        .iter()
+        .map(|text| PeerRun::parse(text).expect("parses").record())
+        .collect();
+        let chosen: Vec<&BenchRecord> = records.iter().collect();
+        let table = peer_table("aes-128-gcm", "decrypt", &chosen);
+        let first: Vec<&str> = table.rows.iter().map(|row| row[0].as_str()).collect();
+        assert_eq!(
+            first,
+            [
+                PARCRYPT,
+                "aws-lc-rs",
+                ONE_PASS,
+                GHASH_PASS,
+                CTR_PASS,
+                COPY,
+                "parcrypt x fastest peer",
+                "parcrypt x one-pass",
+                "parcrypt x copy",
+                "parcrypt x both passes",
+            ]
+        );
+        assert_eq!(table.rows[6][2], "2.00x aws-lc-rs");
+        assert_eq!(table.rows[7][2], "0.50x");
+        assert_eq!(table.rows[9][2], "1.00x");
+    }
+
     #[test]
     fn the_copy_is_measured_by_the_parcrypt_rows_protocol() {
         for (cipher, direction) in [
@@ -1194,6 +1354,11 @@ mod tests {
             ("aes-128-gcm", Direction::Decrypt),
             ("aes-128-ctr", Direction::Decrypt),
         ] {
+            let expected: &[&str] = if cipher.ends_with("gcm") && direction == Direction::Decrypt {
+                &[PARCRYPT, ONE_PASS, GHASH_PASS, CTR_PASS, COPY]
+            } else {
+                &[PARCRYPT, COPY]
+            };
             let query = PeerQuery {
                 cipher: cipher.into(),
                 direction,
@@ -1203,8 +1368,9 @@ mod tests {
                 min_seconds: 0.0,
             };
             let runs = measure_parcrypt(&query).expect("measures");
-            for (run, peer) in runs.iter().zip([PARCRYPT, COPY]) {
-                assert_eq!((run.peer.as_str(), run.threads), (peer, 2));
+            assert_eq!(runs.len(), expected.len());
+            for (run, peer) in runs.iter().zip(expected) {
+                assert_eq!((run.peer.as_str(), run.threads), (*peer, 2));
                 assert_eq!(run.seconds.len(), 3);
                 assert!(run.seconds.iter().all(|&seconds| seconds > 0.0));
                 assert_eq!(run.bytes_per_run(), 4096 * run.messages * 2);

@@ -23,8 +23,20 @@ one file, so the scheduler and workers must be trusted, and a real cluster must 
 cannot wipe ``bytes``, so copies live in the client, scheduler and worker memory until
 collected. Workers need read access to the inputs and write access to the outputs.
 
-Tasks are idempotent (positional writes of deterministic bytes), so Dask may rerun a task on
-another worker after a worker dies; the result is still exact.
+Tasks are idempotent (positional writes of deterministic bytes) as long as the input does
+not change, so Dask may rerun a task on another worker after a worker dies; the result is
+still exact. **The input must not change during a job**: a plan fixes the keys and nonces,
+and sealing other bytes under them would reuse a (key, nonce) pair. So each plan records
+its input's identity (device, inode, size, modification and change times in nanoseconds)
+and every task refuses, before and after sealing, an input that is no longer that file or
+was written since; the job then fails (:class:`DaskJobError` or a failed
+:class:`FileReport`) and publishes nothing.
+
+A cut or extended encrypted file is refused: the client authenticates each file's final
+chunk (its length) when it plans, and the task that reaches the end authenticates it again,
+so :func:`decrypt_large`, :func:`decrypt_files` and :func:`decrypt_range` never publish or
+return a shortened message. Every file a job creates, temporary or final, is new (created
+exclusively) and of mode 0600 whatever the umask.
 
 >>> from distributed import Client                                     # doctest: +SKIP
 >>> import parcrypt.dask as pd                                         # doctest: +SKIP
@@ -234,7 +246,7 @@ def _many(
     def plan(src: Path) -> _parts.PartPlan:
         # On the client: argon2id (for a passphrase) runs here, once per file, never on a worker.
         if encrypting:
-            return _parts.plan_encrypt(os.stat(src).st_size, format=format, context=context, **secret)
+            return _parts.plan_encrypt(src, format=format, context=context, **secret)
         return _parts.plan_decrypt(src, format=format, context=context, **secret)
 
     # Plans are made a few at a time (argon2id takes 64 MiB and a fraction of a second, the
@@ -345,9 +357,7 @@ def _large(
     if not overwrite and output.exists():
         raise FileExistsError(f"{output} exists (pass overwrite=True to replace it)")
     if encrypting:
-        plan = _parts.plan_encrypt(
-            os.stat(source).st_size, format=format, context=context, salts=salts, **secret
-        )
+        plan = _parts.plan_encrypt(source, format=format, context=context, salts=salts, **secret)
     else:
         plan = _parts.plan_decrypt(source, format=format, context=context, **secret)
     tmp = _temporary(output)
@@ -405,8 +415,9 @@ def encrypt_large(
     salts: tuple[bytes, bytes] | None = None,
 ) -> LargeReport:
     """Encrypts one file into ``dst`` with ``chunks_per_task`` chunks (16 KiB each) per task,
-    byte for byte as ``parcrypt encrypt`` would. ``dst`` appears only when every task
-    succeeded; on failure the temporary output is removed and :class:`DaskJobError` raised.
+    byte for byte as ``parcrypt encrypt`` would. ``dst`` (mode 0600) appears only when every
+    task succeeded; on failure (a changed input among them) the temporary output is removed
+    and :class:`DaskJobError` raised. ``src`` must not change until the call returns.
     ``salts`` fixes the salts for reproducible comparisons only (never reuse one)."""
     return _large(True, src, dst, key, passphrase, client, chunks_per_task, overwrite, backend, threads, format, context, salts)
 
@@ -426,7 +437,9 @@ def decrypt_large(
     context: Any = None,
 ) -> LargeReport:
     """Decrypts one encrypted file into ``dst``, chunk ranges in parallel tasks; ``dst``
-    appears only when every chunk authenticated (else :class:`DaskJobError`, no output)."""
+    (mode 0600) appears only when every chunk, the final one included, authenticated (else
+    :class:`DaskJobError`, no output; a cut or extended file raises ``parcrypt.InvalidTag``
+    while it is planned, before anything is created)."""
     return _large(False, src, dst, key, passphrase, client, chunks_per_task, overwrite, backend, threads, format, context, None)
 
 
@@ -447,7 +460,8 @@ def decrypt_range(
     """Plaintext bytes ``start..end`` (clamped to the message) of the encrypted file ``src``,
     in pieces of ``bytes_per_task`` (rounded to whole chunks) decrypted by separate tasks and
     joined here: the result comes back through the client, so keep ranges to what fits in
-    its memory."""
+    its memory. The file's length is authenticated when it is planned, and again by the
+    piece that reaches the end: a cut file raises ``parcrypt.InvalidTag``."""
     client = _client(client)
     plan = _parts.plan_decrypt(
         Path(src).resolve(), format=format, context=context, **_secret(key, passphrase)

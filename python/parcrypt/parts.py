@@ -12,11 +12,30 @@ coordinator. The part keys open and forge this message only, but they do open it
 over encrypted channels only (TLS for a Dask cluster), and note that Python cannot wipe a
 ``bytes`` object, so every process that received one holds a copy until it is collected.
 
+Safe as the single-machine paths are:
+
+- **Truncation is refused.** A file's size only claims a length until its final chunk (the
+  short one) authenticates at its index. :func:`plan_decrypt` opens it before it reports a
+  length, and a part or read that reaches the message's end opens it again, so a file cut at
+  a chunk boundary (with or without junk after the cut), extended, or missing its empty final
+  chunk raises ``parcrypt.InvalidTag`` instead of decrypting short.
+- **Outputs are private.** :func:`prepare_sealed`, :func:`prepare_plain` and
+  :func:`encrypt_with_salts` create new files only (an existing path raises
+  ``FileExistsError``) with mode 0600 whatever the umask; :func:`seal_file` and
+  :func:`open_file` write files with no name, of mode 0600, until they are complete.
+- **The input must not change during a job.** A plan fixes the message's keys and nonces, so
+  sealing other bytes under it (a task retried after the file changed) would encrypt two
+  plaintexts under one (key, nonce). :func:`plan_encrypt` records the source's identity
+  (device, inode, size, modification and change times in nanoseconds), and :func:`seal` and
+  :func:`seal_file` raise ``OSError`` before and after sealing when the file is no longer
+  that one or was written since. This rests on the file system's timestamps: a write within
+  one timestamp tick of the plan may go unseen.
+
 >>> import os, tempfile, parcrypt.parts as parts
 >>> folder = tempfile.mkdtemp()
 >>> src, dst = os.path.join(folder, "p"), os.path.join(folder, "s")
 >>> _ = open(src, "wb").write(b"x" * 100_000)
->>> plan = parts.plan_encrypt(100_000, key=bytes(16))
+>>> plan = parts.plan_encrypt(src, key=bytes(16))
 >>> parts.prepare_sealed(dst, plan)
 >>> for first, end in plan.ranges(chunks_per_part=2):
 ...     _ = parts.seal(plan, first, end, src, dst)
@@ -39,6 +58,7 @@ __all__ = [
     "plan_decrypt",
     "prepare_sealed",
     "prepare_plain",
+    "SourceIdentity",
     "seal",
     "open_part",
     "read",
@@ -53,6 +73,11 @@ CHUNK_BYTES = 16 * 1024
 
 PathLike = str | os.PathLike[str]
 
+#: A plaintext file as it was planned: ``(device, inode, size, mtime_ns, ctime_ns, machine)``,
+#: ``machine`` being the planning machine's boot id (0 where it has none). On another
+#: machine the device is not compared, since it numbers a shared file system differently.
+SourceIdentity = tuple[int, int, int, int, int, int]
+
 
 @dataclass(frozen=True)
 class PartPlan:
@@ -64,6 +89,9 @@ class PartPlan:
     part_keys: bytes = field(repr=False)
     #: The bytes before chunk 0 (for a new file; empty for a plan read from a file).
     envelope: bytes = field(default=b"", repr=False)
+    #: The identity of the plaintext file (for a new file; ``None`` for a plan read from a
+    #: file): every seal refuses a source that is no longer this file, unwritten since.
+    source: SourceIdentity | None = None
 
     def ranges(self, chunks_per_part: int) -> list[tuple[int, int]]:
         """Chunk ranges ``(first, end)`` of ``chunks_per_part`` chunks covering the message."""
@@ -81,7 +109,7 @@ class PartPlan:
 
 
 def plan_encrypt(
-    plaintext_bytes: int,
+    src: PathLike,
     *,
     key: Any = None,
     passphrase: Any = None,
@@ -89,13 +117,15 @@ def plan_encrypt(
     context: Any = None,
     salts: tuple[bytes, bytes] | None = None,
 ) -> PartPlan:
-    """Plans a new encrypted file of ``plaintext_bytes`` under a key (16 or 32 bytes, or
-    hex) or a passphrase (argon2id runs here, once). ``salts`` (Cobblestone's 24 bytes,
-    argon2id's 16) are for reproducible comparisons only: never reuse a salt under a key."""
-    envelope, part_keys = _parcrypt.parts_plan_encrypt(
-        plaintext_bytes, key=key, passphrase=passphrase, format=format, context=context, salts=salts
+    """Plans the encryption of the plaintext file ``src`` (its size, and its identity, which
+    every seal checks: the file must not change until the job is done) under a key (16 or
+    32 bytes, or hex) or a passphrase (argon2id runs here, once). ``salts`` (Cobblestone's
+    24 bytes, argon2id's 16) are for reproducible comparisons only: never reuse a salt under
+    a key."""
+    envelope, part_keys, plaintext_bytes, source = _parcrypt.parts_plan_encrypt(
+        os.fspath(src), key=key, passphrase=passphrase, format=format, context=context, salts=salts
     )
-    return PartPlan(len(envelope), plaintext_bytes, part_keys, envelope)
+    return PartPlan(len(envelope), plaintext_bytes, part_keys, envelope, source)
 
 
 def plan_decrypt(
@@ -107,7 +137,9 @@ def plan_decrypt(
     context: Any = None,
 ) -> PartPlan:
     """Reads and unlocks the envelope of the encrypted file ``path`` (the key commitment is
-    checked here: a wrong key raises ``parcrypt.InvalidTag``) and measures the message."""
+    checked here: a wrong key raises ``parcrypt.InvalidTag``), measures the message and
+    authenticates its length (the final chunk): a cut or extended file raises
+    ``parcrypt.InvalidTag`` here."""
     envelope_bytes, plaintext_bytes, part_keys = _parcrypt.parts_plan_decrypt(
         os.fspath(path), key=key, passphrase=passphrase, format=format, context=context
     )
@@ -115,17 +147,24 @@ def plan_decrypt(
 
 
 def prepare_sealed(path: PathLike, plan: PartPlan) -> None:
-    """Creates (or empties) ``path`` with the envelope at its start and the encrypted
-    file's final length, for :func:`seal` to fill."""
+    """Creates ``path`` (a new file of mode 0600: an existing one raises
+    ``FileExistsError``) with the envelope at its start and the encrypted file's final
+    length, for :func:`seal` to fill."""
     if len(plan.envelope) != plan.envelope_bytes:
         raise ValueError("this plan has no envelope: make it with plan_encrypt")
     _parcrypt.parts_prepare_sealed(os.fspath(path), plan.envelope, plan.plaintext_bytes)
 
 
 def prepare_plain(path: PathLike, plan: PartPlan) -> None:
-    """Creates (or empties) ``path`` with the plaintext's length, for :func:`open_part`."""
-    with open(path, "wb") as output:
-        output.truncate(plan.plaintext_bytes)
+    """Creates ``path`` (a new file of mode 0600: an existing one raises
+    ``FileExistsError``) with the plaintext's length, for :func:`open_part`."""
+    _parcrypt.parts_prepare_plain(os.fspath(path), plan.plaintext_bytes)
+
+
+def _source(plan: PartPlan) -> SourceIdentity:
+    if plan.source is None:
+        raise ValueError("this plan has no source identity: make it with plan_encrypt")
+    return plan.source
 
 
 def seal(
@@ -139,9 +178,10 @@ def seal(
     threads: int | None = None,
 ) -> int:
     """Seals chunks ``first..end`` of the plaintext file ``src`` into ``dst`` at their
-    offsets (memory: three batches); returns the plaintext bytes sealed."""
+    offsets (memory: three batches); returns the plaintext bytes sealed. Raises ``OSError``,
+    before or after sealing, when ``src`` is not the planned file unwritten since."""
     return _parcrypt.parts_seal(
-        plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes, first, end,
+        plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes, _source(plan), first, end,
         os.fspath(src), os.fspath(dst), backend=backend, threads=threads,
     )
 
@@ -157,7 +197,8 @@ def open_part(
     threads: int | None = None,
 ) -> int:
     """Opens chunks ``first..end`` of the encrypted file ``src`` into ``dst`` at their
-    plaintext offsets, each chunk authenticated before it is written; returns the bytes."""
+    plaintext offsets, each chunk authenticated before it is written (and the final chunk
+    first when the range holds it); returns the bytes."""
     return _parcrypt.parts_open(
         plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes, first, end,
         os.fspath(src), os.fspath(dst), backend=backend, threads=threads,
@@ -174,7 +215,8 @@ def read(
     threads: int | None = None,
 ) -> bytes:
     """Plaintext bytes ``start..end`` (clamped to the message) of the encrypted file
-    ``src``, reading and authenticating only the chunks that hold them."""
+    ``src``, reading and authenticating only the chunks that hold them, and the final chunk
+    too when the range reaches the message's end."""
     return _parcrypt.parts_read(
         plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes, start, end,
         os.fspath(src), backend=backend, threads=threads,
@@ -191,9 +233,10 @@ def encrypt_with_salts(
     format: str = "parcrypt",
     context: Any = None,
 ) -> int:
-    """Encrypts ``src`` into ``dst`` on this machine through ``parcrypt encrypt``'s own
-    streaming pipeline, with fixed salts: the reference that distributed encryption is
-    compared with byte for byte. Never reuse a salt under a key; for tests only."""
+    """Encrypts ``src`` into ``dst`` (a new file of mode 0600) on this machine through
+    ``parcrypt encrypt``'s own streaming pipeline, with fixed salts: the reference that
+    distributed encryption is compared with byte for byte. Never reuse a salt under a key;
+    for tests only."""
     return _parcrypt.parts_encrypt_with_salts(
         os.fspath(src), os.fspath(dst), salts, key=key, passphrase=passphrase, format=format,
         context=context,
@@ -211,11 +254,14 @@ def seal_file(
 ) -> int:
     """Seals the whole file ``src`` into ``dst`` (one worker, one file) from ``plan``
     (:func:`plan_encrypt`); ``dst`` appears only once complete: until then it is a file with
-    no name, so a killed worker leaves nothing. Returns the plaintext bytes."""
+    no name (mode 0600), so a killed worker leaves nothing. Raises ``OSError``, leaving no
+    ``dst``, when ``src`` is not the planned file unwritten since. Returns the plaintext
+    bytes."""
     if len(plan.envelope) != plan.envelope_bytes:
         raise ValueError("this plan has no envelope: make it with plan_encrypt")
     return _parcrypt.parts_seal_file(
-        plan.part_keys, plan.envelope, plan.plaintext_bytes, os.fspath(src), os.fspath(dst),
+        plan.part_keys, plan.envelope, plan.plaintext_bytes, _source(plan), os.fspath(src),
+        os.fspath(dst),
         overwrite=overwrite, backend=backend, threads=threads,
     )
 
@@ -230,7 +276,8 @@ def open_file(
     threads: int | None = None,
 ) -> int:
     """Opens the whole encrypted file ``src`` into ``dst`` from ``plan``
-    (:func:`plan_decrypt`); ``dst`` appears only once every chunk authenticated."""
+    (:func:`plan_decrypt`); ``dst`` (mode 0600) appears only once every chunk, the final one
+    included, authenticated."""
     return _parcrypt.parts_open_file(
         plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes, os.fspath(src), os.fspath(dst),
         overwrite=overwrite, backend=backend, threads=threads,

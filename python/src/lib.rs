@@ -146,6 +146,7 @@ fn _parcrypt(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(parts::parts_plan_decrypt, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_layout, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_prepare_sealed, module)?)?;
+    module.add_function(wrap_pyfunction!(parts::parts_prepare_plain, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_seal, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_open, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_read, module)?)?;

@@ -6,13 +6,21 @@
 //! integers, the message's chunk keys as a `bytes` object (`PartKeys::to_bytes`: the AEAD
 //! key, base nonce and commitment of this one message, never the passphrase or input key).
 //! Those bytes are secret: Python cannot wipe a `bytes` object, so a copy lives until the
-//! garbage collector frees it, in every process it was sent to.
+//! garbage collector frees it, in every process it was sent to. A plan to seal also carries
+//! its source's identity as six integers (`SourceIdentity`: device, inode, size,
+//! modification and change times in ns, boot id), which every seal checks.
+//!
+//! As in the library, a decryption plan authenticates the message's length (the final
+//! chunk) before reporting it, and the files these functions create are new (exclusive)
+//! and of mode 0600.
 
 use std::fs::{File, OpenOptions};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use parcrypt::engine::Backend;
 use parcrypt::format::parts::{
-    self, prepare_sealed_output, DecryptPlan, EncryptPlan, Layout, PartKeys,
+    self, create_output, prepare_plain_output, prepare_sealed_output, DecryptPlan, EncryptPlan,
+    Layout, PartKeys, SourceIdentity,
 };
 use parcrypt::format::{Encryptor, KdfLimits, Salts, Setup, StreamOptions};
 use pyo3::exceptions::PyValueError;
@@ -32,20 +40,65 @@ fn io_error(error: std::io::Error) -> PyErr {
     errors::format(parcrypt::format::FormatError::Read(error))
 }
 
-/// Plans a new file of `plaintext_bytes`: returns `(envelope, part_keys)`, the bytes before
-/// chunk 0 and the message's chunk keys. `salts` (Cobblestone's 24 bytes, argon2id's 16)
-/// fixes the salts for reproducible comparisons only: a salt must never repeat under a key.
+/// A source identity as Python holds it: `(device, inode, size, mtime_ns, ctime_ns,
+/// machine)`.
+pub type SourceTuple = (u64, u64, u64, i64, i64, u128);
+
+fn source_tuple(source: &SourceIdentity) -> SourceTuple {
+    (
+        source.device,
+        source.inode,
+        source.size,
+        source.modified_ns,
+        source.changed_ns,
+        source.machine,
+    )
+}
+
+fn source_identity(tuple: SourceTuple) -> SourceIdentity {
+    let (device, inode, size, modified_ns, changed_ns, machine) = tuple;
+    SourceIdentity {
+        device,
+        inode,
+        size,
+        modified_ns,
+        changed_ns,
+        machine,
+    }
+}
+
+/// Creates `path` (new, mode 0600), lets `prepare` fill it, and removes it again when that
+/// fails, so that a failed preparation leaves nothing.
+fn create_prepared(
+    path: &Path,
+    prepare: impl FnOnce(&File) -> Result<(), parcrypt::format::FormatError>,
+) -> Result<File, parcrypt::format::FormatError> {
+    let output = create_output(path)?;
+    if let Err(error) = prepare(&output) {
+        drop(output);
+        let _ = std::fs::remove_file(path);
+        return Err(error);
+    }
+    Ok(output)
+}
+
+/// Plans the encryption of the plaintext file `src`: returns `(envelope, part_keys,
+/// plaintext_bytes, source)`, the bytes before chunk 0, the message's chunk keys, the file's
+/// size and its identity, which every seal checks (the file must not change during the
+/// job). `salts` (Cobblestone's 24 bytes, argon2id's 16) fixes the salts for reproducible
+/// comparisons only: a salt must never repeat under a key.
 #[pyfunction]
-#[pyo3(signature = (plaintext_bytes, *, key=None, passphrase=None, format="parcrypt", context=None, salts=None))]
+#[pyo3(signature = (src, *, key=None, passphrase=None, format="parcrypt", context=None, salts=None))]
+#[allow(clippy::type_complexity)]
 pub fn parts_plan_encrypt<'py>(
     py: Python<'py>,
-    plaintext_bytes: u64,
+    src: PathBuf,
     key: Option<&Bound<'py, PyAny>>,
     passphrase: Option<&Bound<'py, PyAny>>,
     format: &str,
     context: Option<&Bound<'py, PyAny>>,
     salts: Option<(Vec<u8>, Vec<u8>)>,
-) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, u64, SourceTuple)> {
     let secrets = Secrets::get(key, passphrase)?;
     let context = context.map(Input::get).transpose()?;
     let setup = Setup {
@@ -65,23 +118,25 @@ pub fn parts_plan_encrypt<'py>(
                 .map_err(|_| PyValueError::new_err("the argon2id salt is 16 bytes"))?,
         }),
     };
+    let input = File::open(&src).map_err(io_error)?;
     let plan = py
         .detach(|| match salts {
-            Some(salts) => {
-                EncryptPlan::with_salts(&setup, secrets.secret(), salts, plaintext_bytes)
-            }
-            None => EncryptPlan::new(&setup, secrets.secret(), plaintext_bytes),
+            Some(salts) => EncryptPlan::with_salts(&setup, secrets.secret(), salts, &input),
+            None => EncryptPlan::new(&setup, secrets.secret(), &input),
         })
         .map_err(errors::format)?;
     Ok((
         PyBytes::new(py, &plan.envelope_bytes()),
         PyBytes::new(py, &plan.keys().to_bytes()),
+        plan.layout().plaintext_bytes,
+        source_tuple(plan.source()),
     ))
 }
 
 /// Reads and unlocks the envelope of the encrypted file `path` (a passphrase is stretched
-/// here, within the default argon2id budget) and measures it: returns
-/// `(envelope_bytes, plaintext_bytes, part_keys)`.
+/// here, within the default argon2id budget), measures it and authenticates the length
+/// (its final chunk, opened on one CPU thread): returns `(envelope_bytes, plaintext_bytes,
+/// part_keys)`. A cut or extended file is refused here.
 #[pyfunction]
 #[pyo3(signature = (path, *, key=None, passphrase=None, format="parcrypt", context=None))]
 pub fn parts_plan_decrypt<'py>(
@@ -96,9 +151,12 @@ pub fn parts_plan_decrypt<'py>(
     let context = context.map(Input::get).transpose()?;
     let format = parse_format(format)?;
     let input = File::open(&path).map_err(io_error)?;
+    // One chunk to open: the sequential CPU path, never a GPU started for it.
+    let runtime = runtime::runtime_for(Backend::Seq, None)?;
     let plan = py
         .detach(|| {
             DecryptPlan::new(
+                runtime.batcher.as_ref(),
                 format,
                 secrets.secret(),
                 context.as_ref().map_or(&[][..], Input::bytes),
@@ -136,8 +194,8 @@ pub fn parts_layout(
     Ok((ranges, total))
 }
 
-/// Creates (or empties) `path`, writes `envelope` at its start and gives it the encrypted
-/// file's final length.
+/// Creates `path` (a new file, mode 0600: an existing one is refused), writes `envelope` at
+/// its start and gives it the encrypted file's final length.
 #[pyfunction]
 pub fn parts_prepare_sealed(
     py: Python<'_>,
@@ -150,22 +208,45 @@ pub fn parts_prepare_sealed(
         plaintext_bytes,
     };
     py.detach(|| {
-        let output = File::create(&path).map_err(parcrypt::format::FormatError::Write)?;
-        prepare_sealed_output(&output, &envelope, &layout)
+        create_prepared(&path, |output| {
+            prepare_sealed_output(output, &envelope, &layout)
+        })
+        .map(drop)
+    })
+    .map_err(errors::format)
+}
+
+/// Creates `path` (a new file, mode 0600: an existing one is refused) with the plaintext's
+/// length, for the parts to be opened into.
+#[pyfunction]
+pub fn parts_prepare_plain(py: Python<'_>, path: PathBuf, plaintext_bytes: u64) -> PyResult<()> {
+    py.detach(|| {
+        create_prepared(&path, |output| {
+            // The envelope does not matter to the plaintext's side.
+            let layout = Layout {
+                envelope_bytes: 0,
+                plaintext_bytes,
+            };
+            prepare_plain_output(output, &layout)
+        })
+        .map(drop)
     })
     .map_err(errors::format)
 }
 
 /// Seals chunks `first..end` of the plaintext file `src` into `dst` (made by
-/// `parts_prepare_sealed`) at their offsets; returns the plaintext bytes sealed.
+/// `parts_prepare_sealed`) at their offsets; returns the plaintext bytes sealed. `src` must
+/// still be the file `source` identifies, unwritten since the plan (checked before and
+/// after sealing).
 #[pyfunction]
-#[pyo3(signature = (part_keys, envelope_bytes, plaintext_bytes, first, end, src, dst, *, backend="auto", threads=None))]
+#[pyo3(signature = (part_keys, envelope_bytes, plaintext_bytes, source, first, end, src, dst, *, backend="auto", threads=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn parts_seal(
     py: Python<'_>,
     part_keys: &[u8],
     envelope_bytes: u64,
     plaintext_bytes: u64,
+    source: SourceTuple,
     first: u64,
     end: u64,
     src: PathBuf,
@@ -189,6 +270,7 @@ pub fn parts_seal(
             runtime.batcher.as_ref(),
             &keys,
             &layout,
+            &source_identity(source),
             first..end,
             &input,
             &output,
@@ -242,7 +324,8 @@ pub fn parts_open(
 }
 
 /// Decrypts plaintext bytes `start..end` (clamped to the message) of the encrypted file
-/// `src` and returns them; only the chunks holding them are read, each authenticated.
+/// `src` and returns them; only the chunks holding them are read, each authenticated, and
+/// the final chunk too when the range reaches the message's end.
 #[pyfunction]
 #[pyo3(signature = (part_keys, envelope_bytes, plaintext_bytes, start, end, src, *, backend="auto", threads=None))]
 #[allow(clippy::too_many_arguments)]
@@ -321,35 +404,36 @@ pub fn parts_encrypt_with_salts(
     };
     let runtime = runtime::runtime(backend, threads)?;
     let mut input = File::open(&src).map_err(io_error)?;
-    let mut output = std::io::BufWriter::new(
-        File::create(&dst)
-            .map_err(parcrypt::format::FormatError::Write)
-            .map_err(errors::format)?,
-    );
     py.detach(|| {
-        let done = Encryptor::with_salts(&setup, secrets.secret(), salts)?.encrypt_stream(
-            runtime.batcher.as_ref(),
-            &mut input,
-            &mut output,
-            &StreamOptions::default(),
-        )?;
-        std::io::Write::flush(&mut output).map_err(parcrypt::format::FormatError::Write)?;
+        let mut done = 0;
+        create_prepared(&dst, |output| {
+            let mut output = std::io::BufWriter::new(output);
+            done = Encryptor::with_salts(&setup, secrets.secret(), salts)?.encrypt_stream(
+                runtime.batcher.as_ref(),
+                &mut input,
+                &mut output,
+                &StreamOptions::default(),
+            )?;
+            std::io::Write::flush(&mut output).map_err(parcrypt::format::FormatError::Write)
+        })?;
         Ok(done)
     })
     .map_err(errors::format)
 }
 
 /// Seals the whole plaintext file `src` into `dst` (one worker, one file) from a plan made
-/// elsewhere; `dst` appears only once complete (a file with no name until then, so a killed
-/// worker leaves nothing). Returns the plaintext bytes.
+/// elsewhere; `dst` appears only once complete (a file with no name and mode 0600 until
+/// then, so a killed worker leaves nothing). `src` must still be the file `source`
+/// identifies, unwritten since the plan. Returns the plaintext bytes.
 #[pyfunction]
-#[pyo3(signature = (part_keys, envelope, plaintext_bytes, src, dst, *, overwrite=false, backend="auto", threads=None))]
+#[pyo3(signature = (part_keys, envelope, plaintext_bytes, source, src, dst, *, overwrite=false, backend="auto", threads=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn parts_seal_file(
     py: Python<'_>,
     part_keys: &[u8],
     envelope: Vec<u8>,
     plaintext_bytes: u64,
+    source: SourceTuple,
     src: PathBuf,
     dst: PathBuf,
     overwrite: bool,
@@ -368,6 +452,7 @@ pub fn parts_seal_file(
             &keys,
             &envelope,
             &layout,
+            &source_identity(source),
             &src,
             &dst,
             overwrite,

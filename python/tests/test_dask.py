@@ -9,6 +9,7 @@ import os
 import random
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 import time
@@ -274,3 +275,104 @@ def test_tls_cluster_round_trip(big_dir: Path) -> None:
         pdask.encrypt_large(big, big_dir / "t2.large", key=key, client=client, chunks_per_task=32)
         pdask.decrypt_large(big_dir / "t2.large", big_dir / "t2.back", key=key, client=client, chunks_per_task=32)
         assert (big_dir / "t2.back").read_bytes() == big.read_bytes()
+
+
+def test_a_cut_file_is_refused_and_nothing_is_published(client: Client, big_dir: Path) -> None:
+    """Issue 31 finding 1: a file cut at a chunk boundary plus 16 junk bytes (a fake empty
+    final chunk) was published short by ``decrypt_large`` and returned short by
+    ``decrypt_range``, with no error. Now the client authenticates the length when it plans:
+    every job over such a file raises and leaves no output and no temporary file."""
+    source = big_dir / "cut.bin"
+    _random_file(source, 3 * MIB + 5, 31)
+    sealed = big_dir / "cut.bin.parcrypt"
+    key = os.urandom(16)
+    pdask.encrypt_large(source, sealed, key=key, client=client, chunks_per_task=16)
+    envelope = parts.plan_decrypt(sealed, key=key).envelope_bytes
+    data = sealed.read_bytes()
+    chunk = parts.CHUNK_BYTES + 16
+    cuts = {
+        "cut after 100 chunks, 16 junk bytes": data[: envelope + 100 * chunk] + bytes(16),
+        "cut after the last whole chunk, 16 junk bytes": data[: envelope + (3 * MIB // parts.CHUNK_BYTES) * chunk] + b"\x01" * 16,
+        "16 junk bytes appended": data + bytes(16),
+    }
+    for name, cut in cuts.items():
+        sealed.write_bytes(cut)
+        opened = big_dir / "opened.bin"
+        with pytest.raises(parcrypt.InvalidTag):
+            pdask.decrypt_large(sealed, opened, key=key, client=client, chunks_per_task=16)
+        assert not opened.exists() and _leftovers(big_dir) == [], name
+        with pytest.raises(parcrypt.InvalidTag):
+            pdask.decrypt_range(sealed, 0, 4 * MIB, key=key, client=client, bytes_per_task=MIB)
+        (big_dir / "many").mkdir(exist_ok=True)
+        reports = pdask.decrypt_files([sealed], big_dir / "many", key=key, client=client)
+        assert not reports[0].ok and "damaged" in (reports[0].error or ""), reports[0]
+        assert os.listdir(big_dir / "many") == [], name
+
+
+def test_outputs_are_0600_under_umask_022(client: Client, big_dir: Path) -> None:
+    """Issue 31 finding 4: ``encrypt_large``/``decrypt_large`` created their temporary and
+    final files 0644 under umask 022 (``decrypt_file`` makes 0600). Now every output of a
+    job, temporary (it becomes the final file by a link) or final, is 0600."""
+    previous = os.umask(0o022)
+    try:
+        source = big_dir / "mode.bin"
+        _random_file(source, 2 * MIB + 3, 44)
+        key = os.urandom(16)
+        sealed, opened = big_dir / "mode.parcrypt", big_dir / "mode.out"
+        pdask.encrypt_large(source, sealed, key=key, client=client, chunks_per_task=32)
+        pdask.decrypt_large(sealed, opened, key=key, client=client, chunks_per_task=32)
+        many = big_dir / "many"
+        many.mkdir()
+        assert all(r.ok for r in pdask.encrypt_files([source], many, key=key, client=client))
+        back = big_dir / "back"
+        back.mkdir()
+        assert all(r.ok for r in pdask.decrypt_files([many / "mode.bin.parcrypt"], back, key=key, client=client))
+        for path in (sealed, opened, many / "mode.bin.parcrypt", back / "mode.bin"):
+            assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
+        assert opened.read_bytes() == source.read_bytes()
+    finally:
+        os.umask(previous)
+
+
+def test_a_source_changed_during_the_job_is_never_sealed(client: Client, big_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31 finding 5: tasks checked only the input's size, so an input rewritten with
+    other bytes of the same length between the plan and the tasks (or before a retry) was
+    sealed under the plan's keys and nonces. Now the plan carries the input's identity and
+    the tasks refuse; nothing is published."""
+    source = big_dir / "moving.bin"
+    _random_file(source, 2 * MIB + 1, 55)
+
+    def rewrite() -> None:
+        data = source.read_bytes()
+        source.write_bytes(bytes(byte ^ 0x55 for byte in data))
+        later = time.time() + 9
+        os.utime(source, (later, later))
+
+    # encrypt_large: the input changes after the plan, while the output is being prepared.
+    prepare_sealed = parts.prepare_sealed
+
+    def prepare_then_rewrite(path: object, plan: parts.PartPlan) -> None:
+        prepare_sealed(path, plan)  # type: ignore[arg-type]
+        rewrite()
+
+    monkeypatch.setattr(pdask._parts, "prepare_sealed", prepare_then_rewrite)
+    sealed = big_dir / "moving.parcrypt"
+    with pytest.raises(pdask.DaskJobError, match="changed"):
+        pdask.encrypt_large(source, sealed, key=os.urandom(16), client=client, chunks_per_task=16)
+    assert not sealed.exists() and _leftovers(big_dir) == []
+    monkeypatch.undo()
+
+    # encrypt_files: the input changes after its plan, before its task runs.
+    plan_encrypt = parts.plan_encrypt
+
+    def plan_then_rewrite(src: object, **options: object) -> parts.PartPlan:
+        plan = plan_encrypt(src, **options)  # type: ignore[arg-type]
+        rewrite()
+        return plan
+
+    monkeypatch.setattr(pdask._parts, "plan_encrypt", plan_then_rewrite)
+    out = big_dir / "out"
+    out.mkdir()
+    reports = pdask.encrypt_files([source], out, key=os.urandom(16), client=client)
+    assert not reports[0].ok and "changed" in (reports[0].error or ""), reports[0]
+    assert os.listdir(out) == []

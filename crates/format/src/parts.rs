@@ -7,18 +7,20 @@
 //! plaintext bytes `k * 16 KiB ..`. So:
 //!
 //! 1. A coordinator plans the file once ([`EncryptPlan`]: the envelope, the keys, the final
-//!    size; or [`DecryptPlan`], which reads and unlocks an existing file's envelope). A
-//!    passphrase is stretched (argon2id) here, once per file.
-//! 2. It makes the output ([`EncryptPlan::prepare_output`]: the envelope at offset 0 and
-//!    the file's final length; [`DecryptPlan::prepare_output`]: the plaintext's length),
-//!    under a temporary name.
+//!    size and the source's [`SourceIdentity`]; or [`DecryptPlan`], which reads and unlocks
+//!    an existing file's envelope and authenticates its length). A passphrase is stretched
+//!    (argon2id) here, once per file.
+//! 2. It makes the output ([`create_output`], then [`EncryptPlan::prepare_output`]: the
+//!    envelope at offset 0 and the file's final length; [`DecryptPlan::prepare_output`]:
+//!    the plaintext's length), under a temporary name.
 //! 3. Workers each get the [`Layout`] (two integers), a chunk range from
-//!    [`Layout::parts`], and the [`PartKeys`] as bytes ([`PartKeys::to_bytes`]), and call
-//!    [`seal_part`] or [`open_part`], which read and write at their parts' offsets only,
-//!    through the same three-stage pipeline and batcher as streaming (all cores, or a GPU),
-//!    in bounded memory (three batches). Sealed chunks are written with `FileExt::write_at`;
-//!    the plaintext side goes through its handle's cursor (one `readv`/`writev` per batch
-//!    rather than a call per chunk), so each concurrent call needs handles of its own.
+//!    [`Layout::parts`], the [`PartKeys`] as bytes ([`PartKeys::to_bytes`]) and, to seal,
+//!    the [`SourceIdentity`] (six integers), and call [`seal_part`] or [`open_part`], which
+//!    read and write at their parts' offsets only, through the same three-stage pipeline
+//!    and batcher as streaming (all cores, or a GPU), in bounded memory (three batches).
+//!    Sealed chunks are written with `FileExt::write_at`; the plaintext side goes through
+//!    its handle's cursor (one `readv`/`writev` per batch rather than a call per chunk), so
+//!    each concurrent call needs handles of its own.
 //! 4. When every part succeeded, the coordinator renames the output into place.
 //!
 //! What a worker receives is [`PartKeys`]: this message's AEAD key and base nonce (and its
@@ -26,9 +28,31 @@
 //! forge this one message only, not other files sealed under the same key or passphrase;
 //! send them over an encrypted channel all the same.
 //!
+//! Safe by construction, as the single-machine paths are:
+//!
+//! - **No silent truncation.** A file's size only claims a length until the final chunk (the
+//!   short one) authenticates at its index: [`DecryptPlan::new`] opens it before it reports
+//!   a length, and a part or span that reaches the message's end ([`open_part`],
+//!   [`open_span`]) opens it again, so a file cut at a chunk boundary (with or without junk
+//!   after the cut), extended, or missing its empty final chunk is refused with nothing of
+//!   the missing end taken for the message's end.
+//! - **Private outputs.** [`create_output`] makes a job's files exclusively (never an
+//!   existing file or a link in its place) with mode 0600 whatever the umask, as
+//!   [`crate::file`]'s outputs are.
+//! - **The input must not change during a job.** A plan fixes the message's keys and
+//!   nonces, so sealing other bytes under it (a task retried after the file changed) would
+//!   encrypt two plaintexts under one (key, nonce). [`EncryptPlan`] records the source's
+//!   [`SourceIdentity`] (device, inode, size, modification and status-change times in
+//!   nanoseconds), and [`seal_part`] and [`seal_file`] refuse, before and after sealing, a
+//!   source that is no longer that file or was written since. Detection rests on the file
+//!   system's timestamps: a writer that restores both times (only the kernel sets the
+//!   status-change time) or writes within one timestamp tick of the plan is not seen.
+//!
 //! ```
 //! use std::fs::OpenOptions;
-//! use parcrypt_format::parts::{open_part, seal_part, DecryptPlan, EncryptPlan, PartKeys};
+//! use parcrypt_format::parts::{
+//!     create_output, open_part, seal_part, DecryptPlan, EncryptPlan, PartKeys,
+//! };
 //! use parcrypt_format::{CpuChunks, Format, KdfLimits, Secret, Setup};
 //! use parcrypt_engine::{Backend, Engine};
 //!
@@ -41,18 +65,20 @@
 //! let key = [1u8; 16];
 //!
 //! // The coordinator.
-//! let plan = EncryptPlan::new(&Setup::default(), Secret::Key(&key), 100_000)?;
-//! plan.prepare_output(&std::fs::File::create(&sealed)?)?;
-//! let (layout, wire) = (plan.layout(), plan.keys().to_bytes());
+//! let plan = EncryptPlan::new(&Setup::default(), Secret::Key(&key), &std::fs::File::open(&plain)?)?;
+//! plan.prepare_output(&create_output(&sealed)?)?;
+//! let (layout, source, wire) = (plan.layout(), *plan.source(), plan.keys().to_bytes());
 //! // Each worker (here, in turn), two chunks at a time.
 //! for chunks in layout.parts(2) {
 //!     let keys = PartKeys::from_bytes(&wire)?;
 //!     let output = OpenOptions::new().write(true).open(&sealed)?;
-//!     seal_part(&batcher, &keys, &layout, chunks, &std::fs::File::open(&plain)?, &output, &Default::default())?;
+//!     let input = std::fs::File::open(&plain)?;
+//!     seal_part(&batcher, &keys, &layout, &source, chunks, &input, &output, &Default::default())?;
 //! }
 //! let plan = DecryptPlan::new(
-//!     Format::Parcrypt, Secret::Key(&key), b"", &KdfLimits::DEFAULT, &std::fs::File::open(&sealed)?)?;
-//! plan.prepare_output(&std::fs::File::create(&opened)?)?;
+//!     &batcher, Format::Parcrypt, Secret::Key(&key), b"", &KdfLimits::DEFAULT,
+//!     &std::fs::File::open(&sealed)?)?;
+//! plan.prepare_output(&create_output(&opened)?)?;
 //! for chunks in plan.layout().parts(3) {
 //!     let output = OpenOptions::new().write(true).open(&opened)?;
 //!     open_part(&batcher, plan.keys(), &plan.layout(), chunks, &std::fs::File::open(&sealed)?, &output, &Default::default())?;
@@ -61,11 +87,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::fs::File;
+use std::fs::{self, File, Metadata, OpenOptions, Permissions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
+use std::sync::OnceLock;
 
 use zeroize::Zeroizing;
 
@@ -78,7 +105,7 @@ use crate::error::FormatError;
 use crate::file::{open_input, OutputPlan};
 use crate::header::KdfLimits;
 use crate::message::{Envelope, Format, Salts, Secret, Setup};
-use crate::range::{Bound, ByteRange};
+use crate::range::{authenticate_length, Bound, ByteRange};
 use crate::stream::{
     decrypt_chunks, encrypt_chunks, run_pipeline, Emit, Fill, Step, StreamOptions,
 };
@@ -107,9 +134,11 @@ impl Layout {
         Ok(self.geometry()?.chunks)
     }
 
-    /// Bytes of the whole encrypted file.
+    /// Bytes of the whole encrypted file (refused when no file can be that long).
     pub fn sealed_file_bytes(&self) -> Result<u64, FormatError> {
-        Ok(self.envelope_bytes + self.geometry()?.sealed_bytes())
+        self.envelope_bytes
+            .checked_add(self.geometry()?.sealed_bytes())
+            .ok_or(FormatError::TooLong)
     }
 
     /// The chunk ranges of `chunks_per_part` chunks (at least 1) that cover the message, in
@@ -135,6 +164,8 @@ impl Layout {
     /// Where chunks `chunks` lie in the encrypted file (clamped to the message).
     pub fn sealed_span(&self, chunks: &Range<u64>) -> Result<Range<u64>, FormatError> {
         let sealed = self.geometry()?.sealed_bytes();
+        // Below the file's length, which `sealed_file_bytes` checked for overflow.
+        self.sealed_file_bytes()?;
         let place = |chunk: u64| {
             self.envelope_bytes + Geometry::sealed_offset(chunk.min(MAX_INDEX)).min(sealed)
         };
@@ -156,6 +187,122 @@ impl Layout {
 
 /// A cap that keeps offset arithmetic within `u64` for any index (real ones are far below).
 const MAX_INDEX: u64 = crate::cobblestone::MAX_CHUNKS;
+
+/// Which file a plaintext source was when it was planned, and whether it was written since:
+/// its device and inode, its size, and its modification and status-change times in
+/// nanoseconds. [`seal_part`] and [`seal_file`] refuse, before and after sealing, a source
+/// whose identity differs from the plan's (see the [module](self) for why and for what it
+/// cannot see). Six integers, cheap to send with the plan.
+///
+/// A worker on another machine sees a shared file system under a device number of its
+/// own, so the device is compared only where `machine` (the boot id of the machine that
+/// took the identity, 0 where the system has none) is the same; inode, size and times are
+/// the file system's and are always compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SourceIdentity {
+    /// `st_dev`.
+    pub device: u64,
+    /// `st_ino`.
+    pub inode: u64,
+    /// Bytes of the file: the plaintext bytes of the message.
+    pub size: u64,
+    /// `st_mtime` in nanoseconds since the epoch.
+    pub modified_ns: i64,
+    /// `st_ctime` in nanoseconds since the epoch.
+    pub changed_ns: i64,
+    /// The boot id of the machine that took the identity (Linux's
+    /// `/proc/sys/kernel/random/boot_id` as a 128-bit number), or 0.
+    pub machine: u128,
+}
+
+impl SourceIdentity {
+    /// The identity of the open file `source` (a regular file: a part is read at its
+    /// offset).
+    pub fn of(source: &File) -> Result<SourceIdentity, FormatError> {
+        let metadata = source.metadata().map_err(FormatError::Read)?;
+        Self::from_metadata(&metadata)
+    }
+
+    fn from_metadata(metadata: &Metadata) -> Result<SourceIdentity, FormatError> {
+        if !metadata.is_file() {
+            return Err(FormatError::Read(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the plaintext of a job in parts must be a regular file (it is read at offsets)",
+            )));
+        }
+        let nanoseconds =
+            |seconds: i64, nanos: i64| seconds.saturating_mul(1_000_000_000).saturating_add(nanos);
+        Ok(SourceIdentity {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+            size: metadata.len(),
+            modified_ns: nanoseconds(metadata.mtime(), metadata.mtime_nsec()),
+            changed_ns: nanoseconds(metadata.ctime(), metadata.ctime_nsec()),
+            machine: machine_id(),
+        })
+    }
+
+    /// Refuses `source` unless it is still the planned file, unwritten since; `when` says
+    /// at which moment of the job it was found changed ("before sealing").
+    pub fn check(&self, source: &File, when: &str) -> Result<(), FormatError> {
+        let now = Self::of(source)?;
+        let same_device = self.machine != now.machine || self.device == now.device;
+        let why = if !same_device || self.inode != now.inode {
+            "it is no longer the file that was planned".to_string()
+        } else if self.size != now.size {
+            format!("it is {} bytes, not the {} planned", now.size, self.size)
+        } else if self.modified_ns != now.modified_ns || self.changed_ns != now.changed_ns {
+            "it was written since it was planned (its modification or change time moved)"
+                .to_string()
+        } else {
+            return Ok(());
+        };
+        Err(changed(format!("the plaintext changed {when}: {why}")))
+    }
+}
+
+/// This boot's id (read once), so that identities taken on other machines are told apart;
+/// 0 where the system has none.
+fn machine_id() -> u128 {
+    static MACHINE: OnceLock<u128> = OnceLock::new();
+    *MACHINE.get_or_init(|| {
+        fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .ok()
+            .and_then(|text| u128::from_str_radix(&text.trim().replace('-', ""), 16).ok())
+            .unwrap_or(0)
+    })
+}
+
+/// Creates `path` for one of a job's outputs (the temporary file the parts are written
+/// into): exclusively, so that neither an existing file nor a link put in its place is
+/// ever opened, and readable and writable by its owner only (mode 0600 whatever the umask),
+/// as [`crate::file`]'s outputs are. Renaming or linking it into place keeps the mode.
+pub fn create_output(path: &Path) -> Result<File, FormatError> {
+    let refuse = |error: io::Error| {
+        if error.kind() == io::ErrorKind::AlreadyExists {
+            FormatError::OutputExists(path.to_path_buf())
+        } else {
+            FormatError::OpenOutput {
+                path: path.to_path_buf(),
+                error,
+            }
+        }
+    };
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(refuse)?;
+    // open(2) masks the mode with the umask; the mode is set whole on the open file.
+    if let Err(error) = file.set_permissions(Permissions::from_mode(0o600)) {
+        drop(file);
+        let _ = fs::remove_file(path);
+        return Err(refuse(error));
+    }
+    Ok(file)
+}
 
 /// One message's chunk keys, as workers need them: the AEAD key, the base nonce and the
 /// (public) commitment, derived from the input key, salt and context. They seal and open
@@ -219,22 +366,25 @@ impl PartKeys {
     }
 }
 
-/// A new message to be sealed in parts: its envelope, its keys and its layout.
+/// A new message to be sealed in parts: its envelope, its keys, its layout and the
+/// identity of its source.
 pub struct EncryptPlan {
     envelope: Envelope,
     keys: PartKeys,
     layout: Layout,
+    source: SourceIdentity,
 }
 
 impl EncryptPlan {
-    /// Plans a message of `plaintext_bytes` under `secret` with fresh random salts (a
-    /// passphrase is stretched here, once).
+    /// Plans the message of the plaintext file `source` (its size, and its identity, which
+    /// the workers check) under `secret` with fresh random salts (a passphrase is stretched
+    /// here, once). The file must not change until the job is done.
     pub fn new(
         setup: &Setup<'_>,
         secret: Secret<'_>,
-        plaintext_bytes: u64,
+        source: &File,
     ) -> Result<EncryptPlan, FormatError> {
-        Self::with_salts(setup, secret, Salts::random()?, plaintext_bytes)
+        Self::with_salts(setup, secret, Salts::random()?, source)
     }
 
     /// [`EncryptPlan::new`] with given salts, so that the result can be compared with
@@ -244,19 +394,27 @@ impl EncryptPlan {
         setup: &Setup<'_>,
         secret: Secret<'_>,
         salts: Salts,
-        plaintext_bytes: u64,
+        source: &File,
     ) -> Result<EncryptPlan, FormatError> {
-        Geometry::for_plaintext(plaintext_bytes)?;
+        let source = SourceIdentity::of(source)?;
+        Geometry::for_plaintext(source.size)?;
         let (envelope, keys) = Envelope::create_with_salts(setup, secret, salts)?;
         let layout = Layout {
             envelope_bytes: envelope.len() as u64,
-            plaintext_bytes,
+            plaintext_bytes: source.size,
         };
+        layout.sealed_file_bytes()?;
         Ok(EncryptPlan {
             envelope,
             keys: PartKeys::new(keys),
             layout,
+            source,
         })
+    }
+
+    /// The identity of the source as planned, for [`seal_part`] and [`seal_file`].
+    pub fn source(&self) -> &SourceIdentity {
+        &self.source
     }
 
     /// The bytes before chunk 0.
@@ -306,7 +464,7 @@ pub fn prepare_sealed_output(
 }
 
 /// An existing message to be opened in parts: its layout and keys, the envelope unlocked
-/// (the commitment checked) once.
+/// (the commitment checked) and the length authenticated once.
 pub struct DecryptPlan {
     keys: PartKeys,
     layout: Layout,
@@ -314,9 +472,13 @@ pub struct DecryptPlan {
 
 impl DecryptPlan {
     /// Reads the envelope of `input`, unlocks it with `secret` and `context` (a passphrase
-    /// within `limits`), and measures the message from the file's length. A file whose
-    /// length no message has is refused here (truncation at a chunk boundary included).
+    /// within `limits`), measures the message from the file's length and authenticates
+    /// that length: the final chunk must be the short one and open at its index (on
+    /// `batcher`), so a file cut at a chunk boundary, with or without junk after the cut,
+    /// extended, or missing its empty final chunk is refused here, before any length is
+    /// reported. Leaves the file's cursor alone.
     pub fn new(
+        batcher: &dyn ChunkBatcher,
         format: Format,
         secret: Secret<'_>,
         context: &[u8],
@@ -329,13 +491,28 @@ impl DecryptPlan {
             offset: 0,
             end: total,
         };
-        let envelope = Envelope::read(format, &mut reader)?;
+        Self::read(batcher, format, secret, context, limits, &mut reader)
+    }
+
+    /// [`DecryptPlan::new`] over any seekable input (the message is the whole of it).
+    pub(crate) fn read<R: Read + Seek>(
+        batcher: &dyn ChunkBatcher,
+        format: Format,
+        secret: Secret<'_>,
+        context: &[u8],
+        limits: &KdfLimits,
+        input: &mut R,
+    ) -> Result<DecryptPlan, FormatError> {
+        let total = input.seek(SeekFrom::End(0)).map_err(FormatError::Read)?;
+        input.seek(SeekFrom::Start(0)).map_err(FormatError::Read)?;
+        let envelope = Envelope::read(format, input)?;
         let keys = envelope.unlock_within(secret, context, limits)?;
         let envelope_bytes = envelope.len() as u64;
         let sealed = total
             .checked_sub(envelope_bytes)
             .ok_or(FormatError::TruncatedHeader("Cobblestone"))?;
         let geometry = Geometry::for_sealed(sealed)?;
+        authenticate_length(batcher, &keys, input, envelope_bytes, &geometry)?;
         Ok(DecryptPlan {
             keys: PartKeys::new(keys),
             layout: Layout {
@@ -357,11 +534,18 @@ impl DecryptPlan {
 
     /// Gives `output` the plaintext's length.
     pub fn prepare_output(&self, output: &File) -> Result<(), FormatError> {
-        output.set_len(0).map_err(FormatError::Write)?;
-        output
-            .set_len(self.layout.plaintext_bytes)
-            .map_err(FormatError::Write)
+        prepare_plain_output(output, &self.layout)
     }
+}
+
+/// [`DecryptPlan::prepare_output`] from the layout alone, for a coordinator that kept only
+/// the layout: gives `output` the plaintext's length (it reads as zeros until the parts are
+/// opened into it).
+pub fn prepare_plain_output(output: &File, layout: &Layout) -> Result<(), FormatError> {
+    output.set_len(0).map_err(FormatError::Write)?;
+    output
+        .set_len(layout.plaintext_bytes)
+        .map_err(FormatError::Write)
 }
 
 /// Reads `file` from `offset` to `end` with `read_at`, leaving the file's cursor alone.
@@ -369,6 +553,23 @@ struct PositionalReader<'f> {
     file: &'f File,
     offset: u64,
     end: u64,
+}
+
+impl Seek for PositionalReader<'_> {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let position = match to {
+            SeekFrom::Start(offset) => Some(offset),
+            SeekFrom::End(offset) => self.end.checked_add_signed(offset),
+            SeekFrom::Current(offset) => self.offset.checked_add_signed(offset),
+        };
+        self.offset = position.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a seek before the file's start",
+            )
+        })?;
+        Ok(self.offset)
+    }
 }
 
 impl Read for PositionalReader<'_> {
@@ -410,25 +611,26 @@ impl Write for PositionalWriter<'_> {
 ///
 /// Memory stays at three batches (`options.batch_chunks`, or the batcher's preferred size)
 /// however long the range.
-/// The plaintext file must still be `layout.plaintext_bytes` long: a file that changed
-/// size is refused ([`FormatError::Read`]) rather than sealed into a broken message.
+///
+/// The plaintext file must still be the one planned, unwritten since (`source`, from
+/// [`EncryptPlan::source`]): checked before sealing, and again after, since the keys and
+/// nonces of a plan must never seal other bytes. A changed file is refused
+/// ([`FormatError::Read`], "the input changed"); one found changed after sealing leaves
+/// chunks in `sealed` that the coordinator must discard with the rest of the output.
+#[allow(clippy::too_many_arguments)]
 pub fn seal_part(
     batcher: &dyn ChunkBatcher,
     keys: &PartKeys,
     layout: &Layout,
+    source: &SourceIdentity,
     chunks: Range<u64>,
     plaintext: &File,
     sealed: &File,
     options: &StreamOptions<'_>,
 ) -> Result<u64, FormatError> {
     let total = layout.check(&chunks)?;
-    let size = plaintext.metadata().map_err(FormatError::Read)?.len();
-    if size != layout.plaintext_bytes {
-        return Err(changed(format!(
-            "the plaintext is {size} bytes, not the {} planned",
-            layout.plaintext_bytes
-        )));
-    }
+    check_planned(layout, source)?;
+    source.check(plaintext, "before sealing")?;
     let holds_final = chunks.end == total;
     let text = layout.plaintext_span(&chunks);
     let expected = text.end - text.start;
@@ -488,21 +690,37 @@ pub fn seal_part(
             })
         },
     )?;
+    source.check(plaintext, "while it was sealed")?;
     Ok(done)
+}
+
+/// Refuses a source identity that is not the layout's (a plan's pieces mixed up).
+fn check_planned(layout: &Layout, source: &SourceIdentity) -> Result<(), FormatError> {
+    if source.size == layout.plaintext_bytes {
+        return Ok(());
+    }
+    Err(FormatError::Range(format!(
+        "a source of {} bytes for a layout of {} plaintext bytes: not one plan's",
+        source.size, layout.plaintext_bytes
+    )))
 }
 
 /// The plaintext file changed while (or since) it was planned.
 fn changed(why: String) -> FormatError {
     FormatError::Read(io::Error::new(
         io::ErrorKind::UnexpectedEof,
-        format!("{why}: the input changed while it was encrypted"),
+        format!(
+            "{why}: the input changed while it was encrypted (it must not change during a job)"
+        ),
     ))
 }
 
 /// Opens chunks `chunks` of the message in `sealed` laid out as `layout`, and writes their
 /// plaintext into `plaintext` at `chunks.start * 16 KiB`. Every chunk authenticates before
-/// any of its bytes is written (the pipeline of [`crate::range::decrypt_range`]); on a
-/// damaged chunk the call fails, and the caller discards the output. Returns the plaintext
+/// any of its bytes is written (the pipeline of [`crate::range::decrypt_range`]), and a
+/// range that holds the message's final chunk opens it first, so that a file whose end was
+/// cut or replaced fails here even when the final chunk claims no plaintext; on a damaged
+/// chunk the call fails, and the caller discards the output. Returns the plaintext
 /// bytes written. Memory stays at three batches. Moves the cursors of both handles: give
 /// each concurrent call handles of its own.
 pub fn open_part(
@@ -542,9 +760,10 @@ pub fn open_part(
 
 /// Decrypts plaintext bytes `text` (a range of offsets, clamped to the message) of the
 /// message in `sealed` into `writer`, reading only the chunks that hold them; every chunk
-/// authenticates before any of its bytes is written. Returns the bytes written. The
-/// random-access read a worker does for one piece of a larger range. Moves the cursor of
-/// `sealed`.
+/// authenticates before any of its bytes is written, and a span that reaches the
+/// message's end first authenticates the final chunk (the length). Returns the bytes
+/// written. The random-access read a worker does for one piece of a larger range. Moves
+/// the cursor of `sealed`.
 pub fn open_span(
     batcher: &dyn ChunkBatcher,
     keys: &PartKeys,
@@ -582,35 +801,40 @@ pub fn open_span(
 /// `destination` (the envelope, then every chunk, through the streaming pipeline), the
 /// bytes [`crate::Encryptor::encrypt_file`] writes with the same keys. The destination
 /// appears only once complete, as with [`crate::file::encrypt_file`]: written as a file
-/// with no name and linked at the end, so that even a killed process leaves nothing; an
-/// existing destination is replaced only with `replace`. Returns the plaintext bytes.
+/// with no name (mode 0600) and linked at the end, so that even a killed process leaves
+/// nothing; an existing destination is replaced only with `replace`. `identity` is the
+/// plan's ([`EncryptPlan::source`]): a source that changed since is refused, before and
+/// after sealing, and then nothing is written. Returns the plaintext bytes.
 #[allow(clippy::too_many_arguments)]
 pub fn seal_file(
     batcher: &dyn ChunkBatcher,
     keys: &PartKeys,
     envelope: &[u8],
     layout: &Layout,
+    identity: &SourceIdentity,
     source: &Path,
     destination: &Path,
     replace: bool,
     options: &StreamOptions<'_>,
 ) -> Result<u64, FormatError> {
-    let input = open_input(source)?;
-    let metadata = input.metadata().map_err(FormatError::Read)?;
-    if metadata.len() != layout.plaintext_bytes || envelope.len() as u64 != layout.envelope_bytes {
-        return Err(changed(format!(
-            "the plaintext is {} bytes, not the {} planned",
-            metadata.len(),
-            layout.plaintext_bytes
+    if envelope.len() as u64 != layout.envelope_bytes {
+        return Err(FormatError::Range(format!(
+            "an envelope of {} bytes for a layout of {}",
+            envelope.len(),
+            layout.envelope_bytes
         )));
     }
+    check_planned(layout, identity)?;
+    let input = open_input(source)?;
+    identity.check(&input, "before sealing")?;
+    let metadata = input.metadata().map_err(FormatError::Read)?;
     let mut output = OutputPlan::check(destination, Some(&metadata), replace)?.open()?;
     output.reserve(layout.sealed_file_bytes()?);
     output
         .file()
         .write_all(envelope)
         .map_err(FormatError::Write)?;
-    let mut reader = input.take(layout.plaintext_bytes);
+    let mut reader = (&input).take(layout.plaintext_bytes);
     let done = encrypt_chunks(
         batcher,
         keys.message_keys(),
@@ -624,6 +848,7 @@ pub fn seal_file(
             layout.plaintext_bytes
         )));
     }
+    identity.check(&input, "while it was sealed")?;
     output.commit()?;
     Ok(done)
 }

@@ -3,8 +3,9 @@
 //! Plaintext byte `i` lives in chunk `i / 16 KiB`, and chunk `k` starts `k * (16 KiB + 16)`
 //! bytes into the chunk area, so a range needs only the chunks that cover it. The message
 //! length, though, is only a claim of the file's size until the final chunk authenticates
-//! at its index: when a range is relative to the end (or reaches past the length the size
-//! suggests), the final chunk is opened first, as the specification requires.
+//! at its index: when a range is relative to the end, or reaches the end of the length the
+//! size suggests (or past it), the final chunk is opened first, as the specification
+//! requires.
 //!
 //! The chunks of the range then go through the same pipeline as streaming decryption
 //! ([`crate::stream`]): one thread reads batch k+1, the backend opens batch k (spread over
@@ -15,6 +16,8 @@
 use std::fmt;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::str::FromStr;
+
+use zeroize::Zeroizing;
 
 use crate::chunks::ChunkBatcher;
 use crate::cobblestone::{Geometry, MessageKeys, CHUNK_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
@@ -146,18 +149,13 @@ pub fn decrypt_range<R: Read + Seek + Send + ?Sized>(
         .ok_or(FormatError::TruncatedHeader("Cobblestone"))?;
     let geometry = Geometry::for_sealed(sealed)?;
     let length = geometry.plaintext_bytes;
-    let reaches_past = matches!(range.end, Some(Bound::FromStart(end)) if end > length)
-        || matches!(range.start, Bound::FromStart(start) if start > length);
-    if range.relative_to_end() || reaches_past {
-        // Authenticate the length: the final chunk must open at its index.
-        let last = geometry.chunks - 1;
-        let mut final_chunk = vec![0u8; (sealed - Geometry::sealed_offset(last)) as usize];
-        read_at(
-            reader,
-            chunks_offset + Geometry::sealed_offset(last),
-            &mut final_chunk,
-        )?;
-        batcher.open_batch(keys, last, &mut final_chunk)?;
+    // A range that ends at the message's end (or past it) depends on the length as much as
+    // one counted from the end: a file cut at a chunk boundary, plus a tag's worth of junk,
+    // claims a shorter length whose bytes all lie in genuine chunks.
+    let reaches_end = matches!(range.end, Some(Bound::FromStart(end)) if end >= length)
+        || matches!(range.start, Bound::FromStart(start) if start >= length);
+    if range.relative_to_end() || reaches_end {
+        authenticate_length(batcher, keys, reader, chunks_offset, &geometry)?;
     }
     let (start, end) = range.resolve(length);
     if start == end {
@@ -232,6 +230,25 @@ pub fn decrypt_range<R: Read + Seek + Send + ?Sized>(
         },
     )?;
     Ok(written)
+}
+
+/// Authenticates the length that a chunk area's size claims (`geometry`, from
+/// [`Geometry::for_sealed`]): the final chunk, the short one, must open at its index, as the
+/// specification requires before anything depends on the length. The chunk area starts at
+/// `chunks_offset` in `reader`. Fails with [`FormatError::DamagedChunk`] naming the final
+/// chunk when the file was cut, extended or damaged there; its plaintext is wiped.
+pub(crate) fn authenticate_length<R: Read + Seek + ?Sized>(
+    batcher: &dyn ChunkBatcher,
+    keys: &MessageKeys,
+    reader: &mut R,
+    chunks_offset: u64,
+    geometry: &Geometry,
+) -> Result<(), FormatError> {
+    let last = geometry.chunks - 1;
+    let start = Geometry::sealed_offset(last);
+    let mut final_chunk = Zeroizing::new(vec![0u8; (geometry.sealed_bytes() - start) as usize]);
+    read_at(reader, chunks_offset + start, &mut final_chunk)?;
+    batcher.open_batch(keys, last, &mut final_chunk)
 }
 
 fn read_at<R: Read + Seek + ?Sized>(

@@ -63,10 +63,12 @@ fn seal_in_parts(
     let source = folder.join("plain");
     let sealed = folder.join("sealed");
     std::fs::write(&source, plain).unwrap();
-    let plan = EncryptPlan::with_salts(setup, secret, salts(), plain.len() as u64).unwrap();
+    let plan =
+        EncryptPlan::with_salts(setup, secret, salts(), &File::open(&source).unwrap()).unwrap();
     plan.prepare_output(&File::create(&sealed).unwrap())
         .unwrap();
     let layout = plan.layout();
+    let identity = *plan.source();
     let wire = plan.keys().to_bytes();
     let options = StreamOptions::with_batch_chunks(batch_chunks);
     let mut total = 0;
@@ -77,6 +79,7 @@ fn seal_in_parts(
             &batcher,
             &keys,
             &layout,
+            &identity,
             chunks,
             &File::open(&source).unwrap(),
             &output,
@@ -100,6 +103,7 @@ fn open_in_parts(
     let opened = folder.join("opened");
     std::fs::write(&sealed, sealed_bytes).unwrap();
     let plan = DecryptPlan::new(
+        &batcher,
         Format::Parcrypt,
         secret,
         b"",
@@ -225,8 +229,13 @@ fn damage_and_changed_files_are_refused() {
     let batcher = CpuChunks::new(&engine);
     let source = folder.path().join("changing");
     std::fs::write(&source, &plain).unwrap();
-    let plan =
-        EncryptPlan::new(&Setup::default(), Secret::Key(&key), plain.len() as u64 + 1).unwrap();
+    let plan = EncryptPlan::new(
+        &Setup::default(),
+        Secret::Key(&key),
+        &File::open(&source).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(&source, [&plain[..], b"+"].concat()).unwrap();
     let output_path = folder.path().join("out");
     let output = File::create(&output_path).unwrap();
     plan.prepare_output(&output).unwrap();
@@ -234,6 +243,7 @@ fn damage_and_changed_files_are_refused() {
         &batcher,
         plan.keys(),
         &plan.layout(),
+        plan.source(),
         0..5,
         &File::open(&source).unwrap(),
         &output,
@@ -247,6 +257,7 @@ fn damage_and_changed_files_are_refused() {
             &batcher,
             plan.keys(),
             &plan.layout(),
+            plan.source(),
             first..end,
             &File::open(&source).unwrap(),
             &output,
@@ -272,7 +283,10 @@ fn spans_read_any_byte_range() {
     )
     .unwrap();
     let file = File::open(&sealed_path).unwrap();
+    let engine = Engine::new(Backend::Pool, Some(2)).unwrap();
+    let batcher = CpuChunks::new(&engine);
     let plan = DecryptPlan::new(
+        &batcher,
         Format::Parcrypt,
         Secret::Key(&key),
         b"",
@@ -280,8 +294,6 @@ fn spans_read_any_byte_range() {
         &file,
     )
     .unwrap();
-    let engine = Engine::new(Backend::Pool, Some(2)).unwrap();
-    let batcher = CpuChunks::new(&engine);
     let length = plain.len() as u64;
     for (start, end) in [
         (0, 0),
@@ -320,9 +332,13 @@ fn whole_files_from_a_plan_equal_the_single_machine_bytes_and_appear_whole() {
         let expected = single_machine(&Setup::default(), Secret::Key(&key), &plain);
         let source = folder.path().join("plain");
         std::fs::write(&source, &plain).unwrap();
-        let plan =
-            EncryptPlan::with_salts(&Setup::default(), Secret::Key(&key), salts(), length as u64)
-                .unwrap();
+        let plan = EncryptPlan::with_salts(
+            &Setup::default(),
+            Secret::Key(&key),
+            salts(),
+            &File::open(&source).unwrap(),
+        )
+        .unwrap();
         let keys = PartKeys::from_bytes(&plan.keys().to_bytes()).unwrap();
         let sealed = folder.path().join("sealed");
         let options = StreamOptions::with_batch_chunks(2);
@@ -332,6 +348,7 @@ fn whole_files_from_a_plan_equal_the_single_machine_bytes_and_appear_whole() {
             &keys,
             &envelope,
             &plan.layout(),
+            plan.source(),
             &source,
             &sealed,
             true,
@@ -345,6 +362,7 @@ fn whole_files_from_a_plan_equal_the_single_machine_bytes_and_appear_whole() {
             &keys,
             &envelope,
             &plan.layout(),
+            plan.source(),
             &source,
             &sealed,
             false,
@@ -353,6 +371,7 @@ fn whole_files_from_a_plan_equal_the_single_machine_bytes_and_appear_whole() {
         .is_err());
 
         let decrypt = DecryptPlan::new(
+            &batcher,
             Format::Parcrypt,
             Secret::Key(&key),
             b"",
@@ -373,13 +392,15 @@ fn whole_files_from_a_plan_equal_the_single_machine_bytes_and_appear_whole() {
         .unwrap();
         assert!(std::fs::read(&opened).unwrap() == plain);
     }
-    // A damaged file leaves no output.
+    // A damaged file leaves no output (the damage in a whole chunk: the plan checks only the
+    // final one).
     let sealed = folder.path().join("sealed");
     let mut bytes = std::fs::read(&sealed).unwrap();
-    let at = bytes.len() - 30;
+    let at = bytes.len() - 300;
     bytes[at] ^= 1;
     std::fs::write(&sealed, &bytes).unwrap();
     let plan = DecryptPlan::new(
+        &batcher,
         Format::Parcrypt,
         Secret::Key(&key),
         b"",

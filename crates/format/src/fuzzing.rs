@@ -252,3 +252,216 @@ pub fn edit_and_open(data: &[u8]) {
         }
     }
 }
+
+/// A file that holds `head` at its start and `tail` at its end and zeros between, `size`
+/// bytes long however large (the end of a huge or cut message without its middle).
+struct SparseFile<'a> {
+    head: &'a [u8],
+    tail: &'a [u8],
+    size: u64,
+    position: u64,
+}
+
+impl SparseFile<'_> {
+    fn byte(&self, offset: u64) -> u8 {
+        let tail_start = self.size - self.tail.len() as u64;
+        if offset >= tail_start {
+            self.tail[(offset - tail_start) as usize]
+        } else {
+            self.head.get(offset as usize).copied().unwrap_or(0)
+        }
+    }
+}
+
+impl std::io::Read for SparseFile<'_> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let count = (buffer.len() as u64).min(self.size.saturating_sub(self.position)) as usize;
+        for (index, byte) in buffer[..count].iter_mut().enumerate() {
+            *byte = self.byte(self.position + index as u64);
+        }
+        self.position += count as u64;
+        Ok(count)
+    }
+}
+
+impl std::io::Seek for SparseFile<'_> {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        let position = match to {
+            std::io::SeekFrom::Start(offset) => Some(offset),
+            std::io::SeekFrom::End(offset) => self.size.checked_add_signed(offset),
+            std::io::SeekFrom::Current(offset) => self.position.checked_add_signed(offset),
+        };
+        self.position = position.ok_or_else(|| std::io::Error::other("seek before the start"))?;
+        Ok(self.position)
+    }
+}
+
+/// The parts planner ([`crate::parts::DecryptPlan`]) on hostile ends: a valid message of a
+/// length the input picks, then a file made of a prefix of it (the envelope and some whole
+/// chunks, or any cut), a size the input picks (the true one, one near a chunk boundary
+/// from the cut, or any up to 2^64) and a final piece at that end (the genuine final chunk,
+/// a genuine whole chunk or part of one, junk, or nothing), zeros between. The planner must
+/// never panic, and may report a length only when the final chunk authenticated: the true
+/// length, the genuine final chunk at the file's true end. A range read to the length the
+/// size claims releases nothing unless the file is the genuine message. The layout's
+/// arithmetic on arbitrary integers never panics either.
+pub fn parts_plan(data: &[u8]) {
+    use crate::cobblestone::{Geometry, SEALED_CHUNK_BYTES};
+    use crate::parts::{DecryptPlan, Layout};
+
+    let mut choices = Choices { bytes: data };
+    let format = if choices.byte() & 1 == 0 {
+        Format::Parcrypt
+    } else {
+        Format::Cobblestone
+    };
+    let length = choices.number(5 * CHUNK_BYTES);
+    let plaintext: Vec<u8> = (0..length).map(|i| (i as u8) ^ 0xa7).collect();
+    let setup = Setup {
+        format,
+        ..Setup::default()
+    };
+    let salts = Salts {
+        cobblestone: [0x44; SALT_BYTES],
+        argon2: [0; 16],
+    };
+    let engine = Engine::new(Backend::Seq, None).expect("the seq engine");
+    let batcher = CpuChunks::new(&engine);
+    let options = StreamOptions::with_batch_chunks(1 + choices.number(3));
+    let (envelope, keys) =
+        Envelope::create_with_salts(&setup, Secret::Key(&KEY), salts).expect("a new message");
+    let envelope_bytes = envelope.len();
+    let mut original = envelope.to_bytes();
+    encrypt_chunks(
+        &batcher,
+        &keys,
+        &mut &plaintext[..],
+        &mut original,
+        &options,
+    )
+    .expect("encryption");
+    let whole_chunks = length / CHUNK_BYTES;
+    let final_chunk = &original[envelope_bytes + whole_chunks * SEALED_CHUNK_BYTES..];
+
+    // The prefix kept: the envelope and `k` whole chunks, or any cut.
+    let kept = if choices.byte() & 1 == 0 {
+        envelope_bytes + choices.number(whole_chunks + 1) * SEALED_CHUNK_BYTES
+    } else {
+        choices.number(original.len() + 1)
+    };
+    let head = &original[..kept];
+    let size = match choices.byte() % 4 {
+        0 => original.len() as u64,
+        1 => (kept + choices.number(2 * SEALED_CHUNK_BYTES + 1)) as u64,
+        2 => u64::from_le_bytes(std::array::from_fn(|_| choices.byte())),
+        _ => {
+            // Near a chunk boundary, up to past the nonce space.
+            let chunk = (choices.number(1 << 16) as u64) << (choices.byte() % 24);
+            let past = choices.number(SEALED_CHUNK_BYTES + 2) as u64;
+            (envelope_bytes as u64)
+                .saturating_add(chunk.saturating_mul(SEALED_CHUNK_BYTES as u64))
+                .saturating_add(past)
+        }
+    };
+    let junk: Vec<u8> = (0..choices.number(64)).map(|_| choices.byte()).collect();
+    let tail: &[u8] = match choices.byte() % 4 {
+        0 => final_chunk,
+        1 if whole_chunks > 0 => {
+            let chunk = choices.number(whole_chunks);
+            let start = envelope_bytes + chunk * SEALED_CHUNK_BYTES;
+            let bytes = 1 + choices.number(SEALED_CHUNK_BYTES);
+            &original[start..start + bytes]
+        }
+        2 => &junk,
+        _ => &[],
+    };
+    let tail = &tail[tail
+        .len()
+        .saturating_sub(usize::try_from(size).unwrap_or(usize::MAX))..];
+    let mut file = SparseFile {
+        head,
+        tail,
+        size,
+        position: 0,
+    };
+    let same_bytes = |range: std::ops::Range<u64>| {
+        range
+            .clone()
+            .all(|offset| file.byte(offset) == original[offset as usize])
+    };
+    let true_size = size == original.len() as u64;
+    let genuine_end = true_size && same_bytes(size - final_chunk.len() as u64..size);
+    let genuine = true_size && same_bytes(0..size);
+
+    let planned = DecryptPlan::read(
+        &batcher,
+        format,
+        Secret::Key(&KEY),
+        b"",
+        &crate::KdfLimits::DEFAULT,
+        &mut file,
+    );
+    if let Ok(plan) = &planned {
+        assert!(
+            genuine_end,
+            "a length was reported for a file whose final chunk is not the message's"
+        );
+        assert_eq!(
+            plan.layout(),
+            Layout {
+                envelope_bytes: envelope_bytes as u64,
+                plaintext_bytes: length as u64,
+            }
+        );
+    }
+    if genuine {
+        planned.expect("the genuine message plans");
+    }
+
+    // A range read to the end the size claims, through the planner's range reader.
+    let claimed = size
+        .checked_sub(envelope_bytes as u64)
+        .and_then(|sealed| Geometry::for_sealed(sealed).ok());
+    if let Some(claimed) = claimed.filter(|geometry| geometry.chunks <= 64) {
+        let mut output = Vec::new();
+        let result = decrypt_range(
+            &batcher,
+            &keys,
+            &mut file,
+            envelope_bytes as u64,
+            ByteRange {
+                start: Bound::FromStart(0),
+                end: Some(Bound::FromStart(claimed.plaintext_bytes)),
+            },
+            &mut output,
+            &options,
+        );
+        if genuine {
+            assert!(result.is_ok() && output == plaintext);
+        } else if !genuine_end {
+            assert!(result.is_err(), "a range to a forged end was read");
+            assert!(output.is_empty(), "a range to a forged end released bytes");
+        }
+    }
+
+    // The layout's arithmetic on arbitrary integers.
+    let layout = Layout {
+        envelope_bytes: u64::from_le_bytes(std::array::from_fn(|_| choices.byte())),
+        plaintext_bytes: u64::from_le_bytes(std::array::from_fn(|_| choices.byte())),
+    };
+    let chunks = layout.chunks();
+    let _ = layout.sealed_file_bytes();
+    let first = u64::from_le_bytes(std::array::from_fn(|_| choices.byte()));
+    let end = u64::from_le_bytes(std::array::from_fn(|_| choices.byte()));
+    let _ = layout.sealed_span(&(first..end));
+    let span = layout.plaintext_span(&(first..end));
+    assert!(span.start <= layout.plaintext_bytes && span.end <= layout.plaintext_bytes);
+    if let Ok(chunks) = chunks {
+        let per_part = 1 + choices.number(1 << 20) as u64;
+        if chunks.div_ceil(per_part) <= 4096 {
+            let parts = layout.parts(per_part);
+            assert_eq!(parts.first().map(|part| part.start), Some(0));
+            assert_eq!(parts.last().map(|part| part.end), Some(chunks));
+        }
+    }
+}

@@ -520,3 +520,152 @@ fn run_segments(
     unsafe { parcrypt_segmented_free(segmented) };
     result
 }
+
+/// Issue 31 finding 1, the C readers: a file cut after whole chunks and given 16 junk bytes
+/// (a fake empty final chunk, which the parts planner once took for the message's end) is
+/// refused by `parcrypt_decrypt_file` (no output left) and by the file decryptor, whether
+/// read to its end, read at the length the size claims, measured or seeked from the end.
+#[test]
+fn the_file_readers_refuse_a_cut_file() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = |name: &str| CString::new(folder.path().join(name).to_str().unwrap()).unwrap();
+    let (plain_path, sealed_path, cut_path, out_path) =
+        (path("plain"), path("sealed"), path("cut"), path("out"));
+    let engine = engine(c"seq");
+    let key = [0x31u8; 16];
+    let chunk = 16 * 1024;
+    let plain: Vec<u8> = (0..3 * chunk + 100).map(|i| (i % 253) as u8).collect();
+    std::fs::write(folder.path().join("plain"), &plain).unwrap();
+    // SAFETY: live engine, NUL-terminated paths, the key for its length, NULL outs.
+    let status = unsafe {
+        parcrypt_encrypt_file(
+            engine,
+            plain_path.as_ptr(),
+            sealed_path.as_ptr(),
+            key.as_ptr(),
+            key.len(),
+            null(),
+            0,
+            0,
+            null_mut(),
+            null_mut(),
+        )
+    };
+    assert_eq!(status, ParcryptStatus::Ok);
+    let sealed = std::fs::read(folder.path().join("sealed")).unwrap();
+    let envelope = sealed.len() - (3 * (chunk + 16) + 100 + 16);
+    for kept in 0..=3 {
+        let mut cut = sealed[..envelope + kept * (chunk + 16)].to_vec();
+        cut.extend_from_slice(&[0xa5; 16]);
+        std::fs::write(folder.path().join("cut"), &cut).unwrap();
+        let claimed = (kept * chunk) as u64;
+
+        let mut error = null_mut();
+        // SAFETY: as above, and a writable error out-parameter.
+        let status = unsafe {
+            parcrypt_decrypt_file(
+                engine,
+                cut_path.as_ptr(),
+                out_path.as_ptr(),
+                key.as_ptr(),
+                key.len(),
+                null(),
+                0,
+                0,
+                null_mut(),
+                &mut error,
+            )
+        };
+        assert_eq!(
+            status,
+            ParcryptStatus::AuthenticationFailed,
+            "cut after {kept}"
+        );
+        take_error(error);
+        assert!(
+            !folder.path().join("out").exists(),
+            "cut after {kept}: output left"
+        );
+
+        let mut decryptor = null_mut();
+        // SAFETY: as above.
+        let status = unsafe {
+            parcrypt_file_decryptor_open(
+                engine,
+                cut_path.as_ptr(),
+                key.as_ptr(),
+                key.len(),
+                null(),
+                0,
+                0,
+                &mut decryptor,
+                null_mut(),
+            )
+        };
+        assert_eq!(status, ParcryptStatus::Ok);
+        let shared = decryptor as *const ParcryptFileDecryptor;
+        // Read from the start until the reader stops: it must fail, never end cleanly.
+        let mut buffer = vec![0u8; 10_000];
+        let mut released = 0u64;
+        let ended_with = loop {
+            let (mut read, mut error) = (0, null_mut());
+            // SAFETY: a live decryptor, a buffer of ours for its length, writable outs.
+            let status = unsafe {
+                parcrypt_file_decryptor_read(
+                    shared,
+                    buffer.as_mut_ptr(),
+                    buffer.len(),
+                    &mut read,
+                    &mut error,
+                )
+            };
+            if status != ParcryptStatus::Ok {
+                break take_error(error).0;
+            }
+            if read == 0 {
+                break ParcryptStatus::Ok;
+            }
+            let start = released as usize;
+            assert_eq!(buffer[..read], plain[start..start + read]);
+            released += read as u64;
+        };
+        assert_eq!(
+            ended_with,
+            ParcryptStatus::AuthenticationFailed,
+            "cut after {kept}: read to a clean end after {released} bytes"
+        );
+        let (mut read, mut length, mut position) = (0, 0, 0);
+        // SAFETY: as above; NULL error out-parameters are allowed.
+        unsafe {
+            assert_eq!(
+                parcrypt_file_decryptor_read_at(
+                    shared,
+                    claimed,
+                    buffer.as_mut_ptr(),
+                    buffer.len(),
+                    &mut read,
+                    null_mut()
+                ),
+                ParcryptStatus::AuthenticationFailed
+            );
+            assert_eq!(read, 0);
+            assert_eq!(
+                parcrypt_file_decryptor_length(shared, &mut length, null_mut()),
+                ParcryptStatus::AuthenticationFailed
+            );
+            assert_eq!(
+                parcrypt_file_decryptor_seek(
+                    shared,
+                    0,
+                    PARCRYPT_SEEK_END,
+                    &mut position,
+                    null_mut()
+                ),
+                ParcryptStatus::AuthenticationFailed
+            );
+            parcrypt_file_decryptor_free(decryptor);
+        }
+    }
+    // SAFETY: a live engine, freed once.
+    unsafe { parcrypt_engine_free(engine) };
+}

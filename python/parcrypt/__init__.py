@@ -5,7 +5,16 @@ without copying it (bytes, bytearray, memoryview, mmap, numpy arrays, CPU DLPack
 with the GIL released while the engine works; and authenticated, seekable files that the
 ``parcrypt`` command line reads and writes byte for byte.
 
->>> import os, parcrypt
+>>> import parcrypt
+>>> aead = parcrypt.Aead("aes-256-gcm", parcrypt.Aead.generate_key("aes-256-gcm"))
+>>> sealed = aead.seal(b"attack at dawn", aad=b"header")  # nonce || ciphertext || tag
+>>> aead.open(sealed, aad=b"header")
+b'attack at dawn'
+
+``Aead`` draws a fresh random nonce for every message. A protocol that manages its own
+nonces keys a ``Cipher`` once and gives each message its own ``iv=``:
+
+>>> import os
 >>> cipher = parcrypt.Cipher("aes-128-gcm", os.urandom(16))  # keyed once
 >>> iv = os.urandom(12)  # a fresh IV for every message
 >>> sealed = cipher.encrypt(b"attack at dawn", iv=iv)
@@ -22,6 +31,7 @@ import os
 from typing import Any
 
 from ._parcrypt import (
+    Aead,
     Cipher,
     DeviceArray,
     Error,
@@ -36,6 +46,7 @@ from . import _parcrypt
 from . import parts  # one file in many parts, for other processes (parcrypt.dask)
 
 __all__ = [
+    "Aead",
     "Cipher",
     "DeviceArray",
     "Error",

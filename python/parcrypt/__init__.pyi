@@ -36,11 +36,43 @@ def backends() -> list[_Backend]:
 def devices() -> list[_Device]:
     """The CPU and every GPU device found."""
 
+class Aead:
+    """AES-GCM (``"aes-128-gcm"``, ``"aes-192-gcm"``, ``"aes-256-gcm"``) under one key,
+    every message sealed under a fresh random 96-bit nonce from the operating system: the
+    call to reach for first. ``seal`` returns ``nonce (12) || ciphertext || tag (16)``,
+    which any AES-GCM library opens given the first 12 bytes as the nonce (pyca's
+    ``AESGCM(key).decrypt(sealed[:12], sealed[12:], aad)``); ``open`` takes it back and
+    raises :class:`InvalidTag` for a changed byte, another AAD or a message shorter than
+    28 bytes. One object seals at most 2^32 messages (NIST SP 800-38D's limit for random
+    nonces; then :class:`Error`). Threads may share it; the GIL is released for large
+    messages. Other suites raise ``ValueError``."""
+
+    def __init__(
+        self,
+        name: str,
+        key: Buffer,
+        *,
+        backend: str = "auto",
+        threads: int | None = None,
+    ) -> None: ...
+    @staticmethod
+    def generate_key(name: str) -> bytes:
+        """A new random key for the AES-GCM suite ``name``."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    def seal(self, data: Buffer, aad: Buffer | None = None) -> bytes: ...
+    def open(self, data: Buffer, aad: Buffer | None = None) -> bytes: ...
+
 class Cipher:
     """A suite such as ``"aes-128-gcm"`` and a key on an engine, keyed once (the key
     schedule and GCM's powers of H), with an IV given here, with each message (``iv=``), or
-    both (the message's wins). A CTR or GCM IV must never encrypt two messages under one
-    key: for many messages keep one ``Cipher`` and give each its own ``iv=``.
+    both (the message's wins). The IV given here encrypts one message: a second
+    ``encrypt`` without ``iv=`` raises :class:`Error` (decryption may reuse it). For many
+    messages use :class:`Aead`, or give each message its own ``iv=``. GCM IVs shorter than
+    12 bytes raise ``ValueError`` unless ``allow_short_gcm_iv=True`` (for data made with
+    them).
 
     ``encrypt``/``decrypt`` run one whole message with the bytes of ``parcrypt raw``.
     ``data`` is any C-contiguous buffer (bytes, bytearray, memoryview, mmap, a numpy array
@@ -64,6 +96,7 @@ class Cipher:
         backend: str = "auto",
         threads: int | None = None,
         padding: bool = True,
+        allow_short_gcm_iv: bool = False,
     ) -> None: ...
     @property
     def name(self) -> str: ...

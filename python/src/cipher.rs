@@ -2,7 +2,9 @@
 //! GCM's powers of H), with an IV given once or with each message, for whole messages in
 //! memory, with the same bytes as `parcrypt raw`.
 
-use parcrypt::engine::{Backend, CipherSpec, Direction, JobError, KeyedCipher};
+use parcrypt::engine::{
+    Backend, Cipher as OneMessage, CipherSpec, Direction, JobError, KeyedCipher,
+};
 use parcrypt::format::secrets::decode_hex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -22,16 +24,45 @@ const RELEASE_GIL_FROM: usize = 8 * 1024;
 /// `encrypt` and `decrypt` each run one whole message, as `parcrypt raw` does: ECB and CBC
 /// add PKCS#7 padding (unless `padding=False`), CTR counts on the whole IV as one
 /// big-endian number, GCM appends the 16-byte tag and checks it before releasing anything.
-/// A CTR or GCM IV must never encrypt two messages under one key: for many messages, keep
-/// one `Cipher` and give each message its own `iv=` (the key schedule and GCM's powers of H
-/// are made once, here).
+/// The IV given here encrypts one message: a second `encrypt` without `iv=` raises
+/// `parcrypt.Error` (decryption may use it again). For many messages, use `parcrypt.Aead`,
+/// which draws a fresh nonce for each, or give each message its own `iv=` (the key schedule
+/// and GCM's powers of H are made once, here). GCM IVs shorter than 12 bytes need
+/// `allow_short_gcm_iv=True`.
 #[pyclass(module = "parcrypt", name = "Cipher", frozen)]
 pub struct Cipher {
     keyed: KeyedCipher,
-    /// The IV given at creation, for messages that bring none.
-    iv: Option<Zeroizing<Vec<u8>>>,
+    /// The IV given at creation, for messages that bring none: it encrypts one message.
+    creation: Option<OneMessage>,
     spec: CipherSpec,
     backend: Backend,
+}
+
+/// Where a message's IV comes from: the call's `iv=`, or the cipher's creation IV, which is
+/// spent by the one encryption it may run.
+pub(crate) enum IvSource<'a> {
+    Given(Option<&'a [u8]>),
+    Creation(&'a OneMessage),
+}
+
+impl IvSource<'_> {
+    /// The IV for a message of `length` bytes into `capacity` bytes, spending a creation IV
+    /// when encrypting (after the checks that refuse before anything runs).
+    pub(crate) fn resolve(
+        &self,
+        direction: Direction,
+        length: usize,
+        capacity: usize,
+        aad: Option<&[u8]>,
+    ) -> Result<Option<&[u8]>, JobError> {
+        match (self, direction) {
+            (IvSource::Given(iv), _) => Ok(*iv),
+            (IvSource::Creation(cipher), Direction::Encrypt) => {
+                cipher.iv_for_encryption(length, capacity, aad)
+            }
+            (IvSource::Creation(cipher), Direction::Decrypt) => Ok(cipher.iv()),
+        }
+    }
 }
 
 /// A message's own IV: a caller's buffer, read where it is, or hex digits decoded.
@@ -70,9 +101,13 @@ fn secret_bytes(what: &str, value: &Bound<'_, PyAny>) -> PyResult<Zeroizing<Vec<
 
 #[pymethods]
 impl Cipher {
-    /// `Cipher(name, key, iv=None, *, backend="auto", threads=None, padding=True)`.
+    /// `Cipher(name, key, iv=None, *, backend="auto", threads=None, padding=True,
+    /// allow_short_gcm_iv=False)`.
     #[new]
-    #[pyo3(signature = (name, key, iv=None, *, backend="auto", threads=None, padding=true))]
+    #[pyo3(signature = (
+        name, key, iv=None, *, backend="auto", threads=None, padding=true,
+        allow_short_gcm_iv=false
+    ))]
     fn new(
         name: &str,
         key: &Bound<'_, PyAny>,
@@ -80,6 +115,7 @@ impl Cipher {
         backend: &str,
         threads: Option<usize>,
         padding: bool,
+        allow_short_gcm_iv: bool,
     ) -> PyResult<Self> {
         let spec: CipherSpec =
             name.parse()
@@ -92,13 +128,15 @@ impl Cipher {
         let runtime = runtime::runtime_for(backend, threads)?;
         let keyed = KeyedCipher::new(runtime.engine.clone(), spec, &key)
             .map_err(errors::job)?
-            .padding(padding);
-        if let Some(iv) = &iv {
-            keyed.check_iv(Some(iv)).map_err(errors::job)?;
-        }
+            .padding(padding)
+            .allow_short_gcm_iv(allow_short_gcm_iv);
+        let creation = iv
+            .map(|iv| OneMessage::from_keyed(keyed.clone(), Some(&iv)))
+            .transpose()
+            .map_err(errors::job)?;
         Ok(Cipher {
             keyed,
-            iv,
+            creation,
             spec,
             backend,
         })
@@ -116,8 +154,8 @@ impl Cipher {
         self.backend.name()
     }
 
-    /// Encrypts one message, under `iv` when given (else the `Cipher`'s). See the package
-    /// documentation for `data`, `aad` and `out`.
+    /// Encrypts one message, under `iv` when given (else the `Cipher`'s, which encrypts one
+    /// message only). See the package documentation for `data`, `aad` and `out`.
     #[pyo3(signature = (data, aad=None, *, iv=None, out=None))]
     fn encrypt<'py>(
         &self,
@@ -185,12 +223,13 @@ impl Cipher {
         let aad_input = aad.map(Input::get).transpose()?;
         let aad = aad_input.as_ref().map(Input::bytes);
         let message_iv = iv.map(MessageIv::get).transpose()?;
-        let iv = match &message_iv {
-            Some(iv) => Some(iv.bytes()),
-            None => self.iv.as_deref().map(Vec::as_slice),
+        let iv = match (&message_iv, &self.creation) {
+            (Some(iv), _) => IvSource::Given(Some(iv.bytes())),
+            (None, Some(creation)) => IvSource::Creation(creation),
+            (None, None) => IvSource::Given(None),
         };
         if let Some(device) = gpu_arrays::cuda_array(data)? {
-            return gpu_arrays::run(py, &self.keyed, iv, direction, data, device, aad, out);
+            return gpu_arrays::run(py, &self.keyed, &iv, direction, data, device, aad, out);
         }
         let input = Input::get(data)?;
         let length = input.bytes().len();
@@ -214,7 +253,7 @@ impl Cipher {
                     output: output.bytes_mut(),
                 }
             };
-            let written = self.execute(py, direction, job, iv, aad)?;
+            let written = self.execute(py, direction, job, &iv, aad)?;
             return Ok(written.into_pyobject(py)?.into_any());
         }
         let (result, mut output) = if input.numpy {
@@ -230,7 +269,7 @@ impl Cipher {
                 input: input.bytes(),
                 output: output.bytes_mut(),
             },
-            iv,
+            &iv,
             aad,
         )?;
         if written == output.len() {
@@ -254,14 +293,15 @@ impl Cipher {
         py: Python<'_>,
         direction: Direction,
         job: Job<'_>,
-        iv: Option<&[u8]>,
+        iv: &IvSource<'_>,
         aad: Option<&[u8]>,
     ) -> PyResult<usize> {
-        let size = match &job {
-            Job::Into { input, .. } => input.len(),
-            Job::InPlace { length, .. } => *length,
+        let (size, capacity) = match &job {
+            Job::Into { input, output } => (input.len(), output.len()),
+            Job::InPlace { length, buffer } => (*length, buffer.len()),
         };
         let work = move || -> Result<usize, JobError> {
+            let iv = iv.resolve(direction, size, capacity, aad)?;
             match (job, direction) {
                 (Job::Into { input, output }, Direction::Encrypt) => {
                     self.keyed.encrypt_into(iv, input, output, aad)

@@ -60,7 +60,12 @@ pub fn job(error: JobError) -> PyErr {
         _ => error.to_string(),
     };
     match error {
-        JobError::Gcm(GcmError::TagMismatch) => InvalidTag::new_err(reason),
+        JobError::Gcm(GcmError::TagMismatch) | JobError::ShortSealed(_) => {
+            InvalidTag::new_err(reason)
+        }
+        JobError::ShortGcmIv { .. } | JobError::BirthdayBound { .. } | JobError::AeadSuite(_) => {
+            PyValueError::new_err(reason)
+        }
         JobError::Key(_)
         | JobError::IvLength { .. }
         | JobError::IvMissing(_)

@@ -24,6 +24,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView};
 
 use crate::buffers::device_name;
+use crate::cipher::IvSource;
 use crate::errors::{self, Error};
 
 /// DLPack's CUDA device types parcrypt encrypts on: `kDLCUDA` and `kDLCUDAManaged`.
@@ -176,7 +177,7 @@ impl Imported {
 pub fn run<'py>(
     py: Python<'py>,
     keyed: &KeyedCipher,
-    iv: Option<&[u8]>,
+    iv: &IvSource<'_>,
     direction: Direction,
     data: &Bound<'py, PyAny>,
     ordinal: i64,
@@ -193,9 +194,12 @@ pub fn run<'py>(
     let needed = keyed.max_output_length(direction, length);
     let run = |output: &ForeignDeviceMemory<'_>| -> PyResult<usize> {
         let memory = input.memory();
-        let work = || match direction {
-            Direction::Encrypt => keyed.encrypt_on_device(&device, iv, &memory, output, aad),
-            Direction::Decrypt => keyed.decrypt_on_device(&device, iv, &memory, output, aad),
+        let work = || {
+            let iv = iv.resolve(direction, length, output.len(), aad)?;
+            match direction {
+                Direction::Encrypt => keyed.encrypt_on_device(&device, iv, &memory, output, aad),
+                Direction::Decrypt => keyed.decrypt_on_device(&device, iv, &memory, output, aad),
+            }
         };
         py.detach(work).map_err(errors::job)
     };

@@ -1,7 +1,8 @@
 //! `parcrypt._parcrypt`: the native module of the `parcrypt` Python package.
 //!
 //! A thin layer: every capability is a call into the parcrypt crates (the engine's
-//! [`Cipher`](parcrypt::engine::Cipher) for whole messages in memory, the format crate's
+//! [`Aead`](parcrypt::engine::Aead) and [`Cipher`](parcrypt::engine::Cipher) for whole
+//! messages in memory, the format crate's
 //! files, readers and writers). What lives here is only what Python needs: taking Python
 //! buffers without copying them, releasing the GIL while the engine works, and turning
 //! every error into a Python exception (`parcrypt.Error`, `parcrypt.InvalidTag`,
@@ -10,8 +11,9 @@
 //!
 //! Engines (their thread pools, their GPU contexts) are made once per backend and thread
 //! count and shared by every cipher and file the process opens, so that a `Cipher` per
-//! message (a CTR or GCM IV must never be reused) costs no thread start-up.
+//! message (its IV encrypts one message) costs no thread start-up.
 
+mod aead;
 mod buffers;
 mod cipher;
 mod errors;
@@ -132,6 +134,7 @@ fn _parcrypt(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("Error", py.get_type::<errors::Error>())?;
     module.add("InvalidTag", py.get_type::<errors::InvalidTag>())?;
     module.add("ParcryptWarning", py.get_type::<errors::ParcryptWarning>())?;
+    module.add_class::<aead::Aead>()?;
     module.add_class::<cipher::Cipher>()?;
     module.add_class::<gpu_arrays::DeviceArray>()?;
     module.add_class::<files::Reader>()?;

@@ -1,0 +1,145 @@
+//! `parcrypt.Aead`: AES-GCM with a fresh random nonce per message (the engine's `Aead`).
+
+use parcrypt::engine::{Aead as EngineAead, Backend, CipherSpec};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::buffers::{new_bytes, Input};
+use crate::{errors, runtime};
+
+/// Below this many bytes the GIL stays held: releasing and taking it back costs more than
+/// such a message takes to seal.
+const RELEASE_GIL_FROM: usize = 8 * 1024;
+
+/// AES-GCM under one key, every message sealed under a fresh random 96-bit nonce from the
+/// operating system: the call to reach for first.
+///
+/// `seal` returns `nonce (12 bytes) || ciphertext || tag (16 bytes)`, which any AES-GCM
+/// library opens given the first 12 bytes as the nonce; `open` takes it back and returns the
+/// plaintext, or raises `parcrypt.InvalidTag` (a changed byte, another AAD, a cut message).
+/// One object (the key, keyed once) seals at most 2^32 messages, NIST SP 800-38D's limit
+/// for random nonces; it may be shared by threads.
+#[pyclass(module = "parcrypt", name = "Aead", frozen)]
+pub struct Aead {
+    aead: EngineAead,
+    spec: CipherSpec,
+    backend: Backend,
+}
+
+fn suite(name: &str) -> PyResult<CipherSpec> {
+    name.parse()
+        .map_err(|error: <CipherSpec as std::str::FromStr>::Err| {
+            PyValueError::new_err(error.to_string())
+        })
+}
+
+#[pymethods]
+impl Aead {
+    /// `Aead(name, key, *, backend="auto", threads=None)`.
+    #[new]
+    #[pyo3(signature = (name, key, *, backend="auto", threads=None))]
+    fn new(
+        name: &str,
+        key: &Bound<'_, PyAny>,
+        backend: &str,
+        threads: Option<usize>,
+    ) -> PyResult<Self> {
+        let spec = suite(name)?;
+        let key = crate::buffers::key_bytes("key", key)?;
+        let backend: Backend = backend.parse().map_err(errors::engine)?;
+        let runtime = runtime::runtime_for(backend, threads)?;
+        let aead = EngineAead::new(runtime.engine.clone(), spec, &key).map_err(errors::job)?;
+        Ok(Aead {
+            aead,
+            spec,
+            backend,
+        })
+    }
+
+    /// A new random key for the AES-GCM suite `name`, from the operating system.
+    #[staticmethod]
+    fn generate_key<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let key = EngineAead::generate_key(suite(name)?).map_err(errors::job)?;
+        Ok(PyBytes::new(py, &key))
+    }
+
+    /// The suite's name, such as `aes-256-gcm`.
+    #[getter]
+    fn name(&self) -> String {
+        self.spec.to_string()
+    }
+
+    /// The backend asked for (its name in lower case).
+    #[getter]
+    fn backend(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// Seals `data` (any bytes-like object) with `aad` as additional authenticated data:
+    /// `nonce || ciphertext || tag`, as `bytes`.
+    #[pyo3(signature = (data, aad=None))]
+    fn seal<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        aad: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let input = Input::get(data)?;
+        let aad_input = aad.map(Input::get).transpose()?;
+        let aad = aad_input.as_ref().map(Input::bytes);
+        let plaintext = input.bytes();
+        let (sealed, mut output) = new_bytes(py, EngineAead::sealed_length(plaintext.len()))?;
+        let out = output.bytes_mut();
+        let work = move || {
+            let out = out; // moved in whole: the closure runs once
+            self.aead.seal_into(plaintext, out, aad)
+        };
+        let written = if plaintext.len() >= RELEASE_GIL_FROM {
+            py.detach(work)
+        } else {
+            work()
+        }
+        .map_err(errors::job)?;
+        debug_assert_eq!(written, EngineAead::sealed_length(plaintext.len()));
+        Ok(sealed)
+    }
+
+    /// Opens a sealed message (`nonce || ciphertext || tag`) made with `aad` and returns the
+    /// plaintext as `bytes`; raises `parcrypt.InvalidTag` unless it is genuine.
+    #[pyo3(signature = (data, aad=None))]
+    fn open<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        aad: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let input = Input::get(data)?;
+        let aad_input = aad.map(Input::get).transpose()?;
+        let aad = aad_input.as_ref().map(Input::bytes);
+        let sealed = input.bytes();
+        // A message too short to be sealed is refused by the engine, before any output.
+        let length = EngineAead::opened_length(sealed.len()).unwrap_or(0);
+        let (opened, mut output) = new_bytes(py, length)?;
+        let out = output.bytes_mut();
+        let work = move || {
+            let out = out; // moved in whole: the closure runs once
+            self.aead.open_into(sealed, out, aad)
+        };
+        if sealed.len() >= RELEASE_GIL_FROM {
+            py.detach(work)
+        } else {
+            work()
+        }
+        .map_err(errors::job)?;
+        Ok(opened)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "parcrypt.Aead('{}', backend='{}')",
+            self.spec,
+            self.backend.name()
+        )
+    }
+}

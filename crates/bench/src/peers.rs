@@ -704,7 +704,7 @@ impl Contender {
 /// (encryption, CTR decryption) every byte is rewritten where it lies
 /// (`memory::rewrite_in_place`); GCM decryption's text is copied from its input into the
 /// output (`memory::copy_into`: streaming stores from 8 MiB, as parcrypt's kernels write).
-/// GCM decryption adds three rows ([`OWN_ROWS`]): the one-pass decryption that writes
+/// GCM decryption adds three rows of parcrypt's own: the one-pass decryption that writes
 /// plaintext before the tag is checked ([`ONE_PASS`], what parcrypt's row, authenticated
 /// first, is compared with) and each of the two passes alone ([`GHASH_PASS`],
 /// [`CTR_PASS`]), whose times add up to the floor of authenticating first. All take turns

@@ -520,7 +520,7 @@ impl KeyedCipher {
             (Mode::Gcm, Direction::Decrypt) => input.split_at(length - TAG_BYTES),
             _ => (input, &[][..]),
         };
-        let open_first_into = direction == Direction::Decrypt && seen == Output::Caller;
+        let checks_first = seen.checks_first(direction);
         if self.inline(direction, text.len()) {
             let message = Inline {
                 direction,
@@ -528,11 +528,11 @@ impl KeyedCipher {
                 iv: checked_iv,
                 aad: aad.unwrap_or_default(),
                 tag,
-                open_first: open_first_into,
+                checks_first,
             };
             return wipe_on_error(output, |output| message.run_from(&self.keys, text, output));
         }
-        if suite.mode == Mode::Gcm && open_first_into {
+        if suite.mode == Mode::Gcm && checks_first {
             let aad = aad.unwrap_or_default();
             return wipe_on_error(output, |output| {
                 let into = Text::Into(text, &mut output[..text.len()]);
@@ -579,8 +579,8 @@ impl KeyedCipher {
         if gcm_decrypt {
             tag.copy_from_slice(&buffer[text..length]);
         }
-        let open_first_here = direction == Direction::Decrypt && seen == Output::Caller;
-        if !inline && gcm_decrypt && open_first_here {
+        let checks_first = seen.checks_first(direction);
+        if !inline && gcm_decrypt && checks_first {
             let aad = aad.unwrap_or_default();
             return wipe_on_error(buffer, |buffer| {
                 let in_place = Text::InPlace(&mut buffer[..text]);
@@ -596,7 +596,7 @@ impl KeyedCipher {
             iv: checked_iv,
             aad: aad.unwrap_or_default(),
             tag: if gcm_decrypt { &tag } else { &[] },
-            open_first: open_first_here,
+            checks_first,
         };
         wipe_on_error(buffer, |buffer| message.run(&self.keys, buffer, text))
     }
@@ -611,6 +611,14 @@ enum Output {
     /// A buffer this call allocated and hands out only on success: GCM decrypts it in one
     /// pass and checks the tag at the end.
     Private,
+}
+
+impl Output {
+    /// Whether a GCM message in `direction` must have its tag checked before any plaintext
+    /// is written to this output.
+    fn checks_first(self, direction: Direction) -> bool {
+        self == Output::Caller && direction == Direction::Decrypt
+    }
 }
 
 /// Runs `work` on `buffer` and wipes the buffer if it fails, so that no partial or
@@ -638,7 +646,7 @@ struct Inline<'a> {
     tag: &'a [u8],
     /// Whether GCM decryption checks the tag before it writes any plaintext (output the
     /// caller can see) or decrypts in one pass and checks after (a private buffer).
-    open_first: bool,
+    checks_first: bool,
 }
 
 impl Inline<'_> {
@@ -738,7 +746,7 @@ impl Inline<'_> {
 
     /// GCM over `buffer[..length]`, read from `source` when there is one or else in place:
     /// encryption in one pass, the tag appended; decryption in one pass, the tag checked
-    /// after, or with `open_first` the tag checked before anything is decrypted.
+    /// after, or with `checks_first` the tag checked before anything is decrypted.
     fn run_gcm(
         &self,
         keys: &KeySchedule,
@@ -771,7 +779,7 @@ impl Inline<'_> {
             };
         }
         let source = source.map(|source| &source[..length]);
-        if self.direction == Direction::Decrypt && self.open_first {
+        if self.direction == Direction::Decrypt && self.checks_first {
             // Output the caller can see: the tag checked over the ciphertext, then CTR.
             let output = &mut buffer[..length];
             match source {

@@ -126,6 +126,21 @@ fn parse_threads(text: &str) -> Result<usize, Refused> {
     parcrypt_engine::check_threads(threads).map_err(|error| Refused(error.to_string()))
 }
 
+/// Says on stderr what the engine warns about running `spec` on it (table AES on a device
+/// where it is not constant time), each warning once per process.
+fn say_engine_warnings(engine: &Engine, spec: parcrypt_engine::CipherSpec) {
+    for warning in engine.take_warnings(spec) {
+        say!("parcrypt: warning: {warning}");
+    }
+}
+
+/// The chunk cipher of the file formats on an engine (Cobblestone's AES-GCM; every key size
+/// runs the same device kernels), for [`say_engine_warnings`].
+const FILE_CHUNKS: parcrypt_engine::CipherSpec = parcrypt_engine::CipherSpec {
+    algorithm: parcrypt_ciphers::Algorithm::Aes128,
+    mode: parcrypt_engine::Mode::Gcm,
+};
+
 /// An engine for `backend` that follows the user's tune files (in `$PARCRYPT_TUNE_DIR`, else
 /// the configuration directory), as `parcrypt tune` stores them.
 fn engine(backend: Backend, threads: Option<usize>) -> Result<Engine, Failure> {

@@ -32,6 +32,7 @@ pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
         common.force,
     )?;
     let engine = super::engine(common.backend, common.threads)?;
+    super::say_engine_warnings(&engine, super::FILE_CHUNKS);
     let limits = args.kdf_limits();
     let common = &args.common;
     // Random access needs to seek: a file, not a pipe.

@@ -73,13 +73,16 @@ pub struct RawArgs {
     /// No PKCS#7 padding for ECB/CBC: the input must be whole blocks
     #[arg(long)]
     no_pad: bool,
-    /// Where to run: seq, threads, pool, opencl, cuda, hip or auto
+    /// Where to run: seq, threads, pool, opencl, cuda, hip or auto (auto never runs AES on a
+    /// device whose table AES is not constant time; naming one warns)
     #[arg(long, value_name = "NAME", default_value = "auto", value_parser = typed::<Backend>())]
     backend: Backend,
     /// Threads for threads/pool/auto (default: all cores; at most 8 per core, and 64)
     #[arg(long, value_name = "N", value_parser = super::parse_threads)]
     threads: Option<usize>,
-    /// Use the portable table AES (the GPU kernels' CPU twin) instead of hardware AES
+    /// Use the portable table AES (the GPU kernels' CPU twin) instead of hardware AES. Not
+    /// constant time: its table lookups leak the key through the CPU's caches to code that
+    /// shares them. For testing only
     #[arg(long)]
     reference: bool,
     /// Replace OUTPUT if it exists
@@ -123,6 +126,7 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
     // first pass).
     check_output(args.output.as_deref(), args.input.as_deref(), args.force)?;
     let engine = super::engine(args.backend, args.threads)?;
+    super::say_engine_warnings(&engine, spec);
     let chunk_bytes = chunk_bytes_for(&engine);
     let keyed = KeyedCipher::new(engine, spec, &key)?.allow_short_gcm_iv(args.allow_short_gcm_iv);
     let cipher = Cipher::from_keyed(keyed, iv.as_deref().map(|iv| iv.as_slice()))?

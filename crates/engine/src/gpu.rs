@@ -4,11 +4,21 @@
 //! what a GPU cannot split (CBC encryption). Under `auto`, a GPU is used only where a tune
 //! file the caller passed (see [`crate::EngineBuilder`]) says it finishes a job first, and
 //! it is opened on the first job that goes to it.
+//!
+//! The device kernels run AES with lookup tables, which is constant time only on a GPU
+//! that keeps a copy of each table per lane ([`parcrypt_gpu::aes_timing_leak`]). `auto`
+//! never sends AES anywhere else (the CPU's hardware AES is constant time); a GPU backend
+//! named by the caller still runs AES on its device, and [`Engine::warnings`] says why that
+//! may leak the key. Blowfish and RC6 keep going where the tune table says: RC6 reads no
+//! tables, and Blowfish's key-dependent S-boxes are table lookups on the CPU as well.
 
+use std::collections::HashSet;
+use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use parcrypt_gpu::{GpuDevice, TuneTable};
+use parcrypt_gpu::kernel_source::{CipherFamily, KernelOperation};
+use parcrypt_gpu::{AesTimingLeak, GpuDevice, TuneTable};
 use parcrypt_modes::{CipherSpec, Direction};
 
 use crate::{Backend, Engine, EngineError};
@@ -121,6 +131,62 @@ fn device_identity(backend: Backend, index: usize) -> Option<String> {
     ))
 }
 
+/// Why AES in `spec` and `direction` on `device` may leak the key through timing; `None`
+/// for other ciphers, for CBC encryption (which no device runs) and for a GPU whose table
+/// layout closes the channels ([`parcrypt_gpu::aes_timing_leak`]).
+fn aes_timing_leak(
+    device: &dyn GpuDevice,
+    spec: CipherSpec,
+    direction: Direction,
+) -> Option<AesTimingLeak> {
+    if CipherFamily::of(spec.algorithm) != CipherFamily::Aes {
+        return None;
+    }
+    device.aes_timing_leak(KernelOperation::for_mode(spec.mode, direction)?)
+}
+
+/// A device as a warning names it: its description up to the details in parentheses.
+fn device_name(device: &dyn GpuDevice) -> String {
+    let description = device.description();
+    match description.split_once(" (") {
+        Some((name, _)) => name.trim().to_string(),
+        None => description.trim().to_string(),
+    }
+}
+
+/// Something the user of an engine should know, which the library never prints itself
+/// (see [`Engine::warnings`]). Each displays as one line.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EngineWarning {
+    /// AES runs on a device whose table lookups may leak the key through timing.
+    TableAes {
+        /// The GPU backend the caller named.
+        backend: Backend,
+        /// The device, as its description names it.
+        device: String,
+        /// Why its table AES is not constant time.
+        leak: AesTimingLeak,
+    },
+}
+
+impl fmt::Display for EngineWarning {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineWarning::TableAes {
+                backend,
+                device,
+                leak,
+            } => write!(
+                formatter,
+                "AES on {backend} device {device} uses lookup tables that are not constant \
+                 time: {leak}; timing can leak the key to code sharing the device (auto \
+                 never sends AES to such a device)"
+            ),
+        }
+    }
+}
+
 /// Opens device `index` of a GPU backend, or says why it cannot.
 pub(crate) fn open_gpu(backend: Backend, index: usize) -> Result<Box<dyn GpuDevice>, EngineError> {
     let reason = |error: parcrypt_gpu::GpuError| EngineError::Gpu {
@@ -183,7 +249,8 @@ impl Engine {
         if !auto.table.gpu_wins(spec, direction, length) {
             return None;
         }
-        auto.device
+        let device = auto
+            .device
             .get_or_init(|| {
                 let device = open_gpu(auto.backend, auto.device_index).ok()?;
                 // The table belongs to the device it was measured on.
@@ -192,7 +259,49 @@ impl Engine {
                     device
                 })
             })
-            .as_deref()
+            .as_deref()?;
+        // Issue 31 finding 7: however fast, table AES that may leak the key is never
+        // chosen for the caller.
+        aes_timing_leak(device, spec, direction)
+            .is_none()
+            .then_some(device)
+    }
+
+    /// What the caller should be told about running `spec` (either direction) on this
+    /// engine: for AES on a GPU backend the caller named, whose device's table AES may leak
+    /// the key through timing, one [`EngineWarning::TableAes`]. `auto` never runs AES on
+    /// such a device, so it has none. The library prints nothing: front ends show these
+    /// (the command line on stderr, the bindings in their own idiom), best through
+    /// [`Engine::take_warnings`].
+    pub fn warnings(&self, spec: CipherSpec) -> Vec<EngineWarning> {
+        let Some(device) = self.gpu.as_deref() else {
+            return Vec::new();
+        };
+        [Direction::Encrypt, Direction::Decrypt]
+            .into_iter()
+            .find_map(|direction| aes_timing_leak(device, spec, direction))
+            .map(|leak| EngineWarning::TableAes {
+                backend: self.backend,
+                device: device_name(device),
+                leak,
+            })
+            .into_iter()
+            .collect()
+    }
+
+    /// [`Engine::warnings`], each one returned once per process: a warning already returned
+    /// by an earlier call (on any engine) is left out, so that a program making many
+    /// ciphers is told once.
+    pub fn take_warnings(&self, spec: CipherSpec) -> Vec<EngineWarning> {
+        static GIVEN: OnceLock<Mutex<HashSet<EngineWarning>>> = OnceLock::new();
+        let mut given = GIVEN
+            .get_or_init(|| Mutex::new(HashSet::new()))
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.warnings(spec)
+            .into_iter()
+            .filter(|warning| given.insert(warning.clone()))
+            .collect()
     }
 
     /// Whether any job of this cipher, mode and direction may run on a GPU (so that a

@@ -20,7 +20,9 @@ fn engines_read_the_tune_file_of_their_own_device_only() {
     let identity = parcrypt_gpu::tuning::device_identity("opencl", &name);
     let directory = tempfile::tempdir().unwrap();
     std::env::set_var("PARCRYPT_TUNE_DIR", directory.path());
-    let ctr: CipherSpec = "aes-128-ctr".parse().unwrap();
+    // RC6, not AES: `auto` never sends AES to a CPU OpenCL device such as PoCL (below).
+    let ctr: CipherSpec = "rc6-128-ctr".parse().unwrap();
+    let gcm: CipherSpec = "aes-128-gcm".parse().unwrap();
     let tuned = |backend: Backend, threads: usize| {
         Engine::builder()
             .backend(backend)
@@ -52,6 +54,16 @@ fn engines_read_the_tune_file_of_their_own_device_only() {
             },
         ],
     );
+    // Made up: the GPU "wins" AES-128-GCM from 1 KiB.
+    let aes_crossover = Crossover::new(
+        gcm,
+        Direction::Encrypt,
+        vec![CrossoverPoint {
+            bytes: 1 << 10,
+            cpu_seconds: 2.0,
+            gpu_seconds: 1.0,
+        }],
+    );
     let untuned = geometry(64, 64);
     // A file for another device, under this device's name, is not used.
     let foreign = TuneTable::new(
@@ -75,7 +87,7 @@ fn engines_read_the_tune_file_of_their_own_device_only() {
         identity.clone(),
         untuned,
         vec![shape],
-        vec![crossover],
+        vec![crossover, aes_crossover],
     );
     table
         .save(&tune_file(directory.path(), "opencl", &identity))
@@ -115,8 +127,20 @@ fn engines_read_the_tune_file_of_their_own_device_only() {
     assert_eq!(gpu.identity(), identity);
     assert_eq!(gpu.tuning().as_deref(), Some(&table));
     assert!(auto
-        .gpu_for("aes-128-ecb".parse().unwrap(), Direction::Encrypt, 1 << 30)
+        .gpu_for("rc6-128-ecb".parse().unwrap(), Direction::Encrypt, 1 << 30)
         .is_none());
+    // Issue 31 finding 7: the table says the device wins AES-128-GCM, but where its table
+    // AES may leak the key (PoCL, a CPU device, always does) `auto` keeps AES on the CPU.
+    let leak = gpu.aes_timing_leak(parcrypt_gpu::kernel_source::KernelOperation::Ctr);
+    println!("AES on {}: {leak:?}", gpu.description());
+    assert_eq!(
+        auto.gpu_for(gcm, Direction::Encrypt, 1 << 24).is_some(),
+        leak.is_none()
+    );
+    assert!(
+        auto.warnings(gcm).is_empty(),
+        "auto never warns: it never chose"
+    );
 
     // A damaged file means untuned, not an error.
     std::fs::write(tune_file(directory.path(), "opencl", &identity), "{").unwrap();

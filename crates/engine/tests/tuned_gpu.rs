@@ -15,18 +15,22 @@ use opencl::{aes_128_ctr_shape, geometry, open_first_device};
 use parcrypt_ciphers::{Algorithm, Implementation};
 use parcrypt_engine::crypter::{process_buffer, JobSpec};
 use parcrypt_engine::tune::{tune, TuneEvent, TuneOptions};
-use parcrypt_engine::{Backend, Engine};
+use parcrypt_engine::{Backend, Engine, EngineWarning};
 use parcrypt_gpu::kernel_source::KernelOperation;
 use parcrypt_gpu::tuning::{Crossover, CrossoverPoint};
 use parcrypt_gpu::{
-    GpuApi, GpuDevice, GpuError, GpuOperation, KeyMaterial, LaunchGeometry, OpenClDevice, TuneTable,
+    AesTimingLeak, DeviceKind, GpuApi, GpuDevice, GpuError, GpuOperation, KeyMaterial,
+    LaunchGeometry, OpenClDevice, TableCopies, TuneTable,
 };
 use parcrypt_modes::{CipherSpec, Direction};
 
-/// A device that counts the data calls that reach it.
+/// A device that counts the data calls that reach it; with `claims`, it says it is a
+/// device of that kind whose kernels keep those table copies (the kernels stay the real
+/// device's, so every byte is still right).
 struct Counting {
     inner: OpenClDevice,
     calls: Arc<AtomicUsize>,
+    claims: Option<(DeviceKind, TableCopies)>,
 }
 
 impl GpuDevice for Counting {
@@ -38,6 +42,18 @@ impl GpuDevice for Counting {
     }
     fn identity(&self) -> String {
         self.inner.identity()
+    }
+    fn kind(&self) -> DeviceKind {
+        match self.claims {
+            Some((kind, _)) => kind,
+            None => GpuDevice::kind(&self.inner),
+        }
+    }
+    fn table_copies(&self) -> Option<TableCopies> {
+        match self.claims {
+            Some((_, copies)) => Some(copies),
+            None => GpuDevice::table_copies(&self.inner),
+        }
     }
     fn launch_geometry(&self) -> LaunchGeometry {
         GpuDevice::launch_geometry(&self.inner)
@@ -129,8 +145,10 @@ fn auto_sends_the_gpu_exactly_the_jobs_the_table_gives_it() {
     let counting = Counting {
         inner: device,
         calls: Arc::clone(&calls),
+        claims: None,
     };
     // Made up on purpose: the GPU "wins" CTR from 1 MiB; GCM was measured and never wins.
+    // RC6: `auto` never sends AES to a CPU device such as PoCL (see the test below).
     let table = TuneTable::new(
         "opencl",
         identity,
@@ -138,12 +156,12 @@ fn auto_sends_the_gpu_exactly_the_jobs_the_table_gives_it() {
         Vec::new(),
         vec![
             Crossover::new(
-                spec("aes-128-ctr"),
+                spec("rc6-128-ctr"),
                 Direction::Encrypt,
                 vec![point(1 << 16, 1.0, 2.0), point(1 << 20, 2.0, 1.0)],
             ),
             Crossover::new(
-                spec("aes-128-gcm"),
+                spec("rc6-128-gcm"),
                 Direction::Encrypt,
                 vec![point(1 << 20, 1.0, 2.0)],
             ),
@@ -154,8 +172,8 @@ fn auto_sends_the_gpu_exactly_the_jobs_the_table_gives_it() {
 
     let small = data(64 << 10);
     assert_eq!(
-        run(&auto, "aes-128-ctr", Direction::Encrypt, &small),
-        run(&seq, "aes-128-ctr", Direction::Encrypt, &small)
+        run(&auto, "rc6-128-ctr", Direction::Encrypt, &small),
+        run(&seq, "rc6-128-ctr", Direction::Encrypt, &small)
     );
     assert_eq!(
         calls.load(Ordering::SeqCst),
@@ -167,8 +185,8 @@ fn auto_sends_the_gpu_exactly_the_jobs_the_table_gives_it() {
     for direction in [Direction::Encrypt, Direction::Decrypt] {
         let before = calls.load(Ordering::SeqCst);
         assert_eq!(
-            run(&auto, "aes-128-ctr", direction, &large),
-            run(&seq, "aes-128-ctr", direction, &large)
+            run(&auto, "rc6-128-ctr", direction, &large),
+            run(&seq, "rc6-128-ctr", direction, &large)
         );
         assert!(
             calls.load(Ordering::SeqCst) > before,
@@ -178,18 +196,160 @@ fn auto_sends_the_gpu_exactly_the_jobs_the_table_gives_it() {
 
     let before = calls.load(Ordering::SeqCst);
     assert_eq!(
-        run(&auto, "aes-128-gcm", Direction::Encrypt, &large),
-        run(&seq, "aes-128-gcm", Direction::Encrypt, &large)
+        run(&auto, "rc6-128-gcm", Direction::Encrypt, &large),
+        run(&seq, "rc6-128-gcm", Direction::Encrypt, &large)
     );
     assert_eq!(
-        run(&auto, "aes-256-ctr", Direction::Encrypt, &large),
-        run(&seq, "aes-256-ctr", Direction::Encrypt, &large)
+        run(&auto, "rc6-256-ctr", Direction::Encrypt, &large),
+        run(&seq, "rc6-256-ctr", Direction::Encrypt, &large)
     );
     assert_eq!(
         calls.load(Ordering::SeqCst),
         before,
-        "GCM never won and AES-256 was not measured: CPU"
+        "GCM never won and RC6-256 was not measured: CPU"
     );
+}
+
+/// Issue 31 finding 7: `auto` sends AES only to a GPU whose kernels keep a copy of every
+/// table per lane, however much faster the tune table says another device is. The device is
+/// PoCL (a CPU device) as it is, then claiming to be a GPU with 16 copies (a 48 KiB OpenCL
+/// GPU) and with 32; only the last gets AES, while RC6 goes to all three.
+#[test]
+fn auto_sends_aes_only_to_a_gpu_with_a_table_copy_per_lane() {
+    if open_first_device().is_none() {
+        return;
+    }
+    let seq = Engine::new(Backend::Seq, None).unwrap();
+    let large = data((2 << 20) + 5);
+    let wins = |name: &str, direction| {
+        Crossover::new(
+            spec(name),
+            direction,
+            vec![point(1 << 16, 1.0, 2.0), point(1 << 20, 2.0, 1.0)],
+        )
+    };
+    let claims = [
+        None,
+        Some((DeviceKind::Gpu, TableCopies::uniform(16))),
+        Some((DeviceKind::Gpu, TableCopies::uniform(32))),
+    ];
+    for claim in claims {
+        let device = open_first_device().unwrap();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counting = Counting {
+            inner: device,
+            calls: Arc::clone(&calls),
+            claims: claim,
+        };
+        let leak = counting.aes_timing_leak(KernelOperation::Ctr);
+        let expected_leak = match claim {
+            None => match counting.kind() {
+                DeviceKind::Gpu => leak,
+                kind => Some(AesTimingLeak::NotAGpu(kind)),
+            },
+            Some((_, copies)) if copies.aes_encrypt == 32 => None,
+            Some(_) => Some(AesTimingLeak::SharedTableCopies(16)),
+        };
+        assert_eq!(leak, expected_leak, "{claim:?}");
+        let table = TuneTable::new(
+            "opencl",
+            counting.identity(),
+            geometry(64, 64),
+            Vec::new(),
+            vec![
+                wins("aes-128-gcm", Direction::Encrypt),
+                wins("aes-128-gcm", Direction::Decrypt),
+                wins("aes-256-ctr", Direction::Encrypt),
+                wins("rc6-128-ctr", Direction::Encrypt),
+            ],
+        );
+        let auto = Engine::auto_with_gpu(Some(2), Box::new(counting), table).unwrap();
+        for (name, direction) in [
+            ("aes-128-gcm", Direction::Encrypt),
+            ("aes-128-gcm", Direction::Decrypt),
+            ("aes-256-ctr", Direction::Encrypt),
+        ] {
+            let before = calls.load(Ordering::SeqCst);
+            let input = match direction {
+                Direction::Encrypt => large.clone(),
+                Direction::Decrypt => run(&seq, name, Direction::Encrypt, &large),
+            };
+            assert_eq!(
+                run(&auto, name, direction, &input),
+                run(&seq, name, direction, &input)
+            );
+            let used = calls.load(Ordering::SeqCst) > before;
+            assert_eq!(
+                used,
+                leak.is_none(),
+                "{name} {direction:?} on {claim:?}: the device is used exactly when its \
+                 table AES is constant time"
+            );
+            assert_eq!(
+                auto.gpu_for(spec(name), direction, large.len()).is_some(),
+                leak.is_none()
+            );
+        }
+        assert!(auto.warnings(spec("aes-128-gcm")).is_empty());
+        let before = calls.load(Ordering::SeqCst);
+        run(&auto, "rc6-128-ctr", Direction::Encrypt, &large);
+        assert!(
+            calls.load(Ordering::SeqCst) > before,
+            "RC6 keeps going where the table says, on {claim:?}"
+        );
+    }
+}
+
+/// Issue 31 finding 7: a GPU backend named by the caller still runs AES on a device whose
+/// table AES may leak (PoCL), and the engine says so, once per process; RC6 and Blowfish
+/// get no warning. (The only test of this binary that takes warnings.)
+#[test]
+fn a_named_leaky_device_runs_aes_and_warns_once() {
+    let Some(device) = open_first_device() else {
+        return;
+    };
+    let leak = device.aes_timing_leak(KernelOperation::Ctr);
+    drop(device);
+    let engine = Engine::new(Backend::Opencl, Some(2)).unwrap();
+    let gcm = spec("aes-128-gcm");
+    let seq = Engine::new(Backend::Seq, None).unwrap();
+    let input = data(70_000);
+    assert_eq!(
+        run(&engine, "aes-128-gcm", Direction::Encrypt, &input),
+        run(&seq, "aes-128-gcm", Direction::Encrypt, &input),
+        "named, the device still runs AES"
+    );
+    let warnings = engine.warnings(gcm);
+    match leak {
+        None => assert!(warnings.is_empty(), "{warnings:?}"),
+        Some(leak) => {
+            assert_eq!(warnings.len(), 1);
+            let EngineWarning::TableAes {
+                backend,
+                leak: said,
+                ..
+            } = &warnings[0]
+            else {
+                panic!("{warnings:?}")
+            };
+            assert_eq!((*backend, *said), (Backend::Opencl, leak));
+            let line = warnings[0].to_string();
+            assert!(
+                line.contains("not constant time") && !line.contains('\n'),
+                "{line}"
+            );
+            assert_eq!(engine.take_warnings(gcm), warnings, "the first time");
+            assert!(engine.take_warnings(gcm).is_empty(), "once per process");
+            let again = Engine::new(Backend::Opencl, Some(1)).unwrap();
+            assert!(again.take_warnings(spec("aes-256-ctr")).is_empty());
+            assert_eq!(again.warnings(gcm), warnings, "still there when asked");
+        }
+    }
+    for name in ["rc6-128-gcm", "bf-ctr", "bf-ecb", "rc6-256-cbc"] {
+        assert!(engine.warnings(spec(name)).is_empty(), "{name}");
+    }
+    // CPU backends never warn.
+    assert!(seq.warnings(gcm).is_empty());
 }
 
 #[test]

@@ -1095,6 +1095,10 @@ impl<A: Api> GpuDevice for GpuHost<A> {
         self.adapter.kind()
     }
 
+    fn table_copies(&self) -> Option<TableCopies> {
+        Some(self.table_copies)
+    }
+
     fn launch_geometry(&self) -> LaunchGeometry {
         GpuHost::launch_geometry(self)
     }

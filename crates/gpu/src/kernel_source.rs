@@ -7,6 +7,9 @@
 use std::fmt;
 
 use parcrypt_ciphers::Algorithm;
+use parcrypt_modes::{Direction, Mode};
+
+use crate::DeviceKind;
 
 /// The kernels, without a vendor header.
 pub const KERNEL_SOURCE: &str = include_str!("../kernels/parcrypt.cl");
@@ -91,6 +94,20 @@ impl KernelOperation {
             self,
             KernelOperation::EcbDecrypt | KernelOperation::CbcDecrypt
         )
+    }
+
+    /// The kernel that runs `mode` in `direction` on a device: CTR for CTR and GCM (which
+    /// only ever encrypt counter blocks), the ECB kernels for ECB, CBC decryption's for CBC
+    /// decryption. `None` for CBC encryption, which no device runs (each block needs the
+    /// one before it).
+    pub fn for_mode(mode: Mode, direction: Direction) -> Option<KernelOperation> {
+        match (mode, direction) {
+            (Mode::Ctr | Mode::Gcm, _) => Some(KernelOperation::Ctr),
+            (Mode::Ecb, Direction::Encrypt) => Some(KernelOperation::EcbEncrypt),
+            (Mode::Ecb, Direction::Decrypt) => Some(KernelOperation::EcbDecrypt),
+            (Mode::Cbc, Direction::Decrypt) => Some(KernelOperation::CbcDecrypt),
+            (Mode::Cbc, Direction::Encrypt) => None,
+        }
     }
 }
 
@@ -188,8 +205,8 @@ impl TableCopies {
     /// local memory, per table. CPU devices get one copy: their local memory is ordinary
     /// cached memory with no banks, so copies would only cost cache space and copying time
     /// (and the cache channel they leave open is the same either way).
-    pub fn for_device(kind: crate::DeviceKind, local_memory_bytes: u64) -> Self {
-        if kind == crate::DeviceKind::Cpu {
+    pub fn for_device(kind: DeviceKind, local_memory_bytes: u64) -> Self {
+        if kind == DeviceKind::Cpu {
             return TableCopies::uniform(1);
         }
         let fitting = |bytes_per_copy: u64| {
@@ -224,6 +241,16 @@ impl TableCopies {
         (u64::from(self.aes_encrypt) * AES_ENCRYPT_BYTES_PER_COPY)
             .max(u64::from(self.aes_decrypt) * AES_DECRYPT_BYTES_PER_COPY)
             .max(u64::from(self.blowfish) * BLOWFISH_BYTES_PER_COPY)
+    }
+
+    /// Copies of the AES tables a kernel of `operation` reads: the decryption tables' for
+    /// ECB and CBC decryption, the encryption tables' otherwise.
+    pub fn aes_copies(self, operation: KernelOperation) -> u32 {
+        if operation.decrypts() {
+            self.aes_decrypt
+        } else {
+            self.aes_encrypt
+        }
     }
 
     /// Whether every table has a copy per lane, i.e. the bank-conflict channel is closed.
@@ -263,6 +290,63 @@ impl fmt::Display for TableCopies {
     }
 }
 
+/// Why table AES on a device may leak its key through timing (see "WHAT IS AND IS NOT
+/// CONSTANT TIME" at the top of `parcrypt.cl`). [`aes_timing_leak`] decides; `auto` never
+/// sends AES to a device with a leak, and naming such a device's backend warns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AesTimingLeak {
+    /// The device is not a GPU: its local memory is ordinary cached memory (a CPU OpenCL
+    /// device such as PoCL) or of a kind whose banks and caches we do not know, so table
+    /// lookups leak through its caches as CPU T-table AES does.
+    NotAGpu(DeviceKind),
+    /// A GPU that keeps this many copies (fewer than 32) of a table the job reads: lanes
+    /// of one warp share copies, and which of them conflict in a bank depends on the key.
+    SharedTableCopies(u32),
+    /// The device does not say which table layout its kernels were compiled with.
+    UnknownLayout,
+}
+
+impl fmt::Display for AesTimingLeak {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AesTimingLeak::NotAGpu(DeviceKind::Cpu) => formatter
+                .write_str("it is a CPU device, whose table lookups leak through the data cache"),
+            AesTimingLeak::NotAGpu(kind) => write!(
+                formatter,
+                "it is an OpenCL device of kind '{kind}', whose table lookups may leak \
+                 through its caches"
+            ),
+            AesTimingLeak::SharedTableCopies(copies) => write!(
+                formatter,
+                "its kernels keep {copies} copies of the AES tables (32 close the \
+                 shared-memory bank-conflict channel), so lanes share copies and their \
+                 conflicts depend on the key"
+            ),
+            AesTimingLeak::UnknownLayout => {
+                formatter.write_str("its AES table layout is not known to be constant time")
+            }
+        }
+    }
+}
+
+/// The rule for table AES: `None` when AES `operation` on a device of `kind` whose kernels
+/// keep `copies` is free of the timing channels a table layout can close (a GPU with a
+/// copy per lane of every table the operation reads), else why not. RC6 reads no tables,
+/// and Blowfish's S-boxes are key-dependent tables on every path (the CPU's too), so the
+/// rule is for AES alone: there the CPU path (AES-NI, VAES) is constant time and a leaking
+/// device would be a step down.
+pub fn aes_timing_leak(
+    kind: DeviceKind,
+    copies: TableCopies,
+    operation: KernelOperation,
+) -> Option<AesTimingLeak> {
+    if kind != DeviceKind::Gpu {
+        return Some(AesTimingLeak::NotAGpu(kind));
+    }
+    let copies = copies.aes_copies(operation);
+    (copies < TableCopies::PER_LANE).then_some(AesTimingLeak::SharedTableCopies(copies))
+}
+
 /// The AES table buffer the kernels copy into local memory, laid out as `parcrypt.cl`'s
 /// `AES_SOURCE_*` say: Te0, Td0, then the inverse S-box packed four entries per word
 /// (entry `4k + j` in byte `j` of word `k`). Built from the CPU reference's tables, which are
@@ -283,7 +367,6 @@ pub fn aes_table_words() -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::DeviceKind;
 
     #[test]
     fn every_kernel_name_is_defined_in_the_source() {
@@ -396,6 +479,67 @@ mod tests {
         assert_eq!(
             TableCopies::uniform(8).compiler_options(),
             "-D AES_ENCRYPT_TABLE_COPIES=8 -D AES_DECRYPT_TABLE_COPIES=8 -D BLOWFISH_TABLE_COPIES=8"
+        );
+    }
+
+    /// Issue 31 finding 7: the rule `auto` follows for AES. Only a GPU with a copy per lane
+    /// of every table the job reads is free of the layout's timing channels; a CPU device
+    /// never is, however many copies it were given.
+    #[test]
+    fn table_aes_is_trusted_only_on_a_gpu_with_a_copy_per_lane() {
+        use KernelOperation::{CbcDecrypt, Ctr, EcbDecrypt, EcbEncrypt};
+        for operation in KernelOperation::ALL {
+            assert_eq!(
+                aes_timing_leak(DeviceKind::Gpu, TableCopies::uniform(32), operation),
+                None
+            );
+            for copies in [1, 2, 4, 8, 16] {
+                assert_eq!(
+                    aes_timing_leak(DeviceKind::Gpu, TableCopies::uniform(copies), operation),
+                    Some(AesTimingLeak::SharedTableCopies(copies)),
+                    "{copies} copies, {operation:?}"
+                );
+            }
+            for kind in [DeviceKind::Cpu, DeviceKind::Accelerator, DeviceKind::Other] {
+                for copies in [1, 32] {
+                    assert_eq!(
+                        aes_timing_leak(kind, TableCopies::uniform(copies), operation),
+                        Some(AesTimingLeak::NotAGpu(kind))
+                    );
+                }
+            }
+        }
+        // AMD's 64 KiB of LDS: 32 copies of the encryption tables, 16 of the decryption
+        // tables. CTR (and so GCM) and ECB encryption read only the former.
+        let amd = TableCopies::for_device(DeviceKind::Gpu, 64 * 1024);
+        for operation in [Ctr, EcbEncrypt] {
+            assert_eq!(aes_timing_leak(DeviceKind::Gpu, amd, operation), None);
+        }
+        for operation in [EcbDecrypt, CbcDecrypt] {
+            assert_eq!(
+                aes_timing_leak(DeviceKind::Gpu, amd, operation),
+                Some(AesTimingLeak::SharedTableCopies(16))
+            );
+        }
+        // What the host picks for an NVIDIA GPU through OpenCL (48 KiB) and for PoCL.
+        let nvidia_opencl = TableCopies::for_device(DeviceKind::Gpu, 48 * 1024);
+        assert!(aes_timing_leak(DeviceKind::Gpu, nvidia_opencl, Ctr).is_some());
+        let pocl = TableCopies::for_device(DeviceKind::Cpu, 1 << 20);
+        assert!(aes_timing_leak(DeviceKind::Cpu, pocl, Ctr)
+            .unwrap()
+            .to_string()
+            .contains("CPU device"));
+        assert_eq!(
+            KernelOperation::for_mode(Mode::Gcm, Direction::Decrypt),
+            Some(Ctr)
+        );
+        assert_eq!(
+            KernelOperation::for_mode(Mode::Cbc, Direction::Decrypt),
+            Some(CbcDecrypt)
+        );
+        assert_eq!(
+            KernelOperation::for_mode(Mode::Cbc, Direction::Encrypt),
+            None
         );
     }
 

@@ -73,7 +73,7 @@ pub use foreign::ForeignDeviceMemory;
 pub use hip::{HipDevice, HipDeviceInfo};
 pub use host::zero_copy::MappedBuffer as GpuMappedBuffer;
 pub use host::GpuHost;
-pub use kernel_source::TableCopies;
+pub use kernel_source::{aes_timing_leak, AesTimingLeak, TableCopies};
 pub use key_material::KeyMaterial;
 pub use opencl::OpenClDevice;
 pub use operation::GpuOperation;
@@ -240,6 +240,21 @@ pub trait GpuDevice: Send + Sync {
     /// What kind of processor runs the kernels (an OpenCL device may be the CPU).
     fn kind(&self) -> DeviceKind {
         DeviceKind::Gpu
+    }
+
+    /// The table copies the kernels were compiled with; `None` where the device does not
+    /// say, and then AES on it counts as leaking ([`GpuDevice::aes_timing_leak`]).
+    fn table_copies(&self) -> Option<TableCopies> {
+        None
+    }
+
+    /// Why AES `operation` on this device may leak its key through timing, or `None` when
+    /// its table layout closes the channels a layout can ([`aes_timing_leak`]).
+    fn aes_timing_leak(&self, operation: kernel_source::KernelOperation) -> Option<AesTimingLeak> {
+        match self.table_copies() {
+            Some(copies) => aes_timing_leak(self.kind(), copies, operation),
+            None => Some(AesTimingLeak::UnknownLayout),
+        }
     }
 
     /// The launch shape used where no tune table applies.

@@ -497,6 +497,62 @@ fn interrupted_second_pass_leaves_nothing() {
     }
 }
 
+/// Issue 31 finding 7: a file rewritten once its first pass has read it, decrypted to a
+/// pipe. Before, the second pass read the file again and put the changed file's plaintext
+/// on stdout before its tag check failed; now the second pass decrypts the copy the first
+/// pass authenticated, so stdout only ever holds the authenticated plaintext.
+#[test]
+fn a_file_changed_after_the_first_pass_puts_none_of_its_plaintext_on_a_pipe() {
+    let megabytes = 48;
+    let inputs = big_inputs(megabytes);
+    let expected = marked_plaintext(megabytes << 20);
+    let length = std::fs::metadata(&inputs.sealed).unwrap().len();
+    let tmpdir = Folder::new("tmp");
+    let mut args = DECRYPT.to_vec();
+    args.extend(["--backend", "seq", "-q", inputs.sealed.to_str().unwrap()]);
+    let mut child = command(&args, tmpdir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = drain(&mut child);
+    // The first pass is over when the input was read to its end (and, as it was, read again
+    // from its start by a second pass in place).
+    let mut last = 0;
+    let mut at_end = 0;
+    while child.try_wait().unwrap().is_none() {
+        let position = position_in(child.id(), &inputs.sealed).unwrap_or(last);
+        if position < last || (position == length && at_end > 2) {
+            break;
+        }
+        at_end += usize::from(position == length);
+        last = position;
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let offset = length - 1000;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&inputs.sealed)
+        .unwrap();
+    let mut byte = [0u8];
+    use std::io::Seek;
+    file.seek(std::io::SeekFrom::Start(offset)).unwrap();
+    file.read_exact(&mut byte).unwrap();
+    file.seek(std::io::SeekFrom::Start(offset)).unwrap();
+    file.write_all(&[byte[0] ^ 0x80]).unwrap();
+    drop(file);
+    let status = child.wait().unwrap();
+    let released = stdout.join().unwrap();
+    assert!(
+        released.len() <= expected.len() && released == expected[..released.len()],
+        "plaintext of the changed file reached the pipe"
+    );
+    assert!(status.success(), "the authenticated copy decrypts");
+    assert_eq!(released.len(), expected.len());
+    assert!(names(tmpdir.path()).is_empty());
+}
+
 #[test]
 fn raw_refuses_a_terminal_without_dash_o_dash() {
     // `script` gives the command a pseudo-terminal for stdin and stdout.

@@ -54,6 +54,17 @@ pub fn check_output(
     plan_output(target, input, replace).map(drop)
 }
 
+/// Whether output to `target` goes into a file of its own that a failed run deletes (an
+/// unnamed or temporary file linked into place on success), not to stdout, a FIFO or a
+/// device, which keep what they were given; refusals as [`check_output`] says.
+pub fn output_is_discardable(
+    target: Option<&Path>,
+    input: Option<&Path>,
+    replace: bool,
+) -> Result<bool, Failure> {
+    Ok(plan_output(target, input, replace)?.is_some_and(|plan| !plan.in_place()))
+}
+
 /// The plan for a file target, `None` for stdout; refusals as [`check_output`] says.
 fn plan_output(
     target: Option<&Path>,

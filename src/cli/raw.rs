@@ -5,13 +5,13 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use parcrypt_engine::open::{Authenticated, OpenOptions, Phase};
+use parcrypt_engine::open::{Authenticated, Destination, OpenOptions, Phase};
 use parcrypt_engine::stream::{chunk_bytes_for, process_stream_with_progress};
 use parcrypt_engine::{Backend, Cipher, CipherSpec, Direction, Implementation, KeyedCipher, Mode};
 use parcrypt_format::secrets::decode_hex;
 use zeroize::Zeroize;
 
-use super::files::{check_output, file_size, Output};
+use super::files::{check_output, file_size, output_is_discardable, Output};
 use super::progress::Progress;
 use super::{typed, Failure};
 
@@ -26,13 +26,14 @@ Modes:
              ciphertext followed by the 16-byte tag. Decryption reads the input
              twice: a first pass only checks the tag (nothing is decrypted or
              written), and only if it matches a second pass decrypts and writes.
-             A regular INPUT file is read twice in place; stdin or a pipe is read
-             to its end first and its ciphertext (never plaintext) kept in memory
-             up to 64 MiB, beyond that in an unnamed temporary file in $TMPDIR
-             (removed by the system even on SIGKILL; it needs room for the whole
-             input). If the file changes between the passes, the second pass
-             fails at the end: -o FILE is then not created, but a pipe has
-             received the changed file's plaintext.
+             With -o FILE, a regular INPUT file is read twice in place; if it
+             changes between the passes the run fails and FILE is not created.
+             Otherwise (stdout, a pipe, stdin) the input is read to its end first
+             and its ciphertext (never plaintext) kept in memory up to 64 MiB,
+             beyond that in an unnamed temporary file in $TMPDIR (removed by the
+             system even on SIGKILL; it needs room for the whole input), and the
+             second pass decrypts that copy: a file changed meanwhile cannot put
+             its plaintext on stdout.
 Parallelism:
   ECB, CTR, GCM and CBC decryption are split over threads. CBC encryption chains
   every block on the previous one, so it runs on one thread whatever --backend says.
@@ -178,8 +179,17 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
             bars[..index].iter().for_each(Progress::finish);
             bars[index].update(bytes);
         };
+        // Issue 31 finding 7: a file read twice in place only when the output is a file
+        // of ours that a failure deletes; stdout or a FIFO get a copy's plaintext.
+        let destination =
+            if output_is_discardable(args.output.as_deref(), args.input.as_deref(), args.force)? {
+                Destination::Discardable
+            } else {
+                Destination::Irrevocable
+            };
         let options = OpenOptions {
             chunk_bytes,
+            destination,
             progress: Some(&report),
             ..OpenOptions::default()
         };

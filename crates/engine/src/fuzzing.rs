@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use parcrypt_modes::CipherSpec;
 
 use crate::crypter::JobError;
-use crate::open::{Authenticated, OpenOptions};
+use crate::open::{Authenticated, Destination, OpenOptions};
 use crate::stream::StreamError;
 use crate::{Backend, Cipher, Engine, KeyedCipher};
 
@@ -109,6 +109,8 @@ impl Message {
         OpenOptions {
             chunk_bytes: self.options.0,
             memory_limit: self.options.1,
+            // The seekable input is then read twice in place; the stream is copied.
+            destination: Destination::Discardable,
             progress: None,
         }
     }

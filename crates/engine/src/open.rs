@@ -12,23 +12,33 @@
 //! 2. **Decrypt.** Only if the tag matched, [`Authenticated::decrypt`] reads the ciphertext
 //!    again, decrypts it and writes the plaintext as it goes.
 //!
-//! Where the ciphertext is read twice from:
+//! Where the ciphertext is read twice from depends on where the plaintext goes
+//! ([`OpenOptions::destination`]):
 //!
-//! - A seekable input (a regular file, or any `Read + Seek`) is read twice in place, from
-//!   the position it had when given.
-//! - A pipe or other stream cannot be read twice, so the first pass keeps a copy of the
-//!   *ciphertext* (never the plaintext): in memory up to [`MEMORY_SPOOL_BYTES`] (64 MiB),
-//!   beyond that in an unnamed temporary file in the system's temporary folder (`$TMPDIR`,
-//!   else `/tmp`). On Linux the file is made with `O_TMPFILE` and never has a name, so
-//!   even a `SIGKILL` leaves nothing behind; elsewhere it is unlinked as soon as it is made.
-//!   The folder needs room for the whole ciphertext.
+//! - By default ([`Destination::Irrevocable`]: a pipe, stdout, memory that others read) the
+//!   first pass keeps a private copy of the *ciphertext* (never the plaintext) and the
+//!   second pass decrypts that copy, so that exactly the bytes that were authenticated are
+//!   decrypted, whatever happens to the input in between. The copy is held in memory up to
+//!   [`MEMORY_SPOOL_BYTES`] (64 MiB), beyond that in an unnamed temporary file in the
+//!   system's temporary folder (`$TMPDIR`, else `/tmp`). On Linux the file is made with
+//!   `O_TMPFILE` and never has a name, so even a `SIGKILL` leaves nothing behind; elsewhere
+//!   it is unlinked as soon as it is made. The folder needs room for the whole ciphertext.
+//!   A pipe or other stream, which cannot be read twice, is always read this way.
+//! - Where the caller discards the output when [`Authenticated::decrypt`] fails
+//!   ([`Destination::Discardable`]: a temporary file deleted on error, as the command
+//!   line's `-o FILE`), a seekable input (a regular file, or any `Read + Seek`) is read
+//!   twice in place, from the position it had when given, and nothing is copied.
 //!
-//! If the input changes between the passes (another process rewrites the file), the second
-//! pass cannot notice before it has written what it read: it hashes the ciphertext again
-//! as it decrypts (the fused CTR + GHASH of every GCM decryption) and fails at the end with
-//! an authentication error, or with [`StreamError::Changed`] when the input got shorter.
-//! The caller must then discard the output, which holds plaintext of the changed file (the
-//! command line writes to a temporary file that it deletes; a pipe has received it).
+//! Read in place, the input may change between the passes (another process rewrites the
+//! file). A file given to [`Authenticated::file`] is checked first: its identity (device,
+//! inode, size, modification and change times in nanoseconds) is taken before the first
+//! pass and compared after it and before the second, which then fails with
+//! [`StreamError::Changed`] before writing anything. A change that the check cannot see (a
+//! write within the file system's timestamp granularity, or during the second pass) is
+//! still caught: the second pass hashes the ciphertext again as it decrypts (the fused
+//! CTR + GHASH of every GCM decryption) and fails at the end with an authentication error,
+//! or with [`StreamError::Changed`] when the input got shorter, after writing what it read,
+//! which is why only a discardable output may be read in place (issue 31 finding 7).
 //! Input appended after the first pass is not read.
 //!
 //! ```
@@ -81,23 +91,42 @@ pub enum Phase {
     Decrypting,
 }
 
+/// What becomes of plaintext that [`Authenticated::decrypt`] has written when it then
+/// fails, which decides whether a seekable input may be read twice in place (see the
+/// [module](self)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Destination {
+    /// It cannot be taken back (a pipe, stdout, a socket, memory that others read): the
+    /// input is read once into a private copy of its ciphertext, authenticated, and the copy
+    /// decrypted, so that no plaintext of an input changed in between is ever released.
+    #[default]
+    Irrevocable,
+    /// The caller discards the output when [`Authenticated::decrypt`] fails (a temporary
+    /// file removed on error): a seekable input is read twice in place, with no copy.
+    Discardable,
+}
+
 /// How [`Authenticated`] reads and reports.
 #[derive(Clone, Copy)]
 pub struct OpenOptions<'a> {
     /// Bytes read per chunk (see [`crate::stream::chunk_bytes_for`]).
     pub chunk_bytes: usize,
-    /// The longest piped ciphertext held in memory; longer ones are spooled to a file.
+    /// The longest ciphertext copy held in memory; longer ones are spooled to a file.
     pub memory_limit: usize,
+    /// Where the plaintext goes; [`Destination::Irrevocable`] unless the caller says.
+    pub destination: Destination,
     /// Called on the calling thread with the phase and the input bytes it has read so far.
     pub progress: Option<&'a (dyn Fn(Phase, u64) + Sync)>,
 }
 
 impl Default for OpenOptions<'_> {
-    /// [`DEFAULT_CHUNK_BYTES`] chunks, [`MEMORY_SPOOL_BYTES`] in memory, no progress.
+    /// [`DEFAULT_CHUNK_BYTES`] chunks, [`MEMORY_SPOOL_BYTES`] in memory, an irrevocable
+    /// destination, no progress.
     fn default() -> Self {
         OpenOptions {
             chunk_bytes: DEFAULT_CHUNK_BYTES,
             memory_limit: MEMORY_SPOOL_BYTES,
+            destination: Destination::Irrevocable,
             progress: None,
         }
     }
@@ -139,19 +168,26 @@ pub struct Authenticated<'c, 'r> {
     source: Source<'r>,
     /// The message's bytes: ciphertext and tag.
     length: u64,
+    /// A file read in place, checked unchanged before the second pass.
+    watched: Option<Watched>,
 }
 
 impl<'c, 'r> Authenticated<'c, 'r> {
     /// The first pass over a seekable input, from its current position to its end: hashes
     /// the ciphertext and checks the tag (the last 16 bytes). Fails with
     /// [`JobError::Gcm`] (in [`StreamError::Job`]) when the tag does not match, and with
-    /// [`JobError::MissingTag`] when the input is shorter than a tag.
+    /// [`JobError::MissingTag`] when the input is shorter than a tag. The input is copied
+    /// as a stream is, unless the destination is [`Destination::Discardable`] (then it is
+    /// read again in place by the second pass).
     pub fn seekable<R: Read + Seek + Send>(
         cipher: &'c Cipher,
         aad: Option<&'c [u8]>,
         input: &'r mut R,
         options: &OpenOptions<'_>,
     ) -> Result<Self, StreamError> {
+        if options.destination == Destination::Irrevocable {
+            return Self::stream(cipher, aad, input, options);
+        }
         check_gcm_cipher(cipher)?;
         let start = input.stream_position().map_err(StreamError::Read)?;
         let length = authenticate(cipher, aad, input, options)?;
@@ -160,6 +196,7 @@ impl<'c, 'r> Authenticated<'c, 'r> {
             aad,
             source: Source::Seekable { input, start },
             length,
+            watched: None,
         })
     }
 
@@ -179,30 +216,35 @@ impl<'c, 'r> Authenticated<'c, 'r> {
             aad,
             source,
             length: 0,
+            watched: None,
         };
         let reader = authenticated.source.reader();
         authenticated.length = authenticate(cipher, aad, reader, options)?;
         Ok(authenticated)
     }
 
-    /// The first pass over an open file: read twice in place when it is a regular file,
-    /// spooled as a stream otherwise (a FIFO, a character device, a terminal).
+    /// The first pass over an open file: read twice in place when it is a regular file and
+    /// the destination [`Destination::Discardable`], its identity checked unchanged after
+    /// this pass and before the second; copied as a stream otherwise (an irrevocable
+    /// destination, a FIFO, a character device, a terminal).
     pub fn file(
         cipher: &'c Cipher,
         aad: Option<&'c [u8]>,
         file: &'r mut File,
         options: &OpenOptions<'_>,
     ) -> Result<Self, StreamError> {
-        let regular = file
-            .metadata()
-            .map_err(StreamError::Read)?
-            .file_type()
-            .is_file();
-        if regular {
-            Self::seekable(cipher, aad, file, options)
-        } else {
-            Self::stream(cipher, aad, file, options)
+        let metadata = file.metadata().map_err(StreamError::Read)?;
+        if !metadata.is_file() || options.destination == Destination::Irrevocable {
+            return Self::stream(cipher, aad, file, options);
         }
+        let watched = Watched {
+            file: file.try_clone().map_err(StreamError::Read)?,
+            identity: FileIdentity::of(&metadata),
+        };
+        let mut authenticated = Self::seekable(cipher, aad, file, options)?;
+        watched.check()?;
+        authenticated.watched = Some(watched);
+        Ok(authenticated)
     }
 
     /// The message's length: ciphertext and tag.
@@ -224,6 +266,9 @@ impl<'c, 'r> Authenticated<'c, 'r> {
         writer: &mut (dyn Write + Send),
         options: &OpenOptions<'_>,
     ) -> Result<u64, StreamError> {
+        if let Some(watched) = &self.watched {
+            watched.check()?;
+        }
         let length = self.length;
         let cipher = self.cipher;
         let aad = self.aad;
@@ -262,6 +307,68 @@ impl<'r> Source<'r> {
                 file
             }
         }
+    }
+}
+
+/// What tells a file's contents apart cheaply: device and inode, size, and modification
+/// and status-change times in nanoseconds (a write moves them, at the file system's
+/// timestamp granularity).
+#[derive(Debug, PartialEq, Eq)]
+struct FileIdentity {
+    device: u64,
+    inode: u64,
+    size: u64,
+    modified_ns: i128,
+    changed_ns: i128,
+}
+
+impl FileIdentity {
+    #[cfg(unix)]
+    fn of(metadata: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let nanoseconds =
+            |seconds: i64, nanos: i64| i128::from(seconds) * 1_000_000_000 + i128::from(nanos);
+        FileIdentity {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+            size: metadata.len(),
+            modified_ns: nanoseconds(metadata.mtime(), metadata.mtime_nsec()),
+            changed_ns: nanoseconds(metadata.ctime(), metadata.ctime_nsec()),
+        }
+    }
+
+    /// Without Unix metadata: the size and the modification time alone.
+    #[cfg(not(unix))]
+    fn of(metadata: &std::fs::Metadata) -> Self {
+        let modified_ns = metadata
+            .modified()
+            .ok()
+            .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |since| since.as_nanos() as i128);
+        FileIdentity {
+            device: 0,
+            inode: 0,
+            size: metadata.len(),
+            modified_ns,
+            changed_ns: 0,
+        }
+    }
+}
+
+/// A file read twice in place, with its identity before the first pass.
+struct Watched {
+    file: File,
+    identity: FileIdentity,
+}
+
+impl Watched {
+    /// [`StreamError::Changed`] unless the file is still what the first pass started on.
+    fn check(&self) -> Result<(), StreamError> {
+        let metadata = self.file.metadata().map_err(StreamError::Read)?;
+        if FileIdentity::of(&metadata) != self.identity {
+            return Err(StreamError::Changed);
+        }
+        Ok(())
     }
 }
 
@@ -473,20 +580,29 @@ mod tests {
                             let options = OpenOptions {
                                 chunk_bytes,
                                 memory_limit,
+                                destination: Destination::Irrevocable,
                                 progress: None,
                             };
-                            let mut cursor = Cursor::new(sealed.clone());
-                            let first = Authenticated::seekable(
-                                &cipher,
-                                Some(b"aad"),
-                                &mut cursor,
-                                &options,
-                            )
-                            .unwrap();
-                            assert_eq!(first.plaintext_bytes(), length as u64);
-                            let mut output = Vec::new();
-                            first.decrypt(&mut output, &options).unwrap();
-                            assert_eq!(output, plaintext, "{name} {length} {chunk_bytes}");
+                            // Copied first (irrevocable), then read twice in place.
+                            for destination in [Destination::Irrevocable, Destination::Discardable]
+                            {
+                                let options = OpenOptions {
+                                    destination,
+                                    ..options
+                                };
+                                let mut cursor = Cursor::new(sealed.clone());
+                                let first = Authenticated::seekable(
+                                    &cipher,
+                                    Some(b"aad"),
+                                    &mut cursor,
+                                    &options,
+                                )
+                                .unwrap();
+                                assert_eq!(first.plaintext_bytes(), length as u64);
+                                let mut output = Vec::new();
+                                first.decrypt(&mut output, &options).unwrap();
+                                assert_eq!(output, plaintext, "{name} {length} {chunk_bytes}");
+                            }
 
                             let first = Authenticated::stream(
                                 &cipher,
@@ -546,43 +662,161 @@ mod tests {
         let sealed = cipher.encrypt(b"from the middle", None).unwrap();
         let mut bytes = b"prefix".to_vec();
         bytes.extend_from_slice(&sealed);
-        let mut cursor = Cursor::new(bytes);
-        cursor.set_position(6);
-        let options = OpenOptions::default();
-        let first = Authenticated::seekable(&cipher, None, &mut cursor, &options).unwrap();
-        let mut output = Vec::new();
-        first.decrypt(&mut output, &options).unwrap();
-        assert_eq!(output, b"from the middle");
+        for destination in [Destination::Irrevocable, Destination::Discardable] {
+            let mut cursor = Cursor::new(bytes.clone());
+            cursor.set_position(6);
+            let options = OpenOptions {
+                destination,
+                ..OpenOptions::default()
+            };
+            let first = Authenticated::seekable(&cipher, None, &mut cursor, &options).unwrap();
+            let mut output = Vec::new();
+            first.decrypt(&mut output, &options).unwrap();
+            assert_eq!(output, b"from the middle", "{destination:?}");
+        }
     }
 
-    #[test]
-    fn an_input_changed_between_the_passes_fails_the_second() {
+    /// A sealed file of `length` bytes of 0x55 in a temporary file, and the cipher.
+    fn sealed_file(length: usize) -> (Cipher, Vec<u8>, File) {
         let cipher = cipher(Backend::Seq, "aes-128-gcm", &[1u8; 12]);
-        let sealed = cipher.encrypt(&[0x55u8; 100], None).unwrap();
+        let sealed = cipher.encrypt(&vec![0x55u8; length], None).unwrap();
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(&sealed).unwrap();
         file.rewind().unwrap();
+        (cipher, sealed, file)
+    }
+
+    /// Flips the ciphertext byte at `offset` of `file` through a handle of its own (the
+    /// plaintext byte there would then decrypt to 0x54).
+    fn flip(file: &File, sealed: &[u8], offset: usize) {
+        let mut writer = file.try_clone().unwrap();
+        writer.seek(SeekFrom::Start(offset as u64)).unwrap();
+        writer.write_all(&[sealed[offset] ^ 1]).unwrap();
+        writer.flush().unwrap();
+    }
+
+    /// Issue 31 finding 7: a regular file rewritten between the passes, decrypted into a
+    /// destination that cannot be taken back (the default: here a `Vec`, on the command
+    /// line a pipe). Before, the second pass read the file again and wrote the changed
+    /// file's plaintext before its tag check failed; now it decrypts the copy the first
+    /// pass authenticated, so the output is exactly the authenticated plaintext.
+    #[test]
+    fn a_file_changed_between_the_passes_releases_none_of_its_plaintext() {
+        let (cipher, sealed, file) = sealed_file(100_000);
         let options = OpenOptions::default();
+        assert_eq!(options.destination, Destination::Irrevocable);
         let mut handle = file.try_clone().unwrap();
         let first = Authenticated::file(&cipher, None, &mut handle, &options).unwrap();
-        // Rewrite a byte of the ciphertext behind the first pass's back.
-        let mut writer = file.try_clone().unwrap();
-        writer.seek(SeekFrom::Start(10)).unwrap();
-        writer.write_all(&[sealed[10] ^ 1]).unwrap();
-        let error = first.decrypt(&mut Vec::new(), &options).unwrap_err();
+        for offset in [10, 50_000, 99_999] {
+            flip(&file, &sealed, offset);
+        }
+        file.set_len(60_000).unwrap();
+        let mut output = Vec::new();
+        let written = first.decrypt(&mut output, &options).unwrap();
+        assert_eq!(written, 100_000);
         assert!(
-            matches!(error, StreamError::Job(JobError::Gcm(_))),
-            "{error}"
+            output.iter().all(|&byte| byte == 0x55),
+            "changed plaintext released"
         );
-        // Shortened: the second pass sees less than the first authenticated.
-        // (The handles share one file position.)
-        writer.seek(SeekFrom::Start(10)).unwrap();
-        writer.write_all(&[sealed[10]]).unwrap();
+        assert_eq!(output.len(), 100_000);
+    }
+
+    /// Issue 31 finding 7, the file rewritten while the first pass runs (from its progress
+    /// report), once as the authenticating pass starts and once while the copy is being
+    /// read: the output is the authenticated plaintext or nothing at all, never plaintext
+    /// of the changed bytes.
+    #[test]
+    fn a_file_changed_during_the_first_pass_releases_none_of_its_plaintext() {
+        for phase in [Phase::Authenticating, Phase::Spooling] {
+            let length = 3 << 20;
+            let (cipher, sealed, file) = sealed_file(length);
+            let flipped = std::sync::atomic::AtomicBool::new(false);
+            let report = |seen: Phase, _: u64| {
+                if seen == phase && !flipped.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    flip(&file, &sealed, length - 10);
+                }
+            };
+            let options = OpenOptions {
+                chunk_bytes: 1 << 16,
+                progress: Some(&report),
+                ..OpenOptions::default()
+            };
+            let mut handle = file.try_clone().unwrap();
+            let mut output = Vec::new();
+            let outcome = Authenticated::file(&cipher, None, &mut handle, &options)
+                .and_then(|first| first.decrypt(&mut output, &options));
+            assert!(flipped.into_inner(), "{phase:?} was reported");
+            match &outcome {
+                Ok(written) => {
+                    assert_eq!(*written as usize, length, "{phase:?}");
+                    assert!(output.iter().all(|&byte| byte == 0x55), "{phase:?}");
+                }
+                Err(error) => {
+                    assert!(
+                        matches!(error, StreamError::Job(JobError::Gcm(_))),
+                        "{phase:?}: {error}"
+                    );
+                    assert!(output.is_empty(), "{phase:?}: released before the tag");
+                }
+            }
+            if phase == Phase::Authenticating {
+                assert!(outcome.is_ok(), "the copy was complete before the change");
+            }
+        }
+    }
+
+    /// Read in place for a discardable destination: a change the identity check sees
+    /// (new times, a new size) fails before the second pass writes anything; one it may
+    /// miss (a byte rewritten within the timestamp granularity) fails at the end, after
+    /// writing, which the discardable destination then drops.
+    #[test]
+    fn a_discardable_destination_reads_in_place_and_checks_the_file() {
+        let options = OpenOptions {
+            destination: Destination::Discardable,
+            ..OpenOptions::default()
+        };
+        let (cipher, sealed, file) = sealed_file(100);
+        let mut handle = file.try_clone().unwrap();
+        let first = Authenticated::file(&cipher, None, &mut handle, &options).unwrap();
+        let mut output = Vec::new();
+        first.decrypt(&mut output, &options).unwrap();
+        assert_eq!(output, [0x55u8; 100]);
+
+        // New times only (the bytes are the same): refused before writing.
+        let mut handle = file.try_clone().unwrap();
+        handle.rewind().unwrap();
+        let first = Authenticated::file(&cipher, None, &mut handle, &options).unwrap();
+        file.set_modified(std::time::SystemTime::UNIX_EPOCH)
+            .unwrap();
+        let mut output = Vec::new();
+        let error = first.decrypt(&mut output, &options).unwrap_err();
+        assert!(matches!(error, StreamError::Changed), "{error}");
+        assert!(output.is_empty());
+
+        // Shortened: refused before writing.
         let mut handle = file.try_clone().unwrap();
         handle.rewind().unwrap();
         let first = Authenticated::file(&cipher, None, &mut handle, &options).unwrap();
         file.set_len(50).unwrap();
-        assert!(first.decrypt(&mut Vec::new(), &options).is_err());
+        let mut output = Vec::new();
+        let error = first.decrypt(&mut output, &options).unwrap_err();
+        assert!(matches!(error, StreamError::Changed), "{error}");
+        assert!(output.is_empty());
+
+        // A byte rewritten: refused, before or after writing.
+        let (cipher, sealed_again, file) = sealed_file(100);
+        assert_eq!(sealed, sealed_again);
+        let mut handle = file.try_clone().unwrap();
+        let first = Authenticated::file(&cipher, None, &mut handle, &options).unwrap();
+        flip(&file, &sealed, 10);
+        let error = first.decrypt(&mut Vec::new(), &options).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                StreamError::Changed | StreamError::Job(JobError::Gcm(_))
+            ),
+            "{error}"
+        );
     }
 
     #[test]
@@ -595,6 +829,7 @@ mod tests {
             chunk_bytes: 1024,
             memory_limit: 100,
             progress: Some(&report),
+            ..OpenOptions::default()
         };
         let first = Authenticated::stream(&cipher, None, &mut &sealed[..], &options).unwrap();
         first.decrypt(&mut io::sink(), &options).unwrap();

@@ -237,7 +237,6 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
     )
 }
 
-/// What a command runs in the streaming pipeline: given the batcher, the output and the
 /// The passphrase, as [`secrets::read_passphrase`] finds it (`--passphrase-file`, then
 /// `PARCRYPT_PASSPHRASE`, then the prompt). One from the variable is warned about when a
 /// person is watching (stderr is a terminal): anything that can read this user's process
@@ -254,6 +253,7 @@ pub(super) fn read_passphrase(file: Option<&Path>, confirm: bool) -> Result<Secr
     Ok(passphrase)
 }
 
+/// What a command runs in the streaming pipeline: given the batcher, the output and the
 /// options, it returns the plaintext bytes.
 pub(super) trait StreamRun:
     FnOnce(&dyn ChunkBatcher, &mut (dyn Write + Send), &StreamOptions<'_>) -> Result<u64, FormatError>

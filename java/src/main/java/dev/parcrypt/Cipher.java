@@ -19,8 +19,11 @@ import javax.crypto.BadPaddingException;
  * big-endian number, GCM appends the 16-byte tag and, decrypting, checks it before
  * releasing anything ({@link AEADBadTagException} otherwise).
  *
- * <p>A cipher made with an IV uses it for {@link #encrypt(byte[])} and its kin; the {@code
- * ...WithIv} forms take one per message (never repeat a CTR or GCM IV under one key). Any
+ * <p>A cipher made with an IV uses it for one message: the first {@link #encrypt(byte[])}
+ * (or kin) spends it, and a second throws a {@link ParcryptException} ({@link Status#STATE})
+ * saying what to do, while decryption may use it again. The {@code ...WithIv} forms take one
+ * per message (never repeat a CTR or GCM IV under one key); {@link Aead} draws a fresh
+ * random nonce for every message and is the simpler choice for AES-GCM. Any
  * number of threads may use one cipher at once. {@code byte[]}, heap and direct {@link
  * ByteBuffer}s and {@link MemorySegment}s are passed to the library without a copy. Close
  * it to wipe the library's copy of the key now (otherwise that happens when it is garbage).
@@ -33,7 +36,7 @@ public final class Cipher implements AutoCloseable {
     private final NativeHandle handle;
     private final Cleaner.Cleanable cleanable;
 
-    Cipher(String name, byte[] key, byte[] iv, Backend backend, boolean padding) {
+    Cipher(String name, byte[] key, byte[] iv, Backend backend, boolean padding, boolean allowShortGcmIv) {
         this.name = Objects.requireNonNull(name, "name");
         this.backend = Objects.requireNonNull(backend, "backend");
         Objects.requireNonNull(key, "key");
@@ -53,7 +56,9 @@ public final class Cipher implements AutoCloseable {
             try {
                 int status = (int) Native.CIPHER_NEW.invokeExact(engine, arena.allocateFrom(name), keyCopy,
                         (long) key.length, ivSegment, iv == null ? 0L : (long) iv.length,
-                        padding ? 0 : Native.CIPHER_NO_PADDING, Errors.handleSlot(scratch), Errors.errorSlot(scratch));
+                        (padding ? 0 : Native.CIPHER_NO_PADDING)
+                                | (allowShortGcmIv ? Native.CIPHER_ALLOW_SHORT_GCM_IV : 0),
+                        Errors.handleSlot(scratch), Errors.errorSlot(scratch));
                 Errors.check(status, scratch);
             } catch (RuntimeException e) {
                 throw e;

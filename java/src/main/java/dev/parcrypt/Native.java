@@ -45,6 +45,7 @@ final class Native {
     static final int ENCRYPT = 0;
     static final int DECRYPT = 1;
     static final int CIPHER_NO_PADDING = 1;
+    static final int CIPHER_ALLOW_SHORT_GCM_IV = 2;
     static final int FILE_REPLACE = 1;
     static final int FILE_PASSPHRASE = 2;
     static final int SEEK_SET = 0;
@@ -71,6 +72,14 @@ final class Native {
     static final MethodHandle CIPHER_DECRYPT = critical("parcrypt_cipher_decrypt", MESSAGE);
     static final MethodHandle CIPHER_ENCRYPT_IV = critical("parcrypt_cipher_encrypt_iv", MESSAGE_IV);
     static final MethodHandle CIPHER_DECRYPT_IV = critical("parcrypt_cipher_decrypt_iv", MESSAGE_IV);
+
+    static final MethodHandle AEAD_NEW = handle("parcrypt_aead_new",
+            FunctionDescriptor.of(INT, POINTER, POINTER, POINTER, SIZE, POINTER, POINTER));
+    static final MethodHandle AEAD_FREE = handle("parcrypt_aead_free", FunctionDescriptor.ofVoid(POINTER));
+    static final MethodHandle AEAD_GENERATE_KEY = handle("parcrypt_aead_generate_key",
+            FunctionDescriptor.of(INT, POINTER, POINTER, SIZE, POINTER, POINTER));
+    static final MethodHandle AEAD_SEAL = critical("parcrypt_aead_seal", MESSAGE);
+    static final MethodHandle AEAD_OPEN = critical("parcrypt_aead_open", MESSAGE);
 
     static final MethodHandle SEGMENTED_NEW = critical("parcrypt_segmented_new",
             FunctionDescriptor.of(INT, POINTER, INT, POINTER, SIZE, POINTER, SIZE, SIZE, POINTER, POINTER));

@@ -9,9 +9,13 @@ import java.nio.file.Path;
  * ABI. Start here.
  *
  * <pre>{@code
- * try (Cipher cipher = Parcrypt.cipher("aes-128-gcm", key, nonce)) {
- *     byte[] sealed = cipher.encrypt(plaintext);       // ciphertext, then the 16-byte tag
- *     byte[] opened = cipher.decrypt(sealed);          // AEADBadTagException if modified
+ * try (Aead aead = Parcrypt.aead("aes-256-gcm", key32)) {  // a fresh random nonce per message
+ *     byte[] sealed = aead.seal(plaintext, null);      // nonce || ciphertext || tag
+ *     byte[] opened = aead.open(sealed, null);         // AEADBadTagException if modified
+ * }
+ * try (Cipher cipher = Parcrypt.cipher("aes-128-gcm", key)) {  // nonces managed by the caller
+ *     byte[] sealed = cipher.encryptWithIv(nonce, plaintext, null);  // a new nonce each time
+ *     byte[] opened = cipher.decryptWithIv(nonce, sealed, null);
  * }
  * Parcrypt.encryptFile(Path.of("a.pdf"), Path.of("a.pdf.pc"), key32);  // as `parcrypt encrypt`
  * }</pre>
@@ -33,18 +37,43 @@ public final class Parcrypt {
     }
 
     /**
+     * AES-GCM that seals every message under a fresh random nonce, on the {@link
+     * Backend#auto() auto} backend: the call to reach for first.
+     *
+     * @param name {@code aes-128-gcm}, {@code aes-192-gcm} or {@code aes-256-gcm}
+     * @param key 16, 24 or 32 bytes as the suite says ({@link Aead#generateKey}); copied
+     * @return the AEAD
+     * @throws IllegalArgumentException another suite, a key of the wrong length
+     */
+    public static Aead aead(String name, byte[] key) {
+        return new Aead(name, key, Backend.auto());
+    }
+
+    /**
+     * @param name {@code aes-128-gcm}, {@code aes-192-gcm} or {@code aes-256-gcm}
+     * @param key the key; copied
+     * @param backend where the work runs
+     * @return the AEAD
+     */
+    public static Aead aead(String name, byte[] key, Backend backend) {
+        return new Aead(name, key, backend);
+    }
+
+    /**
      * A cipher on the {@link Backend#auto() auto} backend.
      *
      * @param name the suite: {@code aes-128|aes-192|aes-256} or {@code rc6-128|rc6-192|rc6-256}
      *     plus {@code -ecb|-cbc|-ctr|-gcm}; {@code bf-ecb|bf-cbc|bf-ctr}
      * @param key 16, 24 or 32 bytes (AES, RC6); 4 to 56 (Blowfish); copied
-     * @param iv none for ECB (null); one block for CBC and CTR; 1 byte or more for GCM (12
-     *     is the fast path); or null to give one per message ({@code encryptWithIv})
+     * @param iv none for ECB (null); one block for CBC and CTR; 12 bytes or more for GCM;
+     *     or null to give one per message ({@code encryptWithIv}). It encrypts one message: a
+     *     second {@code encrypt} without an IV of its own throws a {@link ParcryptException}
+     *     ({@link Status#STATE}); decryption may use it again
      * @return the cipher
      * @throws IllegalArgumentException an unknown name, a key or IV of the wrong length
      */
     public static Cipher cipher(String name, byte[] key, byte[] iv) {
-        return new Cipher(name, key, iv, Backend.auto(), true);
+        return new Cipher(name, key, iv, Backend.auto(), true, false);
     }
 
     /**
@@ -55,7 +84,7 @@ public final class Parcrypt {
      * @return the cipher
      */
     public static Cipher cipher(String name, byte[] key) {
-        return new Cipher(name, key, null, Backend.auto(), true);
+        return new Cipher(name, key, null, Backend.auto(), true, false);
     }
 
     /**
@@ -66,7 +95,7 @@ public final class Parcrypt {
      * @return the cipher
      */
     public static Cipher cipher(String name, byte[] key, byte[] iv, Backend backend) {
-        return new Cipher(name, key, iv, backend, true);
+        return new Cipher(name, key, iv, backend, true, false);
     }
 
     /**
@@ -78,7 +107,22 @@ public final class Parcrypt {
      * @return the cipher
      */
     public static Cipher cipher(String name, byte[] key, byte[] iv, Backend backend, boolean padding) {
-        return new Cipher(name, key, iv, backend, padding);
+        return new Cipher(name, key, iv, backend, padding, false);
+    }
+
+    /**
+     * A cipher that also takes GCM IVs of 1 to 11 bytes, at creation and per message (other
+     * ciphers refuse them): only to read or match data another program made with such IVs,
+     * which are hashed into the counter and collide far sooner than 12-byte ones.
+     *
+     * @param name the suite
+     * @param key the key; copied
+     * @param iv the IV, or null
+     * @param backend where the work runs
+     * @return the cipher
+     */
+    public static Cipher cipherAllowingShortGcmIv(String name, byte[] key, byte[] iv, Backend backend) {
+        return new Cipher(name, key, iv, backend, true, true);
     }
 
     /**

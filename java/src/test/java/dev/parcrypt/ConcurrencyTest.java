@@ -91,7 +91,9 @@ class ConcurrencyTest {
     void closing_under_load_is_safe() throws Exception {
         byte[] message = new byte[64 << 10];
         for (int attempt = 0; attempt < 20; attempt++) {
-            Cipher cipher = Parcrypt.cipher("aes-128-ctr", new byte[16], new byte[16], Backend.pool(2));
+            // An IV per message: a cipher's own IV encrypts one message (issue 31 finding 3).
+            Cipher cipher = Parcrypt.cipher("aes-128-ctr", new byte[16], null, Backend.pool(2));
+            byte[] iv = new byte[16];
             AtomicBoolean refused = new AtomicBoolean();
             ExecutorService executor = Executors.newFixedThreadPool(4);
             List<Future<?>> futures = new ArrayList<>();
@@ -99,7 +101,7 @@ class ConcurrencyTest {
                 futures.add(executor.submit(() -> {
                     try {
                         while (true) {
-                            assertEquals(message.length, cipher.encrypt(message).length);
+                            assertEquals(message.length, cipher.encryptWithIv(iv, message, null).length);
                         }
                     } catch (IllegalStateException closed) {
                         refused.set(true);

@@ -46,7 +46,8 @@ class VectorsTest {
             String name = "aes-" + key.length * 8 + "-gcm";
             byte[] aad = vector.get("aad");
             byte[] expected = concat(vector.get("ciphertext"), vector.get("tag"));
-            try (Cipher cipher = Parcrypt.cipher(name, key, vector.get("iv"), backend)) {
+            // Cases 5, 11 and 17 use 8-byte IVs, refused unless asked for (issue 31 finding 3).
+            try (Cipher cipher = Parcrypt.cipherAllowingShortGcmIv(name, key, vector.get("iv"), backend)) {
                 assertArrayEquals(expected, cipher.encrypt(vector.get("plaintext"), aad), vector.section());
                 assertArrayEquals(vector.get("plaintext"), cipher.decrypt(expected, aad), vector.section());
             }

@@ -1,7 +1,11 @@
-//! Status codes, the error object, and the mapping of the library's errors onto them.
+//! Status codes, the error object, the mapping of the library's errors onto them, and the
+//! callback that receives the library's warnings.
 
-use std::ffi::{c_char, CString};
+use std::cell::Cell;
+use std::ffi::{c_char, c_void, CString};
+use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{PoisonError, RwLock};
 
 use parcrypt_engine::crypter::JobError;
 use parcrypt_engine::EngineError;
@@ -116,19 +120,22 @@ impl Failure {
     }
 }
 
+/// `text` as one line for C: control characters (a NUL among them: a C string ends at the
+/// first) become spaces, the ends are trimmed, and `empty` stands in for nothing left.
+fn one_line(text: &str, empty: &str) -> CString {
+    let line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let line = line.trim();
+    CString::new(if line.is_empty() { empty } else { line }).unwrap_or_default()
+}
+
 impl From<Failure> for ParcryptError {
     fn from(failure: Failure) -> Self {
-        // One line, and no NUL inside (a C string ends at the first).
-        let line: String = failure
-            .message
-            .chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect();
-        let line = line.trim();
-        let line = if line.is_empty() { "failed" } else { line };
         ParcryptError {
             status: failure.status,
-            message: CString::new(line).unwrap_or_default(),
+            message: one_line(&failure.message, "failed"),
         }
     }
 }
@@ -290,5 +297,146 @@ pub extern "C" fn parcrypt_status_name(status: i32) -> *const c_char {
 impl From<parcrypt_modes::SpecError> for Failure {
     fn from(error: parcrypt_modes::SpecError) -> Self {
         Failure::new(ParcryptStatus::UnknownName, error.to_string())
+    }
+}
+
+/// Receives the library's warnings: what makes a call's result weaker than it should be
+/// without stopping it (a passphrase shorter than 8 bytes; `parcrypt encrypt` prints the
+/// same lines). `context` is the pointer given to `parcrypt_set_warning_callback`;
+/// `message` is one NUL-terminated line, valid only until the callback returns.
+pub type ParcryptWarningCallback =
+    Option<unsafe extern "C" fn(context: *mut c_void, message: *const c_char)>;
+
+/// The callback set, with its context.
+struct WarningSink {
+    callback: unsafe extern "C" fn(*mut c_void, *const c_char),
+    context: *mut c_void,
+}
+
+// SAFETY: the context is only ever handed back to the callback, and the caller of
+// `parcrypt_set_warning_callback` promised that the callback may run on any thread, on
+// several at once, with that context.
+unsafe impl Send for WarningSink {}
+// SAFETY: as for Send; the sink itself is never changed, only replaced under the lock.
+unsafe impl Sync for WarningSink {}
+
+/// The callback, read-locked while it runs: setting a new one waits for every running call
+/// of the old one, so that once `parcrypt_set_warning_callback` returns, the old context is
+/// never used again and may be freed.
+static WARNING_SINK: RwLock<Option<WarningSink>> = RwLock::new(None);
+
+thread_local! {
+    /// Whether this thread is inside the warning callback: a warning raised by a parcrypt
+    /// call the callback makes is dropped (a second read lock while a writer waits would
+    /// deadlock), and setting the callback from inside it is refused.
+    static IN_WARNING_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Hands `warning` to the warning callback, when one is set, on this thread.
+pub(crate) fn warn(warning: &dyn Display) {
+    if IN_WARNING_CALLBACK.with(Cell::get) {
+        return;
+    }
+    let sink = WARNING_SINK.read().unwrap_or_else(PoisonError::into_inner);
+    let Some(sink) = sink.as_ref() else {
+        return;
+    };
+    let message = one_line(&warning.to_string(), "warning");
+    IN_WARNING_CALLBACK.with(|inside| inside.set(true));
+    // SAFETY: the callback and its context are what the caller set, with the contract of
+    // `parcrypt_set_warning_callback` (callable from any thread with that context); the
+    // message is a NUL-terminated line that lives until after the call. The read lock
+    // keeps the sink from being replaced while it runs.
+    unsafe { (sink.callback)(sink.context, message.as_ptr()) };
+    IN_WARNING_CALLBACK.with(|inside| inside.set(false));
+}
+
+/// Sets the function that receives the library's warnings, for the whole process; NULL
+/// (the default) drops them. A warning reaches it on the thread of the call that warns,
+/// before that call returns: `parcrypt_encrypt_file` and `parcrypt_file_encryptor_new` warn
+/// about a passphrase shorter than 8 bytes.
+///
+/// Threads: it may be set at any time from any thread; warnings from calls on several
+/// threads may reach the callback at once, so it must be thread-safe, and must not unwind
+/// (no C++ exception, no `longjmp` out of it). Once this returns, the previous callback is
+/// not running and is never called again: its context may be freed. From inside the
+/// callback this is refused (`PARCRYPT_STATUS_STATE`: it would wait for itself), and
+/// warnings of parcrypt calls the callback makes are dropped.
+///
+/// # Safety
+/// `callback` is NULL or a function that may be called as described above, with `context`,
+/// until it is replaced; `error` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn parcrypt_set_warning_callback(
+    callback: ParcryptWarningCallback,
+    context: *mut c_void,
+    error: *mut *mut ParcryptError,
+) -> ParcryptStatus {
+    let outcome = crate::guard(|| {
+        if IN_WARNING_CALLBACK.with(Cell::get) {
+            return Err(Failure::new(
+                ParcryptStatus::State,
+                "the warning callback cannot be set from inside the warning callback",
+            ));
+        }
+        let sink = callback.map(|callback| WarningSink { callback, context });
+        *WARNING_SINK.write().unwrap_or_else(PoisonError::into_inner) = sink;
+        Ok(())
+    });
+    // SAFETY: `error` is NULL or writable (the contract above).
+    unsafe { crate::report(error, outcome) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+    use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    static NESTED_STATUS: AtomicI32 = AtomicI32::new(-1);
+
+    /// Counts the calls that bring this test's line and context, and tries to replace itself
+    /// (which must be refused) and to warn again (which must be dropped, not deadlock). It
+    /// asserts nothing itself: a panic cannot leave an `extern "C"` function.
+    unsafe extern "C" fn reentering(context: *mut c_void, message: *const c_char) {
+        // SAFETY: the library passes a NUL-terminated line valid during this call.
+        let line = unsafe { CStr::from_ptr(message) };
+        if context as usize != 0x5eed || line != c"one line: two" {
+            return;
+        }
+        CALLS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: NULL callback and error pointers are allowed.
+        let status = unsafe {
+            parcrypt_set_warning_callback(None, std::ptr::null_mut(), std::ptr::null_mut())
+        };
+        NESTED_STATUS.store(status as i32, Ordering::SeqCst);
+        warn(&"one line:\ntwo");
+    }
+
+    #[test]
+    fn the_callback_gets_one_line_and_cannot_replace_itself() {
+        // SAFETY: `reentering` may run on any thread with this context (it only reads it).
+        let status = unsafe {
+            parcrypt_set_warning_callback(
+                Some(reentering),
+                0x5eed as *mut c_void,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(status, ParcryptStatus::Ok);
+        warn(&"one line:\ntwo");
+        assert_eq!(CALLS.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            NESTED_STATUS.load(Ordering::SeqCst),
+            ParcryptStatus::State as i32
+        );
+        // SAFETY: NULL unsets it.
+        let status = unsafe {
+            parcrypt_set_warning_callback(None, std::ptr::null_mut(), std::ptr::null_mut())
+        };
+        assert_eq!(status, ParcryptStatus::Ok);
+        warn(&"nobody hears this");
+        assert_eq!(CALLS.load(Ordering::SeqCst), 1);
     }
 }

@@ -18,7 +18,7 @@ use parcrypt_format::{
 };
 use self_cell::self_cell;
 
-use crate::error::{Failure, ParcryptError, ParcryptStatus};
+use crate::error::{warn, Failure, ParcryptError, ParcryptStatus};
 use crate::{bytes, guard, handle, out_pointer, path, report, ParcryptEngine};
 
 /// File flag: replace a destination that exists (never the source itself).
@@ -146,18 +146,24 @@ unsafe fn file_secret<'a>(
 }
 
 /// How a new message is set up: AES-128 for a passphrase or a 16-byte key, AES-256 for a
-/// 32-byte key, parcrypt's default argon2id costs (as `parcrypt encrypt` does).
+/// 32-byte key, parcrypt's default argon2id costs (as `parcrypt encrypt` does). What makes
+/// it weak (a short passphrase) goes to the warning callback, as the command line prints it
+/// (issue 31 finding 7).
 fn setup_for<'a>(file: &FileSecret<'a>) -> Result<Setup<'a>, Failure> {
     let suite = match file.secret {
         Secret::Key(key) => Suite::for_key_length(key.len())?,
         Secret::Passphrase(_) => Suite::Cobblestone128,
     };
-    Ok(Setup {
+    let setup = Setup {
         format: file.format,
         suite,
         context: file.context,
         argon2: Argon2Params::DEFAULT,
-    })
+    };
+    for weakness in setup.warnings(file.secret) {
+        warn(&weakness);
+    }
+    Ok(setup)
 }
 
 fn file_options(replace: bool) -> FileOptions<'static> {

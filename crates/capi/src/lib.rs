@@ -46,8 +46,9 @@ use parcrypt_engine::{Backend, Engine};
 pub use aead::*;
 pub use cipher::*;
 pub use error::{
-    parcrypt_error_free, parcrypt_error_message, parcrypt_error_status, parcrypt_status_name,
-    ParcryptError, ParcryptStatus,
+    parcrypt_error_free, parcrypt_error_message, parcrypt_error_status,
+    parcrypt_set_warning_callback, parcrypt_status_name, ParcryptError, ParcryptStatus,
+    ParcryptWarningCallback,
 };
 pub use files::*;
 pub use segments::*;

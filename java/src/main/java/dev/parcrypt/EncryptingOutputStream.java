@@ -29,6 +29,7 @@ public final class EncryptingOutputStream extends OutputStream {
     private boolean closed;
 
     EncryptingOutputStream(Path destination, byte[] secret, FileOptions options) throws IOException {
+        Warnings.install();
         MemorySegment pointer;
         try (FileArguments arguments = new FileArguments(secret, options)) {
             MemorySegment scratch = Errors.scratch();

@@ -153,15 +153,11 @@ typedef struct ParcryptFileEncryptor ParcryptFileEncryptor;
 
 // One message of a cipher cut into segments by the caller: made by
 // `parcrypt_segmented_new`, its body's segments run by `parcrypt_segmented_run` on any
-// threads in any order (each part exactly once), ended by `parcrypt_segmented_finish`.
-// Any number of threads may run segments of one message at once.
+// threads in any order (each part exactly once), then `parcrypt_segmented_authenticate`,
+// which for GCM decryption checks the tag and asks for a second round of segments, and
+// `parcrypt_segmented_finish`. Any number of threads may run segments of one message at
+// once.
 typedef struct ParcryptSegmented ParcryptSegmented;
-
-// Receives the library's warnings: what makes a call's result weaker than it should be
-// without stopping it (a passphrase shorter than 8 bytes; `parcrypt encrypt` prints the
-// same lines). `context` is the pointer given to `parcrypt_set_warning_callback`;
-// `message` is one NUL-terminated line, valid only until the callback returns.
-typedef void (*ParcryptWarningCallback)(void *context, const char *message);
 
 #ifdef __cplusplus
 extern "C" {
@@ -405,25 +401,6 @@ void parcrypt_error_free(struct ParcryptError *error);
 // `"PARCRYPT_STATUS_UNKNOWN_STATUS"` for a code this library does not have.
 const char *parcrypt_status_name(int32_t status);
 
-// Sets the function that receives the library's warnings, for the whole process; NULL
-// (the default) drops them. A warning reaches it on the thread of the call that warns,
-// before that call returns: `parcrypt_encrypt_file` and `parcrypt_file_encryptor_new` warn
-// about a passphrase shorter than 8 bytes.
-//
-// Threads: it may be set at any time from any thread; warnings from calls on several
-// threads may reach the callback at once, so it must be thread-safe, and must not unwind
-// (no C++ exception, no `longjmp` out of it). Once this returns, the previous callback is
-// not running and is never called again: its context may be freed. From inside the
-// callback this is refused (`PARCRYPT_STATUS_STATE`: it would wait for itself), and
-// warnings of parcrypt calls the callback makes are dropped.
-//
-// # Safety
-// `callback` is NULL or a function that may be called as described above, with `context`,
-// until it is replaced; `error` is NULL or writable.
-ParcryptStatus parcrypt_set_warning_callback(ParcryptWarningCallback callback,
-                                             void *context,
-                                             struct ParcryptError **error);
-
 // Encrypts the file `source` into `destination`, as `parcrypt encrypt` does, through the
 // streaming pipeline on `engine`. `secret`: a 16- or 32-byte key (AES-128 or AES-256), or
 // with `PARCRYPT_FILE_PASSPHRASE` a passphrase. `context`: bytes bound into the key
@@ -599,10 +576,10 @@ ParcryptStatus parcrypt_segmented_new(const struct ParcryptCipher *cipher,
 
 // The message's layout: `*body_length` gets the bytes from offset 0 that segments cover
 // (the rest of the input, a padded message's last partial block or GCM's tag, goes to
-// `parcrypt_segmented_finish`); `*alignment` the multiple of bytes where a segment may
-// begin and end (the block size; the body's end is always allowed), or 0 when the body
-// must be one segment: CBC encryption, and CBC decryption when `in_place` is non-zero.
-// Either out-parameter may be NULL.
+// `parcrypt_segmented_authenticate` and `parcrypt_segmented_finish`); `*alignment` the
+// multiple of bytes where a segment may begin and end (the block size; the body's end is
+// always allowed), or 0 when the body must be one segment: CBC encryption, and CBC
+// decryption when `in_place` is non-zero. Either out-parameter may be NULL.
 //
 // # Safety
 // `segmented` is NULL or live; `body_length`, `alignment` and `error` are NULL or writable.
@@ -617,7 +594,9 @@ ParcryptStatus parcrypt_segmented_layout(const struct ParcryptSegmented *segment
 // the two may not overlap). Out of place, CBC decryption at an offset other than 0 reads
 // the block before `input` too (the ciphertext it chains on), so `input` must then point
 // into the whole message's input. Segments of one message may run on many threads at
-// once, and must not overlap. On failure the segment's output holds no plaintext.
+// once, and must not overlap. GCM decryption's first round only reads its segments (see
+// `parcrypt_segmented_authenticate`). On failure the segment's output holds no plaintext
+// (it is zeroed; GCM decryption's is left as it was, never having held any).
 //
 // # Safety
 // `segmented` is NULL or live; `input` is NULL or readable for `length` bytes (and the
@@ -630,15 +609,33 @@ ParcryptStatus parcrypt_segmented_run(const struct ParcryptSegmented *segmented,
                                       size_t length,
                                       struct ParcryptError **error);
 
+// Ends a round of segments, once every segment of it returned. GCM decryption runs its
+// segments twice: the first round only hashes the ciphertext and writes nothing; this
+// checks the received tag (the input after the body) and, when it matches, sets `*again`
+// to 1: run every segment once more (cut as you like), now decrypting into the output,
+// then call `parcrypt_segmented_finish`. A tag that does not match returns
+// `PARCRYPT_STATUS_AUTHENTICATION_FAILED` with the output untouched, and the message
+// then refuses every call but `parcrypt_segmented_free`. Every other message has one
+// round: this sets `*again` to 0 and does nothing else. `input` is the whole message's
+// input, as for `parcrypt_segmented_finish`; `again` may be NULL.
+//
+// # Safety
+// `segmented` is NULL or live; `input` is NULL or readable for the message's input
+// length; `again` and `error` are NULL or writable.
+ParcryptStatus parcrypt_segmented_authenticate(const struct ParcryptSegmented *segmented,
+                                               const uint8_t *input,
+                                               int32_t *again,
+                                               struct ParcryptError **error);
+
 // Ends the message once every segment ran: checks that they covered the body exactly,
-// then pads and encrypts the last partial block, appends GCM's tag, checks the received
-// tag, or checks and removes the padding. `input` is the whole message's input
+// then pads and encrypts the last partial block, appends GCM's tag, or checks and removes
+// the padding (GCM decryption checked its tag in `parcrypt_segmented_authenticate`, and
+// fails here without it). `input` is the whole message's input
 // (`input_length` bytes, as given to `parcrypt_segmented_new`; only the part after the
 // body is read); `output` the whole message's output (`output_capacity` bytes, at least
 // `parcrypt_cipher_max_output_length`), its body written by the segments; it may be `input`
-// itself. `*output_length` gets the output's length. On a failed tag or padding the
-// output's body is wiped
-// (`PARCRYPT_STATUS_AUTHENTICATION_FAILED`, `PARCRYPT_STATUS_BAD_PADDING`).
+// itself. `*output_length` gets the output's length. When a decryption fails here (a bad
+// padding, `PARCRYPT_STATUS_BAD_PADDING`) the output's body is wiped.
 //
 // # Safety
 // `segmented` is NULL or live; `input` is NULL or readable for the message's input

@@ -1,7 +1,8 @@
 //! Messages whose segments the caller runs on threads of its own (the JVM library's
 //! `JavaThreads` and `ForkJoin` strategies): each `parcrypt_segmented_run` is the
 //! one-thread kernel over one segment, and the engine's `SegmentedMessage` keeps every rule
-//! of the mode (counters at an offset, CBC's chain, GCM's partial sums, padding, the tag).
+//! of the mode (counters at an offset, CBC's chain, GCM's partial sums, padding, the tag,
+//! and GCM decryption's two rounds: authenticate, then decrypt).
 
 use parcrypt_engine::segmented::{Segment, SegmentedMessage};
 
@@ -11,8 +12,10 @@ use crate::{bytes, guard, handle, optional_bytes, out_pointer, report, ParcryptC
 
 /// One message of a cipher cut into segments by the caller: made by
 /// `parcrypt_segmented_new`, its body's segments run by `parcrypt_segmented_run` on any
-/// threads in any order (each part exactly once), ended by `parcrypt_segmented_finish`.
-/// Any number of threads may run segments of one message at once.
+/// threads in any order (each part exactly once), then `parcrypt_segmented_authenticate`,
+/// which for GCM decryption checks the tag and asks for a second round of segments, and
+/// `parcrypt_segmented_finish`. Any number of threads may run segments of one message at
+/// once.
 pub struct ParcryptSegmented {
     message: SegmentedMessage,
 }
@@ -63,10 +66,10 @@ pub unsafe extern "C" fn parcrypt_segmented_new(
 
 /// The message's layout: `*body_length` gets the bytes from offset 0 that segments cover
 /// (the rest of the input, a padded message's last partial block or GCM's tag, goes to
-/// `parcrypt_segmented_finish`); `*alignment` the multiple of bytes where a segment may
-/// begin and end (the block size; the body's end is always allowed), or 0 when the body
-/// must be one segment: CBC encryption, and CBC decryption when `in_place` is non-zero.
-/// Either out-parameter may be NULL.
+/// `parcrypt_segmented_authenticate` and `parcrypt_segmented_finish`); `*alignment` the
+/// multiple of bytes where a segment may begin and end (the block size; the body's end is
+/// always allowed), or 0 when the body must be one segment: CBC encryption, and CBC
+/// decryption when `in_place` is non-zero. Either out-parameter may be NULL.
 ///
 /// # Safety
 /// `segmented` is NULL or live; `body_length`, `alignment` and `error` are NULL or writable.
@@ -102,7 +105,9 @@ pub unsafe extern "C" fn parcrypt_segmented_layout(
 /// the two may not overlap). Out of place, CBC decryption at an offset other than 0 reads
 /// the block before `input` too (the ciphertext it chains on), so `input` must then point
 /// into the whole message's input. Segments of one message may run on many threads at
-/// once, and must not overlap. On failure the segment's output holds no plaintext.
+/// once, and must not overlap. GCM decryption's first round only reads its segments (see
+/// `parcrypt_segmented_authenticate`). On failure the segment's output holds no plaintext
+/// (it is zeroed; GCM decryption's is left as it was, never having held any).
 ///
 /// # Safety
 /// `segmented` is NULL or live; `input` is NULL or readable for `length` bytes (and the
@@ -168,7 +173,9 @@ pub unsafe extern "C" fn parcrypt_segmented_run(
                     output: output_slice,
                 },
             );
-            if outcome.is_err() {
+            // GCM decryption's segments write nothing before the tag matched (and are
+            // refused, writing nothing, after a forged one): its output is left as it is.
+            if outcome.is_err() && message.rounds() == 1 {
                 output_slice.fill(0);
             }
             outcome
@@ -179,15 +186,56 @@ pub unsafe extern "C" fn parcrypt_segmented_run(
     unsafe { report(error, outcome) }
 }
 
+/// Ends a round of segments, once every segment of it returned. GCM decryption runs its
+/// segments twice: the first round only hashes the ciphertext and writes nothing; this
+/// checks the received tag (the input after the body) and, when it matches, sets `*again`
+/// to 1: run every segment once more (cut as you like), now decrypting into the output,
+/// then call `parcrypt_segmented_finish`. A tag that does not match returns
+/// `PARCRYPT_STATUS_AUTHENTICATION_FAILED` with the output untouched, and the message
+/// then refuses every call but `parcrypt_segmented_free`. Every other message has one
+/// round: this sets `*again` to 0 and does nothing else. `input` is the whole message's
+/// input, as for `parcrypt_segmented_finish`; `again` may be NULL.
+///
+/// # Safety
+/// `segmented` is NULL or live; `input` is NULL or readable for the message's input
+/// length; `again` and `error` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn parcrypt_segmented_authenticate(
+    segmented: *const ParcryptSegmented,
+    input: *const u8,
+    again: *mut i32,
+    error: *mut *mut ParcryptError,
+) -> ParcryptStatus {
+    let outcome = guard(|| {
+        if !again.is_null() {
+            // SAFETY: non-NULL and writable (the contract above).
+            unsafe { again.write(0) };
+        }
+        // SAFETY: `segmented` is NULL or live (the contract above).
+        let segmented = unsafe { handle(segmented, "segmented") }?;
+        let message = &segmented.message;
+        // SAFETY: `input` is NULL or readable for the input's length (the contract).
+        let whole_input = unsafe { bytes(input, message.input_length(), "input") }?;
+        message.authenticate(&whole_input[message.body_length()..])?;
+        if !again.is_null() {
+            // SAFETY: as above.
+            unsafe { again.write(i32::from(message.rounds() == 2)) };
+        }
+        Ok(())
+    });
+    // SAFETY: `error` is NULL or writable (the contract above).
+    unsafe { report(error, outcome) }
+}
+
 /// Ends the message once every segment ran: checks that they covered the body exactly,
-/// then pads and encrypts the last partial block, appends GCM's tag, checks the received
-/// tag, or checks and removes the padding. `input` is the whole message's input
+/// then pads and encrypts the last partial block, appends GCM's tag, or checks and removes
+/// the padding (GCM decryption checked its tag in `parcrypt_segmented_authenticate`, and
+/// fails here without it). `input` is the whole message's input
 /// (`input_length` bytes, as given to `parcrypt_segmented_new`; only the part after the
 /// body is read); `output` the whole message's output (`output_capacity` bytes, at least
 /// `parcrypt_cipher_max_output_length`), its body written by the segments; it may be `input`
-/// itself. `*output_length` gets the output's length. On a failed tag or padding the
-/// output's body is wiped
-/// (`PARCRYPT_STATUS_AUTHENTICATION_FAILED`, `PARCRYPT_STATUS_BAD_PADDING`).
+/// itself. `*output_length` gets the output's length. When a decryption fails here (a bad
+/// padding, `PARCRYPT_STATUS_BAD_PADDING`) the output's body is wiped.
 ///
 /// # Safety
 /// `segmented` is NULL or live; `input` is NULL or readable for the message's input

@@ -4,6 +4,10 @@
 //! and GCM counter at a segment's offset, CBC's chain, GCM's partial GHASH sums joined in
 //! order with powers of H, PKCS#7 padding and the tag. The caller only decides where the
 //! segments begin and which thread runs each.
+//!
+//! GCM decryption releases no byte before its tag matched: its segments run in two rounds.
+//! The first only hashes the ciphertext and writes nothing, [`SegmentedMessage::authenticate`]
+//! checks the tag, and only then does a second round decrypt into the output.
 
 use std::sync::Mutex;
 
@@ -48,10 +52,37 @@ struct Done {
     partial: u128,
 }
 
+/// What a segment does now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Round {
+    /// The mode over the segment, in the one round of every message but GCM decryption.
+    Only,
+    /// GCM decryption's first round: GHASH over the ciphertext, nothing written.
+    Authenticate,
+    /// GCM decryption's second round, once the tag matched: CTR into the output.
+    Release,
+    /// GCM decryption whose tag did not match: nothing runs any more.
+    Refused,
+}
+
+/// The round in progress and the segments that ran in it.
+struct Progress {
+    round: Round,
+    done: Vec<Done>,
+}
+
 /// One message under a [`KeyedCipher`], cut into segments by the caller. Made by
 /// [`KeyedCipher::segmented`]; its segments ([`SegmentedMessage::segment`]) may run on any
 /// threads in any order, and [`SegmentedMessage::finish`] then checks that they covered the
 /// body exactly once and ends the message (padding, tag).
+///
+/// GCM decryption takes two rounds ([`SegmentedMessage::rounds`]): the segments run once,
+/// writing nothing (their ciphertext is only hashed); [`SegmentedMessage::authenticate`]
+/// checks the tag; the segments run again, decrypting into the output; then `finish`. A tag
+/// that does not match leaves the output untouched and refuses every later segment. Every
+/// other message takes one round: segments, then `finish` (`authenticate` in between does
+/// nothing), so a caller can run each message as "a round, `authenticate`, a second round
+/// when [`SegmentedMessage::rounds`] says 2, `finish`".
 ///
 /// The body is the part of the input that segments cover: all of it for CTR and for ECB
 /// and CBC decryption; the whole blocks for padded ECB and CBC encryption (the last
@@ -89,7 +120,7 @@ pub struct SegmentedMessage {
     gcm: Option<GcmMessage>,
     input_length: usize,
     body: usize,
-    done: Mutex<Vec<Done>>,
+    progress: Mutex<Progress>,
 }
 
 impl std::fmt::Debug for SegmentedMessage {
@@ -158,6 +189,10 @@ impl KeyedCipher {
             }
             _ => None,
         };
+        let round = match (suite.mode, direction) {
+            (Mode::Gcm, Direction::Decrypt) => Round::Authenticate,
+            _ => Round::Only,
+        };
         Ok(SegmentedMessage {
             cipher: self.clone(),
             direction,
@@ -166,7 +201,10 @@ impl KeyedCipher {
             gcm,
             input_length,
             body,
-            done: Mutex::new(Vec::new()),
+            progress: Mutex::new(Progress {
+                round,
+                done: Vec::new(),
+            }),
         })
     }
 }
@@ -195,6 +233,23 @@ impl SegmentedMessage {
     /// The input's length.
     pub fn input_length(&self) -> usize {
         self.input_length
+    }
+
+    /// How many times the segments cover the body: 2 for GCM decryption (a round that only
+    /// authenticates, then [`SegmentedMessage::authenticate`], then a round that decrypts),
+    /// 1 for every other message.
+    pub fn rounds(&self) -> usize {
+        match (self.suite().mode, self.direction) {
+            (Mode::Gcm, Direction::Decrypt) => 2,
+            _ => 1,
+        }
+    }
+
+    fn progress(&self) -> std::sync::MutexGuard<'_, Progress> {
+        // A segment that panicked left nothing half-done under the lock.
+        self.progress
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The most bytes the output can take (what [`SegmentedMessage::finish`]'s output
@@ -231,6 +286,10 @@ impl SegmentedMessage {
         let length = data.len();
         let suite = self.suite();
         let block_size = suite.algorithm.block_size();
+        let round = self.progress().round;
+        if round == Round::Refused {
+            return Err(refused());
+        }
         let end = offset
             .checked_add(length)
             .filter(|end| *end <= self.body)
@@ -276,16 +335,100 @@ impl SegmentedMessage {
             },
             _ => None,
         };
-        let partial = self.run(offset, previous, data)?;
-        let mut done = self
-            .done
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        done.push(Done {
+        let partial = match round {
+            Round::Authenticate => self.hash(data)?,
+            Round::Release => self.release(offset, data)?,
+            _ => self.run(offset, previous, data)?,
+        };
+        let mut progress = self.progress();
+        if progress.round != round {
+            // `authenticate` ended the round while this segment ran: it counts in neither.
+            return Err(segment_error(
+                "a segment ran while its round ended: authenticate after every segment returned"
+                    .to_string(),
+            ));
+        }
+        progress.done.push(Done {
             offset,
             length,
             partial,
         });
+        Ok(())
+    }
+
+    /// GCM decryption's first round over one segment: the GHASH partial sum of its
+    /// ciphertext, read where it lies; nothing is written.
+    fn hash(&self, data: Segment<'_>) -> Result<u128, JobError> {
+        let ciphertext: &[u8] = match &data {
+            Segment::InPlace(data) => data,
+            Segment::Separate { input, .. } => input,
+        };
+        let (key, _) = self.gcm_parts()?;
+        Ok(key.hash_range(ciphertext))
+    }
+
+    /// GCM decryption's second round over one segment, the tag matched: CTR from the
+    /// text's counter at the segment's offset into the output.
+    fn release(&self, offset: usize, data: Segment<'_>) -> Result<u128, JobError> {
+        let keys = self.cipher.schedule();
+        let cipher = keys.cipher();
+        let (_, message) = self.gcm_parts()?;
+        let counter = message.text_counter((offset / cipher.block_size()) as u64);
+        match data {
+            Segment::InPlace(data) => ctr::apply(cipher, counter, data),
+            Segment::Separate { input, output } => ctr::apply_into(cipher, counter, input, output),
+        }
+        Ok(0)
+    }
+
+    /// Ends GCM decryption's first round: checks that its segments covered the body exactly
+    /// once, then the received tag (`input_tail`, the input after the body). When it matches
+    /// the second round begins: every segment runs again and decrypts into the output. When
+    /// it does not, nothing was written and nothing will be: later segments and `finish`
+    /// fail. For every other message (one round) it does nothing.
+    pub fn authenticate(&self, input_tail: &[u8]) -> Result<(), JobError> {
+        let mut progress = self.progress();
+        match progress.round {
+            Round::Only => return Ok(()),
+            Round::Authenticate => {}
+            Round::Release => {
+                return Err(segment_error(
+                    "the message is authenticated already: run the second round, then finish"
+                        .to_string(),
+                ))
+            }
+            Round::Refused => return Err(refused()),
+        }
+        self.check_tail(input_tail)?;
+        let partials = covered(&mut progress.done, self.body)?;
+        let (key, message) = self.gcm_parts()?;
+        let mut accumulator = GcmAccumulator::new(key, &self.aad);
+        for (partial, length) in partials {
+            accumulator.append(key, partial, length as u64)?;
+        }
+        match key.verify(message, &accumulator, input_tail) {
+            Ok(()) => {
+                progress.round = Round::Release;
+                progress.done.clear();
+                Ok(())
+            }
+            Err(error) => {
+                progress.round = Round::Refused;
+                progress.done.clear();
+                Err(error.into())
+            }
+        }
+    }
+
+    /// Checks that `input_tail` is the input after the body.
+    fn check_tail(&self, input_tail: &[u8]) -> Result<(), JobError> {
+        if input_tail.len() != self.input_length - self.body {
+            return Err(segment_error(format!(
+                "the input after the body is {} bytes, not {}",
+                input_tail.len(),
+                self.input_length - self.body
+            )));
+        }
         Ok(())
     }
 
@@ -415,11 +558,12 @@ impl SegmentedMessage {
     /// Ends the message: checks that the segments covered the body exactly once, then
     /// pads and encrypts the input's tail (`input_tail`: the input after the body, fewer
     /// than one block; empty for the other modes) for padded encryption, appends GCM's tag
-    /// (encryption) or checks it (decryption: `input_tail` is the received tag), or checks
-    /// and removes the padding (decryption). `output` is the whole message's output, its
-    /// body already written by the segments, holding at least
-    /// [`SegmentedMessage::max_output_length`] bytes. Returns the output's length. On a
-    /// failed tag or padding the body in `output` is wiped: nothing unauthenticated stays.
+    /// (encryption; GCM decryption checked its tag in [`SegmentedMessage::authenticate`],
+    /// before its second round), or checks and removes the padding (decryption). `output`
+    /// is the whole message's output, its body already written by the segments, holding
+    /// at least [`SegmentedMessage::max_output_length`] bytes. Returns the output's length.
+    /// When it fails for a decryption the body in `output` is wiped: a failed padding
+    /// leaves no plaintext behind (a failed GCM tag never let any be written).
     pub fn finish(&self, input_tail: &[u8], output: &mut [u8]) -> Result<usize, JobError> {
         let needed = self.max_output_length();
         if output.len() < needed {
@@ -428,49 +572,26 @@ impl SegmentedMessage {
                 got: output.len(),
             });
         }
-        if input_tail.len() != self.input_length - self.body {
-            return Err(segment_error(format!(
-                "the input after the body is {} bytes, not {}",
-                input_tail.len(),
-                self.input_length - self.body
-            )));
-        }
-        let partials = self.covered()?;
+        self.check_tail(input_tail)?;
+        let partials = {
+            let mut progress = self.progress();
+            match progress.round {
+                Round::Only | Round::Release => {}
+                Round::Authenticate => {
+                    return Err(segment_error(
+                        "GCM decryption authenticates first: run the segments, authenticate, run them again, then finish"
+                            .to_string(),
+                    ))
+                }
+                Round::Refused => return Err(refused()),
+            }
+            covered(&mut progress.done, self.body)?
+        };
         let outcome = self.end(input_tail, output, &partials);
         if outcome.is_err() && self.direction == Direction::Decrypt {
             output[..self.body].zeroize();
         }
         outcome
-    }
-
-    /// The segments' GCM partial sums with their lengths, in body order, once they are
-    /// known to cover the body exactly.
-    fn covered(&self) -> Result<Vec<(u128, usize)>, JobError> {
-        let mut done = self
-            .done
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        done.sort_by_key(|segment| segment.offset);
-        let mut next = 0;
-        for segment in done.iter().filter(|segment| segment.length != 0) {
-            if segment.offset != next {
-                return Err(segment_error(format!(
-                    "the segments do not cover the body exactly once (at byte {next})"
-                )));
-            }
-            next += segment.length;
-        }
-        if next != self.body {
-            return Err(segment_error(format!(
-                "the segments cover {next} of the body's {} bytes",
-                self.body
-            )));
-        }
-        Ok(done
-            .iter()
-            .filter(|segment| segment.length != 0)
-            .map(|segment| (segment.partial, segment.length))
-            .collect())
     }
 
     fn end(
@@ -492,21 +613,16 @@ impl SegmentedMessage {
                     .gcm
                     .as_ref()
                     .ok_or(JobError::Gcm(GcmError::BlockSize))?;
+                if direction == Direction::Decrypt {
+                    // `authenticate` checked the tag before the second round wrote a byte.
+                    return Ok(body);
+                }
                 let mut accumulator = GcmAccumulator::new(key, &self.aad);
                 for (partial, length) in partials {
                     accumulator.append(key, *partial, *length as u64)?;
                 }
-                match direction {
-                    Direction::Encrypt => {
-                        output[body..body + TAG_BYTES]
-                            .copy_from_slice(&key.tag(message, &accumulator));
-                    }
-                    Direction::Decrypt => key.verify(message, &accumulator, input_tail)?,
-                }
-                Ok(match direction {
-                    Direction::Encrypt => body + TAG_BYTES,
-                    Direction::Decrypt => body,
-                })
+                output[body..body + TAG_BYTES].copy_from_slice(&key.tag(message, &accumulator));
+                Ok(body + TAG_BYTES)
             }
             (mode, Direction::Encrypt) if padding => {
                 let mut last = Zeroizing::new(input_tail.to_vec());
@@ -533,6 +649,38 @@ impl SegmentedMessage {
             _ => Ok(body),
         }
     }
+}
+
+/// The segments' GCM partial sums with their lengths, in body order, once they are known to
+/// cover the body's `body` bytes exactly.
+fn covered(done: &mut [Done], body: usize) -> Result<Vec<(u128, usize)>, JobError> {
+    done.sort_by_key(|segment| segment.offset);
+    let mut next = 0;
+    for segment in done.iter().filter(|segment| segment.length != 0) {
+        if segment.offset != next {
+            return Err(segment_error(format!(
+                "the segments do not cover the body exactly once (at byte {next})"
+            )));
+        }
+        next += segment.length;
+    }
+    if next != body {
+        return Err(segment_error(format!(
+            "the segments cover {next} of the body's {body} bytes"
+        )));
+    }
+    Ok(done
+        .iter()
+        .filter(|segment| segment.length != 0)
+        .map(|segment| (segment.partial, segment.length))
+        .collect())
+}
+
+/// The error of a GCM decryption whose tag did not match.
+fn refused() -> JobError {
+    segment_error(
+        "the GCM tag did not match: this message releases nothing (start a new one)".to_string(),
+    )
 }
 
 fn direction_name(direction: Direction) -> &'static str {
@@ -626,6 +774,28 @@ mod tests {
         let message = cipher.segmented(direction, iv, aad, input.len()).unwrap();
         let body = message.body_length();
         let mut output = vec![0u8; message.max_output_length()];
+        // Every message as a generic caller runs it: a round, `authenticate`, the second
+        // round where there is one, `finish`.
+        run_round(&message, input, &mut output, pieces, in_place);
+        message.authenticate(&input[body..]).unwrap();
+        if message.rounds() == 2 {
+            run_round(&message, input, &mut output, pieces, in_place);
+        }
+        let written = message.finish(&input[body..], &mut output).unwrap();
+        output.truncate(written);
+        output
+    }
+
+    /// One round of `message`'s segments over `input` into `output`, `pieces` of them (in
+    /// place: each segment's input copied to its output first), run in reverse order.
+    fn run_round(
+        message: &SegmentedMessage,
+        input: &[u8],
+        output: &mut [u8],
+        pieces: usize,
+        in_place: bool,
+    ) {
+        let body = message.body_length();
         let cuts: Vec<usize> = match message.alignment(in_place) {
             None => vec![0, body],
             Some(align) => {
@@ -638,7 +808,7 @@ mod tests {
         };
         for window in cuts.windows(2).rev() {
             let (start, end) = (window[0], window[1]);
-            let block = cipher.suite().algorithm.block_size();
+            let block = message.block_size();
             let previous = (start >= block).then(|| &input[start - block..start]);
             if in_place {
                 output[start..end].copy_from_slice(&input[start..end]);
@@ -658,9 +828,132 @@ mod tests {
                     .unwrap();
             }
         }
-        let written = message.finish(&input[body..], &mut output).unwrap();
-        output.truncate(written);
-        output
+    }
+
+    /// Issue 31 finding 2 (the Java calls run through here): GCM decryption in segments
+    /// writes no byte into the output before the tag matched. Segments that have all run
+    /// leave the output as it was (on the one-round code they had written the plaintext
+    /// there, and only `finish` wiped it); a forged message leaves it so for good and
+    /// refuses every later call; a genuine one decrypts in the second round.
+    #[test]
+    fn gcm_decryption_writes_nothing_until_its_tag_matches() {
+        let engine = std::sync::Arc::new(Engine::new(Backend::Seq, None).unwrap());
+        for suite in ["aes-128-gcm", "rc6-128-gcm"] {
+            let cipher =
+                KeyedCipher::new(engine.clone(), suite.parse().unwrap(), &[6u8; 16]).unwrap();
+            let iv = Some(&[8u8; 12][..]);
+            for length in [0usize, 1, 15, 16, 17, 1000, (1 << 20) + 3] {
+                let plaintext: Vec<u8> = (0..length).map(|i| (i * 13 + 1) as u8).collect();
+                let sealed = cipher.encrypt(iv, &plaintext, Some(b"ad")).unwrap();
+                let mut forged = sealed.clone();
+                // A changed ciphertext byte where there is one, else a changed tag.
+                forged[length / 2] ^= 0x40;
+                for (input, genuine) in [(&sealed, true), (&forged, false)] {
+                    for in_place in [false, true] {
+                        let what =
+                            format!("{suite} {length} genuine {genuine} in place {in_place}");
+                        let message = cipher
+                            .segmented(Direction::Decrypt, iv, Some(b"ad"), input.len())
+                            .unwrap();
+                        assert_eq!(message.rounds(), 2);
+                        let body = message.body_length();
+                        let mut output = vec![0xa5u8; message.max_output_length()];
+                        if in_place {
+                            output[..body].copy_from_slice(&input[..body]);
+                        }
+                        let before = output.clone();
+                        run_round(&message, input, &mut output, 3, in_place);
+                        assert!(output == before, "{what}: the first round wrote");
+                        assert!(
+                            matches!(
+                                message.finish(&input[body..], &mut output),
+                                Err(JobError::Segment(_))
+                            ),
+                            "{what}: finish before authenticate"
+                        );
+                        let checked = message.authenticate(&input[body..]);
+                        if genuine {
+                            checked.unwrap();
+                            run_round(&message, input, &mut output, 2, in_place);
+                            let written = message.finish(&input[body..], &mut output).unwrap();
+                            assert_eq!(&output[..written], &plaintext[..], "{what}");
+                            continue;
+                        }
+                        assert!(
+                            matches!(checked, Err(JobError::Gcm(GcmError::TagMismatch))),
+                            "{what}: {checked:?}"
+                        );
+                        let mut spare = input[..body].to_vec();
+                        assert!(message
+                            .segment(0, None, Segment::InPlace(&mut spare))
+                            .is_err());
+                        assert!(message.authenticate(&input[body..]).is_err());
+                        assert!(message.finish(&input[body..], &mut output).is_err());
+                        assert!(output == before, "{what}: a forged message left output");
+                        assert!(
+                            !shares_a_run(&output, &plaintext),
+                            "{what}: plaintext in the output"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether `output` holds any 16 bytes of `plaintext` in a row, anywhere.
+    fn shares_a_run(output: &[u8], plaintext: &[u8]) -> bool {
+        let runs: std::collections::HashSet<&[u8]> = output.windows(16).collect();
+        plaintext.windows(16).any(|run| runs.contains(run))
+    }
+
+    /// The rounds' order: `finish` waits for the second round, `authenticate` runs once,
+    /// the second round covers the body again, and a one-round message's `authenticate`
+    /// does nothing.
+    #[test]
+    fn rounds_run_in_order() {
+        let engine = std::sync::Arc::new(Engine::new(Backend::Seq, None).unwrap());
+        let gcm =
+            KeyedCipher::new(engine.clone(), "aes-128-gcm".parse().unwrap(), &[1u8; 16]).unwrap();
+        let iv = Some(&[2u8; 12][..]);
+        let sealed = gcm.encrypt(iv, &[3u8; 64], None).unwrap();
+        let message = gcm
+            .segmented(Direction::Decrypt, iv, None, sealed.len())
+            .unwrap();
+        let mut output = vec![0u8; 64];
+        run_round(&message, &sealed, &mut output, 2, false);
+        assert!(
+            message.authenticate(&sealed[60..]).is_err(),
+            "a tail of the wrong length"
+        );
+        message.authenticate(&sealed[64..]).unwrap();
+        assert!(message.authenticate(&sealed[64..]).is_err(), "twice");
+        assert!(
+            matches!(
+                message.finish(&sealed[64..], &mut output),
+                Err(JobError::Segment(_))
+            ),
+            "finish before the second round"
+        );
+        run_round(&message, &sealed, &mut output, 4, false);
+        assert_eq!(message.finish(&sealed[64..], &mut output).unwrap(), 64);
+        assert_eq!(output, [3u8; 64]);
+
+        let sealing = gcm.segmented(Direction::Encrypt, iv, None, 64).unwrap();
+        assert_eq!(sealing.rounds(), 1);
+        let ctr = KeyedCipher::new(engine, "aes-128-ctr".parse().unwrap(), &[1u8; 16]).unwrap();
+        let message = ctr
+            .segmented(Direction::Decrypt, Some(&[0u8; 16]), None, 32)
+            .unwrap();
+        assert_eq!(message.rounds(), 1);
+        let input = [4u8; 32];
+        let mut output = [0u8; 32];
+        run_round(&message, &input, &mut output, 2, false);
+        message.authenticate(&[]).unwrap();
+        assert_eq!(message.finish(&[], &mut output).unwrap(), 32);
+        assert_eq!(
+            output.to_vec(),
+            ctr.decrypt(Some(&[0u8; 16]), &input, None).unwrap()
+        );
     }
 
     #[test]
@@ -723,9 +1016,10 @@ mod tests {
             )
             .unwrap();
         assert!(matches!(
-            message.finish(&sealed[64..], &mut opened),
+            message.authenticate(&sealed[64..]),
             Err(JobError::Gcm(GcmError::TagMismatch))
         ));
+        assert!(message.finish(&sealed[64..], &mut opened).is_err());
         assert!(
             opened.iter().all(|byte| *byte == 0),
             "a failed tag leaves no plaintext"

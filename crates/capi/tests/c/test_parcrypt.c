@@ -924,56 +924,90 @@ static void engine_errors(void) {
     CHECK(engine == NULL, "a failed engine_new set the handle");
 }
 
-/* The warnings a callback received (issue 31 finding 7: they were dropped). */
-struct warnings_seen {
-    int count;
-    char last[512];
-};
-
-static void record_warning(void *context, const char *message) {
-    struct warnings_seen *seen = context;
-    seen->count++;
-    snprintf(seen->last, sizeof seen->last, "%s", message);
+/* One round of a segmented message's segments: the body in two, the second half first. */
+static int segmented_round(ParcryptSegmented *message, const uint8_t *input, uint8_t *output,
+                           size_t body, size_t alignment) {
+    size_t cut = alignment ? body / 2 / alignment * alignment : body;
+    ParcryptStatus second = parcrypt_segmented_run(message, cut, input + cut, output + cut,
+                                                   body - cut, NULL);
+    ParcryptStatus first = parcrypt_segmented_run(message, 0, input, output, cut, NULL);
+    return first == PARCRYPT_STATUS_OK && second == PARCRYPT_STATUS_OK;
 }
 
-static void warnings_reach_the_callback(ParcryptEngine *engine) {
-    struct warnings_seen seen = {0, ""};
+/* Issue 31 finding 2 (the segmented calls the JVM library runs): GCM decryption in segments
+ * writes nothing into the output until `parcrypt_segmented_authenticate` found the tag
+ * good. Before, the segments wrote the plaintext and only the finish checked the tag. */
+static void segmented_gcm_authenticates_first(ParcryptEngine *engine) {
+    uint8_t key[16], iv[12], plain[1000], sealed[1016], out[1016];
+    size_t out_length = 0, body = 0, alignment = 0;
+    memset(key, 3, sizeof key);
+    memset(iv, 4, sizeof iv);
+    for (size_t i = 0; i < sizeof plain; i++) plain[i] = (uint8_t)(i * 7 + 5);
     ParcryptError *error = NULL;
-    expect_ok("set the warning callback",
-              parcrypt_set_warning_callback(record_warning, &seen, &error), &error);
-    char *plain_path = scratch_path("warned.plain");
-    CHECK(write_file(plain_path, (const uint8_t *)"abc", 3), "cannot write %s", plain_path);
-    char *sealed = scratch_path("warned.parcrypt");
-    expect_ok("encrypt_file under a 1-byte passphrase",
-              parcrypt_encrypt_file(engine, plain_path, sealed, (const uint8_t *)"x", 1, NULL, 0,
-                                    PARCRYPT_FILE_PASSPHRASE, NULL, &error),
-              &error);
-    CHECK(seen.count == 1 && strstr(seen.last, "passphrase is only 1 bytes") != NULL,
-          "1-byte passphrase: %d warning(s), last \"%s\"", seen.count, seen.last);
-    ParcryptFileEncryptor *encryptor = NULL;
-    char *streamed = scratch_path("warned-stream.parcrypt");
-    expect_ok("file_encryptor_new under a 3-byte passphrase",
-              parcrypt_file_encryptor_new(engine, streamed, (const uint8_t *)"abc", 3, NULL, 0,
-                                          PARCRYPT_FILE_PASSPHRASE, &encryptor, &error),
-              &error);
-    parcrypt_file_encryptor_free(encryptor);
-    CHECK(seen.count == 2 && strstr(seen.last, "passphrase is only 3 bytes") != NULL,
-          "3-byte passphrase: %d warning(s), last \"%s\"", seen.count, seen.last);
-    /* A key warns about nothing; with the callback unset nothing is called. */
-    char *keyed = scratch_path("warned-key.parcrypt");
-    expect_ok("encrypt_file under a key",
-              parcrypt_encrypt_file(engine, plain_path, keyed, FILE_KEY, 16, NULL, 0, 0, NULL,
-                                    &error),
-              &error);
-    CHECK(seen.count == 2, "a key warned: \"%s\"", seen.last);
-    expect_ok("unset the warning callback", parcrypt_set_warning_callback(NULL, NULL, &error),
-              &error);
-    char *unset = scratch_path("unwarned.parcrypt");
-    expect_ok("encrypt_file without a callback",
-              parcrypt_encrypt_file(engine, plain_path, unset, (const uint8_t *)"x", 1, NULL, 0,
-                                    PARCRYPT_FILE_PASSPHRASE, NULL, &error),
-              &error);
-    CHECK(seen.count == 2, "an unset callback was called");
+    ParcryptCipher *cipher = NULL;
+    expect_ok("segmented cipher", parcrypt_cipher_new(engine, "aes-128-gcm", key, 16, NULL, 0, 0,
+                                                      &cipher, &error), &error);
+    if (!cipher) return;
+    expect_ok("segmented seal", parcrypt_cipher_encrypt_iv(cipher, iv, 12, plain, sizeof plain,
+                                                           NULL, 0, sealed, sizeof sealed,
+                                                           &out_length, &error), &error);
+    for (int forged = 0; forged < 2; forged++) {
+        if (forged) sealed[500] ^= 1;
+        ParcryptSegmented *message = NULL;
+        expect_ok("segmented new", parcrypt_segmented_new(cipher, PARCRYPT_DECRYPT, iv, 12, NULL, 0,
+                                                          sizeof sealed, &message, &error), &error);
+        if (!message) continue;
+        expect_ok("segmented layout", parcrypt_segmented_layout(message, 0, &body, &alignment,
+                                                                &error), &error);
+        CHECK(body == sizeof plain && alignment == 16, "segmented layout %zu %zu", body, alignment);
+        memset(out, 0xAA, sizeof out);
+        CHECK(segmented_round(message, sealed, out, body, alignment), "segmented first round");
+        int untouched = 1;
+        for (size_t i = 0; i < sizeof out; i++) untouched &= out[i] == 0xAA;
+        CHECK(untouched, "segmented gcm (forged %d): the first round wrote the output", forged);
+        int again = -1;
+        ParcryptStatus status = parcrypt_segmented_authenticate(message, sealed, &again, &error);
+        if (forged) {
+            expect_failure("segmented forged", status, &error, PARCRYPT_STATUS_AUTHENTICATION_FAILED);
+            CHECK(again == 0, "segmented forged: again %d", again);
+            CHECK(!segmented_round(message, sealed, out, body, alignment),
+                  "segmented forged: a second round ran");
+            status = parcrypt_segmented_finish(message, sealed, out, sizeof out, &out_length, &error);
+            CHECK(status != PARCRYPT_STATUS_OK, "segmented forged: finish succeeded");
+            parcrypt_error_free(error);
+            error = NULL;
+            for (size_t i = 0; i < sizeof out; i++) untouched &= out[i] == 0xAA;
+            CHECK(untouched, "segmented forged: the output changed");
+        } else {
+            expect_ok("segmented authenticate", status, &error);
+            CHECK(again == 1, "segmented gcm: again %d", again);
+            CHECK(segmented_round(message, sealed, out, body, alignment), "segmented second round");
+            expect_ok("segmented finish", parcrypt_segmented_finish(message, sealed, out, sizeof out,
+                                                                    &out_length, &error), &error);
+            CHECK(out_length == sizeof plain && memcmp(out, plain, sizeof plain) == 0,
+                  "segmented gcm: the plaintext differs");
+        }
+        parcrypt_segmented_free(message);
+    }
+    /* Encryption, like every mode but GCM decryption, is one round. */
+    ParcryptSegmented *message = NULL;
+    expect_ok("segmented encrypt", parcrypt_segmented_new(cipher, PARCRYPT_ENCRYPT, iv, 12, NULL, 0,
+                                                          sizeof plain, &message, &error), &error);
+    if (message) {
+        int again = -1;
+        CHECK(segmented_round(message, plain, out, sizeof plain, 16), "segmented encrypt round");
+        expect_ok("segmented encrypt authenticate",
+                  parcrypt_segmented_authenticate(message, plain, &again, &error), &error);
+        CHECK(again == 0, "segmented encrypt: again %d", again);
+        expect_ok("segmented encrypt finish", parcrypt_segmented_finish(message, plain, out,
+                                                                        sizeof out, &out_length,
+                                                                        &error), &error);
+        sealed[500] ^= 1;
+        CHECK(out_length == sizeof sealed && memcmp(out, sealed, sizeof sealed) == 0,
+              "segmented encrypt: differs from the whole-message call");
+        parcrypt_segmented_free(message);
+    }
+    parcrypt_cipher_free(cipher);
 }
 
 int main(int argc, char **argv) {
@@ -995,6 +1029,7 @@ int main(int argc, char **argv) {
               parcrypt_engine_backend(engine));
         vectors(engine);
         gcm_tag_failure(engine);
+        segmented_gcm_authenticates_first(engine);
         threads_share_a_cipher(engine);
         creation_iv_encrypts_once(engine);
         short_gcm_ivs(engine);
@@ -1006,7 +1041,6 @@ int main(int argc, char **argv) {
     expect_ok("engine", parcrypt_engine_new(NULL, 0, &engine, &error), &error);
     if (engine) {
         files(engine);
-        warnings_reach_the_callback(engine);
         cipher_errors(engine);
         parcrypt_engine_free(engine);
     }

@@ -87,6 +87,8 @@ final class Native {
             FunctionDescriptor.of(INT, POINTER, INT, POINTER, POINTER, POINTER));
     static final MethodHandle SEGMENTED_RUN = critical("parcrypt_segmented_run",
             FunctionDescriptor.of(INT, POINTER, SIZE, POINTER, POINTER, SIZE, POINTER));
+    static final MethodHandle SEGMENTED_AUTHENTICATE = critical("parcrypt_segmented_authenticate",
+            FunctionDescriptor.of(INT, POINTER, POINTER, POINTER, POINTER));
     static final MethodHandle SEGMENTED_FINISH = critical("parcrypt_segmented_finish",
             FunctionDescriptor.of(INT, POINTER, POINTER, POINTER, SIZE, POINTER, POINTER));
     static final MethodHandle SEGMENTED_FREE = handle("parcrypt_segmented_free", FunctionDescriptor.ofVoid(POINTER));
@@ -94,8 +96,6 @@ final class Native {
     static final MethodHandle ERROR_STATUS = handle("parcrypt_error_status", FunctionDescriptor.of(INT, POINTER));
     static final MethodHandle ERROR_MESSAGE = handle("parcrypt_error_message", FunctionDescriptor.of(STRING, POINTER));
     static final MethodHandle ERROR_FREE = handle("parcrypt_error_free", FunctionDescriptor.ofVoid(POINTER));
-    static final MethodHandle SET_WARNING_CALLBACK = handle("parcrypt_set_warning_callback",
-            FunctionDescriptor.of(INT, POINTER, POINTER, POINTER));
 
     private static final FunctionDescriptor WHOLE_FILE =
             FunctionDescriptor.of(INT, POINTER, POINTER, POINTER, POINTER, SIZE, POINTER, SIZE, INT, POINTER, POINTER);

@@ -159,6 +159,12 @@ typedef struct ParcryptFileEncryptor ParcryptFileEncryptor;
 // once.
 typedef struct ParcryptSegmented ParcryptSegmented;
 
+// Receives the library's warnings: what makes a call's result weaker than it should be
+// without stopping it (a passphrase shorter than 8 bytes; `parcrypt encrypt` prints the
+// same lines). `context` is the pointer given to `parcrypt_set_warning_callback`;
+// `message` is one NUL-terminated line, valid only until the callback returns.
+typedef void (*ParcryptWarningCallback)(void *context, const char *message);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -400,6 +406,25 @@ void parcrypt_error_free(struct ParcryptError *error);
 // A status code's name (`"PARCRYPT_STATUS_BAD_KEY"`), NUL-terminated and living forever;
 // `"PARCRYPT_STATUS_UNKNOWN_STATUS"` for a code this library does not have.
 const char *parcrypt_status_name(int32_t status);
+
+// Sets the function that receives the library's warnings, for the whole process; NULL
+// (the default) drops them. A warning reaches it on the thread of the call that warns,
+// before that call returns: `parcrypt_encrypt_file` and `parcrypt_file_encryptor_new` warn
+// about a passphrase shorter than 8 bytes.
+//
+// Threads: it may be set at any time from any thread; warnings from calls on several
+// threads may reach the callback at once, so it must be thread-safe, and must not unwind
+// (no C++ exception, no `longjmp` out of it). Once this returns, the previous callback is
+// not running and is never called again: its context may be freed. From inside the
+// callback this is refused (`PARCRYPT_STATUS_STATE`: it would wait for itself), and
+// warnings of parcrypt calls the callback makes are dropped.
+//
+// # Safety
+// `callback` is NULL or a function that may be called as described above, with `context`,
+// until it is replaced; `error` is NULL or writable.
+ParcryptStatus parcrypt_set_warning_callback(ParcryptWarningCallback callback,
+                                             void *context,
+                                             struct ParcryptError **error);
 
 // Encrypts the file `source` into `destination`, as `parcrypt encrypt` does, through the
 // streaming pipeline on `engine`. `secret`: a 16- or 32-byte key (AES-128 or AES-256), or

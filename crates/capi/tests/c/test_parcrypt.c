@@ -1010,6 +1010,58 @@ static void segmented_gcm_authenticates_first(ParcryptEngine *engine) {
     parcrypt_cipher_free(cipher);
 }
 
+/* The warnings a callback received (issue 31 finding 7: they were dropped). */
+struct warnings_seen {
+    int count;
+    char last[512];
+};
+
+static void record_warning(void *context, const char *message) {
+    struct warnings_seen *seen = context;
+    seen->count++;
+    snprintf(seen->last, sizeof seen->last, "%s", message);
+}
+
+static void warnings_reach_the_callback(ParcryptEngine *engine) {
+    struct warnings_seen seen = {0, ""};
+    ParcryptError *error = NULL;
+    expect_ok("set the warning callback",
+              parcrypt_set_warning_callback(record_warning, &seen, &error), &error);
+    char *plain_path = scratch_path("warned.plain");
+    CHECK(write_file(plain_path, (const uint8_t *)"abc", 3), "cannot write %s", plain_path);
+    char *sealed = scratch_path("warned.parcrypt");
+    expect_ok("encrypt_file under a 1-byte passphrase",
+              parcrypt_encrypt_file(engine, plain_path, sealed, (const uint8_t *)"x", 1, NULL, 0,
+                                    PARCRYPT_FILE_PASSPHRASE, NULL, &error),
+              &error);
+    CHECK(seen.count == 1 && strstr(seen.last, "passphrase is only 1 bytes") != NULL,
+          "1-byte passphrase: %d warning(s), last \"%s\"", seen.count, seen.last);
+    ParcryptFileEncryptor *encryptor = NULL;
+    char *streamed = scratch_path("warned-stream.parcrypt");
+    expect_ok("file_encryptor_new under a 3-byte passphrase",
+              parcrypt_file_encryptor_new(engine, streamed, (const uint8_t *)"abc", 3, NULL, 0,
+                                          PARCRYPT_FILE_PASSPHRASE, &encryptor, &error),
+              &error);
+    parcrypt_file_encryptor_free(encryptor);
+    CHECK(seen.count == 2 && strstr(seen.last, "passphrase is only 3 bytes") != NULL,
+          "3-byte passphrase: %d warning(s), last \"%s\"", seen.count, seen.last);
+    /* A key warns about nothing; with the callback unset nothing is called. */
+    char *keyed = scratch_path("warned-key.parcrypt");
+    expect_ok("encrypt_file under a key",
+              parcrypt_encrypt_file(engine, plain_path, keyed, FILE_KEY, 16, NULL, 0, 0, NULL,
+                                    &error),
+              &error);
+    CHECK(seen.count == 2, "a key warned: \"%s\"", seen.last);
+    expect_ok("unset the warning callback", parcrypt_set_warning_callback(NULL, NULL, &error),
+              &error);
+    char *unset = scratch_path("unwarned.parcrypt");
+    expect_ok("encrypt_file without a callback",
+              parcrypt_encrypt_file(engine, plain_path, unset, (const uint8_t *)"x", 1, NULL, 0,
+                                    PARCRYPT_FILE_PASSPHRASE, NULL, &error),
+              &error);
+    CHECK(seen.count == 2, "an unset callback was called");
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s PARCRYPT_BINARY SCRATCH_FOLDER\n", argv[0]);
@@ -1041,6 +1093,7 @@ int main(int argc, char **argv) {
     expect_ok("engine", parcrypt_engine_new(NULL, 0, &engine, &error), &error);
     if (engine) {
         files(engine);
+        warnings_reach_the_callback(engine);
         cipher_errors(engine);
         parcrypt_engine_free(engine);
     }

@@ -96,6 +96,8 @@ final class Native {
     static final MethodHandle ERROR_STATUS = handle("parcrypt_error_status", FunctionDescriptor.of(INT, POINTER));
     static final MethodHandle ERROR_MESSAGE = handle("parcrypt_error_message", FunctionDescriptor.of(STRING, POINTER));
     static final MethodHandle ERROR_FREE = handle("parcrypt_error_free", FunctionDescriptor.ofVoid(POINTER));
+    static final MethodHandle SET_WARNING_CALLBACK = handle("parcrypt_set_warning_callback",
+            FunctionDescriptor.of(INT, POINTER, POINTER, POINTER));
 
     private static final FunctionDescriptor WHOLE_FILE =
             FunctionDescriptor.of(INT, POINTER, POINTER, POINTER, POINTER, SIZE, POINTER, SIZE, INT, POINTER, POINTER);

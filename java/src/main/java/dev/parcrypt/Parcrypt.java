@@ -20,6 +20,9 @@ import java.nio.file.Path;
  * Parcrypt.encryptFile(Path.of("a.pdf"), Path.of("a.pdf.pc"), key32);  // as `parcrypt encrypt`
  * }</pre>
  *
+ * <p>What weakens a result without stopping it (a passphrase shorter than 8 bytes, as {@code
+ * parcrypt encrypt} warns) is logged to {@code System.getLogger("dev.parcrypt")} at WARNING.
+ *
  * <p>The JVM must allow native access: {@code --enable-native-access=ALL-UNNAMED} (or the
  * module's name); an executable jar can say {@code Enable-Native-Access: ALL-UNNAMED} in its
  * manifest. Without it Java 22-25 print a warning and go on.
@@ -180,6 +183,7 @@ public final class Parcrypt {
 
     private static long wholeFile(int direction, Path source, Path destination, byte[] secret, FileOptions options)
             throws IOException {
+        Warnings.install();
         try (FileArguments arguments = new FileArguments(secret, options)) {
             MemorySegment scratch = Errors.scratch();
             int status = (int) (direction == Native.ENCRYPT ? Native.ENCRYPT_FILE : Native.DECRYPT_FILE).invokeExact(

@@ -15,9 +15,12 @@ import java.util.concurrent.ForkJoinPool;
  * each on a new {@link Thread}; {@link #forkJoin(int)} halves it in a {@link
  * java.util.concurrent.RecursiveAction} down to a threshold on a {@link ForkJoinPool}. Each
  * segment is one call into the library's one-thread kernel at its offset (the CTR and GCM
- * counter, CBC's chain and GCM's partial GHASH sums are the library's). CBC encryption
- * cannot be split (each block chains on the one before) and neither can CBC decryption in
- * place: those run as one segment on the calling thread.
+ * counter, CBC's chain and GCM's partial GHASH sums are the library's). GCM decryption
+ * runs its segments twice: the first time they only hash the ciphertext, the library checks
+ * the tag, and only then do they decrypt into the output, so a forged message never puts
+ * plaintext there. A call returns only once all of its segments have, even when one
+ * failed. CBC encryption cannot be split (each block chains on the one before) and neither
+ * can CBC decryption in place: those run as one segment on the calling thread.
  */
 public final class Backend {
     /** The kinds: the engine's own, and the two Java strategies. */

@@ -107,6 +107,8 @@ pub fn parts_plan_encrypt<'py>(
         context: context.as_ref().map_or(&[][..], Input::bytes),
         ..Setup::default()
     };
+    // parcrypt.parts.plan_encrypt calls this: the warning points at its caller.
+    secrets.warn(py, &setup, 2)?;
     let salts = match salts {
         None => None,
         Some((cobblestone, argon2)) => Some(Salts {

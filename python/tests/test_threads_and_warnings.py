@@ -111,6 +111,10 @@ def test_a_short_passphrase_warns(tmp_path: Path) -> None:
         with parcrypt.open(tmp_path / "written", "wb", passphrase=b"abc") as writer:
             writer.write(b"more")
     assert caught[0].filename == __file__
+    # The cluster paths plan through parcrypt.parts (parcrypt.dask too).
+    with pytest.warns(parcrypt.ParcryptWarning, match="passphrase is only 2 bytes") as caught:
+        parcrypt.parts.plan_encrypt(tmp_path / "plain", passphrase="ab")
+    assert caught[0].filename == __file__
     assert issubclass(parcrypt.ParcryptWarning, UserWarning)
 
 

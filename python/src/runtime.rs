@@ -31,6 +31,9 @@ pub fn runtime(backend: &str, threads: Option<usize>) -> PyResult<&'static Runti
 pub fn runtime_for(backend: Backend, threads: Option<usize>) -> PyResult<&'static Runtime> {
     // A process uses a handful of configurations at most: a short list scanned under the
     // lock costs less than hashing the key on every call (every new `Cipher` comes here).
+    // The lock is taken with the GIL held, and that is safe (issue 31 finding 6 was this
+    // pattern's unsafe form): nothing under it releases the GIL or calls into Python, and
+    // nobody calls this with the GIL released, so no holder ever waits for the GIL.
     static RUNTIMES: Mutex<Vec<(Key, &'static Runtime)>> = Mutex::new(Vec::new());
     let mut runtimes = RUNTIMES
         .lock()

@@ -426,3 +426,22 @@ fn tune_measures_stores_a_table_and_refuses_cpu_backends() {
     assert_eq!(json["crossovers"].as_array().unwrap().len(), 3, "{json}");
     assert!(json["device"].as_str().unwrap().starts_with("opencl #0"));
 }
+
+/// Issue 31 finding 3: `raw` took a 1-byte GCM IV without a word. IVs under 12 bytes are
+/// refused with the reason, both ways; `--allow-short-gcm-iv` keeps the old behaviour.
+#[test]
+fn short_gcm_ivs_need_allow_short_gcm_iv() {
+    for iv in ["00", "cafebabefacedbad", "0011223344556677889900"] {
+        let refused = run_raw("encrypt", "aes-128-gcm", &["--iv", iv], b"data");
+        assert_refused(&refused, "GCM IV is refused");
+        let allowed = ["--iv", iv, "--allow-short-gcm-iv"];
+        let sealed = run_raw("encrypt", "aes-128-gcm", &allowed, b"data");
+        assert_succeeded(&sealed);
+        assert_eq!(sealed.stdout.len(), 4 + 16);
+        let refused = run_raw("decrypt", "aes-128-gcm", &["--iv", iv], &sealed.stdout);
+        assert_refused(&refused, "GCM IV is refused");
+        let opened = run_raw("decrypt", "aes-128-gcm", &allowed, &sealed.stdout);
+        assert_succeeded(&opened);
+        assert_eq!(opened.stdout, b"data");
+    }
+}

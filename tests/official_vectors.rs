@@ -241,6 +241,9 @@ fn wycheproof_aes_gcm() {
             let name = format!("aes-{}-gcm", key.len() * 8);
             let mut message = Message::new(&name, &key, Some(&iv));
             message.aad = Some(&aad);
+            // Wycheproof's IV-length groups include 8-byte IVs, refused unless asked for
+            // (issue 31 finding 3).
+            message.allow_short_gcm_iv = true;
             if check_wycheproof(&message, &engines, test, &msg, &sealed) {
                 passed += 1
             } else {

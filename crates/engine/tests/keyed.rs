@@ -72,7 +72,8 @@ fn per_call(
         direction,
         key,
         iv,
-        allow_short_gcm_iv: false,
+        // `random_iv` draws GCM IVs of 1 to 40 bytes: short ones asked for (issue 31 finding 3).
+        allow_short_gcm_iv: true,
         aad,
         padding: true,
         implementation: Implementation::Fast,
@@ -129,7 +130,9 @@ fn every_form_matches_the_per_call_path_and_rustcrypto_on_every_cpu_backend() {
         let engine = Arc::new(Engine::new(backend, Some(3)).unwrap());
         for suite in CipherSpec::all() {
             let key = random_key(&mut rng, suite);
-            let keyed = KeyedCipher::new(Arc::clone(&engine), suite, &key).unwrap();
+            let keyed = KeyedCipher::new(Arc::clone(&engine), suite, &key)
+                .unwrap()
+                .allow_short_gcm_iv(true);
             for size in SIZES {
                 // A new IV for each message on the one object.
                 let iv = random_iv(&mut rng, suite);
@@ -227,7 +230,9 @@ fn one_object_and_its_clones_serve_many_messages_from_several_threads_at_once() 
     for name in ["aes-128-gcm", "aes-256-ctr", "rc6-128-gcm", "bf-cbc"] {
         let suite: CipherSpec = name.parse().unwrap();
         let key = random_key(&mut rng, suite);
-        let keyed = KeyedCipher::new(Arc::clone(&engine), suite, &key).unwrap();
+        let keyed = KeyedCipher::new(Arc::clone(&engine), suite, &key)
+            .unwrap()
+            .allow_short_gcm_iv(true);
         // Messages with their own IVs and the bytes the per-call path gives for each.
         let messages: Vec<Sealed> = (0..24)
             .map(|index| {

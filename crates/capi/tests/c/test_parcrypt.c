@@ -112,7 +112,7 @@ static void known_answer(ParcryptEngine *engine, const char *name, const char *k
     CHECK(out_length == plain_length && memcmp(out, plain, plain_length) == 0,
           "%s: decryption differs from the vector", name);
 
-/* The IV has encrypted its one message (issue 31 finding 3): a second is refused, and
+    /* The IV has encrypted its one message (issue 31 finding 3): a second is refused, and
      * in place needs a cipher of its own. */
     status = parcrypt_cipher_encrypt(cipher, plain, plain_length, aad, aad_length, out,
                                      sizeof out, &out_length, &error);

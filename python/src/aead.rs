@@ -40,6 +40,7 @@ impl Aead {
     #[new]
     #[pyo3(signature = (name, key, *, backend="auto", threads=None))]
     fn new(
+        py: Python<'_>,
         name: &str,
         key: &Bound<'_, PyAny>,
         backend: &str,
@@ -49,6 +50,7 @@ impl Aead {
         let key = crate::buffers::key_bytes("key", key)?;
         let backend: Backend = backend.parse().map_err(errors::engine)?;
         let runtime = runtime::runtime_for(backend, threads)?;
+        errors::warn_engine(py, &runtime.engine, spec)?;
         let aead = EngineAead::new(runtime.engine.clone(), spec, &key).map_err(errors::job)?;
         Ok(Aead {
             aead,

@@ -108,7 +108,9 @@ impl Cipher {
         name, key, iv=None, *, backend="auto", threads=None, padding=true,
         allow_short_gcm_iv=false
     ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         name: &str,
         key: &Bound<'_, PyAny>,
         iv: Option<&Bound<'_, PyAny>>,
@@ -126,6 +128,7 @@ impl Cipher {
         let iv = iv.map(|iv| secret_bytes("iv", iv)).transpose()?;
         let backend: Backend = backend.parse().map_err(errors::engine)?;
         let runtime = runtime::runtime_for(backend, threads)?;
+        errors::warn_engine(py, &runtime.engine, spec)?;
         let keyed = KeyedCipher::new(runtime.engine.clone(), spec, &key)
             .map_err(errors::job)?
             .padding(padding)
@@ -262,10 +265,12 @@ impl Cipher {
             let (bytes, output) = new_bytes(py, needed)?;
             (bytes.into_any(), output)
         };
+        // The new object is nobody else's until it is returned: GCM may decrypt into it in
+        // one pass (it is dropped, zeroed, when the tag does not match).
         let written = self.execute(
             py,
             direction,
-            Job::Into {
+            Job::Unshared {
                 input: input.bytes(),
                 output: output.bytes_mut(),
             },
@@ -297,14 +302,20 @@ impl Cipher {
         aad: Option<&[u8]>,
     ) -> PyResult<usize> {
         let (size, capacity) = match &job {
-            Job::Into { input, output } => (input.len(), output.len()),
+            Job::Into { input, output } | Job::Unshared { input, output } => {
+                (input.len(), output.len())
+            }
             Job::InPlace { length, buffer } => (*length, buffer.len()),
         };
         let work = move || -> Result<usize, JobError> {
             let iv = iv.resolve(direction, size, capacity, aad)?;
             match (job, direction) {
-                (Job::Into { input, output }, Direction::Encrypt) => {
-                    self.keyed.encrypt_into(iv, input, output, aad)
+                (
+                    Job::Into { input, output } | Job::Unshared { input, output },
+                    Direction::Encrypt,
+                ) => self.keyed.encrypt_into(iv, input, output, aad),
+                (Job::Unshared { input, output }, Direction::Decrypt) => {
+                    self.keyed.decrypt_into_unshared(iv, input, output, aad)
                 }
                 (Job::Into { input, output }, Direction::Decrypt) => {
                     self.keyed.decrypt_into(iv, input, output, aad)
@@ -326,9 +337,14 @@ impl Cipher {
     }
 }
 
-/// What the engine runs: `input` into a separate `output`, or a buffer in place.
+/// What the engine runs: `input` into a separate `output` (the caller's, or one this call
+/// made that nobody else sees before it returns), or a buffer in place.
 enum Job<'a> {
     Into {
+        input: &'a [u8],
+        output: &'a mut [u8],
+    },
+    Unshared {
         input: &'a [u8],
         output: &'a mut [u8],
     },

@@ -50,6 +50,19 @@ pub fn warn(py: Python<'_>, warning: &dyn Display, stacklevel: i32) -> PyResult<
     )
 }
 
+/// Warns (as [`warn`]) of what the engine says about running `spec` on it: a named GPU
+/// backend whose table AES is not constant time. Each warning is given once per process.
+pub fn warn_engine(
+    py: Python<'_>,
+    engine: &parcrypt::engine::Engine,
+    spec: parcrypt::modes::CipherSpec,
+) -> PyResult<()> {
+    for warning in engine.take_warnings(spec) {
+        warn(py, &warning, 2)?;
+    }
+    Ok(())
+}
+
 /// A message-level error (the engine's [`JobError`]).
 pub fn job(error: JobError) -> PyErr {
     let reason = match &error {

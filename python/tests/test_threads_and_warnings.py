@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import parcrypt
+from conftest import OPENCL_MISSING
 
 # Threads that deadlock never finish: the work runs in a child process, killed at this
 # deadline, so that a deadlock fails the test instead of hanging the suite. The work itself
@@ -165,3 +166,40 @@ def test_a_str_key_is_refused_everywhere(tmp_path: Path) -> None:
     for key in (bytes.fromhex(HEX_KEY), bytearray.fromhex(HEX_KEY), memoryview(bytes.fromhex(HEX_KEY))):
         with parcrypt.open(tmp_path / "sealed", key=key) as reader:
             assert reader.read() == b"x"
+
+
+TABLE_AES = textwrap.dedent(
+    """
+    import warnings
+    import parcrypt
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parcrypt.Cipher("aes-128-gcm", bytes(16), backend="opencl")
+        parcrypt.Aead("aes-256-gcm", bytes(32), backend="opencl")
+        parcrypt.Cipher("aes-128-ctr", bytes(16), backend="opencl")
+        parcrypt.Cipher("rc6-128-ctr", bytes(16), backend="opencl")
+        parcrypt.Cipher("aes-128-gcm", bytes(16), backend="seq")
+    for warning in caught:
+        assert warning.category is parcrypt.ParcryptWarning, warning
+        print(warning.message)
+    """
+)
+
+
+@pytest.mark.skipif(OPENCL_MISSING is not None, reason=f"SKIPPED: no OpenCL here: {OPENCL_MISSING}")
+def test_table_aes_on_a_named_cpu_opencl_device_warns_once_per_process() -> None:
+    # Issue 31 finding 7: AES on a device whose table lookups are not constant time (PoCL, a
+    # CPU OpenCL device) was run without a word. A cipher or AEAD made on it warns once per
+    # process (the engine remembers what it said); RC6 has no tables and never warns, and
+    # `seq` runs AES on AES instructions.
+    run = subprocess.run(
+        [sys.executable, "-c", TABLE_AES],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_SECONDS,
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert len(lines) == 1, lines
+    assert "not constant time" in lines[0], lines[0]

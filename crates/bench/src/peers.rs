@@ -683,7 +683,7 @@ impl Contender {
                 format!("parcrypt {} (seq per thread)", env!("CARGO_PKG_VERSION"))
             }
             Contender::OnePass => {
-                "decrypt_into_releasing_unverified: one fused CTR + GHASH pass, tag checked \
+                "decrypt_into_unshared: one fused CTR + GHASH pass, tag checked \
                  after"
                     .into()
             }
@@ -786,7 +786,7 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<Vec<PeerRun>, BenchError> {
                                     false,
                                 )?,
                                 Contender::OnePass => {
-                                    cipher.decrypt_into_releasing_unverified(
+                                    cipher.decrypt_into_unshared(
                                         Some(&iv),
                                         input,
                                         output,

@@ -57,6 +57,7 @@ pub unsafe extern "C" fn parcrypt_aead_new(
             )
         };
         let suite: CipherSpec = name.parse()?;
+        crate::error::warn_engine(&engine.engine, suite);
         let made = Box::new(ParcryptAead {
             aead: Aead::new(engine.engine.clone(), suite, key)?,
         });

@@ -332,6 +332,14 @@ thread_local! {
     static IN_WARNING_CALLBACK: Cell<bool> = const { Cell::new(false) };
 }
 
+/// Hands the engine's warnings about running `suite` on it (a named GPU backend whose table
+/// AES is not constant time) to the warning callback; each is given once per process.
+pub(crate) fn warn_engine(engine: &parcrypt_engine::Engine, suite: parcrypt_modes::CipherSpec) {
+    for warning in engine.take_warnings(suite) {
+        warn(&warning);
+    }
+}
+
 /// Hands `warning` to the warning callback, when one is set, on this thread.
 pub(crate) fn warn(warning: &dyn Display) {
     if IN_WARNING_CALLBACK.with(Cell::get) {

@@ -61,6 +61,7 @@ impl Keyed {
         iv: Option<&[u8]>,
         setup: Setup,
     ) -> Result<Keyed, Failure> {
+        crate::error::warn_engine(&engine, suite);
         let cipher = KeyedCipher::new(engine, suite, key)?
             .padding(setup.padding)
             .allow_short_gcm_iv(setup.allow_short_gcm_iv);

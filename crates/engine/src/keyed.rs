@@ -350,12 +350,14 @@ impl KeyedCipher {
         )
     }
 
-    /// Measurement only, never for memory anyone else can see: [`KeyedCipher::decrypt_into`]
-    /// as it ran before it authenticated first, GCM in one pass that writes the plaintext
-    /// into `output` before the tag is checked (and zeroes it after a mismatch). The
-    /// benchmark times it beside `decrypt_into` to show what checking first costs.
-    #[doc(hidden)]
-    pub fn decrypt_into_releasing_unverified(
+    /// [`KeyedCipher::decrypt_into`] for an `output` that nobody else can see before this
+    /// call returns: memory the caller has just allocated and shared with no other thread,
+    /// process or file mapping (the Python binding's new `bytes`, a fresh `Vec`). GCM then
+    /// runs in one fused pass that writes plaintext into `output` before the tag is checked,
+    /// and zeroes `output` when it does not match, so the caller must drop the output on any
+    /// error. Into memory others may see, use [`KeyedCipher::decrypt_into`], which checks
+    /// first. The benchmark times both, to show what checking first costs.
+    pub fn decrypt_into_unshared(
         &self,
         iv: Option<&[u8]>,
         ciphertext: &[u8],

@@ -5,7 +5,7 @@
 //! mapping while the watcher reads the same pages through the other, as a second process
 //! or a file mapping would.
 //!
-//! The one-pass decryption the calls ran before (`decrypt_into_releasing_unverified`, kept
+//! The one-pass decryption the calls ran before (`decrypt_into_unshared`, kept
 //! for the benchmark) is the control: the same watcher sees its plaintext land.
 
 #[path = "support/opencl.rs"]
@@ -204,7 +204,7 @@ fn check_engine(engine: Engine, length: usize, control: bool) {
         let mut pages = TwoMappings::new(length);
         pages.output().fill(0xEE);
         let (seen, outcome) = watched(&mut pages, &plain, |output| {
-            cipher.decrypt_into_releasing_unverified(Some(&NONCE), &forged, output, None)
+            cipher.decrypt_into_unshared(Some(&NONCE), &forged, output, None)
         });
         assert!(outcome.is_err(), "{backend}: a forgery opened");
         seen

@@ -126,12 +126,7 @@ fn a_forged_message_leaves_no_plaintext_in_the_callers_memory() {
                     }
                     let mut output = vec![SENTINEL; length + ROOM];
                     cipher
-                        .decrypt_into_releasing_unverified(
-                            Some(&NONCE),
-                            &forged,
-                            &mut output,
-                            Some(AAD),
-                        )
+                        .decrypt_into_unshared(Some(&NONCE), &forged, &mut output, Some(AAD))
                         .expect_err(&what);
                     let left = take_left_before_wipe().expect("the failed call wiped");
                     assert!(
@@ -198,7 +193,7 @@ fn authenticated_first_decrypts_what_one_pass_decrypts() {
                     assert_eq!(opened, plain, "{what}: new buffer");
                     let mut output = vec![0u8; length];
                     cipher
-                        .decrypt_into_releasing_unverified(Some(iv), &sealed, &mut output, aad)
+                        .decrypt_into_unshared(Some(iv), &sealed, &mut output, aad)
                         .expect(&what);
                     assert_eq!(output, plain, "{what}: one pass");
                 }

@@ -239,7 +239,7 @@ impl<'c, 'r> Authenticated<'c, 'r> {
         }
         let watched = Watched {
             file: file.try_clone().map_err(StreamError::Read)?,
-            identity: FileIdentity::of(&metadata),
+            identity: parcrypt_sys::FileIdentity::of(&metadata),
         };
         let mut authenticated = Self::seekable(cipher, aad, file, options)?;
         watched.check()?;
@@ -310,62 +310,17 @@ impl<'r> Source<'r> {
     }
 }
 
-/// What tells a file's contents apart cheaply: device and inode, size, and modification
-/// and status-change times in nanoseconds (a write moves them, at the file system's
-/// timestamp granularity).
-#[derive(Debug, PartialEq, Eq)]
-struct FileIdentity {
-    device: u64,
-    inode: u64,
-    size: u64,
-    modified_ns: i128,
-    changed_ns: i128,
-}
-
-impl FileIdentity {
-    #[cfg(unix)]
-    fn of(metadata: &std::fs::Metadata) -> Self {
-        use std::os::unix::fs::MetadataExt;
-        let nanoseconds =
-            |seconds: i64, nanos: i64| i128::from(seconds) * 1_000_000_000 + i128::from(nanos);
-        FileIdentity {
-            device: metadata.dev(),
-            inode: metadata.ino(),
-            size: metadata.len(),
-            modified_ns: nanoseconds(metadata.mtime(), metadata.mtime_nsec()),
-            changed_ns: nanoseconds(metadata.ctime(), metadata.ctime_nsec()),
-        }
-    }
-
-    /// Without Unix metadata: the size and the modification time alone.
-    #[cfg(not(unix))]
-    fn of(metadata: &std::fs::Metadata) -> Self {
-        let modified_ns = metadata
-            .modified()
-            .ok()
-            .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |since| since.as_nanos() as i128);
-        FileIdentity {
-            device: 0,
-            inode: 0,
-            size: metadata.len(),
-            modified_ns,
-            changed_ns: 0,
-        }
-    }
-}
-
 /// A file read twice in place, with its identity before the first pass.
 struct Watched {
     file: File,
-    identity: FileIdentity,
+    identity: parcrypt_sys::FileIdentity,
 }
 
 impl Watched {
     /// [`StreamError::Changed`] unless the file is still what the first pass started on.
     fn check(&self) -> Result<(), StreamError> {
         let metadata = self.file.metadata().map_err(StreamError::Read)?;
-        if FileIdentity::of(&metadata) != self.identity {
+        if parcrypt_sys::FileIdentity::of(&metadata) != self.identity {
             return Err(StreamError::Changed);
         }
         Ok(())

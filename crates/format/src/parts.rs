@@ -90,7 +90,7 @@
 use std::fs::{self, File, Metadata, OpenOptions, Permissions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -230,14 +230,13 @@ impl SourceIdentity {
                 "the plaintext of a job in parts must be a regular file (it is read at offsets)",
             )));
         }
-        let nanoseconds =
-            |seconds: i64, nanos: i64| seconds.saturating_mul(1_000_000_000).saturating_add(nanos);
+        let file = parcrypt_sys::FileIdentity::of(metadata);
         Ok(SourceIdentity {
-            device: metadata.dev(),
-            inode: metadata.ino(),
-            size: metadata.len(),
-            modified_ns: nanoseconds(metadata.mtime(), metadata.mtime_nsec()),
-            changed_ns: nanoseconds(metadata.ctime(), metadata.ctime_nsec()),
+            device: file.device,
+            inode: file.inode,
+            size: file.size,
+            modified_ns: file.modified_ns,
+            changed_ns: file.changed_ns,
             machine: machine_id(),
         })
     }

@@ -172,8 +172,9 @@ impl Cipher {
     }
 
     /// Decrypts one message, under `iv` when given (else the `Cipher`'s); for GCM nothing
-    /// is returned (or left in `out`) unless the tag matches, and `parcrypt.InvalidTag` is
-    /// raised.
+    /// is returned unless the tag matches, no plaintext is written into `out` before the tag
+    /// matched (another thread or a mapping watching it never sees any), and a mismatch
+    /// raises `parcrypt.InvalidTag` with `out` zeroed.
     #[pyo3(signature = (data, aad=None, *, iv=None, out=None))]
     fn decrypt<'py>(
         &self,

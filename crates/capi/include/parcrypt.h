@@ -336,8 +336,10 @@ ParcryptStatus parcrypt_cipher_encrypt(const struct ParcryptCipher *cipher,
                                        struct ParcryptError **error);
 
 // Decrypts one message, as `parcrypt_cipher_encrypt` encrypts. For GCM the tag is checked
-// and nothing is written unless it matches (`PARCRYPT_STATUS_AUTHENTICATION_FAILED`); on any
-// failure the output holds no plaintext.
+// before any plaintext is written into `output` (a thread or a file mapping watching it
+// never sees a byte of a forged message); when it does not match the call returns
+// `PARCRYPT_STATUS_AUTHENTICATION_FAILED` with the output zeroed. On any failure the output
+// holds no plaintext.
 //
 // # Safety
 // As `parcrypt_cipher_encrypt`.

@@ -682,11 +682,9 @@ impl Contender {
             Contender::Parcrypt => {
                 format!("parcrypt {} (seq per thread)", env!("CARGO_PKG_VERSION"))
             }
-            Contender::OnePass => {
-                "decrypt_into_unshared: one fused CTR + GHASH pass, tag checked \
+            Contender::OnePass => "decrypt_into_unshared: one fused CTR + GHASH pass, tag checked \
                  after"
-                    .into()
-            }
+                .into(),
             Contender::GhashPass => "GcmKey::hash_range over the ciphertext".into(),
             Contender::CtrPass => "ctr::apply_into from the ciphertext into the output".into(),
             Contender::Copy => {
@@ -786,12 +784,7 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<Vec<PeerRun>, BenchError> {
                                     false,
                                 )?,
                                 Contender::OnePass => {
-                                    cipher.decrypt_into_unshared(
-                                        Some(&iv),
-                                        input,
-                                        output,
-                                        None,
-                                    )?;
+                                    cipher.decrypt_into_unshared(Some(&iv), input, output, None)?;
                                 }
                                 Contender::GhashPass => {
                                     let key = cipher.gcm_key().expect("GCM");

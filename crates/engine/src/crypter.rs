@@ -698,16 +698,28 @@ pub(crate) fn ghash_whole(
         Ok(partial) => Ok(partial),
         Err(parcrypt_gpu::GpuError::Unsupported { .. }) => {
             let lengths = engine.plan(data.len(), 16, None);
-            let partials = engine.run_read(data, &lengths, |_, _, range| key.hash_range(range));
-            Ok(partials
-                .into_iter()
-                .zip(lengths)
-                .fold(0u128, |sum, (partial, length)| {
-                    key.ghash().append_partial(sum, partial, length as u64)
-                }))
+            Ok(ghash_on_engine(engine, key, data, &lengths))
         }
         Err(error) => Err(error.into()),
     }
+}
+
+/// The GHASH partial sum of `data` (from a zero state, a final partial block zero-padded):
+/// the ranges `lengths` (whole blocks but the last) hashed on the engine's threads, reading
+/// only, and joined in order. The CPU's hash-only pass over a ciphertext.
+pub(crate) fn ghash_on_engine(
+    engine: &Engine,
+    key: &GcmKey,
+    data: &[u8],
+    lengths: &[usize],
+) -> u128 {
+    engine
+        .run_read(data, lengths, |_, _, range| key.hash_range(range))
+        .into_iter()
+        .zip(lengths)
+        .fold(0u128, |sum, (partial, length)| {
+            key.ghash().append_partial(sum, partial, *length as u64)
+        })
 }
 
 /// What one message adds to a key: its direction, IV, AAD and padding.

@@ -68,7 +68,7 @@ use std::io::{self, Cursor, Read, Seek, SeekFrom, Write};
 use parcrypt_modes::gcm::{GcmAccumulator, GcmKey, GcmMessage, TAG_BYTES};
 use parcrypt_modes::{Direction, Mode};
 
-use crate::crypter::{check_iv_and_aad, JobError};
+use crate::crypter::{check_iv_and_aad, ghash_on_engine, JobError};
 use crate::stream::pipeline::{self, Step};
 use crate::stream::{process_stream_with_progress, StreamError, DEFAULT_CHUNK_BYTES};
 use crate::{Cipher, CostModel, Engine};
@@ -423,7 +423,7 @@ fn authenticate(
         authenticator
             .as_mut()
             .expect("no chunk follows the final piece")
-            .update(&mut buffer.bytes[start..body_end])?;
+            .update(&buffer.bytes[start..body_end])?;
         carried_length = holdback;
         carried.copy_from_slice(&buffer.bytes[body_end..end]);
         Ok(Step {
@@ -470,17 +470,12 @@ impl<'c> Authenticator<'c> {
         })
     }
 
-    /// Hashes whole blocks of ciphertext (left unchanged; mutable only because the engine
-    /// hands out its work items that way).
-    fn update(&mut self, ciphertext: &mut [u8]) -> Result<(), JobError> {
+    /// Hashes whole blocks of ciphertext (left unchanged).
+    fn update(&mut self, ciphertext: &[u8]) -> Result<(), JobError> {
         let lengths = self.engine.plan(ciphertext.len(), 16, self.cost_model);
-        let key = self.key;
-        let partials = self
-            .engine
-            .run(ciphertext, &lengths, |_, _, range| key.hash_range(range));
-        for (partial, length) in partials.into_iter().zip(&lengths) {
-            self.accumulator.append(key, partial, *length as u64)?;
-        }
+        let partial = ghash_on_engine(self.engine, self.key, ciphertext, &lengths);
+        self.accumulator
+            .append(self.key, partial, ciphertext.len() as u64)?;
         Ok(())
     }
 

@@ -21,7 +21,7 @@ use parcrypt_modes::gcm::{GcmAccumulator, GcmError, MAX_TEXT_BYTES};
 use parcrypt_modes::Direction;
 
 use super::{slot, KeyedCipher};
-use crate::crypter::{ghash_whole, JobError};
+use crate::crypter::{ghash_on_engine, ghash_whole, JobError};
 
 /// The ciphertext of a message and where its plaintext goes.
 pub(super) enum Text<'a> {
@@ -87,12 +87,8 @@ pub(super) fn open_first(
     }
     // One plan for both passes; CTR starts each range at its block's counter.
     let lengths = engine.plan(length, 16, cipher.cost_model(Direction::Decrypt));
-    let partials = engine.run_read(text.ciphertext(), &lengths, |_, _, range| {
-        key.hash_range(range)
-    });
-    for (partial, range_length) in partials.into_iter().zip(&lengths) {
-        accumulator.append(key, partial, *range_length as u64)?;
-    }
+    let partial = ghash_on_engine(engine, key, text.ciphertext(), &lengths);
+    accumulator.append(key, partial, length as u64)?;
     key.verify(&message, &accumulator, tag)?;
     let message = &message;
     let counter = |offset: usize| message.text_counter((offset / 16) as u64);

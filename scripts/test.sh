@@ -2,9 +2,15 @@
 # The whole test suite: formatting, lints and docs as errors, then every crate's unit tests,
 # the official vectors, the differential tests against OpenSSL / pyca / RustCrypto, the
 # OpenCL kernels (on PoCL when there is no GPU), the CUDA kernels' NVRTC compile check, the
-# command-line tests, and then every cargo-fuzz target for a minute (scripts/fuzz.sh).
+# command-line tests, the C ABI from C, the JVM library, the Python package, and then every
+# cargo-fuzz target for a minute (scripts/fuzz.sh).
 # Tests that cannot run on this machine (no GPU, no OpenCL, no NVRTC, no openssl, no nightly
 # or cargo-fuzz) say SKIPPED with the reason; the summary at the end lists each of them.
+#
+# It runs in stages, each timed; the table of stage times is printed at the end, pass or fail.
+# The stages that share cargo's target/ run one after another; the Python wheel (its own
+# target dir) and the fuzz build (fuzz/target) run beside them, and the fuzz targets then run
+# one per core. PARCRYPT_TEST_SERIAL=1 runs every stage one after another instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # NVRTC from PyPI (nvidia-cuda-nvrtc) keeps its libraries inside the Python package.
@@ -13,63 +19,102 @@ if [ -n "$nvrtc_lib" ] && [ -d "$nvrtc_lib" ]; then
     export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 
-# The house stays clean by machine: formatting, lints as errors, documentation without warnings.
-echo "== cargo fmt --check"
-cargo fmt --all --check
-echo "== cargo clippy -D warnings"
-cargo clippy --workspace --all-targets --quiet -- -D warnings
-echo "== cargo clippy -D warnings, CPU-only build (no GPU features)"
-cargo clippy --workspace --all-targets --no-default-features --quiet -- -D warnings
-echo "== cargo doc -D warnings"
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+scratch="$(mktemp -d)"
+skips="$scratch/skips"
+touch "$skips"
+started=$SECONDS
+stage_lines=()
+beside_names=()
+beside_pids=()
+beside_started=()
 
-echo "== cargo test"
-# libtest hides what a passing test printed; --show-output keeps it, and the filter below
-# shows only the SKIPPED lines from it (with the test's name), so a skip is never a silent
-# pass. Failures are printed in full, as cargo prints them.
-skips="$(mktemp)"
-trap 'rm -f "$skips"' EXIT
-# Every target's tests, then the documentation's examples (--all-targets leaves those out);
-# the status is the worse of the two.
-{
-    status=0
-    cargo test --workspace --all-targets "$@" -- --show-output 2>&1 || status=$?
-    cargo test --workspace --doc "$@" -- --show-output 2>&1 || status=$?
+# Prints the table of stage times (also when a stage failed and set -e ends the script).
+stage_table() {
+    local status=$?
+    echo
+    echo "== stage times (wall clock; stages marked | ran beside the ones above them)"
+    local line
+    for line in "${stage_lines[@]}"; do
+        echo "   $line"
+    done
+    printf '   %-44s %5d s\n' "total" "$((SECONDS - started))"
+    local pid
+    for pid in "${beside_pids[@]}"; do
+        kill -- "-$pid" 2>/dev/null || true
+    done
+    rm -rf "$scratch"
     exit "$status"
-} | awk -v skips="$skips" '
-    /^successes:$/ { quiet = 1; next }
-    /^failures:$/ || /^test result:/ { quiet = 0 }
-    quiet && /^---- .* stdout ----$/ { name = $2; next }
-    quiet && /SKIPPED/ { sub(/^[[:space:]]+/, ""); line = name ": " $0; if (length(line) > 180) line = substr(line, 1, 177) "..."; print line >> skips; next }
-    /^test result:/ { passed += $4; failed += $6; ignored += $8 }
-    !quiet { print }
-    END { printf "\n== tests: %d passed, %d failed, %d ignored (run by hand: see each #[ignore] reason)\n", passed, failed, ignored }
-'
-# The static kernel report: every CUDA kernel compiled by NVRTC for sm_90 and sm_100 and read
-# with cuobjdump (registers, shared memory, spills, SASS instructions per 16 bytes and the
-# throughput a simple issue model gives them), against the kernels as they were before the
-# speed work (docs/kernel-report/baseline-main.json). A model, not a measurement. Without
-# NVRTC or cuobjdump it says SKIPPED; under CI=true it fails instead.
-echo "== static kernel report (scripts/kernel-report.py; a model, not a measurement)"
-report_log="$(mktemp)"
-trap 'rm -f "$skips" "$report_log"' EXIT
-python3 scripts/kernel-report.py --baseline docs/kernel-report/baseline-main.json | tee "$report_log"
-grep SKIPPED "$report_log" | sed 's|^|scripts/kernel-report.py: |' >>"$skips" || true
-# The C ABI from C: the test program against the shared and the static library (and the
-# pkg-config file where pkg-config is installed), each printing its own count.
-echo "== C ABI: crates/capi/tests/c/test_parcrypt.c (scripts/capi_test.sh)"
-capi_log="$(mktemp)"
-trap 'rm -f "$skips" "$report_log" "$capi_log"' EXIT
-bash scripts/capi_test.sh | tee "$capi_log"
-grep SKIPPED "$capi_log" | sed 's|^|scripts/capi_test.sh: |' >>"$skips" || true
-# The JVM library: JUnit through Maven on a JDK 22+ (SKIPPED without one, except in CI).
-bash scripts/java-test.sh "$skips"
-# The Python package: wheel, fresh virtual environment, pytest on the installed package.
-python_status=0
-bash scripts/python-test.sh "$skips" || python_status=$?
-# The cargo-fuzz targets, a bounded time each (PARCRYPT_CARGO_FUZZ_SECONDS, default 60; 0
-# skips them). They need nightly and cargo-fuzz: a developer without them gets a SKIPPED
-# line, CI (CI=true, which .ci/run installs both for) fails instead.
+}
+trap stage_table EXIT
+
+# stage NAME COMMAND...: runs COMMAND as the stage NAME, prints and records its time; returns
+# the command's status.
+stage() {
+    local name="$1" begun=$SECONDS status=0
+    shift
+    echo "== [$(date +%H:%M:%S)] stage: $name"
+    "$@" || status=$?
+    record "$name" "$((SECONDS - begun))" "$status"
+    return "$status"
+}
+
+record() {
+    local verdict="ok"
+    [ "$3" -eq 0 ] || verdict="FAILED (status $3)"
+    stage_lines+=("$(printf '%-44s %5d s  %s' "$1" "$2" "$verdict")")
+    echo "== stage $1: $2 s, $verdict"
+}
+
+# stage_beside NAME COMMAND...: starts COMMAND in the background, its output kept in a log;
+# `join_beside` waits for all of them and prints each log whole, in the order they started.
+stage_beside() {
+    local name="$1"
+    shift
+    local index="${#beside_names[@]}"
+    if [ "${PARCRYPT_TEST_SERIAL:-0}" = "1" ]; then
+        stage "$name" "$@"
+        return
+    fi
+    echo "== [$(date +%H:%M:%S)] stage (in the background, its output follows when it ends): $name"
+    # A session of its own, so that a failing run can stop it and all it started.
+    # Its end time goes to a file, so its own time is recorded, not the wait for it.
+    setsid bash -c '"$@"; status=$?; date +%s >"$0"; exit "$status"' \
+        "$scratch/beside-$index.end" "$@" >"$scratch/beside-$index.log" 2>&1 &
+    beside_names+=("$name")
+    beside_pids+=("$!")
+    beside_started+=("$(date +%s)")
+}
+
+join_beside() {
+    local index status ended failed=0
+    for index in "${!beside_pids[@]}"; do
+        status=0
+        wait "${beside_pids[$index]}" || status=$?
+        echo "== output of the background stage: ${beside_names[$index]}"
+        cat "$scratch/beside-$index.log"
+        ended="$(cat "$scratch/beside-$index.end" 2>/dev/null || date +%s)"
+        record "| ${beside_names[$index]}" "$((ended - beside_started[index]))" "$status"
+        [ "$status" -eq 0 ] || failed=$status
+    done
+    beside_names=()
+    beside_pids=()
+    beside_started=()
+    return "$failed"
+}
+
+# The house stays clean by machine: formatting, lints as errors, documentation without warnings.
+stage "cargo fmt --check" cargo fmt --all --check
+stage "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
+stage "cargo clippy -D warnings (no GPU features)" \
+    cargo clippy --workspace --all-targets --no-default-features --quiet -- -D warnings
+doc() { RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet; }
+stage "cargo doc -D warnings" doc
+
+# The cargo-fuzz targets' build (nightly, sanitizers, its own fuzz/target) runs beside the
+# tests; the targets run after the other stages, a bounded time each
+# (PARCRYPT_CARGO_FUZZ_SECONDS, default 60; 0 skips them). They need nightly and cargo-fuzz:
+# a developer without them gets a SKIPPED line, CI (CI=true, which .ci/run installs both for)
+# fails instead.
 fuzz_seconds="${PARCRYPT_CARGO_FUZZ_SECONDS:-60}"
 fuzz_missing=""
 if [ "$fuzz_seconds" = "0" ]; then
@@ -79,12 +124,73 @@ elif ! cargo +nightly --version >/dev/null 2>&1; then
 elif ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     fuzz_missing="cargo-fuzz is not installed (cargo install cargo-fuzz --locked)"
 fi
-if [ -z "$fuzz_missing" ]; then
-    echo "== cargo fuzz: every target, ${fuzz_seconds} s each (scripts/fuzz.sh)"
-    bash scripts/fuzz.sh
-elif [ "${CI:-}" = "true" ] && [ "$fuzz_seconds" != "0" ]; then
+if [ -n "$fuzz_missing" ] && [ "${CI:-}" = "true" ] && [ "$fuzz_seconds" != "0" ]; then
     echo "== cargo fuzz: cannot run in CI: $fuzz_missing" >&2
     exit 1
+fi
+if [ -z "$fuzz_missing" ]; then
+    stage_beside "cargo fuzz build (scripts/fuzz.sh --build-only)" bash scripts/fuzz.sh --build-only
+fi
+
+# libtest hides what a passing test printed; --show-output keeps it, and the filter below
+# shows only the SKIPPED lines from it (with the test's name), so a skip is never a silent
+# pass. Failures are printed in full, as cargo prints them.
+cargo_test() {
+    # Every target's tests, then the documentation's examples (--all-targets leaves those
+    # out); the status is the worse of the two.
+    {
+        status=0
+        cargo test --workspace --all-targets "$@" -- --show-output 2>&1 || status=$?
+        cargo test --workspace --doc "$@" -- --show-output 2>&1 || status=$?
+        exit "$status"
+    } | awk -v skips="$skips" '
+        /^successes:$/ { quiet = 1; next }
+        /^failures:$/ || /^test result:/ { quiet = 0 }
+        quiet && /^---- .* stdout ----$/ { name = $2; next }
+        quiet && /SKIPPED/ { sub(/^[[:space:]]+/, ""); line = name ": " $0; if (length(line) > 180) line = substr(line, 1, 177) "..."; print line >> skips; next }
+        /^test result:/ { passed += $4; failed += $6; ignored += $8 }
+        !quiet { print }
+        END { printf "\n== tests: %d passed, %d failed, %d ignored (run by hand: see each #[ignore] reason)\n", passed, failed, ignored }
+    '
+}
+stage "cargo test (every crate, then the doctests)" cargo_test "$@"
+
+# The Python package: wheel (its own cargo target dir, so it builds beside the stages that use
+# target/), fresh virtual environment, pytest on the installed package.
+stage_beside "python (scripts/python-test.sh)" \
+    env CARGO_TARGET_DIR="$PWD/target/python/cargo" bash scripts/python-test.sh "$skips"
+
+# The static kernel report: every CUDA kernel compiled by NVRTC for sm_90 and sm_100 and read
+# with cuobjdump (registers, shared memory, spills, SASS instructions per 16 bytes and the
+# throughput a simple issue model gives them), against the kernels as they were before the
+# speed work (docs/kernel-report/baseline-main.json). A model, not a measurement. Without
+# NVRTC or cuobjdump it says SKIPPED; under CI=true it fails instead.
+kernel_report() {
+    local log="$scratch/kernel-report.log"
+    python3 scripts/kernel-report.py --baseline docs/kernel-report/baseline-main.json | tee "$log"
+    grep SKIPPED "$log" | sed 's|^|scripts/kernel-report.py: |' >>"$skips" || true
+}
+stage "static kernel report (a model, not a measurement)" kernel_report
+
+# The C ABI from C: the test program against the shared and the static library (and the
+# pkg-config file where pkg-config is installed), each printing its own count.
+capi() {
+    local log="$scratch/capi.log"
+    bash scripts/capi_test.sh | tee "$log"
+    grep SKIPPED "$log" | sed 's|^|scripts/capi_test.sh: |' >>"$skips" || true
+}
+stage "C ABI (scripts/capi_test.sh)" capi
+
+# The JVM library: JUnit through Maven on a JDK 22+ (SKIPPED without one, except in CI).
+stage "java (scripts/java-test.sh)" bash scripts/java-test.sh "$skips"
+
+# The Python stage and the fuzz build end here; a failure of either is reported after the
+# fuzz runs, so one run shows every failing stage.
+beside_status=0
+join_beside || beside_status=$?
+
+if [ -z "$fuzz_missing" ]; then
+    stage "cargo fuzz run (scripts/fuzz.sh, ${fuzz_seconds} s a target, one per core)" bash scripts/fuzz.sh
 else
     echo "== cargo fuzz: SKIPPED: $fuzz_missing"
     echo "scripts/fuzz.sh: SKIPPED: $fuzz_missing" >>"$skips"
@@ -97,7 +203,7 @@ else
     echo "== skipped: $count tests passed without running their subject here, and why:"
     sort -u "$skips" | sed 's/^/   /'
 fi
-if [ "$python_status" -ne 0 ]; then
-    echo "== python tests failed (scripts/python-test.sh)" >&2
-    exit "$python_status"
+if [ "$beside_status" -ne 0 ]; then
+    echo "== a background stage failed (its output is above)" >&2
+    exit "$beside_status"
 fi

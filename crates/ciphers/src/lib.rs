@@ -11,6 +11,9 @@
 //! are, so that the kernels have a CPU twin to be compared with. Blowfish and RC6 are our
 //! own code on both paths (portable, AVX2 and AVX-512 for RC6). [`memory`] holds the
 //! passes with no cipher that the kernels' rates are measured against.
+//!
+//! What each cipher is (names, block and key sizes, modes, GPU kernels, timing, limits)
+//! is written once, in [`registry::CIPHERS`]; [`Algorithm`]'s methods read it.
 
 #![warn(missing_docs)]
 
@@ -18,6 +21,7 @@ pub mod aes;
 pub mod blowfish;
 pub mod memory;
 pub mod rc6;
+pub mod registry;
 #[cfg(test)]
 mod test_vectors;
 
@@ -93,6 +97,8 @@ pub trait BlockCipher: Send + Sync {
 }
 
 /// The cipher algorithms parcrypt knows, with their key size where it is fixed.
+///
+/// Each variant has its entry in [`registry::CIPHERS`], which every method here reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// AES with a 16-byte (128-bit) key.
@@ -130,14 +136,15 @@ pub enum KeyError {
         /// The algorithm the key was meant for.
         algorithm: Algorithm,
         /// The accepted length in words, for the message ("16 bytes", "4 to 56 bytes").
-        expected: &'static str,
+        expected: String,
         /// The length of the key that was given, in bytes.
         got: usize,
     },
 }
 
 impl Algorithm {
-    /// Every algorithm, in the stable order used by help texts, name lookup and tests.
+    /// Every algorithm, in the stable order used by help texts, name lookup and tests (the
+    /// order of [`registry::CIPHERS`] and its variants).
     pub const ALL: [Algorithm; 7] = [
         Algorithm::Aes128,
         Algorithm::Aes192,
@@ -148,50 +155,44 @@ impl Algorithm {
         Algorithm::Rc6_256,
     ];
 
+    /// The registry entry of the cipher this algorithm belongs to.
+    pub fn descriptor(self) -> &'static registry::CipherDescriptor {
+        registry::CIPHERS
+            .iter()
+            .find(|cipher| cipher.variants.iter().any(|v| v.algorithm == self))
+            .expect("every Algorithm has an entry in registry::CIPHERS")
+    }
+
+    /// The registry entry of this key size.
+    pub fn variant(self) -> &'static registry::Variant {
+        registry::variants()
+            .find(|variant| variant.algorithm == self)
+            .expect("every Algorithm has an entry in registry::CIPHERS")
+    }
+
     /// Block size in bytes.
     pub fn block_size(self) -> usize {
-        match self {
-            Algorithm::Blowfish => 8,
-            _ => 16,
-        }
+        self.descriptor().block_size
     }
 
     /// The accepted key lengths in bytes, inclusive.
     pub fn key_lengths(self) -> (usize, usize) {
-        match self {
-            Algorithm::Aes128 | Algorithm::Rc6_128 => (16, 16),
-            Algorithm::Aes192 | Algorithm::Rc6_192 => (24, 24),
-            Algorithm::Aes256 | Algorithm::Rc6_256 => (32, 32),
-            Algorithm::Blowfish => (4, 56),
-        }
+        self.variant().key_lengths
     }
 
-    /// The name used on the command line, without the mode suffix.
+    /// The name used on the command line, without the mode.
     pub fn name(self) -> &'static str {
-        match self {
-            Algorithm::Aes128 => "aes-128",
-            Algorithm::Aes192 => "aes-192",
-            Algorithm::Aes256 => "aes-256",
-            Algorithm::Blowfish => "bf",
-            Algorithm::Rc6_128 => "rc6-128",
-            Algorithm::Rc6_192 => "rc6-192",
-            Algorithm::Rc6_256 => "rc6-256",
-        }
+        self.variant().name
     }
 
     /// Checks `key` against this algorithm's accepted lengths.
     pub fn check_key(self, key: &[u8]) -> Result<(), KeyError> {
-        let (low, high) = self.key_lengths();
+        let variant = self.variant();
+        let (low, high) = variant.key_lengths;
         if key.len() < low || key.len() > high {
-            let expected = match self {
-                Algorithm::Aes128 | Algorithm::Rc6_128 => "16 bytes",
-                Algorithm::Aes192 | Algorithm::Rc6_192 => "24 bytes",
-                Algorithm::Aes256 | Algorithm::Rc6_256 => "32 bytes",
-                Algorithm::Blowfish => "4 to 56 bytes",
-            };
             return Err(KeyError::WrongLength {
                 algorithm: self,
-                expected,
+                expected: variant.key_length_text(),
                 got: key.len(),
             });
         }
@@ -208,7 +209,7 @@ impl fmt::Display for Algorithm {
 impl FromStr for Algorithm {
     type Err = ();
     fn from_str(s: &str) -> Result<Self, ()> {
-        Algorithm::ALL.into_iter().find(|a| a.name() == s).ok_or(())
+        registry::find(s).map(|variant| variant.algorithm).ok_or(())
     }
 }
 
@@ -220,18 +221,7 @@ pub fn new_cipher(
     key: &[u8],
 ) -> Result<Box<dyn BlockCipher>, KeyError> {
     algorithm.check_key(key)?;
-    Ok(match (algorithm, implementation) {
-        (Algorithm::Aes128 | Algorithm::Aes192 | Algorithm::Aes256, Implementation::Fast) => {
-            Box::new(aes::FastAes::new(key))
-        }
-        (Algorithm::Aes128 | Algorithm::Aes192 | Algorithm::Aes256, Implementation::Reference) => {
-            Box::new(aes::ReferenceAes::new(key))
-        }
-        (Algorithm::Blowfish, _) => Box::new(blowfish::Blowfish::new(key)),
-        (Algorithm::Rc6_128 | Algorithm::Rc6_192 | Algorithm::Rc6_256, _) => {
-            Box::new(rc6::Rc6::new(key))
-        }
-    })
+    Ok((algorithm.descriptor().new)(implementation, key))
 }
 
 /// CBC encryption of `blocks` one after another through `encrypt_block`, starting from and

@@ -106,19 +106,21 @@ pub enum JobError {
 /// The most blocks a cipher with 64-bit blocks (Blowfish) runs in one message under one key
 /// and IV: 2^32 blocks (32 GiB), the birthday bound, past which two blocks of the chain or
 /// keystream collide with a probability that leaks plaintext (the Sweet32 attacks).
-pub const MAX_BLOCKS_64: u64 = 1 << 32;
+pub const MAX_BLOCKS_64: u64 = parcrypt_ciphers::registry::MAX_BLOCKS_64;
 
 /// The shortest GCM IV taken without an explicit opt-in: 12 bytes, the length GCM uses
 /// directly as its counter's prefix (NIST SP 800-38D recommends it).
 pub const MIN_GCM_IV_BYTES: usize = 12;
 
 /// Checks that a message running `length` bytes through `spec`'s block cipher stays within
-/// the birthday bound of a 64-bit block cipher ([`MAX_BLOCKS_64`]); ciphers with 128-bit
-/// blocks pass.
+/// the limit its entry in the cipher registry sets (`max_blocks_per_message`: the birthday
+/// bound of a 64-bit block cipher, [`MAX_BLOCKS_64`]); ciphers without one pass.
 pub(crate) fn check_message_length(spec: CipherSpec, length: u64) -> Result<(), JobError> {
-    let block_size = spec.algorithm.block_size() as u64;
-    if block_size == 8 && length.div_ceil(block_size) > MAX_BLOCKS_64 {
-        return Err(JobError::BirthdayBound { spec, length });
+    let descriptor = spec.algorithm.descriptor();
+    if let Some(max_blocks) = descriptor.max_blocks_per_message {
+        if length.div_ceil(descriptor.block_size as u64) > max_blocks {
+            return Err(JobError::BirthdayBound { spec, length });
+        }
     }
     Ok(())
 }

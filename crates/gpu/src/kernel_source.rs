@@ -6,7 +6,6 @@
 
 use std::fmt;
 
-use parcrypt_ciphers::Algorithm;
 use parcrypt_modes::{Direction, Mode};
 
 use crate::DeviceKind;
@@ -39,31 +38,9 @@ fn with_header(header: &str) -> String {
     format!("{header}\n#line 1 \"parcrypt.cl\"\n{KERNEL_SOURCE}")
 }
 
-/// Which kernels serve a cipher.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CipherFamily {
-    /// AES with any key size.
-    Aes,
-    /// Blowfish.
-    Blowfish,
-    /// RC6 with any key size.
-    Rc6,
-}
-
-impl CipherFamily {
-    /// Every family, in a stable order.
-    pub const ALL: [CipherFamily; 3] =
-        [CipherFamily::Aes, CipherFamily::Blowfish, CipherFamily::Rc6];
-
-    /// The family whose kernels run `algorithm`.
-    pub fn of(algorithm: Algorithm) -> Self {
-        match algorithm {
-            Algorithm::Aes128 | Algorithm::Aes192 | Algorithm::Aes256 => CipherFamily::Aes,
-            Algorithm::Blowfish => CipherFamily::Blowfish,
-            Algorithm::Rc6_128 | Algorithm::Rc6_192 | Algorithm::Rc6_256 => CipherFamily::Rc6,
-        }
-    }
-}
+/// Which kernels serve a cipher: the family of its entry in the cipher registry
+/// (`parcrypt_ciphers::registry::CIPHERS`), which also names its kernels.
+pub use parcrypt_ciphers::registry::CipherFamily;
 
 /// What a kernel does to its blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -111,18 +88,16 @@ impl KernelOperation {
     }
 }
 
-/// The name of the kernel function for a cipher family and operation, e.g. `aes_ctr`.
+/// The name of the kernel function for a cipher family and operation, e.g. `aes_ctr`, as
+/// the family's entry in the cipher registry gives it.
 pub fn kernel_name(family: CipherFamily, operation: KernelOperation) -> &'static str {
-    // A table rather than format!, so that names are `&'static str` and every one is
-    // written out for grep. Rows go in `CipherFamily` order, columns in
-    // `KernelOperation::ALL` order (the enums' declaration order).
-    #[rustfmt::skip]
-    const NAMES: [[&str; 4]; 3] = [
-        ["aes_ecb_encrypt", "aes_ecb_decrypt", "aes_ctr", "aes_cbc_decrypt"],
-        ["blowfish_ecb_encrypt", "blowfish_ecb_decrypt", "blowfish_ctr", "blowfish_cbc_decrypt"],
-        ["rc6_ecb_encrypt", "rc6_ecb_decrypt", "rc6_ctr", "rc6_cbc_decrypt"],
-    ];
-    NAMES[family as usize][operation as usize]
+    let kernels = &family.descriptor().gpu;
+    match operation {
+        KernelOperation::EcbEncrypt => kernels.ecb_encrypt,
+        KernelOperation::EcbDecrypt => kernels.ecb_decrypt,
+        KernelOperation::Ctr => kernels.ctr,
+        KernelOperation::CbcDecrypt => kernels.cbc_decrypt,
+    }
 }
 
 /// The segmented CTR kernel of a family (`aes_ctr_segments`, ...): CTR over consecutive
@@ -130,11 +105,7 @@ pub fn kernel_name(family: CipherFamily, operation: KernelOperation) -> &'static
 /// [`KernelOperation::Ctr`] kernel, with the same tables and the same rounds per block, so it
 /// goes by that operation wherever one is named (shared-memory sizes, tuned launch shapes).
 pub fn ctr_segments_kernel_name(family: CipherFamily) -> &'static str {
-    match family {
-        CipherFamily::Aes => "aes_ctr_segments",
-        CipherFamily::Blowfish => "blowfish_ctr_segments",
-        CipherFamily::Rc6 => "rc6_ctr_segments",
-    }
+    family.descriptor().gpu.ctr_segments
 }
 
 /// One kernel function of a cipher family, as the hosts load it.
@@ -388,6 +359,39 @@ mod tests {
                 );
                 assert_eq!(kernel.segmented, kernel.name.ends_with("_ctr_segments"));
             }
+        }
+    }
+
+    /// Every kernel the cipher registry names is defined in `parcrypt.cl` (read from disk as
+    /// text), and every cipher kernel defined there is one the registry names.
+    #[test]
+    fn the_registry_names_exactly_the_cipher_kernels_of_the_source() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/parcrypt.cl");
+        let source = std::fs::read_to_string(path).expect("kernels/parcrypt.cl is readable");
+        let defined: Vec<&str> = source
+            .split("KERNEL void ")
+            .skip(1)
+            .filter_map(|rest| rest.split_once('(').map(|(name, _)| name.trim()))
+            .collect();
+        let mut listed = Vec::new();
+        for cipher in &parcrypt_ciphers::registry::CIPHERS {
+            for name in cipher.gpu.names() {
+                assert!(
+                    defined.contains(&name),
+                    "{}: kernel {name} missing from parcrypt.cl",
+                    cipher.title
+                );
+                listed.push(name);
+            }
+        }
+        for name in defined {
+            let cipher_kernel = parcrypt_ciphers::registry::CIPHERS
+                .iter()
+                .any(|cipher| name.starts_with(&format!("{}_", cipher.gpu.stem)));
+            assert!(
+                !cipher_kernel || listed.contains(&name),
+                "parcrypt.cl defines {name}, which no registry entry lists"
+            );
         }
     }
 

@@ -2,9 +2,6 @@
 
 use std::fmt;
 
-use parcrypt_ciphers::aes::ReferenceAes;
-use parcrypt_ciphers::blowfish::Blowfish;
-use parcrypt_ciphers::rc6::Rc6;
 use parcrypt_ciphers::Algorithm;
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
@@ -32,42 +29,19 @@ pub struct KeyMaterial {
 }
 
 impl KeyMaterial {
-    /// Expands `key` for `algorithm`, refusing a key of the wrong length.
+    /// Expands `key` for `algorithm`, refusing a key of the wrong length, with the
+    /// expansion its entry in the cipher registry gives.
     pub fn new(algorithm: Algorithm, key: &[u8]) -> Result<Self, GpuError> {
         algorithm.check_key(key)?;
-        // The schedules below wipe themselves when dropped at the end of each arm; the
-        // copies are made with exact capacity so that no reallocation leaves words behind.
-        Ok(match algorithm {
-            Algorithm::Aes128 | Algorithm::Aes192 | Algorithm::Aes256 => {
-                let cipher = ReferenceAes::new(key);
-                KeyMaterial {
-                    algorithm,
-                    encryption_round_keys: cipher.encryption_round_keys().to_vec(),
-                    decryption_round_keys: cipher.decryption_round_keys().to_vec(),
-                    key_tables: Vec::new(),
-                    rounds: cipher.rounds() as u32,
-                }
-            }
-            Algorithm::Blowfish => {
-                let cipher = Blowfish::new(key);
-                KeyMaterial {
-                    algorithm,
-                    encryption_round_keys: cipher.p_array().to_vec(),
-                    decryption_round_keys: Vec::new(),
-                    key_tables: cipher.sboxes().iter().flatten().copied().collect(),
-                    rounds: 16,
-                }
-            }
-            Algorithm::Rc6_128 | Algorithm::Rc6_192 | Algorithm::Rc6_256 => {
-                let cipher = Rc6::new(key);
-                KeyMaterial {
-                    algorithm,
-                    encryption_round_keys: cipher.round_keys().to_vec(),
-                    decryption_round_keys: Vec::new(),
-                    key_tables: Vec::new(),
-                    rounds: 20,
-                }
-            }
+        let mut expanded = (algorithm.descriptor().kernel_key)(key);
+        // The vectors move over whole (no copy of a word is made); `expanded` wipes what is
+        // left in it, empty vectors and the round count, when it is dropped.
+        Ok(KeyMaterial {
+            algorithm,
+            encryption_round_keys: std::mem::take(&mut expanded.encryption_round_keys),
+            decryption_round_keys: std::mem::take(&mut expanded.decryption_round_keys),
+            key_tables: std::mem::take(&mut expanded.key_tables),
+            rounds: expanded.rounds,
         })
     }
 

@@ -18,6 +18,7 @@ use parcrypt_modes::ctr::CounterRule;
 use crate::kernel_source::CipherFamily;
 use crate::{GpuError, GpuOperation, KeyMaterial, ProgramOrigin};
 
+#[derive(Clone, Copy)]
 struct KnownAnswer {
     source: &'static str,
     algorithm: Algorithm,
@@ -26,45 +27,22 @@ struct KnownAnswer {
     ciphertext: &'static str,
 }
 
-/// One vector per key size for AES (the round count is a kernel argument, so each count
+/// The known answers of the cipher registry (`parcrypt_ciphers::registry::CIPHERS`): today
+/// one vector per key size for AES (the round count is a kernel argument, so each count
 /// gets checked), one for Blowfish and one for RC6.
-const KNOWN_ANSWERS: [KnownAnswer; 5] = [
-    KnownAnswer {
-        source: "FIPS-197 C.1 (AES-128)",
-        algorithm: Algorithm::Aes128,
-        key: "000102030405060708090a0b0c0d0e0f",
-        plaintext: "00112233445566778899aabbccddeeff",
-        ciphertext: "69c4e0d86a7b0430d8cdb78070b4c55a",
-    },
-    KnownAnswer {
-        source: "FIPS-197 C.2 (AES-192)",
-        algorithm: Algorithm::Aes192,
-        key: "000102030405060708090a0b0c0d0e0f1011121314151617",
-        plaintext: "00112233445566778899aabbccddeeff",
-        ciphertext: "dda97ca4864cdfe06eaf70a0ec0d7191",
-    },
-    KnownAnswer {
-        source: "FIPS-197 C.3 (AES-256)",
-        algorithm: Algorithm::Aes256,
-        key: "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
-        plaintext: "00112233445566778899aabbccddeeff",
-        ciphertext: "8ea2b7ca516745bfeafc49904b496089",
-    },
-    KnownAnswer {
-        source: "Schneier/Young Blowfish ECB (key fedcba9876543210)",
-        algorithm: Algorithm::Blowfish,
-        key: "fedcba9876543210",
-        plaintext: "0123456789abcdef",
-        ciphertext: "0aceab0fc6a0a28d",
-    },
-    KnownAnswer {
-        source: "RC6 paper, zero key and block (RC6-32/20/16)",
-        algorithm: Algorithm::Rc6_128,
-        key: "00000000000000000000000000000000",
-        plaintext: "00000000000000000000000000000000",
-        ciphertext: "8fc3a53656b1f778c129df4e9848a41e",
-    },
-];
+fn known_answers() -> Vec<KnownAnswer> {
+    parcrypt_ciphers::registry::variants()
+        .filter_map(|variant| {
+            variant.known_answer.as_ref().map(|vector| KnownAnswer {
+                source: vector.source,
+                algorithm: variant.algorithm,
+                key: vector.key,
+                plaintext: vector.plaintext,
+                ciphertext: vector.ciphertext,
+            })
+        })
+        .collect()
+}
 
 fn bytes(text: &str) -> Vec<u8> {
     hex::decode(text).expect("self-test vectors are valid hex")
@@ -75,7 +53,7 @@ pub(crate) fn run(
     device: &str,
     mut process: impl FnMut(&KeyMaterial, &GpuOperation, &mut [u8]) -> Result<(), GpuError>,
 ) -> Result<(), GpuError> {
-    for vector in &KNOWN_ANSWERS {
+    for vector in &known_answers() {
         let key = KeyMaterial::new(vector.algorithm, &bytes(vector.key))?;
         let plaintext = bytes(vector.plaintext);
         let ciphertext = bytes(vector.ciphertext);
@@ -204,8 +182,8 @@ mod tests {
     fn vectors_pass_on_the_cpu_and_a_wrong_result_is_reported() {
         let run_on_cpu = |corrupt: bool| {
             run("cpu", |key, operation, data| {
-                let vector = KNOWN_ANSWERS
-                    .iter()
+                let vector = known_answers()
+                    .into_iter()
                     .find(|vector| vector.algorithm == key.algorithm())
                     .unwrap();
                 on_cpu(&bytes(vector.key), vector.algorithm, operation, data);
@@ -225,7 +203,7 @@ mod tests {
 
     #[test]
     fn segment_checks_are_valid_start_at_the_vector_and_name_their_kernel() {
-        for vector in &KNOWN_ANSWERS {
+        for vector in &known_answers() {
             let plaintext = bytes(vector.plaintext);
             for rule in [CounterRule::Low32, CounterRule::Full] {
                 let (operation, input, expected) =
@@ -247,7 +225,7 @@ mod tests {
             }
         }
         // The two rules differ across the 2^32 wrap in segment 1, so each is checked.
-        let vector = &KNOWN_ANSWERS[0];
+        let vector = &known_answers()[0];
         let plaintext = bytes(vector.plaintext);
         let low = segments_check(vector, &plaintext, CounterRule::Low32).unwrap();
         let full = segments_check(vector, &plaintext, CounterRule::Full).unwrap();
@@ -255,8 +233,8 @@ mod tests {
 
         // A wrong segmented result is reported under the segmented kernel's name.
         let error = run("cpu", |key, operation, data| {
-            let vector = KNOWN_ANSWERS
-                .iter()
+            let vector = known_answers()
+                .into_iter()
                 .find(|vector| vector.algorithm == key.algorithm())
                 .unwrap();
             on_cpu(&bytes(vector.key), vector.algorithm, operation, data);

@@ -3,6 +3,8 @@
 //! values (an OpenCL `cl_mem`, a CUDA device pointer). The order and types follow the
 //! kernel signatures in `kernels/parcrypt.cl`, which every API compiles.
 
+use parcrypt_ciphers::registry::KernelKeyArgument;
+
 use super::{launch_shape, Shape};
 use crate::kernel_source::{self, CipherFamily, KernelOperation};
 use crate::operation::ModeArguments;
@@ -286,13 +288,13 @@ pub(crate) fn cipher_arguments(
     arguments.push(Argument::Output);
     arguments.push(Argument::U32(block_count));
     arguments.push(Argument::RoundKeys);
-    match CipherFamily::of(key.algorithm()) {
-        CipherFamily::Aes => {
-            arguments.push(Argument::U32(key.rounds()));
-            arguments.push(Argument::AesTables);
-        }
-        CipherFamily::Blowfish => arguments.push(Argument::KeyTables),
-        CipherFamily::Rc6 => {}
+    // The key-dependent arguments the family's kernels take, as its registry entry lists.
+    for argument in key.algorithm().descriptor().gpu.key_arguments {
+        arguments.push(match argument {
+            KernelKeyArgument::Rounds => Argument::U32(key.rounds()),
+            KernelKeyArgument::AesTables => Argument::AesTables,
+            KernelKeyArgument::KeyTables => Argument::KeyTables,
+        });
     }
     match mode {
         ModeArguments::None => {}

@@ -1,6 +1,7 @@
 //! `parcrypt tune`: measures, on one GPU, the launch shape that runs each kernel fastest at
 //! each input size, then where the GPU starts to beat the CPU, and returns it all as a
-//! [`TuneTable`] for the engine to use (seed S3's tuning, automated and stored per device).
+//! [`TuneTable`] for the engine to use (a launch-shape sweep per input size, automated and
+//! stored per device).
 //!
 //! Phase 1 (shapes): for every cipher, kernel operation and size, every candidate shape
 //! (threads per group x blocks per thread, plus the device's untuned default) is timed by

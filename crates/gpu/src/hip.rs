@@ -1,4 +1,4 @@
-//! The HIP backend (AMD GPUs, seed S2): the shared host ([`crate::GpuHost`]) over the HIP
+//! The HIP backend (AMD GPUs): the shared host ([`crate::GpuHost`]) over the HIP
 //! adapter (`hip/adapter.rs`), with libamdhip64 and hiprtc opened at run time through this
 //! crate's own function table, so that this crate builds and its other tests run on machines
 //! without ROCm; there every call returns [`GpuError::NoHipRuntime`], and a runtime that

@@ -1,8 +1,8 @@
 //! Launch shapes and the CPU/GPU crossover, measured per device by `parcrypt tune` and kept
 //! in a small JSON file, so that the engine launches each kernel with the shape that ran it
 //! fastest at that input size, and `auto` sends a job to the GPU only where the GPU was
-//! measured to finish it first (seed S3's "best block size per size, recorded once and then
-//! chosen automatically", for every cipher, operation and input size).
+//! measured to finish it first (the best block size per input size, recorded once and then
+//! chosen automatically, for every cipher, operation and input size).
 //!
 //! The file is per device: its name hashes the device's identity line (name, platform,
 //! driver, compute units), so a table measured on one GPU or driver is never applied to

@@ -1,5 +1,6 @@
 //! Zero-copy: host memory the kernels read and write in place of device buffers, as GPUs
-//! that share the host's memory are meant to be used (seed S4). The adapter allocates it
+//! that share the host's memory (integrated and embedded GPUs) are meant to be used. The
+//! adapter allocates it
 //! (OpenCL: `CL_MEM_ALLOC_HOST_PTR` buffers it maps; CUDA: page-locked memory mapped into
 //! the device's address space) and runs one kernel on it; everything else is here.
 //!

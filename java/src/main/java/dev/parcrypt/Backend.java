@@ -10,8 +10,8 @@ import java.util.concurrent.ForkJoinPool;
  * pool's threads), {@link #auto()} (a cost model
  * measured on this machine picks per message), {@link #opencl()} and {@link #cuda()}.
  *
- * <p>Two more are Java's, the strategies of the seed study this project grew from, run as
- * real backends: {@link #javaThreads(int)} splits a message into N equal segments and runs
+ * <p>Two more are Java's own strategies, run as real backends:
+ * {@link #javaThreads(int)} splits a message into N equal segments and runs
  * each on a new {@link Thread}; {@link #forkJoin(int)} halves it in a {@link
  * java.util.concurrent.RecursiveAction} down to a threshold on a {@link ForkJoinPool}. Each
  * segment is one call into the library's one-thread kernel at its offset (the CTR and GCM

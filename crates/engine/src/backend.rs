@@ -15,8 +15,8 @@ use crate::team::Team;
 pub enum Backend {
     /// One thread, the reference every other backend is compared with.
     Seq,
-    /// A static equal split over N threads, as OpenMP's `parallel for` or Java `Thread`s do
-    /// (seed S0): thread i always takes the i-th equal range. The threads are started once
+    /// A static equal split over N threads, as OpenMP's `parallel for` or Java `Thread`s do:
+    /// thread i always takes the i-th equal range. The threads are started once
     /// per engine (like an OpenMP team), not once per job.
     Threads,
     /// Dynamic self-scheduling, in the spirit of Java's ForkJoin: the job is cut into many

@@ -212,7 +212,7 @@ final class Segments {
         }
 
         /**
-         * Seed S0's Java Threads: the body cut into {@code threads} equal segments (at block
+         * The Java Threads strategy (a static split): the body cut into {@code threads} equal segments (at block
          * boundaries), each on a new Thread, all joined before returning (even when one
          * failed, or a thread could not be started). A body that cannot be split
          * (alignment 0) or is shorter than one block per thread runs on the caller.
@@ -293,7 +293,7 @@ final class Segments {
     }
 
     /**
-     * Seed S0's ForkJoin: halve at a block boundary until a segment is at most the threshold.
+     * The ForkJoin strategy (recursive halving): halve at a block boundary until a segment is at most the threshold.
      * A task returns only once both its halves have: {@code invokeAll} would rethrow the
      * first half's failure at once, while the other half may still be writing into the
      * caller's output through the native message that the caller then frees.

@@ -212,7 +212,8 @@ final class Segments {
         }
 
         /**
-         * The Java Threads strategy (a static split): the body cut into {@code threads} equal segments (at block
+         * The Java Threads strategy (a static split): the body cut into {@code threads}
+         * equal segments (at block
          * boundaries), each on a new Thread, all joined before returning (even when one
          * failed, or a thread could not be started). A body that cannot be split
          * (alignment 0) or is shorter than one block per thread runs on the caller.

@@ -61,5 +61,26 @@ mod reference;
 
 #[cfg(target_arch = "x86_64")]
 pub use ctr_vaes512::{streams_output, Vaes512Counters, STREAM_FROM_BYTES};
+
+/// Whether long out-of-place AES kernel calls may write with streaming stores (on by
+/// default; see `STREAM_FROM_BYTES` on x86-64).
+///
+/// Process-wide rather than an engine's option: the kernels also run where there is no
+/// engine (a raw cipher, a GCM key made by a mode or a file), so the setting lives here and
+/// `EngineBuilder::streaming_stores` in `parcrypt-engine` sets it. Nothing in this crate
+/// reads the environment; the front ends map `PARCRYPT_NO_STREAM` onto that builder option.
+static STREAMING_STORES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Allows (`true`, the default) or forbids streaming stores in long out-of-place AES kernel
+/// calls for the whole process (for comparisons; the output is the same either way).
+pub fn set_streaming_stores(allowed: bool) {
+    STREAMING_STORES.store(allowed, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether long out-of-place AES kernel calls may write with streaming stores
+/// ([`set_streaming_stores`]).
+pub fn streaming_stores() -> bool {
+    STREAMING_STORES.load(std::sync::atomic::Ordering::Relaxed)
+}
 pub use fast::FastAes;
 pub use reference::ReferenceAes;

@@ -197,9 +197,14 @@ impl Engine {
         builder.build()
     }
 
-    /// Starts the threads of `backend` (one for `seq`); the GPU and tune table are added by
-    /// the builder.
-    pub(crate) fn start(backend: Backend, threads: Option<usize>) -> Result<Self, EngineError> {
+    /// Starts the threads of `backend` (one for `seq`), a `pool` team's threads looking for
+    /// the next job for `spin` before they park; the GPU and tune table are added by the
+    /// builder.
+    pub(crate) fn start(
+        backend: Backend,
+        threads: Option<usize>,
+        spin: std::time::Duration,
+    ) -> Result<Self, EngineError> {
         let threads = match threads {
             Some(n) => check_threads(n)?,
             None => available_threads(),
@@ -216,7 +221,7 @@ impl Engine {
             None
         };
         let team = if backend.has_pool() && backend != Backend::Threads {
-            Some(Team::start(threads).map_err(|error| EngineError::Pool(error.to_string()))?)
+            Some(Team::start(threads, spin).map_err(|error| EngineError::Pool(error.to_string()))?)
         } else {
             None
         };

@@ -1,11 +1,17 @@
-//! [`EngineBuilder`]: the backend, its threads, its device and the tune tables it follows,
-//! all said by the caller. Nothing is read from the user's configuration unless the caller
-//! passes it (the command line passes the user's tune directory itself).
+//! [`EngineBuilder`]: the backend, its threads, its device, the tune tables it follows and
+//! every tuning knob, all said by the caller. Nothing is read from the environment or the
+//! user's configuration: the front ends read those (the facade's `environment` module) and
+//! pass them here as options.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
+
+use parcrypt_gpu::KernelCache;
+use parcrypt_modes::gcm::GcmKernel;
 
 use crate::gpu::{open_gpu, AutoGpu, TuneTables};
+use crate::team::DEFAULT_SPIN;
 use crate::{Backend, Engine, EngineError};
 
 /// Builds an [`Engine`]; start with [`Engine::builder`].
@@ -27,6 +33,10 @@ pub struct EngineBuilder {
     threads: Option<usize>,
     device: usize,
     tuning: TuneSource,
+    pool_spin: Duration,
+    kernel_cache: KernelCache,
+    gcm_kernel: Option<GcmKernel>,
+    streaming_stores: Option<bool>,
 }
 
 /// Where an engine's tune tables come from.
@@ -42,13 +52,18 @@ enum TuneSource {
 }
 
 impl Engine {
-    /// A builder for an `auto` engine on all cores, device 0, no tune file.
+    /// A builder for an `auto` engine on all cores, device 0, no tune file, no kernel cache
+    /// on disk, and the process's GCM kernel and streaming stores left as they are.
     pub fn builder() -> EngineBuilder {
         EngineBuilder {
             backend: Backend::Auto,
             threads: None,
             device: 0,
             tuning: TuneSource::None,
+            pool_spin: DEFAULT_SPIN,
+            kernel_cache: KernelCache::Disabled,
+            gcm_kernel: None,
+            streaming_stores: None,
         }
     }
 }
@@ -96,17 +111,81 @@ impl EngineBuilder {
         self
     }
 
+    /// How long an idle `pool` (or `auto`) thread keeps looking for the next job before it
+    /// parks (default [`crate::DEFAULT_POOL_SPIN`], 200 µs): back-to-back small jobs find it
+    /// awake; zero parks at once, leaving the core to other work sooner.
+    pub fn pool_spin(mut self, spin: Duration) -> Self {
+        self.pool_spin = spin;
+        self
+    }
+
+    /// Keep the GPU's compiled kernels in `directory` between runs (created when needed),
+    /// so that opening the device later skips the compiler. By default nothing is written
+    /// to disk and the kernels are compiled whenever a device is opened.
+    pub fn kernel_cache_directory(mut self, directory: impl Into<PathBuf>) -> Self {
+        self.kernel_cache = KernelCache::Directory(directory.into());
+        self
+    }
+
+    /// Where the GPU's compiled kernels are kept between runs
+    /// ([`KernelCache::Disabled`], the default, always compiles).
+    pub fn kernel_cache(mut self, cache: KernelCache) -> Self {
+        self.kernel_cache = cache;
+        self
+    }
+
+    /// Makes every AES-GCM key made from [`EngineBuilder::build`] on run `kernel` (falling
+    /// back to the next one this CPU has), for comparisons: every kernel gives the same
+    /// bytes. Unset (the default), the process keeps its choice, the fastest unless asked.
+    ///
+    /// Process-wide, not this engine's alone: GCM keys are also made where no engine is
+    /// involved (see [`parcrypt_modes::gcm::set_default_kernel`]).
+    pub fn gcm_kernel(mut self, kernel: GcmKernel) -> Self {
+        self.gcm_kernel = Some(kernel);
+        self
+    }
+
+    /// `false`: AES-GCM runs its two passes (CTR, then GHASH) instead of a stitched kernel,
+    /// the same as [`EngineBuilder::gcm_kernel`] with [`GcmKernel::TwoPass`]; `true` asks for
+    /// the fastest kernel again. Process-wide, as `gcm_kernel` is.
+    pub fn stitched_gcm(mut self, stitched: bool) -> Self {
+        self.gcm_kernel = Some(if stitched {
+            GcmKernel::fastest()
+        } else {
+            GcmKernel::TwoPass
+        });
+        self
+    }
+
+    /// `false`: long out-of-place AES calls write their output with ordinary stores instead
+    /// of streaming (non-temporal) ones, for comparisons; the bytes are the same. Unset (the
+    /// default), the process keeps its choice, on unless asked.
+    ///
+    /// Process-wide, not this engine's alone: the AES kernels also run where no engine is
+    /// involved (see [`parcrypt_ciphers::aes::set_streaming_stores`]).
+    pub fn streaming_stores(mut self, allowed: bool) -> Self {
+        self.streaming_stores = Some(allowed);
+        self
+    }
+
     /// Starts the threads and opens the GPU of a GPU backend. A missing or damaged tune file
     /// is not an error: the engine is then untuned.
     pub fn build(self) -> Result<Engine, EngineError> {
-        let mut engine = Engine::start(self.backend, self.threads)?;
+        // The process-wide knobs first: the GPU's self-test below already makes keys.
+        if let Some(kernel) = self.gcm_kernel {
+            parcrypt_modes::gcm::set_default_kernel(Some(kernel));
+        }
+        if let Some(allowed) = self.streaming_stores {
+            parcrypt_ciphers::aes::set_streaming_stores(allowed);
+        }
+        let mut engine = Engine::start(self.backend, self.threads, self.pool_spin)?;
         let tables = match &self.tuning {
             TuneSource::None => None,
             TuneSource::Directory(directory) => Some(TuneTables::Directory(directory.clone())),
             TuneSource::File(path) => Some(TuneTables::from_file(path)),
         };
         if self.backend.is_gpu() {
-            let device = open_gpu(self.backend, self.device)?;
+            let device = open_gpu(self.backend, self.device, &self.kernel_cache)?;
             if let Some(tables) = &tables {
                 let table = tables.table_for(self.backend, &device.identity());
                 device.set_tuning(table.map(Arc::new));
@@ -116,7 +195,7 @@ impl EngineBuilder {
         if self.backend == Backend::Auto {
             engine.auto_gpu = tables
                 .as_ref()
-                .and_then(|tables| AutoGpu::discover(tables, self.device));
+                .and_then(|tables| AutoGpu::discover(tables, self.device, &self.kernel_cache));
         }
         Ok(engine)
     }

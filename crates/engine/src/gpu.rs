@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use parcrypt_gpu::kernel_source::{CipherFamily, KernelOperation};
-use parcrypt_gpu::{AesTimingLeak, GpuDevice, TuneTable};
+use parcrypt_gpu::{AesTimingLeak, GpuDevice, KernelCache, OpenOptions, TuneTable};
 use parcrypt_modes::{CipherSpec, Direction};
 
 use crate::{Backend, Engine, EngineError};
@@ -29,6 +29,8 @@ pub(crate) struct AutoGpu {
     backend: Backend,
     device_index: usize,
     table: Arc<TuneTable>,
+    /// Where the device keeps its compiled kernels when it is opened.
+    kernel_cache: KernelCache,
     device: OnceLock<Option<Box<dyn GpuDevice>>>,
 }
 
@@ -85,7 +87,11 @@ impl AutoGpu {
     /// The tuned GPU `auto` may use: the first of CUDA, HIP and OpenCL whose device
     /// `device_index` has a table in `tables` in which the GPU wins some job. Devices are
     /// only listed (not opened) here, and only for an API that has tables at all.
-    pub(crate) fn discover(tables: &TuneTables, device_index: usize) -> Option<AutoGpu> {
+    pub(crate) fn discover(
+        tables: &TuneTables,
+        device_index: usize,
+        kernel_cache: &KernelCache,
+    ) -> Option<AutoGpu> {
         [Backend::Cuda, Backend::Hip, Backend::Opencl]
             .into_iter()
             .find_map(|backend| {
@@ -102,6 +108,7 @@ impl AutoGpu {
                     backend,
                     device_index,
                     table: Arc::new(table),
+                    kernel_cache: kernel_cache.clone(),
                     device: OnceLock::new(),
                 })
             })
@@ -187,21 +194,30 @@ impl fmt::Display for EngineWarning {
     }
 }
 
-/// Opens device `index` of a GPU backend, or says why it cannot.
-pub(crate) fn open_gpu(backend: Backend, index: usize) -> Result<Box<dyn GpuDevice>, EngineError> {
+/// Opens device `index` of a GPU backend, keeping its compiled kernels in `kernel_cache`, or
+/// says why it cannot.
+pub(crate) fn open_gpu(
+    backend: Backend,
+    index: usize,
+    kernel_cache: &KernelCache,
+) -> Result<Box<dyn GpuDevice>, EngineError> {
+    let options = OpenOptions {
+        kernel_cache: kernel_cache.clone(),
+        ..OpenOptions::default()
+    };
     let reason = |error: parcrypt_gpu::GpuError| EngineError::Gpu {
         backend,
         reason: error.to_string(),
     };
     match backend {
         Backend::Opencl => Ok(Box::new(
-            parcrypt_gpu::OpenClDevice::open(index).map_err(reason)?,
+            parcrypt_gpu::OpenClDevice::open_with(index, &options).map_err(reason)?,
         )),
         Backend::Cuda => Ok(Box::new(
-            parcrypt_gpu::CudaDevice::open(index).map_err(reason)?,
+            parcrypt_gpu::CudaDevice::open_with(index, &options).map_err(reason)?,
         )),
         Backend::Hip => Ok(Box::new(
-            parcrypt_gpu::HipDevice::open(index).map_err(reason)?,
+            parcrypt_gpu::HipDevice::open_with(index, &options).map_err(reason)?,
         )),
         other => unreachable!("{other} is not a GPU backend"),
     }
@@ -223,6 +239,7 @@ impl Engine {
             backend,
             device_index: 0,
             table,
+            kernel_cache: KernelCache::Disabled,
             device: OnceLock::from(Some(device)),
         });
         Ok(engine)
@@ -252,7 +269,7 @@ impl Engine {
         let device = auto
             .device
             .get_or_init(|| {
-                let device = open_gpu(auto.backend, auto.device_index).ok()?;
+                let device = open_gpu(auto.backend, auto.device_index, &auto.kernel_cache).ok()?;
                 // The table belongs to the device it was measured on.
                 (device.identity() == auto.table.device).then(|| {
                     device.set_tuning(Some(Arc::clone(&auto.table)));

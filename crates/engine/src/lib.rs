@@ -78,6 +78,9 @@ pub use backend::{
     THREADS_PER_CORE,
 };
 pub use builder::EngineBuilder;
+/// How long an idle pool thread looks for the next job by default
+/// ([`EngineBuilder::pool_spin`]).
+pub use team::DEFAULT_SPIN as DEFAULT_POOL_SPIN;
 pub use cipher::Cipher;
 pub use cost::{CostModel, AUTO_PARALLEL_THRESHOLD};
 pub use crypter::{Crypter, JobError, MAX_BLOCKS_64, MIN_GCM_IV_BYTES};

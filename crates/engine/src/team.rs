@@ -11,8 +11,8 @@
 //! Between jobs a team thread keeps looking for the next one for a short while (yielding
 //! its core to any other runnable thread while it looks) before it parks, the way an OpenMP
 //! team spins before it sleeps, so that back-to-back jobs (a benchmark loop, a file's
-//! chunks, a JVM's calls) find it awake. `PARCRYPT_POOL_SPIN_US` sets that while in
-//! microseconds (0: park at once); the default is [`DEFAULT_SPIN`].
+//! chunks, a JVM's calls) find it awake. The engine's builder sets that while
+//! (`EngineBuilder::pool_spin`; zero parks at once); the default is [`DEFAULT_SPIN`].
 //!
 //! One job at a time: a second caller that finds the team busy (another thread's job, or a
 //! job started from inside a job) runs its job alone on its own thread instead of waiting.
@@ -20,7 +20,7 @@
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -66,20 +66,10 @@ pub(crate) struct Team {
     handles: Vec<JoinHandle<()>>,
 }
 
-/// `PARCRYPT_POOL_SPIN_US`, read once per process.
-fn spin_from_env() -> Duration {
-    static SPIN: OnceLock<Duration> = OnceLock::new();
-    *SPIN.get_or_init(|| {
-        std::env::var("PARCRYPT_POOL_SPIN_US")
-            .ok()
-            .and_then(|value| value.trim().parse::<u64>().ok())
-            .map_or(DEFAULT_SPIN, Duration::from_micros)
-    })
-}
-
 impl Team {
-    /// Starts `threads - 1` team threads (none for one thread).
-    pub(crate) fn start(threads: usize) -> std::io::Result<Team> {
+    /// Starts `threads - 1` team threads (none for one thread), each looking for the next
+    /// job for `spin` before it parks.
+    pub(crate) fn start(threads: usize, spin: Duration) -> std::io::Result<Team> {
         let shared = Arc::new(Shared {
             state: AtomicU64::new(0),
             job: AtomicPtr::new(std::ptr::null_mut()),
@@ -89,7 +79,7 @@ impl Team {
             park: Mutex::new(()),
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
-            spin: spin_from_env(),
+            spin,
         });
         let mut team = Team {
             shared,
@@ -302,7 +292,7 @@ mod tests {
     #[test]
     fn many_jobs_run_every_item_exactly_once() {
         for threads in [1, 2, 3, 5] {
-            let team = Team::start(threads).unwrap();
+            let team = Team::start(threads, DEFAULT_SPIN).unwrap();
             for job in 0..20_000 {
                 let items = 1 + job % 17;
                 let runs = counted_job(&team, threads - 1, items);
@@ -313,7 +303,7 @@ mod tests {
 
     #[test]
     fn team_threads_take_part_and_parked_threads_wake() {
-        let team = Team::start(2).unwrap();
+        let team = Team::start(2, DEFAULT_SPIN).unwrap();
         for round in 0..5 {
             // Let the team thread park, then give it a job the caller cannot finish alone.
             std::thread::sleep(DEFAULT_SPIN * 5 + Duration::from_millis(5));
@@ -336,7 +326,7 @@ mod tests {
 
     #[test]
     fn a_panic_reaches_the_caller_and_the_team_keeps_working() {
-        let team = Team::start(3).unwrap();
+        let team = Team::start(3, DEFAULT_SPIN).unwrap();
         for round in 0..50 {
             let next = AtomicUsize::new(0);
             let result = panic::catch_unwind(AssertUnwindSafe(|| {
@@ -362,7 +352,7 @@ mod tests {
 
     #[test]
     fn concurrent_and_nested_callers_each_finish() {
-        let team = Team::start(3).unwrap();
+        let team = Team::start(3, DEFAULT_SPIN).unwrap();
         std::thread::scope(|scope| {
             for _ in 0..4 {
                 scope.spawn(|| {

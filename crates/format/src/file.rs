@@ -14,8 +14,9 @@
 //! - Where the file system cannot make unnamed files, a named hidden temporary file
 //!   (`.parcrypt-XXXXXX.tmp`) beside the destination is used instead, removed when the
 //!   output is dropped and when SIGINT, SIGTERM or SIGHUP ends the process; only SIGKILL or
-//!   a crash can leave it. Setting `PARCRYPT_NO_O_TMPFILE` (to anything) takes this way
-//!   everywhere, to test it.
+//!   a crash can leave it. [`OutputPlan::open_named`] (or
+//!   [`FileOptions::named_temporary_file`]) takes this way everywhere, to test it; the
+//!   command line does so when `PARCRYPT_NO_O_TMPFILE` is set.
 //! - **A symbolic link** is followed to its final target, and that target is written as
 //!   above: the link stays a link and points at the new file. A link whose target's folder
 //!   does not exist is refused.
@@ -80,6 +81,10 @@ pub struct FileOptions<'a> {
     /// The most key derivation [`decrypt_file`] does for a passphrase file's header
     /// (default [`KdfLimits::DEFAULT`]); a header asking for more is refused before any work.
     pub kdf_limits: KdfLimits,
+    /// Write through a named hidden temporary file beside the destination even where the
+    /// file system can make unnamed ones (`O_TMPFILE`), as [`OutputPlan::open_named`] does:
+    /// for testing that way (default `false`).
+    pub named_temporary_file: bool,
 }
 
 /// Whether `path` names a terminal (`/dev/tty`, `/dev/stdout` on a terminal, a pty): only
@@ -280,9 +285,6 @@ impl OutputPlan {
     /// Opens the output: an unnamed file where the file system allows it, otherwise a named
     /// temporary file (see the [module](self)); a FIFO or a device is opened for writing.
     pub fn open(self) -> Result<OutputFile, FormatError> {
-        if std::env::var_os("PARCRYPT_NO_O_TMPFILE").is_some() {
-            return self.open_named();
-        }
         let Way::Replace { folder, .. } = &self.way else {
             return self.open_in_place();
         };
@@ -311,6 +313,16 @@ impl OutputPlan {
                 folder: folder.clone(),
                 error,
             }),
+        }
+    }
+
+    /// Opens the output as `options` say: [`OutputPlan::open_named`] with
+    /// [`FileOptions::named_temporary_file`], [`OutputPlan::open`] otherwise.
+    fn open_as(self, options: &FileOptions<'_>) -> Result<OutputFile, FormatError> {
+        if options.named_temporary_file {
+            self.open_named()
+        } else {
+            self.open()
         }
     }
 
@@ -595,7 +607,7 @@ impl Encryptor {
         plan: OutputPlan,
         options: &FileOptions<'_>,
     ) -> Result<u64, FormatError> {
-        let mut output = plan.open()?;
+        let mut output = plan.open_as(options)?;
         let plaintext = self.encrypt_stream(batcher, &mut input, output.file(), &options.stream)?;
         output.commit()?;
         Ok(plaintext)
@@ -645,7 +657,7 @@ pub fn decrypt_file(
     let unlocked = Decryptor::new(format, input)?
         .kdf_limits(options.kdf_limits)
         .unlock(secret, context)?;
-    let mut output = plan.open()?;
+    let mut output = plan.open_as(options)?;
     let plaintext = unlocked.decrypt_to(batcher, output.file(), &options.stream)?;
     output.commit()?;
     Ok(plaintext)

@@ -381,7 +381,7 @@ mod tests {
     fn segmented_kernels_are_entry_points_under_nvrtc() {
         if let Err(error) = check_nvrtc() {
             assert!(
-                std::env::var("PARCRYPT_REQUIRE_GPU").as_deref() != Ok("1"),
+                !crate::test_support::gpu_required(),
                 "PARCRYPT_REQUIRE_GPU=1, so NVRTC must be loadable: {error}"
             );
             println!("SKIPPED: {error}");
@@ -403,7 +403,7 @@ mod tests {
             Ok(info) => Some(info),
             Err(error) => {
                 assert!(
-                    std::env::var("PARCRYPT_REQUIRE_GPU").as_deref() != Ok("1"),
+                    !crate::test_support::gpu_required(),
                     "PARCRYPT_REQUIRE_GPU=1, so a CUDA GPU must be present: {error}"
                 );
                 println!("SKIPPED: no CUDA GPU/driver [{error}]");

@@ -54,6 +54,8 @@ mod operation;
 mod options;
 mod program_cache;
 mod self_test;
+#[cfg(test)]
+mod test_support;
 pub mod tuning;
 
 use std::fmt;

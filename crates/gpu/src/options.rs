@@ -9,14 +9,17 @@ use crate::{LaunchGeometry, TableCopies};
 pub const DEFAULT_SLAB_BYTES: usize = 64 << 20;
 
 /// Where compiled kernel binaries are kept between runs.
+///
+/// The library keeps none unless told where (it reads no environment variable and writes
+/// nowhere it was not asked to); the front ends pass the user's cache folder
+/// (`$XDG_CACHE_HOME/parcrypt/kernels` or `~/.cache/parcrypt/kernels`, see the facade's
+/// `environment` module).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum KernelCache {
-    /// `$XDG_CACHE_HOME/parcrypt/kernels` or `~/.cache/parcrypt/kernels`.
-    #[default]
-    Default,
     /// The given folder.
     Directory(PathBuf),
-    /// Always compile from source.
+    /// Always compile from source (the default).
+    #[default]
     Disabled,
 }
 
@@ -41,7 +44,7 @@ impl Default for OpenOptions {
             table_copies: None,
             geometry: None,
             slab_bytes: DEFAULT_SLAB_BYTES,
-            kernel_cache: KernelCache::Default,
+            kernel_cache: KernelCache::Disabled,
         }
     }
 }

@@ -17,24 +17,9 @@ use crate::KernelCache;
 /// Bumped when the cache file's meaning changes, so that old files are never read.
 const CACHE_FORMAT: &str = "parcrypt-kernel-cache-1";
 
-/// The default cache directory: `$XDG_CACHE_HOME/parcrypt/kernels`, else
-/// `$HOME/.cache/parcrypt/kernels`; `None` when neither variable is set.
-pub(crate) fn default_directory() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|value| !value.is_empty())
-                .map(|home| PathBuf::from(home).join(".cache"))
-        })?;
-    Some(base.join("parcrypt").join("kernels"))
-}
-
-/// The directory `cache` names; `None` when caching is off or there is no default directory.
+/// The directory `cache` names; `None` when caching is off.
 pub(crate) fn directory(cache: &KernelCache) -> Option<PathBuf> {
     match cache {
-        KernelCache::Default => default_directory(),
         KernelCache::Directory(directory) => Some(directory.clone()),
         KernelCache::Disabled => None,
     }

@@ -19,11 +19,11 @@
 //! named by [`GcmKernel`]: VAES-512 (`gcm/vaes512.rs`, 32 blocks per batch), VAES-256 on AVX2
 //! (`gcm/vaes256.rs`, 16 blocks) and AES-NI with PCLMULQDQ (`gcm/aesni.rs`, 8 blocks); each
 //! sums a batch's products unreduced with the powers of H the [`GhashKey`] made once per key
-//! and reduces once per batch. [`GcmKernel::fastest`] is the default; the environment
-//! variable [`KERNEL_VARIABLE`] (`PARCRYPT_GCM_KERNEL`) or [`GcmKey::set_kernel`] picks
-//! another, and [`NO_STITCHED_VARIABLE`] (`PARCRYPT_NO_STITCHED`, anything non-empty) keeps
-//! the two-pass path, for comparisons. The variables are read once per process, when its
-//! first GCM key is made.
+//! and reduces once per batch. [`GcmKernel::fastest`] is the default;
+//! [`set_default_kernel`] picks another for the keys made after it (the engine's builder
+//! calls it: `EngineBuilder::gcm_kernel`), [`GcmKey::set_kernel`] for one key, and
+//! [`GcmKernel::TwoPass`] keeps the two-pass path, for comparisons. Nothing here reads the
+//! environment.
 //!
 //! Whole messages of at most [`SHORT_TEXT_BYTES`] under a 96-bit nonce skip the ranges:
 //! [`GcmKey::seal`] and [`GcmKey::open`] run them in one call (`gcm/short.rs` for AES), where
@@ -53,18 +53,6 @@ mod short;
 mod vaes256;
 #[cfg(target_arch = "x86_64")]
 mod vaes512;
-
-/// The environment variable that turns the stitched kernels off (the two-pass path) for every
-/// key of the process, when set to anything non-empty. Read once, when the process makes its
-/// first GCM key (see [`GcmKernel::from_environment`]).
-pub const NO_STITCHED_VARIABLE: &str = "PARCRYPT_NO_STITCHED";
-
-/// The environment variable that picks the [`GcmKernel`] of the process's keys by its
-/// [name](GcmKernel::name) (`vaes512`, `vaes256`, `aesni` or `two-pass`); a kernel this CPU
-/// lacks falls back as [`GcmKey::set_kernel`] does. Unset or empty means the fastest; any
-/// other value makes [`GcmKey::new`] fail with [`GcmError::UnknownKernel`]. Read once, when
-/// the process makes its first GCM key (see [`GcmKernel::from_environment`]).
-pub const KERNEL_VARIABLE: &str = "PARCRYPT_GCM_KERNEL";
 
 /// The code that runs the CTR and GHASH of a range when the cipher is our AES (other ciphers
 /// always take [`GcmKernel::TwoPass`]). Listed fastest first.
@@ -132,7 +120,7 @@ impl GcmKernel {
         GcmKernel::Vaes512.or_fallback()
     }
 
-    /// Short lower-case name, as [`KERNEL_VARIABLE`] takes it.
+    /// Short lower-case name (as the front ends' `PARCRYPT_GCM_KERNEL` takes it).
     pub fn name(self) -> &'static str {
         match self {
             GcmKernel::Vaes512 => "vaes512",
@@ -146,32 +134,6 @@ impl GcmKernel {
     pub fn from_name(name: &str) -> Option<GcmKernel> {
         Self::ALL.into_iter().find(|kernel| kernel.name() == name)
     }
-
-    /// The kernel the environment asks for: `Ok(None)` when neither variable is set,
-    /// [`GcmKernel::TwoPass`] when [`NO_STITCHED_VARIABLE`] is, the kernel named by
-    /// [`KERNEL_VARIABLE`] otherwise, and a one-line reason when that name is unknown.
-    ///
-    /// This reads the variables now; [`GcmKey::new`] reads them once per process (the first
-    /// key's reading serves every later key: two lookups of the environment per key were a
-    /// measurable share of making a small message's key), so a change of the variables
-    /// while the process runs does not reach its keys.
-    pub fn from_environment() -> Result<Option<GcmKernel>, String> {
-        if std::env::var_os(NO_STITCHED_VARIABLE).is_some_and(|value| !value.is_empty()) {
-            return Ok(Some(GcmKernel::TwoPass));
-        }
-        let Some(value) = std::env::var_os(KERNEL_VARIABLE) else {
-            return Ok(None);
-        };
-        if value.is_empty() {
-            return Ok(None);
-        }
-        let text = value.to_string_lossy();
-        GcmKernel::from_name(text.trim()).map(Some).ok_or_else(|| {
-            format!(
-                "{KERNEL_VARIABLE}={text:?} names no GCM kernel (one of vaes512, vaes256, aesni, two-pass)"
-            )
-        })
-    }
 }
 
 impl std::fmt::Display for GcmKernel {
@@ -180,18 +142,37 @@ impl std::fmt::Display for GcmKernel {
     }
 }
 
-/// The kernel of new keys: what [`GcmKernel::from_environment`] said when the process made
-/// its first key (with the fallback of [`GcmKernel::or_fallback`]), or the reason it
-/// refused the environment's value.
-fn default_kernel() -> Result<GcmKernel, GcmError> {
-    static KERNEL: std::sync::OnceLock<Result<GcmKernel, String>> = std::sync::OnceLock::new();
-    KERNEL
-        .get_or_init(|| {
-            GcmKernel::from_environment()
-                .map(|kernel| kernel.map_or_else(GcmKernel::fastest, GcmKernel::or_fallback))
-        })
-        .clone()
-        .map_err(GcmError::UnknownKernel)
+/// The kernel asked for new keys: 0 for [`GcmKernel::fastest`], else 1 + its index in
+/// [`GcmKernel::ALL`].
+///
+/// Process-wide rather than an engine's option: GCM keys are made on paths that have no
+/// engine (a mode called directly, a file's message keys), so the choice lives here and
+/// `EngineBuilder::gcm_kernel` in `parcrypt-engine` sets it. One atomic load per key.
+static DEFAULT_KERNEL: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Makes keys made from now on in this process run `kernel` (falling back as
+/// [`GcmKernel::or_fallback`] does where this CPU lacks it), or the fastest with `None`
+/// (the default). Keys already made keep their kernel ([`GcmKey::set_kernel`] changes one).
+/// For comparisons: every kernel gives the same bytes.
+pub fn set_default_kernel(kernel: Option<GcmKernel>) {
+    let code = kernel.map_or(0, |kernel| {
+        1 + GcmKernel::ALL
+            .iter()
+            .position(|known| *known == kernel)
+            .expect("every kernel is in GcmKernel::ALL") as u8
+    });
+    DEFAULT_KERNEL.store(code, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The kernel new keys run: the one [`set_default_kernel`] asked for (or the next
+/// available), else [`GcmKernel::fastest`].
+pub fn default_kernel() -> GcmKernel {
+    match DEFAULT_KERNEL.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => GcmKernel::fastest(),
+        code => GcmKernel::ALL
+            .get(usize::from(code) - 1)
+            .map_or_else(GcmKernel::fastest, |kernel| kernel.or_fallback()),
+    }
 }
 
 /// Bytes of a range processed by CTR then GHASH before moving on (stays in L1).
@@ -273,7 +254,9 @@ pub enum GcmError {
     /// The message is longer than GCM allows under one key and IV.
     #[error("GCM message too long: at most {MAX_TEXT_BYTES} bytes under one key and IV")]
     TooLong,
-    /// [`KERNEL_VARIABLE`] names no [`GcmKernel`] (the message says which value).
+    /// A kernel name that names no [`GcmKernel`] (the message says which value). The library
+    /// no longer returns it (the kernel is chosen by [`set_default_kernel`], which takes a
+    /// [`GcmKernel`]); kept so that existing matches still compile.
     #[error("{0}")]
     UnknownKernel(String),
     /// The tag does not match the message.
@@ -304,15 +287,15 @@ pub struct GcmMessage {
 
 impl GcmKey {
     /// Computes H with `cipher` and the powers of H the GHASH implementation needs, and
-    /// picks the kernel: [`GcmKernel::fastest`], or what the environment asks for (see
-    /// [`KERNEL_VARIABLE`]; an unknown name is refused).
+    /// picks the kernel: [`default_kernel`] ([`GcmKernel::fastest`] unless
+    /// [`set_default_kernel`] asked for another).
     pub fn new(cipher: &dyn BlockCipher) -> Result<Self, GcmError> {
         if cipher.block_size() != 16 {
             return Err(GcmError::BlockSize);
         }
         let mut hash_subkey = Zeroizing::new([0u8; 16]);
         cipher.encrypt_blocks(hash_subkey.as_mut_slice());
-        let kernel = default_kernel()?;
+        let kernel = default_kernel();
         let ghash = GhashKey::new(&hash_subkey);
         Ok(GcmKey {
             ghash,

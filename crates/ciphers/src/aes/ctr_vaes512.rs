@@ -76,13 +76,11 @@ pub const STREAM_FROM_BYTES: usize = 8 << 20;
 
 /// Whether a kernel call writing `len` bytes from `input` to `output` should use streaming
 /// stores, alignment aside: the regions are apart, the call is at least
-/// [`STREAM_FROM_BYTES`] long, and `PARCRYPT_NO_STREAM` (read once per process, for
-/// comparisons) is not set. The one rule of this CTR kernel and the stitched AES-GCM kernel.
+/// [`STREAM_FROM_BYTES`] long, and streaming stores are allowed
+/// ([`crate::aes::set_streaming_stores`], on unless turned off, for comparisons). The one
+/// rule of this CTR kernel and the stitched AES-GCM kernel.
 pub fn streams_output(input: *const u8, output: *const u8, len: usize) -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    len >= STREAM_FROM_BYTES
-        && input != output
-        && *ON.get_or_init(|| std::env::var_os("PARCRYPT_NO_STREAM").is_none())
+    len >= STREAM_FROM_BYTES && input != output && crate::aes::streaming_stores()
 }
 
 /// The kernel over `len` bytes; with `STREAM`, `output` is 64-byte aligned and the main

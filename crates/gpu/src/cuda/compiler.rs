@@ -490,7 +490,7 @@ mod tests {
     fn nvrtc_or_skip() -> bool {
         match check_nvrtc() {
             Ok(()) => true,
-            Err(error) if std::env::var("PARCRYPT_REQUIRE_GPU").as_deref() == Ok("1") => {
+            Err(error) if crate::test_support::gpu_required() => {
                 panic!("PARCRYPT_REQUIRE_GPU=1, so NVRTC must be loadable: {error}")
             }
             Err(error) => {

@@ -115,7 +115,8 @@ impl GcmKernel {
 
     /// The fastest kernel this CPU can run, the default of every key: the first available
     /// in [`GcmKernel::ALL`]. (Measured on a Zen 4, where 512-bit operations are split into
-    /// two 256-bit halves, VAES-512 still beat VAES-256 at every size; see the README.)
+    /// two 256-bit halves, VAES-512 still beat VAES-256 at every size; see
+    /// docs/BENCHMARKS.md.)
     pub fn fastest() -> GcmKernel {
         GcmKernel::Vaes512.or_fallback()
     }

@@ -11,7 +11,7 @@ import java.nio.file.Path;
 import java.security.SecureRandom;
 import javax.crypto.AEADBadTagException;
 
-/** The README's Java example, compiled and run by the tests so that it cannot rot. */
+/** The Java guide's example (docs/JAVA.md), compiled and run by the tests so that it cannot rot. */
 public final class Example {
     private Example() {}
 

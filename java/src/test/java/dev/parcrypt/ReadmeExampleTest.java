@@ -8,7 +8,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
-/** The README's example (src/test/java/example/Example.java) runs and says what it should. */
+/** The Java guide's example (docs/JAVA.md; src/test/java/example/Example.java) runs and says what it should. */
 class ReadmeExampleTest {
     @Test
     void the_readme_example_runs() throws Exception {

@@ -37,8 +37,12 @@
 // `parcrypt_cipher_max_output_length` direction: decryption.
 #define PARCRYPT_DECRYPT 1
 
-// File flag: replace a destination that exists (never the source itself).
-#define PARCRYPT_FILE_REPLACE 1
+// File flag: overwrite a destination that exists (never the source itself), the option
+// every front end names `overwrite` (the command line's `--overwrite`).
+#define PARCRYPT_FILE_OVERWRITE 1
+
+// The former name of `PARCRYPT_FILE_OVERWRITE`, kept for the programs that use it.
+#define PARCRYPT_FILE_REPLACE PARCRYPT_FILE_OVERWRITE
 
 // File flag: the secret is a passphrase (stretched with argon2id, as the file's header
 // says), not a 16- or 32-byte key.
@@ -432,7 +436,7 @@ ParcryptStatus parcrypt_set_warning_callback(ParcryptWarningCallback callback,
 // streaming pipeline on `engine`. `secret`: a 16- or 32-byte key (AES-128 or AES-256), or
 // with `PARCRYPT_FILE_PASSPHRASE` a passphrase. `context`: bytes bound into the key
 // derivation (NULL, 0 for none; decryption must give the same). `flags`: any of
-// `PARCRYPT_FILE_REPLACE`, `PARCRYPT_FILE_PASSPHRASE`, `PARCRYPT_FILE_COBBLESTONE`. The
+// `PARCRYPT_FILE_OVERWRITE`, `PARCRYPT_FILE_PASSPHRASE`, `PARCRYPT_FILE_COBBLESTONE`. The
 // destination is checked before the key is derived, and appears only once the whole file
 // is on disk. `*plaintext_bytes` (when not NULL) gets the bytes encrypted.
 //
@@ -469,7 +473,7 @@ ParcryptStatus parcrypt_decrypt_file(const struct ParcryptEngine *engine,
                                      struct ParcryptError **error);
 
 // Starts an encrypted file at `destination` (checked now: an existing file without
-// `PARCRYPT_FILE_REPLACE`, a folder, a missing folder are refused). Secret, context and
+// `PARCRYPT_FILE_OVERWRITE`, a folder, a missing folder are refused). Secret, context and
 // flags as `parcrypt_encrypt_file`.
 //
 // # Safety
@@ -513,7 +517,7 @@ void parcrypt_file_encryptor_free(struct ParcryptFileEncryptor *encryptor);
 
 // Opens the encrypted file `source`: reads its header and checks the secret against its
 // key commitment (`PARCRYPT_STATUS_WRONG_KEY` otherwise) before any chunk is read. Secret,
-// context and flags as `parcrypt_encrypt_file` (`PARCRYPT_FILE_REPLACE` is meaningless
+// context and flags as `parcrypt_encrypt_file` (`PARCRYPT_FILE_OVERWRITE` is meaningless
 // here and ignored). A passphrase file's key derivation is held to parcrypt's default
 // budget.
 //

@@ -2,11 +2,11 @@
 
 use std::ffi::c_char;
 
-use parcrypt_engine::{Aead, CipherSpec};
+use parcrypt_engine::{Aead, CipherSpec, Direction};
 
 use crate::error::{Failure, ParcryptError, ParcryptStatus};
 use crate::{
-    bytes, guard, handle, optional_bytes, optional_str, out_pointer, report, ParcryptEngine,
+    bytes, entry, free, handle, make, out_pointer, required_str, sized, Message, ParcryptEngine,
 };
 
 /// The bytes of the random nonce at the front of a sealed message.
@@ -46,27 +46,23 @@ pub unsafe extern "C" fn parcrypt_aead_new(
     aead: *mut *mut ParcryptAead,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
-        let out = out_pointer(aead, "aead")?;
+    let body = || {
         // SAFETY: each pointer meets the contract above for the length given with it.
         let (engine, name, key) = unsafe {
             (
                 handle(engine, "engine")?,
-                optional_str(name, "cipher name")?.ok_or_else(|| Failure::null("cipher name"))?,
+                required_str(name, "cipher name")?,
                 bytes(key, key_length, "key")?,
             )
         };
         let suite: CipherSpec = name.parse()?;
         crate::error::warn_engine(&engine.engine, suite);
-        let made = Box::new(ParcryptAead {
+        Ok(ParcryptAead {
             aead: Aead::new(engine.engine.clone(), suite, key)?,
-        });
-        // SAFETY: `out` is a non-NULL pointer the caller made writable.
-        unsafe { out.write(Box::into_raw(made)) };
-        Ok(())
-    });
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+        })
+    };
+    // SAFETY: `aead` and `error` are NULL or writable (the contract above).
+    unsafe { make(aead, "aead", error, body) }
 }
 
 /// Frees an AEAD (NULL is ignored); its copy of the key is wiped.
@@ -75,11 +71,8 @@ pub unsafe extern "C" fn parcrypt_aead_new(
 /// `aead` is NULL or a handle not freed before, with no other call on it running.
 #[no_mangle]
 pub unsafe extern "C" fn parcrypt_aead_free(aead: *mut ParcryptAead) {
-    if !aead.is_null() {
-        // SAFETY: it came from `Box::into_raw` and is freed once (the contract above).
-        let owned = unsafe { Box::from_raw(aead) };
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(owned)));
-    }
+    // SAFETY: the contract above is `free`'s.
+    unsafe { free(aead) }
 }
 
 /// Writes a new random key for the AES-GCM suite `name` from the operating system into
@@ -98,11 +91,10 @@ pub unsafe extern "C" fn parcrypt_aead_generate_key(
     key_length: *mut usize,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
+    let body = || {
         let out_length = out_pointer(key_length, "key_length")?;
         // SAFETY: `name` is NULL or NUL-terminated (the contract above).
-        let name = unsafe { optional_str(name, "cipher name") }?
-            .ok_or_else(|| Failure::null("cipher name"))?;
+        let name = unsafe { required_str(name, "cipher name") }?;
         let suite: CipherSpec = name.parse()?;
         let made = Aead::generate_key(suite)?;
         // SAFETY: `out_length` is non-NULL and writable (the contract above).
@@ -125,9 +117,9 @@ pub unsafe extern "C" fn parcrypt_aead_generate_key(
         let out = unsafe { std::slice::from_raw_parts_mut(key, made.len()) };
         out.copy_from_slice(&made);
         Ok(())
-    });
+    };
     // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+    unsafe { entry(error, body) }
 }
 
 /// Seals the `input_length` bytes at `input` under a fresh random nonce, with `aad` as
@@ -162,7 +154,7 @@ pub unsafe extern "C" fn parcrypt_aead_seal(
         output_length,
     };
     // SAFETY: the same contract as ours.
-    unsafe { run(aead, Operation::Seal, message, error) }
+    unsafe { run(aead, Direction::Encrypt, message, error) }
 }
 
 /// Opens a sealed message (`nonce || ciphertext || tag`, `input_length` bytes at `input`)
@@ -195,65 +187,31 @@ pub unsafe extern "C" fn parcrypt_aead_open(
         output_length,
     };
     // SAFETY: the same contract as ours.
-    unsafe { run(aead, Operation::Open, message, error) }
+    unsafe { run(aead, Direction::Decrypt, message, error) }
 }
 
-#[derive(Clone, Copy)]
-enum Operation {
-    Seal,
-    Open,
-}
-
-/// The caller's pointers for one message.
-struct Message {
-    input: *const u8,
-    input_length: usize,
-    aad: *const u8,
-    aad_length: usize,
-    output: *mut u8,
-    output_capacity: usize,
-    output_length: *mut usize,
-}
-
-/// One message through `aead`, with the checks every call makes.
+/// One message through `aead` (encryption seals, decryption opens), with the checks every
+/// call makes.
 ///
 /// # Safety
 /// The contract of `parcrypt_aead_seal` for every pointer.
 unsafe fn run(
     aead: *const ParcryptAead,
-    operation: Operation,
+    direction: Direction,
     message: Message,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
-        let out_length = out_pointer(message.output_length, "output_length")?;
-        // SAFETY: `out_length` is non-NULL and writable.
-        unsafe { out_length.write(0) };
-        // SAFETY: every pointer meets this function's contract for its length.
-        match unsafe { run_checked(aead, operation, &message) } {
-            Ok(written) => {
-                // SAFETY: as above.
-                unsafe { out_length.write(written) };
-                Ok(())
-            }
-            Err(failure) => {
-                if let Some(needed) = failure.needed {
-                    // SAFETY: as above.
-                    unsafe { out_length.write(needed) };
-                }
-                Err(failure)
-            }
-        }
-    });
-    // SAFETY: `error` is NULL or writable (this function's contract).
-    unsafe { report(error, outcome) }
+    // SAFETY: every pointer meets this function's contract for its length.
+    let body = || unsafe { run_checked(aead, direction, &message) };
+    // SAFETY: `output_length` and `error` are NULL or writable (this function's contract).
+    unsafe { sized(message.output_length, "output_length", error, body) }
 }
 
 /// # Safety
 /// As [`run`].
 unsafe fn run_checked(
     aead: *const ParcryptAead,
-    operation: Operation,
+    direction: Direction,
     message: &Message,
 ) -> Result<usize, Failure> {
     // SAFETY: `aead` is NULL or live; `input` and `aad` are NULL or readable for their
@@ -261,14 +219,14 @@ unsafe fn run_checked(
     let (aead, input, aad) = unsafe {
         (
             &handle(aead, "aead")?.aead,
-            bytes(message.input, message.input_length, "input")?,
-            optional_bytes(message.aad, message.aad_length, "aad")?,
+            message.input()?,
+            message.aad()?,
         )
     };
-    let needed = match operation {
-        Operation::Seal => Aead::sealed_length(input.len()),
+    let needed = match direction {
+        Direction::Encrypt => Aead::sealed_length(input.len()),
         // Too short to be sealed: refused below, by the engine, before any output.
-        Operation::Open => Aead::opened_length(input.len()).unwrap_or(0),
+        Direction::Decrypt => Aead::opened_length(input.len()).unwrap_or(0),
     };
     if message.output_capacity < needed {
         return Err(Failure::new(
@@ -280,31 +238,16 @@ unsafe fn run_checked(
         )
         .needing(needed));
     }
-    if message.output_capacity > isize::MAX as usize {
-        return Err(Failure::invalid("output_capacity is too large"));
+    if message.overlaps() {
+        return Err(Failure::invalid(
+            "output overlaps input: give a separate buffer",
+        ));
     }
-    let output: &mut [u8] = if message.output.is_null() {
-        if message.output_capacity != 0 {
-            return Err(Failure::null("output"));
-        }
-        &mut []
-    } else {
-        let (input_start, output_start) = (input.as_ptr() as usize, message.output as usize);
-        let overlaps = !input.is_empty()
-            && message.output_capacity != 0
-            && input_start < output_start + message.output_capacity
-            && output_start < input_start + input.len();
-        if overlaps {
-            return Err(Failure::invalid(
-                "output overlaps input: give a separate buffer",
-            ));
-        }
-        // SAFETY: non-NULL, writable for `output_capacity` bytes, untouched by others during
-        // the call (the contract), and apart from `input` (checked above).
-        unsafe { std::slice::from_raw_parts_mut(message.output, message.output_capacity) }
-    };
-    Ok(match operation {
-        Operation::Seal => aead.seal_into(input, output, aad)?,
-        Operation::Open => aead.open_into(input, output, aad)?,
+    // SAFETY: `output` is NULL or writable for `output_capacity` bytes, untouched by others
+    // during the call (the contract), and apart from `input` (checked above).
+    let output = unsafe { message.output() }?;
+    Ok(match direction {
+        Direction::Encrypt => aead.seal_into(input, output, aad)?,
+        Direction::Decrypt => aead.open_into(input, output, aad)?,
     })
 }

@@ -7,7 +7,7 @@ use parcrypt_engine::{CipherSpec, Direction};
 use crate::error::{Failure, ParcryptError, ParcryptStatus};
 use crate::keyed::{Buffers, Keyed, Setup};
 use crate::{
-    bytes, guard, handle, optional_bytes, optional_str, out_pointer, report, ParcryptEngine,
+    bytes, free, handle, make, optional_bytes, required_str, sized, Message, ParcryptEngine,
 };
 
 /// `parcrypt_cipher_new` flag: ECB and CBC without PKCS#7 padding (messages must then be
@@ -58,13 +58,12 @@ pub unsafe extern "C" fn parcrypt_cipher_new(
     cipher: *mut *mut ParcryptCipher,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
-        let out = out_pointer(cipher, "cipher")?;
+    let body = || {
         // SAFETY: each pointer meets the contract above for the length given with it.
         let (engine, name, key, iv) = unsafe {
             (
                 handle(engine, "engine")?,
-                optional_str(name, "cipher name")?.ok_or_else(|| Failure::null("cipher name"))?,
+                required_str(name, "cipher name")?,
                 bytes(key, key_length, "key")?,
                 optional_bytes(iv, iv_length, "iv")?,
             )
@@ -78,13 +77,10 @@ pub unsafe extern "C" fn parcrypt_cipher_new(
             allow_short_gcm_iv: flags & PARCRYPT_CIPHER_ALLOW_SHORT_GCM_IV != 0,
         };
         let keyed = Keyed::new(engine.engine.clone(), suite, key, iv, setup)?;
-        let made = Box::new(ParcryptCipher { keyed });
-        // SAFETY: `out` is a non-NULL pointer the caller made writable.
-        unsafe { out.write(Box::into_raw(made)) };
-        Ok(())
-    });
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+        Ok(ParcryptCipher { keyed })
+    };
+    // SAFETY: `cipher` and `error` are NULL or writable (the contract above).
+    unsafe { make(cipher, "cipher", error, body) }
 }
 
 /// Frees a cipher (NULL is ignored); its copy of the key is wiped.
@@ -93,11 +89,8 @@ pub unsafe extern "C" fn parcrypt_cipher_new(
 /// `cipher` is NULL or a cipher not freed before, with no other call on it running.
 #[no_mangle]
 pub unsafe extern "C" fn parcrypt_cipher_free(cipher: *mut ParcryptCipher) {
-    if !cipher.is_null() {
-        // SAFETY: it came from `Box::into_raw` and is freed once (the contract above).
-        let owned = unsafe { Box::from_raw(cipher) };
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(owned)));
-    }
+    // SAFETY: the contract above is `free`'s.
+    unsafe { free(cipher) }
 }
 
 /// The most bytes a message of `input_length` bytes turns into (`direction`:
@@ -114,18 +107,15 @@ pub unsafe extern "C" fn parcrypt_cipher_max_output_length(
     output_length: *mut usize,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
-        let out = out_pointer(output_length, "output_length")?;
+    let body = || {
         // SAFETY: `cipher` is NULL or live (the contract above).
         let cipher = unsafe { handle(cipher, "cipher") }?;
-        let direction = direction_of(direction)?;
-        let length = cipher.keyed.max_output_length(direction, input_length);
-        // SAFETY: `out` is a non-NULL pointer the caller made writable.
-        unsafe { out.write(length) };
-        Ok(())
-    });
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+        Ok(cipher
+            .keyed
+            .max_output_length(direction_of(direction)?, input_length))
+    };
+    // SAFETY: `output_length` and `error` are NULL or writable (the contract above).
+    unsafe { sized(output_length, "output_length", error, body) }
 }
 
 /// Encrypts one message of `input_length` bytes at `input` into `output`, which holds
@@ -278,17 +268,6 @@ pub unsafe extern "C" fn parcrypt_cipher_decrypt_iv(
     }
 }
 
-/// The caller's pointers for one message.
-struct Message {
-    input: *const u8,
-    input_length: usize,
-    aad: *const u8,
-    aad_length: usize,
-    output: *mut u8,
-    output_capacity: usize,
-    output_length: *mut usize,
-}
-
 pub(crate) fn direction_of(direction: i32) -> Result<Direction, Failure> {
     match direction {
         PARCRYPT_ENCRYPT => Ok(Direction::Encrypt),
@@ -310,28 +289,10 @@ unsafe fn run(
     message: Message,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
-        let out_length = out_pointer(message.output_length, "output_length")?;
-        // SAFETY: `out_length` is non-NULL and writable.
-        unsafe { out_length.write(0) };
-        // SAFETY: every pointer meets this function's contract for its length.
-        let result = unsafe { run_checked(cipher, direction, iv, &message) };
-        let written = match result {
-            Ok(written) => written,
-            Err(failure) => {
-                if let Some(needed) = failure.needed {
-                    // SAFETY: as above.
-                    unsafe { out_length.write(needed) };
-                }
-                return Err(failure);
-            }
-        };
-        // SAFETY: as above.
-        unsafe { out_length.write(written) };
-        Ok(())
-    });
-    // SAFETY: `error` is NULL or writable (this function's contract).
-    unsafe { report(error, outcome) }
+    // SAFETY: every pointer meets this function's contract for its length.
+    let body = || unsafe { run_checked(cipher, direction, iv, &message) };
+    // SAFETY: `output_length` and `error` are NULL or writable (this function's contract).
+    unsafe { sized(message.output_length, "output_length", error, body) }
 }
 
 /// # Safety
@@ -354,52 +315,34 @@ unsafe fn run_checked(
                 ),
                 None => None,
             },
-            optional_bytes(message.aad, message.aad_length, "aad")?,
+            message.aad()?,
         )
     };
-    if message.output_capacity > isize::MAX as usize {
-        return Err(Failure::invalid("output_capacity is too large"));
-    }
-    if message.output.is_null() && message.output_capacity != 0 {
-        return Err(Failure::null("output"));
-    }
-    let input_start = message.input as usize;
-    let output_start = message.output as usize;
-    let in_place = !message.input.is_null() && input_start == output_start;
+    let in_place = !message.input.is_null() && message.input == message.output.cast_const();
     let buffers = if in_place {
         if message.input_length > message.output_capacity {
             return Err(Failure::invalid(
                 "in place, output_capacity must be at least input_length",
             ));
         }
-        // SAFETY: `output` is non-NULL and writable for `output_capacity` bytes and nobody
-        // else touches it during the call (the contract); the input is the same memory and
-        // is read only through this slice.
-        let buffer =
-            unsafe { std::slice::from_raw_parts_mut(message.output, message.output_capacity) };
+        // SAFETY: `output` is writable for `output_capacity` bytes and nobody else touches
+        // it during the call (the contract); the input is the same memory and is read only
+        // through this slice.
+        let buffer = unsafe { message.output() }?;
         Buffers::InPlace {
             buffer,
             length: message.input_length,
         }
     } else {
-        // SAFETY: `input` is NULL or readable for `input_length` bytes (the contract).
-        let input = unsafe { bytes(message.input, message.input_length, "input") }?;
-        let overlaps = !input.is_empty()
-            && message.output_capacity != 0
-            && input_start < output_start + message.output_capacity
-            && output_start < input_start + input.len();
-        if overlaps {
+        if message.overlaps() {
             return Err(Failure::invalid(
                 "output overlaps input (in place, pass the same pointer for both)",
             ));
         }
-        let output: &mut [u8] = if message.output.is_null() {
-            &mut []
-        } else {
-            // SAFETY: non-NULL, writable for `output_capacity` bytes, untouched by others
-            // during the call (the contract), and apart from `input` (checked above).
-            unsafe { std::slice::from_raw_parts_mut(message.output, message.output_capacity) }
-        };
+        // SAFETY: `input` is NULL or readable for `input_length` bytes; `output` is NULL or
+        // writable for `output_capacity` bytes, untouched by others during the call (the
+        // contract), and apart from `input` (checked above).
+        let (input, output) = unsafe { (message.input()?, message.output()?) };
         Buffers::Separate { input, output }
     };
     cipher.keyed.process(direction, iv, aad, buffers)

@@ -4,7 +4,6 @@
 use std::cell::Cell;
 use std::ffi::{c_char, c_void, CString};
 use std::fmt::Display;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{PoisonError, RwLock};
 
 use parcrypt_engine::crypter::JobError;
@@ -259,11 +258,9 @@ pub unsafe extern "C" fn parcrypt_error_message(error: *const ParcryptError) -> 
 /// `error` is NULL or an error object not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn parcrypt_error_free(error: *mut ParcryptError) {
-    if !error.is_null() {
-        // SAFETY: it came from `Box::into_raw` and is freed once (the contract above).
-        let owned = unsafe { Box::from_raw(error) };
-        let _ = catch_unwind(AssertUnwindSafe(move || drop(owned)));
-    }
+    // SAFETY: the contract above is `free`'s (`report` makes error objects as `make` does
+    // handles: with `Box::into_raw`).
+    unsafe { crate::free(error) }
 }
 
 /// A status code's name (`"PARCRYPT_STATUS_BAD_KEY"`), NUL-terminated and living forever;

@@ -9,7 +9,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use parcrypt_engine::Engine;
+use parcrypt_engine::{Direction, Engine};
 use parcrypt_format::cobblestone::MessageKeys;
 use parcrypt_format::file::{FileOptions, OutputFile, OutputPlan};
 use parcrypt_format::{
@@ -19,10 +19,13 @@ use parcrypt_format::{
 use self_cell::self_cell;
 
 use crate::error::{warn, Failure, ParcryptError, ParcryptStatus};
-use crate::{bytes, guard, handle, out_pointer, path, report, ParcryptEngine};
+use crate::{bytes, entry, free, handle, make, out_pointer, output, path, sized, ParcryptEngine};
 
-/// File flag: replace a destination that exists (never the source itself).
-pub const PARCRYPT_FILE_REPLACE: u32 = 1;
+/// File flag: overwrite a destination that exists (never the source itself), the option
+/// every front end names `overwrite` (the command line's `--overwrite`).
+pub const PARCRYPT_FILE_OVERWRITE: u32 = 1;
+/// The former name of `PARCRYPT_FILE_OVERWRITE`, kept for the programs that use it.
+pub const PARCRYPT_FILE_REPLACE: u32 = PARCRYPT_FILE_OVERWRITE;
 /// File flag: the secret is a passphrase (stretched with argon2id, as the file's header
 /// says), not a 16- or 32-byte key.
 pub const PARCRYPT_FILE_PASSPHRASE: u32 = 2;
@@ -99,7 +102,7 @@ struct FileSecret<'a> {
     secret: Secret<'a>,
     context: &'a [u8],
     format: Format,
-    replace: bool,
+    overwrite: bool,
 }
 
 /// # Safety
@@ -111,7 +114,7 @@ unsafe fn file_secret<'a>(
     context_length: usize,
     flags: u32,
 ) -> Result<FileSecret<'a>, Failure> {
-    let known = PARCRYPT_FILE_REPLACE | PARCRYPT_FILE_PASSPHRASE | PARCRYPT_FILE_COBBLESTONE;
+    let known = PARCRYPT_FILE_OVERWRITE | PARCRYPT_FILE_PASSPHRASE | PARCRYPT_FILE_COBBLESTONE;
     if flags & !known != 0 {
         return Err(Failure::invalid(format!("unknown file flags {flags:#x}")));
     }
@@ -141,7 +144,7 @@ unsafe fn file_secret<'a>(
         secret,
         context,
         format,
-        replace: flags & PARCRYPT_FILE_REPLACE != 0,
+        overwrite: flags & PARCRYPT_FILE_OVERWRITE != 0,
     })
 }
 
@@ -166,9 +169,9 @@ fn setup_for<'a>(file: &FileSecret<'a>) -> Result<Setup<'a>, Failure> {
     Ok(setup)
 }
 
-fn file_options(replace: bool) -> FileOptions<'static> {
+fn file_options(overwrite: bool) -> FileOptions<'static> {
     FileOptions {
-        replace,
+        replace: overwrite,
         kdf_limits: KdfLimits::DEFAULT,
         ..FileOptions::default()
     }
@@ -178,7 +181,7 @@ fn file_options(replace: bool) -> FileOptions<'static> {
 /// streaming pipeline on `engine`. `secret`: a 16- or 32-byte key (AES-128 or AES-256), or
 /// with `PARCRYPT_FILE_PASSPHRASE` a passphrase. `context`: bytes bound into the key
 /// derivation (NULL, 0 for none; decryption must give the same). `flags`: any of
-/// `PARCRYPT_FILE_REPLACE`, `PARCRYPT_FILE_PASSPHRASE`, `PARCRYPT_FILE_COBBLESTONE`. The
+/// `PARCRYPT_FILE_OVERWRITE`, `PARCRYPT_FILE_PASSPHRASE`, `PARCRYPT_FILE_COBBLESTONE`. The
 /// destination is checked before the key is derived, and appears only once the whole file
 /// is on disk. `*plaintext_bytes` (when not NULL) gets the bytes encrypted.
 ///
@@ -199,34 +202,21 @@ pub unsafe extern "C" fn parcrypt_encrypt_file(
     plaintext_bytes: *mut u64,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
-        // SAFETY: every pointer meets the contract above.
-        let (engine, source, destination, file) = unsafe {
-            (
-                handle(engine, "engine")?,
-                path(source, "source")?,
-                path(destination, "destination")?,
-                file_secret(secret, secret_length, context, context_length, flags)?,
-            )
-        };
-        let setup = setup_for(&file)?;
-        let batcher = batcher_for(&engine.engine);
-        let bytes = parcrypt_format::encrypt_file(
-            batcher.as_ref(),
-            &setup,
-            file.secret,
-            &source,
-            &destination,
-            &file_options(file.replace),
-        )?;
-        if !plaintext_bytes.is_null() {
-            // SAFETY: non-NULL and writable (the contract above).
-            unsafe { plaintext_bytes.write(bytes) };
-        }
-        Ok(())
-    });
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+    let secret = (secret, secret_length);
+    let context = (context, context_length);
+    // SAFETY: the same contract as ours.
+    unsafe {
+        whole_file(
+            Direction::Encrypt,
+            engine,
+            [source, destination],
+            secret,
+            context,
+            flags,
+            plaintext_bytes,
+            error,
+        )
+    }
 }
 
 /// Decrypts the file `source` into `destination`, as `parcrypt decrypt` does. The
@@ -248,34 +238,78 @@ pub unsafe extern "C" fn parcrypt_decrypt_file(
     plaintext_bytes: *mut u64,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
-        // SAFETY: every pointer meets the contract above.
+    let secret = (secret, secret_length);
+    let context = (context, context_length);
+    // SAFETY: the same contract as ours.
+    unsafe {
+        whole_file(
+            Direction::Decrypt,
+            engine,
+            [source, destination],
+            secret,
+            context,
+            flags,
+            plaintext_bytes,
+            error,
+        )
+    }
+}
+
+/// A whole file through `engine`, as `parcrypt encrypt` or `parcrypt decrypt` runs it.
+///
+/// # Safety
+/// The contract of `parcrypt_encrypt_file`, `paths` being `source` and `destination` and
+/// `secret` and `context` each a pointer with its length.
+#[allow(clippy::too_many_arguments)]
+unsafe fn whole_file(
+    direction: Direction,
+    engine: *const ParcryptEngine,
+    paths: [*const c_char; 2],
+    secret: (*const u8, usize),
+    context: (*const u8, usize),
+    flags: u32,
+    plaintext_bytes: *mut u64,
+    error: *mut *mut ParcryptError,
+) -> ParcryptStatus {
+    let body = || {
+        // SAFETY: every pointer meets this function's contract.
         let (engine, source, destination, file) = unsafe {
             (
                 handle(engine, "engine")?,
-                path(source, "source")?,
-                path(destination, "destination")?,
-                file_secret(secret, secret_length, context, context_length, flags)?,
+                path(paths[0], "source")?,
+                path(paths[1], "destination")?,
+                file_secret(secret.0, secret.1, context.0, context.1, flags)?,
             )
         };
         let batcher = batcher_for(&engine.engine);
-        let bytes = parcrypt_format::decrypt_file(
-            batcher.as_ref(),
-            file.format,
-            file.secret,
-            file.context,
-            &source,
-            &destination,
-            &file_options(file.replace),
-        )?;
+        let options = file_options(file.overwrite);
+        let bytes = match direction {
+            Direction::Encrypt => parcrypt_format::encrypt_file(
+                batcher.as_ref(),
+                &setup_for(&file)?,
+                file.secret,
+                &source,
+                &destination,
+                &options,
+            )?,
+            Direction::Decrypt => parcrypt_format::decrypt_file(
+                batcher.as_ref(),
+                file.format,
+                file.secret,
+                file.context,
+                &source,
+                &destination,
+                &options,
+            )?,
+        };
         if !plaintext_bytes.is_null() {
-            // SAFETY: non-NULL and writable (the contract above).
+            // SAFETY: non-NULL and writable (this function's contract).
             unsafe { plaintext_bytes.write(bytes) };
         }
         Ok(())
-    });
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+    };
+    // SAFETY: `error` is NULL or writable (this function's contract).
+    unsafe { entry(error, body) }
 }
 
 /// Writes an encrypted file from plaintext given piece by piece
@@ -297,7 +331,7 @@ enum Writing {
 }
 
 /// Starts an encrypted file at `destination` (checked now: an existing file without
-/// `PARCRYPT_FILE_REPLACE`, a folder, a missing folder are refused). Secret, context and
+/// `PARCRYPT_FILE_OVERWRITE`, a folder, a missing folder are refused). Secret, context and
 /// flags as `parcrypt_encrypt_file`.
 ///
 /// # Safety
@@ -316,8 +350,7 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_new(
     encryptor: *mut *mut ParcryptFileEncryptor,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
-        let out = out_pointer(encryptor, "encryptor")?;
+    let body = || {
         // SAFETY: every pointer meets the contract above.
         let (engine, destination, file) = unsafe {
             (
@@ -328,7 +361,7 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_new(
         };
         let setup = setup_for(&file)?;
         // The destination is refused before the key derivation, as the command line does.
-        let plan = OutputPlan::check(&destination, None, file.replace)?;
+        let plan = OutputPlan::check(&destination, None, file.overwrite)?;
         let sealer = Encryptor::new(&setup, file.secret)?;
         let mut output = plan.open()?;
         let writer_file = output.file().try_clone().map_err(FormatError::Write)?;
@@ -338,15 +371,12 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_new(
         let cell = WriterCell::try_new(chunks, |chunks| {
             sealer.wrap_output(chunks, writer_file).map(Some)
         })?;
-        let made = Box::new(ParcryptFileEncryptor {
+        Ok(ParcryptFileEncryptor {
             state: Mutex::new(Writing::Open { cell, output }),
-        });
-        // SAFETY: `out` is a non-NULL pointer the caller made writable.
-        unsafe { out.write(Box::into_raw(made)) };
-        Ok(())
-    });
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+        })
+    };
+    // SAFETY: `encryptor` and `error` are NULL or writable (the contract above).
+    unsafe { make(encryptor, "encryptor", error, body) }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> Result<MutexGuard<'_, T>, Failure> {
@@ -371,7 +401,7 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_write(
     length: usize,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
+    let body = || {
         // SAFETY: `encryptor` is NULL or live, `data` NULL or readable for `length`.
         let (encryptor, data) = unsafe {
             (
@@ -394,9 +424,9 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_write(
             *state = Writing::Failed;
         }
         written
-    });
+    };
     // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+    unsafe { entry(error, body) }
 }
 
 fn not_open(state: &Writing) -> Failure {
@@ -422,7 +452,7 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_finish(
     encryptor: *const ParcryptFileEncryptor,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
+    let body = || {
         // SAFETY: `encryptor` is NULL or live (the contract above).
         let encryptor = unsafe { handle(encryptor, "encryptor") }?;
         let mut state = lock(&encryptor.state)?;
@@ -445,9 +475,9 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_finish(
         output.commit()?;
         *state = Writing::Finished;
         Ok(())
-    });
+    };
     // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+    unsafe { entry(error, body) }
 }
 
 /// Frees an encryptor (NULL is ignored). Unless it finished, its file is not made.
@@ -456,11 +486,8 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_finish(
 /// `encryptor` is NULL or an encryptor not freed before, with no other call on it running.
 #[no_mangle]
 pub unsafe extern "C" fn parcrypt_file_encryptor_free(encryptor: *mut ParcryptFileEncryptor) {
-    if !encryptor.is_null() {
-        // SAFETY: it came from `Box::into_raw` and is freed once (the contract above).
-        let owned = unsafe { Box::from_raw(encryptor) };
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(owned)));
-    }
+    // SAFETY: the contract above is `free`'s.
+    unsafe { free(encryptor) }
 }
 
 /// Reads an encrypted file's plaintext anywhere: a read opens and authenticates only the
@@ -473,7 +500,7 @@ pub struct ParcryptFileDecryptor {
 
 /// Opens the encrypted file `source`: reads its header and checks the secret against its
 /// key commitment (`PARCRYPT_STATUS_WRONG_KEY` otherwise) before any chunk is read. Secret,
-/// context and flags as `parcrypt_encrypt_file` (`PARCRYPT_FILE_REPLACE` is meaningless
+/// context and flags as `parcrypt_encrypt_file` (`PARCRYPT_FILE_OVERWRITE` is meaningless
 /// here and ignored). A passphrase file's key derivation is held to parcrypt's default
 /// budget.
 ///
@@ -492,8 +519,7 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_open(
     decryptor: *mut *mut ParcryptFileDecryptor,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
-        let out = out_pointer(decryptor, "decryptor")?;
+    let body = || {
         // SAFETY: every pointer meets the contract above.
         let (engine, source, file) = unsafe {
             (
@@ -510,15 +536,12 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_open(
             engine: engine.engine.clone(),
         };
         let cell = ReaderCell::try_new(chunks, |chunks| unlocked.seekable(chunks))?;
-        let made = Box::new(ParcryptFileDecryptor {
+        Ok(ParcryptFileDecryptor {
             reader: Mutex::new(cell),
-        });
-        // SAFETY: `out` is a non-NULL pointer the caller made writable.
-        unsafe { out.write(Box::into_raw(made)) };
-        Ok(())
-    });
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+        })
+    };
+    // SAFETY: `decryptor` and `error` are NULL or writable (the contract above).
+    unsafe { make(decryptor, "decryptor", error, body) }
 }
 
 fn open(source: &Path) -> Result<File, Failure> {
@@ -580,27 +603,14 @@ unsafe fn read_from(
     read: *mut usize,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
-        let out = out_pointer(read, "read")?;
-        // SAFETY: non-NULL and writable.
-        unsafe { out.write(0) };
+    let body = || {
         // SAFETY: `decryptor` is NULL or live (the contract).
         let decryptor = unsafe { handle(decryptor, "decryptor") }?;
-        if buffer.is_null() && capacity != 0 {
-            return Err(Failure::null("buffer"));
-        }
-        if capacity > isize::MAX as usize {
-            return Err(Failure::invalid("capacity is too large"));
-        }
-        let buffer: &mut [u8] = if buffer.is_null() {
-            &mut []
-        } else {
-            // SAFETY: non-NULL, writable for `capacity` bytes, touched by nobody else
-            // during the call (the contract).
-            unsafe { std::slice::from_raw_parts_mut(buffer, capacity) }
-        };
+        // SAFETY: `buffer` is NULL or writable for `capacity` bytes, touched by nobody else
+        // during the call (the contract).
+        let buffer = unsafe { output(buffer, capacity, "buffer", "capacity") }?;
         let mut cell = lock(&decryptor.reader)?;
-        let filled = cell.with_dependent_mut(|_, reader| -> Result<usize, Failure> {
+        cell.with_dependent_mut(|_, reader| -> Result<usize, Failure> {
             if let Some(offset) = offset {
                 reader.seek(SeekFrom::Start(offset))?;
             }
@@ -617,13 +627,10 @@ unsafe fn read_from(
                 }
             }
             Ok(filled)
-        })?;
-        // SAFETY: as above.
-        unsafe { out.write(filled) };
-        Ok(())
-    });
-    // SAFETY: `error` is NULL or writable (this function's contract).
-    unsafe { report(error, outcome) }
+        })
+    };
+    // SAFETY: `read` and `error` are NULL or writable (this function's contract).
+    unsafe { sized(read, "read", error, body) }
 }
 
 /// Moves the read position: `offset` from the start (`PARCRYPT_SEEK_SET`), the current
@@ -640,7 +647,7 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_seek(
     position: *mut u64,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
+    let body = || {
         // SAFETY: `decryptor` is NULL or live (the contract above).
         let decryptor = unsafe { handle(decryptor, "decryptor") }?;
         let from = match whence {
@@ -662,9 +669,9 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_seek(
             unsafe { position.write(now) };
         }
         Ok(())
-    });
+    };
     // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+    unsafe { entry(error, body) }
 }
 
 /// The plaintext's length, into `*length`; authenticates the final chunk first (a cut
@@ -678,7 +685,7 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_length(
     length: *mut u64,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
+    let body = || {
         let out = out_pointer(length, "length")?;
         // SAFETY: `decryptor` is NULL or live (the contract above).
         let decryptor = unsafe { handle(decryptor, "decryptor") }?;
@@ -687,9 +694,9 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_length(
         // SAFETY: non-NULL and writable (the contract above).
         unsafe { out.write(bytes) };
         Ok(())
-    });
+    };
     // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+    unsafe { entry(error, body) }
 }
 
 /// Frees a decryptor (NULL is ignored) and closes its file.
@@ -698,9 +705,6 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_length(
 /// `decryptor` is NULL or a decryptor not freed before, with no other call on it running.
 #[no_mangle]
 pub unsafe extern "C" fn parcrypt_file_decryptor_free(decryptor: *mut ParcryptFileDecryptor) {
-    if !decryptor.is_null() {
-        // SAFETY: it came from `Box::into_raw` and is freed once (the contract above).
-        let owned = unsafe { Box::from_raw(decryptor) };
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(owned)));
-    }
+    // SAFETY: the contract above is `free`'s.
+    unsafe { free(decryptor) }
 }

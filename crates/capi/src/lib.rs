@@ -95,8 +95,7 @@ pub unsafe extern "C" fn parcrypt_engine_new(
     engine: *mut *mut ParcryptEngine,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
-        let out = out_pointer(engine, "engine")?;
+    let body = || {
         // SAFETY: `backend` is NULL or a NUL-terminated string (the contract above).
         let name = unsafe { optional_str(backend, "backend") }?;
         let backend: Backend = name.unwrap_or("auto").parse().map_err(Failure::from)?;
@@ -105,15 +104,12 @@ pub unsafe extern "C" fn parcrypt_engine_new(
             builder = builder.threads(threads);
         }
         let made = builder.build().map_err(Failure::from)?;
-        let handle = Box::new(ParcryptEngine {
+        Ok(ParcryptEngine {
             engine: Arc::new(made),
-        });
-        // SAFETY: `out` came from a non-NULL pointer the caller made writable.
-        unsafe { out.write(Box::into_raw(handle)) };
-        Ok(())
-    });
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+        })
+    };
+    // SAFETY: `engine` and `error` are NULL or writable (the contract above).
+    unsafe { make(engine, "engine", error, body) }
 }
 
 /// The engine's backend name (`pool`, `auto`, ...): a NUL-terminated string that lives
@@ -147,12 +143,8 @@ pub unsafe extern "C" fn parcrypt_engine_backend(engine: *const ParcryptEngine) 
 /// call on it is running.
 #[no_mangle]
 pub unsafe extern "C" fn parcrypt_engine_free(engine: *mut ParcryptEngine) {
-    if !engine.is_null() {
-        // SAFETY: the handle came from `Box::into_raw` and is freed once (the contract above).
-        let owned = unsafe { Box::from_raw(engine) };
-        // Dropping runs no code of the caller's; a panic here would only be an allocator's.
-        let _ = catch_unwind(AssertUnwindSafe(move || drop(owned)));
-    }
+    // SAFETY: the contract above is `free`'s.
+    unsafe { free(engine) }
 }
 
 /// Runs an entry point's body, turning a panic into [`ParcryptStatus::Internal`].
@@ -191,6 +183,171 @@ pub(crate) unsafe fn report(
         unsafe { error.write(object) };
     }
     status
+}
+
+/// Runs an entry point: its body behind [`guard`], its outcome through [`report`].
+///
+/// # Safety
+/// `error` is NULL or valid for writing one pointer.
+pub(crate) unsafe fn entry(
+    error: *mut *mut ParcryptError,
+    body: impl FnOnce() -> Result<(), Failure>,
+) -> ParcryptStatus {
+    // SAFETY: `error` is NULL or writable (this function's contract).
+    unsafe { report(error, guard(body)) }
+}
+
+/// Runs an entry point that makes a handle: the out-parameter `out` (named `what` in the
+/// error) is checked first, then gets the handle `body` made, to free with [`free`].
+///
+/// # Safety
+/// `out` and `error` are NULL or valid for writing one pointer.
+pub(crate) unsafe fn make<T>(
+    out: *mut *mut T,
+    what: &str,
+    error: *mut *mut ParcryptError,
+    body: impl FnOnce() -> Result<T, Failure>,
+) -> ParcryptStatus {
+    let body = || {
+        let out = out_pointer(out, what)?;
+        let made = Box::into_raw(Box::new(body()?));
+        // SAFETY: `out` is non-NULL and writable (this function's contract).
+        unsafe { out.write(made) };
+        Ok(())
+    };
+    // SAFETY: `error` is NULL or writable (this function's contract).
+    unsafe { entry(error, body) }
+}
+
+/// Runs an entry point that writes bytes and says how many: `*length` (required, named
+/// `what` in the error) is 0 until `body` returns, then the bytes written, or on a failure
+/// that says so (`PARCRYPT_STATUS_OUTPUT_TOO_SMALL`) the bytes needed.
+///
+/// # Safety
+/// `length` is NULL or valid for writing a `usize`; `error` is NULL or valid for writing
+/// one pointer.
+pub(crate) unsafe fn sized(
+    length: *mut usize,
+    what: &str,
+    error: *mut *mut ParcryptError,
+    body: impl FnOnce() -> Result<usize, Failure>,
+) -> ParcryptStatus {
+    let body = || {
+        let out = out_pointer(length, what)?;
+        // SAFETY: `out` is non-NULL and writable (this function's contract).
+        unsafe { out.write(0) };
+        match body() {
+            Ok(written) => {
+                // SAFETY: as above.
+                unsafe { out.write(written) };
+                Ok(())
+            }
+            Err(failure) => {
+                if let Some(needed) = failure.needed {
+                    // SAFETY: as above.
+                    unsafe { out.write(needed) };
+                }
+                Err(failure)
+            }
+        }
+    };
+    // SAFETY: `error` is NULL or writable (this function's contract).
+    unsafe { entry(error, body) }
+}
+
+/// Frees a handle that [`make`] gave out (NULL is ignored). Dropping runs no code of the
+/// caller's; a panic in it (an allocator's) stays on this side of the boundary.
+///
+/// # Safety
+/// `handle` is NULL or a handle from [`make`] of type `T` not freed before, with no other
+/// call on it running.
+pub(crate) unsafe fn free<T>(handle: *mut T) {
+    if !handle.is_null() {
+        // SAFETY: it came from `Box::into_raw` and is freed once (this function's contract).
+        let owned = unsafe { Box::from_raw(handle) };
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(owned)));
+    }
+}
+
+/// The caller's pointers for one whole message (a cipher's or an AEAD's call).
+pub(crate) struct Message {
+    pub(crate) input: *const u8,
+    pub(crate) input_length: usize,
+    pub(crate) aad: *const u8,
+    pub(crate) aad_length: usize,
+    pub(crate) output: *mut u8,
+    pub(crate) output_capacity: usize,
+    pub(crate) output_length: *mut usize,
+}
+
+impl Message {
+    /// # Safety
+    /// `input` is NULL or readable for `input_length` bytes, unchanged by others, for `'a`.
+    unsafe fn input<'a>(&self) -> Result<&'a [u8], Failure> {
+        // SAFETY: this function's contract.
+        unsafe { bytes(self.input, self.input_length, "input") }
+    }
+
+    /// # Safety
+    /// `aad` is NULL or readable for `aad_length` bytes, unchanged by others, for `'a`.
+    unsafe fn aad<'a>(&self) -> Result<Option<&'a [u8]>, Failure> {
+        // SAFETY: this function's contract.
+        unsafe { optional_bytes(self.aad, self.aad_length, "aad") }
+    }
+
+    /// The whole output memory.
+    ///
+    /// # Safety
+    /// As [`output`], for `output` and `output_capacity`.
+    unsafe fn output<'a>(&self) -> Result<&'a mut [u8], Failure> {
+        // SAFETY: this function's contract.
+        unsafe {
+            output(
+                self.output,
+                self.output_capacity,
+                "output",
+                "output_capacity",
+            )
+        }
+    }
+
+    /// Whether the output shares memory with the input (being the same place included).
+    fn overlaps(&self) -> bool {
+        let (input, output) = (self.input as usize, self.output as usize);
+        !self.input.is_null()
+            && !self.output.is_null()
+            && self.input_length != 0
+            && self.output_capacity != 0
+            && input < output.saturating_add(self.output_capacity)
+            && output < input.saturating_add(self.input_length)
+    }
+}
+
+/// `capacity` bytes of the caller's memory at `pointer` to write into (NULL with capacity
+/// 0 is empty; `what` names the pointer, `capacity_name` the capacity in an error).
+///
+/// # Safety
+/// A non-NULL `pointer` is valid for writing `capacity` bytes, and touched by nobody else
+/// (this side included: no other reference to it is used) during `'a`.
+unsafe fn output<'a>(
+    pointer: *mut u8,
+    capacity: usize,
+    what: &str,
+    capacity_name: &str,
+) -> Result<&'a mut [u8], Failure> {
+    if capacity > isize::MAX as usize {
+        return Err(Failure::invalid(format!("{capacity_name} is too large")));
+    }
+    if pointer.is_null() {
+        return if capacity == 0 {
+            Ok(&mut [])
+        } else {
+            Err(Failure::null(what))
+        };
+    }
+    // SAFETY: non-NULL, writable for `capacity` bytes, which fit an allocation (checked
+    // above), and used by nobody else (this function's contract).
+    Ok(unsafe { std::slice::from_raw_parts_mut(pointer, capacity) })
 }
 
 /// A non-NULL out-parameter, or `PARCRYPT_STATUS_NULL_POINTER` naming it.
@@ -262,6 +419,15 @@ unsafe fn optional_str<'a>(text: *const c_char, what: &str) -> Result<Option<&'a
     text.to_str()
         .map(Some)
         .map_err(|_| Failure::invalid(format!("{what} is not UTF-8")))
+}
+
+/// A NUL-terminated UTF-8 string, required (`what` names it in the error).
+///
+/// # Safety
+/// As [`optional_str`].
+unsafe fn required_str<'a>(text: *const c_char, what: &str) -> Result<&'a str, Failure> {
+    // SAFETY: the same contract as ours.
+    unsafe { optional_str(text, what) }?.ok_or_else(|| Failure::null(what))
 }
 
 /// A NUL-terminated file name (any bytes on Unix), required.

@@ -8,7 +8,7 @@ use parcrypt_engine::segmented::{Segment, SegmentedMessage};
 
 use crate::cipher::direction_of;
 use crate::error::{Failure, ParcryptError, ParcryptStatus};
-use crate::{bytes, guard, handle, optional_bytes, out_pointer, report, ParcryptCipher};
+use crate::{bytes, entry, free, handle, make, optional_bytes, sized, ParcryptCipher};
 
 /// One message of a cipher cut into segments by the caller: made by
 /// `parcrypt_segmented_new`, its body's segments run by `parcrypt_segmented_run` on any
@@ -40,8 +40,7 @@ pub unsafe extern "C" fn parcrypt_segmented_new(
     segmented: *mut *mut ParcryptSegmented,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
-        let out = out_pointer(segmented, "segmented")?;
+    let body = || {
         // SAFETY: each pointer meets the contract above for the length given with it.
         let (cipher, iv, aad) = unsafe {
             (
@@ -55,13 +54,10 @@ pub unsafe extern "C" fn parcrypt_segmented_new(
         }
         let direction = direction_of(direction)?;
         let message = cipher.keyed.segmented(direction, iv, aad, input_length)?;
-        let made = Box::new(ParcryptSegmented { message });
-        // SAFETY: `out` is a non-NULL pointer the caller made writable.
-        unsafe { out.write(Box::into_raw(made)) };
-        Ok(())
-    });
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+        Ok(ParcryptSegmented { message })
+    };
+    // SAFETY: `segmented` and `error` are NULL or writable (the contract above).
+    unsafe { make(segmented, "segmented", error, body) }
 }
 
 /// The message's layout: `*body_length` gets the bytes from offset 0 that segments cover
@@ -81,7 +77,7 @@ pub unsafe extern "C" fn parcrypt_segmented_layout(
     alignment: *mut usize,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
+    let body = || {
         // SAFETY: `segmented` is NULL or live (the contract above).
         let segmented = unsafe { handle(segmented, "segmented") }?;
         let message = &segmented.message;
@@ -95,9 +91,9 @@ pub unsafe extern "C" fn parcrypt_segmented_layout(
             unsafe { alignment.write(value) };
         }
         Ok(())
-    });
+    };
     // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+    unsafe { entry(error, body) }
 }
 
 /// Runs the body's bytes `offset .. offset + length` on the calling thread: reads them at
@@ -122,7 +118,7 @@ pub unsafe extern "C" fn parcrypt_segmented_run(
     length: usize,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
+    let body = || {
         // SAFETY: `segmented` is NULL or live (the contract above).
         let segmented = unsafe { handle(segmented, "segmented") }?;
         let message = &segmented.message;
@@ -181,9 +177,9 @@ pub unsafe extern "C" fn parcrypt_segmented_run(
             outcome
         };
         outcome.map_err(Failure::from)
-    });
+    };
     // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+    unsafe { entry(error, body) }
 }
 
 /// Ends a round of segments, once every segment of it returned. GCM decryption runs its
@@ -206,7 +202,7 @@ pub unsafe extern "C" fn parcrypt_segmented_authenticate(
     again: *mut i32,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
+    let body = || {
         if !again.is_null() {
             // SAFETY: non-NULL and writable (the contract above).
             unsafe { again.write(0) };
@@ -222,9 +218,9 @@ pub unsafe extern "C" fn parcrypt_segmented_authenticate(
             unsafe { again.write(i32::from(message.rounds() == 2)) };
         }
         Ok(())
-    });
+    };
     // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+    unsafe { entry(error, body) }
 }
 
 /// Ends the message once every segment ran: checks that they covered the body exactly,
@@ -250,10 +246,7 @@ pub unsafe extern "C" fn parcrypt_segmented_finish(
     output_length: *mut usize,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let outcome = guard(|| {
-        let out_length = out_pointer(output_length, "output_length")?;
-        // SAFETY: `out_length` is non-NULL and writable (the contract above).
-        unsafe { out_length.write(0) };
+    let body = || {
         // SAFETY: `segmented` is NULL or live (the contract above).
         let segmented = unsafe { handle(segmented, "segmented") }?;
         let message = &segmented.message;
@@ -262,42 +255,20 @@ pub unsafe extern "C" fn parcrypt_segmented_finish(
         // its tail is read, and copied before the output (maybe the same memory) is made.
         let whole_input = unsafe { bytes(input, input_length, "input") }?;
         let tail = zeroize::Zeroizing::new(whole_input[body..].to_vec());
-        if output_capacity > isize::MAX as usize {
-            return Err(Failure::invalid("output_capacity is too large"));
-        }
-        let output: &mut [u8] = if output.is_null() {
-            if output_capacity != 0 {
-                return Err(Failure::null("output"));
-            }
-            &mut []
-        } else {
-            // SAFETY: non-NULL, writable for `output_capacity` bytes and untouched by others
-            // during the call (the contract); the input slice is no longer used.
-            unsafe { std::slice::from_raw_parts_mut(output, output_capacity) }
-        };
-        let written = message.finish(&tail, output).map_err(|error| {
+        // SAFETY: `output` is NULL or writable for `output_capacity` bytes and untouched by
+        // others during the call (the contract); the input slice is no longer used.
+        let output =
+            unsafe { crate::output(output, output_capacity, "output", "output_capacity") }?;
+        message.finish(&tail, output).map_err(|error| {
             let failure = Failure::from(error);
             match failure.status {
                 ParcryptStatus::OutputTooSmall => failure.needing(message.max_output_length()),
                 _ => failure,
             }
-        });
-        let written = match written {
-            Ok(written) => written,
-            Err(failure) => {
-                if let Some(needed) = failure.needed {
-                    // SAFETY: as above.
-                    unsafe { out_length.write(needed) };
-                }
-                return Err(failure);
-            }
-        };
-        // SAFETY: as above.
-        unsafe { out_length.write(written) };
-        Ok(())
-    });
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { report(error, outcome) }
+        })
+    };
+    // SAFETY: `output_length` and `error` are NULL or writable (the contract above).
+    unsafe { sized(output_length, "output_length", error, body) }
 }
 
 /// Frees a segmented message (NULL is ignored).
@@ -306,9 +277,6 @@ pub unsafe extern "C" fn parcrypt_segmented_finish(
 /// `segmented` is NULL or not freed before, with no other call on it running.
 #[no_mangle]
 pub unsafe extern "C" fn parcrypt_segmented_free(segmented: *mut ParcryptSegmented) {
-    if !segmented.is_null() {
-        // SAFETY: it came from `Box::into_raw` and is freed once (the contract above).
-        let owned = unsafe { Box::from_raw(segmented) };
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(owned)));
-    }
+    // SAFETY: the contract above is `free`'s.
+    unsafe { free(segmented) }
 }

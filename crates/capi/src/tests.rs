@@ -64,6 +64,32 @@ fn cipher(
     }
 }
 
+/// A seekable decryptor of the file at `path`, sealed under `key` without a context.
+fn open_decryptor(
+    engine: *const ParcryptEngine,
+    path: &CStr,
+    key: &[u8],
+) -> *mut ParcryptFileDecryptor {
+    let mut decryptor = null_mut();
+    let mut error = null_mut();
+    // SAFETY: a live engine, a NUL-terminated path, a key for its length, writable outs.
+    let status = unsafe {
+        parcrypt_file_decryptor_open(
+            engine,
+            path.as_ptr(),
+            key.as_ptr(),
+            key.len(),
+            null(),
+            0,
+            0,
+            &mut decryptor,
+            &mut error,
+        )
+    };
+    assert_eq!(status, ParcryptStatus::Ok, "{:?}", take_error(error));
+    decryptor
+}
+
 fn seal(cipher: *const ParcryptCipher, iv: Option<&[u8]>, input: &[u8]) -> Vec<u8> {
     let mut output = vec![0u8; input.len() + 32];
     let mut written = 0;
@@ -226,22 +252,7 @@ fn threads_share_one_file_decryptor() {
         );
         parcrypt_file_encryptor_free(encryptor);
     }
-    let mut decryptor = null_mut();
-    // SAFETY: as above.
-    let status = unsafe {
-        parcrypt_file_decryptor_open(
-            engine,
-            sealed.as_ptr(),
-            key.as_ptr(),
-            key.len(),
-            null(),
-            0,
-            0,
-            &mut decryptor,
-            null_mut(),
-        )
-    };
-    assert_eq!(status, ParcryptStatus::Ok);
+    let decryptor = open_decryptor(engine, &sealed, &key);
     // Raw pointers are not Send: the threads get the handle's address.
     let shared = decryptor as usize;
     std::thread::scope(|scope| {
@@ -612,23 +623,7 @@ fn the_file_readers_refuse_a_cut_file() {
             "cut after {kept}: output left"
         );
 
-        let mut decryptor = null_mut();
-        // SAFETY: as above.
-        let status = unsafe {
-            parcrypt_file_decryptor_open(
-                engine,
-                cut_path.as_ptr(),
-                key.as_ptr(),
-                key.len(),
-                null(),
-                0,
-                0,
-                &mut decryptor,
-                null_mut(),
-            )
-        };
-        assert_eq!(status, ParcryptStatus::Ok);
-        let shared = decryptor as *const ParcryptFileDecryptor;
+        let shared = open_decryptor(engine, &cut_path, &key).cast_const();
         // Read from the start until the reader stops: it must fail, never end cleanly.
         let mut buffer = vec![0u8; 10_000];
         let mut released = 0u64;
@@ -688,9 +683,189 @@ fn the_file_readers_refuse_a_cut_file() {
                 ),
                 ParcryptStatus::AuthenticationFailed
             );
-            parcrypt_file_decryptor_free(decryptor);
+            parcrypt_file_decryptor_free(shared.cast_mut());
         }
     }
+    // SAFETY: a live engine, freed once.
+    unsafe { parcrypt_engine_free(engine) };
+}
+
+/// The buffer rules every whole-message call shares: an AEAD refuses its output on its
+/// input (in place or overlapping), a cipher works in place and refuses a partial overlap,
+/// and `*output_length` says 0 after a failure, or the bytes needed when the output is too
+/// small.
+#[test]
+fn whole_message_calls_share_the_buffer_rules() {
+    let engine = engine(c"seq");
+    let key = [7u8; 32];
+    let mut aead = null_mut();
+    // SAFETY: a live engine, a NUL-terminated name, a key for its length, writable outs.
+    let status = unsafe {
+        parcrypt_aead_new(
+            engine,
+            c"aes-256-gcm".as_ptr(),
+            key.as_ptr(),
+            key.len(),
+            &mut aead,
+            null_mut(),
+        )
+    };
+    assert_eq!(status, ParcryptStatus::Ok);
+    let mut memory = vec![1u8; 200];
+    let base = memory.as_mut_ptr();
+    for (input_at, output_at, expected) in [
+        (0, 0, ParcryptStatus::InvalidArgument),
+        (0, 10, ParcryptStatus::InvalidArgument),
+        (0, 100, ParcryptStatus::Ok),
+    ] {
+        let (mut written, mut error) = (usize::MAX, null_mut());
+        // SAFETY: a live AEAD; 60 input bytes and 90 output bytes inside `memory`.
+        let status = unsafe {
+            parcrypt_aead_seal(
+                aead,
+                base.add(input_at),
+                60,
+                null(),
+                0,
+                base.add(output_at),
+                90,
+                &mut written,
+                &mut error,
+            )
+        };
+        assert_eq!(status, expected, "seal at {input_at} into {output_at}");
+        if expected == ParcryptStatus::Ok {
+            assert!(error.is_null());
+            assert_eq!(written, 60 + PARCRYPT_AEAD_OVERHEAD);
+        } else {
+            assert_eq!(written, 0, "a refused call says 0 bytes");
+            let (object, message) = take_error(error);
+            assert_eq!(object, expected);
+            assert!(message.contains("overlaps"), "{message}");
+        }
+    }
+    let (mut needed, mut error) = (0, null_mut());
+    let mut small = [0u8; 40];
+    // SAFETY: a live AEAD, 20 input bytes, an output of its length, writable outs.
+    let status = unsafe {
+        parcrypt_aead_seal(
+            aead,
+            memory.as_ptr(),
+            20,
+            null(),
+            0,
+            small.as_mut_ptr(),
+            small.len(),
+            &mut needed,
+            &mut error,
+        )
+    };
+    assert_eq!(status, ParcryptStatus::OutputTooSmall);
+    assert_eq!(needed, 20 + PARCRYPT_AEAD_OVERHEAD);
+    take_error(error);
+    // SAFETY: a live AEAD, freed once.
+    unsafe { parcrypt_aead_free(aead) };
+
+    let ctr = cipher(engine, c"aes-256-ctr", &key, &[0u8; 16]).expect("aes-256-ctr");
+    let plain: Vec<u8> = (0..64u8).collect();
+    let expected = seal(ctr, Some(&[9u8; 16]), &plain);
+    let mut in_place = plain.clone();
+    let (mut written, mut error) = (0, null_mut());
+    let at = in_place.as_mut_ptr();
+    // SAFETY: a live cipher; the message in place, readable and writable for its length.
+    let status = unsafe {
+        parcrypt_cipher_encrypt_iv(
+            ctr,
+            [9u8; 16].as_ptr(),
+            16,
+            at,
+            64,
+            null(),
+            0,
+            at,
+            64,
+            &mut written,
+            &mut error,
+        )
+    };
+    assert_eq!(status, ParcryptStatus::Ok);
+    assert_eq!((written, &in_place), (64, &expected), "in place");
+    let mut memory = vec![0u8; 128];
+    let base = memory.as_mut_ptr();
+    let mut error = null_mut();
+    written = usize::MAX;
+    // SAFETY: a live cipher; 64 input bytes and 64 output bytes inside `memory`.
+    let status = unsafe {
+        parcrypt_cipher_encrypt_iv(
+            ctr,
+            [9u8; 16].as_ptr(),
+            16,
+            base,
+            64,
+            null(),
+            0,
+            base.add(8),
+            64,
+            &mut written,
+            &mut error,
+        )
+    };
+    assert_eq!(status, ParcryptStatus::InvalidArgument);
+    assert_eq!(written, 0);
+    take_error(error);
+    // A failed length query says 0 too.
+    let (mut length, mut error) = (usize::MAX, null_mut());
+    // SAFETY: a live cipher, writable outs.
+    let status = unsafe { parcrypt_cipher_max_output_length(ctr, 7, 10, &mut length, &mut error) };
+    assert_eq!(status, ParcryptStatus::InvalidArgument);
+    assert_eq!(length, 0);
+    take_error(error);
+    // SAFETY: a live cipher and engine, each freed once.
+    unsafe {
+        parcrypt_cipher_free(ctr);
+        parcrypt_engine_free(engine);
+    }
+}
+
+/// `PARCRYPT_FILE_REPLACE` is the former name of `PARCRYPT_FILE_OVERWRITE` and still works.
+#[test]
+fn replace_is_the_former_name_of_overwrite() {
+    assert_eq!(PARCRYPT_FILE_REPLACE, PARCRYPT_FILE_OVERWRITE);
+    let folder = tempfile::tempdir().unwrap();
+    let plain = folder.path().join("plain");
+    std::fs::write(&plain, b"a few bytes").unwrap();
+    let (source, destination) = (
+        CString::new(plain.to_str().unwrap()).unwrap(),
+        CString::new(folder.path().join("sealed").to_str().unwrap()).unwrap(),
+    );
+    let engine = engine(c"seq");
+    let key = [3u8; 16];
+    let encrypt = |flags: u32| {
+        let mut error = null_mut();
+        // SAFETY: a live engine, NUL-terminated paths, a key for its length, writable outs.
+        let status = unsafe {
+            parcrypt_encrypt_file(
+                engine,
+                source.as_ptr(),
+                destination.as_ptr(),
+                key.as_ptr(),
+                key.len(),
+                null(),
+                0,
+                flags,
+                null_mut(),
+                &mut error,
+            )
+        };
+        if !error.is_null() {
+            take_error(error);
+        }
+        status
+    };
+    assert_eq!(encrypt(0), ParcryptStatus::Ok);
+    assert_eq!(encrypt(0), ParcryptStatus::Io, "the destination exists");
+    assert_eq!(encrypt(PARCRYPT_FILE_OVERWRITE), ParcryptStatus::Ok);
+    assert_eq!(encrypt(PARCRYPT_FILE_REPLACE), ParcryptStatus::Ok);
     // SAFETY: a live engine, freed once.
     unsafe { parcrypt_engine_free(engine) };
 }

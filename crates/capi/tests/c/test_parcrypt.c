@@ -424,6 +424,11 @@ static void files(ParcryptEngine *engine) {
     status = parcrypt_decrypt_file(engine, whole_path, back_path, FILE_KEY, 16, NULL, 0, 0,
                                    NULL, &error);
     expect_failure("destination exists", status, &error, PARCRYPT_STATUS_IO);
+    expect_ok("overwrite", parcrypt_decrypt_file(engine, whole_path, back_path, FILE_KEY, 16,
+                                                 NULL, 0, PARCRYPT_FILE_OVERWRITE, NULL, &error),
+              &error);
+    /* PARCRYPT_FILE_REPLACE, the flag's former name, still works. */
+    CHECK(PARCRYPT_FILE_REPLACE == PARCRYPT_FILE_OVERWRITE, "REPLACE is not OVERWRITE");
     expect_ok("replace", parcrypt_decrypt_file(engine, whole_path, back_path, FILE_KEY, 16,
                                                NULL, 0, PARCRYPT_FILE_REPLACE, NULL, &error),
               &error);
@@ -541,7 +546,7 @@ static void files(ParcryptEngine *engine) {
                                           16, NULL, 0, 0, &decryptor, &error);
     expect_failure("a missing input", status, &error, PARCRYPT_STATUS_IO);
 
-    /* Writing into a folder that does not exist, or over a file without REPLACE. */
+    /* Writing into a folder that does not exist, or over a file without OVERWRITE. */
     char *nowhere = scratch_path("no/such/folder/out.parcrypt");
     encryptor = NULL;
     status = parcrypt_file_encryptor_new(engine, nowhere, FILE_KEY, 16, NULL, 0, 0, &encryptor,

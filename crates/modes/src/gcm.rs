@@ -50,6 +50,8 @@ mod aesni;
 #[cfg(target_arch = "x86_64")]
 mod short;
 #[cfg(target_arch = "x86_64")]
+mod stitched;
+#[cfg(target_arch = "x86_64")]
 mod vaes256;
 #[cfg(target_arch = "x86_64")]
 mod vaes512;

@@ -56,6 +56,7 @@ use crate::ghash::x86_vpclmul::{
 };
 use crate::ghash::{MESSAGE_POWERS, POWERS};
 
+use super::stitched::{round_key_registers, MAX_ROUND_KEYS};
 use super::{short, Text, NONCE_BYTES};
 
 /// Blocks per batch: one GHASH reduction, eight zmm registers.
@@ -84,8 +85,6 @@ const PREFETCH_IN_PLACE_BYTES: usize = 8192;
 /// already, where the prefetches only cost issue slots (AES-256-GCM at 1 and 4 MiB in cache
 /// ran about 5% slower with them).
 const PREFETCH_FROM_BYTES: usize = 8 << 20;
-/// The most round keys AES has (AES-256).
-const MAX_ROUND_KEYS: usize = 15;
 
 // Eight vectors name the operands of `keep_order`; AES-128's 9 middle rounds carry
 // the products of the four pairs of vectors (rounds 1, 3, 5, 7) and the reduction (round 8).
@@ -156,12 +155,9 @@ unsafe fn process_batches<const ROUNDS: usize, const DECRYPT: bool, const STREAM
     state: &mut u128,
     text: Text,
 ) {
-    assert!(ROUNDS < MAX_ROUND_KEYS && round_keys.len() == ROUNDS + 1);
-    let mut keys = [_mm512_setzero_si512(); MAX_ROUND_KEYS];
-    for (key, bytes) in keys.iter_mut().zip(round_keys) {
-        // SAFETY: `bytes` is a 16-byte array; `loadu` has no alignment requirement.
-        *key = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) });
-    }
+    let keys = round_key_registers::<ROUNDS, __m512i>(round_keys, _mm512_setzero_si512(), |key| {
+        _mm512_broadcast_i32x4(key)
+    });
     // H^32..H^1, four a vector, with the sums of their halves for Karatsuba.
     let batch_powers: [Power; VECTORS] =
         core::array::from_fn(|vector| with_halves_sum(load_powers(&powers[vector * 4..])));

@@ -4,7 +4,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.lang.ref.Cleaner;
-import java.lang.ref.Reference;
 import java.util.Arrays;
 import java.util.Objects;
 import javax.crypto.AEADBadTagException;
@@ -55,19 +54,13 @@ public final class Aead implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment keyCopy = arena.allocate(Math.max(key.length, 1));
             MemorySegment.copy(MemorySegment.ofArray(key), 0, keyCopy, 0, key.length);
-            MemorySegment scratch = Errors.scratch();
+            MemorySegment nameSegment = arena.allocateFrom(name);
             try {
-                int status = (int) Native.AEAD_NEW.invokeExact(engine, arena.allocateFrom(name), keyCopy,
-                        (long) key.length, Errors.handleSlot(scratch), Errors.errorSlot(scratch));
-                Errors.check(status, scratch);
-            } catch (RuntimeException e) {
-                throw e;
-            } catch (Throwable t) {
-                throw Errors.unexpected(t);
+                pointer = Errors.handle(NativeCall.run(Errors::check, s -> (int) Native.AEAD_NEW.invokeExact(engine,
+                        nameSegment, keyCopy, (long) key.length, Errors.handleSlot(s), Errors.errorSlot(s))));
             } finally {
                 keyCopy.fill((byte) 0);
             }
-            pointer = Errors.handle(scratch);
         }
         this.handle = new NativeHandle(pointer, Native.AEAD_FREE, "aead");
         this.cleanable = handle.register(this);
@@ -85,17 +78,9 @@ public final class Aead implements AutoCloseable {
         byte[] key = new byte[32];
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(key.length);
-            MemorySegment scratch = Errors.scratch();
-            try {
-                int status = (int) Native.AEAD_GENERATE_KEY.invokeExact(arena.allocateFrom(name), out,
-                        (long) key.length, Errors.sizeSlot(scratch), Errors.errorSlot(scratch));
-                Errors.check(status, scratch);
-            } catch (RuntimeException e) {
-                throw e;
-            } catch (Throwable t) {
-                throw Errors.unexpected(t);
-            }
-            int length = (int) Errors.size(scratch);
+            MemorySegment nameSegment = arena.allocateFrom(name);
+            int length = (int) Errors.size(NativeCall.run(Errors::check, s -> (int) Native.AEAD_GENERATE_KEY
+                    .invokeExact(nameSegment, out, (long) key.length, Errors.sizeSlot(s), Errors.errorSlot(s))));
             MemorySegment.copy(out, 0, MemorySegment.ofArray(key), 0, length);
             out.fill((byte) 0);
             if (length == key.length) {
@@ -163,22 +148,9 @@ public final class Aead implements AutoCloseable {
     private long run(MethodHandle call, byte[] input, byte[] output, byte[] aad)
             throws BadPaddingException {
         MemorySegment aadSegment = aad == null || aad.length == 0 ? NONE : MemorySegment.ofArray(aad);
-        MemorySegment pointer = handle.acquire();
-        try {
-            MemorySegment scratch = Errors.scratch();
-            int status = (int) call.invokeExact(pointer, MemorySegment.ofArray(input), (long) input.length, aadSegment,
-                    aadSegment.byteSize(), MemorySegment.ofArray(output), (long) output.length, Errors.sizeSlot(scratch),
-                    Errors.errorSlot(scratch));
-            Errors.checkCrypto(status, scratch);
-            return Errors.size(scratch);
-        } catch (RuntimeException | BadPaddingException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw Errors.unexpected(t);
-        } finally {
-            handle.release();
-            Reference.reachabilityFence(this);
-        }
+        return Errors.size(NativeCall.on(handle, this, Errors::checkCrypto, (pointer, s) -> (int) call.invokeExact(
+                pointer, MemorySegment.ofArray(input), (long) input.length, aadSegment, aadSegment.byteSize(),
+                MemorySegment.ofArray(output), (long) output.length, Errors.sizeSlot(s), Errors.errorSlot(s))));
     }
 
     /** Wipes the library's copy of the key and frees it (once the calls in progress end). */

@@ -2,6 +2,7 @@ package dev.parcrypt;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
 import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
@@ -52,22 +53,17 @@ public final class Cipher implements AutoCloseable {
             if (iv != null) {
                 MemorySegment.copy(MemorySegment.ofArray(iv), 0, ivSegment, 0, iv.length);
             }
-            MemorySegment scratch = Errors.scratch();
+            MemorySegment nameSegment = arena.allocateFrom(name);
+            long ivLength = iv == null ? 0L : (long) iv.length;
+            int flags = (padding ? 0 : Native.CIPHER_NO_PADDING)
+                    | (allowShortGcmIv ? Native.CIPHER_ALLOW_SHORT_GCM_IV : 0);
             try {
-                int status = (int) Native.CIPHER_NEW.invokeExact(engine, arena.allocateFrom(name), keyCopy,
-                        (long) key.length, ivSegment, iv == null ? 0L : (long) iv.length,
-                        (padding ? 0 : Native.CIPHER_NO_PADDING)
-                                | (allowShortGcmIv ? Native.CIPHER_ALLOW_SHORT_GCM_IV : 0),
-                        Errors.handleSlot(scratch), Errors.errorSlot(scratch));
-                Errors.check(status, scratch);
-            } catch (RuntimeException e) {
-                throw e;
-            } catch (Throwable t) {
-                throw Errors.unexpected(t);
+                pointer = Errors.handle(NativeCall.run(Errors::check, s -> (int) Native.CIPHER_NEW.invokeExact(engine,
+                        nameSegment, keyCopy, (long) key.length, ivSegment, ivLength, flags, Errors.handleSlot(s),
+                        Errors.errorSlot(s))));
             } finally {
                 keyCopy.fill((byte) 0);
             }
-            pointer = Errors.handle(scratch);
         }
         this.handle = new NativeHandle(pointer, Native.CIPHER_FREE, "cipher");
         this.cleanable = handle.register(this);
@@ -95,21 +91,9 @@ public final class Cipher implements AutoCloseable {
         if (inputLength < 0) {
             throw new IllegalArgumentException("negative length " + inputLength);
         }
-        MemorySegment pointer = handle.acquire();
-        try {
-            MemorySegment scratch = Errors.scratch();
-            int status = (int) Native.CIPHER_MAX_OUTPUT.invokeExact(pointer, encrypt ? Native.ENCRYPT : Native.DECRYPT,
-                    inputLength, Errors.sizeSlot(scratch), Errors.errorSlot(scratch));
-            Errors.check(status, scratch);
-            return Errors.size(scratch);
-        } catch (RuntimeException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw Errors.unexpected(t);
-        } finally {
-            handle.release();
-            Reference.reachabilityFence(this);
-        }
+        int direction = encrypt ? Native.ENCRYPT : Native.DECRYPT;
+        return Errors.size(NativeCall.on(handle, this, Errors::check, (pointer, s) -> (int) Native.CIPHER_MAX_OUTPUT
+                .invokeExact(pointer, direction, inputLength, Errors.sizeSlot(s), Errors.errorSlot(s))));
     }
 
     // ---- byte[] ----
@@ -329,33 +313,23 @@ public final class Cipher implements AutoCloseable {
         }
         MemorySegment ivSegment = iv == null ? NONE : MemorySegment.ofArray(iv);
         MemorySegment aadSegment = aad == null || aad.length == 0 ? NONE : MemorySegment.ofArray(aad);
-        MemorySegment pointer = handle.acquire();
-        try {
-            if (backend.kind != Backend.Kind.ENGINE) {
+        if (backend.kind != Backend.Kind.ENGINE) {
+            MemorySegment pointer = handle.acquire();
+            try {
                 return Segments.run(pointer, backend, direction, ivSegment, aadSegment, input, output);
+            } finally {
+                handle.release();
+                Reference.reachabilityFence(this);
             }
-            MemorySegment scratch = Errors.scratch();
-            int status;
-            if (iv == null) {
-                status = (int) (direction == Native.ENCRYPT ? Native.CIPHER_ENCRYPT : Native.CIPHER_DECRYPT).invokeExact(
-                        pointer, input, input.byteSize(), aadSegment, aadSegment.byteSize(), output, output.byteSize(),
-                        Errors.sizeSlot(scratch), Errors.errorSlot(scratch));
-            } else {
-                status = (int) (direction == Native.ENCRYPT ? Native.CIPHER_ENCRYPT_IV : Native.CIPHER_DECRYPT_IV)
-                        .invokeExact(pointer, ivSegment, ivSegment.byteSize(), input, input.byteSize(), aadSegment,
-                                aadSegment.byteSize(), output, output.byteSize(), Errors.sizeSlot(scratch),
-                                Errors.errorSlot(scratch));
-            }
-            Errors.checkCrypto(status, scratch);
-            return Errors.size(scratch);
-        } catch (RuntimeException | BadPaddingException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw Errors.unexpected(t);
-        } finally {
-            handle.release();
-            Reference.reachabilityFence(this);
         }
+        MethodHandle call = iv == null
+                ? (direction == Native.ENCRYPT ? Native.CIPHER_ENCRYPT : Native.CIPHER_DECRYPT)
+                : (direction == Native.ENCRYPT ? Native.CIPHER_ENCRYPT_IV : Native.CIPHER_DECRYPT_IV);
+        return Errors.size(NativeCall.on(handle, this, Errors::checkCrypto, (pointer, s) -> iv == null
+                ? (int) call.invokeExact(pointer, input, input.byteSize(), aadSegment, aadSegment.byteSize(), output,
+                        output.byteSize(), Errors.sizeSlot(s), Errors.errorSlot(s))
+                : (int) call.invokeExact(pointer, ivSegment, ivSegment.byteSize(), input, input.byteSize(), aadSegment,
+                        aadSegment.byteSize(), output, output.byteSize(), Errors.sizeSlot(s), Errors.errorSlot(s))));
     }
 
     /** Wipes the library's copy of the key and frees it (once the calls in progress end). */

@@ -6,7 +6,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.ref.Cleaner;
-import java.lang.ref.Reference;
 import java.nio.file.Path;
 import java.util.Objects;
 
@@ -95,17 +94,11 @@ public final class DecryptingInputStream extends InputStream {
         FileDecryptor(Path source, byte[] secret, FileOptions options) throws IOException {
             MemorySegment pointer;
             try (FileArguments arguments = new FileArguments(secret, options)) {
-                MemorySegment scratch = Errors.scratch();
-                int status = (int) Native.FILE_DECRYPTOR_OPEN.invokeExact(arguments.engine, arguments.path(source),
-                        arguments.secret, arguments.secret.byteSize(), arguments.context,
-                        arguments.context.byteSize(), arguments.flags, Errors.handleSlot(scratch),
-                        Errors.errorSlot(scratch));
-                Errors.checkFile(status, scratch);
-                pointer = Errors.handle(scratch);
-            } catch (IOException | RuntimeException e) {
-                throw e;
-            } catch (Throwable t) {
-                throw Errors.unexpected(t);
+                MemorySegment from = arguments.path(source);
+                pointer = Errors.handle(NativeCall.run(Errors::checkFile, s -> (int) Native.FILE_DECRYPTOR_OPEN
+                        .invokeExact(arguments.engine, from, arguments.secret, arguments.secret.byteSize(),
+                                arguments.context, arguments.context.byteSize(), arguments.flags,
+                                Errors.handleSlot(s), Errors.errorSlot(s))));
             }
             handle = new NativeHandle(pointer, Native.FILE_DECRYPTOR_FREE, "file decryptor");
             cleanable = handle.register(this);
@@ -113,23 +106,12 @@ public final class DecryptingInputStream extends InputStream {
 
         /** Reads at the position into native memory; advances; 0 only at the end. */
         synchronized long read(MemorySegment into) throws IOException {
-            MemorySegment pointer = handle.acquire();
-            try {
-                MemorySegment scratch = Errors.scratch();
-                int status = (int) Native.FILE_DECRYPTOR_READ_AT.invokeExact(pointer, position, into,
-                        into.byteSize(), Errors.sizeSlot(scratch), Errors.errorSlot(scratch));
-                Errors.checkFile(status, scratch);
-                long got = Errors.size(scratch);
-                position += got;
-                return got;
-            } catch (IOException | RuntimeException e) {
-                throw e;
-            } catch (Throwable t) {
-                throw Errors.unexpected(t);
-            } finally {
-                handle.release();
-                Reference.reachabilityFence(this);
-            }
+            long from = position;
+            long got = Errors.size(NativeCall.on(handle, this, Errors::checkFile, (pointer, s) -> (int) Native
+                    .FILE_DECRYPTOR_READ_AT.invokeExact(pointer, from, into, into.byteSize(), Errors.sizeSlot(s),
+                            Errors.errorSlot(s))));
+            position += got;
+            return got;
         }
 
         /** The plaintext's length; authenticates the final chunk first (a cut file fails here). */
@@ -137,22 +119,9 @@ public final class DecryptingInputStream extends InputStream {
             if (length >= 0) {
                 return length;
             }
-            MemorySegment pointer = handle.acquire();
-            try {
-                MemorySegment scratch = Errors.scratch();
-                int status = (int) Native.FILE_DECRYPTOR_LENGTH.invokeExact(pointer, Errors.sizeSlot(scratch),
-                        Errors.errorSlot(scratch));
-                Errors.checkFile(status, scratch);
-                length = Errors.size(scratch);
-                return length;
-            } catch (IOException | RuntimeException e) {
-                throw e;
-            } catch (Throwable t) {
-                throw Errors.unexpected(t);
-            } finally {
-                handle.release();
-                Reference.reachabilityFence(this);
-            }
+            length = Errors.size(NativeCall.on(handle, this, Errors::checkFile, (pointer, s) -> (int) Native
+                    .FILE_DECRYPTOR_LENGTH.invokeExact(pointer, Errors.sizeSlot(s), Errors.errorSlot(s))));
+            return length;
         }
 
         synchronized long position() {

@@ -32,16 +32,10 @@ public final class EncryptingOutputStream extends OutputStream {
         Warnings.install();
         MemorySegment pointer;
         try (FileArguments arguments = new FileArguments(secret, options)) {
-            MemorySegment scratch = Errors.scratch();
-            int status = (int) Native.FILE_ENCRYPTOR_NEW.invokeExact(arguments.engine, arguments.path(destination),
-                    arguments.secret, arguments.secret.byteSize(), arguments.context, arguments.context.byteSize(),
-                    arguments.flags, Errors.handleSlot(scratch), Errors.errorSlot(scratch));
-            Errors.checkFile(status, scratch);
-            pointer = Errors.handle(scratch);
-        } catch (IOException | RuntimeException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw Errors.unexpected(t);
+            MemorySegment to = arguments.path(destination);
+            pointer = Errors.handle(NativeCall.run(Errors::checkFile, s -> (int) Native.FILE_ENCRYPTOR_NEW.invokeExact(
+                    arguments.engine, to, arguments.secret, arguments.secret.byteSize(), arguments.context,
+                    arguments.context.byteSize(), arguments.flags, Errors.handleSlot(s), Errors.errorSlot(s))));
         }
         handle = new NativeHandle(pointer, Native.FILE_ENCRYPTOR_FREE, "file encryptor");
         cleanable = handle.register(this);
@@ -83,24 +77,17 @@ public final class EncryptingOutputStream extends OutputStream {
         if (buffered == 0) {
             return;
         }
-        MemorySegment pointer = handle.acquire();
+        long length = buffered;
         try {
-            MemorySegment scratch = Errors.scratch();
-            int status = (int) Native.FILE_ENCRYPTOR_WRITE.invokeExact(pointer, buffer, (long) buffered,
-                    Errors.errorSlot(scratch));
-            buffer.asSlice(0, buffered).fill((byte) 0);
-            buffered = 0;
-            if (status != 0) {
-                failed = true;
-            }
-            Errors.checkFile(status, scratch);
+            NativeCall.on(handle, this, Errors::checkFile, (pointer, s) -> (int) Native.FILE_ENCRYPTOR_WRITE
+                    .invokeExact(pointer, buffer, length, Errors.errorSlot(s)));
         } catch (IOException | RuntimeException e) {
+            // The library refuses every later call on a failed encryptor: so does this stream.
+            failed = true;
             throw e;
-        } catch (Throwable t) {
-            throw Errors.unexpected(t);
         } finally {
-            handle.release();
-            Reference.reachabilityFence(this);
+            buffer.asSlice(0, length).fill((byte) 0);
+            buffered = 0;
         }
     }
 
@@ -125,18 +112,8 @@ public final class EncryptingOutputStream extends OutputStream {
         try {
             if (!failed) {
                 flushBuffer();
-                MemorySegment pointer = handle.acquire();
-                try {
-                    MemorySegment scratch = Errors.scratch();
-                    int status = (int) Native.FILE_ENCRYPTOR_FINISH.invokeExact(pointer, Errors.errorSlot(scratch));
-                    Errors.checkFile(status, scratch);
-                } catch (IOException | RuntimeException e) {
-                    throw e;
-                } catch (Throwable t) {
-                    throw Errors.unexpected(t);
-                } finally {
-                    handle.release();
-                }
+                NativeCall.on(handle, this, Errors::checkFile, (pointer, s) -> (int) Native.FILE_ENCRYPTOR_FINISH
+                        .invokeExact(pointer, Errors.errorSlot(s)));
             }
         } finally {
             closed = true;

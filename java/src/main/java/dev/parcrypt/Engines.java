@@ -25,15 +25,9 @@ final class Engines {
 
     private static MemorySegment make(String name, int threads) {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment scratch = Errors.scratch();
-            int status = (int) Native.ENGINE_NEW.invokeExact(
-                    arena.allocateFrom(name), (long) threads, Errors.handleSlot(scratch), Errors.errorSlot(scratch));
-            Errors.check(status, scratch);
-            return Errors.handle(scratch);
-        } catch (RuntimeException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw Errors.unexpected(t);
+            MemorySegment nameSegment = arena.allocateFrom(name);
+            return Errors.handle(NativeCall.run(Errors::check, s -> (int) Native.ENGINE_NEW.invokeExact(
+                    nameSegment, (long) threads, Errors.handleSlot(s), Errors.errorSlot(s))));
         }
     }
 }

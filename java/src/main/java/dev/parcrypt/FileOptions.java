@@ -4,16 +4,20 @@ import java.util.Objects;
 
 /**
  * How a file is encrypted or decrypted: the backend, whether an existing destination is
- * replaced, a context bound into the key derivation, and whether the secret is a passphrase
- * (its UTF-8 bytes, stretched with argon2id as the file's header says) rather than a 16- or
- * 32-byte key. Immutable: each {@code with} method returns a new object.
+ * overwritten, a context bound into the key derivation, and whether the secret is a
+ * passphrase (its UTF-8 bytes, stretched with argon2id as the file's header says) rather
+ * than a 16- or 32-byte key. Immutable: each {@code with} method returns a new object.
+ *
+ * <p>{@code overwrite} is the option's name in every front end (the command line's {@code
+ * --overwrite}, Python's {@code overwrite=}); {@link #replace()} and {@link
+ * #withReplace(boolean)} are its former names, kept as deprecated aliases.
  *
  * @param backend where the chunks are sealed and opened (an engine backend)
- * @param replace whether an existing destination is replaced
+ * @param overwrite whether an existing destination is overwritten (never the source itself)
  * @param context bytes bound into the key derivation (decryption must give the same), or null
  * @param passphrase whether the secret is a passphrase
  */
-public record FileOptions(Backend backend, boolean replace, byte[] context, boolean passphrase) {
+public record FileOptions(Backend backend, boolean overwrite, byte[] context, boolean passphrase) {
     /** Checks the backend. */
     public FileOptions {
         Objects.requireNonNull(backend, "backend");
@@ -24,7 +28,7 @@ public record FileOptions(Backend backend, boolean replace, byte[] context, bool
         context = context == null ? null : context.clone();
     }
 
-    /** @return the command line's defaults: the auto backend, no replacing, no context, a key */
+    /** @return the command line's defaults: the auto backend, no overwriting, no context, a key */
     public static FileOptions defaults() {
         return new FileOptions(Backend.auto(), false, null, false);
     }
@@ -34,15 +38,38 @@ public record FileOptions(Backend backend, boolean replace, byte[] context, bool
      * @return these options on {@code backend}
      */
     public FileOptions withBackend(Backend backend) {
-        return new FileOptions(backend, replace, context, passphrase);
+        return new FileOptions(backend, overwrite, context, passphrase);
     }
 
     /**
-     * @param replace whether an existing destination is replaced
-     * @return these options, replacing or not
+     * @param overwrite whether an existing destination is overwritten
+     * @return these options, overwriting or not
      */
+    public FileOptions withOverwrite(boolean overwrite) {
+        return new FileOptions(backend, overwrite, context, passphrase);
+    }
+
+    /**
+     * The former name of {@link #overwrite()}.
+     *
+     * @return whether an existing destination is overwritten
+     * @deprecated use {@link #overwrite()}, the option's name in every front end
+     */
+    @Deprecated
+    public boolean replace() {
+        return overwrite;
+    }
+
+    /**
+     * The former name of {@link #withOverwrite(boolean)}.
+     *
+     * @param replace whether an existing destination is overwritten
+     * @return these options, overwriting or not
+     * @deprecated use {@link #withOverwrite(boolean)}, the option's name in every front end
+     */
+    @Deprecated
     public FileOptions withReplace(boolean replace) {
-        return new FileOptions(backend, replace, context, passphrase);
+        return withOverwrite(replace);
     }
 
     /**
@@ -50,7 +77,7 @@ public record FileOptions(Backend backend, boolean replace, byte[] context, bool
      * @return these options with {@code context}
      */
     public FileOptions withContext(byte[] context) {
-        return new FileOptions(backend, replace, context, passphrase);
+        return new FileOptions(backend, overwrite, context, passphrase);
     }
 
     /**
@@ -58,7 +85,7 @@ public record FileOptions(Backend backend, boolean replace, byte[] context, bool
      * @return these options
      */
     public FileOptions withPassphrase(boolean passphrase) {
-        return new FileOptions(backend, replace, context, passphrase);
+        return new FileOptions(backend, overwrite, context, passphrase);
     }
 
     @Override
@@ -67,24 +94,24 @@ public record FileOptions(Backend backend, boolean replace, byte[] context, bool
     }
 
     int flags() {
-        return (replace ? Native.FILE_REPLACE : 0) | (passphrase ? Native.FILE_PASSPHRASE : 0);
+        return (overwrite ? Native.FILE_OVERWRITE : 0) | (passphrase ? Native.FILE_PASSPHRASE : 0);
     }
 
     @Override
     public boolean equals(Object other) {
         return other instanceof FileOptions that && backend.toString().equals(that.backend.toString())
-                && replace == that.replace && passphrase == that.passphrase
+                && overwrite == that.overwrite && passphrase == that.passphrase
                 && java.util.Arrays.equals(context, that.context);
     }
 
     @Override
     public int hashCode() {
-        return Objects.hash(backend.toString(), replace, passphrase, java.util.Arrays.hashCode(context));
+        return Objects.hash(backend.toString(), overwrite, passphrase, java.util.Arrays.hashCode(context));
     }
 
     @Override
     public String toString() {
-        return "FileOptions[backend=" + backend + ", replace=" + replace + ", context="
+        return "FileOptions[backend=" + backend + ", overwrite=" + overwrite + ", context="
                 + (context == null ? "none" : context.length + " bytes") + ", passphrase=" + passphrase + "]";
     }
 }

@@ -46,7 +46,7 @@ final class Native {
     static final int DECRYPT = 1;
     static final int CIPHER_NO_PADDING = 1;
     static final int CIPHER_ALLOW_SHORT_GCM_IV = 2;
-    static final int FILE_REPLACE = 1;
+    static final int FILE_OVERWRITE = 1;
     static final int FILE_PASSPHRASE = 2;
     static final int SEEK_SET = 0;
 

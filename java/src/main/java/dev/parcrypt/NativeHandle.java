@@ -78,10 +78,6 @@ final class NativeHandle implements Runnable {
     }
 
     private void freeNow() {
-        try {
-            free.invokeExact(pointer);
-        } catch (Throwable t) {
-            throw Errors.unexpected(t);
-        }
+        NativeCall.free(free, pointer);
     }
 }

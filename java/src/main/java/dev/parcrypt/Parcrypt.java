@@ -2,6 +2,7 @@ package dev.parcrypt;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
 import java.nio.file.Path;
 
 /**
@@ -145,7 +146,7 @@ public final class Parcrypt {
      * @param source the plaintext file
      * @param destination the encrypted file, made only once it is complete
      * @param secret a 16- or 32-byte key, or a passphrase's bytes (see {@link FileOptions})
-     * @param options backend, replacing, context, passphrase
+     * @param options backend, overwriting, context, passphrase
      * @return the plaintext bytes encrypted
      * @throws ParcryptFileException the source cannot be read, the destination exists, ...
      */
@@ -172,7 +173,7 @@ public final class Parcrypt {
      * @param source the encrypted file
      * @param destination the plaintext file
      * @param secret the key or passphrase it was encrypted with
-     * @param options backend, replacing, context, passphrase
+     * @param options backend, overwriting, context, passphrase
      * @return the plaintext bytes
      * @throws ParcryptFileException a wrong key, a damaged or truncated file, ...
      */
@@ -184,18 +185,13 @@ public final class Parcrypt {
     private static long wholeFile(int direction, Path source, Path destination, byte[] secret, FileOptions options)
             throws IOException {
         Warnings.install();
+        MethodHandle call = direction == Native.ENCRYPT ? Native.ENCRYPT_FILE : Native.DECRYPT_FILE;
         try (FileArguments arguments = new FileArguments(secret, options)) {
-            MemorySegment scratch = Errors.scratch();
-            int status = (int) (direction == Native.ENCRYPT ? Native.ENCRYPT_FILE : Native.DECRYPT_FILE).invokeExact(
-                    arguments.engine, arguments.path(source), arguments.path(destination), arguments.secret,
-                    arguments.secret.byteSize(), arguments.context, arguments.context.byteSize(), arguments.flags,
-                    Errors.sizeSlot(scratch), Errors.errorSlot(scratch));
-            Errors.checkFile(status, scratch);
-            return Errors.size(scratch);
-        } catch (IOException | RuntimeException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw Errors.unexpected(t);
+            MemorySegment from = arguments.path(source);
+            MemorySegment to = arguments.path(destination);
+            return Errors.size(NativeCall.run(Errors::checkFile, s -> (int) call.invokeExact(arguments.engine, from, to,
+                    arguments.secret, arguments.secret.byteSize(), arguments.context, arguments.context.byteSize(),
+                    arguments.flags, Errors.sizeSlot(s), Errors.errorSlot(s))));
         }
     }
 
@@ -212,7 +208,7 @@ public final class Parcrypt {
     /**
      * @param destination the encrypted file to make (when the stream closes)
      * @param secret a key or a passphrase's bytes
-     * @param options backend, replacing, context, passphrase
+     * @param options backend, overwriting, context, passphrase
      * @return a stream that encrypts what is written to it
      * @throws ParcryptFileException the destination exists, its folder is missing, ...
      */

@@ -30,33 +30,14 @@ final class Segments {
         // the message begins (a closed arena), so that a bad buffer spends nothing.
         MemorySegment sharedInput = Native.unconfined(input);
         MemorySegment sharedOutput = Native.unconfined(output);
-        MemorySegment scratch = Errors.scratch();
-        MemorySegment message;
+        MemorySegment message = Errors.handle(NativeCall.run(Errors::checkCrypto, s -> (int) Native.SEGMENTED_NEW
+                .invokeExact(cipher, direction, iv, iv.byteSize(), aad, aad.byteSize(), input.byteSize(),
+                        Errors.handleSlot(s), Errors.errorSlot(s))));
         try {
-            int status = (int) Native.SEGMENTED_NEW.invokeExact(cipher, direction, iv, iv.byteSize(), aad,
-                    aad.byteSize(), input.byteSize(), Errors.handleSlot(scratch), Errors.errorSlot(scratch));
-            Errors.checkCrypto(status, scratch);
-            message = Errors.handle(scratch);
-        } catch (RuntimeException | BadPaddingException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw Errors.unexpected(t);
-        }
-        try {
-            long body;
-            long alignment;
-            try {
-                MemorySegment layout = Errors.scratch();
-                int status = (int) Native.SEGMENTED_LAYOUT.invokeExact(message, inPlace ? 1 : 0,
-                        layout.asSlice(8, 8), layout.asSlice(16, 8), Errors.errorSlot(layout));
-                Errors.check(status, layout);
-                body = layout.get(java.lang.foreign.ValueLayout.JAVA_LONG, 8);
-                alignment = layout.get(java.lang.foreign.ValueLayout.JAVA_LONG, 16);
-            } catch (RuntimeException e) {
-                throw e;
-            } catch (Throwable t) {
-                throw Errors.unexpected(t);
-            }
+            MemorySegment layout = NativeCall.run(Errors::check, s -> (int) Native.SEGMENTED_LAYOUT.invokeExact(
+                    message, inPlace ? 1 : 0, s.asSlice(8, 8), s.asSlice(16, 8), Errors.errorSlot(s)));
+            long body = layout.get(java.lang.foreign.ValueLayout.JAVA_LONG, 8);
+            long alignment = layout.get(java.lang.foreign.ValueLayout.JAVA_LONG, 16);
             Job job = new Job(message, sharedInput, sharedOutput);
             try {
                 // Every segment of a round has returned before the round does, failed or
@@ -77,11 +58,7 @@ final class Segments {
                 throw e;
             }
         } finally {
-            try {
-                Native.SEGMENTED_FREE.invokeExact(message);
-            } catch (Throwable t) {
-                throw Errors.unexpected(t);
-            }
+            NativeCall.free(Native.SEGMENTED_FREE, message);
         }
     }
 
@@ -137,24 +114,19 @@ final class Segments {
             if (length == 0 || failed) {
                 return;
             }
-            MemorySegment scratch = Errors.scratch();
             try {
                 Watch watching = watch;
                 if (watching != null) {
                     watching.before(offset);
                 }
-                int status = (int) Native.SEGMENTED_RUN.invokeExact(message, offset, input.asSlice(offset),
-                        output.asSlice(offset), length, Errors.errorSlot(scratch));
-                Errors.check(status, scratch);
+                NativeCall.run(Errors::check, s -> (int) Native.SEGMENTED_RUN.invokeExact(message, offset,
+                        input.asSlice(offset), output.asSlice(offset), length, Errors.errorSlot(s)));
                 if (watching != null) {
                     watching.after(offset, length);
                 }
             } catch (RuntimeException | Error e) {
                 failed = true;
                 throw e;
-            } catch (Throwable t) {
-                failed = true;
-                throw Errors.unexpected(t);
             }
         }
 
@@ -184,31 +156,14 @@ final class Segments {
          * @throws BadPaddingException a GCM tag that does not match (nothing was written)
          */
         boolean authenticate() throws BadPaddingException {
-            MemorySegment scratch = Errors.scratch();
-            try {
-                int status = (int) Native.SEGMENTED_AUTHENTICATE.invokeExact(message, input, Errors.sizeSlot(scratch),
-                        Errors.errorSlot(scratch));
-                Errors.checkCrypto(status, scratch);
-                return scratch.get(java.lang.foreign.ValueLayout.JAVA_INT, 8) != 0;
-            } catch (RuntimeException | BadPaddingException e) {
-                throw e;
-            } catch (Throwable t) {
-                throw Errors.unexpected(t);
-            }
+            MemorySegment scratch = NativeCall.run(Errors::checkCrypto, s -> (int) Native.SEGMENTED_AUTHENTICATE
+                    .invokeExact(message, input, Errors.sizeSlot(s), Errors.errorSlot(s)));
+            return scratch.get(java.lang.foreign.ValueLayout.JAVA_INT, 8) != 0;
         }
 
         long finish() throws BadPaddingException {
-            MemorySegment scratch = Errors.scratch();
-            try {
-                int status = (int) Native.SEGMENTED_FINISH.invokeExact(message, input, output, output.byteSize(),
-                        Errors.sizeSlot(scratch), Errors.errorSlot(scratch));
-                Errors.checkCrypto(status, scratch);
-                return Errors.size(scratch);
-            } catch (RuntimeException | BadPaddingException e) {
-                throw e;
-            } catch (Throwable t) {
-                throw Errors.unexpected(t);
-            }
+            return Errors.size(NativeCall.run(Errors::checkCrypto, s -> (int) Native.SEGMENTED_FINISH.invokeExact(
+                    message, input, output, output.byteSize(), Errors.sizeSlot(s), Errors.errorSlot(s))));
         }
 
         /**

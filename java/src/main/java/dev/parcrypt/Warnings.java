@@ -43,10 +43,8 @@ final class Warnings {
                             MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class)),
                     FunctionDescriptor.ofVoid(Native.POINTER, Native.STRING),
                     Arena.global());
-            MemorySegment scratch = Errors.scratch();
-            int status = (int) Native.SET_WARNING_CALLBACK.invokeExact(
-                    stub, MemorySegment.NULL, Errors.errorSlot(scratch));
-            Errors.check(status, scratch);
+            NativeCall.run(Errors::check, s -> (int) Native.SET_WARNING_CALLBACK.invokeExact(
+                    stub, MemorySegment.NULL, Errors.errorSlot(s)));
             return true;
         } catch (Throwable t) {
             LOGGER.log(System.Logger.Level.WARNING, "parcrypt's warnings cannot reach this logger", t);

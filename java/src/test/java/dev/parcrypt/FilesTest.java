@@ -205,13 +205,36 @@ class FilesTest {
         ParcryptFileException exists = assertThrows(ParcryptFileException.class,
                 () -> Parcrypt.encryptFile(plain, sealed, key));
         assertEquals(Status.IO, exists.status());
-        Parcrypt.encryptFile(plain, sealed, key, FileOptions.defaults().withReplace(true));
+        Parcrypt.encryptFile(plain, sealed, key, FileOptions.defaults().withOverwrite(true));
         assertThrows(ParcryptFileException.class,
                 () -> Parcrypt.encryptFile(folder.resolve("missing"), folder.resolve("x.pc"), key));
         assertThrows(IllegalArgumentException.class,
                 () -> Parcrypt.encryptFile(plain, folder.resolve("y.pc"), new byte[20]));
         assertThrows(IllegalArgumentException.class,
                 () -> FileOptions.defaults().withBackend(Backend.forkJoin()));
+    }
+
+    @Test
+    @SuppressWarnings("deprecation")
+    void replace_is_a_working_alias_of_overwrite() throws Exception {
+        FileOptions overwriting = FileOptions.defaults().withOverwrite(true);
+        assertTrue(overwriting.overwrite());
+        assertTrue(overwriting.replace());
+        assertEquals(overwriting, FileOptions.defaults().withReplace(true));
+        assertFalse(FileOptions.defaults().withReplace(true).withReplace(false).overwrite());
+        assertTrue(overwriting.toString().contains("overwrite=true"), overwriting.toString());
+
+        byte[] key = key(16);
+        Path plain = folder.resolve("alias.txt");
+        Path sealed = folder.resolve("alias.pc");
+        Files.writeString(plain, "first");
+        Parcrypt.encryptFile(plain, sealed, key);
+        Files.writeString(plain, "second, longer");
+        assertThrows(ParcryptFileException.class, () -> Parcrypt.encryptFile(plain, sealed, key));
+        Parcrypt.encryptFile(plain, sealed, key, FileOptions.defaults().withReplace(true));
+        Path opened = folder.resolve("alias.out");
+        Parcrypt.decryptFile(sealed, opened, key);
+        assertEquals("second, longer", Files.readString(opened));
     }
 
     @Test

@@ -15,8 +15,10 @@ use super::files::{check_output, file_size, output_is_discardable, Output};
 use super::progress::Progress;
 use super::{typed, Failure};
 
-const CIPHER_HELP: &str = "Cipher and mode: aes-128|aes-192|aes-256 + -ecb|-cbc|-ctr|-gcm; \
-bf-ecb|bf-cbc|bf-ctr (key 4..56 bytes); rc6-128|rc6-192|rc6-256 + -ecb|-cbc|-ctr|-gcm";
+/// `--cipher`'s help: every name, read from the cipher registry.
+fn cipher_help() -> String {
+    format!("Cipher and mode: {}", CipherSpec::names_help())
+}
 
 const AFTER_HELP: &str = "\
 Modes:
@@ -56,7 +58,7 @@ pub enum RawCommand {
 
 #[derive(Args)]
 pub struct RawArgs {
-    #[arg(long, value_name = "NAME", help = CIPHER_HELP, value_parser = typed::<CipherSpec>())]
+    #[arg(long, value_name = "NAME", help = cipher_help(), value_parser = typed::<CipherSpec>())]
     cipher: CipherSpec,
     /// Key in hex (for testing: visible in the process list)
     #[arg(long, value_name = "HEX")]

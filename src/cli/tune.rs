@@ -48,7 +48,8 @@ pub struct TuneArgs {
 fn algorithm(name: &str) -> Result<Algorithm, Refused> {
     name.parse().map_err(|()| {
         Refused(format!(
-            "unknown cipher '{name}' (aes-128, aes-192, aes-256, bf, rc6-128, rc6-192, rc6-256)"
+            "unknown cipher '{name}' ({})",
+            Algorithm::ALL.map(Algorithm::name).join(", ")
         ))
     })
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plots of one `parcrypt bench --output DIR` run, written as PNGs into DIR.
+"""Plots of one `parcrypt-lab --output DIR` run, written as PNGs into DIR.
 
     python3 scripts/plot_results.py DIR
 
@@ -156,7 +156,7 @@ def load(folder):
 
 
 def label(record):
-    """The backend as the tables name it (parcrypt-bench: summary::backend_label)."""
+    """The backend as the tables name it (parcrypt-lab: summary::backend_label)."""
     name = record["backend"]
     if name in ("threads", "pool", "auto") or (name == "openssl" and record["threads"] > 1):
         name = f"{name} x{record['threads']}"

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Turns one `parcrypt bench --output DIR` run into a Markdown report with plots.
+"""Turns one `parcrypt-lab --output DIR` run into a Markdown report with plots.
 
-    python3 scripts/report.py DIR [--parcrypt PATH]
+    python3 scripts/report.py DIR [--lab PATH]
 
-Draws the plots into DIR (scripts/plot_results.py), then runs `parcrypt bench --report DIR`,
+Draws the plots into DIR (scripts/plot_results.py), then runs `parcrypt-lab --report DIR`,
 which writes DIR/README.md: the machine, every seed's figure next to ours, each scenario's
-tables and notes, and the plots. PATH defaults to target/release/parcrypt of this checkout,
-then to `parcrypt` on the PATH.
+tables and notes, and the plots. PATH defaults to target/release/parcrypt-lab of this
+checkout, then to `parcrypt-lab` on the PATH (build it with
+`cargo build --release -p parcrypt-lab`). `--parcrypt PATH` is the old name of `--lab`.
 
 Requires matplotlib for the plots: `pip install matplotlib` (without it the script stops
 with a one-line message before doing anything).
@@ -28,17 +29,20 @@ sys.path.insert(0, HERE)
 import plot_results  # noqa: E402  (the sibling script)
 
 
-def parcrypt_binary(arguments):
-    if "--parcrypt" in arguments:
-        index = arguments.index("--parcrypt")
-        return arguments[index + 1]
-    built = os.path.join(HERE, "..", "target", "release", "parcrypt")
+def lab_binary(arguments):
+    for flag in ("--lab", "--parcrypt"):
+        if flag in arguments:
+            index = arguments.index(flag)
+            if index + 1 >= len(arguments):
+                sys.exit(f"report.py: {flag} needs a path")
+            return arguments[index + 1]
+    built = os.path.join(HERE, "..", "target", "release", "parcrypt-lab")
     if os.path.exists(built):
         return built
-    found = shutil.which("parcrypt")
+    found = shutil.which("parcrypt-lab")
     if found:
         return found
-    sys.exit("report.py: no parcrypt binary: build it (cargo build --release) or pass --parcrypt PATH")
+    sys.exit("report.py: no parcrypt-lab binary: build it (cargo build --release -p parcrypt-lab) or pass --lab PATH")
 
 
 def main(arguments):
@@ -49,7 +53,7 @@ def main(arguments):
     status = plot_results.main([folder])
     if status != 0:
         return status
-    completed = subprocess.run([parcrypt_binary(arguments[1:]), "bench", "--report", folder], stdout=subprocess.DEVNULL)
+    completed = subprocess.run([lab_binary(arguments[1:]), "--report", folder], stdout=subprocess.DEVNULL)
     if completed.returncode != 0:
         return completed.returncode
     print(f"wrote {os.path.join(folder, 'README.md')}")

@@ -1,81 +1,97 @@
-//! `parcrypt bench`: the benchmark lab's front end. Measuring, records, scenarios and
-//! exporters live in `parcrypt-bench`; this file parses arguments and prints.
+//! `parcrypt bench`: how fast parcrypt's own backends are on this machine, as `openssl speed`
+//! and `cryptsetup benchmark` tell theirs. The run itself (checks against seq, timing,
+//! medians, the table and JSON) is the library's (`parcrypt::bench`); this file parses
+//! arguments and prints.
+//!
+//! The benchmark lab (scenarios, peers, OpenSSL in the same run, result folders) is a program
+//! of its own, `parcrypt-lab`, not linked here. Its flags still work on `parcrypt bench`: they
+//! say so in one line and run `parcrypt-lab` from the folder this program is in.
 
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use parcrypt_bench::export::{self, table};
-use parcrypt_bench::lab::{Lab, LabOptions, Level};
-use parcrypt_bench::{peers, scenario, summary};
-use parcrypt_engine::{available_threads, Backend, CipherSpec};
+use parcrypt::bench::{available_threads, report, Backend, Bench, CipherSpec, Plan};
 
 use super::{typed, Failure};
 
 #[derive(Args)]
-#[command(after_help = scenario_help())]
+#[command(after_help = "\
+Every backend is first checked to give seq's bytes; then each cipher, direction, size and
+backend is timed in memory, end to end, and the median of several runs is shown.
+
+Comparisons with OpenSSL, other libraries and the seed experiments are the benchmark lab's:
+`parcrypt-lab --help` (built with `cargo build --release -p parcrypt-lab`; see docs/LAB.md).")]
 pub struct BenchArgs {
-    /// Scenarios, comma-separated: sweep, s0, s1, s2, s3, s4 or all (what each measures:
-    /// below)
-    #[arg(long, value_delimiter = ',')]
-    scenario: Vec<String>,
-    /// Small sizes and few runs: the whole lab in under a minute
+    /// A few seconds: AES-128 in CTR, GCM and CBC at two sizes
     #[arg(long)]
     quick: bool,
-    /// The seeds' own sizes and repetitions (the default for a named --scenario)
-    #[arg(long, conflicts_with = "quick")]
-    full: bool,
-    /// Folder for the results: results.jsonl (written as the run goes), then results.json,
-    /// results.csv and results.md
-    #[arg(long, short, value_name = "DIR")]
-    output: Option<PathBuf>,
-    /// Measure nothing: redraw the tables and DIR/README.md (with DIR's plots) from DIR's
-    /// results
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["output", "scenario", "quick", "full"])]
-    report: Option<PathBuf>,
-    /// Sweep: ciphers, comma-separated (default: by level)
+    /// Ciphers, comma-separated (default: AES-128 in every mode, AES-256 CTR and GCM,
+    /// Blowfish and RC6 in CTR)
     #[arg(long, value_delimiter = ',', value_parser = typed::<CipherSpec>())]
     ciphers: Vec<CipherSpec>,
     /// Backends, comma-separated (default: seq, threads, pool, auto and every GPU backend
     /// this machine has)
     #[arg(long, value_delimiter = ',', value_parser = typed::<Backend>())]
     backends: Vec<Backend>,
-    /// Sweep: bytes per job, comma-separated (suffixes K, M, G)
+    /// Bytes per job, comma-separated (suffixes K, M, G; default 16K,1M,16M)
     #[arg(long, alias = "size", value_delimiter = ',', value_parser = parse_size)]
     sizes: Vec<usize>,
-    /// Sweep: size of the generated file for the end-to-end table (0 skips it)
-    #[arg(long, value_parser = parse_size)]
-    file_size: Option<usize>,
     /// Exactly this many timed runs per figure (default: as many as fit each figure's time)
     #[arg(long)]
     repeat: Option<usize>,
-    /// Threads for threads/pool and OpenSSL's processes (default: all cores; at most 8 per
-    /// core, and 64)
+    /// Threads for threads, pool and auto (default: all cores; at most 8 per core, and 64)
     #[arg(long, value_name = "N", value_parser = super::parse_threads)]
     threads: Option<usize>,
-    /// Do not run OpenSSL for comparison
-    #[arg(long)]
+    /// The figures as JSON on stdout (median, fastest and slowest run, MB/s) instead of the
+    /// table
+    #[arg(long, conflicts_with_all = LAB_FLAGS)]
+    json: bool,
+
+    // The lab's flags, from before the lab left this program: accepted, not shown, and
+    // handed to `parcrypt-lab` with the rest of the command line.
+    #[arg(long, value_delimiter = ',', hide = true)]
+    scenario: Vec<String>,
+    #[arg(long, hide = true, conflicts_with = "quick")]
+    full: bool,
+    #[arg(long, short, value_name = "DIR", hide = true)]
+    output: Option<PathBuf>,
+    #[arg(long, value_name = "DIR", hide = true)]
+    report: Option<PathBuf>,
+    #[arg(long, value_parser = parse_size, hide = true)]
+    file_size: Option<usize>,
+    #[arg(long, hide = true)]
     no_openssl: bool,
-    /// Peers as rows beside parcrypt: aws-lc-rs, rustcrypto, evp (OpenSSL), pyca, go, java,
-    /// each where its toolchain is present (`--peers=pyca,evp` picks some). AES-GCM/CTR per
-    /// message, with a `copy` row (no cipher: the same bytes read and written once) as the
-    /// copy floor; --ciphers, --sizes, --threads and --repeat apply. Alone it runs only the
-    /// peers. The first build of aws-lc-rs takes several minutes
-    #[arg(long, value_name = "PEERS", num_args = 0..=1, require_equals = true, value_delimiter = ',')]
+    #[arg(long, num_args = 0..=1, require_equals = true, value_delimiter = ',', hide = true)]
     peers: Option<Vec<String>>,
 }
 
-/// The scenarios and how levels work, under `--help`.
-fn scenario_help() -> String {
-    let mut text = String::from("Scenarios (what each measures):\n");
-    for (name, description) in scenario::DESCRIPTIONS {
-        text += &format!("  {name:<6} {description}\n");
+/// The flags that belong to `parcrypt-lab`.
+const LAB_FLAGS: [&str; 7] = [
+    "scenario",
+    "full",
+    "output",
+    "report",
+    "file_size",
+    "no_openssl",
+    "peers",
+];
+
+impl BenchArgs {
+    /// Whether the command line asks for the lab.
+    fn wants_lab(&self) -> bool {
+        !self.scenario.is_empty()
+            || self.full
+            || self.output.is_some()
+            || self.report.is_some()
+            || self.file_size.is_some()
+            || self.no_openssl
+            || self.peers.is_some()
     }
-    text += "\nWithout --scenario every scenario runs, trimmed to a few minutes; a named --scenario runs \
-             at the seeds' sizes (as --full), and --quick shrinks anything to under a minute.\n\
-             Plots, and a report with them: python3 scripts/report.py DIR (after --output DIR).";
-    text
 }
 
+/// A size with an optional binary suffix: 4096, 64K, 16M, 1G.
 pub(super) fn parse_size(text: &str) -> Result<usize, String> {
     let text = text.trim();
     let (number, multiplier) = match text.chars().last() {
@@ -92,143 +108,124 @@ pub(super) fn parse_size(text: &str) -> Result<usize, String> {
 }
 
 pub fn run(args: BenchArgs) -> Result<(), Failure> {
-    if let Some(folder) = &args.report {
-        return redraw(folder);
+    if args.wants_lab() {
+        return run_lab();
     }
-    let level = if args.quick {
-        Level::Quick
-    } else if args.full || !args.scenario.is_empty() {
-        Level::Full
+    let threads = args.threads.unwrap_or_else(available_threads);
+    let mut plan = if args.quick {
+        Plan::quick(threads)
     } else {
-        Level::Short
+        Plan::standard(threads)
     };
-    let names = if args.scenario.is_empty() {
-        vec!["all".to_string()]
-    } else {
-        args.scenario.clone()
-    };
-    let scenarios = if args.peers.is_some() && args.scenario.is_empty() {
-        Vec::new()
-    } else {
-        scenario::parse_names(&names)?
-    };
-    let mut options = LabOptions::new(level);
-    options.threads = args.threads.unwrap_or_else(available_threads);
-    options.openssl = !args.no_openssl;
-    options.runs = args.repeat.filter(|&runs| runs > 0);
+    if !args.ciphers.is_empty() {
+        plan.ciphers = args.ciphers.clone();
+    }
+    if !args.sizes.is_empty() {
+        plan.sizes = args.sizes.clone();
+    }
     if !args.backends.is_empty() {
-        options.backends = Some(args.backends.clone());
-    }
-    if !args.ciphers.is_empty() {
-        options.ciphers = Some(args.ciphers.clone());
-    }
-    options.tune_directory = parcrypt_gpu::tuning::tune_directory();
-    if !args.sizes.is_empty() {
-        options.sizes = Some(args.sizes.clone());
-    }
-    options.file_bytes = args.file_size;
-
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
-    let mut recorded = scenarios.clone();
-    if args.peers.is_some() {
-        recorded.push(peers::SCENARIO.to_string());
-    }
-    let mut lab = Lab::new(options, &command, &recorded, args.output.as_deref())?;
-    let run = &lab.report().run;
-    show!(
-        "parcrypt bench ({} level): {}; {} threads; {}",
-        level.name(),
-        run.cpu,
-        run.threads,
-        run.cpu_features
-    )?;
-    show!("OpenSSL: {}", run.openssl.as_deref().unwrap_or("not used"))?;
-    for gpu in &run.gpus {
-        show!("GPU backend: {}", summary::backend_line(gpu))?;
-    }
-    for reason in lab.energy_unavailable() {
-        show!("{reason}")?;
-    }
-    if let Some(folder) = &args.output {
-        show!(
-            "writing {} as the run goes",
-            folder.join(export::JSON_LINES_FILE).display()
-        )?;
-    }
-    show!("")?;
-
-    let mut outcome = Ok(());
-    for name in &scenarios {
-        if let Err(error) = scenario::run(&mut lab, name) {
-            outcome = Err(Failure(format!("scenario {name}: {error}")));
-            break;
-        }
-        lab.progress_done();
-        if let Some(summary) = scenario::summarize_one(lab.report(), name) {
-            show!("{}", table::render(&summary))?;
-        }
-    }
-    if args.peers.is_some() && outcome.is_ok() {
-        outcome = run_peers(&mut lab, &args);
-    }
-    let report = lab.finish();
-    if let Some(folder) = &args.output {
-        for path in export::write_results(folder, &report)? {
-            show!("wrote {}", path.display())?;
-        }
-        show!(
-            "plots and a report with them: python3 scripts/report.py {}",
-            folder.display()
-        )?;
-    }
-    outcome
-}
-
-/// `--peers`: the peers' options from the command line, the run, its table.
-fn run_peers(lab: &mut Lab, args: &BenchArgs) -> Result<(), Failure> {
-    let mut options = peers::PeerOptions::new(lab.level(), lab.threads());
-    if !args.ciphers.is_empty() {
-        options.ciphers = args.ciphers.iter().map(ToString::to_string).collect();
-    }
-    if !args.sizes.is_empty() {
-        options.sizes = args.sizes.clone();
+        plan.backends = Some(args.backends.clone());
     }
     if let Some(runs) = args.repeat.filter(|&runs| runs > 0) {
-        options.runs = runs;
+        plan = plan.with_runs(runs);
     }
-    if let Some(names) = args.peers.as_ref().filter(|names| !names.is_empty()) {
-        options.peers = peers::parse_list(names)?;
+    plan.tune_directory = parcrypt::gpu::tuning::tune_directory();
+    let bench = Bench::open(plan)?;
+    if !args.json {
+        show!(
+            "parcrypt bench: {}; {threads} threads; {}",
+            bench.cpu(),
+            bench.cpu_features()
+        )?;
+        for line in bench.gpus().iter().chain(bench.unavailable()) {
+            show!("GPU backend: {line}")?;
+        }
+        show!("")?;
     }
-    let setup = peers::PeerSetup::detect();
-    show!(
-        "peers: preparing the harnesses in {}",
-        setup.cache.display()
-    )?;
-    let (ready, missing) = peers::prepare_all(&setup, &options.peers, &mut |text| {
-        let _ = show!("{text}");
-    });
-    for line in &missing {
-        show!("{line}")?;
+    let on_terminal = std::io::stderr().is_terminal();
+    let mut progress = |text: &str| {
+        if on_terminal {
+            let mut stderr = std::io::stderr().lock();
+            let _ = write!(stderr, "\r\x1b[K{text}");
+            let _ = stderr.flush();
+        }
+    };
+    let outcome = bench.run(&mut progress);
+    progress("");
+    let run = outcome?;
+    if args.json {
+        show!("{}", report::json(&run).trim_end())?;
+    } else {
+        show!("{}", report::table(&run).trim_end())?;
     }
-    let names: Vec<&str> = ready.iter().map(|harness| harness.peer.name()).collect();
-    show!("peers ready: {}", names.join(", "))?;
-    let outcome = peers::run(lab, &ready, &missing, &options)
-        .map_err(|error| Failure(format!("peers: {error}")));
-    lab.progress_done();
-    if let Some(summary) = peers::summarize(lab.report()) {
-        show!("{}", table::render(&summary))?;
-    }
-    outcome
+    Ok(())
 }
 
-/// `--report DIR`: the tables again, and DIR/README.md with the plots found there.
-fn redraw(folder: &std::path::Path) -> Result<(), Failure> {
-    let report = export::read_results(folder).map_err(Failure)?;
-    for summary in scenario::summarize(&report) {
-        show!("{}", table::render(&summary))?;
+/// The name of the lab's program, next to this one.
+const LAB: &str = "parcrypt-lab";
+
+/// Runs `parcrypt-lab` with this command line's arguments after `bench`, once a line has said
+/// that this is where they live now.
+fn run_lab() -> Result<(), Failure> {
+    let arguments: Vec<OsString> = std::env::args_os()
+        .skip(1)
+        .skip_while(|argument| argument != "bench")
+        .skip(1)
+        .collect();
+    let shown: Vec<String> = arguments
+        .iter()
+        .map(|argument| argument.to_string_lossy().into_owned())
+        .collect();
+    say!(
+        "parcrypt: warning: these options moved to the benchmark lab; run `{LAB} {}` instead (running it now)",
+        shown.join(" ")
+    );
+    let here =
+        std::env::current_exe().map_err(|error| Failure(format!("cannot find {LAB}: {error}")))?;
+    let folder = here.parent().unwrap_or(std::path::Path::new("."));
+    let lab = folder.join(format!("{LAB}{}", std::env::consts::EXE_SUFFIX));
+    if !lab.is_file() {
+        return Err(Failure(format!(
+            "{LAB} is not in {} (the lab is not installed with parcrypt): build it with `cargo build --release -p {LAB}`",
+            folder.display()
+        )));
     }
-    export::write_results(folder, &report)?;
-    let path = export::write_report(folder, &report)?;
-    show!("wrote {}", path.display())?;
-    Ok(())
+    let mut command = std::process::Command::new(&lab);
+    command.args(&arguments);
+    hand_over(command, &lab)
+}
+
+/// Replaces this process with `command` (so the lab's exit status is the caller's); returns
+/// only when it could not be started.
+#[cfg(unix)]
+fn hand_over(mut command: std::process::Command, lab: &std::path::Path) -> Result<(), Failure> {
+    use std::os::unix::process::CommandExt;
+    let error = command.exec();
+    Err(Failure(format!("cannot run {}: {error}", lab.display())))
+}
+
+/// Runs `command` and ends as it ended.
+#[cfg(not(unix))]
+fn hand_over(mut command: std::process::Command, lab: &std::path::Path) -> Result<(), Failure> {
+    let status = command
+        .status()
+        .map_err(|error| Failure(format!("cannot run {}: {error}", lab.display())))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Failure(format!("{LAB} failed ({status})")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size(" 1M "), Ok(1 << 20));
+        assert!(parse_size("1X").is_err());
+        assert!(parse_size("99999999999999999999").is_err());
+    }
 }

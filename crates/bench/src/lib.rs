@@ -1,55 +1,39 @@
-//! The parcrypt benchmark lab.
+//! parcrypt's own speed check: what `parcrypt bench` runs, in the spirit of `openssl speed`
+//! and `cryptsetup benchmark`.
 //!
-//! Rules every figure here follows: buffers are touched before timing (a fresh zeroed page
-//! costs a fault on first write), every measurement is checked against `seq` first, warmed
-//! up, repeated and reported as a median with its spread; GPU figures are end to end (host
-//! memory in and out, device synchronised) unless marked kernel-only; OpenSSL is measured
-//! in the same run so that figures are also ratios against what users run today.
+//! A run ([`speed`]) takes ciphers, sizes and backends; it first checks that every backend
+//! gives `seq`'s bytes ([`verify`]), then times each cipher, direction, size and backend in
+//! memory, end to end (one job is key setup plus one pass over the buffer; GPU jobs copy to
+//! the device and back). Every figure is a median of repeated runs after a warm-up
+//! ([`stats`]); buffers are written before timing so that page faults are not measured.
+//! [`report`] turns a run into a terminal table or JSON.
 //!
-//! The pieces: [`stats`] (timing, with a clock that tests replace), [`throughput`] and
-//! [`gpu`] (what is timed), [`lab::Lab`] (what a run may use, and the recorder every figure
-//! goes through), [`scenario`] (the sweep and the five seed experiments, each with the
-//! tables and comparisons it derives from its records), [`record`] (the one result record)
-//! and [`export`] (terminal table, JSON, CSV, Markdown over it).
+//! Comparisons with other programs (OpenSSL, other libraries, the seed experiments) are the
+//! lab's (`parcrypt-lab`, not installed), which builds on the same timing code.
 #![forbid(unsafe_code)]
 
-pub mod energy;
-pub mod export;
-pub mod gpu;
-pub mod lab;
 pub mod machine;
-pub mod openssl;
-pub mod peers;
-pub mod record;
-pub mod recorder;
-pub mod scenario;
-pub mod seeds;
+pub mod report;
+pub mod speed;
 pub mod stats;
-pub mod summary;
 pub mod throughput;
 pub mod verify;
 
-pub use lab::{Lab, LabOptions, Level};
-pub use record::{BenchRecord, Report, Timing};
-pub use stats::Stats;
+/// The names a bench plan is written in, for front ends that reach this crate through the
+/// facade alone.
+pub use parcrypt_engine::{available_threads, Backend};
+pub use parcrypt_modes::{CipherSpec, Direction};
+pub use speed::{Bench, Figure, Plan, Run};
 
-/// Why a benchmark could not run. Each message is one line written for people.
+/// Why a run could not go on. Each message is one line written for people.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     #[error("{0}")]
     Job(#[from] parcrypt_engine::JobError),
-    #[error("GPU: {0}")]
-    Gpu(#[from] parcrypt_gpu::GpuError),
     #[error("{0}")]
     Engine(#[from] parcrypt_engine::EngineError),
-    #[error("{0}")]
-    Stream(#[from] parcrypt_engine::stream::StreamError),
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
     #[error("check failed: {0}")]
     Mismatch(String),
-    #[error("{0}")]
-    Unsupported(String),
     #[error("{0}")]
     Usage(String),
 }

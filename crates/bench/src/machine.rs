@@ -53,25 +53,3 @@ pub fn os() -> String {
         (None, None) => std::env::consts::OS.to_string(),
     }
 }
-
-/// The git revision of the working directory (`abc1234`, `abc1234-dirty` with uncommitted
-/// changes), when the run starts inside a checkout.
-pub fn source_revision() -> Option<String> {
-    let git = |arguments: &[&str]| {
-        std::process::Command::new("git")
-            .args(arguments)
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()
-            .filter(|output| output.status.success())
-            .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string())
-    };
-    let revision = git(&["rev-parse", "--short", "HEAD"])?;
-    let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-        .is_some_and(|status| !status.is_empty());
-    Some(if dirty {
-        format!("{revision}-dirty")
-    } else {
-        revision
-    })
-}

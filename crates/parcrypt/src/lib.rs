@@ -62,3 +62,7 @@ pub use parcrypt_engine as engine;
 pub use parcrypt_format as format;
 pub use parcrypt_gpu as gpu;
 pub use parcrypt_modes as modes;
+
+/// The speed check behind `parcrypt bench`: this machine's backends timed after each gave
+/// `seq`'s bytes.
+pub use parcrypt_bench as bench;

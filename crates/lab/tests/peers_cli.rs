@@ -1,24 +1,31 @@
-//! `parcrypt bench --peers`: peers whose toolchain is missing are one short line each, and a
+//! `parcrypt-lab --peers`: peers whose toolchain is missing are one short line each, and a
 //! cheap peer that is present (pyca/cryptography, or OpenSSL's EVP through cc) runs and shows
 //! its rows beside parcrypt's. No speed is asserted; aws-lc-rs is never built here.
 
 use std::path::Path;
 use std::process::Command;
 
-#[path = "support/process.rs"]
-mod process;
+mod process {
+    /// Asserts that the program exited with success, showing its stderr when not.
+    pub fn assert_success(output: &std::process::Output, what: &str) {
+        assert!(
+            output.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
 
-/// `parcrypt bench --peers...` at one tiny size, one thread, one run, its builds in `cache`.
-fn bench_peers(
+/// `parcrypt-lab --peers...` at one tiny size, one thread, one run, its builds in `cache`.
+fn lab_peers(
     peers: &str,
     path: Option<&Path>,
     cache: &Path,
     output: &Path,
 ) -> std::process::Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_parcrypt"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_parcrypt-lab"));
     command
         .args([
-            "bench",
             peers,
             "--quick",
             "--ciphers",
@@ -38,19 +45,19 @@ fn bench_peers(
     if let Some(path) = path {
         command.env("PATH", path);
     }
-    command.output().expect("parcrypt runs")
+    command.output().expect("parcrypt-lab runs")
 }
 
 #[test]
 fn a_missing_toolchain_is_one_short_line_and_parcrypt_still_runs() {
     let empty = tempfile::tempdir().expect("temp dir");
-    let output = bench_peers(
+    let output = lab_peers(
         "--peers",
         Some(empty.path()),
         &empty.path().join("cache"),
         &empty.path().join("out"),
     );
-    process::assert_success(&output, "parcrypt bench --peers with an empty PATH");
+    process::assert_success(&output, "parcrypt-lab --peers with an empty PATH");
     let stdout = String::from_utf8_lossy(&output.stdout);
     for peer in ["aws-lc-rs", "rustcrypto", "evp", "pyca", "go", "java"] {
         let prefix = format!("{peer}: not on this machine (");
@@ -79,8 +86,8 @@ fn a_missing_toolchain_is_one_short_line_and_parcrypt_still_runs() {
 fn a_cheap_peer_runs_beside_parcrypt() {
     let folder = tempfile::tempdir().expect("temp dir");
     let out = folder.path().join("out");
-    let output = bench_peers("--peers=pyca,evp", None, &folder.path().join("cache"), &out);
-    process::assert_success(&output, "parcrypt bench --peers=pyca,evp");
+    let output = lab_peers("--peers=pyca,evp", None, &folder.path().join("cache"), &out);
+    process::assert_success(&output, "parcrypt-lab --peers=pyca,evp");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let ran: Vec<&str> = ["pyca", "evp"]
         .into_iter()

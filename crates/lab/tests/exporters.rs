@@ -1,13 +1,13 @@
 //! The exporters pinned by snapshots: a fixed run renders to exactly the text in
 //! `tests/snapshots/`. After an intended change, regenerate with
-//! `UPDATE_SNAPSHOTS=1 cargo test -p parcrypt-bench --test exporters` and review the diff.
+//! `UPDATE_SNAPSHOTS=1 cargo test -p parcrypt-lab --test exporters` and review the diff.
 
 use std::path::PathBuf;
 
-use parcrypt_bench::export::{csv, json, markdown, table};
-use parcrypt_bench::lab::derive_ratios;
-use parcrypt_bench::record::{BenchRecord, Note, Report, RunInfo, Timing};
-use parcrypt_bench::scenario;
+use parcrypt_lab::export::{csv, json, markdown, table};
+use parcrypt_lab::lab::derive_ratios;
+use parcrypt_lab::record::{BenchRecord, Note, Report, RunInfo, Timing};
+use parcrypt_lab::scenario;
 
 fn run_info() -> RunInfo {
     RunInfo {

@@ -254,7 +254,7 @@ pub enum ReadError {
         line: usize,
         error: serde_json::Error,
     },
-    #[error("no run line: the file does not start a parcrypt bench run")]
+    #[error("no run line: the file does not start a parcrypt-lab run")]
     NoRun,
 }
 

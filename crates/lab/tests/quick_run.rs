@@ -4,10 +4,10 @@
 
 use std::collections::BTreeSet;
 
-use parcrypt_bench::export::{self, JSON_FILE, JSON_LINES_FILE};
-use parcrypt_bench::lab::{Lab, LabOptions, Level};
-use parcrypt_bench::record::Report;
-use parcrypt_bench::scenario;
+use parcrypt_lab::export::{self, JSON_FILE, JSON_LINES_FILE};
+use parcrypt_lab::lab::{Lab, LabOptions, Level};
+use parcrypt_lab::record::Report;
+use parcrypt_lab::scenario;
 use parcrypt_engine::Backend;
 use serde_json::Value;
 

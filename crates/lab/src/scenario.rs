@@ -25,6 +25,8 @@ use crate::summary::Summary;
 use crate::throughput::{file_pass, random_buffer};
 use crate::BenchError;
 
+pub use parcrypt_bench::speed::{directions, whole_blocks};
+
 /// Every scenario, in the order `all` runs them.
 pub const NAMES: [&str; 6] = ["sweep", "s0", "s1", "s2", "s3", "s4"];
 
@@ -111,22 +113,13 @@ pub fn summarize_one(report: &Report, name: &str) -> Option<Summary> {
 }
 
 /// The summaries of every scenario in the report, in [`NAMES`] order, then the peers'
-/// (`parcrypt bench --peers`) when the report has them.
+/// (`parcrypt-lab --peers`) when the report has them.
 pub fn summarize(report: &Report) -> Vec<Summary> {
     NAMES
         .iter()
         .filter_map(|name| summarize_one(report, name))
         .chain(crate::peers::summarize(report))
         .collect()
-}
-
-/// The directions worth timing: CTR decryption is the same pass as encryption.
-pub fn directions(spec: CipherSpec) -> &'static [Direction] {
-    if spec.mode == Mode::Ctr {
-        &[Direction::Encrypt]
-    } else {
-        &[Direction::Encrypt, Direction::Decrypt]
-    }
 }
 
 /// The engines a seed scenario measures: the CPU backends it names that the run allows,
@@ -153,12 +146,6 @@ pub fn every_engine<'a>(cpu: &'a [Engine], gpus: &'a [Arc<GpuBackend>]) -> Vec<&
     cpu.iter()
         .chain(gpus.iter().map(|gpu| &gpu.engine))
         .collect()
-}
-
-/// Whole blocks of `spec` in at most `bytes`.
-pub fn whole_blocks(spec: CipherSpec, bytes: usize) -> usize {
-    let block = spec.algorithm.block_size();
-    bytes / block * block
 }
 
 /// End to end through files: `bytes` of random data written to a file, then for each engine

@@ -18,12 +18,14 @@ use crate::stats::{Repetition, Sampled};
 use crate::throughput::in_memory;
 use crate::{machine, BenchError};
 
+pub use parcrypt_bench::speed::direction_name;
+
 /// How much a run measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
     /// Small sizes, few runs: the whole lab in under a minute on two cores.
     Quick,
-    /// The default `parcrypt bench`: every scenario, trimmed, in a few minutes.
+    /// The default `parcrypt-lab` run: every scenario, trimmed, in a few minutes.
     Short,
     /// The seeds' own sizes and repetitions.
     Full,
@@ -186,7 +188,7 @@ impl Lab {
             .map_or(0, |time| time.as_secs());
         let run = RunInfo {
             parcrypt_version: env!("CARGO_PKG_VERSION").into(),
-            revision: machine::source_revision(),
+            revision: source_revision(),
             started_unix,
             command: command.into(),
             level: options.level.name().into(),
@@ -535,14 +537,6 @@ fn set_energy(
     }
 }
 
-/// `encrypt` or `decrypt`.
-pub fn direction_name(direction: Direction) -> &'static str {
-    match direction {
-        Direction::Encrypt => "encrypt",
-        Direction::Decrypt => "decrypt",
-    }
-}
-
 /// Fills `speedup_vs_seq` and `ratio_vs_openssl` from the latest matching figures in
 /// `earlier`: same scenario, cipher, direction and size; file figures against file figures,
 /// everything else against in-memory ones; OpenSSL with as many processes as `record` has
@@ -583,4 +577,26 @@ pub fn derive_ratios(earlier: &[BenchRecord], record: &mut BenchRecord) {
     {
         record.ratio_vs_openssl = Some(openssl.median_s / record.median_s.max(1e-15));
     }
+}
+
+/// The git revision of the working directory (`abc1234`, `abc1234-dirty` with uncommitted
+/// changes), when the run starts inside a checkout.
+pub fn source_revision() -> Option<String> {
+    let git = |arguments: &[&str]| {
+        std::process::Command::new("git")
+            .args(arguments)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+            .filter(|output| output.status.success())
+            .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string())
+    };
+    let revision = git(&["rev-parse", "--short", "HEAD"])?;
+    let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+        .is_some_and(|status| !status.is_empty());
+    Some(if dirty {
+        format!("{revision}-dirty")
+    } else {
+        revision
+    })
 }

@@ -864,7 +864,7 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<Vec<PeerRun>, BenchError> {
         .collect())
 }
 
-/// What `parcrypt bench --peers` measures.
+/// What `parcrypt-lab --peers` measures.
 #[derive(Clone, Debug)]
 pub struct PeerOptions {
     /// Of [`CIPHERS`].

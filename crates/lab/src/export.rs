@@ -48,7 +48,7 @@ pub fn read_results(folder: &Path) -> Result<Report, String> {
     let lines = folder.join(JSON_LINES_FILE);
     let text = std::fs::read_to_string(&lines).map_err(|error| {
         format!(
-            "{}: {error} (no {JSON_FILE} either: is this a `parcrypt bench --output` folder?)",
+            "{}: {error} (no {JSON_FILE} either: is this a `parcrypt-lab --output` folder?)",
             lines.display()
         )
     })?;

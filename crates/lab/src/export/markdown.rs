@@ -8,7 +8,7 @@ use crate::summary::{is_figure_column, Summary, Table};
 /// the scenario their name starts with (`s2-speedup.png`), the rest at the end.
 pub fn render(report: &Report, summaries: &[Summary], plots: &[String]) -> String {
     let run = &report.run;
-    let mut text = format!("# parcrypt bench on {}\n\n", run.host);
+    let mut text = format!("# parcrypt-lab run on {}\n\n", run.host);
     text += &format!(
         "- parcrypt {}{}, run started {} (UTC), level `{}`: `{}`\n",
         run.parcrypt_version,

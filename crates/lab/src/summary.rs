@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::{BenchRecord, Report};
 
+pub use parcrypt_bench::report::{backend_line, mbps, size};
+
 /// A table: a title, column headings, rows of cells, and notes under it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Table {
@@ -92,20 +94,6 @@ impl Summary {
     }
 }
 
-/// Sizes as people read them: binary units when exact, decimal MB otherwise.
-pub fn size(bytes: u64) -> String {
-    const KIB: u64 = 1 << 10;
-    const MIB: u64 = 1 << 20;
-    const GIB: u64 = 1 << 30;
-    match bytes {
-        b if b >= GIB && b % GIB == 0 => format!("{} GiB", b / GIB),
-        b if b >= MIB && b % MIB == 0 => format!("{} MiB", b / MIB),
-        b if b >= KIB && b % KIB == 0 => format!("{} KiB", b / KIB),
-        b if b >= 1_000_000 => format!("{:.1} MB", b as f64 / 1e6),
-        b => format!("{b} B"),
-    }
-}
-
 /// Milliseconds: whole above 100, else three significant digits.
 pub fn ms(seconds: f64) -> String {
     let value = seconds * 1e3;
@@ -118,15 +106,6 @@ pub fn ms(seconds: f64) -> String {
             format!("{v:.decimals$}")
         }
         v => format!("{v}"),
-    }
-}
-
-/// MB/s (10^6 bytes per second).
-pub fn mbps(value: f64) -> String {
-    match value {
-        v if v >= 1000.0 => format!("{v:.0}"),
-        v if v >= 10.0 => format!("{v:.1}"),
-        v => format!("{v:.2}"),
     }
 }
 
@@ -204,33 +183,6 @@ pub fn marked(text: String, within: bool) -> String {
         format!("{NOISE_MARK}{text}")
     } else {
         text
-    }
-}
-
-/// A run's line about one GPU backend, short: an unavailable backend becomes
-/// `cuda: not available here (no CUDA driver)` (the first clause of its reason; the whole
-/// reason stays in the results), an opened one stays as it is.
-pub fn backend_line(line: &str) -> String {
-    const UNAVAILABLE: &str = " backend unavailable: ";
-    let Some(at) = line.find(UNAVAILABLE) else {
-        return line.to_string();
-    };
-    let name = &line[..at];
-    let reason = &line[at + UNAVAILABLE.len()..];
-    let first = reason
-        .split([':', '.', ';', '('])
-        .next()
-        .unwrap_or(reason)
-        .trim();
-    let first: String = if first.chars().count() > 60 {
-        first.chars().take(57).collect::<String>() + "..."
-    } else {
-        first.to_string()
-    };
-    if first.is_empty() {
-        format!("{name}: not available here")
-    } else {
-        format!("{name}: not available here ({first})")
     }
 }
 

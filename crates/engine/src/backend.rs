@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::cost::{CostModel, CALIBRATION_SLOTS};
 use crate::gpu::AutoGpu;
@@ -162,20 +162,25 @@ pub fn check_threads(threads: usize) -> Result<usize, EngineError> {
 
 /// A backend with its threads, ready to run work. Build one with [`Engine::builder`]
 /// (or [`Engine::new`] for a backend and thread count alone).
+///
+/// Cloning is cheap: the threads, the device and the measured cost models are shared by
+/// every clone (and stop when the last clone is dropped), so a program builds one engine and
+/// hands clones to whatever needs one.
+#[derive(Clone)]
 pub struct Engine {
     pub(crate) backend: Backend,
     pub(crate) threads: usize,
     /// The `threads` backend's team (rayon, for its broadcast).
-    pub(crate) pool: Option<rayon::ThreadPool>,
+    pub(crate) pool: Option<Arc<rayon::ThreadPool>>,
     /// The team that every other backend but `seq` splits work over, led by the caller.
-    pub(crate) team: Option<Team>,
+    pub(crate) team: Option<Arc<Team>>,
     /// The device of a GPU backend.
-    pub(crate) gpu: Option<Box<dyn parcrypt_gpu::GpuDevice>>,
+    pub(crate) gpu: Option<Arc<dyn parcrypt_gpu::GpuDevice>>,
     /// `auto`'s cost models per cipher, mode and direction, measured once per engine (read
     /// without a lock: a small job's whole cost is a few hundred nanoseconds).
-    pub(crate) calibration: [OnceLock<Option<CostModel>>; CALIBRATION_SLOTS],
+    pub(crate) calibration: Arc<[OnceLock<Option<CostModel>>; CALIBRATION_SLOTS]>,
     /// `auto`'s GPU, when a tune file says it wins some jobs.
-    pub(crate) auto_gpu: Option<AutoGpu>,
+    pub(crate) auto_gpu: Option<Arc<AutoGpu>>,
 }
 
 impl Engine {
@@ -210,18 +215,20 @@ impl Engine {
             None => available_threads(),
         };
         let pool = if backend == Backend::Threads {
-            Some(
+            Some(Arc::new(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
                     .thread_name(|index| format!("parcrypt-pool-{index}"))
                     .build()
                     .map_err(|error| EngineError::Pool(error.to_string()))?,
-            )
+            ))
         } else {
             None
         };
         let team = if backend.has_pool() && backend != Backend::Threads {
-            Some(Team::start(threads, spin).map_err(|error| EngineError::Pool(error.to_string()))?)
+            Some(Arc::new(
+                Team::start(threads, spin).map_err(|error| EngineError::Pool(error.to_string()))?,
+            ))
         } else {
             None
         };
@@ -231,7 +238,7 @@ impl Engine {
             pool,
             team,
             gpu: None,
-            calibration: std::array::from_fn(|_| OnceLock::new()),
+            calibration: Arc::new(std::array::from_fn(|_| OnceLock::new())),
             auto_gpu: None,
         })
     }

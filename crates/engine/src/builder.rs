@@ -190,12 +190,13 @@ impl EngineBuilder {
                 let table = tables.table_for(self.backend, &device.identity());
                 device.set_tuning(table.map(Arc::new));
             }
-            engine.gpu = Some(device);
+            engine.gpu = Some(Arc::from(device));
         }
         if self.backend == Backend::Auto {
             engine.auto_gpu = tables
                 .as_ref()
-                .and_then(|tables| AutoGpu::discover(tables, self.device, &self.kernel_cache));
+                .and_then(|tables| AutoGpu::discover(tables, self.device, &self.kernel_cache))
+                .map(Arc::new);
         }
         Ok(engine)
     }

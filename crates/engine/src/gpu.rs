@@ -235,13 +235,13 @@ impl Engine {
         let backend = Backend::from(device.api());
         let table = Arc::new(table);
         device.set_tuning(Some(Arc::clone(&table)));
-        engine.auto_gpu = Some(AutoGpu {
+        engine.auto_gpu = Some(Arc::new(AutoGpu {
             backend,
             device_index: 0,
             table,
             kernel_cache: KernelCache::Disabled,
             device: OnceLock::from(Some(device)),
-        });
+        }));
         Ok(engine)
     }
 

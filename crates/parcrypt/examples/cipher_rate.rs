@@ -12,7 +12,8 @@
 
 use std::time::Instant;
 
-use parcrypt::engine::{Backend, Cipher, CipherSpec, Engine};
+use parcrypt::hazmat::{Cipher, Direction, Mode};
+use parcrypt::{Backend, CipherSpec, Engine};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
@@ -26,16 +27,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let engine = std::sync::Arc::new(Engine::new(backend, None)?);
     let key = vec![7u8; suite.algorithm.key_lengths().1.min(32)];
     let iv_length = match suite.mode {
-        parcrypt::engine::Mode::Ecb => None,
-        parcrypt::engine::Mode::Gcm => Some(12),
+        Mode::Ecb => None,
+        Mode::Gcm => Some(12),
         _ => Some(suite.algorithm.block_size()),
     };
     let iv = iv_length.map(|length| vec![1u8; length]);
     let cipher = Cipher::new(engine.clone(), suite, &key, iv.as_deref())?;
     // Touched buffers: a fresh zeroed page costs a fault on its first write.
     let input: Vec<u8> = (0..bytes).map(|index| index as u8).collect();
-    let mut output =
-        vec![1u8; cipher.max_output_length(parcrypt::engine::Direction::Encrypt, bytes)];
+    let mut output = vec![1u8; cipher.max_output_length(Direction::Encrypt, bytes)];
     // Every run encrypts under the one test IV: through the keyed cipher, as a `Cipher`'s own
     // IV encrypts one message only.
     let keyed = cipher.keyed();

@@ -5,45 +5,26 @@
 
 use std::io::{Read, Write};
 
-use parcrypt::engine::{Backend, Engine};
-use parcrypt::format::file::{decrypt_file, encrypt_file, FileOptions};
-use parcrypt::format::{batcher_for, Argon2Params, Decryptor, Encryptor, Format, Secret, Setup};
+use parcrypt::secrets::key_from_hex;
+use parcrypt::{batcher_for, Argon2Params, Decryptor, Encryptor, Engine, FileOptions, Format};
+use parcrypt::{Secret, Setup};
 
 /// Any failure ends the program with the error and a non-zero exit status.
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // The engine picks where chunks are sealed: every core here, a GPU under `auto`.
-    let engine = Engine::new(Backend::Pool, None)?;
-    let batcher = batcher_for(&engine);
-    let key = parcrypt::format::secrets::key_from_hex("000102030405060708090a0b0c0d0e0f")?;
+fn main() -> Result<(), parcrypt::Error> {
+    let key = key_from_hex("000102030405060708090a0b0c0d0e0f")?;
 
-    // A file: written beside the destination, renamed only once the message is whole.
+    // A file, in one call each way: written beside the destination, renamed only once the
+    // message is whole (and, decrypting, authenticated).
     let folder = tempfile::tempdir()?;
     let plain_path = folder.path().join("report.txt");
     let sealed_path = folder.path().join("report.txt.parcrypt");
     let opened_path = folder.path().join("report.opened.txt");
     let text: Vec<u8> = (0..1_000_000u32).flat_map(|i| i.to_le_bytes()).collect();
     std::fs::write(&plain_path, &text)?;
-    let options = FileOptions::default();
-    let setup = Setup::default();
-    encrypt_file(
-        batcher.as_ref(),
-        &setup,
-        Secret::Key(&key),
-        &plain_path,
-        &sealed_path,
-        &options,
-    )?;
-    decrypt_file(
-        batcher.as_ref(),
-        Format::Parcrypt,
-        Secret::Key(&key),
-        b"",
-        &sealed_path,
-        &opened_path,
-        &options,
-    )?;
+    parcrypt::encrypt_file(&plain_path, &sealed_path, Secret::Key(&key))?;
+    parcrypt::decrypt_file(&sealed_path, &opened_path, Secret::Key(&key))?;
     if std::fs::read(&opened_path)? != text {
-        return Err("the decrypted file differs from the original".into());
+        return Err(failure("the decrypted file differs from the original"));
     }
     println!(
         "file: {} bytes -> {} bytes sealed -> {} bytes opened",
@@ -51,6 +32,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::metadata(&sealed_path)?.len(),
         std::fs::metadata(&opened_path)?.len()
     );
+    // Again over the existing file, on an engine of our own: `overwrite` replaces it.
+    let engine = Engine::builder().threads(2).build()?;
+    let options = FileOptions::new().engine(engine.clone()).overwrite(true);
+    options.encrypt_file(&plain_path, &sealed_path, Secret::Key(&key))?;
 
     // A buffer, under a passphrase (argon2id made cheap for the example), written piece by
     // piece through `Write` and read back through `Read`.
@@ -63,6 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         },
         ..Setup::default()
     };
+    let batcher = batcher_for(&engine);
     let mut writer = Encryptor::new(&setup, Secret::Passphrase(passphrase))?
         .wrap_output(batcher.as_ref(), Vec::new())?;
     for line in text.chunks(1000) {
@@ -71,7 +57,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sealed = writer.finish()?;
     let decryptor = Decryptor::new(Format::Parcrypt, &sealed[..])?;
     if !decryptor.envelope().needs_passphrase() {
-        return Err("the envelope should ask for a passphrase".into());
+        return Err(failure("the envelope should ask for a passphrase"));
     }
     let mut opened = Vec::new();
     decryptor
@@ -79,7 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .reader(batcher.as_ref())
         .read_to_end(&mut opened)?;
     if opened != text {
-        return Err("the decrypted buffer differs from the original".into());
+        return Err(failure("the decrypted buffer differs from the original"));
     }
     println!(
         "buffer: {} bytes -> {} bytes sealed -> opened",
@@ -87,4 +73,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         sealed.len()
     );
     Ok(())
+}
+
+/// A check of this example that failed, as an error.
+fn failure(what: &str) -> parcrypt::Error {
+    std::io::Error::other(what).into()
 }

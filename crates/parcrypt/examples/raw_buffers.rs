@@ -4,7 +4,8 @@
 //!
 //! Run with `cargo run -p parcrypt --example raw_buffers`.
 
-use parcrypt::engine::{Backend, Cipher, CipherSpec, Engine};
+use parcrypt::hazmat::Cipher;
+use parcrypt::{Backend, CipherSpec, Engine};
 
 /// Any failure ends the program with the error and a non-zero exit status.
 fn main() -> Result<(), Box<dyn std::error::Error>> {

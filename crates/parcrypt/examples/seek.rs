@@ -7,9 +7,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 
-use parcrypt::engine::{Backend, Engine};
-use parcrypt::format::file::{encrypt_file, FileOptions};
-use parcrypt::format::{batcher_for, Decryptor, Format, Secret, Setup};
+use parcrypt::{batcher_for, Backend, Decryptor, Engine, FileOptions, Format, Secret, Suite};
 
 /// Any failure ends the program with the error and a non-zero exit status.
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -22,17 +20,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sealed_path = folder.path().join("large.bin.parcrypt");
     let text: Vec<u8> = (0..16u64 << 20).map(|i| (i * 31 + i / 977) as u8).collect();
     std::fs::write(&plain_path, &text)?;
-    encrypt_file(
-        batcher.as_ref(),
-        &Setup {
-            suite: parcrypt::format::Suite::Cobblestone256,
-            ..Setup::default()
-        },
-        Secret::Key(&key),
-        &plain_path,
-        &sealed_path,
-        &FileOptions::default(),
-    )?;
+    FileOptions::new()
+        .engine(engine.clone())
+        .suite(Suite::Cobblestone256)
+        .encrypt_file(&plain_path, &sealed_path, Secret::Key(&key))?;
 
     let mut reader = Decryptor::new(Format::Parcrypt, File::open(&sealed_path)?)?
         .unlock(Secret::Key(&key), b"")?

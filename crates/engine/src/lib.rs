@@ -57,6 +57,7 @@
 mod aead;
 mod backend;
 mod builder;
+pub mod chunks;
 mod cipher;
 mod cost;
 pub mod crypter;

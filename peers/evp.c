@@ -1,4 +1,4 @@
-/* One harness of `parcrypt bench --peers` (protocol: peers/README.md): OpenSSL's EVP
+/* One harness of `parcrypt-lab --peers` (protocol: peers/README.md): OpenSSL's EVP
  * interface with one context per thread, keyed once, then per message
  * EVP_CipherInit_ex(ctx, NULL, NULL, NULL, iv, -1) + EVP_CipherUpdate + EVP_CipherFinal_ex.
  *

@@ -1,4 +1,4 @@
-"""One harness of `parcrypt bench --peers` (protocol: peers/README.md): pyca/cryptography.
+"""One harness of `parcrypt-lab --peers` (protocol: peers/README.md): pyca/cryptography.
 
     python3 pyca.py CIPHER DIRECTION BYTES THREADS RUNS MIN_SECONDS
 

@@ -1,4 +1,4 @@
-// One harness of `parcrypt bench --peers` (protocol: peers/README.md): Go's crypto/aes and
+// One harness of `parcrypt-lab --peers` (protocol: peers/README.md): Go's crypto/aes and
 // crypto/cipher, standard library only.
 //
 //	go-peer CIPHER DIRECTION BYTES THREADS RUNS MIN_SECONDS

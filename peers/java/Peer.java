@@ -1,4 +1,4 @@
-// One harness of `parcrypt bench --peers` (protocol: peers/README.md): javax.crypto as the
+// One harness of `parcrypt-lab --peers` (protocol: peers/README.md): javax.crypto as the
 // JDK ships it (the SunJCE provider).
 //
 //   java Peer CIPHER DIRECTION BYTES THREADS RUNS MIN_SECONDS

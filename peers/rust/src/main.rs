@@ -1,4 +1,4 @@
-//! One harness of `parcrypt bench --peers` (protocol: peers/README.md), for two libraries:
+//! One harness of `parcrypt-lab --peers` (protocol: peers/README.md), for two libraries:
 //!
 //! ```text
 //! parcrypt-peer-rust aws-lc-rs|rustcrypto CIPHER DIRECTION BYTES THREADS RUNS MIN_SECONDS

@@ -2,7 +2,7 @@
 //! arguments, calls the library and reports; none holds logic of its own.
 //!
 //! Exit status: 0 success, 1 a failure (one line on stderr), 2 a usage error, 141 the
-//! reader of stdout went away (no message, as `cat` ends; see [`parcrypt_sys::pipes`]).
+//! reader of stdout went away (no message, as `cat` ends; see [`parcrypt::files::pipes`]).
 
 /// Writes one line to stderr, as `eprintln!` does, except that a stderr that cannot be
 /// written (`2>/dev/full`, a closed file) loses the line instead of panicking: a message
@@ -37,7 +37,7 @@ use std::process::ExitCode;
 use std::str::FromStr;
 
 use clap::{Parser, Subcommand};
-use parcrypt_engine::{Backend, Engine};
+use parcrypt::{Backend, Engine};
 
 #[derive(Parser)]
 #[command(
@@ -114,7 +114,7 @@ fn parse_threads(text: &str) -> Result<usize, Refused> {
             return Err(Refused(format!(
                 "--threads {} is too many: at most {} on this machine",
                 text.trim(),
-                parcrypt_engine::max_threads()
+                parcrypt::devices::max_threads()
             )))
         }
         Err(_) => {
@@ -123,12 +123,12 @@ fn parse_threads(text: &str) -> Result<usize, Refused> {
             )))
         }
     };
-    parcrypt_engine::check_threads(threads).map_err(|error| Refused(error.to_string()))
+    parcrypt::devices::check_threads(threads).map_err(|error| Refused(error.to_string()))
 }
 
 /// Says on stderr what the engine warns about running `spec` on it (table AES on a device
 /// where it is not constant time), each warning once per process.
-fn say_engine_warnings(engine: &Engine, spec: parcrypt_engine::CipherSpec) {
+fn say_engine_warnings(engine: &Engine, spec: parcrypt::CipherSpec) {
     for warning in engine.take_warnings(spec) {
         say!("parcrypt: warning: {warning}");
     }
@@ -136,9 +136,9 @@ fn say_engine_warnings(engine: &Engine, spec: parcrypt_engine::CipherSpec) {
 
 /// The chunk cipher of the file formats on an engine (Cobblestone's AES-GCM; every key size
 /// runs the same device kernels), for [`say_engine_warnings`].
-const FILE_CHUNKS: parcrypt_engine::CipherSpec = parcrypt_engine::CipherSpec {
-    algorithm: parcrypt_ciphers::Algorithm::Aes128,
-    mode: parcrypt_engine::Mode::Gcm,
+const FILE_CHUNKS: parcrypt::CipherSpec = parcrypt::CipherSpec {
+    algorithm: parcrypt::hazmat::Algorithm::Aes128,
+    mode: parcrypt::hazmat::Mode::Gcm,
 };
 
 /// An engine for `backend` that follows the user's tune files (in `$PARCRYPT_TUNE_DIR`, else
@@ -148,7 +148,7 @@ fn engine(backend: Backend, threads: Option<usize>) -> Result<Engine, Failure> {
     if let Some(threads) = threads {
         builder = builder.threads(threads);
     }
-    if let Some(directory) = parcrypt_gpu::tuning::tune_directory() {
+    if let Some(directory) = parcrypt::devices::tuning::tune_directory() {
         builder = builder.tune_directory(directory);
     }
     Ok(builder.build()?)
@@ -197,7 +197,7 @@ pub fn main() -> ExitCode {
         // The reader of stdout went away and SIGPIPE could not end the process (its parent
         // blocked the signal): end as the signal would have, quietly.
         Err(Failure(message)) if is_closed_pipe(&message) => {
-            ExitCode::from(parcrypt_sys::pipes::CLOSED_PIPE_STATUS)
+            ExitCode::from(parcrypt::files::pipes::CLOSED_PIPE_STATUS)
         }
         Err(Failure(message)) => {
             say!("parcrypt: error: {message}");
@@ -213,7 +213,7 @@ pub fn show(line: fmt::Arguments<'_>) -> Result<(), Failure> {
     writeln!(stdout, "{line}").map_err(|error| {
         Failure(format!(
             "cannot write output: {}",
-            parcrypt_format::error::plain(&error)
+            parcrypt::files::plain(&error)
         ))
     })
 }
@@ -232,7 +232,7 @@ fn is_closed_pipe(message: &str) -> bool {
         Some(start) if message.ends_with(')') => &message[..start],
         _ => message,
     };
-    let text = parcrypt_sys::pipes::closed_pipe_text();
+    let text = parcrypt::files::pipes::closed_pipe_text();
     message == text || message.ends_with(&format!(": {text}"))
 }
 
@@ -245,7 +245,7 @@ mod tests {
         let error = std::io::Error::from_raw_os_error(32);
         assert!(is_closed_pipe(&error.to_string()));
         assert!(is_closed_pipe(&format!("cannot write output: {error}")));
-        let plain = parcrypt_format::error::plain(&error);
+        let plain = parcrypt::files::plain(&error);
         assert!(is_closed_pipe(&format!("cannot write output: {plain}")));
         assert!(is_closed_pipe(&plain));
         assert!(!is_closed_pipe(

@@ -13,11 +13,11 @@ fn main() -> ExitCode {
     // First, before any thread: a closed output pipe ends the process quietly, as it ends
     // `cat` (status 141 in a shell). If that fails, cli::main still ends with 141 when the
     // closed pipe comes back as an error.
-    let _ = parcrypt_sys::pipes::die_on_closed_pipe();
+    let _ = parcrypt::files::pipes::die_on_closed_pipe();
     // Also before any thread (the engine's pool, a GPU driver's): PARCRYPT_PASSPHRASE moves
     // out of the environment into memory wiped once read, so that nothing this process
     // starts inherits it. Removing a variable races with getenv in other threads (C code
     // that Rust's environment lock does not cover); here there are none yet.
-    parcrypt_format::secrets::take_passphrase_variable();
+    parcrypt::secrets::take_passphrase_variable();
     cli::main()
 }

@@ -1,6 +1,6 @@
 //! `parcrypt.Aead`: AES-GCM with a fresh random nonce per message (the engine's `Aead`).
 
-use parcrypt::engine::{Aead as EngineAead, Backend, CipherSpec};
+use parcrypt::{Aead as EngineAead, Backend, CipherSpec};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;

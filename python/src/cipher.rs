@@ -2,10 +2,10 @@
 //! GCM's powers of H), with an IV given once or with each message, for whole messages in
 //! memory, with the same bytes as `parcrypt raw`.
 
-use parcrypt::engine::{
-    Backend, Cipher as OneMessage, CipherSpec, Direction, JobError, KeyedCipher,
-};
-use parcrypt::format::secrets::decode_hex;
+use parcrypt::errors::JobError;
+use parcrypt::hazmat::{Cipher as OneMessage, Direction, KeyedCipher};
+use parcrypt::secrets::decode_hex;
+use parcrypt::{Backend, CipherSpec};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;

@@ -5,9 +5,9 @@ use std::ffi::CString;
 use std::fmt::Display;
 use std::io::ErrorKind;
 
-use parcrypt::engine::{EngineError, JobError};
-use parcrypt::format::{FormatError, SecretError};
-use parcrypt::modes::gcm::GcmError;
+use parcrypt::errors::GcmError;
+use parcrypt::errors::{EngineError, JobError};
+use parcrypt::errors::{FormatError, SecretError};
 use pyo3::create_exception;
 use pyo3::exceptions::{
     PyException, PyFileExistsError, PyFileNotFoundError, PyIsADirectoryError, PyOSError,
@@ -54,8 +54,8 @@ pub fn warn(py: Python<'_>, warning: &dyn Display, stacklevel: i32) -> PyResult<
 /// backend whose table AES is not constant time. Each warning is given once per process.
 pub fn warn_engine(
     py: Python<'_>,
-    engine: &parcrypt::engine::Engine,
-    spec: parcrypt::modes::CipherSpec,
+    engine: &parcrypt::Engine,
+    spec: parcrypt::CipherSpec,
 ) -> PyResult<()> {
     for warning in engine.take_warnings(spec) {
         warn(py, &warning, 2)?;

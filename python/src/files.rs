@@ -7,11 +7,12 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
-use parcrypt::format::file::{FileOptions, OutputFile};
-use parcrypt::format::secrets::{checked_key, SecretBytes};
-use parcrypt::format::{
-    decrypt_file as decrypt_path, encrypt_file as encrypt_path, Decryptor, EncryptingWriter,
-    Encryptor, Format, Secret, SeekableReader, Setup, Suite,
+use parcrypt::files::{decrypt_file_with as decrypt_path, encrypt_file_with as encrypt_path};
+use parcrypt::files::{OutputFile, PipelineOptions as FileOptions};
+use parcrypt::secrets::checked_key;
+use parcrypt::SecretBytes;
+use parcrypt::{
+    Decryptor, EncryptingWriter, Encryptor, Format, Secret, SeekableReader, Setup, Suite,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -186,7 +187,7 @@ pub struct Reader {
 enum Failed {
     Closed,
     Io(std::io::Error),
-    Format(parcrypt::format::FormatError),
+    Format(parcrypt::errors::FormatError),
 }
 
 impl From<Failed> for PyErr {
@@ -232,7 +233,7 @@ pub fn open_reader(
     let context = context.map(Input::get).transpose()?;
     let format = parse_format(format)?;
     let runtime = runtime::runtime(backend, threads)?;
-    let input = parcrypt::format::file::open_input(&path).map_err(errors::format)?;
+    let input = parcrypt::files::open_input(&path).map_err(errors::format)?;
     let reader = py
         .detach(|| {
             Decryptor::new(format, input)?
@@ -394,12 +395,12 @@ pub fn open_writer(
     secrets.warn(py, &setup, 2)?;
     let runtime = runtime::runtime(backend, threads)?;
     let writing = py
-        .detach(|| -> Result<Writing, parcrypt::format::FormatError> {
+        .detach(|| -> Result<Writing, parcrypt::errors::FormatError> {
             let mut output = OutputFile::create(&path, None, overwrite)?;
             let handle = output
                 .file()
                 .try_clone()
-                .map_err(parcrypt::format::FormatError::Write)?;
+                .map_err(parcrypt::errors::FormatError::Write)?;
             let writer = Encryptor::new(&setup, secrets.secret())?
                 .wrap_output(runtime.batcher.as_ref(), handle)?;
             Ok(Writing { writer, output })

@@ -17,8 +17,9 @@ use dlpark::ffi::{DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLManaged
 use dlpark::metadata::Fixed;
 use dlpark::python::{DlpackExporter, DlpackStream, ExportRequest, ImportRequest, StreamArg};
 use dlpark::{DlpackFlags, ManagedTensorBase};
-use parcrypt::engine::{cuda_device, Direction, KeyedCipher};
-use parcrypt::gpu::{CudaDevice, DeviceAllocation, ForeignDeviceMemory};
+use parcrypt::devices::cuda_device;
+use parcrypt::devices::{CudaDevice, DeviceAllocation, ForeignDeviceMemory};
+use parcrypt::hazmat::{Direction, KeyedCipher};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView};
@@ -37,7 +38,7 @@ pub fn unsupported(device: &str, id: i64) -> PyErr {
 }
 
 fn unsupported_because(device: &str, id: i64, opening: Option<String>) -> PyErr {
-    let cuda = parcrypt::gpu::CudaDevice::list();
+    let cuda = parcrypt::devices::CudaDevice::list();
     let reason = match (&cuda, opening) {
         (Ok(devices), Some(opening)) if !devices.is_empty() => {
             format!("the device could not be opened: {opening}")

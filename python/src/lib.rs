@@ -1,7 +1,7 @@
 //! `parcrypt._parcrypt`: the native module of the `parcrypt` Python package.
 //!
 //! A thin layer: every capability is a call into the parcrypt crates (the engine's
-//! [`Aead`](parcrypt::engine::Aead) and [`Cipher`](parcrypt::engine::Cipher) for whole
+//! [`Aead`](parcrypt::Aead) and [`Cipher`](parcrypt::hazmat::Cipher) for whole
 //! messages in memory, the format crate's
 //! files, readers and writers). What lives here is only what Python needs: taking Python
 //! buffers without copying them, releasing the GIL while the engine works, and turning
@@ -25,7 +25,8 @@ mod runtime;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use parcrypt::engine::{available_threads, Backend};
+use parcrypt::devices::available_threads;
+use parcrypt::Backend;
 
 /// The backends this machine offers, as `parcrypt devices` lists them: one dict each with
 /// `name`, `available` and `detail` (what it is, or why it cannot run here).
@@ -83,7 +84,7 @@ fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
         format!(
             "{} hardware threads; {}",
             available_threads(),
-            parcrypt::ciphers::cpu_features()
+            parcrypt::devices::cpu_features()
         ),
     )];
     for (backend, listed) in gpu_devices() {
@@ -108,19 +109,19 @@ fn gpu_devices() -> [(Backend, Result<Vec<String>, String>); 3] {
     [
         (
             Backend::Opencl,
-            parcrypt::gpu::OpenClDevice::list()
+            parcrypt::devices::OpenClDevice::list()
                 .map(|devices| describe(devices.iter().map(ToString::to_string).collect()))
                 .map_err(|error| error.to_string()),
         ),
         (
             Backend::Cuda,
-            parcrypt::gpu::CudaDevice::list()
+            parcrypt::devices::CudaDevice::list()
                 .map(|devices| describe(devices.iter().map(ToString::to_string).collect()))
                 .map_err(|error| error.to_string()),
         ),
         (
             Backend::Hip,
-            parcrypt::gpu::HipDevice::list()
+            parcrypt::devices::HipDevice::list()
                 .map(|devices| describe(devices.iter().map(ToString::to_string).collect()))
                 .map_err(|error| error.to_string()),
         ),

@@ -17,12 +17,12 @@
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
-use parcrypt::engine::Backend;
-use parcrypt::format::parts::{
+use parcrypt::parts::{
     self, create_output, prepare_plain_output, prepare_sealed_output, DecryptPlan, EncryptPlan,
     Layout, PartKeys, SourceIdentity,
 };
-use parcrypt::format::{Encryptor, KdfLimits, Salts, Setup, StreamOptions};
+use parcrypt::Backend;
+use parcrypt::{Encryptor, KdfLimits, Salts, Setup, StreamOptions};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -37,7 +37,7 @@ fn keys(part_keys: &[u8]) -> PyResult<PartKeys> {
 }
 
 fn io_error(error: std::io::Error) -> PyErr {
-    errors::format(parcrypt::format::FormatError::Read(error))
+    errors::format(parcrypt::errors::FormatError::Read(error))
 }
 
 /// A source identity as Python holds it: `(device, inode, size, mtime_ns, ctime_ns,
@@ -71,8 +71,8 @@ fn source_identity(tuple: SourceTuple) -> SourceIdentity {
 /// fails, so that a failed preparation leaves nothing.
 fn create_prepared(
     path: &Path,
-    prepare: impl FnOnce(&File) -> Result<(), parcrypt::format::FormatError>,
-) -> Result<File, parcrypt::format::FormatError> {
+    prepare: impl FnOnce(&File) -> Result<(), parcrypt::errors::FormatError>,
+) -> Result<File, parcrypt::errors::FormatError> {
     let output = create_output(path)?;
     if let Err(error) = prepare(&output) {
         drop(output);
@@ -416,7 +416,7 @@ pub fn parts_encrypt_with_salts(
                 &mut output,
                 &StreamOptions::default(),
             )?;
-            std::io::Write::flush(&mut output).map_err(parcrypt::format::FormatError::Write)
+            std::io::Write::flush(&mut output).map_err(parcrypt::errors::FormatError::Write)
         })?;
         Ok(done)
     })

@@ -4,8 +4,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use parcrypt::engine::{Backend, Engine};
-use parcrypt::format::{batcher_for, ChunkBatcher};
+use parcrypt::{batcher_for, ChunkBatcher};
+use parcrypt::{Backend, Engine};
 use pyo3::PyResult;
 
 use crate::errors;
@@ -45,7 +45,7 @@ pub fn runtime_for(backend: Backend, threads: Option<usize>) -> PyResult<&'stati
     if let Some(threads) = threads {
         builder = builder.threads(threads);
     }
-    if let Some(directory) = parcrypt::gpu::tuning::tune_directory() {
+    if let Some(directory) = parcrypt::devices::tuning::tune_directory() {
         builder = builder.tune_directory(directory);
     }
     let engine: &'static Arc<Engine> =

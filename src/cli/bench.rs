@@ -129,7 +129,7 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
     if let Some(runs) = args.repeat.filter(|&runs| runs > 0) {
         plan = plan.with_runs(runs);
     }
-    plan.tune_directory = parcrypt::gpu::tuning::tune_directory();
+    plan.tune_directory = parcrypt::devices::tuning::tune_directory();
     let bench = Bench::open(plan)?;
     if !args.json {
         show!(

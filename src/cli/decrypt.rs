@@ -6,10 +6,12 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-use parcrypt_engine::Engine;
-use parcrypt_format::cobblestone::{CHUNK_BYTES, SEALED_CHUNK_BYTES};
-use parcrypt_format::secrets::{self, SecretBytes};
-use parcrypt_format::{ByteRange, Decryptor, Format, FormatError, KdfLimits, UnlockedDecryptor};
+use parcrypt::errors::FormatError;
+use parcrypt::hazmat::chunks::{CHUNK_BYTES, SEALED_CHUNK_BYTES};
+use parcrypt::secrets;
+use parcrypt::Engine;
+use parcrypt::SecretBytes;
+use parcrypt::{ByteRange, Decryptor, Format, KdfLimits, UnlockedDecryptor};
 
 use super::encrypt::{run_to_output, secret_of, take_key, CommonArgs, DecryptArgs, StreamRun};
 use super::files::{check_output, file_size, open_input, plain};

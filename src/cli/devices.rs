@@ -1,9 +1,10 @@
 //! `parcrypt devices`: what can run here, and why anything cannot.
 
-use parcrypt_ciphers::cpu_features;
-use parcrypt_engine::{available_threads, tune_table_in, Backend};
-use parcrypt_gpu::tuning::{device_identity, tune_directory, tune_file};
-use parcrypt_gpu::GpuError;
+use parcrypt::devices::cpu_features;
+use parcrypt::devices::tuning::{device_identity, tune_directory, tune_file};
+use parcrypt::devices::{available_threads, tune_table_in};
+use parcrypt::errors::GpuError;
+use parcrypt::Backend;
 
 use super::Failure;
 
@@ -15,7 +16,7 @@ pub fn run() -> Result<(), Failure> {
     show!("  threads  available   static equal split over {threads} threads (--threads N)")?;
     show!("  pool     available   work stealing over {threads} threads (--threads N)")?;
     show!("  auto     available   one thread or the pool, chosen per job by a cost model measured on this machine; a tuned GPU for the jobs it was measured to win (`parcrypt tune`)")?;
-    match parcrypt_gpu::OpenClDevice::list() {
+    match parcrypt::devices::OpenClDevice::list() {
         Ok(devices) if !devices.is_empty() => {
             show!("  opencl   available   {} device(s); --backend opencl uses #0", devices.len())?;
             for device in &devices {
@@ -26,7 +27,7 @@ pub fn run() -> Result<(), Failure> {
         Ok(_) => show!("  opencl   unavailable no OpenCL device found (install a driver, or pocl-opencl-icd for the CPU)")?,
         Err(error) => show!("  opencl   unavailable {error}")?,
     }
-    match parcrypt_gpu::CudaDevice::list() {
+    match parcrypt::devices::CudaDevice::list() {
         Ok(devices) if !devices.is_empty() => {
             show!(
                 "  cuda     available   {} device(s); --backend cuda uses #0",
@@ -40,7 +41,7 @@ pub fn run() -> Result<(), Failure> {
         Ok(_) => show!("  cuda     unavailable the CUDA driver found no device")?,
         Err(error) => show!("  cuda     unavailable {error}")?,
     }
-    match parcrypt_gpu::HipDevice::list() {
+    match parcrypt::devices::HipDevice::list() {
         Ok(devices) if !devices.is_empty() => {
             show!(
                 "  hip      available   {} device(s); --backend hip uses #0",

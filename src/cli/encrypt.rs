@@ -7,13 +7,15 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use parcrypt_engine::{Backend, Engine};
-use parcrypt_format::secrets::{self, SecretBytes};
-use parcrypt_format::stream::{StageTimes, StreamOptions};
-use parcrypt_format::{
-    batcher_for, Argon2Params, ChunkBatcher, Encryptor, Format, FormatError, KdfLimits, Secret,
-    Setup, Suite,
+use parcrypt::errors::FormatError;
+use parcrypt::files::StageTimes;
+use parcrypt::secrets;
+use parcrypt::SecretBytes;
+use parcrypt::StreamOptions;
+use parcrypt::{
+    batcher_for, Argon2Params, ChunkBatcher, Encryptor, Format, KdfLimits, Secret, Setup, Suite,
 };
+use parcrypt::{Backend, Engine};
 use zeroize::Zeroize;
 
 use super::files::{check_output, file_size, open_input, Output};
@@ -192,7 +194,7 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
     super::say_engine_warnings(&engine, super::FILE_CHUNKS);
     let input_size = file_size(common.input.as_deref());
     let to_terminal = match common.output.as_deref() {
-        Some(path) if path != Path::new("-") => parcrypt_format::file::is_terminal(path),
+        Some(path) if path != Path::new("-") => parcrypt::files::is_terminal(path),
         _ => std::io::stdout().is_terminal(),
     };
     if to_terminal {

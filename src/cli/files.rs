@@ -12,8 +12,8 @@ use std::io::{self, Read, Write};
 
 use std::path::Path;
 
-use parcrypt_format::file::{self, OutputFile, OutputPlan};
-use parcrypt_format::FormatError;
+use parcrypt::errors::FormatError;
+use parcrypt::files::{self as file, OutputFile, OutputPlan};
 
 use super::Failure;
 
@@ -34,7 +34,7 @@ pub fn file_size(input: Option<&Path>) -> Option<u64> {
         .map(|metadata| metadata.len())
 }
 
-pub use parcrypt_format::error::plain;
+pub use parcrypt::files::plain;
 
 /// The input's metadata: of the file, or of stdin for `None` or `-`.
 fn input_metadata(input: Option<&Path>) -> Option<Metadata> {

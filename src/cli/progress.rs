@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use parcrypt_format::stream::StageTimes;
+use parcrypt::files::StageTimes;
 
 /// The `--stats` line: the rate of the whole streaming run (the key derivation before it
 /// excluded, the final rename included) and each stage's busy time.

@@ -5,10 +5,11 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use parcrypt_engine::open::{Authenticated, Destination, OpenOptions, Phase};
-use parcrypt_engine::stream::{chunk_bytes_for, process_stream_with_progress};
-use parcrypt_engine::{Backend, Cipher, CipherSpec, Direction, Implementation, KeyedCipher, Mode};
-use parcrypt_format::secrets::decode_hex;
+use parcrypt::hazmat::open::{Authenticated, Destination, OpenOptions, Phase};
+use parcrypt::hazmat::stream::{chunk_bytes_for, process_stream_with_progress};
+use parcrypt::hazmat::{Cipher, Direction, Implementation, KeyedCipher, Mode};
+use parcrypt::secrets::decode_hex;
+use parcrypt::{Backend, CipherSpec};
 use zeroize::Zeroize;
 
 use super::files::{check_output, file_size, output_is_discardable, Output};
@@ -152,9 +153,7 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
     }
     let input_path = args.input.as_deref().filter(|path| *path != Path::new("-"));
     // A file stays a `File`: GCM decryption reads a regular one twice in place.
-    let mut input: Option<File> = input_path
-        .map(parcrypt_format::file::open_input)
-        .transpose()?;
+    let mut input: Option<File> = input_path.map(parcrypt::files::open_input).transpose()?;
     let total = file_size(input_path);
     let output_for = || -> Result<Output, Failure> {
         let mut output = Output::create(args.output.as_deref(), args.input.as_deref(), args.force)?;

@@ -1,14 +1,14 @@
 //! `parcrypt tune`: measure the best launch shapes and the CPU/GPU crossover of a GPU and
-//! store them where the engine finds them. The measuring is `parcrypt_engine::tune`.
+//! store them where the engine finds them. The measuring is `parcrypt::devices::tune`.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
 
 use clap::Args;
-use parcrypt_ciphers::Algorithm;
-use parcrypt_engine::tune::{tune, TuneEvent, TuneOptions};
-use parcrypt_engine::{Backend, Engine};
-use parcrypt_gpu::tuning::{tune_directory, tune_file, TunedShape};
+use parcrypt::devices::tune::{tune, TuneEvent, TuneOptions};
+use parcrypt::devices::tuning::{tune_directory, tune_file, TunedShape};
+use parcrypt::hazmat::Algorithm;
+use parcrypt::{Backend, Engine};
 
 use super::{typed, Failure, Refused};
 

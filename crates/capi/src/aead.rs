@@ -2,7 +2,8 @@
 
 use std::ffi::c_char;
 
-use parcrypt_engine::{Aead, CipherSpec, Direction};
+use parcrypt::hazmat::Direction;
+use parcrypt::{Aead, CipherSpec};
 
 use crate::error::{Failure, ParcryptError, ParcryptStatus};
 use crate::{
@@ -16,8 +17,8 @@ pub const PARCRYPT_AEAD_NONCE_BYTES: usize = 12;
 /// the end. A sealed message shorter than this is refused.
 pub const PARCRYPT_AEAD_OVERHEAD: usize = 28;
 
-const _: () = assert!(PARCRYPT_AEAD_NONCE_BYTES == parcrypt_engine::NONCE_BYTES);
-const _: () = assert!(PARCRYPT_AEAD_OVERHEAD == parcrypt_engine::SEAL_OVERHEAD);
+const _: () = assert!(PARCRYPT_AEAD_NONCE_BYTES == parcrypt::NONCE_BYTES);
+const _: () = assert!(PARCRYPT_AEAD_OVERHEAD == parcrypt::SEAL_OVERHEAD);
 
 /// AES-GCM under one key (`aes-128-gcm`, `aes-192-gcm` or `aes-256-gcm`) on an engine,
 /// every message sealed under a fresh random 96-bit nonce from the operating system: the

@@ -2,7 +2,8 @@
 
 use std::ffi::c_char;
 
-use parcrypt_engine::{CipherSpec, Direction};
+use parcrypt::hazmat::Direction;
+use parcrypt::CipherSpec;
 
 use crate::error::{Failure, ParcryptError, ParcryptStatus};
 use crate::keyed::{Buffers, Keyed, Setup};

@@ -6,9 +6,9 @@ use std::ffi::{c_char, c_void, CString};
 use std::fmt::Display;
 use std::sync::{PoisonError, RwLock};
 
-use parcrypt_engine::crypter::JobError;
-use parcrypt_engine::EngineError;
-use parcrypt_format::FormatError;
+use parcrypt::errors::EngineError;
+use parcrypt::errors::FormatError;
+use parcrypt::errors::JobError;
 
 /// What a call did. Every fallible function returns one (as `int32_t`); 0 is success.
 /// New codes may be added at the end; callers treat an unknown non-zero code as failure.
@@ -151,7 +151,7 @@ impl From<EngineError> for Failure {
 
 impl From<JobError> for Failure {
     fn from(error: JobError) -> Self {
-        use parcrypt_engine::crypter::JobError as E;
+        use parcrypt::errors::JobError as E;
         let status = match &error {
             E::Key(_) => ParcryptStatus::BadKey,
             E::IvLength { .. } | E::IvMissing(_) | E::IvNotUsed(_) => ParcryptStatus::BadIv,
@@ -159,8 +159,8 @@ impl From<JobError> for Failure {
             E::BadPadding(_) => ParcryptStatus::BadPadding,
             E::MissingTag(_) => ParcryptStatus::AuthenticationFailed,
             E::Gcm(gcm) => match gcm {
-                parcrypt_modes::gcm::GcmError::EmptyIv => ParcryptStatus::BadIv,
-                parcrypt_modes::gcm::GcmError::TagMismatch => ParcryptStatus::AuthenticationFailed,
+                parcrypt::errors::GcmError::EmptyIv => ParcryptStatus::BadIv,
+                parcrypt::errors::GcmError::TagMismatch => ParcryptStatus::AuthenticationFailed,
                 _ => ParcryptStatus::InvalidArgument,
             },
             E::Gpu(_) => ParcryptStatus::Backend,
@@ -291,8 +291,8 @@ pub extern "C" fn parcrypt_status_name(status: i32) -> *const c_char {
     name.as_ptr().cast()
 }
 
-impl From<parcrypt_modes::SpecError> for Failure {
-    fn from(error: parcrypt_modes::SpecError) -> Self {
+impl From<parcrypt::errors::SpecError> for Failure {
+    fn from(error: parcrypt::errors::SpecError) -> Self {
         Failure::new(ParcryptStatus::UnknownName, error.to_string())
     }
 }
@@ -331,7 +331,7 @@ thread_local! {
 
 /// Hands the engine's warnings about running `suite` on it (a named GPU backend whose table
 /// AES is not constant time) to the warning callback; each is given once per process.
-pub(crate) fn warn_engine(engine: &parcrypt_engine::Engine, suite: parcrypt_modes::CipherSpec) {
+pub(crate) fn warn_engine(engine: &parcrypt::Engine, suite: parcrypt::CipherSpec) {
     for warning in engine.take_warnings(suite) {
         warn(&warning);
     }

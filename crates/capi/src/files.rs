@@ -9,12 +9,14 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use parcrypt_engine::{Direction, Engine};
-use parcrypt_format::cobblestone::MessageKeys;
-use parcrypt_format::file::{FileOptions, OutputFile, OutputPlan};
-use parcrypt_format::{
+use parcrypt::errors::FormatError;
+use parcrypt::files::{OutputFile, OutputPlan, PipelineOptions as FileOptions};
+use parcrypt::hazmat::chunks::MessageKeys;
+use parcrypt::hazmat::Direction;
+use parcrypt::Engine;
+use parcrypt::{
     batcher_for, Argon2Params, ChunkBatcher, Decryptor, EncryptingWriter, Encryptor, Format,
-    FormatError, KdfLimits, Secret, SeekableReader, Setup, Suite,
+    KdfLimits, Secret, SeekableReader, Setup, Suite,
 };
 use self_cell::self_cell;
 
@@ -284,7 +286,7 @@ unsafe fn whole_file(
         let batcher = batcher_for(&engine.engine);
         let options = file_options(file.overwrite);
         let bytes = match direction {
-            Direction::Encrypt => parcrypt_format::encrypt_file(
+            Direction::Encrypt => parcrypt::files::encrypt_file_with(
                 batcher.as_ref(),
                 &setup_for(&file)?,
                 file.secret,
@@ -292,7 +294,7 @@ unsafe fn whole_file(
                 &destination,
                 &options,
             )?,
-            Direction::Decrypt => parcrypt_format::decrypt_file(
+            Direction::Decrypt => parcrypt::files::decrypt_file_with(
                 batcher.as_ref(),
                 file.format,
                 file.secret,
@@ -545,7 +547,7 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_open(
 }
 
 fn open(source: &Path) -> Result<File, Failure> {
-    let file = parcrypt_format::file::open_input(source)?;
+    let file = parcrypt::files::open_input(source)?;
     match file.metadata() {
         Ok(metadata) if metadata.is_file() => Ok(file),
         _ => Err(Failure::new(

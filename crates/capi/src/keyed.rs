@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use parcrypt_engine::segmented::SegmentedMessage;
-use parcrypt_engine::{Cipher, CipherSpec, Direction, Engine, KeyedCipher};
+use parcrypt::hazmat::segmented::SegmentedMessage;
+use parcrypt::hazmat::{Cipher, Direction, KeyedCipher};
+use parcrypt::{CipherSpec, Engine};
 
 use crate::error::{Failure, ParcryptStatus};
 

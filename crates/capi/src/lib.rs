@@ -41,7 +41,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use parcrypt_engine::{Backend, Engine};
+use parcrypt::{Backend, Engine};
 
 pub use aead::*;
 pub use cipher::*;

@@ -4,7 +4,7 @@
 //! of the mode (counters at an offset, CBC's chain, GCM's partial sums, padding, the tag,
 //! and GCM decryption's two rounds: authenticate, then decrypt).
 
-use parcrypt_engine::segmented::{Segment, SegmentedMessage};
+use parcrypt::hazmat::segmented::{Segment, SegmentedMessage};
 
 use crate::cipher::direction_of;
 use crate::error::{Failure, ParcryptError, ParcryptStatus};

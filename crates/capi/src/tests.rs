@@ -5,7 +5,8 @@ use std::ffi::{CStr, CString};
 use std::ptr::{null, null_mut};
 use std::sync::Arc;
 
-use parcrypt_engine::{Backend, Cipher, Engine};
+use parcrypt::hazmat::Cipher;
+use parcrypt::{Backend, Engine};
 
 use super::*;
 
@@ -143,13 +144,13 @@ fn every_suite_matches_the_library_called_directly() {
         "rc6-256-cbc",
     ];
     for name in names {
-        let suite: parcrypt_engine::CipherSpec = name.parse().unwrap();
+        let suite: parcrypt::CipherSpec = name.parse().unwrap();
         let key: Vec<u8> = (0..suite.algorithm.key_lengths().1.min(32))
             .map(|i| i as u8)
             .collect();
         let iv: Vec<u8> = match suite.mode {
-            parcrypt_engine::Mode::Ecb => Vec::new(),
-            parcrypt_engine::Mode::Gcm => vec![3; 12],
+            parcrypt::hazmat::Mode::Ecb => Vec::new(),
+            parcrypt::hazmat::Mode::Gcm => vec![3; 12],
             _ => vec![5; suite.algorithm.block_size()],
         };
         let name_c = CString::new(name).unwrap();

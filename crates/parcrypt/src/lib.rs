@@ -103,16 +103,3 @@ pub use parcrypt_format::{
     Setup, StreamOptions, Suite, UnlockedDecryptor, Weakness,
 };
 pub use secrets::{Secret, SecretBytes};
-
-// The layers underneath, as whole crates, for front ends not yet moved to the modules
-// above. Not part of the documented API; they go once every front end names the modules.
-#[doc(hidden)]
-pub use parcrypt_ciphers as ciphers;
-#[doc(hidden)]
-pub use parcrypt_engine as engine;
-#[doc(hidden)]
-pub use parcrypt_format as format;
-#[doc(hidden)]
-pub use parcrypt_gpu as gpu;
-#[doc(hidden)]
-pub use parcrypt_modes as modes;

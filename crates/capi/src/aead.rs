@@ -7,7 +7,8 @@ use parcrypt::{Aead, CipherSpec};
 
 use crate::error::{Failure, ParcryptError, ParcryptStatus};
 use crate::{
-    bytes, entry, free, handle, make, out_pointer, required_str, sized, Message, ParcryptEngine,
+    entry, free, handle, make, out_pointer, required_str, sized, suite_and_key, Message,
+    ParcryptEngine,
 };
 
 /// The bytes of the random nonce at the front of a sealed message.
@@ -49,17 +50,10 @@ pub unsafe extern "C" fn parcrypt_aead_new(
 ) -> ParcryptStatus {
     let body = || {
         // SAFETY: each pointer meets the contract above for the length given with it.
-        let (engine, name, key) = unsafe {
-            (
-                handle(engine, "engine")?,
-                required_str(name, "cipher name")?,
-                bytes(key, key_length, "key")?,
-            )
-        };
-        let suite: CipherSpec = name.parse()?;
-        crate::error::warn_engine(&engine.engine, suite);
+        let (engine, suite, key) = unsafe { suite_and_key(engine, name, key, key_length) }?;
+        crate::error::warn_engine(engine, suite);
         Ok(ParcryptAead {
-            aead: Aead::new(engine.engine.clone(), suite, key)?,
+            aead: Aead::new(engine.clone(), suite, key)?,
         })
     };
     // SAFETY: `aead` and `error` are NULL or writable (the contract above).

@@ -3,13 +3,10 @@
 use std::ffi::c_char;
 
 use parcrypt::hazmat::Direction;
-use parcrypt::CipherSpec;
 
 use crate::error::{Failure, ParcryptError, ParcryptStatus};
 use crate::keyed::{Buffers, Keyed, Setup};
-use crate::{
-    bytes, free, handle, make, optional_bytes, required_str, sized, Message, ParcryptEngine,
-};
+use crate::{free, handle, make, optional_bytes, sized, suite_and_key, Message, ParcryptEngine};
 
 /// `parcrypt_cipher_new` flag: ECB and CBC without PKCS#7 padding (messages must then be
 /// whole blocks).
@@ -61,23 +58,20 @@ pub unsafe extern "C" fn parcrypt_cipher_new(
 ) -> ParcryptStatus {
     let body = || {
         // SAFETY: each pointer meets the contract above for the length given with it.
-        let (engine, name, key, iv) = unsafe {
+        let ((engine, suite, key), iv) = unsafe {
             (
-                handle(engine, "engine")?,
-                required_str(name, "cipher name")?,
-                bytes(key, key_length, "key")?,
+                suite_and_key(engine, name, key, key_length)?,
                 optional_bytes(iv, iv_length, "iv")?,
             )
         };
         if flags & !(PARCRYPT_CIPHER_NO_PADDING | PARCRYPT_CIPHER_ALLOW_SHORT_GCM_IV) != 0 {
             return Err(Failure::invalid(format!("unknown cipher flags {flags:#x}")));
         }
-        let suite: CipherSpec = name.parse()?;
         let setup = Setup {
             padding: flags & PARCRYPT_CIPHER_NO_PADDING == 0,
             allow_short_gcm_iv: flags & PARCRYPT_CIPHER_ALLOW_SHORT_GCM_IV != 0,
         };
-        let keyed = Keyed::new(engine.engine.clone(), suite, key, iv, setup)?;
+        let keyed = Keyed::new(engine.clone(), suite, key, iv, setup)?;
         Ok(ParcryptCipher { keyed })
     };
     // SAFETY: `cipher` and `error` are NULL or writable (the contract above).

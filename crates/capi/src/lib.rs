@@ -41,7 +41,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use parcrypt::{Backend, Engine};
+use parcrypt::{Backend, CipherSpec, Engine};
 
 pub use aead::*;
 pub use cipher::*;
@@ -428,6 +428,29 @@ unsafe fn optional_str<'a>(text: *const c_char, what: &str) -> Result<Option<&'a
 unsafe fn required_str<'a>(text: *const c_char, what: &str) -> Result<&'a str, Failure> {
     // SAFETY: the same contract as ours.
     unsafe { optional_str(text, what) }?.ok_or_else(|| Failure::null(what))
+}
+
+/// The arguments that make a cipher or an AEAD: an engine, a NUL-terminated suite name
+/// (required) and a key of `key_length` bytes.
+///
+/// # Safety
+/// `engine` is NULL or a live engine, `name` NULL or NUL-terminated, `key` NULL or readable
+/// for `key_length` bytes, each for `'a`.
+unsafe fn suite_and_key<'a>(
+    engine: *const ParcryptEngine,
+    name: *const c_char,
+    key: *const u8,
+    key_length: usize,
+) -> Result<(&'a Arc<Engine>, CipherSpec, &'a [u8]), Failure> {
+    // SAFETY: each pointer meets this function's contract for the length given with it.
+    let (engine, name, key) = unsafe {
+        (
+            handle(engine, "engine")?,
+            required_str(name, "cipher name")?,
+            bytes(key, key_length, "key")?,
+        )
+    };
+    Ok((&engine.engine, name.parse()?, key))
 }
 
 /// A NUL-terminated file name (any bytes on Unix), required.

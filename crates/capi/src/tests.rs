@@ -11,11 +11,30 @@ use parcrypt::{Backend, Engine};
 use super::*;
 
 fn engine(backend: &CStr) -> *mut ParcryptEngine {
-    let mut engine = null_mut();
-    // SAFETY: a NUL-terminated name and writable out-parameters.
-    let status = unsafe { parcrypt_engine_new(backend.as_ptr(), 2, &mut engine, null_mut()) };
-    assert_eq!(status, ParcryptStatus::Ok);
-    engine
+    made(|engine, error| {
+        // SAFETY: a NUL-terminated name and writable out-parameters.
+        unsafe { parcrypt_engine_new(backend.as_ptr(), 2, engine, error) }
+    })
+    .expect("an engine")
+}
+
+/// The handle a `parcrypt_*_new` call (`call`, given the out-parameters) makes, or its
+/// failure's status and message; checks that a failure sets no handle and an error object
+/// of its own status, and a success none.
+fn made<T>(
+    call: impl FnOnce(*mut *mut T, *mut *mut ParcryptError) -> ParcryptStatus,
+) -> Result<*mut T, (ParcryptStatus, String)> {
+    let (mut handle, mut error) = (null_mut(), null_mut());
+    let status = call(&mut handle, &mut error);
+    if status == ParcryptStatus::Ok {
+        assert!(error.is_null() && !handle.is_null());
+        Ok(handle)
+    } else {
+        assert!(handle.is_null(), "a failed call set the handle");
+        let (object_status, message) = take_error(error);
+        assert_eq!(object_status, status);
+        Err((status, message))
+    }
 }
 
 /// The status and message of a failed call's error object, which is freed.
@@ -39,30 +58,22 @@ fn cipher(
     key: &[u8],
     iv: &[u8],
 ) -> Result<*mut ParcryptCipher, (ParcryptStatus, String)> {
-    let mut cipher = null_mut();
-    let mut error = null_mut();
-    // SAFETY: live engine, NUL-terminated name, slices for their lengths, writable outs.
-    let status = unsafe {
-        parcrypt_cipher_new(
-            engine,
-            name.as_ptr(),
-            key.as_ptr(),
-            key.len(),
-            iv.as_ptr(),
-            iv.len(),
-            0,
-            &mut cipher,
-            &mut error,
-        )
-    };
-    if status == ParcryptStatus::Ok {
-        assert!(error.is_null());
-        Ok(cipher)
-    } else {
-        let (object_status, message) = take_error(error);
-        assert_eq!(object_status, status);
-        Err((status, message))
-    }
+    made(|cipher, error| {
+        // SAFETY: live engine, NUL-terminated name, slices for their lengths, writable outs.
+        unsafe {
+            parcrypt_cipher_new(
+                engine,
+                name.as_ptr(),
+                key.as_ptr(),
+                key.len(),
+                iv.as_ptr(),
+                iv.len(),
+                0,
+                cipher,
+                error,
+            )
+        }
+    })
 }
 
 /// A seekable decryptor of the file at `path`, sealed under `key` without a context.
@@ -71,24 +82,23 @@ fn open_decryptor(
     path: &CStr,
     key: &[u8],
 ) -> *mut ParcryptFileDecryptor {
-    let mut decryptor = null_mut();
-    let mut error = null_mut();
-    // SAFETY: a live engine, a NUL-terminated path, a key for its length, writable outs.
-    let status = unsafe {
-        parcrypt_file_decryptor_open(
-            engine,
-            path.as_ptr(),
-            key.as_ptr(),
-            key.len(),
-            null(),
-            0,
-            0,
-            &mut decryptor,
-            &mut error,
-        )
-    };
-    assert_eq!(status, ParcryptStatus::Ok, "{:?}", take_error(error));
-    decryptor
+    made(|decryptor, error| {
+        // SAFETY: a live engine, a NUL-terminated path, a key for its length, writable outs.
+        unsafe {
+            parcrypt_file_decryptor_open(
+                engine,
+                path.as_ptr(),
+                key.as_ptr(),
+                key.len(),
+                null(),
+                0,
+                0,
+                decryptor,
+                error,
+            )
+        }
+    })
+    .expect("a file decryptor")
 }
 
 fn seal(cipher: *const ParcryptCipher, iv: Option<&[u8]>, input: &[u8]) -> Vec<u8> {
@@ -394,32 +404,23 @@ fn segmented_messages_match_whole_ones() {
 fn run_whole(cipher: *const ParcryptCipher, direction: i32, input: &[u8]) -> Vec<u8> {
     let mut output = vec![0u8; input.len() + 32];
     let mut written = 0;
+    let call = match direction {
+        PARCRYPT_ENCRYPT => parcrypt_cipher_encrypt,
+        _ => parcrypt_cipher_decrypt,
+    };
     // SAFETY: a live cipher, buffers for their lengths, writable outs.
     let status = unsafe {
-        match direction {
-            PARCRYPT_ENCRYPT => parcrypt_cipher_encrypt(
-                cipher,
-                input.as_ptr(),
-                input.len(),
-                null(),
-                0,
-                output.as_mut_ptr(),
-                output.len(),
-                &mut written,
-                null_mut(),
-            ),
-            _ => parcrypt_cipher_decrypt(
-                cipher,
-                input.as_ptr(),
-                input.len(),
-                null(),
-                0,
-                output.as_mut_ptr(),
-                output.len(),
-                &mut written,
-                null_mut(),
-            ),
-        }
+        call(
+            cipher,
+            input.as_ptr(),
+            input.len(),
+            null(),
+            0,
+            output.as_mut_ptr(),
+            output.len(),
+            &mut written,
+            null_mut(),
+        )
     };
     assert_eq!(status, ParcryptStatus::Ok);
     output.truncate(written);
@@ -699,19 +700,20 @@ fn the_file_readers_refuse_a_cut_file() {
 fn whole_message_calls_share_the_buffer_rules() {
     let engine = engine(c"seq");
     let key = [7u8; 32];
-    let mut aead = null_mut();
-    // SAFETY: a live engine, a NUL-terminated name, a key for its length, writable outs.
-    let status = unsafe {
-        parcrypt_aead_new(
-            engine,
-            c"aes-256-gcm".as_ptr(),
-            key.as_ptr(),
-            key.len(),
-            &mut aead,
-            null_mut(),
-        )
-    };
-    assert_eq!(status, ParcryptStatus::Ok);
+    let aead = made(|aead, error| {
+        // SAFETY: a live engine, a NUL-terminated name, a key for its length, writable outs.
+        unsafe {
+            parcrypt_aead_new(
+                engine,
+                c"aes-256-gcm".as_ptr(),
+                key.as_ptr(),
+                32,
+                aead,
+                error,
+            )
+        }
+    })
+    .expect("an AEAD");
     let mut memory = vec![1u8; 200];
     let base = memory.as_mut_ptr();
     for (input_at, output_at, expected) in [

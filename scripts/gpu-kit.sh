@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds, on a machine with Rust, what a GPU machine without Rust needs to check parcrypt's
-# CUDA paths: the release binary, the GPU test executables and the CUDA speed example, all
-# stripped, into target/gpu-kit. Carry that folder to the GPU machine and run
-# scripts/gpu-verify.sh there (see its header).
+# CUDA paths: the release binaries (parcrypt and the benchmark lab, parcrypt-lab), the GPU
+# test executables and the CUDA speed example, all stripped, into target/gpu-kit. Carry that
+# folder to the GPU machine and run scripts/gpu-verify.sh there (see its header).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kit=target/gpu-kit
@@ -10,9 +10,10 @@ rm -rf "$kit"
 mkdir -p "$kit/tests"
 
 cargo build --release --bin parcrypt
+cargo build --release -p parcrypt-lab
 cargo build --release -p parcrypt-gpu --example cuda_speed --example chunk_calls
 cargo build --release -p parcrypt-format --example batch_speed
-cp target/release/parcrypt target/release/examples/cuda_speed target/release/examples/chunk_calls \
+cp target/release/parcrypt target/release/parcrypt-lab target/release/examples/cuda_speed target/release/examples/chunk_calls \
     target/release/examples/batch_speed "$kit/"
 
 # Test executables: CUDA against the CPU, the engine with every backend (CUDA included when
@@ -47,7 +48,7 @@ if PARCRYPT_PYTHON_BUILD_ONLY=1 bash scripts/python-test.sh; then
 else
     echo "gpu-kit: the Python wheel did not build; the kit has no python/ stage" >&2
 fi
-strip "$kit"/parcrypt "$kit"/cuda_speed "$kit"/chunk_calls "$kit"/batch_speed "$kit"/tests/*
+strip "$kit"/parcrypt "$kit"/parcrypt-lab "$kit"/cuda_speed "$kit"/chunk_calls "$kit"/batch_speed "$kit"/tests/*
 # The tests find their data files through the path they were built at.
 pwd > "$kit/built-at"
 du -sh "$kit"

@@ -26,7 +26,8 @@
 #             then one 4 GiB file in /dev/shm through `parcrypt encrypt|decrypt --stats` on
 #             cuda and pool (only that file is stored: round trips go through pipes)
 #   tune      `parcrypt tune --backend cuda` (add --full through TUNE_ARGS)
-#   bench     the benchmark lab with the CUDA backend (docs/results/h200 is made from it)
+#   bench     the benchmark lab (parcrypt-lab) with the CUDA backend (docs/results/h200 is
+#             made from it)
 # Default: speed tests ncu sanitize (the first device call, at most 150 + 220 + 90 + 100 s);
 # then `gpu-verify.sh python files` (the second, at most 240 + 300 s). On an H100
 # (2026-11-26) the stages took speed 11 s, tests 70 s, ncu 5 s, python 54 s, files 54 s:
@@ -244,7 +245,7 @@ stage_tune() {
 
 stage_bench() {
     # shellcheck disable=SC2086
-    PARCRYPT_TUNE_DIR="$scratch/tune" "$kit/parcrypt" bench --scenario all \
+    PARCRYPT_TUNE_DIR="$scratch/tune" "$kit/parcrypt-lab" --scenario all \
         --output "$out/bench" ${BENCH_ARGS:-}
 }
 

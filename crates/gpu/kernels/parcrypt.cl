@@ -230,6 +230,46 @@ DEVICE_FUNCTION u32x2 segment_step(const u32x2 position, const u32x2 stride,
     return MAKE_U32X2(segment, offset);
 }
 
+/* The grid-stride loops of the modes, one text for every cipher C. Each kernel (or, for AES,
+ * each device function per key size) declares its cipher's state (keys, tables, lane) and
+ * then expands one of these, which read the kernel's own arguments by name (input, output,
+ * block_count, counter, counters, blocks_per_segment, counter_rule, previous) and the
+ * cipher's macros, named C_...:
+ * - C_FROM_MEMORY, C_TO_MEMORY: a block as loaded to the cipher's words and back (byte swaps
+ *   for the big-endian ciphers, nothing for RC6);
+ * - C_FROM_COUNTER: a counter block in big-endian words to the cipher's words;
+ * - C_SWAP: the block type's byte swap; C_XOR: its XOR; C_COUNTER: counter_block16 or 8;
+ * - C_ENCRYPT(block), C_DECRYPT(block): one block with the kernel's key. */
+#define MODE_ECB(C, CIPHER)                                                                 \
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {            \
+        output[block] = C##_TO_MEMORY(CIPHER(C##_FROM_MEMORY(input[block])));               \
+    }
+
+#define MODE_CTR(C)                                                                         \
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {            \
+        const C##_BLOCK counter_block =                                                     \
+            C##_FROM_COUNTER(C##_COUNTER(counter, block, counter_rule));                    \
+        output[block] = C##_XOR(input[block], C##_TO_MEMORY(C##_ENCRYPT(counter_block)));   \
+    }
+
+#define MODE_CTR_SEGMENTS(C)                                                                \
+    const u32x2 stride = segment_position(GLOBAL_SIZE(), blocks_per_segment);              \
+    u32x2 position = segment_position(GLOBAL_ID(), blocks_per_segment);                    \
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {            \
+        const C##_BLOCK start = C##_SWAP(counters[position.x]);                             \
+        const C##_BLOCK counter_block =                                                     \
+            C##_FROM_COUNTER(C##_COUNTER(start, position.y, counter_rule));                 \
+        output[block] = C##_XOR(input[block], C##_TO_MEMORY(C##_ENCRYPT(counter_block)));   \
+        position = segment_step(position, stride, blocks_per_segment);                      \
+    }
+
+#define MODE_CBC_DECRYPT(C)                                                                 \
+    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {            \
+        const C##_BLOCK chain = block == 0 ? previous : input[block - 1];                   \
+        const C##_BLOCK plain = C##_TO_MEMORY(C##_DECRYPT(C##_FROM_MEMORY(input[block])));  \
+        output[block] = C##_XOR(plain, chain);                                              \
+    }
+
 /* ------------------------------------------------------------------------------------- */
 /* AES (FIPS-197), the table formulation of parcrypt-ciphers' ReferenceAes                */
 /* ------------------------------------------------------------------------------------- */
@@ -298,27 +338,42 @@ DEVICE_FUNCTION void replicate_aes_pair(LOCAL u32 *destination,
     }
 }
 
-/* Output column c takes row r from input column c + r: ShiftRows is the choice of inputs,
- * SubBytes and MixColumns are in the table. */
-DEVICE_FUNCTION u32 aes_encrypt_column(LOCAL const u32 *table, const aes_lane lane,
-                                       const u32 a, const u32 b, const u32 c, const u32 d,
-                                       const u32 key)
-{
-    const u32 first = TABLE_WORD(table, AES_ENCRYPT_OFFSET(a, 3u, lane.first))
-                    ^ TABLE_WORD(table, AES_ENCRYPT_OFFSET(b, 2u, lane.second));
-    const u32 second = TABLE_WORD(table, AES_ENCRYPT_OFFSET(c, 1u, lane.first))
-                     ^ TABLE_WORD(table, AES_ENCRYPT_OFFSET(d, 0u, lane.second));
-    return first ^ ROTATE_LEFT32(second, 16u) ^ key;
-}
+/* One column of a middle round through the two-table layout (OFFSET: AES_ENCRYPT_OFFSET or
+ * AES_DECRYPT_OFFSET, whose copy counts may differ): a, b, c, d are the input columns whose
+ * rows 0..3 it takes. */
+#define AES_DEFINE_COLUMN(name, OFFSET)                                                     \
+    DEVICE_FUNCTION u32 name(LOCAL const u32 *table, const aes_lane lane, const u32 a,      \
+                             const u32 b, const u32 c, const u32 d, const u32 key)          \
+    {                                                                                       \
+        const u32 first = TABLE_WORD(table, OFFSET(a, 3u, lane.first))                      \
+                        ^ TABLE_WORD(table, OFFSET(b, 2u, lane.second));                    \
+        const u32 second = TABLE_WORD(table, OFFSET(c, 1u, lane.first))                     \
+                         ^ TABLE_WORD(table, OFFSET(d, 0u, lane.second));                   \
+        return first ^ ROTATE_LEFT32(second, 16u) ^ key;                                    \
+    }
+
+AES_DEFINE_COLUMN(aes_encrypt_column, AES_ENCRYPT_OFFSET)
+AES_DEFINE_COLUMN(aes_decrypt_column, AES_DECRYPT_OFFSET)
+
+/* A round's four output columns from `column(table, lane, a, b, c, d, key)`, in the order
+ * of (Inv)ShiftRows. Encryption: output column c takes row r from input column c + r.
+ * Decryption (the equivalent inverse cipher): InvShiftRows moves row r right by r, so
+ * output column c takes row r from input column c - r. */
+#define AES_SHIFT_ROWS(column, table, lane, state, key)                                     \
+    MAKE_U32X4(column(table, lane, state.x, state.y, state.z, state.w, key[0]),             \
+               column(table, lane, state.y, state.z, state.w, state.x, key[1]),             \
+               column(table, lane, state.z, state.w, state.x, state.y, key[2]),             \
+               column(table, lane, state.w, state.x, state.y, state.z, key[3]))
+#define AES_INVERSE_SHIFT_ROWS(column, table, lane, state, key)                             \
+    MAKE_U32X4(column(table, lane, state.x, state.w, state.z, state.y, key[0]),             \
+               column(table, lane, state.y, state.x, state.w, state.z, key[1]),             \
+               column(table, lane, state.z, state.y, state.x, state.w, key[2]),             \
+               column(table, lane, state.w, state.z, state.y, state.x, key[3]))
 
 DEVICE_FUNCTION u32x4 aes_encrypt_round(const u32x4 state, const u32 *keys,
                                         LOCAL const u32 *table, const aes_lane lane)
 {
-    return MAKE_U32X4(
-        aes_encrypt_column(table, lane, state.x, state.y, state.z, state.w, keys[0]),
-        aes_encrypt_column(table, lane, state.y, state.z, state.w, state.x, keys[1]),
-        aes_encrypt_column(table, lane, state.z, state.w, state.x, state.y, keys[2]),
-        aes_encrypt_column(table, lane, state.w, state.x, state.y, state.z, keys[3]));
+    return AES_SHIFT_ROWS(aes_encrypt_column, table, lane, state, keys);
 }
 
 /* The last round has no MixColumns: it needs S[x], which is byte 1 (and byte 2) of
@@ -346,34 +401,13 @@ DEVICE_FUNCTION u32x4 aes_encrypt_block(u32x4 state, const u32 *keys, const u32 
         state = aes_encrypt_round(state, keys + 4u * round, table, lane);
     }
     const u32 *key = keys + 4u * rounds;
-    return MAKE_U32X4(
-        aes_encrypt_last_column(table, lane, state.x, state.y, state.z, state.w, key[0]),
-        aes_encrypt_last_column(table, lane, state.y, state.z, state.w, state.x, key[1]),
-        aes_encrypt_last_column(table, lane, state.z, state.w, state.x, state.y, key[2]),
-        aes_encrypt_last_column(table, lane, state.w, state.x, state.y, state.z, key[3]));
+    return AES_SHIFT_ROWS(aes_encrypt_last_column, table, lane, state, key);
 }
 
-DEVICE_FUNCTION u32 aes_decrypt_column(LOCAL const u32 *table, const aes_lane lane,
-                                       const u32 a, const u32 b, const u32 c, const u32 d,
-                                       const u32 key)
-{
-    const u32 first = TABLE_WORD(table, AES_DECRYPT_OFFSET(a, 3u, lane.first))
-                    ^ TABLE_WORD(table, AES_DECRYPT_OFFSET(b, 2u, lane.second));
-    const u32 second = TABLE_WORD(table, AES_DECRYPT_OFFSET(c, 1u, lane.first))
-                     ^ TABLE_WORD(table, AES_DECRYPT_OFFSET(d, 0u, lane.second));
-    return first ^ ROTATE_LEFT32(second, 16u) ^ key;
-}
-
-/* The equivalent inverse cipher: InvShiftRows moves row r right by r, so output column c
- * takes row r from input column c - r. */
 DEVICE_FUNCTION u32x4 aes_decrypt_round(const u32x4 state, const u32 *keys,
                                         LOCAL const u32 *table, const aes_lane lane)
 {
-    return MAKE_U32X4(
-        aes_decrypt_column(table, lane, state.x, state.w, state.z, state.y, keys[0]),
-        aes_decrypt_column(table, lane, state.y, state.x, state.w, state.z, keys[1]),
-        aes_decrypt_column(table, lane, state.z, state.y, state.x, state.w, keys[2]),
-        aes_decrypt_column(table, lane, state.w, state.z, state.y, state.x, keys[3]));
+    return AES_INVERSE_SHIFT_ROWS(aes_decrypt_column, table, lane, state, keys);
 }
 
 /* The inverse S-box is packed four entries per word, so that each lane's copy is 256 bytes
@@ -409,11 +443,7 @@ DEVICE_FUNCTION u32x4 aes_decrypt_block(u32x4 state, const u32 *keys, const u32 
         state = aes_decrypt_round(state, keys + 4u * round, table, lanes);
     }
     const u32 *key = keys + 4u * rounds;
-    return MAKE_U32X4(
-        aes_decrypt_last_column(inverse_sbox, lane, state.x, state.w, state.z, state.y, key[0]),
-        aes_decrypt_last_column(inverse_sbox, lane, state.y, state.x, state.w, state.z, key[1]),
-        aes_decrypt_last_column(inverse_sbox, lane, state.z, state.y, state.x, state.w, key[2]),
-        aes_decrypt_last_column(inverse_sbox, lane, state.w, state.z, state.y, state.x, key[3]));
+    return AES_INVERSE_SHIFT_ROWS(aes_decrypt_last_column, inverse_sbox, lane, state, key);
 }
 
 /* Copies the 4 (rounds + 1) round-key words into a private array once per thread; with
@@ -441,6 +471,19 @@ DEVICE_FUNCTION void aes_load_keys(u32 *keys, CONSTANT u32 *RESTRICT round_keys,
         }                                \
     } while (0)
 
+/* AES for the mode loops (MODE_*): blocks are four big-endian words, and the cipher calls
+ * read the names every AES device function below declares (keys, rounds, table, lane and,
+ * decrypting, inverse_sbox). */
+#define AES_BLOCK u32x4
+#define AES_FROM_MEMORY(block) swap_bytes_u32x4(block)
+#define AES_TO_MEMORY(block) swap_bytes_u32x4(block)
+#define AES_FROM_COUNTER(block) (block)
+#define AES_SWAP swap_bytes_u32x4
+#define AES_XOR xor_u32x4
+#define AES_COUNTER counter_block16
+#define AES_ENCRYPT(block) aes_encrypt_block((block), keys, rounds, table, lane)
+#define AES_DECRYPT(block) aes_decrypt_block((block), keys, rounds, table, inverse_sbox, lane)
+
 /* The blocks of one launch, with the key size fixed: each a DEVICE_FUNCTION that the
  * kernels below call once per key size through AES_FOR_ROUNDS. */
 
@@ -452,11 +495,7 @@ DEVICE_FUNCTION void aes_ecb_encrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u3
 {
     u32 keys[AES_MAX_ROUND_KEY_WORDS];
     aes_load_keys(keys, round_keys, rounds);
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x4 state = swap_bytes_u32x4(input[block]);
-        output[block] =
-            swap_bytes_u32x4(aes_encrypt_block(state, keys, rounds, table, lane));
-    }
+    MODE_ECB(AES, AES_ENCRYPT)
 }
 
 DEVICE_FUNCTION void aes_ecb_decrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
@@ -467,11 +506,7 @@ DEVICE_FUNCTION void aes_ecb_decrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u3
 {
     u32 keys[AES_MAX_ROUND_KEY_WORDS];
     aes_load_keys(keys, round_keys, rounds);
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x4 state = swap_bytes_u32x4(input[block]);
-        output[block] = swap_bytes_u32x4(
-            aes_decrypt_block(state, keys, rounds, table, inverse_sbox, lane));
-    }
+    MODE_ECB(AES, AES_DECRYPT)
 }
 
 DEVICE_FUNCTION void aes_ctr_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
@@ -482,12 +517,7 @@ DEVICE_FUNCTION void aes_ctr_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *out
 {
     u32 keys[AES_MAX_ROUND_KEY_WORDS];
     aes_load_keys(keys, round_keys, rounds);
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x4 counter_block = counter_block16(counter, block, counter_rule);
-        const u32x4 keystream = swap_bytes_u32x4(
-            aes_encrypt_block(counter_block, keys, rounds, table, lane));
-        output[block] = xor_u32x4(input[block], keystream);
-    }
+    MODE_CTR(AES)
 }
 
 DEVICE_FUNCTION void aes_ctr_segment_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
@@ -501,16 +531,7 @@ DEVICE_FUNCTION void aes_ctr_segment_blocks(GLOBAL const u32x4 *input, GLOBAL u3
 {
     u32 keys[AES_MAX_ROUND_KEY_WORDS];
     aes_load_keys(keys, round_keys, rounds);
-    const u32x2 stride = segment_position(GLOBAL_SIZE(), blocks_per_segment);
-    u32x2 position = segment_position(GLOBAL_ID(), blocks_per_segment);
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x4 start = swap_bytes_u32x4(counters[position.x]);
-        const u32x4 counter_block = counter_block16(start, position.y, counter_rule);
-        const u32x4 keystream = swap_bytes_u32x4(
-            aes_encrypt_block(counter_block, keys, rounds, table, lane));
-        output[block] = xor_u32x4(input[block], keystream);
-        position = segment_step(position, stride, blocks_per_segment);
-    }
+    MODE_CTR_SEGMENTS(AES)
 }
 
 DEVICE_FUNCTION void aes_cbc_decrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
@@ -522,14 +543,26 @@ DEVICE_FUNCTION void aes_cbc_decrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u3
 {
     u32 keys[AES_MAX_ROUND_KEY_WORDS];
     aes_load_keys(keys, round_keys, rounds);
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x4 chain = block == 0 ? previous : input[block - 1];
-        const u32x4 state = swap_bytes_u32x4(input[block]);
-        const u32x4 plain = swap_bytes_u32x4(
-            aes_decrypt_block(state, keys, rounds, table, inverse_sbox, lane));
-        output[block] = xor_u32x4(plain, chain);
-    }
+    MODE_CBC_DECRYPT(AES)
 }
+
+/* What every AES kernel does before its blocks: the tables into local memory (encryption:
+ * the Te pair; decryption: the Td pair and the inverse S-box), a barrier, and the lane's
+ * offsets (decryption: the lane, whose pair offsets aes_decrypt_block makes). */
+#define AES_ENCRYPT_KERNEL_START                                                            \
+    DECLARE_SHARED_WORDS(shared, AES_ENCRYPT_SHARED_WORDS);                                 \
+    replicate_aes_pair(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_ENCRYPT_TABLE_COPIES); \
+    BARRIER();                                                                              \
+    const aes_lane lane =                                                                   \
+        aes_lane_offsets(LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES, AES_ENCRYPT_TABLE_COPIES)
+#define AES_DECRYPT_KERNEL_START                                                            \
+    DECLARE_SHARED_WORDS(shared, AES_DECRYPT_SHARED_WORDS);                                 \
+    LOCAL u32 *inverse_sbox = shared + AES_DECRYPT_INVERSE_SBOX_START;                      \
+    replicate_aes_pair(shared, tables + AES_SOURCE_DECRYPTION_TABLE, AES_DECRYPT_TABLE_COPIES); \
+    replicate_table(inverse_sbox, tables + AES_SOURCE_INVERSE_SBOX, AES_INVERSE_SBOX_WORDS, \
+                    AES_DECRYPT_TABLE_COPIES);                                              \
+    BARRIER();                                                                              \
+    const u32 lane = HIDE_FROM_OPTIMIZER(LOCAL_ID() % AES_DECRYPT_TABLE_COPIES)
 
 /* Every AES kernel takes: input, output, the number of 16-byte blocks, the round keys
  * (encryption or equivalent-inverse schedule, 4 (rounds + 1) words), the round count and
@@ -539,11 +572,7 @@ KERNEL void aes_ecb_encrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
                             const u32 rounds, GLOBAL const u32 *RESTRICT tables)
 {
-    DECLARE_SHARED_WORDS(shared, AES_ENCRYPT_SHARED_WORDS);
-    replicate_aes_pair(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_ENCRYPT_TABLE_COPIES);
-    BARRIER();
-    const aes_lane lane =
-        aes_lane_offsets(LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES, AES_ENCRYPT_TABLE_COPIES);
+    AES_ENCRYPT_KERNEL_START;
 #define AES_ECB_ENCRYPT_BODY(ROUNDS)                                                        \
     aes_ecb_encrypt_blocks(input, output, block_count, round_keys, ROUNDS, shared, lane)
     AES_FOR_ROUNDS(rounds, AES_ECB_ENCRYPT_BODY);
@@ -554,13 +583,7 @@ KERNEL void aes_ecb_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
                             const u32 rounds, GLOBAL const u32 *RESTRICT tables)
 {
-    DECLARE_SHARED_WORDS(shared, AES_DECRYPT_SHARED_WORDS);
-    LOCAL u32 *inverse_sbox = shared + AES_DECRYPT_INVERSE_SBOX_START;
-    replicate_aes_pair(shared, tables + AES_SOURCE_DECRYPTION_TABLE, AES_DECRYPT_TABLE_COPIES);
-    replicate_table(inverse_sbox, tables + AES_SOURCE_INVERSE_SBOX, AES_INVERSE_SBOX_WORDS,
-                    AES_DECRYPT_TABLE_COPIES);
-    BARRIER();
-    const u32 lane = HIDE_FROM_OPTIMIZER(LOCAL_ID() % AES_DECRYPT_TABLE_COPIES);
+    AES_DECRYPT_KERNEL_START;
 #define AES_ECB_DECRYPT_BODY(ROUNDS)                                                        \
     aes_ecb_decrypt_blocks(input, output, block_count, round_keys, ROUNDS, shared,         \
                            inverse_sbox, lane)
@@ -574,11 +597,7 @@ KERNEL void aes_ctr(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                     GLOBAL const u32 *RESTRICT tables, const u32x4 counter,
                     const u32 counter_rule)
 {
-    DECLARE_SHARED_WORDS(shared, AES_ENCRYPT_SHARED_WORDS);
-    replicate_aes_pair(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_ENCRYPT_TABLE_COPIES);
-    BARRIER();
-    const aes_lane lane =
-        aes_lane_offsets(LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES, AES_ENCRYPT_TABLE_COPIES);
+    AES_ENCRYPT_KERNEL_START;
 #define AES_CTR_BODY(ROUNDS)                                                                \
     aes_ctr_blocks(input, output, block_count, round_keys, ROUNDS, shared, lane,      \
                    counter, counter_rule)
@@ -596,11 +615,7 @@ KERNEL void aes_ctr_segments(GLOBAL const u32x4 *input,
                              GLOBAL const u32x4 *RESTRICT counters,
                              const u32 blocks_per_segment, const u32 counter_rule)
 {
-    DECLARE_SHARED_WORDS(shared, AES_ENCRYPT_SHARED_WORDS);
-    replicate_aes_pair(shared, tables + AES_SOURCE_ENCRYPTION_TABLE, AES_ENCRYPT_TABLE_COPIES);
-    BARRIER();
-    const aes_lane lane =
-        aes_lane_offsets(LOCAL_ID() % AES_ENCRYPT_TABLE_COPIES, AES_ENCRYPT_TABLE_COPIES);
+    AES_ENCRYPT_KERNEL_START;
 #define AES_CTR_SEGMENTS_BODY(ROUNDS)                                                       \
     aes_ctr_segment_blocks(input, output, block_count, round_keys, ROUNDS, shared,         \
                            lane, counters, blocks_per_segment, counter_rule)
@@ -615,13 +630,7 @@ KERNEL void aes_cbc_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 rounds, GLOBAL const u32 *RESTRICT tables,
                             const u32x4 previous)
 {
-    DECLARE_SHARED_WORDS(shared, AES_DECRYPT_SHARED_WORDS);
-    LOCAL u32 *inverse_sbox = shared + AES_DECRYPT_INVERSE_SBOX_START;
-    replicate_aes_pair(shared, tables + AES_SOURCE_DECRYPTION_TABLE, AES_DECRYPT_TABLE_COPIES);
-    replicate_table(inverse_sbox, tables + AES_SOURCE_INVERSE_SBOX, AES_INVERSE_SBOX_WORDS,
-                    AES_DECRYPT_TABLE_COPIES);
-    BARRIER();
-    const u32 lane = HIDE_FROM_OPTIMIZER(LOCAL_ID() % AES_DECRYPT_TABLE_COPIES);
+    AES_DECRYPT_KERNEL_START;
 #define AES_CBC_DECRYPT_BODY(ROUNDS)                                                        \
     aes_cbc_decrypt_blocks(input, output, block_count, round_keys, ROUNDS, shared,         \
                            inverse_sbox, lane, previous)
@@ -735,6 +744,30 @@ DEVICE_FUNCTION void blowfish_load_p(u32 *p, CONSTANT u32 *RESTRICT p_array)
     }
 }
 
+/* Blowfish for the mode loops (MODE_*): blocks are two big-endian words. */
+#define BLOWFISH_BLOCK u32x2
+#define BLOWFISH_FROM_MEMORY(block) swap_bytes_u32x2(block)
+#define BLOWFISH_TO_MEMORY(block) swap_bytes_u32x2(block)
+#define BLOWFISH_FROM_COUNTER(block) (block)
+#define BLOWFISH_SWAP swap_bytes_u32x2
+#define BLOWFISH_XOR xor_u32x2
+#define BLOWFISH_COUNTER counter_block8
+#define BLOWFISH_ENCRYPT(block) blowfish_encrypt_block((block), p, shared, lane)
+#define BLOWFISH_DECRYPT(block) blowfish_decrypt_block((block), p, shared, lane)
+
+/* The body of every Blowfish kernel around its mode loop: the keyed S-boxes into local
+ * memory and the P-array into registers before it, and the S-boxes wiped after it. */
+#define BLOWFISH_KERNEL(MODE_LOOP)                                                          \
+    DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);                                    \
+    replicate_blowfish(shared, sboxes);                                                     \
+    BARRIER();                                                                              \
+    const blowfish_lane lane = blowfish_lane_offsets(LOCAL_ID() % BLOWFISH_TABLE_COPIES);   \
+    u32 p[BLOWFISH_P_WORDS];                                                                \
+    blowfish_load_p(p, p_array);                                                            \
+    MODE_LOOP                                                                               \
+    BARRIER();                                                                              \
+    wipe_table(shared, BLOWFISH_SHARED_WORDS)
+
 /* Every Blowfish kernel takes: input, output, the number of 8-byte blocks, the P-array
  * (18 words) and the four keyed S-boxes (1024 words). */
 
@@ -743,18 +776,7 @@ KERNEL void blowfish_ecb_encrypt(GLOBAL const u32x2 *input,
                                  CONSTANT u32 *RESTRICT p_array,
                                  GLOBAL const u32 *RESTRICT sboxes)
 {
-    DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
-    replicate_blowfish(shared, sboxes);
-    BARRIER();
-    const blowfish_lane lane = blowfish_lane_offsets(LOCAL_ID() % BLOWFISH_TABLE_COPIES);
-    u32 p[BLOWFISH_P_WORDS];
-    blowfish_load_p(p, p_array);
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x2 words = swap_bytes_u32x2(input[block]);
-        output[block] = swap_bytes_u32x2(blowfish_encrypt_block(words, p, shared, lane));
-    }
-    BARRIER();
-    wipe_table(shared, BLOWFISH_SHARED_WORDS);
+    BLOWFISH_KERNEL(MODE_ECB(BLOWFISH, BLOWFISH_ENCRYPT));
 }
 
 KERNEL void blowfish_ecb_decrypt(GLOBAL const u32x2 *input,
@@ -762,18 +784,7 @@ KERNEL void blowfish_ecb_decrypt(GLOBAL const u32x2 *input,
                                  CONSTANT u32 *RESTRICT p_array,
                                  GLOBAL const u32 *RESTRICT sboxes)
 {
-    DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
-    replicate_blowfish(shared, sboxes);
-    BARRIER();
-    const blowfish_lane lane = blowfish_lane_offsets(LOCAL_ID() % BLOWFISH_TABLE_COPIES);
-    u32 p[BLOWFISH_P_WORDS];
-    blowfish_load_p(p, p_array);
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x2 words = swap_bytes_u32x2(input[block]);
-        output[block] = swap_bytes_u32x2(blowfish_decrypt_block(words, p, shared, lane));
-    }
-    BARRIER();
-    wipe_table(shared, BLOWFISH_SHARED_WORDS);
+    BLOWFISH_KERNEL(MODE_ECB(BLOWFISH, BLOWFISH_DECRYPT));
 }
 
 KERNEL void blowfish_ctr(GLOBAL const u32x2 *input, GLOBAL u32x2 *output,
@@ -781,20 +792,7 @@ KERNEL void blowfish_ctr(GLOBAL const u32x2 *input, GLOBAL u32x2 *output,
                          GLOBAL const u32 *RESTRICT sboxes, const u32x2 counter,
                          const u32 counter_rule)
 {
-    DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
-    replicate_blowfish(shared, sboxes);
-    BARRIER();
-    const blowfish_lane lane = blowfish_lane_offsets(LOCAL_ID() % BLOWFISH_TABLE_COPIES);
-    u32 p[BLOWFISH_P_WORDS];
-    blowfish_load_p(p, p_array);
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x2 counter_block = counter_block8(counter, block, counter_rule);
-        const u32x2 keystream =
-            swap_bytes_u32x2(blowfish_encrypt_block(counter_block, p, shared, lane));
-        output[block] = xor_u32x2(input[block], keystream);
-    }
-    BARRIER();
-    wipe_table(shared, BLOWFISH_SHARED_WORDS);
+    BLOWFISH_KERNEL(MODE_CTR(BLOWFISH));
 }
 
 /* Segmented CTR as aes_ctr_segments, with one 8-byte counter block per segment. */
@@ -805,24 +803,7 @@ KERNEL void blowfish_ctr_segments(GLOBAL const u32x2 *input,
                                   GLOBAL const u32x2 *RESTRICT counters,
                                   const u32 blocks_per_segment, const u32 counter_rule)
 {
-    DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
-    replicate_blowfish(shared, sboxes);
-    BARRIER();
-    const blowfish_lane lane = blowfish_lane_offsets(LOCAL_ID() % BLOWFISH_TABLE_COPIES);
-    u32 p[BLOWFISH_P_WORDS];
-    blowfish_load_p(p, p_array);
-    const u32x2 stride = segment_position(GLOBAL_SIZE(), blocks_per_segment);
-    u32x2 position = segment_position(GLOBAL_ID(), blocks_per_segment);
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x2 start = swap_bytes_u32x2(counters[position.x]);
-        const u32x2 counter_block = counter_block8(start, position.y, counter_rule);
-        const u32x2 keystream =
-            swap_bytes_u32x2(blowfish_encrypt_block(counter_block, p, shared, lane));
-        output[block] = xor_u32x2(input[block], keystream);
-        position = segment_step(position, stride, blocks_per_segment);
-    }
-    BARRIER();
-    wipe_table(shared, BLOWFISH_SHARED_WORDS);
+    BLOWFISH_KERNEL(MODE_CTR_SEGMENTS(BLOWFISH));
 }
 
 KERNEL void blowfish_cbc_decrypt(GLOBAL const u32x2 *input,
@@ -830,21 +811,7 @@ KERNEL void blowfish_cbc_decrypt(GLOBAL const u32x2 *input,
                                  CONSTANT u32 *RESTRICT p_array,
                                  GLOBAL const u32 *RESTRICT sboxes, const u32x2 previous)
 {
-    DECLARE_SHARED_WORDS(shared, BLOWFISH_SHARED_WORDS);
-    replicate_blowfish(shared, sboxes);
-    BARRIER();
-    const blowfish_lane lane = blowfish_lane_offsets(LOCAL_ID() % BLOWFISH_TABLE_COPIES);
-    u32 p[BLOWFISH_P_WORDS];
-    blowfish_load_p(p, p_array);
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x2 chain = block == 0 ? previous : input[block - 1];
-        const u32x2 words = swap_bytes_u32x2(input[block]);
-        const u32x2 plain =
-            swap_bytes_u32x2(blowfish_decrypt_block(words, p, shared, lane));
-        output[block] = xor_u32x2(plain, chain);
-    }
-    BARRIER();
-    wipe_table(shared, BLOWFISH_SHARED_WORDS);
+    BLOWFISH_KERNEL(MODE_CBC_DECRYPT(BLOWFISH));
 }
 
 /* ------------------------------------------------------------------------------------- */
@@ -922,27 +889,37 @@ DEVICE_FUNCTION u32x4 rc6_decrypt_block(const u32x4 block, const u32 *keys)
     return MAKE_U32X4(a, b - keys[0], c, d - keys[1]);
 }
 
+/* RC6 for the mode loops (MODE_*): blocks are four little-endian words, loaded as they
+ * are; the big-endian counter words are byte-swapped into RC6's. */
+#define RC6_BLOCK u32x4
+#define RC6_FROM_MEMORY(block) (block)
+#define RC6_TO_MEMORY(block) (block)
+#define RC6_FROM_COUNTER(block) swap_bytes_u32x4(block)
+#define RC6_SWAP swap_bytes_u32x4
+#define RC6_XOR xor_u32x4
+#define RC6_COUNTER counter_block16
+#define RC6_ENCRYPT(block) rc6_encrypt_block((block), keys)
+#define RC6_DECRYPT(block) rc6_decrypt_block((block), keys)
+
+/* The body of every RC6 kernel: the round keys into registers, then its mode loop. */
+#define RC6_KERNEL(MODE_LOOP)                                                               \
+    u32 keys[RC6_KEY_WORDS];                                                                \
+    rc6_load_keys(keys, round_keys);                                                        \
+    MODE_LOOP
+
 /* Every RC6 kernel takes: input, output, the number of 16-byte blocks and the 44 round-key
  * words. No tables, so no local memory and no barrier. */
 
 KERNEL void rc6_ecb_encrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys)
 {
-    u32 keys[RC6_KEY_WORDS];
-    rc6_load_keys(keys, round_keys);
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        output[block] = rc6_encrypt_block(input[block], keys);
-    }
+    RC6_KERNEL(MODE_ECB(RC6, RC6_ENCRYPT))
 }
 
 KERNEL void rc6_ecb_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys)
 {
-    u32 keys[RC6_KEY_WORDS];
-    rc6_load_keys(keys, round_keys);
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        output[block] = rc6_decrypt_block(input[block], keys);
-    }
+    RC6_KERNEL(MODE_ECB(RC6, RC6_DECRYPT))
 }
 
 /* The counter block is big-endian bytes; RC6 reads them as little-endian words, so the
@@ -951,13 +928,7 @@ KERNEL void rc6_ctr(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                     const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
                     const u32x4 counter, const u32 counter_rule)
 {
-    u32 keys[RC6_KEY_WORDS];
-    rc6_load_keys(keys, round_keys);
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x4 counter_block =
-            swap_bytes_u32x4(counter_block16(counter, block, counter_rule));
-        output[block] = xor_u32x4(input[block], rc6_encrypt_block(counter_block, keys));
-    }
+    RC6_KERNEL(MODE_CTR(RC6))
 }
 
 /* Segmented CTR as aes_ctr_segments; the counter blocks are swapped into big-endian words
@@ -968,29 +939,14 @@ KERNEL void rc6_ctr_segments(GLOBAL const u32x4 *input,
                              GLOBAL const u32x4 *RESTRICT counters,
                              const u32 blocks_per_segment, const u32 counter_rule)
 {
-    u32 keys[RC6_KEY_WORDS];
-    rc6_load_keys(keys, round_keys);
-    const u32x2 stride = segment_position(GLOBAL_SIZE(), blocks_per_segment);
-    u32x2 position = segment_position(GLOBAL_ID(), blocks_per_segment);
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x4 start = swap_bytes_u32x4(counters[position.x]);
-        const u32x4 counter_block =
-            swap_bytes_u32x4(counter_block16(start, position.y, counter_rule));
-        output[block] = xor_u32x4(input[block], rc6_encrypt_block(counter_block, keys));
-        position = segment_step(position, stride, blocks_per_segment);
-    }
+    RC6_KERNEL(MODE_CTR_SEGMENTS(RC6))
 }
 
 KERNEL void rc6_cbc_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
                             const u32x4 previous)
 {
-    u32 keys[RC6_KEY_WORDS];
-    rc6_load_keys(keys, round_keys);
-    for (u32 block = GLOBAL_ID(); block < block_count; block += GLOBAL_SIZE()) {
-        const u32x4 chain = block == 0 ? previous : input[block - 1];
-        output[block] = xor_u32x4(rc6_decrypt_block(input[block], keys), chain);
-    }
+    RC6_KERNEL(MODE_CBC_DECRYPT(RC6))
 }
 
 /* ------------------------------------------------------------------------------------- */

@@ -221,9 +221,9 @@ pub static CIPHERS: [CipherDescriptor; 3] = [
         ),
         timing: Timing {
             cpu: ConstantTime::Conditional(
-                "the fast implementation with AES-NI or VAES is; the table reference \
-                 implementation and the software fallback of a CPU without AES \
-                 instructions index tables by secret bytes",
+                "the fast implementation is (AES-NI or VAES, else the `aes` crate's \
+                 bitsliced software AES, and a key expansion without tables); the \
+                 reference implementation (`--reference`) indexes T-tables by secret bytes",
             ),
             gpu: ConstantTime::Conditional(
                 "table lookups in local memory: only on a GPU whose kernels keep a copy of \
@@ -294,7 +294,8 @@ pub static CIPHERS: [CipherDescriptor; 3] = [
         gpu: gpu_kernels!("rc6", &[]),
         timing: Timing {
             cpu: ConstantTime::Yes(
-                "no tables; its data-dependent rotations are single rotate instructions",
+                "no tables; its data-dependent rotations are rotate or variable-shift \
+                 instructions, whose time does not depend on the count",
             ),
             gpu: ConstantTime::Yes(
                 "no tables; its data-dependent rotations are funnel shifts or rotates",

@@ -141,15 +141,14 @@ const FILE_CHUNKS: parcrypt::CipherSpec = parcrypt::CipherSpec {
     mode: parcrypt::hazmat::Mode::Gcm,
 };
 
-/// An engine for `backend` that follows the user's tune files (in `$PARCRYPT_TUNE_DIR`, else
-/// the configuration directory), as `parcrypt tune` stores them.
+/// An engine for `backend` with what the user's environment asks for
+/// ([`parcrypt::environment`]): the tune files `parcrypt tune` stores (in
+/// `$PARCRYPT_TUNE_DIR`, else the configuration directory), the kernel cache, and the
+/// tuning variables listed in docs/ENVIRONMENT.md.
 fn engine(backend: Backend, threads: Option<usize>) -> Result<Engine, Failure> {
-    let mut builder = Engine::builder().backend(backend);
+    let mut builder = parcrypt::environment::apply(Engine::builder().backend(backend))?;
     if let Some(threads) = threads {
         builder = builder.threads(threads);
-    }
-    if let Some(directory) = parcrypt::devices::tuning::tune_directory() {
-        builder = builder.tune_directory(directory);
     }
     Ok(builder.build()?)
 }

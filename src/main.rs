@@ -18,6 +18,6 @@ fn main() -> ExitCode {
     // out of the environment into memory wiped once read, so that nothing this process
     // starts inherits it. Removing a variable races with getenv in other threads (C code
     // that Rust's environment lock does not cover); here there are none yet.
-    parcrypt::secrets::take_passphrase_variable();
+    parcrypt::environment::take_passphrase_variable();
     cli::main()
 }

@@ -41,12 +41,12 @@ pub fn runtime_for(backend: Backend, threads: Option<usize>) -> PyResult<&'stati
     if let Some((_, runtime)) = runtimes.iter().find(|(key, _)| *key == (backend, threads)) {
         return Ok(runtime);
     }
-    let mut builder = Engine::builder().backend(backend);
+    // The user's environment (tune files, kernel cache, tuning variables) is read here,
+    // as the command line reads it: the library itself reads none.
+    let mut builder = parcrypt::environment::apply(Engine::builder().backend(backend))
+        .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))?;
     if let Some(threads) = threads {
         builder = builder.threads(threads);
-    }
-    if let Some(directory) = parcrypt::devices::tuning::tune_directory() {
-        builder = builder.tune_directory(directory);
     }
     let engine: &'static Arc<Engine> =
         Box::leak(Box::new(Arc::new(builder.build().map_err(errors::engine)?)));

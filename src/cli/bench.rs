@@ -129,7 +129,11 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
     if let Some(runs) = args.repeat.filter(|&runs| runs > 0) {
         plan = plan.with_runs(runs);
     }
-    plan.tune_directory = parcrypt::devices::tuning::tune_directory();
+    // The user's environment (docs/ENVIRONMENT.md): the tune files, and the process-wide
+    // knobs (GCM kernel, streaming stores) the engines the bench builds then run with.
+    let settings = parcrypt::environment::Settings::from_env()?;
+    settings.apply_process_wide();
+    plan.tune_directory = settings.tune_directory.clone();
     let bench = Bench::open(plan)?;
     if !args.json {
         show!(

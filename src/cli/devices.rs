@@ -1,7 +1,8 @@
 //! `parcrypt devices`: what can run here, and why anything cannot.
 
 use parcrypt::devices::cpu_features;
-use parcrypt::devices::tuning::{device_identity, tune_directory, tune_file};
+use parcrypt::devices::tuning::{device_identity, tune_file};
+use parcrypt::environment::tune_directory;
 use parcrypt::devices::{available_threads, tune_table_in};
 use parcrypt::errors::GpuError;
 use parcrypt::Backend;

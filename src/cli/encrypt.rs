@@ -245,7 +245,8 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
 /// environments could read it while it was set. Scripts (stderr not a terminal) are not
 /// told on every run what they chose on purpose.
 pub(super) fn read_passphrase(file: Option<&Path>, confirm: bool) -> Result<SecretBytes, Failure> {
-    let (passphrase, source) = secrets::read_passphrase(file, confirm)?;
+    let from_environment = parcrypt::environment::passphrase()?;
+    let (passphrase, source) = secrets::read_passphrase(file, from_environment, confirm)?;
     if source == secrets::PassphraseSource::Environment && std::io::stderr().is_terminal() {
         say!(
             "parcrypt: warning: the passphrase came from {}, which other processes of this user (and root) can read while it is set; --passphrase-file or the prompt keep it out of the environment",

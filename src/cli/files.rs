@@ -108,6 +108,10 @@ impl Output {
     ) -> Result<Output, Failure> {
         match plan_output(target, input, replace)? {
             None => Ok(Output::Stdout(io::stdout())),
+            // PARCRYPT_NO_O_TMPFILE (docs/ENVIRONMENT.md) takes the named-file way, to test it.
+            Some(plan) if parcrypt::environment::Settings::from_env()?.named_temporary_file => {
+                Ok(Output::File(plan.open_named()?))
+            }
             Some(plan) => Ok(Output::File(plan.open()?)),
         }
     }

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use parcrypt::devices::tune::{tune, TuneEvent, TuneOptions};
-use parcrypt::devices::tuning::{tune_directory, tune_file, TunedShape};
+use parcrypt::devices::tuning::{tune_file, TunedShape};
+use parcrypt::environment::tune_directory;
 use parcrypt::hazmat::Algorithm;
 use parcrypt::{Backend, Engine};
 

@@ -99,7 +99,10 @@ pub unsafe extern "C" fn parcrypt_engine_new(
         // SAFETY: `backend` is NULL or a NUL-terminated string (the contract above).
         let name = unsafe { optional_str(backend, "backend") }?;
         let backend: Backend = name.unwrap_or("auto").parse().map_err(Failure::from)?;
-        let mut builder = Engine::builder().backend(backend);
+        // The user's environment (tune files, kernel cache, tuning variables), read here as
+        // every front end reads it (docs/ENVIRONMENT.md): the library itself reads none.
+        let mut builder = parcrypt::environment::apply(Engine::builder().backend(backend))
+            .map_err(|error| Failure::invalid(error.to_string()))?;
         if threads != 0 {
             builder = builder.threads(threads);
         }

@@ -23,7 +23,6 @@ use parcrypt_sys::terminal;
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
 
 use zeroize::Zeroizing;
 
@@ -44,7 +43,8 @@ pub const MAX_SECRET_FILE_BYTES: usize = 64 * 1024;
 pub const SHORT_PASSPHRASE_BYTES: usize = 8;
 
 /// The environment variable a passphrase may come from (a command line never carries one:
-/// the process list would show it).
+/// the process list would show it). Only its name lives here: the front ends read it (the
+/// facade's `environment::passphrase`) and pass the value to [`read_passphrase`].
 pub const PASSPHRASE_VARIABLE: &str = "PARCRYPT_PASSPHRASE";
 
 /// Why a secret could not be had. Each message is one line for the person who gave it.
@@ -233,58 +233,6 @@ pub fn passphrase_weakness(passphrase: &[u8]) -> Option<crate::header::Weakness>
         .then_some(crate::header::Weakness::ShortPassphrase(passphrase.len()))
 }
 
-/// [`PASSPHRASE_VARIABLE`]'s value once [`take_passphrase_variable`] moved it out of the
-/// environment: `None` before that, then `Some` of the value (`None` when the variable was
-/// not set, or once [`passphrase_from_environment`] has handed it out).
-static MOVED_VARIABLE: Mutex<Option<Option<SecretBytes>>> = Mutex::new(None);
-
-/// Moves [`PASSPHRASE_VARIABLE`] out of the process environment into this process's memory
-/// (wiped once read), so that no child process inherits it; returns whether it was set.
-/// Later calls do nothing and return `false`.
-///
-/// Call it first in `main`, before any thread starts: removing a variable while another
-/// thread reads the environment through C (`getenv` in libc, a GPU driver) is a data race
-/// that Rust's own lock around `std::env` cannot prevent (hence `remove_var` is `unsafe`
-/// from edition 2024 on). [`passphrase_from_environment`] calls it too, for programs that
-/// did not; they must make sure of the same.
-///
-/// The variable's original bytes stay where the kernel put them (the top of the main
-/// thread's stack) until the process ends: safe Rust cannot wipe them. What this removes is
-/// the copy children and `/proc/PID/environ` readers after this point would see.
-pub fn take_passphrase_variable() -> bool {
-    use std::os::unix::ffi::OsStringExt;
-    let mut moved = MOVED_VARIABLE
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    if moved.is_some() {
-        return false;
-    }
-    let value = std::env::var_os(PASSPHRASE_VARIABLE).map(|value| Zeroizing::new(value.into_vec()));
-    if value.is_some() {
-        std::env::remove_var(PASSPHRASE_VARIABLE);
-    }
-    let was_set = value.is_some();
-    *moved = Some(value);
-    was_set
-}
-
-/// The passphrase in [`PASSPHRASE_VARIABLE`], or `None` when the variable is not set. It is
-/// handed out once: the variable leaves the environment at the first call (see
-/// [`take_passphrase_variable`], which a program calls earlier, before its threads start),
-/// and later calls return `None`.
-pub fn passphrase_from_environment() -> Result<Option<SecretBytes>, SecretError> {
-    take_passphrase_variable();
-    let value = MOVED_VARIABLE
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .as_mut()
-        .and_then(Option::take);
-    match value {
-        Some(value) if value.is_empty() => Err(SecretError::EmptyPassphraseVariable),
-        value => Ok(value),
-    }
-}
-
 /// Asks for the passphrase on the controlling terminal with echo off (twice when
 /// `confirm`, the answers compared in constant time). Ctrl-C or a hang-up while asking
 /// restores the terminal before the process ends.
@@ -318,16 +266,22 @@ pub enum PassphraseSource {
     Terminal,
 }
 
-/// The passphrase from `file` when given, then from [`PASSPHRASE_VARIABLE`], then from the
-/// terminal (asked twice when `confirm`, as when encrypting), and where it came from.
+/// The passphrase from `file` when given, then `from_environment` (the value of
+/// [`PASSPHRASE_VARIABLE`], which the front ends read: this crate reads no environment
+/// variable), then from the terminal (asked twice when `confirm`, as when encrypting), and
+/// where it came from.
 pub fn read_passphrase(
     file: Option<&Path>,
+    from_environment: Option<SecretBytes>,
     confirm: bool,
 ) -> Result<(SecretBytes, PassphraseSource), SecretError> {
     if let Some(path) = file {
         return Ok((read_passphrase_file(path)?, PassphraseSource::File));
     }
-    if let Some(passphrase) = passphrase_from_environment()? {
+    if let Some(passphrase) = from_environment {
+        if passphrase.is_empty() {
+            return Err(SecretError::EmptyPassphraseVariable);
+        }
         return Ok((passphrase, PassphraseSource::Environment));
     }
     Ok((prompt_passphrase(confirm)?, PassphraseSource::Terminal))

@@ -443,10 +443,12 @@ pub(crate) fn choose_geometry(
         .unwrap_or(geometry)
 }
 
-/// Where tune files live: `$PARCRYPT_TUNE_DIR`, else `$XDG_CONFIG_HOME/parcrypt/tune`, else
-/// `$HOME/.config/parcrypt/tune`; `None` when none of them is set.
-pub fn tune_directory() -> Option<PathBuf> {
-    let set = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+/// Where tune files live, given the environment's variables through `lookup` (a name to its
+/// value, `None` when unset; this crate reads no environment itself, its front ends pass
+/// theirs): `$PARCRYPT_TUNE_DIR`, else `$XDG_CONFIG_HOME/parcrypt/tune`, else
+/// `$HOME/.config/parcrypt/tune`; `None` when none of them is set (empty counts as unset).
+pub fn tune_directory_from(lookup: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    let set = |name: &str| lookup(name).filter(|value| !value.is_empty());
     if let Some(directory) = set("PARCRYPT_TUNE_DIR") {
         return Some(PathBuf::from(directory));
     }

@@ -176,7 +176,8 @@ fn run(args: LabArgs) -> Result<(), Failure> {
     if !args.ciphers.is_empty() {
         options.ciphers = Some(args.ciphers.clone());
     }
-    options.tune_directory = parcrypt_gpu::tuning::tune_directory();
+    options.tune_directory =
+        parcrypt_gpu::tuning::tune_directory_from(|name| std::env::var_os(name));
     if !args.sizes.is_empty() {
         options.sizes = Some(args.sizes.clone());
     }

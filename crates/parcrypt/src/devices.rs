@@ -35,6 +35,6 @@ pub mod tune {
 /// Where tune files live and how they are named.
 pub mod tuning {
     pub use parcrypt_gpu::tuning::{
-        any_tune_file, device_identity, tune_directory, tune_file, TunedShape, TUNE_FORMAT,
+        any_tune_file, device_identity, tune_file, TunedShape, TUNE_FORMAT,
     };
 }

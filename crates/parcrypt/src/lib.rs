@@ -75,6 +75,7 @@ mod error;
 mod one_call;
 
 pub mod devices;
+pub mod environment;
 pub mod files;
 pub mod hazmat;
 pub mod parts;

@@ -118,7 +118,7 @@ pub fn encrypt_file(
     secrets.warn(py, &setup, 1)?;
     let runtime = runtime::runtime(backend, threads)?;
     let options = FileOptions {
-        replace: overwrite,
+        overwrite,
         ..FileOptions::default()
     };
     py.detach(|| {
@@ -156,7 +156,7 @@ pub fn decrypt_file(
     let format = parse_format(format)?;
     let runtime = runtime::runtime(backend, threads)?;
     let options = FileOptions {
-        replace: overwrite,
+        overwrite,
         ..FileOptions::default()
     };
     py.detach(|| {

@@ -173,7 +173,7 @@ fn setup_for<'a>(file: &FileSecret<'a>) -> Result<Setup<'a>, Failure> {
 
 fn file_options(overwrite: bool) -> FileOptions<'static> {
     FileOptions {
-        replace: overwrite,
+        overwrite,
         kdf_limits: KdfLimits::DEFAULT,
         ..FileOptions::default()
     }

@@ -8,7 +8,7 @@
 //!   name (`O_TMPFILE`) in the destination's folder. [`OutputFile::commit`] trims it, syncs
 //!   it to disk, and only then links it to the destination's name, then syncs the folder.
 //!   A process ended in any way before that (SIGKILL, a crash, a power cut) leaves no file.
-//!   An existing destination (only with `replace`) is replaced by linking the finished file
+//!   An existing destination (only with `overwrite`) is replaced by linking the finished file
 //!   to a fresh hidden name beside it and renaming that over the destination: rename is
 //!   atomic, so the destination is wholly the old file or wholly the new one.
 //! - Where the file system cannot make unnamed files, a named hidden temporary file
@@ -21,7 +21,7 @@
 //!   above: the link stays a link and points at the new file. A link whose target's folder
 //!   does not exist is refused.
 //! - **A FIFO, a device** (`/dev/null`) **or a descriptor** (`/dev/stdout`, `/dev/fd/N`) is
-//!   written in place, as a stream, and never replaced, with or without `replace`.
+//!   written in place, as a stream, and never replaced, with or without `overwrite`.
 //!
 //! The input is never the output: a destination (or standard output, see
 //! [`check_stdout`]) that is the input file, by device and inode, is refused.
@@ -74,8 +74,8 @@ use crate::writer::Encryptor;
 /// How [`encrypt_file`] and [`decrypt_file`] treat the destination and report progress.
 #[derive(Clone, Copy, Default)]
 pub struct FileOptions<'a> {
-    /// Replace a destination that exists (never the source itself).
-    pub replace: bool,
+    /// Overwrite a destination that exists (never the source itself).
+    pub overwrite: bool,
     /// Batch size, progress and stage times of the streaming pipeline.
     pub stream: StreamOptions<'a>,
     /// The most key derivation [`decrypt_file`] does for a passphrase file's header
@@ -621,7 +621,7 @@ fn plan_files(
     options: &FileOptions<'_>,
 ) -> Result<(File, OutputPlan), FormatError> {
     let input = open_input(source)?;
-    let plan = OutputPlan::check(destination, input.metadata().ok().as_ref(), options.replace)?;
+    let plan = OutputPlan::check(destination, input.metadata().ok().as_ref(), options.overwrite)?;
     Ok((input, plan))
 }
 

@@ -312,7 +312,7 @@ fn encrypt_file_leaves_no_file_when_it_fails() {
     let passphrase = Secret::Passphrase(b"x");
     assert!(encrypt_file(&batcher, &bare, passphrase, &source, &destination, &options).is_err());
     let replace = FileOptions {
-        replace: true,
+        overwrite: true,
         ..FileOptions::default()
     };
     assert!(matches!(

@@ -231,7 +231,7 @@ impl FileOptions {
 
     fn pipeline(&self) -> file::FileOptions<'static> {
         file::FileOptions {
-            replace: self.overwrite,
+            overwrite: self.overwrite,
             kdf_limits: self.kdf_limits,
             ..file::FileOptions::default()
         }

@@ -144,11 +144,11 @@ pub fn table(run: &Run) -> String {
     } else {
         format!("{fewest} to {most}")
     };
-    let _ = writeln!(
+    let _ = write!(
         text,
-        "\nMB/s (10^6 bytes per second) in memory, end to end (GPU figures include the copies \
-         to the device and back), median of {runs} timed runs after a warm-up. Before timing, \
-         every backend gave seq's bytes: {} checks.",
+        "\nMB/s (10^6 bytes per second) in memory, end to end (GPU figures include the copies to\n\
+         the device and back), median of {runs} timed runs after a warm-up.\n\
+         Before timing, every backend gave seq's bytes: {} checks.\n",
         run.checked
     );
     text

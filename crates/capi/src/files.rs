@@ -21,7 +21,10 @@ use parcrypt::{
 use self_cell::self_cell;
 
 use crate::error::{warn, Failure, ParcryptError, ParcryptStatus};
-use crate::{bytes, entry, free, handle, make, out_pointer, output, path, sized, ParcryptEngine};
+use crate::{
+    bytes, entry, free, handle, make, out_pointer, output, path, sized, write_if_wanted,
+    ParcryptEngine,
+};
 
 /// File flag: overwrite a destination that exists (never the source itself), the option
 /// every front end names `overwrite` (the command line's `--overwrite`).
@@ -304,10 +307,8 @@ unsafe fn whole_file(
                 &options,
             )?,
         };
-        if !plaintext_bytes.is_null() {
-            // SAFETY: non-NULL and writable (this function's contract).
-            unsafe { plaintext_bytes.write(bytes) };
-        }
+        // SAFETY: `plaintext_bytes` is NULL or writable (this function's contract).
+        unsafe { write_if_wanted(plaintext_bytes, bytes) };
         Ok(())
     };
     // SAFETY: `error` is NULL or writable (this function's contract).
@@ -546,6 +547,17 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_open(
     unsafe { make(decryptor, "decryptor", error, body) }
 }
 
+impl ParcryptFileDecryptor {
+    /// Runs `read` on the plaintext reader; the calls on one decryptor take turns.
+    fn reading<T>(
+        &self,
+        read: impl FnOnce(&mut PlainReader<'_>) -> Result<T, Failure>,
+    ) -> Result<T, Failure> {
+        let mut cell = lock(&self.reader)?;
+        cell.with_dependent_mut(|_, reader| read(reader))
+    }
+}
+
 fn open(source: &Path) -> Result<File, Failure> {
     let file = parcrypt::files::open_input(source)?;
     match file.metadata() {
@@ -611,8 +623,7 @@ unsafe fn read_from(
         // SAFETY: `buffer` is NULL or writable for `capacity` bytes, touched by nobody else
         // during the call (the contract).
         let buffer = unsafe { output(buffer, capacity, "buffer", "capacity") }?;
-        let mut cell = lock(&decryptor.reader)?;
-        cell.with_dependent_mut(|_, reader| -> Result<usize, Failure> {
+        decryptor.reading(|reader| {
             if let Some(offset) = offset {
                 reader.seek(SeekFrom::Start(offset))?;
             }
@@ -664,12 +675,9 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_seek(
                 )))
             }
         };
-        let mut cell = lock(&decryptor.reader)?;
-        let now = cell.with_dependent_mut(|_, reader| reader.seek(from))?;
-        if !position.is_null() {
-            // SAFETY: non-NULL and writable (the contract above).
-            unsafe { position.write(now) };
-        }
+        let now = decryptor.reading(|reader| Ok(reader.seek(from)?))?;
+        // SAFETY: `position` is NULL or writable (the contract above).
+        unsafe { write_if_wanted(position, now) };
         Ok(())
     };
     // SAFETY: `error` is NULL or writable (the contract above).
@@ -691,8 +699,7 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_length(
         let out = out_pointer(length, "length")?;
         // SAFETY: `decryptor` is NULL or live (the contract above).
         let decryptor = unsafe { handle(decryptor, "decryptor") }?;
-        let mut cell = lock(&decryptor.reader)?;
-        let bytes = cell.with_dependent_mut(|_, reader| reader.plaintext_len())?;
+        let bytes = decryptor.reading(|reader| Ok(reader.plaintext_len()?))?;
         // SAFETY: non-NULL and writable (the contract above).
         unsafe { out.write(bytes) };
         Ok(())

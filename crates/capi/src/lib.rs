@@ -362,6 +362,17 @@ fn out_pointer<T>(pointer: *mut T, what: &str) -> Result<*mut T, Failure> {
     }
 }
 
+/// Writes `value` to an out-parameter the caller may leave out (NULL: not wanted).
+///
+/// # Safety
+/// `out` is NULL or valid for writing a `T`.
+unsafe fn write_if_wanted<T>(out: *mut T, value: T) {
+    if !out.is_null() {
+        // SAFETY: non-NULL and writable (this function's contract).
+        unsafe { out.write(value) };
+    }
+}
+
 /// A handle the caller passed, or `PARCRYPT_STATUS_NULL_POINTER`.
 ///
 /// # Safety

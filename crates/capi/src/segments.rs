@@ -8,7 +8,9 @@ use parcrypt::hazmat::segmented::{Segment, SegmentedMessage};
 
 use crate::cipher::direction_of;
 use crate::error::{Failure, ParcryptError, ParcryptStatus};
-use crate::{bytes, entry, free, handle, make, optional_bytes, sized, ParcryptCipher};
+use crate::{
+    bytes, entry, free, handle, make, optional_bytes, sized, write_if_wanted, ParcryptCipher,
+};
 
 /// One message of a cipher cut into segments by the caller: made by
 /// `parcrypt_segmented_new`, its body's segments run by `parcrypt_segmented_run` on any
@@ -81,14 +83,11 @@ pub unsafe extern "C" fn parcrypt_segmented_layout(
         // SAFETY: `segmented` is NULL or live (the contract above).
         let segmented = unsafe { handle(segmented, "segmented") }?;
         let message = &segmented.message;
-        if !body_length.is_null() {
-            // SAFETY: non-NULL and writable (the contract above).
-            unsafe { body_length.write(message.body_length()) };
-        }
-        if !alignment.is_null() {
-            let value = message.alignment(in_place != 0).unwrap_or(0);
-            // SAFETY: non-NULL and writable (the contract above).
-            unsafe { alignment.write(value) };
+        let value = message.alignment(in_place != 0).unwrap_or(0);
+        // SAFETY: `body_length` and `alignment` are NULL or writable (the contract above).
+        unsafe {
+            write_if_wanted(body_length, message.body_length());
+            write_if_wanted(alignment, value);
         }
         Ok(())
     };
@@ -203,20 +202,16 @@ pub unsafe extern "C" fn parcrypt_segmented_authenticate(
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
     let body = || {
-        if !again.is_null() {
-            // SAFETY: non-NULL and writable (the contract above).
-            unsafe { again.write(0) };
-        }
+        // SAFETY: `again` is NULL or writable (the contract above).
+        unsafe { write_if_wanted(again, 0) };
         // SAFETY: `segmented` is NULL or live (the contract above).
         let segmented = unsafe { handle(segmented, "segmented") }?;
         let message = &segmented.message;
         // SAFETY: `input` is NULL or readable for the input's length (the contract).
         let whole_input = unsafe { bytes(input, message.input_length(), "input") }?;
         message.authenticate(&whole_input[message.body_length()..])?;
-        if !again.is_null() {
-            // SAFETY: as above.
-            unsafe { again.write(i32::from(message.rounds() == 2)) };
-        }
+        // SAFETY: as above.
+        unsafe { write_if_wanted(again, i32::from(message.rounds() == 2)) };
         Ok(())
     };
     // SAFETY: `error` is NULL or writable (the contract above).

@@ -25,6 +25,7 @@ macro_rules! show {
 mod bench;
 mod decrypt;
 mod devices;
+mod docs;
 mod encrypt;
 mod files;
 mod progress;
@@ -39,6 +40,23 @@ use std::str::FromStr;
 use clap::{Parser, Subcommand};
 use parcrypt::{Backend, Engine};
 
+/// The quick start, shown at the end of `parcrypt --help` and in the man page.
+const EXAMPLES: &str = "\
+Examples:
+  Encrypt a file, asked for a passphrase (twice), and decrypt it (asked once):
+    parcrypt encrypt notes.txt -o notes.txt.pc
+    parcrypt decrypt notes.txt.pc -o notes.txt
+  Without a prompt, the passphrase from a file or from the environment:
+    parcrypt encrypt --passphrase-file pass.txt notes.txt -o notes.txt.pc
+    PARCRYPT_PASSPHRASE=\"$SECRET\" parcrypt decrypt notes.txt.pc -o notes.txt
+  Replace an existing output (--force and -f are the older names):
+    parcrypt decrypt notes.txt.pc -o notes.txt --overwrite
+  What this machine can run on, and how fast:
+    parcrypt devices
+    parcrypt bench
+  Shell completion (bash, zsh, fish, elvish, powershell):
+    parcrypt completions bash > ~/.local/share/bash-completion/completions/parcrypt";
+
 #[derive(Parser)]
 #[command(
     name = "parcrypt",
@@ -46,9 +64,10 @@ use parcrypt::{Backend, Engine};
     about = "Block-cipher encryption at the speed of the hardware",
     long_about = "parcrypt runs AES-128/192/256, Blowfish and RC6 in ECB, CBC, CTR and GCM on one \
                   thread (seq), on every core (threads, pool) and on GPUs (opencl, cuda, hip), with output \
-                  that is bit-for-bit the same on every backend and matches OpenSSL."
+                  that is bit-for-bit the same on every backend and matches OpenSSL.",
+    after_help = EXAMPLES
 )]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -68,6 +87,11 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Measure a GPU's best launch shapes and CPU/GPU crossover, and store them for the engine
     Tune(tune::TuneArgs),
+    /// Print a shell's completion script for parcrypt to stdout
+    Completions(docs::CompletionsArgs),
+    /// Print parcrypt's man page (roff) to stdout, or write one per subcommand into a folder
+    #[command(hide = true)]
+    Manpage(docs::ManpageArgs),
 }
 
 /// An error already phrased for the user, printed as one line.
@@ -93,15 +117,120 @@ impl fmt::Display for Refused {
 
 impl std::error::Error for Refused {}
 
-/// The clap value parser of a type that parses from text (a backend, a cipher suite).
+/// A type whose values are named by a fixed set of words, so that a mistyped one can be
+/// answered with the nearest ("did you mean 'threads'?").
+pub(crate) trait Named: FromStr {
+    /// Every name the type parses from.
+    fn names() -> Vec<String>;
+}
+
+impl Named for Backend {
+    fn names() -> Vec<String> {
+        Backend::CPU
+            .into_iter()
+            .chain(Backend::GPU)
+            .map(|backend| backend.name().to_string())
+            .collect()
+    }
+}
+
+impl Named for parcrypt::CipherSpec {
+    fn names() -> Vec<String> {
+        parcrypt::CipherSpec::all()
+            .into_iter()
+            .map(|spec| spec.to_string())
+            .collect()
+    }
+}
+
+impl Named for parcrypt::Format {
+    fn names() -> Vec<String> {
+        vec!["parcrypt".into(), "cobblestone".into()]
+    }
+}
+
+/// The name among `names` nearest to a mistyped `text`, if one is near enough to be what
+/// was meant (clap's own measure and threshold for subcommands and options).
+pub(crate) fn nearest<'a>(text: &str, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let text = text.to_ascii_lowercase();
+    names
+        .into_iter()
+        .map(|name| (strsim::jaro(&text, name), name))
+        .filter(|(similarity, _)| *similarity > 0.7)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, name)| name)
+}
+
+/// `message`, followed by "did you mean" and the name nearest to `text` when one is near.
+pub(crate) fn with_suggestion<'a>(
+    message: impl fmt::Display,
+    text: &str,
+    names: impl IntoIterator<Item = &'a str>,
+) -> String {
+    match nearest(text, names) {
+        Some(name) => format!("{message}; did you mean '{name}'?"),
+        None => message.to_string(),
+    }
+}
+
+/// The clap value parser of a type named by a fixed set of words (a backend, a cipher): a
+/// refusal is phrased by the type's own error, with the nearest name when one is near.
 fn typed<T>() -> impl clap::builder::TypedValueParser<Value = T>
 where
-    T: FromStr + Clone + Send + Sync + 'static,
+    T: Named + Clone + Send + Sync + 'static,
     T::Err: fmt::Display,
 {
     |text: &str| {
-        text.parse::<T>()
-            .map_err(|error| Refused(error.to_string()))
+        text.parse::<T>().map_err(|error| {
+            let names = T::names();
+            Refused(with_suggestion(
+                error,
+                text,
+                names.iter().map(String::as_str),
+            ))
+        })
+    }
+}
+
+/// The first paragraph of clap's rendered error in one line, less its "error: ": a line that
+/// ends with ':' is followed by what it introduces (the arguments that were not provided).
+fn one_line(rendered: &str) -> String {
+    let mut lines = rendered.lines();
+    let first = lines.next().unwrap_or("invalid arguments");
+    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    if line.ends_with(':') {
+        let listed: Vec<&str> = lines
+            .map(str::trim)
+            .take_while(|item| !item.is_empty())
+            .collect();
+        line = format!("{line} {}", listed.join(", "));
+    }
+    line
+}
+
+/// The one-line hint of a usage error: what clap found near a mistyped subcommand, option or
+/// value, or its own tip (such as how to pass a value that starts with '-').
+fn usage_hint(error: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    // clap lists the candidates from the least to the most similar: the nearest goes first.
+    let names = |value: &ContextValue| match value {
+        ContextValue::String(text) => vec![text.clone()],
+        ContextValue::Strings(texts) => texts.iter().rev().cloned().collect(),
+        _ => Vec::new(),
+    };
+    for kind in [
+        ContextKind::SuggestedSubcommand,
+        ContextKind::SuggestedArg,
+        ContextKind::SuggestedValue,
+    ] {
+        let candidates = error.get(kind).map(names).unwrap_or_default();
+        if !candidates.is_empty() {
+            return Some(format!("did you mean '{}'?", candidates.join("' or '")));
+        }
+    }
+    match error.get(ContextKind::Suggested) {
+        Some(ContextValue::StyledStrs(tips)) => tips.first().map(|tip| tip.to_string()),
+        _ => None,
     }
 }
 
@@ -176,10 +305,11 @@ pub fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
             // clap's message is several lines (usage, tips); scripts and people want one.
-            let rendered = error.to_string();
-            let first = rendered.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            say!("parcrypt: error: {first} (see --help)");
+            let first = one_line(&error.to_string());
+            match usage_hint(&error) {
+                Some(hint) => say!("parcrypt: error: {first}; {hint} (see --help)"),
+                None => say!("parcrypt: error: {first} (see --help)"),
+            }
             return ExitCode::from(2);
         }
     };
@@ -190,6 +320,8 @@ pub fn main() -> ExitCode {
         Command::Devices => devices::run(),
         Command::Bench(args) => bench::run(args),
         Command::Tune(args) => tune::run(args),
+        Command::Completions(args) => docs::completions(args),
+        Command::Manpage(args) => docs::manpage(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -237,7 +369,32 @@ fn is_closed_pipe(message: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::is_closed_pipe;
+    use super::{is_closed_pipe, nearest, one_line, with_suggestion};
+
+    #[test]
+    fn a_usage_error_is_one_line_with_what_it_lists() {
+        let rendered = "error: the following required arguments were not provided:\n  \
+                        --cipher <NAME>\n  --key <HEX>\n\nUsage: parcrypt raw encrypt\n";
+        assert_eq!(
+            one_line(rendered),
+            "the following required arguments were not provided: --cipher <NAME>, --key <HEX>"
+        );
+        let rendered = "error: unexpected argument '--x' found\n\nUsage: parcrypt\n";
+        assert_eq!(one_line(rendered), "unexpected argument '--x' found");
+    }
+
+    #[test]
+    fn only_a_near_name_is_suggested() {
+        let names = ["seq", "threads", "pool", "auto"];
+        assert_eq!(nearest("thread", names), Some("threads"));
+        assert_eq!(nearest("THREADS", names), Some("threads"));
+        assert_eq!(nearest("gpu9", names), None);
+        assert_eq!(
+            with_suggestion("unknown 'tread'", "tread", names),
+            "unknown 'tread'; did you mean 'threads'?"
+        );
+        assert_eq!(with_suggestion("unknown 'x'", "x", names), "unknown 'x'");
+    }
 
     #[test]
     fn a_closed_pipe_is_recognised_in_every_wording_and_nothing_else_is() {

@@ -124,20 +124,29 @@ fn round_trips_through_files_and_refuses_to_clobber() {
     assert_succeeded(&decrypt);
     assert_eq!(std::fs::read(&opened).unwrap(), data);
 
-    // An existing output is kept unless --force is given.
+    // An existing output is kept unless --overwrite is given, and the refusal names it.
     let again = gcm("decrypt", &sealed_name, &opened_name, &[]);
-    assert_refused(&again, "already exists");
-    // The input is never the output, even with --force.
+    assert_refused(&again, "already exists (use --overwrite to replace it)");
+    // The input is never the output, even with --overwrite.
     let same = run_raw(
         "encrypt",
         "aes-128-ctr",
-        &["--iv", IV, "--force", &plain_name, "-o", &plain_name],
+        &["--iv", IV, "--overwrite", &plain_name, "-o", &plain_name],
         b"",
     );
     assert_refused(&same, "is the input file");
     assert_eq!(std::fs::read(&plain).unwrap(), data, "input was modified");
-    let forced = gcm("decrypt", &sealed_name, &opened_name, &["--force"]);
-    assert!(forced.status.success());
+    // --overwrite replaces the output; --force and -f, its older names, still do.
+    for flag in ["--overwrite", "--force", "-f"] {
+        std::fs::write(&opened, b"old").unwrap();
+        let replaced = gcm("decrypt", &sealed_name, &opened_name, &[flag]);
+        assert_succeeded(&replaced);
+        assert_eq!(
+            std::fs::read(&opened).unwrap(),
+            data,
+            "{flag} kept the old file"
+        );
+    }
     let leftovers = process::names(folder.path());
     assert_eq!(
         leftovers.len(),
@@ -444,4 +453,152 @@ fn short_gcm_ivs_need_allow_short_gcm_iv() {
         assert_succeeded(&opened);
         assert_eq!(opened.stdout, b"data");
     }
+}
+
+/// A mistyped subcommand, option or value is answered in one line with the nearest name;
+/// a word near nothing gets no guess.
+#[test]
+fn mistypes_are_answered_with_the_nearest_name() {
+    fn raw<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec!["raw", "encrypt", "--key", KEY, "--iv", IV];
+        args.extend(extra);
+        args
+    }
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (
+            vec!["encrpyt", "notes.txt"],
+            2,
+            "unrecognized subcommand 'encrpyt'; did you mean 'encrypt' or 'decrypt'?",
+        ),
+        (vec!["devcies"], 2, "did you mean 'devices'?"),
+        (
+            vec!["encrypt", "--overwirte", "-o", "x.pc", "x"],
+            2,
+            "unexpected argument '--overwirte' found; did you mean '--overwrite'?",
+        ),
+        (
+            raw(&["--cipher", "aes-128-gmc"]),
+            1,
+            "unknown cipher 'aes-128-gmc'",
+        ),
+        (raw(&["--cipher", "aes-128-gmc"]), 1, "did you mean 'aes-128-gcm'?"),
+        (
+            raw(&["--cipher", "aes-128-ctr", "--backend", "thread"]),
+            1,
+            "unknown backend 'thread' (choose seq, threads, pool, opencl, cuda, hip or auto); did you mean 'threads'?",
+        ),
+        (
+            vec!["encrypt", "--cipher", "aes-265-gcm", "--key", KEY],
+            1,
+            "did you mean 'aes-256-gcm'?",
+        ),
+        (
+            vec!["decrypt", "--format", "cobblestnoe", "--key", KEY],
+            1,
+            "did you mean 'cobblestone'?",
+        ),
+        (vec!["completions", "bsah"], 2, "did you mean 'bash'?"),
+    ];
+    for (args, status, reason) in cases {
+        let output = parcrypt(&args, b"");
+        assert_refused(&output, reason);
+        assert_eq!(output.status.code(), Some(status), "{args:?}");
+    }
+    for far in [vec!["xyzzy"], raw(&["--cipher", "twofish-xts"])] {
+        let output = parcrypt(&far, b"");
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("did you mean"), "{far:?}: {stderr}");
+    }
+}
+
+/// `parcrypt --help` ends with the quick start, and every example in it parses.
+#[test]
+fn help_shows_the_quick_start() {
+    let output = parcrypt(&["--help"], b"");
+    assert_succeeded(&output);
+    let text = String::from_utf8_lossy(&output.stdout);
+    let examples = text
+        .split("Examples:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no Examples section: {text}"));
+    for line in [
+        "parcrypt encrypt notes.txt -o notes.txt.pc",
+        "parcrypt decrypt notes.txt.pc -o notes.txt",
+        "parcrypt encrypt --passphrase-file pass.txt notes.txt -o notes.txt.pc",
+        "PARCRYPT_PASSPHRASE=",
+        "--overwrite",
+        "parcrypt completions bash",
+    ] {
+        assert!(examples.contains(line), "'{line}' missing from: {examples}");
+    }
+    for subcommand in [
+        "encrypt",
+        "decrypt",
+        "raw encrypt",
+        "raw decrypt",
+        "completions",
+    ] {
+        let mut args: Vec<&str> = subcommand.split(' ').collect();
+        args.push("--help");
+        let output = parcrypt(&args, b"");
+        assert_succeeded(&output);
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(text.contains("Examples:\n"), "{subcommand} --help: {text}");
+    }
+}
+
+/// The quick start as a new user runs it, passphrase from a file and from the environment,
+/// with the output replaced only when asked.
+#[test]
+fn the_quick_start_round_trips() {
+    let folder = tempfile::tempdir().unwrap();
+    let at = |name: &str| folder.path().join(name).to_str().unwrap().to_string();
+    let (notes, sealed, opened, pass) = (
+        at("notes.txt"),
+        at("notes.txt.pc"),
+        at("out.txt"),
+        at("pass.txt"),
+    );
+    std::fs::write(&notes, b"meet at noon\n").unwrap();
+    std::fs::write(&pass, b"correct horse battery staple\n").unwrap();
+    let run = |args: &[&str], variable: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_parcrypt"));
+        command.args(args).env_remove("PARCRYPT_PASSPHRASE");
+        if let Some(value) = variable {
+            command.env("PARCRYPT_PASSPHRASE", value);
+        }
+        process::run_with_stdin(&mut command, b"")
+    };
+    let low_cost = ["--kdf-memory", "8", "--kdf-passes", "1"];
+    let mut encrypt = vec!["encrypt", "--passphrase-file", &pass, &notes, "-o", &sealed];
+    encrypt.extend(low_cost);
+    assert_succeeded(&run(&encrypt, None));
+    // The variable holds the same passphrase as the file, less its newline.
+    let decrypt = ["decrypt", &sealed, "-o", &opened];
+    assert_succeeded(&run(&decrypt, Some("correct horse battery staple")));
+    assert_eq!(std::fs::read(&opened).unwrap(), b"meet at noon\n");
+    assert_refused(
+        &run(&decrypt, Some("correct horse battery staple")),
+        "already exists (use --overwrite to replace it)",
+    );
+    assert_refused(
+        &run(
+            &[&decrypt[..], &["--overwrite"]].concat(),
+            Some("wrong horse"),
+        ),
+        "wrong key or passphrase",
+    );
+    assert_eq!(std::fs::read(&opened).unwrap(), b"meet at noon\n");
+    let by_file = [
+        "decrypt",
+        "--passphrase-file",
+        &pass,
+        &sealed,
+        "-o",
+        &opened,
+        "--overwrite",
+    ];
+    assert_succeeded(&run(&by_file, None));
+    assert_eq!(std::fs::read(&opened).unwrap(), b"meet at noon\n");
 }

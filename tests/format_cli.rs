@@ -474,7 +474,7 @@ fn outputs_are_never_clobbered_and_the_input_is_never_the_output() {
     let input = folder.write("plain.bin", &plain);
     let existing = folder.write("existing.pc", b"keep me");
     let refused = parcrypt(&["encrypt", "--key", KEY, &input, "-o", &existing], b"");
-    assert_refused(&refused, "already exists (use --force");
+    assert_refused(&refused, "already exists (use --overwrite");
     assert_eq!(std::fs::read(&existing).unwrap(), b"keep me");
     assert_refused(
         &parcrypt(

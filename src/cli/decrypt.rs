@@ -31,7 +31,7 @@ pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
     check_output(
         common.output.as_deref(),
         common.input.as_deref(),
-        common.force,
+        common.overwrite,
     )?;
     let engine = super::engine(common.backend, common.threads)?;
     super::say_engine_warnings(&engine, super::FILE_CHUNKS);

@@ -22,6 +22,22 @@ use super::files::{check_output, file_size, open_input, Output};
 use super::progress::{print_stats, Progress};
 use super::Failure;
 
+const ENCRYPT_EXAMPLES: &str = "\
+Examples:
+  parcrypt encrypt notes.txt -o notes.txt.pc           asks for a passphrase, twice
+  parcrypt encrypt --passphrase-file pass.txt notes.txt -o notes.txt.pc
+  PARCRYPT_PASSPHRASE=\"$SECRET\" parcrypt encrypt notes.txt -o notes.txt.pc
+  tar c photos | parcrypt encrypt --passphrase-file pass.txt -o photos.tar.pc
+  parcrypt encrypt --key-file key.bin --format cobblestone data -o data.cs";
+
+const DECRYPT_EXAMPLES: &str = "\
+Examples:
+  parcrypt decrypt notes.txt.pc -o notes.txt           asks for the passphrase
+  parcrypt decrypt --passphrase-file pass.txt notes.txt.pc -o notes.txt --overwrite
+  parcrypt decrypt --passphrase-file pass.txt photos.tar.pc | tar x
+  parcrypt decrypt --range 1M:2M --passphrase-file pass.txt big.pc -o part
+  parcrypt decrypt --key-file key.bin --format cobblestone data.cs -o data";
+
 const AFTER_HELP: &str = "\
 Secrets (one of):
   --passphrase-file PATH   the file's content, less one trailing newline
@@ -39,11 +55,11 @@ Formats:
 Safety:
   OUTPUT is checked before any prompt or key derivation: a folder, the input file itself
   (stdout included: `> INPUT` and `>> INPUT` are refused), an existing file without
-  --force, a link whose target's folder is missing, or a folder that is missing or not
+  --overwrite, a link whose target's folder is missing, or a folder that is missing or not
   writable is refused at once. The output is written into a file with no name (O_TMPFILE)
   in OUTPUT's folder, synced to disk, and only then linked to OUTPUT and the folder synced:
-  an interrupt, SIGKILL or a crash leaves no file. With --force an existing OUTPUT is
-  replaced in one rename: it is wholly the old file or wholly the new one. Where the file
+  an interrupt, SIGKILL or a crash leaves no file. With --overwrite an existing OUTPUT
+  is replaced in one rename: it is wholly the old file or wholly the new one. Where the file
   system has no O_TMPFILE, a hidden .parcrypt-*.tmp file is used, removed on SIGINT,
   SIGTERM and SIGHUP (SIGKILL or a crash may leave it). A symlink OUTPUT keeps pointing at
   its target, which is replaced. A FIFO, a device (/dev/null) or /dev/stdout is written in
@@ -73,9 +89,9 @@ pub struct CommonArgs {
     /// Threads for threads/pool/auto (default: all cores; at most 8 per core, and 64)
     #[arg(long, value_name = "N", value_parser = super::parse_threads)]
     pub(super) threads: Option<usize>,
-    /// Replace OUTPUT if it exists
-    #[arg(long)]
-    pub(super) force: bool,
+    /// Replace OUTPUT if it exists, in one rename
+    #[arg(long, short = 'f', visible_alias = "force")]
+    pub(super) overwrite: bool,
     /// No progress bar
     #[arg(short, long)]
     pub(super) quiet: bool,
@@ -92,7 +108,7 @@ pub struct CommonArgs {
 }
 
 #[derive(Args)]
-#[command(after_help = AFTER_HELP)]
+#[command(after_help = format!("{ENCRYPT_EXAMPLES}\n{AFTER_HELP}"))]
 pub struct EncryptArgs {
     #[command(flatten)]
     common: CommonArgs,
@@ -118,7 +134,7 @@ Key-derivation budget:
   with --kdf-max-memory, --kdf-max-passes or --kdf-max-lanes for files you trust.";
 
 #[derive(Args)]
-#[command(after_help = format!("{AFTER_HELP}\n{DECRYPT_AFTER_HELP}"))]
+#[command(after_help = format!("{DECRYPT_EXAMPLES}\n{AFTER_HELP}\n{DECRYPT_AFTER_HELP}"))]
 pub struct DecryptArgs {
     #[command(flatten)]
     pub(super) common: CommonArgs,
@@ -206,7 +222,7 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
     check_output(
         common.output.as_deref(),
         common.input.as_deref(),
-        common.force,
+        common.overwrite,
     )?;
     let mut input = open_input(common.input.as_deref())?;
     // The secret comes before the output file is made, so that a prompt abandoned with
@@ -285,7 +301,7 @@ pub(super) fn run_to_output(
     let mut output = Output::create(
         common.output.as_deref(),
         common.input.as_deref(),
-        common.force,
+        common.overwrite,
     )?;
     let progress = Progress::new(common.quiet, total, words[0]);
     let report = |bytes: u64| progress.update(bytes);
@@ -322,8 +338,12 @@ fn parse_cipher(name: &str) -> Result<Suite, super::Refused> {
     match name.to_ascii_lowercase().as_str() {
         "aes-128-gcm" | "cobblestone-128" => Ok(Suite::Cobblestone128),
         "aes-256-gcm" | "cobblestone-256" => Ok(Suite::Cobblestone256),
-        _ => Err(super::Refused(format!(
-            "unknown --cipher '{name}' for encrypt (choose aes-128-gcm or aes-256-gcm)"
+        _ => Err(super::Refused(super::with_suggestion(
+            format_args!(
+                "unknown --cipher '{name}' for encrypt (choose aes-128-gcm or aes-256-gcm)"
+            ),
+            name,
+            ["aes-128-gcm", "aes-256-gcm"],
         ))),
     }
 }

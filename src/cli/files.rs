@@ -49,9 +49,9 @@ fn input_metadata(input: Option<&Path>) -> Option<Metadata> {
 pub fn check_output(
     target: Option<&Path>,
     input: Option<&Path>,
-    replace: bool,
+    overwrite: bool,
 ) -> Result<(), Failure> {
-    plan_output(target, input, replace).map(drop)
+    plan_output(target, input, overwrite).map(drop)
 }
 
 /// Whether output to `target` goes into a file of its own that a failed run deletes (an
@@ -60,16 +60,16 @@ pub fn check_output(
 pub fn output_is_discardable(
     target: Option<&Path>,
     input: Option<&Path>,
-    replace: bool,
+    overwrite: bool,
 ) -> Result<bool, Failure> {
-    Ok(plan_output(target, input, replace)?.is_some_and(|plan| !plan.in_place()))
+    Ok(plan_output(target, input, overwrite)?.is_some_and(|plan| !plan.in_place()))
 }
 
 /// The plan for a file target, `None` for stdout; refusals as [`check_output`] says.
 fn plan_output(
     target: Option<&Path>,
     input: Option<&Path>,
-    replace: bool,
+    overwrite: bool,
 ) -> Result<Option<OutputPlan>, Failure> {
     let input = input_metadata(input);
     let target = match target {
@@ -79,7 +79,7 @@ fn plan_output(
             return Ok(None);
         }
     };
-    match OutputPlan::check(target, input.as_ref(), replace) {
+    match OutputPlan::check(target, input.as_ref(), overwrite) {
         Ok(plan) => Ok(Some(plan)),
         Err(FormatError::OutputExists(path)) => Err(exists(&path)),
         Err(error) => Err(error.into()),
@@ -88,7 +88,7 @@ fn plan_output(
 
 fn exists(path: &Path) -> Failure {
     Failure(format!(
-        "output '{}' already exists (use --force to replace it)",
+        "output '{}' already exists (use --overwrite to replace it)",
         path.display()
     ))
 }
@@ -100,13 +100,13 @@ pub enum Output {
 
 impl Output {
     /// `target`: `None` or `-` means stdout. An existing target is replaced only with
-    /// `replace`; the input file (`None` or `-`: stdin) is never the output, stdout included.
+    /// `overwrite`; the input file (`None` or `-`: stdin) is never the output, stdout included.
     pub fn create(
         target: Option<&Path>,
         input: Option<&Path>,
-        replace: bool,
+        overwrite: bool,
     ) -> Result<Output, Failure> {
-        match plan_output(target, input, replace)? {
+        match plan_output(target, input, overwrite)? {
             None => Ok(Output::Stdout(io::stdout())),
             // PARCRYPT_NO_O_TMPFILE (docs/ENVIRONMENT.md) takes the named-file way, to test it.
             Some(plan) if parcrypt::environment::Settings::from_env()?.named_temporary_file => {

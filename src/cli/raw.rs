@@ -22,6 +22,13 @@ fn cipher_help() -> String {
 }
 
 const AFTER_HELP: &str = "\
+Examples:
+  parcrypt raw encrypt --cipher aes-128-cbc --key 000102030405060708090a0b0c0d0e0f \\
+      --iv 0f0e0d0c0b0a09080706050403020100 notes.txt -o notes.cbc
+  parcrypt raw decrypt --cipher aes-128-cbc --key 000102030405060708090a0b0c0d0e0f \\
+      --iv 0f0e0d0c0b0a09080706050403020100 notes.cbc -o notes.txt --overwrite
+  openssl enc -aes-128-cbc -K 000102030405060708090a0b0c0d0e0f \\
+      -iv 0f0e0d0c0b0a09080706050403020100 -nosalt -in notes.txt | cmp - notes.cbc
 Modes:
   ecb, cbc   PKCS#7 padding unless --no-pad. ECB leaks patterns: for experiments only.
   ctr        The whole IV is one big-endian counter that wraps (as OpenSSL does).
@@ -89,9 +96,9 @@ pub struct RawArgs {
     /// shares them. For testing only
     #[arg(long)]
     reference: bool,
-    /// Replace OUTPUT if it exists
-    #[arg(long)]
-    force: bool,
+    /// Replace OUTPUT if it exists, in one rename
+    #[arg(long, short = 'f', visible_alias = "force")]
+    overwrite: bool,
     /// No progress bar
     #[arg(short, long)]
     quiet: bool,
@@ -128,7 +135,11 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
     }
     // Every refusal of the output comes first (GCM decryption makes it only after its
     // first pass).
-    check_output(args.output.as_deref(), args.input.as_deref(), args.force)?;
+    check_output(
+        args.output.as_deref(),
+        args.input.as_deref(),
+        args.overwrite,
+    )?;
     let engine = super::engine(args.backend, args.threads)?;
     super::say_engine_warnings(&engine, spec);
     let chunk_bytes = chunk_bytes_for(&engine);
@@ -156,7 +167,11 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
     let mut input: Option<File> = input_path.map(parcrypt::files::open_input).transpose()?;
     let total = file_size(input_path);
     let output_for = || -> Result<Output, Failure> {
-        let mut output = Output::create(args.output.as_deref(), args.input.as_deref(), args.force)?;
+        let mut output = Output::create(
+            args.output.as_deref(),
+            args.input.as_deref(),
+            args.overwrite,
+        )?;
         if let Some(length) = total {
             // The output is about as long as the input (plus a tag or padding block).
             output.reserve(length + 32);
@@ -182,12 +197,15 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
         };
         // Issue 31 finding 7: a file read twice in place only when the output is a file
         // of ours that a failure deletes; stdout or a FIFO get a copy's plaintext.
-        let destination =
-            if output_is_discardable(args.output.as_deref(), args.input.as_deref(), args.force)? {
-                Destination::Discardable
-            } else {
-                Destination::Irrevocable
-            };
+        let destination = if output_is_discardable(
+            args.output.as_deref(),
+            args.input.as_deref(),
+            args.overwrite,
+        )? {
+            Destination::Discardable
+        } else {
+            Destination::Irrevocable
+        };
         let options = OpenOptions {
             chunk_bytes,
             destination,

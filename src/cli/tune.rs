@@ -48,9 +48,13 @@ pub struct TuneArgs {
 /// A cipher name without a mode, as `--algorithms` takes them.
 fn algorithm(name: &str) -> Result<Algorithm, Refused> {
     name.parse().map_err(|()| {
-        Refused(format!(
-            "unknown cipher '{name}' ({})",
-            Algorithm::ALL.map(Algorithm::name).join(", ")
+        Refused(super::with_suggestion(
+            format_args!(
+                "unknown cipher '{name}' ({})",
+                Algorithm::ALL.map(Algorithm::name).join(", ")
+            ),
+            name,
+            Algorithm::ALL.iter().map(|algorithm| algorithm.name()),
         ))
     })
 }

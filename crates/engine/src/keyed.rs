@@ -162,6 +162,51 @@ impl std::fmt::Debug for KeyedCipher {
     }
 }
 
+/// The public one-message calls of [`KeyedCipher`], each one of `process` (into a new
+/// `Vec`), `process_into` (into the caller's buffer) or `in_place` with its direction fixed
+/// (and for `process_into`, who may see the output before the call returns): one signature
+/// per kind, written once, so the variants cannot drift apart.
+macro_rules! one_message_calls {
+    ($($(#[$doc:meta])* fn $name:ident($($input:ident)?) -> $kind:ident: $direction:ident $(, $seen:ident)?;)*) => {
+        $(one_message_calls!(@ $kind $(#[$doc])* $name ($($input)?) $direction $($seen)?);)*
+    };
+    (@ Vec $(#[$doc:meta])* $name:ident ($input:ident) $direction:ident) => {
+        $(#[$doc])*
+        pub fn $name(
+            &self,
+            iv: Option<&[u8]>,
+            $input: &[u8],
+            aad: Option<&[u8]>,
+        ) -> Result<Vec<u8>, JobError> {
+            self.process(Direction::$direction, iv, $input, aad)
+        }
+    };
+    (@ Into $(#[$doc:meta])* $name:ident ($input:ident) $direction:ident $seen:ident) => {
+        $(#[$doc])*
+        pub fn $name(
+            &self,
+            iv: Option<&[u8]>,
+            $input: &[u8],
+            output: &mut [u8],
+            aad: Option<&[u8]>,
+        ) -> Result<usize, JobError> {
+            self.process_into(Direction::$direction, iv, $input, output, aad, Output::$seen)
+        }
+    };
+    (@ InPlace $(#[$doc:meta])* $name:ident () $direction:ident) => {
+        $(#[$doc])*
+        pub fn $name(
+            &self,
+            iv: Option<&[u8]>,
+            buffer: &mut [u8],
+            length: usize,
+            aad: Option<&[u8]>,
+        ) -> Result<usize, JobError> {
+            self.in_place(Direction::$direction, iv, buffer, length, aad, Output::Caller)
+        }
+    };
+}
+
 fn slot(direction: Direction) -> usize {
     usize::from(direction == Direction::Decrypt)
 }
@@ -281,136 +326,63 @@ impl KeyedCipher {
         max_output_length(self.keys.suite, direction, self.padding, input_length)
     }
 
-    /// Encrypts one message under `iv` (none for ECB; one block for CBC and CTR; 1 byte or
-    /// more for GCM, 12 being the fast path), with `aad` as GCM's additional authenticated
-    /// data, into a new buffer.
-    pub fn encrypt(
-        &self,
-        iv: Option<&[u8]>,
-        plaintext: &[u8],
-        aad: Option<&[u8]>,
-    ) -> Result<Vec<u8>, JobError> {
-        self.process(Direction::Encrypt, iv, plaintext, aad)
-    }
+    one_message_calls! {
+        /// Encrypts one message under `iv` (none for ECB; one block for CBC and CTR; 1 byte or
+        /// more for GCM, 12 being the fast path), with `aad` as GCM's additional authenticated
+        /// data, into a new buffer.
+        fn encrypt(plaintext) -> Vec: Encrypt;
 
-    /// Decrypts one message into a new buffer; for GCM nothing is returned unless the tag
-    /// matches (the plaintext is wiped before the error is returned). The buffer is this
-    /// call's own until it returns, so GCM decrypts it in one pass, the tag checked at the
-    /// end: the fastest form when the caller has no buffer of its own.
-    pub fn decrypt(
-        &self,
-        iv: Option<&[u8]>,
-        ciphertext: &[u8],
-        aad: Option<&[u8]>,
-    ) -> Result<Vec<u8>, JobError> {
-        self.process(Direction::Decrypt, iv, ciphertext, aad)
-    }
+        /// Decrypts one message into a new buffer; for GCM nothing is returned unless the tag
+        /// matches (the plaintext is wiped before the error is returned). The buffer is this
+        /// call's own until it returns, so GCM decrypts it in one pass, the tag checked at the
+        /// end: the fastest form when the caller has no buffer of its own.
+        fn decrypt(ciphertext) -> Vec: Decrypt;
 
-    /// Encrypts `plaintext` into `output`, which must hold at least
-    /// [`KeyedCipher::max_output_length`] bytes, and returns the bytes written.
-    pub fn encrypt_into(
-        &self,
-        iv: Option<&[u8]>,
-        plaintext: &[u8],
-        output: &mut [u8],
-        aad: Option<&[u8]>,
-    ) -> Result<usize, JobError> {
-        self.process_into(
-            Direction::Encrypt,
-            iv,
-            plaintext,
-            output,
-            aad,
-            Output::Caller,
-        )
-    }
+        /// Encrypts `plaintext` into `output`, which must hold at least
+        /// [`KeyedCipher::max_output_length`] bytes, and returns the bytes written.
+        fn encrypt_into(plaintext) -> Into: Encrypt, Caller;
 
-    /// Decrypts `ciphertext` into `output`, which must hold at least
-    /// [`KeyedCipher::max_output_length`] bytes (the ciphertext's length for padded
-    /// modes), and returns the bytes written. On any error the whole of `output` is zeroed.
-    ///
-    /// GCM authenticates first: the ciphertext is hashed and the tag checked before any
-    /// plaintext is written, so another thread or a file mapping watching `output` never
-    /// sees a byte of a forged message (two passes over the ciphertext, each split over the
-    /// engine; [`KeyedCipher::decrypt`] into a buffer of its own takes one).
-    pub fn decrypt_into(
-        &self,
-        iv: Option<&[u8]>,
-        ciphertext: &[u8],
-        output: &mut [u8],
-        aad: Option<&[u8]>,
-    ) -> Result<usize, JobError> {
-        self.process_into(
-            Direction::Decrypt,
-            iv,
-            ciphertext,
-            output,
-            aad,
-            Output::Caller,
-        )
-    }
+        /// Decrypts `ciphertext` into `output`, which must hold at least
+        /// [`KeyedCipher::max_output_length`] bytes (the ciphertext's length for padded
+        /// modes), and returns the bytes written. On any error the whole of `output` is zeroed.
+        ///
+        /// GCM authenticates first: the ciphertext is hashed and the tag checked before any
+        /// plaintext is written, so another thread or a file mapping watching `output` never
+        /// sees a byte of a forged message (two passes over the ciphertext, each split over the
+        /// engine; [`KeyedCipher::decrypt`] into a buffer of its own takes one).
+        fn decrypt_into(ciphertext) -> Into: Decrypt, Caller;
 
-    /// [`KeyedCipher::decrypt_into`] for an `output` that nobody else can see before this
-    /// call returns: memory the caller has just allocated and shared with no other thread,
-    /// process or file mapping (the Python binding's new `bytes`, a fresh `Vec`). GCM then
-    /// runs in one fused pass that writes plaintext into `output` before the tag is checked,
-    /// and zeroes `output` when it does not match, so the caller must drop the output on any
-    /// error. Into memory others may see, use [`KeyedCipher::decrypt_into`], which checks
-    /// first. The benchmark times both, to show what checking first costs.
-    pub fn decrypt_into_unshared(
-        &self,
-        iv: Option<&[u8]>,
-        ciphertext: &[u8],
-        output: &mut [u8],
-        aad: Option<&[u8]>,
-    ) -> Result<usize, JobError> {
-        self.process_into(
-            Direction::Decrypt,
-            iv,
-            ciphertext,
-            output,
-            aad,
-            Output::Private,
-        )
-    }
+        /// [`KeyedCipher::decrypt_into`] for an `output` that nobody else can see before this
+        /// call returns: memory the caller has just allocated and shared with no other thread,
+        /// process or file mapping (the Python binding's new `bytes`, a fresh `Vec`). GCM then
+        /// runs in one fused pass that writes plaintext into `output` before the tag is checked,
+        /// and zeroes `output` when it does not match, so the caller must drop the output on any
+        /// error. Into memory others may see, use [`KeyedCipher::decrypt_into`], which checks
+        /// first. The benchmark times both, to show what checking first costs.
+        fn decrypt_into_unshared(ciphertext) -> Into: Decrypt, Private;
 
-    /// Encrypts the message in `buffer[..length]` in place, the rest of `buffer` being room
-    /// for the padding or tag, and returns the ciphertext's length.
-    ///
-    /// ```
-    /// use parcrypt_engine::{Backend, Direction, Engine, KeyedCipher};
-    ///
-    /// let cipher = KeyedCipher::new(Engine::new(Backend::Seq, None)?, "aes-128-gcm".parse()?, &[9u8; 16])?;
-    /// let mut buffer = [0u8; 64];
-    /// buffer[..5].copy_from_slice(b"hello");
-    /// let sealed = cipher.encrypt_in_place(Some(&[3u8; 12]), &mut buffer, 5, None)?;
-    /// assert_eq!(sealed, 5 + 16);
-    /// let opened = cipher.decrypt_in_place(Some(&[3u8; 12]), &mut buffer, sealed, None)?;
-    /// assert_eq!(&buffer[..opened], b"hello");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn encrypt_in_place(
-        &self,
-        iv: Option<&[u8]>,
-        buffer: &mut [u8],
-        length: usize,
-        aad: Option<&[u8]>,
-    ) -> Result<usize, JobError> {
-        self.in_place(Direction::Encrypt, iv, buffer, length, aad, Output::Caller)
-    }
+        /// Encrypts the message in `buffer[..length]` in place, the rest of `buffer` being room
+        /// for the padding or tag, and returns the ciphertext's length.
+        ///
+        /// ```
+        /// use parcrypt_engine::{Backend, Direction, Engine, KeyedCipher};
+        ///
+        /// let cipher = KeyedCipher::new(Engine::new(Backend::Seq, None)?, "aes-128-gcm".parse()?, &[9u8; 16])?;
+        /// let mut buffer = [0u8; 64];
+        /// buffer[..5].copy_from_slice(b"hello");
+        /// let sealed = cipher.encrypt_in_place(Some(&[3u8; 12]), &mut buffer, 5, None)?;
+        /// assert_eq!(sealed, 5 + 16);
+        /// let opened = cipher.decrypt_in_place(Some(&[3u8; 12]), &mut buffer, sealed, None)?;
+        /// assert_eq!(&buffer[..opened], b"hello");
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        fn encrypt_in_place() -> InPlace: Encrypt;
 
-    /// Decrypts the message in `buffer[..length]` in place and returns the plaintext's
-    /// length. On any error (a GCM tag that does not match, bad padding) the whole buffer is
-    /// zeroed. GCM authenticates first, as [`KeyedCipher::decrypt_into`] does: until the tag
-    /// matched, the buffer holds nothing but the ciphertext.
-    pub fn decrypt_in_place(
-        &self,
-        iv: Option<&[u8]>,
-        buffer: &mut [u8],
-        length: usize,
-        aad: Option<&[u8]>,
-    ) -> Result<usize, JobError> {
-        self.in_place(Direction::Decrypt, iv, buffer, length, aad, Output::Caller)
+        /// Decrypts the message in `buffer[..length]` in place and returns the plaintext's
+        /// length. On any error (a GCM tag that does not match, bad padding) the whole buffer is
+        /// zeroed. GCM authenticates first, as [`KeyedCipher::decrypt_into`] does: until the tag
+        /// matched, the buffer holds nothing but the ciphertext.
+        fn decrypt_in_place() -> InPlace: Decrypt;
     }
 
     /// A [`Crypter`] that encrypts one message under `iv` given in pieces: whole blocks to

@@ -487,15 +487,19 @@ DEVICE_FUNCTION void aes_load_keys(u32 *keys, CONSTANT u32 *RESTRICT round_keys,
 /* The blocks of one launch, with the key size fixed: each a DEVICE_FUNCTION that the
  * kernels below call once per key size through AES_FOR_ROUNDS. */
 
+/* The body of each: the round keys into registers, then its mode loop. */
+#define AES_BLOCKS(MODE_LOOP)                                                               \
+    u32 keys[AES_MAX_ROUND_KEY_WORDS];                                                      \
+    aes_load_keys(keys, round_keys, rounds);                                                \
+    MODE_LOOP
+
 DEVICE_FUNCTION void aes_ecb_encrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                                             const u32 block_count,
                                             CONSTANT u32 *RESTRICT round_keys,
                                             const u32 rounds, LOCAL const u32 *table,
                                             const aes_lane lane)
 {
-    u32 keys[AES_MAX_ROUND_KEY_WORDS];
-    aes_load_keys(keys, round_keys, rounds);
-    MODE_ECB(AES, AES_ENCRYPT)
+    AES_BLOCKS(MODE_ECB(AES, AES_ENCRYPT))
 }
 
 DEVICE_FUNCTION void aes_ecb_decrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
@@ -504,9 +508,7 @@ DEVICE_FUNCTION void aes_ecb_decrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u3
                                             const u32 rounds, LOCAL const u32 *table,
                                             LOCAL const u32 *inverse_sbox, const u32 lane)
 {
-    u32 keys[AES_MAX_ROUND_KEY_WORDS];
-    aes_load_keys(keys, round_keys, rounds);
-    MODE_ECB(AES, AES_DECRYPT)
+    AES_BLOCKS(MODE_ECB(AES, AES_DECRYPT))
 }
 
 DEVICE_FUNCTION void aes_ctr_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
@@ -515,9 +517,7 @@ DEVICE_FUNCTION void aes_ctr_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *out
                                     const aes_lane lane, const u32x4 counter,
                                     const u32 counter_rule)
 {
-    u32 keys[AES_MAX_ROUND_KEY_WORDS];
-    aes_load_keys(keys, round_keys, rounds);
-    MODE_CTR(AES)
+    AES_BLOCKS(MODE_CTR(AES))
 }
 
 DEVICE_FUNCTION void aes_ctr_segment_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
@@ -529,9 +529,7 @@ DEVICE_FUNCTION void aes_ctr_segment_blocks(GLOBAL const u32x4 *input, GLOBAL u3
                                             const u32 blocks_per_segment,
                                             const u32 counter_rule)
 {
-    u32 keys[AES_MAX_ROUND_KEY_WORDS];
-    aes_load_keys(keys, round_keys, rounds);
-    MODE_CTR_SEGMENTS(AES)
+    AES_BLOCKS(MODE_CTR_SEGMENTS(AES))
 }
 
 DEVICE_FUNCTION void aes_cbc_decrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
@@ -541,9 +539,7 @@ DEVICE_FUNCTION void aes_cbc_decrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u3
                                             LOCAL const u32 *inverse_sbox, const u32 lane,
                                             const u32x4 previous)
 {
-    u32 keys[AES_MAX_ROUND_KEY_WORDS];
-    aes_load_keys(keys, round_keys, rounds);
-    MODE_CBC_DECRYPT(AES)
+    AES_BLOCKS(MODE_CBC_DECRYPT(AES))
 }
 
 /* What every AES kernel does before its blocks: the tables into local memory (encryption:

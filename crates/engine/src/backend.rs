@@ -183,6 +183,14 @@ pub struct Engine {
     pub(crate) auto_gpu: Option<Arc<AutoGpu>>,
 }
 
+/// Lets every call that takes an engine (`impl Into<Arc<Engine>>`) take `&engine` too: the
+/// handle made is a clone, which shares the engine's threads and device.
+impl From<&Engine> for Arc<Engine> {
+    fn from(engine: &Engine) -> Self {
+        Arc::new(engine.clone())
+    }
+}
+
 impl Engine {
     /// An engine on `backend` with `threads` threads (`None`: all cores) that reads no tune
     /// file: GPU backends launch with their default shapes and `auto` stays on the CPU. Use

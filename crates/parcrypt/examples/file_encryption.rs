@@ -34,7 +34,7 @@ fn main() -> Result<(), parcrypt::Error> {
     );
     // Again over the existing file, on an engine of our own: `overwrite` replaces it.
     let engine = Engine::builder().threads(2).build()?;
-    let options = FileOptions::new().engine(engine.clone()).overwrite(true);
+    let options = FileOptions::new().engine(&engine).overwrite(true);
     options.encrypt_file(&plain_path, &sealed_path, Secret::Key(&key))?;
 
     // A buffer, under a passphrase (argon2id made cheap for the example), written piece by

@@ -21,7 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let text: Vec<u8> = (0..16u64 << 20).map(|i| (i * 31 + i / 977) as u8).collect();
     std::fs::write(&plain_path, &text)?;
     FileOptions::new()
-        .engine(engine.clone())
+        .engine(&engine)
         .suite(Suite::Cobblestone256)
         .encrypt_file(&plain_path, &sealed_path, Secret::Key(&key))?;
 

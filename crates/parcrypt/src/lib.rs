@@ -38,7 +38,8 @@
 //!
 //! let suite = "aes-256-gcm".parse()?;
 //! let key = Aead::generate_key(suite)?;
-//! let aead = Aead::new(Engine::builder().build()?, suite, &key)?;
+//! let engine = Engine::builder().build()?;
+//! let aead = Aead::new(&engine, suite, &key)?;
 //! let sealed = aead.seal(b"attack at dawn", Some(b"header"))?;
 //! assert_eq!(aead.open(&sealed, Some(b"header"))?, b"attack at dawn");
 //! # Ok::<(), parcrypt::Error>(())

@@ -84,7 +84,7 @@ pub fn decrypt_file(
 ///
 /// let engine = Engine::builder().threads(2).build()?;
 /// let options = FileOptions::new()
-///     .engine(engine)
+///     .engine(&engine)
 ///     .suite(Suite::Cobblestone256)
 ///     .context(b"backup 2026-11")
 ///     .overwrite(true);
@@ -125,10 +125,10 @@ impl FileOptions {
     }
 
     /// The engine that seals and opens the chunks (default: one engine shared by every
-    /// call that names none, on every core, started on first use). An engine is cheap to
-    /// clone; pass a clone of the program's own.
-    pub fn engine(mut self, engine: Engine) -> Self {
-        self.engine = Some(engine);
+    /// call that names none, on every core, started on first use). The options keep a clone,
+    /// which shares the engine's threads and device.
+    pub fn engine(mut self, engine: &Engine) -> Self {
+        self.engine = Some(engine.clone());
         self
     }
 

@@ -186,7 +186,7 @@ fn an_engine_is_cheap_to_clone_and_every_clone_works() {
             scope.spawn(move || {
                 assert_eq!((engine.backend(), engine.threads()), (Backend::Pool, 2));
                 let options = FileOptions::new()
-                    .engine(engine)
+                    .engine(&engine)
                     .suite(Suite::Cobblestone256);
                 let sealed = folder.join(format!("sealed-{index}"));
                 let opened = folder.join(format!("opened-{index}"));

@@ -82,6 +82,10 @@ enum Command {
     /// Decrypt a file made by `parcrypt encrypt`, or a bare Cobblestone message
     Decrypt(encrypt::DecryptArgs),
     /// List backends and devices, and why any is unavailable
+    #[command(after_help = "\
+Examples:
+  parcrypt devices        what --backend can name on this machine, and why not the rest
+  parcrypt encrypt --backend opencl notes.txt -o notes.txt.pc")]
     Devices,
     /// Encrypt and decrypt generated data on every backend and print the speed table
     Bench(bench::BenchArgs),

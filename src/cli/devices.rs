@@ -2,8 +2,8 @@
 
 use parcrypt::devices::cpu_features;
 use parcrypt::devices::tuning::{device_identity, tune_file};
-use parcrypt::environment::tune_directory;
 use parcrypt::devices::{available_threads, tune_table_in};
+use parcrypt::environment::tune_directory;
 use parcrypt::errors::GpuError;
 use parcrypt::Backend;
 

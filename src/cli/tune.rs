@@ -14,14 +14,15 @@ use parcrypt::{Backend, Engine};
 use super::{typed, Failure, Refused};
 
 #[derive(Args)]
-#[command(
-    after_help = "The table is stored per device (name, driver and compute units hash \
+#[command(after_help = "Examples:\n  \
+    parcrypt tune --backend opencl                 measure device #0 and store its table\n  \
+    parcrypt tune --backend cuda --algorithms aes-128,aes-256 --max-size 256M\n\n\
+    The table is stored per device (name, driver and compute units hash \
     into the file name) in $PARCRYPT_TUNE_DIR, else $XDG_CONFIG_HOME/parcrypt/tune, else \
     ~/.config/parcrypt/tune. From then on `--backend opencl|cuda|hip` launch every kernel with \
     the shape measured best for its cipher, operation and size, and `--backend auto` sends a \
     job to the GPU when it is at least as large as the size from which the GPU finished such \
-    jobs first. Tuning changes speed only: every shape gives the same bytes."
-)]
+    jobs first. Tuning changes speed only: every shape gives the same bytes.")]
 pub struct TuneArgs {
     /// The GPU backend to tune (its device #0, as the engine uses)
     #[arg(long, default_value = "opencl", value_parser = typed::<Backend>())]

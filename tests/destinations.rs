@@ -43,6 +43,19 @@ fn path(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
+/// `args`, with `--force` after them when `force` says so.
+fn forced(mut args: Vec<&str>, force: bool) -> Vec<&str> {
+    if force {
+        args.push("--force");
+    }
+    args
+}
+
+/// `decrypt -q --key KEY SEALED -o TO`, forced when `force` says so.
+fn decrypt_to<'a>(sealed: &'a str, to: &'a str, force: bool) -> Vec<&'a str> {
+    forced(vec!["decrypt", "-q", "--key", KEY, sealed, "-o", to], force)
+}
+
 fn sealed_file(folder: &Path) -> std::path::PathBuf {
     let plain = folder.join("plain");
     fs::write(&plain, MESSAGE).unwrap();
@@ -87,19 +100,7 @@ fn a_fifo_is_written_in_place_with_or_without_force() {
                 read
             })
         };
-        let mut args = vec![
-            "decrypt",
-            "-q",
-            "--key",
-            KEY,
-            path(&sealed),
-            "-o",
-            path(&fifo),
-        ];
-        if force {
-            args.push("--force");
-        }
-        let output = run(&args);
+        let output = run(&decrypt_to(path(&sealed), path(&fifo), force));
         assert!(output.status.success(), "{output:?}");
         assert_eq!(reader.join().unwrap(), MESSAGE);
         assert!(is_fifo(&fifo), "the FIFO was replaced");
@@ -118,19 +119,7 @@ fn dev_null_takes_output_without_force_and_stays_a_device() {
     let folder = tempfile::tempdir().unwrap();
     let sealed = sealed_file(folder.path());
     for force in [false, true] {
-        let mut args = vec![
-            "decrypt",
-            "-q",
-            "--key",
-            KEY,
-            path(&sealed),
-            "-o",
-            "/dev/null",
-        ];
-        if force {
-            args.push("--force");
-        }
-        let output = run(&args);
+        let output = run(&decrypt_to(path(&sealed), "/dev/null", force));
         assert!(output.status.success(), "{output:?}");
         assert!(is_device(), "/dev/null was replaced");
     }
@@ -141,15 +130,7 @@ fn dev_stdout_is_standard_output() {
     let folder = tempfile::tempdir().unwrap();
     let sealed = sealed_file(folder.path());
     let output = parcrypt()
-        .args([
-            "decrypt",
-            "-q",
-            "--key",
-            KEY,
-            path(&sealed),
-            "-o",
-            "/dev/stdout",
-        ])
+        .args(decrypt_to(path(&sealed), "/dev/stdout", false))
         .stdout(Stdio::piped())
         .output()
         .unwrap();
@@ -160,15 +141,7 @@ fn dev_stdout_is_standard_output() {
     fs::write(&appended, b"before\n").unwrap();
     let stdout = OpenOptions::new().append(true).open(&appended).unwrap();
     let output = parcrypt()
-        .args([
-            "decrypt",
-            "-q",
-            "--key",
-            KEY,
-            path(&sealed),
-            "-o",
-            "/dev/stdout",
-        ])
+        .args(decrypt_to(path(&sealed), "/dev/stdout", false))
         .stdout(stdout)
         .output()
         .unwrap();
@@ -187,18 +160,10 @@ fn a_link_stays_a_link_and_its_target_is_replaced() {
     let link = folder.path().join("link");
     fs::write(&target, b"old").unwrap();
     std::os::unix::fs::symlink("target", &link).unwrap();
-    let args = [
-        "decrypt",
-        "-q",
-        "--key",
-        KEY,
-        path(&sealed),
-        "-o",
-        path(&link),
-    ];
-    assert_refused_with(&run(&args), "already exists", |_| false);
+    let output = run(&decrypt_to(path(&sealed), path(&link), false));
+    assert_refused_with(&output, "already exists", |_| false);
     assert_eq!(fs::read(&target).unwrap(), b"old");
-    let output = run(&[&args[..], &["--force"]].concat());
+    let output = run(&decrypt_to(path(&sealed), path(&link), true));
     assert!(output.status.success(), "{output:?}");
     assert!(fs::symlink_metadata(&link)
         .unwrap()
@@ -217,11 +182,10 @@ fn a_dangling_link_into_a_missing_folder_is_refused_before_a_prompt() {
     std::os::unix::fs::symlink("missing/file", &link).unwrap();
     // No secret given: a run that got as far as asking would fail for want of a terminal.
     for force in [false, true] {
-        let mut args = vec!["encrypt", path(&plain), "-o", path(&link)];
-        if force {
-            args.push("--force");
-        }
-        let output = run(&args);
+        let output = run(&forced(
+            vec!["encrypt", path(&plain), "-o", path(&link)],
+            force,
+        ));
         assert_refused_with(&output, "whose folder does not exist", |_| false);
     }
     assert_eq!(names(folder.path()), ["link", "plain"]);

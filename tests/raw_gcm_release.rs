@@ -90,16 +90,24 @@ fn hex(text: &str) -> Vec<u8> {
         .collect()
 }
 
-const DECRYPT: [&str; 8] = [
-    "raw",
-    "decrypt",
-    "--cipher",
-    "aes-128-gcm",
-    "--key",
-    KEY,
-    "--iv",
-    IV,
-];
+/// `raw DIRECTION --cipher aes-128-gcm --key KEY --iv IV`.
+fn raw_gcm<'a>(direction: &'a str, key: &'a str) -> Vec<&'a str> {
+    vec![
+        "raw",
+        direction,
+        "--cipher",
+        "aes-128-gcm",
+        "--key",
+        key,
+        "--iv",
+        IV,
+    ]
+}
+
+/// `raw decrypt` with the test key, then `extra`.
+fn decrypt_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    [raw_gcm("decrypt", KEY).as_slice(), extra].concat()
+}
 
 #[test]
 fn round_trips_equal_rustcrypto_from_files_and_pipes() {
@@ -110,20 +118,7 @@ fn round_trips_equal_rustcrypto_from_files_and_pipes() {
     for length in [0usize, 1, 15, 16, 17, 4 << 20, (12 << 20) + 5, 70 << 20] {
         let plaintext: Vec<u8> = (0..length).map(|i| (i * 31 + (i >> 11)) as u8).collect();
         let expected = seal(&key, &iv, b"", &plaintext);
-        let encrypted = parcrypt(
-            &[
-                "raw",
-                "encrypt",
-                "--cipher",
-                "aes-128-gcm",
-                "--key",
-                KEY,
-                "--iv",
-                IV,
-            ],
-            &plaintext,
-            tmpdir.path(),
-        );
+        let encrypted = parcrypt(&raw_gcm("encrypt", KEY), &plaintext, tmpdir.path());
         assert_success(&encrypted, "raw encrypt");
         assert!(
             encrypted.stdout == expected,
@@ -133,8 +128,7 @@ fn round_trips_equal_rustcrypto_from_files_and_pipes() {
         let sealed = folder.path().join("sealed");
         std::fs::write(&sealed, &expected).unwrap();
         let out = folder.path().join("plain");
-        let mut args = DECRYPT.to_vec();
-        args.extend([sealed.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        let args = decrypt_args(&[sealed.to_str().unwrap(), "-o", out.to_str().unwrap()]);
         assert_success(&parcrypt(&args, b"", tmpdir.path()), "decrypt a file");
         assert!(
             std::fs::read(&out).unwrap() == plaintext,
@@ -142,7 +136,7 @@ fn round_trips_equal_rustcrypto_from_files_and_pipes() {
         );
         std::fs::remove_file(&out).unwrap();
 
-        let piped = parcrypt(&DECRYPT, &expected, tmpdir.path());
+        let piped = parcrypt(&decrypt_args(&[]), &expected, tmpdir.path());
         assert_success(&piped, "decrypt a pipe");
         assert!(piped.stdout == plaintext, "pipe, {length} bytes");
         assert!(
@@ -180,18 +174,7 @@ fn forgeries_release_nothing_from_files_or_pipes() {
         for (what, bytes, key, aad) in cases {
             std::fs::write(&input, bytes).unwrap();
             let out = folder.path().join("out");
-            let base = [
-                "raw",
-                "decrypt",
-                "--cipher",
-                "aes-128-gcm",
-                "--key",
-                key,
-                "--iv",
-                IV,
-                "--aad",
-                aad,
-            ];
+            let base = [raw_gcm("decrypt", key).as_slice(), &["--aad", aad]].concat();
             let runs: [(Vec<&str>, &[u8]); 4] = [
                 (
                     vec![input.to_str().unwrap(), "-o", out.to_str().unwrap()],
@@ -277,6 +260,43 @@ fn drain(child: &mut Child) -> std::thread::JoinHandle<Vec<u8>> {
     })
 }
 
+/// Starts `raw decrypt` with `extra` arguments, to `out` when there is one (else to stdout,
+/// collected on a thread), with stderr thrown away.
+fn start_decryption(
+    extra: &[&str],
+    out: Option<&Path>,
+    stdin: Stdio,
+    tmpdir: &Path,
+) -> (Child, std::thread::JoinHandle<Vec<u8>>) {
+    let mut args = decrypt_args(extra);
+    if let Some(out) = out {
+        args.extend(["-o", out.to_str().unwrap()]);
+    }
+    let mut child = command(&args, tmpdir)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = drain(&mut child);
+    (child, stdout)
+}
+
+/// What an interrupted run must leave: a failure, nothing on stdout, nothing in the
+/// destination folder or in $TMPDIR.
+fn assert_left_nothing(
+    status: std::process::ExitStatus,
+    stdout: std::thread::JoinHandle<Vec<u8>>,
+    destination: &Folder,
+    tmpdir: &Folder,
+    what: &str,
+) {
+    assert!(!status.success(), "{what}");
+    assert!(stdout.join().unwrap().is_empty(), "{what}: stdout");
+    assert!(names(destination.path()).is_empty(), "{what}");
+    assert!(names(tmpdir.path()).is_empty(), "{what}");
+}
+
 /// The big inputs of the interrupt tests: plaintext with the marker, sealed by `raw
 /// encrypt`, and a copy with its tag forged. On /dev/shm; removed with the folder.
 struct BigInputs {
@@ -291,19 +311,8 @@ fn big_inputs(megabytes: usize) -> BigInputs {
     std::fs::write(&plain, marked_plaintext(megabytes << 20)).unwrap();
     let sealed = folder.path().join("sealed");
     let output = Command::new(env!("CARGO_BIN_EXE_parcrypt"))
-        .args([
-            "raw",
-            "encrypt",
-            "--cipher",
-            "aes-128-gcm",
-            "--key",
-            KEY,
-            "--iv",
-            IV,
-            "--backend",
-            "pool",
-            "-q",
-        ])
+        .args(raw_gcm("encrypt", KEY))
+        .args(["--backend", "pool", "-q"])
         .arg(&plain)
         .arg("-o")
         .arg(&sealed)
@@ -336,18 +345,12 @@ fn interrupted_file_decryption_leaves_nothing() {
                 let destination = Folder::new("dest");
                 let tmpdir = Folder::new("tmp");
                 let out = destination.path().join("out");
-                let mut args = DECRYPT.to_vec();
-                args.extend(["--backend", "seq", "-q", inputs.forged.to_str().unwrap()]);
-                if to_file {
-                    args.extend(["-o", out.to_str().unwrap()]);
-                }
-                let mut child = command(&args, tmpdir.path())
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .unwrap();
-                let stdout = drain(&mut child);
+                let (mut child, stdout) = start_decryption(
+                    &["--backend", "seq", "-q", inputs.forged.to_str().unwrap()],
+                    to_file.then_some(out.as_path()),
+                    Stdio::null(),
+                    tmpdir.path(),
+                );
                 let threshold = (length as f64 * fraction) as u64;
                 loop {
                     if child.try_wait().unwrap().is_some() {
@@ -365,16 +368,8 @@ fn interrupted_file_decryption_leaves_nothing() {
                     }
                 }
                 let status = child.wait().unwrap();
-                assert!(!status.success(), "SIG{name} at {fraction}");
-                assert!(
-                    stdout.join().unwrap().is_empty(),
-                    "SIG{name} at {fraction}: stdout"
-                );
-                assert!(
-                    names(destination.path()).is_empty(),
-                    "SIG{name} at {fraction}"
-                );
-                assert!(names(tmpdir.path()).is_empty(), "SIG{name} at {fraction}");
+                let what = format!("SIG{name} at {fraction}");
+                assert_left_nothing(status, stdout, &destination, &tmpdir, &what);
             }
         }
     }
@@ -396,18 +391,12 @@ fn interrupted_pipe_decryption_leaves_nothing() {
                 let destination = Folder::new("dest");
                 let tmpdir = Folder::new("tmp");
                 let out = destination.path().join("out");
-                let mut args = DECRYPT.to_vec();
-                args.push("-q");
-                if to_file {
-                    args.extend(["-o", out.to_str().unwrap()]);
-                }
-                let mut child = command(&args, tmpdir.path())
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .unwrap();
-                let stdout = drain(&mut child);
+                let (mut child, stdout) = start_decryption(
+                    &["-q"],
+                    to_file.then_some(out.as_path()),
+                    Stdio::piped(),
+                    tmpdir.path(),
+                );
                 let mut stdin = child.stdin.take().unwrap();
                 stdin.write_all(&sealed[..fed]).unwrap();
                 let held = held_files_with_plaintext(child.id(), &[]);
@@ -415,16 +404,8 @@ fn interrupted_pipe_decryption_leaves_nothing() {
                 signal(&child, name);
                 let status = child.wait().unwrap();
                 drop(stdin);
-                assert!(!status.success(), "SIG{name} after {fed} bytes");
-                assert!(
-                    stdout.join().unwrap().is_empty(),
-                    "SIG{name} after {fed}: stdout"
-                );
-                assert!(
-                    names(destination.path()).is_empty(),
-                    "SIG{name} after {fed}"
-                );
-                assert!(names(tmpdir.path()).is_empty(), "SIG{name} after {fed}");
+                let what = format!("SIG{name} after {fed} bytes");
+                assert_left_nothing(status, stdout, &destination, &tmpdir, &what);
             }
         }
     }
@@ -436,8 +417,7 @@ fn interrupted_pipe_decryption_leaves_nothing() {
 fn no_held_file_has_plaintext_before_the_tag_matched() {
     let inputs = big_inputs(128);
     let tmpdir = Folder::new("tmp");
-    let mut args = DECRYPT.to_vec();
-    args.extend(["--backend", "seq", "-q", inputs.sealed.to_str().unwrap()]);
+    let args = decrypt_args(&["--backend", "seq", "-q", inputs.sealed.to_str().unwrap()]);
     let mut child = command(&args, tmpdir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -464,8 +444,7 @@ fn interrupted_second_pass_leaves_nothing() {
         let destination = Folder::new("dest");
         let tmpdir = Folder::new("tmp");
         let out = destination.path().join("out");
-        let mut args = DECRYPT.to_vec();
-        args.extend([
+        let args = decrypt_args(&[
             "--backend",
             "seq",
             "-q",
@@ -508,8 +487,7 @@ fn a_file_changed_after_the_first_pass_puts_none_of_its_plaintext_on_a_pipe() {
     let expected = marked_plaintext(megabytes << 20);
     let length = std::fs::metadata(&inputs.sealed).unwrap().len();
     let tmpdir = Folder::new("tmp");
-    let mut args = DECRYPT.to_vec();
-    args.extend(["--backend", "seq", "-q", inputs.sealed.to_str().unwrap()]);
+    let args = decrypt_args(&["--backend", "seq", "-q", inputs.sealed.to_str().unwrap()]);
     let mut child = command(&args, tmpdir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -1,5 +1,6 @@
 //! `parcrypt.Aead`: AES-GCM with a fresh random nonce per message (the engine's `Aead`).
 
+use parcrypt::errors::JobError;
 use parcrypt::{Aead as EngineAead, Backend, CipherSpec};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -87,23 +88,14 @@ impl Aead {
         data: &Bound<'py, PyAny>,
         aad: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let input = Input::get(data)?;
-        let aad_input = aad.map(Input::get).transpose()?;
-        let aad = aad_input.as_ref().map(Input::bytes);
-        let plaintext = input.bytes();
-        let (sealed, mut output) = new_bytes(py, EngineAead::sealed_length(plaintext.len()))?;
-        let out = output.bytes_mut();
-        let work = move || {
-            let out = out; // moved in whole: the closure runs once
-            self.aead.seal_into(plaintext, out, aad)
-        };
-        let written = if plaintext.len() >= RELEASE_GIL_FROM {
-            py.detach(work)
-        } else {
-            work()
-        }
-        .map_err(errors::job)?;
-        debug_assert_eq!(written, EngineAead::sealed_length(plaintext.len()));
+        let (sealed, written) = self.run_to_new_bytes(
+            py,
+            data,
+            aad,
+            EngineAead::sealed_length,
+            EngineAead::seal_into,
+        )?;
+        debug_assert_eq!(written, sealed.as_bytes().len());
         Ok(sealed)
     }
 
@@ -116,24 +108,10 @@ impl Aead {
         data: &Bound<'py, PyAny>,
         aad: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let input = Input::get(data)?;
-        let aad_input = aad.map(Input::get).transpose()?;
-        let aad = aad_input.as_ref().map(Input::bytes);
-        let sealed = input.bytes();
         // A message too short to be sealed is refused by the engine, before any output.
-        let length = EngineAead::opened_length(sealed.len()).unwrap_or(0);
-        let (opened, mut output) = new_bytes(py, length)?;
-        let out = output.bytes_mut();
-        let work = move || {
-            let out = out; // moved in whole: the closure runs once
-            self.aead.open_into(sealed, out, aad)
-        };
-        if sealed.len() >= RELEASE_GIL_FROM {
-            py.detach(work)
-        } else {
-            work()
-        }
-        .map_err(errors::job)?;
+        let opened_length = |sealed| EngineAead::opened_length(sealed).unwrap_or(0);
+        let (opened, _) =
+            self.run_to_new_bytes(py, data, aad, opened_length, EngineAead::open_into)?;
         Ok(opened)
     }
 
@@ -143,5 +121,39 @@ impl Aead {
             self.spec,
             self.backend.name()
         )
+    }
+}
+
+impl Aead {
+    /// `call` (sealing or opening) from the bytes-like `data`, with the bytes-like `aad`,
+    /// into a new `bytes` of `output_length(data's length)`; returns it and the bytes
+    /// written. The GIL is released for messages of [`RELEASE_GIL_FROM`] bytes and more.
+    fn run_to_new_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        aad: Option<&Bound<'py, PyAny>>,
+        output_length: impl FnOnce(usize) -> usize,
+        call: impl FnOnce(&EngineAead, &[u8], &mut [u8], Option<&[u8]>) -> Result<usize, JobError>
+            + Send,
+    ) -> PyResult<(Bound<'py, PyBytes>, usize)> {
+        let input = Input::get(data)?;
+        let aad_input = aad.map(Input::get).transpose()?;
+        let aad = aad_input.as_ref().map(Input::bytes);
+        let data = input.bytes();
+        let (bytes, mut output) = new_bytes(py, output_length(data.len()))?;
+        let out = output.bytes_mut();
+        let aead = &self.aead;
+        let work = move || {
+            let out = out; // moved in whole: the closure runs once
+            call(aead, data, out, aad)
+        };
+        let written = if data.len() >= RELEASE_GIL_FROM {
+            py.detach(work)
+        } else {
+            work()
+        }
+        .map_err(errors::job)?;
+        Ok((bytes, written))
     }
 }

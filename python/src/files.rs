@@ -76,6 +76,21 @@ impl Secrets {
         Ok(())
     }
 
+    /// The setup of a new message under this secret in `format` (a name), with `context`
+    /// bound into its key derivation; the default argon2id cost.
+    pub(crate) fn setup<'a>(
+        &self,
+        format: &str,
+        context: Option<&'a Input>,
+    ) -> PyResult<Setup<'a>> {
+        Ok(Setup {
+            format: parse_format(format)?,
+            suite: self.suite()?,
+            context: context.map_or(&[][..], Input::bytes),
+            ..Setup::default()
+        })
+    }
+
     /// The suite a new file gets: the key's length decides (AES-128 for a passphrase).
     pub(crate) fn suite(&self) -> PyResult<Suite> {
         match &self.key {
@@ -108,12 +123,7 @@ pub fn encrypt_file(
 ) -> PyResult<u64> {
     let secrets = Secrets::get(key, passphrase)?;
     let context = context.map(Input::get).transpose()?;
-    let setup = Setup {
-        format: parse_format(format)?,
-        suite: secrets.suite()?,
-        context: context.as_ref().map_or(&[][..], Input::bytes),
-        ..Setup::default()
-    };
+    let setup = secrets.setup(format, context.as_ref())?;
     // Called straight from Python (parcrypt.encrypt_file is this function).
     secrets.warn(py, &setup, 1)?;
     let runtime = runtime::runtime(backend, threads)?;
@@ -385,12 +395,7 @@ pub fn open_writer(
 ) -> PyResult<Writer> {
     let secrets = Secrets::get(key, passphrase)?;
     let context = context.map(Input::get).transpose()?;
-    let setup = Setup {
-        format: parse_format(format)?,
-        suite: secrets.suite()?,
-        context: context.as_ref().map_or(&[][..], Input::bytes),
-        ..Setup::default()
-    };
+    let setup = secrets.setup(format, context.as_ref())?;
     // Called by parcrypt.open: the warning points at its caller.
     secrets.warn(py, &setup, 2)?;
     let runtime = runtime::runtime(backend, threads)?;

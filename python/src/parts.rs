@@ -21,8 +21,8 @@ use parcrypt::parts::{
     self, create_output, prepare_plain_output, prepare_sealed_output, DecryptPlan, EncryptPlan,
     Layout, PartKeys, SourceIdentity,
 };
-use parcrypt::Backend;
-use parcrypt::{Encryptor, KdfLimits, Salts, Setup, StreamOptions};
+use parcrypt::{Backend, ChunkBatcher};
+use parcrypt::{Encryptor, KdfLimits, Salts, StreamOptions};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -67,6 +67,57 @@ fn source_identity(tuple: SourceTuple) -> SourceIdentity {
     }
 }
 
+/// Salts given from Python as `(cobblestone, argon2)`, checked for their lengths.
+fn fixed_salts((cobblestone, argon2): (Vec<u8>, Vec<u8>)) -> PyResult<Salts> {
+    Ok(Salts {
+        cobblestone: cobblestone
+            .try_into()
+            .map_err(|_| PyValueError::new_err("the Cobblestone salt is 24 bytes"))?,
+        argon2: argon2
+            .try_into()
+            .map_err(|_| PyValueError::new_err("the argon2id salt is 16 bytes"))?,
+    })
+}
+
+/// What every worker call on one message starts from: its chunk keys (as the plan's bytes),
+/// the file's layout and the engine to run on.
+struct Message {
+    keys: PartKeys,
+    layout: Layout,
+    runtime: &'static runtime::Runtime,
+}
+
+impl Message {
+    fn new(
+        part_keys: &[u8],
+        envelope_bytes: u64,
+        plaintext_bytes: u64,
+        backend: &str,
+        threads: Option<usize>,
+    ) -> PyResult<Self> {
+        Ok(Message {
+            keys: keys(part_keys)?,
+            layout: Layout {
+                envelope_bytes,
+                plaintext_bytes,
+            },
+            runtime: runtime::runtime(backend, threads)?,
+        })
+    }
+
+    fn batcher(&self) -> &dyn ChunkBatcher {
+        self.runtime.batcher.as_ref()
+    }
+}
+
+/// `src` opened for reading and `dst`, which must exist (prepared for the parts), for
+/// writing.
+fn part_files(src: &Path, dst: &Path) -> PyResult<(File, File)> {
+    let input = File::open(src).map_err(io_error)?;
+    let output = OpenOptions::new().write(true).open(dst).map_err(io_error)?;
+    Ok((input, output))
+}
+
 /// Creates `path` (new, mode 0600), lets `prepare` fill it, and removes it again when that
 /// fails, so that a failed preparation leaves nothing.
 fn create_prepared(
@@ -101,25 +152,10 @@ pub fn parts_plan_encrypt<'py>(
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, u64, SourceTuple)> {
     let secrets = Secrets::get(key, passphrase)?;
     let context = context.map(Input::get).transpose()?;
-    let setup = Setup {
-        format: parse_format(format)?,
-        suite: secrets.suite()?,
-        context: context.as_ref().map_or(&[][..], Input::bytes),
-        ..Setup::default()
-    };
+    let setup = secrets.setup(format, context.as_ref())?;
     // parcrypt.parts.plan_encrypt calls this: the warning points at its caller.
     secrets.warn(py, &setup, 2)?;
-    let salts = match salts {
-        None => None,
-        Some((cobblestone, argon2)) => Some(Salts {
-            cobblestone: cobblestone
-                .try_into()
-                .map_err(|_| PyValueError::new_err("the Cobblestone salt is 24 bytes"))?,
-            argon2: argon2
-                .try_into()
-                .map_err(|_| PyValueError::new_err("the argon2id salt is 16 bytes"))?,
-        }),
-    };
+    let salts = salts.map(fixed_salts).transpose()?;
     let input = File::open(&src).map_err(io_error)?;
     let plan = py
         .detach(|| match salts {
@@ -256,22 +292,13 @@ pub fn parts_seal(
     backend: &str,
     threads: Option<usize>,
 ) -> PyResult<u64> {
-    let keys = keys(part_keys)?;
-    let runtime = runtime::runtime(backend, threads)?;
-    let layout = Layout {
-        envelope_bytes,
-        plaintext_bytes,
-    };
-    let input = File::open(&src).map_err(io_error)?;
-    let output = OpenOptions::new()
-        .write(true)
-        .open(&dst)
-        .map_err(io_error)?;
+    let message = Message::new(part_keys, envelope_bytes, plaintext_bytes, backend, threads)?;
+    let (input, output) = part_files(&src, &dst)?;
     py.detach(|| {
         parts::seal_part(
-            runtime.batcher.as_ref(),
-            &keys,
-            &layout,
+            message.batcher(),
+            &message.keys,
+            &message.layout,
             &source_identity(source),
             first..end,
             &input,
@@ -300,22 +327,13 @@ pub fn parts_open(
     backend: &str,
     threads: Option<usize>,
 ) -> PyResult<u64> {
-    let keys = keys(part_keys)?;
-    let runtime = runtime::runtime(backend, threads)?;
-    let layout = Layout {
-        envelope_bytes,
-        plaintext_bytes,
-    };
-    let input = File::open(&src).map_err(io_error)?;
-    let output = OpenOptions::new()
-        .write(true)
-        .open(&dst)
-        .map_err(io_error)?;
+    let message = Message::new(part_keys, envelope_bytes, plaintext_bytes, backend, threads)?;
+    let (input, output) = part_files(&src, &dst)?;
     py.detach(|| {
         parts::open_part(
-            runtime.batcher.as_ref(),
-            &keys,
-            &layout,
+            message.batcher(),
+            &message.keys,
+            &message.layout,
             first..end,
             &input,
             &output,
@@ -342,20 +360,15 @@ pub fn parts_read<'py>(
     backend: &str,
     threads: Option<usize>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let keys = keys(part_keys)?;
-    let runtime = runtime::runtime(backend, threads)?;
-    let layout = Layout {
-        envelope_bytes,
-        plaintext_bytes,
-    };
+    let message = Message::new(part_keys, envelope_bytes, plaintext_bytes, backend, threads)?;
     let input = File::open(&src).map_err(io_error)?;
     let bytes = py
         .detach(|| {
             let mut out = Vec::new();
             parts::open_span(
-                runtime.batcher.as_ref(),
-                &keys,
-                &layout,
+                message.batcher(),
+                &message.keys,
+                &message.layout,
                 start..end,
                 &input,
                 &mut out,
@@ -388,22 +401,8 @@ pub fn parts_encrypt_with_salts(
 ) -> PyResult<u64> {
     let secrets = Secrets::get(key, passphrase)?;
     let context = context.map(Input::get).transpose()?;
-    let setup = Setup {
-        format: parse_format(format)?,
-        suite: secrets.suite()?,
-        context: context.as_ref().map_or(&[][..], Input::bytes),
-        ..Setup::default()
-    };
-    let salts = Salts {
-        cobblestone: salts
-            .0
-            .try_into()
-            .map_err(|_| PyValueError::new_err("the Cobblestone salt is 24 bytes"))?,
-        argon2: salts
-            .1
-            .try_into()
-            .map_err(|_| PyValueError::new_err("the argon2id salt is 16 bytes"))?,
-    };
+    let setup = secrets.setup(format, context.as_ref())?;
+    let salts = fixed_salts(salts)?;
     let runtime = runtime::runtime(backend, threads)?;
     let mut input = File::open(&src).map_err(io_error)?;
     py.detach(|| {
@@ -442,18 +441,14 @@ pub fn parts_seal_file(
     backend: &str,
     threads: Option<usize>,
 ) -> PyResult<u64> {
-    let keys = keys(part_keys)?;
-    let runtime = runtime::runtime(backend, threads)?;
-    let layout = Layout {
-        envelope_bytes: envelope.len() as u64,
-        plaintext_bytes,
-    };
+    let envelope_bytes = envelope.len() as u64;
+    let message = Message::new(part_keys, envelope_bytes, plaintext_bytes, backend, threads)?;
     py.detach(|| {
         parts::seal_file(
-            runtime.batcher.as_ref(),
-            &keys,
+            message.batcher(),
+            &message.keys,
             &envelope,
-            &layout,
+            &message.layout,
             &source_identity(source),
             &src,
             &dst,
@@ -481,17 +476,12 @@ pub fn parts_open_file(
     backend: &str,
     threads: Option<usize>,
 ) -> PyResult<u64> {
-    let keys = keys(part_keys)?;
-    let runtime = runtime::runtime(backend, threads)?;
-    let layout = Layout {
-        envelope_bytes,
-        plaintext_bytes,
-    };
+    let message = Message::new(part_keys, envelope_bytes, plaintext_bytes, backend, threads)?;
     py.detach(|| {
         parts::open_file(
-            runtime.batcher.as_ref(),
-            &keys,
-            &layout,
+            message.batcher(),
+            &message.keys,
+            &message.layout,
             &src,
             &dst,
             overwrite,

@@ -111,6 +111,21 @@ def plot_series(axes, sizes, values, panel_sizes, name, **style_options):
         first = False
 
 
+def plot_labels(axes, records, panel_sizes, ceiling=False):
+    """One MB/s series per label of `records` (the memory ceiling's dotted and grey); returns
+    every value drawn, for the panel's scale."""
+    plotted = []
+    for name in labels_of(records):
+        sizes, points = series(records, name)
+        values = [p["mb_per_s"] for p in points]
+        plotted += values
+        if ceiling:
+            plot_series(axes, sizes, values, panel_sizes, f"memory ceiling, {name}", linestyle=":", color="#bbbbbb")
+        else:
+            plot_series(axes, sizes, values, panel_sizes, name, linestyle=style(name), color=colour(name))
+    return plotted
+
+
 def figure_legend(figure, axes_list, columns=6):
     """One legend for the figure, one entry per series name across every panel."""
     legend = {}
@@ -259,17 +274,8 @@ def plot_sweep(report, folder, written):
         if not chosen:
             chosen = [r for r in records if r["cipher"] == cipher]
         panel_sizes = [r["bytes"] for r in chosen]
-        plotted = []
-        for name in labels_of(chosen):
-            sizes, points = series(chosen, name)
-            values = [p["mb_per_s"] for p in points]
-            plotted += values
-            plot_series(axes, sizes, values, panel_sizes, name, linestyle=style(name), color=colour(name))
-        for name in labels_of(ceiling):
-            sizes, points = series(ceiling, name)
-            values = [p["mb_per_s"] for p in points]
-            plotted += values
-            plot_series(axes, sizes, values, [r["bytes"] for r in ceiling], f"memory ceiling, {name}", linestyle=":", color="#bbbbbb")
+        plotted = plot_labels(axes, chosen, panel_sizes)
+        plotted += plot_labels(axes, ceiling, [r["bytes"] for r in ceiling], ceiling=True)
         axes.set_title(f"{cipher} {chosen[0]['direction']}")
         value_scale(axes, plotted)
         axes.set_ylabel("MB/s")
@@ -374,12 +380,7 @@ def plot_s2(report, folder, written):
     for axes, direction in zip(axes_row[0], directions):
         chosen = [r for r in records if r["direction"] == direction]
         panel_sizes = [r["bytes"] for r in chosen]
-        plotted = []
-        for name in labels_of(chosen):
-            sizes, points = series(chosen, name)
-            values = [p["mb_per_s"] for p in points]
-            plotted += values
-            plot_series(axes, sizes, values, panel_sizes, name, linestyle=style(name), color=colour(name))
+        plotted = plot_labels(axes, chosen, panel_sizes)
         if direction == "encrypt":
             # The seed's measured sizes only, as markers: it published no others.
             sizes = sorted(S2_GPU_MBPS)

@@ -2,7 +2,7 @@
 
 import io
 import os
-from typing import Any, Literal, TypedDict, overload
+from typing import Any, Literal, TypedDict, Unpack, overload
 
 from collections.abc import Buffer
 
@@ -138,31 +138,31 @@ class DeviceArray:
     @property
     def nbytes(self) -> int: ...
 
+class _FileOptions(TypedDict, total=False):
+    """The keyword options of :func:`encrypt_file`, :func:`decrypt_file` and :func:`open`,
+    all optional but the secret: exactly one of ``key`` (16 or 32 bytes) and
+    ``passphrase``. Defaults: ``backend="auto"``, ``threads=None`` (the engine's choice),
+    ``overwrite=False``, ``format="parcrypt"``, ``context=None`` (none)."""
+
+    key: Buffer | None
+    passphrase: str | bytes | None
+    backend: str
+    threads: int | None
+    overwrite: bool
+    format: Literal["parcrypt", "cobblestone"]
+    context: Buffer | None
+
 def encrypt_file(
     src: str | os.PathLike[str],
     dst: str | os.PathLike[str],
-    *,
-    key: Buffer | None = None,
-    passphrase: str | bytes | None = None,
-    backend: str = "auto",
-    threads: int | None = None,
-    overwrite: bool = False,
-    format: Literal["parcrypt", "cobblestone"] = "parcrypt",
-    context: Buffer | None = None,
+    **options: Unpack[_FileOptions],
 ) -> int:
     """Encrypts ``src`` into ``dst`` as ``parcrypt encrypt``; returns the plaintext bytes."""
 
 def decrypt_file(
     src: str | os.PathLike[str],
     dst: str | os.PathLike[str],
-    *,
-    key: Buffer | None = None,
-    passphrase: str | bytes | None = None,
-    backend: str = "auto",
-    threads: int | None = None,
-    overwrite: bool = False,
-    format: Literal["parcrypt", "cobblestone"] = "parcrypt",
-    context: Buffer | None = None,
+    **options: Unpack[_FileOptions],
 ) -> int:
     """Decrypts ``src`` into ``dst`` as ``parcrypt decrypt``; returns the plaintext bytes."""
 
@@ -178,25 +178,11 @@ class EncryptedWriter(io.RawIOBase):
 def open(
     path: str | os.PathLike[str],
     mode: Literal["rb", "r"] = "rb",
-    *,
-    key: Buffer | None = None,
-    passphrase: str | bytes | None = None,
-    backend: str = "auto",
-    threads: int | None = None,
-    overwrite: bool = False,
-    format: Literal["parcrypt", "cobblestone"] = "parcrypt",
-    context: Buffer | None = None,
+    **options: Unpack[_FileOptions],
 ) -> EncryptedReader: ...
 @overload
 def open(
     path: str | os.PathLike[str],
     mode: Literal["wb", "w"],
-    *,
-    key: Buffer | None = None,
-    passphrase: str | bytes | None = None,
-    backend: str = "auto",
-    threads: int | None = None,
-    overwrite: bool = False,
-    format: Literal["parcrypt", "cobblestone"] = "parcrypt",
-    context: Buffer | None = None,
+    **options: Unpack[_FileOptions],
 ) -> EncryptedWriter: ...

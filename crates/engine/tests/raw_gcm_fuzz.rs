@@ -3,32 +3,23 @@
 //! bounded time. PARCRYPT_FUZZ_SECONDS sets the time per property (default 3);
 //! PARCRYPT_TEST_SEED replays a run.
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use parcrypt_engine::fuzzing::{raw_gcm_flip, raw_gcm_open};
 use rand::rngs::StdRng;
 use rand::{Rng, RngExt};
 use random::seeded_rng;
 
-fn budget() -> Duration {
-    let seconds = std::env::var("PARCRYPT_FUZZ_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3.0);
-    Duration::from_secs_f64(seconds)
-}
-
+#[path = "../../format/tests/support/fuzz.rs"]
+mod fuzz;
 #[path = "../../format/tests/support/random.rs"]
 mod random;
 
-/// The kept inputs of the `raw_gcm_open` target.
+use fuzz::budget;
+
+/// The kept inputs of the `raw_gcm_open` target: its seed files at least.
 fn corpus() -> Vec<Vec<u8>> {
-    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/raw_gcm_open");
-    let entries = std::fs::read_dir(&folder).expect("the raw_gcm_open corpus is kept");
-    entries
-        .filter_map(|entry| std::fs::read(entry.ok()?.path()).ok())
-        .collect()
+    fuzz::corpus("raw_gcm_open", 4)
 }
 
 fn random_input(rng: &mut StdRng) -> Vec<u8> {

@@ -5,45 +5,20 @@
 // Tests print what they ran and skipped to stderr, where libtest captures it.
 #![allow(clippy::disallowed_macros)]
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use parcrypt_format::fuzzing;
 use parcrypt_format::{Argon2Params, Envelope, Format, Secret, Setup, Suite};
 use rand::rngs::StdRng;
 use rand::{Rng, RngExt};
 
+#[path = "support/fuzz.rs"]
+mod fuzz;
 #[path = "support/random.rs"]
 mod random;
 
+use fuzz::{budget, corpus};
 use random::seeded_rng;
-
-fn budget() -> Duration {
-    let seconds = std::env::var("PARCRYPT_FUZZ_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3.0);
-    Duration::from_secs_f64(seconds)
-}
-
-/// The inputs cargo-fuzz found interesting and kept, so the stable suite replays them.
-fn corpus(target: &str) -> Vec<Vec<u8>> {
-    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz/corpus")
-        .join(target);
-    let entries = std::fs::read_dir(&folder)
-        .unwrap_or_else(|error| panic!("the kept corpus {}: {error}", folder.display()));
-    let inputs: Vec<Vec<u8>> = entries
-        .filter_map(|entry| std::fs::read(entry.ok()?.path()).ok())
-        .collect();
-    // A corpus that went missing would make the replay pass without replaying anything.
-    assert!(
-        !inputs.is_empty(),
-        "the kept corpus {} is empty",
-        folder.display()
-    );
-    inputs
-}
 
 /// Starting points that get past the first checks: valid envelopes of every kind.
 fn seeds() -> Vec<Vec<u8>> {
@@ -108,7 +83,7 @@ fn mutate(rng: &mut StdRng, input: &mut Vec<u8>) {
 #[test]
 fn parsing_arbitrary_and_mutated_input_never_panics_or_accepts_forgeries() {
     let mut rng = seeded_rng("parse");
-    for input in corpus("parse") {
+    for input in corpus("parse", 1) {
         fuzzing::parse(&input);
     }
     let seeds = seeds();
@@ -139,7 +114,7 @@ fn parsing_arbitrary_and_mutated_input_never_panics_or_accepts_forgeries() {
 #[test]
 fn edited_messages_are_refused_and_releases_are_genuine() {
     let mut rng = seeded_rng("edit_and_open");
-    for input in corpus("edit_and_open") {
+    for input in corpus("edit_and_open", 1) {
         fuzzing::edit_and_open(&input);
     }
     let started = Instant::now();

@@ -6,36 +6,21 @@
 // Tests print what they ran to stderr, where libtest captures it.
 #![allow(clippy::disallowed_macros)]
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use parcrypt_format::fuzzing;
 use rand::{Rng, RngExt};
 
+#[path = "support/fuzz.rs"]
+mod fuzz;
 #[path = "support/random.rs"]
 mod random;
 
-fn budget() -> Duration {
-    let seconds = std::env::var("PARCRYPT_FUZZ_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3.0);
-    Duration::from_secs_f64(seconds)
-}
+use fuzz::budget;
 
 #[test]
 fn hostile_ends_never_plan_and_never_panic() {
-    let folder = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/parts_plan");
-    let inputs: Vec<Vec<u8>> = std::fs::read_dir(&folder)
-        .unwrap_or_else(|error| panic!("the kept corpus {}: {error}", folder.display()))
-        .filter_map(|entry| std::fs::read(entry.ok()?.path()).ok())
-        .collect();
-    // A corpus that went missing would make the replay pass without replaying anything.
-    assert!(
-        inputs.len() >= 8,
-        "the kept corpus {} is too small",
-        folder.display()
-    );
+    let inputs = fuzz::corpus("parts_plan", 8);
     for input in &inputs {
         fuzzing::parts_plan(input);
     }

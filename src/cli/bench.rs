@@ -14,6 +14,9 @@ use std::path::PathBuf;
 use clap::Args;
 use parcrypt::bench::{available_threads, report, Backend, Bench, CipherSpec, Plan};
 
+/// `--sizes` here and `parcrypt tune --max-size`: 4096, 64K, 16M, 1G.
+pub(super) use parcrypt::bench::report::parse_size;
+
 use super::{typed, Failure};
 
 #[derive(Args)]
@@ -91,22 +94,6 @@ impl BenchArgs {
     }
 }
 
-/// A size with an optional binary suffix: 4096, 64K, 16M, 1G.
-pub(super) fn parse_size(text: &str) -> Result<usize, String> {
-    let text = text.trim();
-    let (number, multiplier) = match text.chars().last() {
-        Some('K' | 'k') => (&text[..text.len() - 1], 1 << 10),
-        Some('M' | 'm') => (&text[..text.len() - 1], 1 << 20),
-        Some('G' | 'g') => (&text[..text.len() - 1], 1 << 30),
-        _ => (text, 1),
-    };
-    number
-        .parse::<usize>()
-        .ok()
-        .and_then(|n| n.checked_mul(multiplier))
-        .ok_or_else(|| format!("'{text}' is not a size (e.g. 4096, 64K, 16M, 1G)"))
-}
-
 pub fn run(args: BenchArgs) -> Result<(), Failure> {
     if args.wants_lab() {
         return run_lab();
@@ -129,11 +116,9 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
     if let Some(runs) = args.repeat.filter(|&runs| runs > 0) {
         plan = plan.with_runs(runs);
     }
-    // The user's environment (docs/ENVIRONMENT.md): the tune files, and the process-wide
-    // knobs (GCM kernel, streaming stores) the engines the bench builds then run with.
-    let settings = parcrypt::environment::Settings::from_env()?;
-    settings.apply_process_wide();
-    plan.tune_directory = settings.tune_directory.clone();
+    // The user's environment (docs/ENVIRONMENT.md): tune files, kernel cache, GCM kernel,
+    // streaming stores and pool spin, as every other command's engines take them.
+    plan.builder = parcrypt::environment::apply(plan.builder)?;
     let bench = Bench::open(plan)?;
     if !args.json {
         show!(
@@ -218,18 +203,5 @@ fn hand_over(mut command: std::process::Command, lab: &std::path::Path) -> Resul
         Ok(())
     } else {
         Err(Failure(format!("{LAB} failed ({status})")))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_take_binary_suffixes() {
-        assert_eq!(parse_size("64K"), Ok(64 << 10));
-        assert_eq!(parse_size(" 1M "), Ok(1 << 20));
-        assert!(parse_size("1X").is_err());
-        assert!(parse_size("99999999999999999999").is_err());
     }
 }

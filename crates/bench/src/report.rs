@@ -18,6 +18,23 @@ pub fn size(bytes: u64) -> String {
     }
 }
 
+/// A size as people write it: a number of bytes with an optional binary suffix (4096, 64K,
+/// 16M, 1G); the error is a sentence for the command line.
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let (number, multiplier) = match text.chars().last() {
+        Some('K' | 'k') => (&text[..text.len() - 1], 1 << 10),
+        Some('M' | 'm') => (&text[..text.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&text[..text.len() - 1], 1 << 30),
+        _ => (text, 1),
+    };
+    number
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(multiplier))
+        .ok_or_else(|| format!("'{text}' is not a size (e.g. 4096, 64K, 16M, 1G)"))
+}
+
 /// MB/s (10^6 bytes per second) with as many digits as mean something.
 pub fn mbps(value: f64) -> String {
     match value {
@@ -251,6 +268,18 @@ mod tests {
         assert_eq!(size(1 << 30), "1 GiB");
         assert_eq!(size(17_900_000), "17.9 MB");
         assert_eq!(size(15), "15 B");
+    }
+
+    #[test]
+    fn sizes_parse_with_binary_suffixes_and_refuse_the_rest() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size(" 64K "), Ok(64 << 10));
+        assert_eq!(parse_size("16m"), Ok(16 << 20));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert!(parse_size("12Q").is_err());
+        assert!(parse_size("").is_err());
+        let error = parse_size("99999999999999999999G").unwrap_err();
+        assert!(error.contains("is not a size"), "{error}");
     }
 
     #[test]

@@ -1,10 +1,9 @@
 //! One run of `parcrypt bench`: ciphers x directions x sizes x backends in memory, every
 //! backend checked against `seq` before anything is timed.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use parcrypt_engine::{Backend, Engine, EngineError};
+use parcrypt_engine::{Backend, Engine, EngineBuilder, EngineError};
 use parcrypt_modes::{CipherSpec, Direction, Mode};
 
 use crate::report::backend_line;
@@ -28,9 +27,10 @@ pub struct Plan {
     /// Threads of the parallel CPU backends.
     pub threads: usize,
     pub repetition: Repetition,
-    /// The tune directory GPU engines follow (the front end passes the user's); `None`:
-    /// untuned GPU backends and a CPU-only `auto`.
-    pub tune_directory: Option<PathBuf>,
+    /// What every engine of the run is built from (tune directory, kernel cache, GCM kernel,
+    /// pool spin: the front end passes the user's); each engine's backend and threads are the
+    /// plan's. The default has no tune file: untuned GPU backends and a CPU-only `auto`.
+    pub builder: EngineBuilder,
 }
 
 impl Plan {
@@ -52,7 +52,7 @@ impl Plan {
             backends: None,
             threads,
             repetition: Repetition::adaptive(3, 10, Duration::from_millis(150)),
-            tune_directory: None,
+            builder: Engine::builder(),
         }
     }
 
@@ -73,14 +73,13 @@ impl Plan {
         self
     }
 
-    /// An engine for `backend` with this plan's threads and tune directory.
+    /// An engine for `backend` with this plan's threads and options.
     fn engine(&self, backend: Backend) -> Result<Engine, EngineError> {
-        let builder = Engine::builder().backend(backend).threads(self.threads);
-        match &self.tune_directory {
-            Some(directory) => builder.tune_directory(directory),
-            None => builder,
-        }
-        .build()
+        self.builder
+            .clone()
+            .backend(backend)
+            .threads(self.threads)
+            .build()
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use parcrypt_engine::{Backend, Engine, EngineError};
+use parcrypt_engine::{Backend, Engine, EngineBuilder, EngineError};
 use parcrypt_modes::{CipherSpec, Direction};
 
 use crate::energy::{EnergyMeters, Scope};
@@ -68,9 +68,10 @@ pub struct LabOptions {
     pub runs: Option<usize>,
     /// Where generated files go.
     pub scratch: PathBuf,
-    /// The tune directory engines follow (the command line passes the user's); `None`:
-    /// untuned GPU backends and a CPU-only `auto`.
-    pub tune_directory: Option<PathBuf>,
+    /// What every engine is built from (tune directory, kernel cache, GCM kernel, pool
+    /// spin: the command line passes the user's); backend and threads are set per engine.
+    /// The default has no tune file: untuned GPU backends and a CPU-only `auto`.
+    pub builder: EngineBuilder,
 }
 
 impl LabOptions {
@@ -86,20 +87,19 @@ impl LabOptions {
             file_bytes: None,
             runs: None,
             scratch: scratch_folder(),
-            tune_directory: None,
+            builder: Engine::builder(),
         }
     }
 }
 
 impl LabOptions {
-    /// An engine for `backend` with `threads` threads, following the tune directory.
+    /// An engine for `backend` with `threads` threads, built from [`LabOptions::builder`].
     pub fn engine(&self, backend: Backend, threads: usize) -> Result<Engine, EngineError> {
-        let builder = Engine::builder().backend(backend).threads(threads);
-        let builder = match &self.tune_directory {
-            Some(directory) => builder.tune_directory(directory),
-            None => builder,
-        };
-        builder.build()
+        self.builder
+            .clone()
+            .backend(backend)
+            .threads(threads)
+            .build()
     }
 }
 

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::str::FromStr;
 
 use clap::Parser;
+use parcrypt_bench::report::parse_size;
 use parcrypt_engine::{available_threads, Backend, CipherSpec};
 use parcrypt_lab::export::{self, table};
 use parcrypt_lab::lab::{Lab, LabOptions, Level};
@@ -106,22 +107,6 @@ fn parse_threads(text: &str) -> Result<usize, String> {
     parcrypt_engine::check_threads(threads).map_err(|error| error.to_string())
 }
 
-/// A size with an optional binary suffix: 4096, 64K, 16M, 1G.
-fn parse_size(text: &str) -> Result<usize, String> {
-    let text = text.trim();
-    let (number, multiplier) = match text.chars().last() {
-        Some('K' | 'k') => (&text[..text.len() - 1], 1 << 10),
-        Some('M' | 'm') => (&text[..text.len() - 1], 1 << 20),
-        Some('G' | 'g') => (&text[..text.len() - 1], 1 << 30),
-        _ => (text, 1),
-    };
-    number
-        .parse::<usize>()
-        .ok()
-        .and_then(|n| n.checked_mul(multiplier))
-        .ok_or_else(|| format!("'{text}' is not a size (e.g. 4096, 64K, 16M, 1G)"))
-}
-
 /// The scenarios and how levels work, under `--help`.
 fn scenario_help() -> String {
     let mut text = String::from("Scenarios (what each measures):\n");
@@ -176,8 +161,8 @@ fn run(args: LabArgs) -> Result<(), Failure> {
     if !args.ciphers.is_empty() {
         options.ciphers = Some(args.ciphers.clone());
     }
-    options.tune_directory =
-        parcrypt_gpu::tuning::tune_directory_from(|name| std::env::var_os(name));
+    // The user's environment (docs/ENVIRONMENT.md), as parcrypt's own commands take it.
+    options.builder = parcrypt::environment::apply(options.builder)?;
     if !args.sizes.is_empty() {
         options.sizes = Some(args.sizes.clone());
     }
@@ -294,16 +279,6 @@ fn redraw(folder: &Path) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_take_binary_suffixes_and_refuse_the_rest() {
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("64K"), Ok(64 << 10));
-        assert_eq!(parse_size("16m"), Ok(16 << 20));
-        assert_eq!(parse_size("1G"), Ok(1 << 30));
-        assert!(parse_size("12Q").is_err());
-        assert!(parse_size("99999999999999999999G").is_err());
-    }
 
     #[test]
     fn the_flags_parse_as_parcrypt_bench_took_them() {

@@ -150,15 +150,24 @@ def prepare_sealed(path: PathLike, plan: PartPlan) -> None:
     """Creates ``path`` (a new file of mode 0600: an existing one raises
     ``FileExistsError``) with the envelope at its start and the encrypted file's final
     length, for :func:`seal` to fill."""
-    if len(plan.envelope) != plan.envelope_bytes:
-        raise ValueError("this plan has no envelope: make it with plan_encrypt")
-    _parcrypt.parts_prepare_sealed(os.fspath(path), plan.envelope, plan.plaintext_bytes)
+    _parcrypt.parts_prepare_sealed(os.fspath(path), _envelope(plan), plan.plaintext_bytes)
 
 
 def prepare_plain(path: PathLike, plan: PartPlan) -> None:
     """Creates ``path`` (a new file of mode 0600: an existing one raises
     ``FileExistsError``) with the plaintext's length, for :func:`open_part`."""
     _parcrypt.parts_prepare_plain(os.fspath(path), plan.plaintext_bytes)
+
+
+def _message(plan: PartPlan) -> tuple[bytes, int, int]:
+    """What every worker call takes first: the part keys and the layout."""
+    return plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes
+
+
+def _envelope(plan: PartPlan) -> bytes:
+    if len(plan.envelope) != plan.envelope_bytes:
+        raise ValueError("this plan has no envelope: make it with plan_encrypt")
+    return plan.envelope
 
 
 def _source(plan: PartPlan) -> SourceIdentity:
@@ -181,8 +190,8 @@ def seal(
     offsets (memory: three batches); returns the plaintext bytes sealed. Raises ``OSError``,
     before or after sealing, when ``src`` is not the planned file unwritten since."""
     return _parcrypt.parts_seal(
-        plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes, _source(plan), first, end,
-        os.fspath(src), os.fspath(dst), backend=backend, threads=threads,
+        *_message(plan), _source(plan), first, end, os.fspath(src), os.fspath(dst),
+        backend=backend, threads=threads,
     )
 
 
@@ -200,8 +209,8 @@ def open_part(
     plaintext offsets, each chunk authenticated before it is written (and the final chunk
     first when the range holds it); returns the bytes."""
     return _parcrypt.parts_open(
-        plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes, first, end,
-        os.fspath(src), os.fspath(dst), backend=backend, threads=threads,
+        *_message(plan), first, end, os.fspath(src), os.fspath(dst),
+        backend=backend, threads=threads,
     )
 
 
@@ -218,8 +227,7 @@ def read(
     ``src``, reading and authenticating only the chunks that hold them, and the final chunk
     too when the range reaches the message's end."""
     return _parcrypt.parts_read(
-        plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes, start, end,
-        os.fspath(src), backend=backend, threads=threads,
+        *_message(plan), start, end, os.fspath(src), backend=backend, threads=threads,
     )
 
 
@@ -257,12 +265,9 @@ def seal_file(
     no name (mode 0600), so a killed worker leaves nothing. Raises ``OSError``, leaving no
     ``dst``, when ``src`` is not the planned file unwritten since. Returns the plaintext
     bytes."""
-    if len(plan.envelope) != plan.envelope_bytes:
-        raise ValueError("this plan has no envelope: make it with plan_encrypt")
     return _parcrypt.parts_seal_file(
-        plan.part_keys, plan.envelope, plan.plaintext_bytes, _source(plan), os.fspath(src),
-        os.fspath(dst),
-        overwrite=overwrite, backend=backend, threads=threads,
+        plan.part_keys, _envelope(plan), plan.plaintext_bytes, _source(plan), os.fspath(src),
+        os.fspath(dst), overwrite=overwrite, backend=backend, threads=threads,
     )
 
 
@@ -279,6 +284,6 @@ def open_file(
     (:func:`plan_decrypt`); ``dst`` (mode 0600) appears only once every chunk, the final one
     included, authenticated."""
     return _parcrypt.parts_open_file(
-        plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes, os.fspath(src), os.fspath(dst),
+        *_message(plan), os.fspath(src), os.fspath(dst),
         overwrite=overwrite, backend=backend, threads=threads,
     )

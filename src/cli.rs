@@ -196,6 +196,42 @@ where
     }
 }
 
+/// [`typed`] that also tells clap every name, for the shell completions (`--backend <TAB>`).
+/// The arguments that use it set `hide_possible_values`: their help names the values already.
+#[derive(Clone)]
+pub(crate) struct NamedParser<T>(std::marker::PhantomData<fn() -> T>);
+
+fn named<T>() -> NamedParser<T> {
+    NamedParser(std::marker::PhantomData)
+}
+
+impl<T> clap::builder::TypedValueParser for NamedParser<T>
+where
+    T: Named + Clone + Send + Sync + 'static,
+    T::Err: fmt::Display,
+{
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        typed::<T>().parse_ref(command, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            T::names()
+                .into_iter()
+                .map(clap::builder::PossibleValue::new),
+        ))
+    }
+}
+
 /// The first paragraph of clap's rendered error in one line, less its "error: ": a line that
 /// ends with ':' is followed by what it introduces (the arguments that were not provided).
 fn one_line(rendered: &str) -> String {

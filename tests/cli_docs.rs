@@ -80,6 +80,13 @@ fn every_shell_completes_every_subcommand_and_option() {
             );
         }
     }
+    // Values too, where the shell's generator completes them: every cipher of `raw`.
+    for shell in ["bash", "zsh", "fish"] {
+        let script = stdout_of(&["completions", shell]);
+        for cipher in ["aes-192-ctr", "bf-cbc", "rc6-256-gcm"] {
+            assert!(script.contains(cipher), "{shell} completion lacks {cipher}");
+        }
+    }
     // bash loads it as it is: the script defines and registers its function.
     let bash = stdout_of(&["completions", "bash"]);
     assert!(bash.contains("complete -F _parcrypt"), "{bash}");

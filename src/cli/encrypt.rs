@@ -78,13 +78,13 @@ pub struct CommonArgs {
     #[arg(long, value_name = "PATH", group = "secret")]
     pub(super) passphrase_file: Option<PathBuf>,
     /// parcrypt (header, then Cobblestone) or cobblestone (bare, needs a key)
-    #[arg(long, value_name = "NAME", default_value = "parcrypt", value_parser = super::typed::<Format>())]
+    #[arg(long, value_name = "NAME", default_value = "parcrypt", value_parser = super::named::<Format>(), hide_possible_values = true)]
     pub(super) format: Format,
     /// Context in hex, bound into the key derivation; decryption must give the same
     #[arg(long, value_name = "HEX")]
     pub(super) context: Option<String>,
     /// Where to run: seq, threads, pool, opencl, cuda, hip or auto
-    #[arg(long, value_name = "NAME", default_value = "auto", value_parser = super::typed::<Backend>())]
+    #[arg(long, value_name = "NAME", default_value = "auto", value_parser = super::named::<Backend>(), hide_possible_values = true)]
     pub(super) backend: Backend,
     /// Threads for threads/pool/auto (default: all cores; at most 8 per core, and 64)
     #[arg(long, value_name = "N", value_parser = super::parse_threads)]

@@ -14,7 +14,7 @@ use zeroize::Zeroize;
 
 use super::files::{check_output, file_size, output_is_discardable, Output};
 use super::progress::Progress;
-use super::{typed, Failure};
+use super::{named, Failure};
 
 /// `--cipher`'s help: every name, read from the cipher registry.
 fn cipher_help() -> String {
@@ -66,7 +66,7 @@ pub enum RawCommand {
 
 #[derive(Args)]
 pub struct RawArgs {
-    #[arg(long, value_name = "NAME", help = cipher_help(), value_parser = typed::<CipherSpec>())]
+    #[arg(long, value_name = "NAME", help = cipher_help(), value_parser = named::<CipherSpec>(), hide_possible_values = true)]
     cipher: CipherSpec,
     /// Key in hex (for testing: visible in the process list)
     #[arg(long, value_name = "HEX")]
@@ -86,7 +86,7 @@ pub struct RawArgs {
     no_pad: bool,
     /// Where to run: seq, threads, pool, opencl, cuda, hip or auto (auto never runs AES on a
     /// device whose table AES is not constant time; naming one warns)
-    #[arg(long, value_name = "NAME", default_value = "auto", value_parser = typed::<Backend>())]
+    #[arg(long, value_name = "NAME", default_value = "auto", value_parser = named::<Backend>(), hide_possible_values = true)]
     backend: Backend,
     /// Threads for threads/pool/auto (default: all cores; at most 8 per core, and 64)
     #[arg(long, value_name = "N", value_parser = super::parse_threads)]

@@ -11,7 +11,7 @@ use parcrypt::environment::tune_directory;
 use parcrypt::hazmat::Algorithm;
 use parcrypt::{Backend, Engine};
 
-use super::{typed, Failure, Refused};
+use super::{named, Failure, Refused};
 
 #[derive(Args)]
 #[command(after_help = "Examples:\n  \
@@ -25,7 +25,7 @@ use super::{typed, Failure, Refused};
     jobs first. Tuning changes speed only: every shape gives the same bytes.")]
 pub struct TuneArgs {
     /// The GPU backend to tune (its device #0, as the engine uses)
-    #[arg(long, default_value = "opencl", value_parser = typed::<Backend>())]
+    #[arg(long, default_value = "opencl", value_parser = named::<Backend>(), hide_possible_values = true)]
     backend: Backend,
     /// Every warp multiple from 64 to 1024 threads per group, 1..64 blocks per thread,
     /// every cipher and operation, sizes in steps of 4 (default: a quicker sweep)

@@ -11,8 +11,8 @@ use parcrypt_format::parts::{
     open_file, open_part, open_span, seal_file, seal_part, DecryptPlan, EncryptPlan, PartKeys,
 };
 use parcrypt_format::{
-    Argon2Params, CpuChunks, Encryptor, Format, FormatError, KdfLimits, Salts, Secret, Setup,
-    StreamOptions, Suite,
+    Argon2Params, ChunkBatcher, CpuChunks, Encryptor, Format, FormatError, KdfLimits, Salts,
+    Secret, Setup, StreamOptions, Suite,
 };
 
 const CHEAP: Argon2Params = Argon2Params {
@@ -46,6 +46,22 @@ fn single_machine(setup: &Setup<'_>, secret: Secret<'_>, plain: &[u8]) -> Vec<u8
         )
         .unwrap();
     sealed
+}
+
+/// The decryption plan of the file `sealed` under `secret`, with no context.
+fn decrypt_plan(
+    batcher: &dyn ChunkBatcher,
+    secret: Secret<'_>,
+    sealed: &File,
+) -> Result<DecryptPlan, FormatError> {
+    DecryptPlan::new(
+        batcher,
+        Format::Parcrypt,
+        secret,
+        b"",
+        &KdfLimits::DEFAULT,
+        sealed,
+    )
 }
 
 /// Seals `plain` in parts of `per_part` chunks, the parts in reverse order (as unordered
@@ -102,14 +118,7 @@ fn open_in_parts(
     let sealed = folder.join("to-open");
     let opened = folder.join("opened");
     std::fs::write(&sealed, sealed_bytes).unwrap();
-    let plan = DecryptPlan::new(
-        &batcher,
-        Format::Parcrypt,
-        secret,
-        b"",
-        &KdfLimits::DEFAULT,
-        &File::open(&sealed).unwrap(),
-    )?;
+    let plan = decrypt_plan(&batcher, secret, &File::open(&sealed).unwrap())?;
     plan.prepare_output(&File::create(&opened).unwrap())?;
     let keys = PartKeys::from_bytes(&plan.keys().to_bytes())?;
     for chunks in plan.layout().parts(per_part) {
@@ -285,15 +294,7 @@ fn spans_read_any_byte_range() {
     let file = File::open(&sealed_path).unwrap();
     let engine = Engine::new(Backend::Pool, Some(2)).unwrap();
     let batcher = CpuChunks::new(&engine);
-    let plan = DecryptPlan::new(
-        &batcher,
-        Format::Parcrypt,
-        Secret::Key(&key),
-        b"",
-        &KdfLimits::DEFAULT,
-        &file,
-    )
-    .unwrap();
+    let plan = decrypt_plan(&batcher, Secret::Key(&key), &file).unwrap();
     let length = plain.len() as u64;
     for (start, end) in [
         (0, 0),
@@ -370,15 +371,8 @@ fn whole_files_from_a_plan_equal_the_single_machine_bytes_and_appear_whole() {
         )
         .is_err());
 
-        let decrypt = DecryptPlan::new(
-            &batcher,
-            Format::Parcrypt,
-            Secret::Key(&key),
-            b"",
-            &KdfLimits::DEFAULT,
-            &File::open(&sealed).unwrap(),
-        )
-        .unwrap();
+        let decrypt =
+            decrypt_plan(&batcher, Secret::Key(&key), &File::open(&sealed).unwrap()).unwrap();
         let opened = folder.path().join("opened");
         open_file(
             &batcher,
@@ -399,15 +393,7 @@ fn whole_files_from_a_plan_equal_the_single_machine_bytes_and_appear_whole() {
     let at = bytes.len() - 300;
     bytes[at] ^= 1;
     std::fs::write(&sealed, &bytes).unwrap();
-    let plan = DecryptPlan::new(
-        &batcher,
-        Format::Parcrypt,
-        Secret::Key(&key),
-        b"",
-        &KdfLimits::DEFAULT,
-        &File::open(&sealed).unwrap(),
-    )
-    .unwrap();
+    let plan = decrypt_plan(&batcher, Secret::Key(&key), &File::open(&sealed).unwrap()).unwrap();
     let never = folder.path().join("never");
     assert!(open_file(
         &batcher,

@@ -80,6 +80,27 @@ fn plan(batcher: &dyn ChunkBatcher, path: &Path) -> Result<DecryptPlan, FormatEr
     )
 }
 
+/// The whole file `source` sealed by one `seal_file` call from `plan` into a new
+/// `destination`, with the default options.
+fn seal_whole(
+    batcher: &dyn ChunkBatcher,
+    plan: &EncryptPlan,
+    source: &Path,
+    destination: &Path,
+) -> Result<u64, FormatError> {
+    seal_file(
+        batcher,
+        plan.keys(),
+        &plan.envelope_bytes(),
+        &plan.layout(),
+        plan.source(),
+        source,
+        destination,
+        false,
+        &StreamOptions::default(),
+    )
+}
+
 /// Issue 31 finding 1: `DecryptPlan::new` took the length from the file's size alone, and
 /// `open_part`/`open_span` trusted it, so a file cut at a chunk boundary plus 16 junk bytes
 /// (a fake empty final chunk) opened short with no error. Now the plan refuses every cut,
@@ -248,18 +269,7 @@ fn outputs_are_new_and_private() {
     )
     .unwrap();
     let sealed = folder.path().join("sealed");
-    seal_file(
-        &batcher,
-        plan.keys(),
-        &plan.envelope_bytes(),
-        &plan.layout(),
-        plan.source(),
-        &source,
-        &sealed,
-        false,
-        &StreamOptions::default(),
-    )
-    .unwrap();
+    seal_whole(&batcher, &plan, &source, &sealed).unwrap();
     assert_eq!(mode(&sealed), 0o600);
 }
 
@@ -358,18 +368,7 @@ fn a_source_changed_since_the_plan_is_never_sealed() {
         "{error}"
     );
     let destination = folder.path().join("whole");
-    assert!(seal_file(
-        &batcher,
-        plan.keys(),
-        &plan.envelope_bytes(),
-        &plan.layout(),
-        plan.source(),
-        &source,
-        &destination,
-        false,
-        &StreamOptions::default(),
-    )
-    .is_err());
+    assert!(seal_whole(&batcher, &plan, &source, &destination).is_err());
     assert!(!destination.exists());
 
     // Another file put in its place (same bytes, a new inode): refused.
@@ -393,18 +392,7 @@ fn a_source_changed_since_the_plan_is_never_sealed() {
     rewriting
         .done
         .store(false, std::sync::atomic::Ordering::SeqCst);
-    let error = seal_file(
-        &rewriting,
-        plan.keys(),
-        &plan.envelope_bytes(),
-        &plan.layout(),
-        plan.source(),
-        &source,
-        &destination,
-        false,
-        &StreamOptions::default(),
-    )
-    .unwrap_err();
+    let error = seal_whole(&rewriting, &plan, &source, &destination).unwrap_err();
     assert!(error.to_string().contains("while it was sealed"), "{error}");
     assert!(!destination.exists());
 

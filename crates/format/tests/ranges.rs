@@ -13,31 +13,17 @@ use parcrypt_format::{
     Setup, StreamOptions,
 };
 
+#[path = "../../../tests/support/engine.rs"]
+mod engine;
+
 const KEY: [u8; 16] = [0x5c; 16];
 const MIB: usize = 1 << 20;
 
-/// Every CPU backend (pool also on all cores), and OpenCL, which CI must have (PoCL).
+/// Every backend `all_engines` gives (the CPU ones on three threads, OpenCL, which CI
+/// must have, and CUDA where there is a GPU), and pool on all cores too.
 fn engines() -> Vec<Engine> {
-    let mut engines: Vec<Engine> = Backend::CPU
-        .iter()
-        .map(|&backend| Engine::new(backend, Some(3)).unwrap())
-        .collect();
+    let mut engines = engine::all_engines();
     engines.push(Engine::new(Backend::Pool, None).unwrap());
-    for backend in Backend::GPU {
-        match Engine::new(backend, Some(2)) {
-            Ok(engine) => engines.push(engine),
-            Err(error) if backend == Backend::Opencl && std::env::var_os("CI").is_some() => {
-                panic!("CI installs PoCL, so OpenCL must work: {error}")
-            }
-            Err(error)
-                if backend == Backend::Cuda
-                    && std::env::var("PARCRYPT_REQUIRE_GPU").as_deref() == Ok("1") =>
-            {
-                panic!("PARCRYPT_REQUIRE_GPU=1, so the CUDA backend must work: {error}")
-            }
-            Err(error) => println!("SKIPPED {}: {error}", backend.name()),
-        }
-    }
     engines
 }
 

@@ -1,11 +1,12 @@
 //! Reads the test-vector files under tests/vectors/ (format described in their README):
 //! `# comment` lines, `[section]` headers, records of `name = hex` lines separated by blank
-//! lines.
+//! lines. Included with `#[path]` by the workspace's tests and by crates' tests that read
+//! the same files.
 
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// One record: its section and its fields, hex-decoded.
 #[derive(Debug, Clone)]
@@ -22,10 +23,16 @@ impl Record {
     }
 }
 
+/// The vector file `name` under the workspace's tests/vectors/, found from the package
+/// that includes this file (the workspace root itself or a crate below it).
 pub fn path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/vectors")
-        .join(name)
+    let package = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let folder = package
+        .ancestors()
+        .map(|folder| folder.join("tests/vectors"))
+        .find(|folder| folder.is_dir())
+        .unwrap_or_else(|| panic!("no tests/vectors above {}", package.display()));
+    folder.join(name)
 }
 
 /// All records of a vector file, in order.

@@ -18,6 +18,9 @@ use parcrypt_modes::gcm::{check_tag, GcmAccumulator, GcmKernel, GcmKey};
 use parcrypt_modes::Direction;
 use serde_json::Value;
 
+#[path = "../../../tests/support/vectors.rs"]
+mod vectors;
+
 /// One GCM vector.
 struct Vector {
     name: String,
@@ -30,57 +33,26 @@ struct Vector {
     valid: bool,
 }
 
-fn vector_path(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/vectors")
-        .join(name)
-}
-
 /// The specification's cases from `aes_gcm_spec.txt` (`[section]` then `name = hex` lines).
 fn specification_vectors() -> Vec<Vector> {
-    let text = std::fs::read_to_string(vector_path("aes_gcm_spec.txt")).expect("spec vectors");
-    let mut vectors = Vec::new();
-    let mut section = String::new();
-    let mut fields = std::collections::BTreeMap::new();
-    let mut flush = |section: &str, fields: &mut std::collections::BTreeMap<String, Vec<u8>>| {
-        if fields.is_empty() {
-            return;
-        }
-        let mut take = |name: &str| fields.remove(name).expect("field present");
-        vectors.push(Vector {
-            name: section.to_string(),
-            key: take("key"),
-            iv: take("iv"),
-            aad: take("aad"),
-            plaintext: take("plaintext"),
-            ciphertext: take("ciphertext"),
-            tag: take("tag"),
+    vectors::load("aes_gcm_spec.txt")
+        .iter()
+        .map(|record| Vector {
+            name: record.section.clone(),
+            key: record.get("key").to_vec(),
+            iv: record.get("iv").to_vec(),
+            aad: record.get("aad").to_vec(),
+            plaintext: record.get("plaintext").to_vec(),
+            ciphertext: record.get("ciphertext").to_vec(),
+            tag: record.get("tag").to_vec(),
             valid: true,
-        });
-        fields.clear();
-    };
-    for line in text.lines().map(str::trim) {
-        if line.starts_with('#') {
-            continue;
-        }
-        if line.is_empty() {
-            flush(&section, &mut fields);
-        } else if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            flush(&section, &mut fields);
-            section = name.to_string();
-        } else {
-            let (name, value) = line.split_once('=').expect("name = hex");
-            let value = hex::decode(value.trim()).expect("hex");
-            fields.insert(name.trim().to_string(), value);
-        }
-    }
-    flush(&section, &mut fields);
-    vectors
+        })
+        .collect()
 }
 
 /// Wycheproof's AES-GCM tests with 128-bit tags and AES key sizes.
 fn wycheproof_vectors() -> Vec<Vector> {
-    let text = std::fs::read_to_string(vector_path("wycheproof/aes_gcm_test.json"))
+    let text = std::fs::read_to_string(vectors::path("wycheproof/aes_gcm_test.json"))
         .expect("wycheproof vectors");
     let suite: Value = serde_json::from_str(&text).expect("JSON");
     let field = |test: &Value, name: &str| {

@@ -1177,22 +1177,30 @@ mod tests {
         assert_eq!(record.variant.as_deref(), Some("OpenSSL 3.0"));
     }
 
+    /// The records of AES-128-GCM result lines in `direction`, one for each (peer, library,
+    /// seconds of its runs), 8 messages of 1 MiB on one thread, parsed as a peer's output is.
+    fn gcm_records(direction: &str, runs: &[(&str, &str, &str)]) -> Vec<BenchRecord> {
+        runs.iter()
+            .map(|(peer, library, seconds)| {
+                let line = format!(
+                    "{{\"peer\":\"{peer}\",\"library\":\"{library}\",\"cipher\":\"aes-128-gcm\",\
+                     \"direction\":\"{direction}\",\"bytes\":1048576,\"threads\":1,\"messages\":8,\
+                     \"seconds\":[{seconds}]}}"
+                );
+                PeerRun::parse(&line).expect("parses").record()
+            })
+            .collect()
+    }
+
     #[test]
     fn the_table_names_each_rows_library() {
-        let line = |peer: &str, library: &str, seconds: &str| {
-            format!(
-                "{{\"peer\":\"{peer}\",\"library\":\"{library}\",\"cipher\":\"aes-128-gcm\",\
-                 \"direction\":\"encrypt\",\"bytes\":1048576,\"threads\":1,\"messages\":8,\
-                 \"seconds\":[{seconds}]}}"
-            )
-        };
-        let records: Vec<BenchRecord> = [
-            line("evp", "OpenSSL 3.0.22", "0.01"),
-            line("java", "Java 17.0.15 javax.crypto", "0.08"),
-        ]
-        .iter()
-        .map(|text| PeerRun::parse(text).expect("parses").record())
-        .collect();
+        let records = gcm_records(
+            "encrypt",
+            &[
+                ("evp", "OpenSSL 3.0.22", "0.01"),
+                ("java", "Java 17.0.15 javax.crypto", "0.08"),
+            ],
+        );
         let chosen: Vec<&BenchRecord> = records.iter().collect();
         let table = peer_table("aes-128-gcm", "encrypt", &chosen);
         assert_eq!(
@@ -1255,22 +1263,15 @@ mod tests {
 
     #[test]
     fn the_copy_row_comes_last_is_no_peer_and_gets_its_own_ratio() {
-        let line = |peer: &str, seconds: &str| {
-            format!(
-                "{{\"peer\":\"{peer}\",\"library\":\"x\",\"cipher\":\"aes-128-gcm\",\
-                 \"direction\":\"decrypt\",\"bytes\":1048576,\"threads\":1,\"messages\":8,\
-                 \"seconds\":[{seconds}]}}"
-            )
-        };
         // The copy is faster than everyone; parcrypt takes twice its time, pyca four times.
-        let records: Vec<BenchRecord> = [
-            line(COPY, "0.01"),
-            line("pyca", "0.04"),
-            line(PARCRYPT, "0.02"),
-        ]
-        .iter()
-        .map(|text| PeerRun::parse(text).expect("parses").record())
-        .collect();
+        let records = gcm_records(
+            "decrypt",
+            &[
+                (COPY, "x", "0.01"),
+                ("pyca", "x", "0.04"),
+                (PARCRYPT, "x", "0.02"),
+            ],
+        );
         let chosen: Vec<&BenchRecord> = records.iter().collect();
         let table = peer_table("aes-128-gcm", "decrypt", &chosen);
         let first: Vec<&str> = table.rows.iter().map(|row| row[0].as_str()).collect();
@@ -1297,26 +1298,19 @@ mod tests {
     /// peer; parcrypt's row is compared with the one-pass row and with its passes' sum.
     #[test]
     fn gcm_decryption_shows_one_pass_beside_two_passes() {
-        let line = |peer: &str, seconds: &str| {
-            format!(
-                "{{\"peer\":\"{peer}\",\"library\":\"x\",\"cipher\":\"aes-128-gcm\",\
-                 \"direction\":\"decrypt\",\"bytes\":1048576,\"threads\":1,\"messages\":8,\
-                 \"seconds\":[{seconds}]}}"
-            )
-        };
         // Every own row is faster than the peer; parcrypt takes 0.08 s, its passes 0.02 and
         // 0.06 (0.08 together), one pass 0.04.
-        let records: Vec<BenchRecord> = [
-            line(COPY, "0.01"),
-            line(CTR_PASS, "0.06"),
-            line(GHASH_PASS, "0.02"),
-            line(ONE_PASS, "0.04"),
-            line("aws-lc-rs", "0.16"),
-            line(PARCRYPT, "0.08"),
-        ]
-        .iter()
-        .map(|text| PeerRun::parse(text).expect("parses").record())
-        .collect();
+        let records = gcm_records(
+            "decrypt",
+            &[
+                (COPY, "x", "0.01"),
+                (CTR_PASS, "x", "0.06"),
+                (GHASH_PASS, "x", "0.02"),
+                (ONE_PASS, "x", "0.04"),
+                ("aws-lc-rs", "x", "0.16"),
+                (PARCRYPT, "x", "0.08"),
+            ],
+        );
         let chosen: Vec<&BenchRecord> = records.iter().collect();
         let table = peer_table("aes-128-gcm", "decrypt", &chosen);
         let first: Vec<&str> = table.rows.iter().map(|row| row[0].as_str()).collect();

@@ -18,13 +18,19 @@
 //! use parcrypt::hazmat::{Cipher, KeyedCipher};
 //! use parcrypt::Engine;
 //!
-//! let suite = "aes-128-ctr".parse()?;
 //! let engine = Engine::builder().build()?;
-//! let keyed = KeyedCipher::new(engine, suite, &[1u8; 16])?;
-//! let iv = [2u8; 16];
-//! let ciphertext = keyed.encrypt(Some(&iv), b"raw counter mode", None)?;
-//! assert_eq!(keyed.decrypt(Some(&iv), &ciphertext, None)?, b"raw counter mode");
-//! # let _ = std::marker::PhantomData::<Cipher>;
+//!
+//! // One CBC message under one key and IV.
+//! let cbc = Cipher::new(&engine, "aes-128-cbc".parse()?, &[1u8; 16], Some(&[2u8; 16]))?;
+//! let ciphertext = cbc.encrypt(b"padded to whole blocks", None)?;
+//! assert_eq!(ciphertext.len(), 32);
+//! assert_eq!(cbc.decrypt(&ciphertext, None)?, b"padded to whole blocks");
+//!
+//! // CTR with the caller's IV on every call.
+//! let ctr = KeyedCipher::new(&engine, "aes-128-ctr".parse()?, &[1u8; 16])?;
+//! let iv = [3u8; 16];
+//! let ciphertext = ctr.encrypt(Some(&iv), b"raw counter mode", None)?;
+//! assert_eq!(ctr.decrypt(Some(&iv), &ciphertext, None)?, b"raw counter mode");
 //! # Ok::<(), parcrypt::Error>(())
 //! ```
 

@@ -116,6 +116,21 @@ impl Default for FileOptions {
     }
 }
 
+impl std::fmt::Debug for FileOptions {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("FileOptions")
+            .field("engine", &self.engine.as_ref().map(Engine::backend))
+            .field("overwrite", &self.overwrite)
+            .field("suite", &self.suite)
+            .field("argon2", &self.argon2)
+            .field("kdf_limits", &self.kdf_limits)
+            .field("context", &self.context)
+            .field("format", &self.format)
+            .finish()
+    }
+}
+
 impl FileOptions {
     /// The defaults: a shared engine on every core, Cobblestone-128, argon2id's default
     /// cost, the default key-derivation limit, no context, the parcrypt format, and an

@@ -138,6 +138,8 @@ fn an_existing_destination_is_refused_unless_overwrite() {
 fn the_old_replace_name_still_overwrites() {
     assert!(FileOptions::new().replace(true).overwrites());
     assert!(!FileOptions::new().overwrites());
+    let shown = format!("{:?}", FileOptions::new().replace(true));
+    assert!(shown.contains("overwrite: true"), "{shown}");
 }
 
 #[test]

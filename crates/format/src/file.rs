@@ -621,7 +621,11 @@ fn plan_files(
     options: &FileOptions<'_>,
 ) -> Result<(File, OutputPlan), FormatError> {
     let input = open_input(source)?;
-    let plan = OutputPlan::check(destination, input.metadata().ok().as_ref(), options.overwrite)?;
+    let plan = OutputPlan::check(
+        destination,
+        input.metadata().ok().as_ref(),
+        options.overwrite,
+    )?;
     Ok((input, plan))
 }
 
@@ -692,6 +696,39 @@ mod tests {
             "{during:?}"
         );
         output.commit().unwrap();
+    }
+
+    #[test]
+    fn the_named_way_is_taken_when_the_options_ask_for_it() {
+        let folder = tempfile::tempdir().unwrap();
+        for named in [false, true] {
+            let target = folder.path().join(format!("out-{named}"));
+            let options = FileOptions {
+                named_temporary_file: named,
+                ..FileOptions::default()
+            };
+            let before = names(folder.path());
+            let mut output = OutputPlan::check(&target, None, false)
+                .unwrap()
+                .open_as(&options)
+                .unwrap();
+            output.file().write_all(b"complete").unwrap();
+            let hidden: Vec<_> = names(folder.path())
+                .into_iter()
+                .filter(|name| !before.contains(name))
+                .collect();
+            if named {
+                assert!(
+                    hidden.len() == 1 && hidden[0].starts_with(".parcrypt-"),
+                    "{hidden:?}"
+                );
+            } else if sys::open_unnamed(folder.path()).is_ok_and(|file| file.is_some()) {
+                assert!(hidden.is_empty(), "an unnamed file has no name: {hidden:?}");
+            }
+            output.commit().unwrap();
+            assert_eq!(fs::read(&target).unwrap(), b"complete");
+        }
+        assert_eq!(names(folder.path()), ["out-false", "out-true"]);
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Running whole messages through the engine on every backend, for the integration tests.
+//! Running whole messages through the engine on every backend, for the integration tests
+//! (the engine's and format's tests include this file too).
 
 #![allow(dead_code)]
 
@@ -51,8 +52,13 @@ pub struct Message<'a> {
 
 impl<'a> Message<'a> {
     pub fn new(spec: &str, key: &'a [u8], iv: Option<&'a [u8]>) -> Self {
+        Message::of(spec.parse().expect("cipher name"), key, iv)
+    }
+
+    /// A message of `spec` with padding, no AAD and the fast implementation.
+    pub fn of(spec: CipherSpec, key: &'a [u8], iv: Option<&'a [u8]>) -> Self {
         Message {
-            spec: spec.parse().expect("cipher name"),
+            spec,
             key,
             iv,
             aad: None,

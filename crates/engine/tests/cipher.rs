@@ -2,9 +2,13 @@
 //! caller's buffer, in place, in pieces) gives the same bytes as `process_buffer` on `seq`,
 //! on every CPU backend; GCM releases nothing when the tag does not match.
 
-use parcrypt_engine::crypter::{process_buffer, JobSpec};
-use parcrypt_engine::{Backend, Cipher, CipherSpec, Direction, Engine, Implementation, JobError};
+use parcrypt_engine::{Backend, Cipher, CipherSpec, Direction, Engine, JobError};
 use std::sync::Arc;
+
+#[path = "../../../tests/support/engine.rs"]
+mod engine;
+
+use engine::Message;
 
 fn key_and_iv(suite: CipherSpec) -> (Vec<u8>, Option<Vec<u8>>) {
     let key = (0..suite.algorithm.key_lengths().0 as u8).collect();
@@ -18,18 +22,12 @@ fn key_and_iv(suite: CipherSpec) -> (Vec<u8>, Option<Vec<u8>>) {
 
 fn expected(suite: CipherSpec, direction: Direction, input: &[u8], aad: Option<&[u8]>) -> Vec<u8> {
     let (key, iv) = key_and_iv(suite);
-    let job = JobSpec {
-        spec: suite,
-        direction,
-        key: &key,
-        iv: iv.as_deref(),
-        allow_short_gcm_iv: false,
+    let message = Message {
         aad,
-        padding: true,
-        implementation: Implementation::Fast,
+        ..Message::of(suite, &key, iv.as_deref())
     };
     let seq = Engine::new(Backend::Seq, None).unwrap();
-    process_buffer(&seq, &job, input.to_vec()).unwrap()
+    message.run(&seq, direction, input).unwrap()
 }
 
 #[test]

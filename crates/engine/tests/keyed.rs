@@ -5,6 +5,8 @@
 // Tests print their seed to stderr, where libtest captures it.
 #![allow(clippy::disallowed_macros)]
 
+#[path = "../../../tests/support/engine.rs"]
+mod engine;
 #[path = "../../format/tests/support/random.rs"]
 mod random;
 
@@ -12,7 +14,7 @@ use std::sync::Arc;
 
 use aes_gcm::aead::{AeadInOut, KeyInit};
 use ctr::cipher::{KeyIvInit, StreamCipher};
-use parcrypt_engine::crypter::{process_buffer, JobSpec};
+use engine::Message;
 use parcrypt_engine::{
     Backend, Cipher, CipherSpec, Direction, Engine, Implementation, JobError, KeyedCipher, Mode,
     INLINE_MESSAGE_BYTES,
@@ -67,19 +69,14 @@ fn per_call(
     aad: Option<&[u8]>,
     input: &[u8],
 ) -> Vec<u8> {
-    let job = JobSpec {
-        spec: suite,
-        direction,
-        key,
-        iv,
+    let message = Message {
+        aad,
         // `random_iv` draws GCM IVs of 1 to 40 bytes: short ones asked for (issue 31 finding 3).
         allow_short_gcm_iv: true,
-        aad,
-        padding: true,
-        implementation: Implementation::Fast,
+        ..Message::of(suite, key, iv)
     };
     let seq = Engine::new(Backend::Seq, None).unwrap();
-    process_buffer(&seq, &job, input.to_vec()).unwrap()
+    message.run(&seq, direction, input).unwrap()
 }
 
 /// RustCrypto's answer where it has the suite: AES-GCM with a 96-bit nonce and AES-CTR.
@@ -485,17 +482,11 @@ fn unpadded_block_modes_take_whole_blocks_only() {
             .padding(false);
         for blocks in [0usize, 1, 3] {
             let plaintext = vec![0x33u8; blocks * block];
-            let job = JobSpec {
-                spec: suite,
-                direction: Direction::Encrypt,
-                key: &key,
-                iv: iv.as_deref(),
-                allow_short_gcm_iv: false,
-                aad: None,
+            let unpadded = Message {
                 padding: false,
-                implementation: Implementation::Fast,
+                ..Message::of(suite, &key, iv.as_deref())
             };
-            let expected = process_buffer(&engine, &job, plaintext.clone()).unwrap();
+            let expected = unpadded.encrypt(&engine, &plaintext).unwrap();
             let sealed = keyed.encrypt(iv.as_deref(), &plaintext, None).unwrap();
             assert_eq!(sealed, expected, "{name}, {blocks} blocks");
             assert_eq!(

@@ -8,12 +8,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+#[path = "../../../tests/support/engine.rs"]
+mod engine;
 #[path = "support/opencl.rs"]
 mod opencl;
 
+use engine::Message;
 use opencl::{aes_128_ctr_shape, geometry, open_first_device};
 use parcrypt_ciphers::{Algorithm, Implementation};
-use parcrypt_engine::crypter::{process_buffer, JobSpec};
 use parcrypt_engine::tune::{tune, TuneEvent, TuneOptions};
 use parcrypt_engine::{Backend, Engine, EngineWarning};
 use parcrypt_gpu::kernel_source::KernelOperation;
@@ -114,17 +116,11 @@ fn run(engine: &Engine, name: &str, direction: Direction, input: &[u8]) -> Vec<u
         parcrypt_modes::Mode::Gcm => Some(vec![7u8; 12]),
         _ => Some(vec![9u8; spec.algorithm.block_size()]),
     };
-    let job = JobSpec {
-        spec,
-        direction,
-        key: &key,
-        iv: iv.as_deref(),
-        allow_short_gcm_iv: false,
-        aad: None,
+    let message = Message {
         padding: false,
-        implementation: Implementation::Fast,
+        ..Message::of(spec, &key, iv.as_deref())
     };
-    process_buffer(engine, &job, input.to_vec()).expect("job runs")
+    message.run(engine, direction, input).expect("job runs")
 }
 
 fn point(bytes: u64, cpu_seconds: f64, gpu_seconds: f64) -> CrossoverPoint {

@@ -19,20 +19,21 @@ use rand::{Rng, RngExt, SeedableRng};
 
 const ALGORITHMS: [Algorithm; 3] = [Algorithm::Aes128, Algorithm::Aes192, Algorithm::Aes256];
 
+/// Whether this CPU has `kernel`; when it has not, says that what needs it is skipped.
+fn available_or_skipped(kernel: GcmKernel) -> bool {
+    let available = kernel.is_available();
+    if !available {
+        println!("SKIPPED: the {kernel} GCM kernel is not available on this CPU");
+    }
+    available
+}
+
 /// The stitched kernels this CPU has; the others are reported as skipped.
 fn stitched_kernels() -> Vec<GcmKernel> {
-    let mut kernels = Vec::new();
-    for kernel in GcmKernel::ALL {
-        if kernel == GcmKernel::TwoPass {
-            continue;
-        }
-        if kernel.is_available() {
-            kernels.push(kernel);
-        } else {
-            println!("SKIPPED: the {kernel} GCM kernel is not available on this CPU");
-        }
-    }
-    kernels
+    GcmKernel::ALL
+        .into_iter()
+        .filter(|&kernel| kernel != GcmKernel::TwoPass && available_or_skipped(kernel))
+        .collect()
 }
 
 /// Blocks per batch of each stitched kernel (the lengths around them are checked).
@@ -177,8 +178,7 @@ fn stitched_equals_two_pass_for_every_length() {
 /// untouched; in both directions and for AES-128 and AES-256.
 #[test]
 fn streaming_outputs_match_the_two_pass_path() {
-    if !GcmKernel::Vaes512.is_available() {
-        println!("SKIPPED: the vaes512 GCM kernel is not available on this CPU");
+    if !available_or_skipped(GcmKernel::Vaes512) {
         return;
     }
     let mut rng = StdRng::seed_from_u64(0x5743A);
@@ -572,8 +572,7 @@ fn whole_messages_match_the_range_path_and_the_aes_gcm_crate() {
 /// and nothing around the output is written.
 #[test]
 fn long_whole_messages_match_the_range_path() {
-    if !GcmKernel::Vaes512.is_available() {
-        println!("SKIPPED: the vaes512 GCM kernel is not available on this CPU");
+    if !available_or_skipped(GcmKernel::Vaes512) {
         return;
     }
     let mut rng = StdRng::seed_from_u64(0x10A6);

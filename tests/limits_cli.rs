@@ -57,6 +57,20 @@ fn warnings(output: &Output) -> Vec<String> {
         .collect()
 }
 
+/// `COMMAND OPTIONS --passphrase-file PASSPHRASE INPUT -o OUTPUT`.
+fn with_passphrase<'a>(
+    command: &'a str,
+    options: &[&'a str],
+    passphrase: &'a str,
+    input: &'a str,
+    output: &'a str,
+) -> Vec<&'a str> {
+    let mut args = vec![command];
+    args.extend(options);
+    args.extend(["--passphrase-file", passphrase, input, "-o", output]);
+    args
+}
+
 struct Folder(tempfile::TempDir);
 
 impl Folder {
@@ -126,24 +140,15 @@ fn secret_files_are_capped_at_64_kib() {
     let mut longest = vec![b'p'; CAP - 1];
     longest.push(b'\n');
     let passphrase = folder.write("longest", &longest);
-    let mut args = vec![
-        "encrypt",
-        "--passphrase-file",
-        &passphrase,
-        &input,
-        "-o",
-        &sealed,
-    ];
-    args.extend(CHEAP_KDF);
+    let args = with_passphrase("encrypt", &CHEAP_KDF, &passphrase, &input, &sealed);
     assert_success(&parcrypt(&args), "encrypt with a 64 KiB - 1 passphrase");
-    let decrypted = parcrypt(&[
+    let decrypted = parcrypt(&with_passphrase(
         "decrypt",
-        "--passphrase-file",
+        &[],
         &passphrase,
         &sealed,
-        "-o",
         &opened,
-    ]);
+    ));
     assert_success(&decrypted, "decrypt with a 64 KiB - 1 passphrase");
     assert_eq!(std::fs::read(&opened).unwrap(), plain);
 }
@@ -216,16 +221,8 @@ fn crafted(folder: &Folder, name: &str, memory_kib: u32, passes: u32, lanes: u32
     let input = folder.write("plain.bin", b"attack at dawn");
     let passphrase = folder.write("passphrase", PASSPHRASE.as_bytes());
     let sealed = text(&folder.file("cheap.pc"));
-    let mut args = vec![
-        "encrypt",
-        "--passphrase-file",
-        &passphrase,
-        &input,
-        "-o",
-        &sealed,
-        "--force",
-    ];
-    args.extend(CHEAP_KDF);
+    let options = [&CHEAP_KDF[..], &["--force"]].concat();
+    let args = with_passphrase("encrypt", &options, &passphrase, &input, &sealed);
     assert_success(&parcrypt(&args), "encrypt");
     let mut file = std::fs::read(&sealed).unwrap();
     file[12..16].copy_from_slice(&memory_kib.to_be_bytes());
@@ -248,25 +245,19 @@ fn hostile_kdf_headers_are_refused_before_any_work() {
     ] {
         let hostile = crafted(&folder, "hostile.pc", memory_kib, passes, lanes);
         // Under a 1 GiB address space: a 4 GiB allocation could not even be tried.
-        let refused = parcrypt_bounded(&[
+        let refused = parcrypt_bounded(&with_passphrase(
             "decrypt",
-            "--passphrase-file",
+            &[],
             &passphrase,
             &hostile,
-            "-o",
             &output,
-        ]);
+        ));
         assert_refused(&refused, option);
         assert_refused(&refused, "budget");
         // Refused before the passphrase is even looked for.
-        let refused = parcrypt_bounded(&[
-            "decrypt",
-            "--passphrase-file",
-            "/nonexistent/passphrase",
-            &hostile,
-            "-o",
-            &output,
-        ]);
+        let missing = "/nonexistent/passphrase";
+        let refused =
+            parcrypt_bounded(&with_passphrase("decrypt", &[], missing, &hostile, &output));
         assert_refused(&refused, option);
         assert!(!folder.file("opened.bin").exists());
     }
@@ -279,27 +270,23 @@ fn a_raised_budget_lets_key_derivation_run() {
     let output = text(&folder.file("opened.bin"));
     // 300 MiB, one pass: over the default budget of 256 MiB.
     let moderate = crafted(&folder, "moderate.pc", 300 * 1024, 1, 1);
-    let refused = parcrypt(&[
+    let refused = parcrypt(&with_passphrase(
         "decrypt",
-        "--passphrase-file",
+        &[],
         &passphrase,
         &moderate,
-        "-o",
         &output,
-    ]);
+    ));
     assert_refused(&refused, "--kdf-max-memory 300");
     // Allowed, argon2id runs (in 300 MiB, within the 1 GiB limit) and the rewritten header
     // then fails the key commitment, as every changed header byte does.
-    let derived = parcrypt_bounded(&[
+    let derived = parcrypt_bounded(&with_passphrase(
         "decrypt",
-        "--kdf-max-memory",
-        "8192",
-        "--passphrase-file",
+        &["--kdf-max-memory", "8192"],
         &passphrase,
         &moderate,
-        "-o",
         &output,
-    ]);
+    ));
     assert_refused(&derived, "wrong key or passphrase");
     // Passes and lanes are raised the same way.
     let many = crafted(&folder, "many.pc", 64 * 20, 13, 20);
@@ -340,17 +327,10 @@ fn encryption_warns_about_cheap_kdfs_and_short_passphrases_only() {
     let good = folder.write("good", PASSPHRASE.as_bytes());
     let short = folder.write("short", b"abc\n");
     let encrypt = |passphrase: &str, extra: &[&str]| {
-        let mut args = vec![
-            "encrypt",
-            "--passphrase-file",
-            passphrase,
-            &input,
-            "-o",
-            &sealed,
-            "--force",
-        ];
-        args.extend(extra);
-        let output = parcrypt(&args);
+        let options = [extra, &["--force"]].concat();
+        let output = parcrypt(&with_passphrase(
+            "encrypt", &options, passphrase, &input, &sealed,
+        ));
         assert_success(&output, "encrypt");
         warnings(&output)
     };
@@ -390,25 +370,15 @@ fn encryption_warns_about_cheap_kdfs_and_short_passphrases_only() {
     let empty = folder.write("empty", b"\n");
     // (The output is new: an existing one would be refused first, before any secret.)
     let unsealed = text(&folder.file("never.pc"));
-    let refused = parcrypt(&[
-        "encrypt",
-        "--passphrase-file",
-        &empty,
-        &input,
-        "-o",
-        &unsealed,
-    ]);
+    let refused = parcrypt(&with_passphrase("encrypt", &[], &empty, &input, &unsealed));
     assert_refused(&refused, "is empty");
-    let refused = parcrypt(&[
+    let refused = parcrypt(&with_passphrase(
         "encrypt",
-        "--passphrase-file",
+        &["--kdf-memory", "0"],
         &good,
-        "--kdf-memory",
-        "0",
         &input,
-        "-o",
         &sealed,
-    ]);
+    ));
     assert_refused(&refused, "memory");
 }
 

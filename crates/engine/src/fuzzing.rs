@@ -12,13 +12,20 @@ use crate::open::{Authenticated, Destination, OpenOptions};
 use crate::stream::StreamError;
 use crate::{Backend, Cipher, Engine, KeyedCipher};
 
-/// Reads fuzz input as a stream of small choices.
-struct Choices<'a> {
+/// Reads fuzz input as a stream of small choices; shared with `parcrypt_format`'s fuzz
+/// properties. Once the input runs out, every choice is zero.
+pub struct Choices<'a> {
     bytes: &'a [u8],
 }
 
 impl<'a> Choices<'a> {
-    fn byte(&mut self) -> u8 {
+    /// Choices read from the front of `bytes`.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes }
+    }
+
+    /// The next byte.
+    pub fn byte(&mut self) -> u8 {
         match self.bytes.split_first() {
             Some((&first, rest)) => {
                 self.bytes = rest;
@@ -29,10 +36,21 @@ impl<'a> Choices<'a> {
     }
 
     /// Up to `length` bytes (fewer when the input runs out).
-    fn take(&mut self, length: usize) -> &'a [u8] {
+    pub fn take(&mut self, length: usize) -> &'a [u8] {
         let (taken, rest) = self.bytes.split_at(length.min(self.bytes.len()));
         self.bytes = rest;
         taken
+    }
+
+    /// A number below `below` from the next four bytes (0 when `below` is 0).
+    pub fn number(&mut self, below: usize) -> usize {
+        let value =
+            u32::from_le_bytes([self.byte(), self.byte(), self.byte(), self.byte()]) as usize;
+        if below == 0 {
+            0
+        } else {
+            value % below
+        }
     }
 }
 
@@ -169,7 +187,7 @@ fn open_both_ways(
 /// succeeds with what the one-shot [`Cipher::decrypt`] on one thread gives. Returns whether
 /// the message opened.
 pub fn raw_gcm_open(data: &[u8]) -> bool {
-    let mut choices = Choices { bytes: data };
+    let mut choices = Choices::new(data);
     let message = message(&mut choices);
     let sealed = choices.bytes;
     let cipher = message.cipher();
@@ -190,7 +208,7 @@ pub fn raw_gcm_open(data: &[u8]) -> bool {
 /// A valid message sealed from the input (key, IV, AAD, plaintext picked from it) opens to
 /// its plaintext, and with any one bit flipped (chosen by the input) never opens.
 pub fn raw_gcm_flip(data: &[u8]) {
-    let mut choices = Choices { bytes: data };
+    let mut choices = Choices::new(data);
     let message = message(&mut choices);
     let flip = u32::from_le_bytes([
         choices.byte(),

@@ -5,6 +5,7 @@
 
 use std::io::Cursor;
 
+use parcrypt_engine::fuzzing::Choices;
 use parcrypt_engine::{Backend, Engine};
 
 use crate::cobblestone::{MessageKeys, Suite, CHUNK_BYTES, SALT_BYTES};
@@ -15,32 +16,6 @@ use crate::stream::{decrypt_chunks, encrypt_chunks, StreamOptions};
 use crate::{CpuChunks, FormatError};
 
 const KEY: [u8; 16] = [0x11; 16];
-
-/// Reads fuzz input as a stream of small choices.
-struct Choices<'a> {
-    bytes: &'a [u8],
-}
-
-impl Choices<'_> {
-    fn byte(&mut self) -> u8 {
-        match self.bytes.split_first() {
-            Some((&first, rest)) => {
-                self.bytes = rest;
-                first
-            }
-            None => 0,
-        }
-    }
-    fn number(&mut self, below: usize) -> usize {
-        let value =
-            u32::from_le_bytes([self.byte(), self.byte(), self.byte(), self.byte()]) as usize;
-        if below == 0 {
-            0
-        } else {
-            value % below
-        }
-    }
-}
 
 /// A range picked from fuzz input: any mix of absolute and end-relative bounds.
 fn range_from(choices: &mut Choices<'_>, scale: usize) -> ByteRange {
@@ -85,7 +60,7 @@ pub fn parse(data: &[u8]) {
     if data.len() < SALT_BYTES + 1 {
         return;
     }
-    let mut choices = Choices { bytes: &data[..1] };
+    let mut choices = Choices::new(&data[..1]);
     let batch_chunks = 1 + choices.number(4);
     let mut salt = [0u8; SALT_BYTES];
     salt.copy_from_slice(&data[1..1 + SALT_BYTES]);
@@ -100,7 +75,7 @@ pub fn parse(data: &[u8]) {
         result.is_err() && output.is_empty(),
         "forged chunks were accepted"
     );
-    let mut choices = Choices { bytes: chunks };
+    let mut choices = Choices::new(chunks);
     let range = range_from(&mut choices, chunks.len());
     let mut output = Vec::new();
     let result = decrypt_range(
@@ -119,43 +94,77 @@ pub fn parse(data: &[u8]) {
     }
 }
 
+/// A genuine message for a property to damage or cut, its shape picked from fuzz input: the
+/// format, a plaintext of up to `most_chunks` chunks (byte `i` is `byte_at(i)`) and the
+/// batch size, sealed under [`KEY`] with the Cobblestone salt made of `salt_byte`.
+struct Sealed {
+    format: Format,
+    plaintext: Vec<u8>,
+    options: StreamOptions<'static>,
+    keys: MessageKeys,
+    envelope_bytes: usize,
+    /// The envelope followed by the chunks.
+    original: Vec<u8>,
+}
+
+impl Sealed {
+    fn new(
+        choices: &mut Choices<'_>,
+        batcher: &CpuChunks<'_>,
+        most_chunks: usize,
+        salt_byte: u8,
+        byte_at: impl Fn(usize) -> u8,
+    ) -> Self {
+        let format = if choices.byte() & 1 == 0 {
+            Format::Parcrypt
+        } else {
+            Format::Cobblestone
+        };
+        let length = choices.number(most_chunks * CHUNK_BYTES);
+        let plaintext: Vec<u8> = (0..length).map(byte_at).collect();
+        let setup = Setup {
+            format,
+            ..Setup::default()
+        };
+        let salts = Salts {
+            cobblestone: [salt_byte; SALT_BYTES],
+            argon2: [0; 16],
+        };
+        let options = StreamOptions::with_batch_chunks(1 + choices.number(3));
+        let (envelope, keys) =
+            Envelope::create_with_salts(&setup, Secret::Key(&KEY), salts).expect("a new message");
+        let mut original = envelope.to_bytes();
+        encrypt_chunks(batcher, &keys, &mut &plaintext[..], &mut original, &options)
+            .expect("encryption");
+        Self {
+            format,
+            plaintext,
+            options,
+            keys,
+            envelope_bytes: envelope.len(),
+            original,
+        }
+    }
+}
+
 /// A valid message built from the input, then changed by edits the input describes
 /// (flipped bits, cuts, insertions, chunks moved), then decrypted by streaming and by
 /// random access. An unchanged file must decrypt to the plaintext; a changed one must be
 /// refused, and whatever was released must be genuine plaintext at its true offset.
 pub fn edit_and_open(data: &[u8]) {
-    let mut choices = Choices { bytes: data };
-    let format = if choices.byte() & 1 == 0 {
-        Format::Parcrypt
-    } else {
-        Format::Cobblestone
-    };
-    let length = choices.number(6 * CHUNK_BYTES);
-    let plaintext: Vec<u8> = (0..length)
-        .map(|i| (i as u8) ^ 0x5a ^ (i / CHUNK_BYTES) as u8)
-        .collect();
-    let setup = Setup {
-        format,
-        ..Setup::default()
-    };
-    let salts = Salts {
-        cobblestone: [0x33; SALT_BYTES],
-        argon2: [0; 16],
-    };
+    let mut choices = Choices::new(data);
     let engine = Engine::new(Backend::Seq, None).expect("the seq engine");
     let batcher = CpuChunks::new(&engine);
-    let options = StreamOptions::with_batch_chunks(1 + choices.number(3));
-    let (envelope, keys) =
-        Envelope::create_with_salts(&setup, Secret::Key(&KEY), salts).expect("a new message");
-    let mut original = envelope.to_bytes();
-    encrypt_chunks(
-        &batcher,
-        &keys,
-        &mut &plaintext[..],
-        &mut original,
-        &options,
-    )
-    .expect("encryption");
+    let Sealed {
+        format,
+        plaintext,
+        options,
+        original,
+        ..
+    } = Sealed::new(&mut choices, &batcher, 6, 0x33, |i| {
+        (i as u8) ^ 0x5a ^ (i / CHUNK_BYTES) as u8
+    });
+    let length = plaintext.len();
 
     let mut file = original.clone();
     for _ in 0..choices.number(4) {
@@ -309,37 +318,18 @@ pub fn parts_plan(data: &[u8]) {
     use crate::cobblestone::{Geometry, SEALED_CHUNK_BYTES};
     use crate::parts::{DecryptPlan, Layout};
 
-    let mut choices = Choices { bytes: data };
-    let format = if choices.byte() & 1 == 0 {
-        Format::Parcrypt
-    } else {
-        Format::Cobblestone
-    };
-    let length = choices.number(5 * CHUNK_BYTES);
-    let plaintext: Vec<u8> = (0..length).map(|i| (i as u8) ^ 0xa7).collect();
-    let setup = Setup {
-        format,
-        ..Setup::default()
-    };
-    let salts = Salts {
-        cobblestone: [0x44; SALT_BYTES],
-        argon2: [0; 16],
-    };
+    let mut choices = Choices::new(data);
     let engine = Engine::new(Backend::Seq, None).expect("the seq engine");
     let batcher = CpuChunks::new(&engine);
-    let options = StreamOptions::with_batch_chunks(1 + choices.number(3));
-    let (envelope, keys) =
-        Envelope::create_with_salts(&setup, Secret::Key(&KEY), salts).expect("a new message");
-    let envelope_bytes = envelope.len();
-    let mut original = envelope.to_bytes();
-    encrypt_chunks(
-        &batcher,
-        &keys,
-        &mut &plaintext[..],
-        &mut original,
-        &options,
-    )
-    .expect("encryption");
+    let Sealed {
+        format,
+        plaintext,
+        options,
+        keys,
+        envelope_bytes,
+        original,
+    } = Sealed::new(&mut choices, &batcher, 5, 0x44, |i| (i as u8) ^ 0xa7);
+    let length = plaintext.len();
     let whole_chunks = length / CHUNK_BYTES;
     let final_chunk = &original[envelope_bytes + whole_chunks * SEALED_CHUNK_BYTES..];
 

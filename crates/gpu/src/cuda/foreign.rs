@@ -428,26 +428,24 @@ impl GpuHost<Cuda> {
         memory: &ForeignDeviceMemory<'_>,
         bytes: &[u8],
     ) -> Result<(), GpuError> {
-        if memory.len() != bytes.len() {
-            return Err(GpuError::InvalidInput(format!(
+        let mismatch = || {
+            format!(
                 "{} bytes do not fit {} bytes of device memory",
                 bytes.len(),
                 memory.len()
-            )));
-        }
-        if bytes.is_empty() {
-            return Ok(());
-        }
-        self.check_foreign(memory)?;
-        self.wait_for_producers(&[memory])?;
-        let stream = &self.adapter.streams[0];
-        // SAFETY: `memory` is `bytes.len()` live bytes of this context (contract); `bytes`
-        // stays borrowed until the stream is synchronised below.
-        let copied =
-            unsafe { result::memcpy_htod_async(memory.address(), bytes, stream.cu_stream()) }
-                .or_cuda("cuMemcpyHtoDAsync");
-        let waited = stream.synchronize().or_cuda("cuStreamSynchronize");
-        copied.and(waited)
+            )
+        };
+        self.copy_foreign(
+            memory,
+            bytes.len(),
+            mismatch,
+            "cuMemcpyHtoDAsync",
+            |stream| {
+                // SAFETY: `memory` is `bytes.len()` live bytes of this context (contract);
+                // `bytes` stays borrowed until `copy_foreign` has synchronised the stream.
+                unsafe { result::memcpy_htod_async(memory.address(), bytes, stream) }
+            },
+        )
     }
 
     /// Copies foreign device memory into `bytes` on the host (a GCM tag, say). Complete when
@@ -457,24 +455,42 @@ impl GpuHost<Cuda> {
         memory: &ForeignDeviceMemory<'_>,
         bytes: &mut [u8],
     ) -> Result<(), GpuError> {
-        if memory.len() != bytes.len() {
-            return Err(GpuError::InvalidInput(format!(
-                "{} bytes of device memory do not fit {} bytes",
-                memory.len(),
-                bytes.len()
-            )));
+        let length = bytes.len();
+        let mismatch = || {
+            format!(
+                "{} bytes of device memory do not fit {length} bytes",
+                memory.len()
+            )
+        };
+        self.copy_foreign(memory, length, mismatch, "cuMemcpyDtoHAsync", |stream| {
+            // SAFETY: `memory` is `bytes.len()` live bytes of this context (contract);
+            // `bytes` stays borrowed until `copy_foreign` has synchronised the stream.
+            unsafe { result::memcpy_dtoh_async(bytes, memory.address(), stream) }
+        })
+    }
+
+    /// What both foreign copies share: a `length` that is not `memory`'s is refused with
+    /// `mismatch`; otherwise, once `memory` is known to be this device's and its producers
+    /// are waited for, `copy` queues the copy (the driver call `call`) on stream 0, which is
+    /// synchronised before this returns.
+    fn copy_foreign(
+        &self,
+        memory: &ForeignDeviceMemory<'_>,
+        length: usize,
+        mismatch: impl FnOnce() -> String,
+        call: &'static str,
+        copy: impl FnOnce(CUstream) -> Result<(), cudarc::driver::DriverError>,
+    ) -> Result<(), GpuError> {
+        if memory.len() != length {
+            return Err(GpuError::InvalidInput(mismatch()));
         }
-        if bytes.is_empty() {
+        if length == 0 {
             return Ok(());
         }
         self.check_foreign(memory)?;
         self.wait_for_producers(&[memory])?;
         let stream = &self.adapter.streams[0];
-        // SAFETY: `memory` is `bytes.len()` live bytes of this context (contract); `bytes`
-        // stays borrowed until the stream is synchronised below.
-        let copied =
-            unsafe { result::memcpy_dtoh_async(bytes, memory.address(), stream.cu_stream()) }
-                .or_cuda("cuMemcpyDtoHAsync");
+        let copied = copy(stream.cu_stream()).or_cuda(call);
         let waited = stream.synchronize().or_cuda("cuStreamSynchronize");
         copied.and(waited)
     }

@@ -17,7 +17,7 @@ use dlpark::ffi::{DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLManaged
 use dlpark::metadata::Fixed;
 use dlpark::python::{DlpackExporter, DlpackStream, ExportRequest, ImportRequest, StreamArg};
 use dlpark::{DlpackFlags, ManagedTensorBase};
-use parcrypt::devices::cuda_device;
+use parcrypt::devices::cuda_device_with_cache;
 use parcrypt::devices::{CudaDevice, DeviceAllocation, ForeignDeviceMemory};
 use parcrypt::hazmat::{Direction, KeyedCipher};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -188,7 +188,9 @@ pub fn run<'py>(
     let name = device_name(2);
     let index = usize::try_from(ordinal)
         .map_err(|_| PyValueError::new_err(format!("bad CUDA device number {ordinal}")))?;
-    let device = cuda_device(index)
+    // The user's kernel cache (docs/ENVIRONMENT.md), as the engines' GPUs use it.
+    let cache = parcrypt::environment::kernel_cache_directory();
+    let device = cuda_device_with_cache(index, cache.as_deref())
         .map_err(|error| unsupported_because(name, ordinal, Some(error.to_string())))?;
     let input = Imported::get(data, &device, "data")?;
     let length = input.length;

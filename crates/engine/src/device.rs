@@ -25,9 +25,20 @@ use crate::{Backend, EngineError, JobError, KeyedCipher};
 /// uses; `ghash_foreign` takes shorter segments where the data would leave SMs idle.
 pub const DEVICE_GHASH_SEGMENT_BYTES: usize = 4096;
 
-/// CUDA device `ordinal`, opened (kernels compiled or loaded, self-tested) on the first call
-/// and shared by every later call in the process; or why it cannot be opened.
+/// CUDA device `ordinal`, opened (kernels compiled, self-tested) on the first call and
+/// shared by every later call in the process; or why it cannot be opened. Nothing is kept
+/// on disk: [`cuda_device_with_cache`] names a kernel cache.
 pub fn cuda_device(ordinal: usize) -> Result<Arc<CudaDevice>, EngineError> {
+    cuda_device_with_cache(ordinal, None)
+}
+
+/// [`cuda_device`], keeping the compiled kernels in `kernel_cache_directory` (when given)
+/// if this call is the one that opens the device, so that a later process loads them
+/// instead of compiling (the front ends pass the user's cache folder).
+pub fn cuda_device_with_cache(
+    ordinal: usize,
+    kernel_cache_directory: Option<&std::path::Path>,
+) -> Result<Arc<CudaDevice>, EngineError> {
     static DEVICES: OnceLock<Mutex<HashMap<usize, Arc<CudaDevice>>>> = OnceLock::new();
     let devices = DEVICES.get_or_init(|| Mutex::new(HashMap::new()));
     // Opening under the lock: two threads asking at once open the device once.
@@ -35,10 +46,17 @@ pub fn cuda_device(ordinal: usize) -> Result<Arc<CudaDevice>, EngineError> {
     if let Some(device) = devices.get(&ordinal) {
         return Ok(Arc::clone(device));
     }
-    let device = Arc::new(CudaDevice::open(ordinal).map_err(|error| EngineError::Gpu {
+    let options = parcrypt_gpu::OpenOptions {
+        kernel_cache: kernel_cache_directory.map_or(parcrypt_gpu::KernelCache::Disabled, |path| {
+            parcrypt_gpu::KernelCache::Directory(path.to_path_buf())
+        }),
+        ..parcrypt_gpu::OpenOptions::default()
+    };
+    let device = CudaDevice::open_with(ordinal, &options).map_err(|error| EngineError::Gpu {
         backend: Backend::Cuda,
         reason: error.to_string(),
-    })?);
+    })?;
+    let device = Arc::new(device);
     devices.insert(ordinal, Arc::clone(&device));
     Ok(device)
 }

@@ -85,7 +85,7 @@ pub use team::DEFAULT_SPIN as DEFAULT_POOL_SPIN;
 pub use cipher::Cipher;
 pub use cost::{CostModel, AUTO_PARALLEL_THRESHOLD};
 pub use crypter::{Crypter, JobError, MAX_BLOCKS_64, MIN_GCM_IV_BYTES};
-pub use device::{cuda_device, DEVICE_GHASH_SEGMENT_BYTES};
+pub use device::{cuda_device, cuda_device_with_cache, DEVICE_GHASH_SEGMENT_BYTES};
 pub use gpu::{tune_table_in, EngineWarning};
 pub use keyed::{KeyedCipher, INLINE_MESSAGE_BYTES};
 pub use parcrypt_ciphers::Implementation;

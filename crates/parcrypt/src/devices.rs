@@ -19,8 +19,8 @@
 
 pub use parcrypt_ciphers::cpu_features;
 pub use parcrypt_engine::{
-    available_threads, check_threads, cuda_device, max_threads, tune_table_in, MIN_MAX_THREADS,
-    THREADS_PER_CORE,
+    available_threads, check_threads, cuda_device, cuda_device_with_cache, max_threads,
+    tune_table_in, MIN_MAX_THREADS, THREADS_PER_CORE,
 };
 pub use parcrypt_gpu::{
     CudaDevice, CudaDeviceInfo, DeviceAllocation, ForeignDeviceMemory, GpuError, HipDevice,

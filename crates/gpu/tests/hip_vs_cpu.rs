@@ -59,32 +59,14 @@ fn open_hip(options: &OpenOptions) -> Option<HipDevice> {
     }
 }
 
-/// The shared cases' check for `device`: HIP has one way in, `process`.
-fn check_every_path(
-    device: &Device,
-) -> impl Fn(Algorithm, &[u8], &GpuOperation, &[u8]) + Sync + '_ {
-    move |algorithm: Algorithm, key: &[u8], operation: &GpuOperation, data: &[u8]| {
-        assert_same_on_host(device, algorithm, key, operation, data)
-    }
-}
-
-fn check_layout_paths(
-    device: &Device,
-) -> impl Fn(Algorithm, &[u8], &GpuOperation, &[u8]) + Sync + '_ {
-    check_every_path(device)
-}
+// HIP has one way in, `process`.
+process_is_the_only_path!();
 
 /// Kernel times of segmented CTR come from the same path as untimed calls.
 fn more_segment_slab_checks(device: &Device) {
     let key = parcrypt_gpu::KeyMaterial::new(Algorithm::Aes128, &[3u8; 16]).unwrap();
     let mut data = vec![7u8; 5 * cases::TEST_SLAB_BYTES + 100];
-    let operation = GpuOperation::CtrSegments {
-        counters: (0..data.len().div_ceil(1024) * 16)
-            .map(|index| index as u8)
-            .collect(),
-        segment_bytes: 1024,
-        rule: parcrypt_modes::ctr::CounterRule::Low32,
-    };
+    let operation = cases::kib_segments(data.len());
     let times = device.kernel_times(&key, &operation, &mut data, 2).unwrap();
     assert_eq!(times.len(), 2);
     assert!(times.iter().all(|time| *time > std::time::Duration::ZERO));

@@ -31,20 +31,8 @@ fn table_layouts() -> Vec<TableCopies> {
     ]
 }
 
-/// The shared cases' check for `device`: OpenCL has one way in, `process`.
-fn check_every_path(
-    device: &Device,
-) -> impl Fn(Algorithm, &[u8], &GpuOperation, &[u8]) + Sync + '_ {
-    move |algorithm: Algorithm, key: &[u8], operation: &GpuOperation, data: &[u8]| {
-        assert_same_on_host(device, algorithm, key, operation, data)
-    }
-}
-
-fn check_layout_paths(
-    device: &Device,
-) -> impl Fn(Algorithm, &[u8], &GpuOperation, &[u8]) + Sync + '_ {
-    check_every_path(device)
-}
+// OpenCL has one way in, `process`.
+process_is_the_only_path!();
 
 /// Timed calls take the same path as untimed ones, segments included.
 fn more_segment_slab_checks(device: &Device) {
@@ -52,13 +40,7 @@ fn more_segment_slab_checks(device: &Device) {
     let data: Vec<u8> = (0..5 * cases::TEST_SLAB_BYTES + 100)
         .map(|index| (index * 31 % 251) as u8)
         .collect();
-    let operation = GpuOperation::CtrSegments {
-        counters: (0..data.len().div_ceil(1024) * 16)
-            .map(|index| index as u8)
-            .collect(),
-        segment_bytes: 1024,
-        rule: parcrypt_modes::ctr::CounterRule::Low32,
-    };
+    let operation = cases::kib_segments(data.len());
     let mut timed = data.clone();
     let (kernel, _) = device.process_timed(&key, &operation, &mut timed).unwrap();
     assert!(kernel > std::time::Duration::ZERO);

@@ -227,6 +227,19 @@ pub fn ctr_segments(
     }
 }
 
+/// Segmented CTR over `length` bytes in KiB segments, counters 0, 1, 2... byte by byte,
+/// under the low-32-bit rule: the operation the timed paths' checks run.
+#[allow(dead_code)] // the APIs whose timed paths are checked this way use it
+pub fn kib_segments(length: usize) -> GpuOperation {
+    GpuOperation::CtrSegments {
+        counters: (0..length.div_ceil(1024) * 16)
+            .map(|index| index as u8)
+            .collect(),
+        segment_bytes: 1024,
+        rule: CounterRule::Low32,
+    }
+}
+
 /// Segmented CTR against the CPU: one segment (whole, short, a partial block only), many
 /// segments (of one block, of a few, of a Cobblestone chunk), a last segment short by
 /// whole blocks or ending in a partial block, data ending exactly on a segment boundary,

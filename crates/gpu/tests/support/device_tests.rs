@@ -5,13 +5,37 @@
 //! differs per API:
 //! - `fn check_every_path(device: &Device)` and `fn check_layout_paths(device: &Device)`:
 //!   the shared cases' check through every way data reaches the device, and through those
-//!   that table layouts and launch shapes are checked on;
+//!   that table layouts and launch shapes are checked on (`process_is_the_only_path!()`
+//!   defines both for an API whose one way in is `process`);
 //! - `EVERY_CASE_SEED`, `WIDEST_GROUP` and `fn table_layouts()`;
 //! - `fn more_device_list_checks(device: &Device, info: &Info)` (Info: the API's `list()` item),
 //!   `fn more_segment_slab_checks(device: &Device)` and
 //!   `fn more_layout_checks(device: &Device, copies: TableCopies)`: what only this API has.
 //!
 //! Included with `#[macro_use] #[path = "support/device_tests.rs"] mod device_tests;`.
+
+/// `check_every_path` and `check_layout_paths` for an API with one way in, `process`: the
+/// shared cases' check is `assert_same_on_host` (from `device_tests!`) for both.
+#[allow(unused_macros)] // an API with more ways in defines its own checks
+macro_rules! process_is_the_only_path {
+    () => {
+        /// The shared cases' check for `device`: one way in, `process`.
+        fn check_every_path(
+            device: &Device,
+        ) -> impl Fn(Algorithm, &[u8], &GpuOperation, &[u8]) + Sync + '_ {
+            move |algorithm: Algorithm, key: &[u8], operation: &GpuOperation, data: &[u8]| {
+                assert_same_on_host(device, algorithm, key, operation, data)
+            }
+        }
+
+        /// Table layouts and launch shapes go the same one way.
+        fn check_layout_paths(
+            device: &Device,
+        ) -> impl Fn(Algorithm, &[u8], &GpuOperation, &[u8]) + Sync + '_ {
+            check_every_path(device)
+        }
+    };
+}
 
 /// The shared tests; see the module's documentation for what the invoking file defines.
 macro_rules! device_tests {

@@ -344,32 +344,23 @@ fn whole_files_from_a_plan_equal_the_single_machine_bytes_and_appear_whole() {
         let sealed = folder.path().join("sealed");
         let options = StreamOptions::with_batch_chunks(2);
         let envelope = plan.envelope_bytes();
-        seal_file(
-            &batcher,
-            &keys,
-            &envelope,
-            &plan.layout(),
-            plan.source(),
-            &source,
-            &sealed,
-            true,
-            &options,
-        )
-        .unwrap();
+        let seal = |overwrite: bool| {
+            seal_file(
+                &batcher,
+                &keys,
+                &envelope,
+                &plan.layout(),
+                plan.source(),
+                &source,
+                &sealed,
+                overwrite,
+                &options,
+            )
+        };
+        seal(true).unwrap();
         assert!(std::fs::read(&sealed).unwrap() == expected, "{length}");
         // An existing destination stays unless replacing is allowed.
-        assert!(seal_file(
-            &batcher,
-            &keys,
-            &envelope,
-            &plan.layout(),
-            plan.source(),
-            &source,
-            &sealed,
-            false,
-            &options
-        )
-        .is_err());
+        assert!(seal(false).is_err());
 
         let decrypt =
             decrypt_plan(&batcher, Secret::Key(&key), &File::open(&sealed).unwrap()).unwrap();

@@ -46,11 +46,7 @@ fn raw_encrypt(cipher: &str, backend: &str, input: &[u8]) -> Output {
 }
 
 fn warnings(output: &Output) -> Vec<String> {
-    String::from_utf8_lossy(&output.stderr)
-        .lines()
-        .filter(|line| line.contains("not constant time"))
-        .map(str::to_string)
-        .collect()
+    process::stderr_lines(output, |line| line.contains("not constant time"))
 }
 
 #[test]

@@ -50,11 +50,7 @@ fn assert_refused(output: &Output, reason: &str) {
 }
 
 fn warnings(output: &Output) -> Vec<String> {
-    String::from_utf8_lossy(&output.stderr)
-        .lines()
-        .filter(|line| line.starts_with("parcrypt: warning: "))
-        .map(str::to_string)
-        .collect()
+    process::stderr_lines(output, |line| line.starts_with("parcrypt: warning: "))
 }
 
 /// `COMMAND OPTIONS --passphrase-file PASSPHRASE INPUT -o OUTPUT`.

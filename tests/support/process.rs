@@ -35,6 +35,15 @@ pub fn names(folder: &Path) -> Vec<String> {
     names
 }
 
+/// The lines of `output`'s stderr that `keep` keeps.
+pub fn stderr_lines(output: &Output, keep: impl Fn(&str) -> bool) -> Vec<String> {
+    String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .filter(|line| keep(line))
+        .map(str::to_string)
+        .collect()
+}
+
 /// Asserts a success, showing stderr when it was not one.
 pub fn assert_success(output: &Output, what: &str) {
     assert!(

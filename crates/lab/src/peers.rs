@@ -1177,10 +1177,12 @@ mod tests {
         assert_eq!(record.variant.as_deref(), Some("OpenSSL 3.0"));
     }
 
-    /// The records of AES-128-GCM result lines in `direction`, one for each (peer, library,
-    /// seconds of its runs), 8 messages of 1 MiB on one thread, parsed as a peer's output is.
-    fn gcm_records(direction: &str, runs: &[(&str, &str, &str)]) -> Vec<BenchRecord> {
-        runs.iter()
+    /// The peer table of AES-128-GCM result lines in `direction`, one for each (peer,
+    /// library, seconds of its runs), 8 messages of 1 MiB on one thread, parsed as a peer's
+    /// output is.
+    fn gcm_table(direction: &str, runs: &[(&str, &str, &str)]) -> Table {
+        let records: Vec<BenchRecord> = runs
+            .iter()
             .map(|(peer, library, seconds)| {
                 let line = format!(
                     "{{\"peer\":\"{peer}\",\"library\":\"{library}\",\"cipher\":\"aes-128-gcm\",\
@@ -1189,20 +1191,25 @@ mod tests {
                 );
                 PeerRun::parse(&line).expect("parses").record()
             })
-            .collect()
+            .collect();
+        let chosen: Vec<&BenchRecord> = records.iter().collect();
+        peer_table("aes-128-gcm", direction, &chosen)
+    }
+
+    /// The first cell of each of `table`'s rows.
+    fn first_column(table: &Table) -> Vec<&str> {
+        table.rows.iter().map(|row| row[0].as_str()).collect()
     }
 
     #[test]
     fn the_table_names_each_rows_library() {
-        let records = gcm_records(
+        let table = gcm_table(
             "encrypt",
             &[
                 ("evp", "OpenSSL 3.0.22", "0.01"),
                 ("java", "Java 17.0.15 javax.crypto", "0.08"),
             ],
         );
-        let chosen: Vec<&BenchRecord> = records.iter().collect();
-        let table = peer_table("aes-128-gcm", "encrypt", &chosen);
         assert_eq!(
             table.notes.last().map(String::as_str),
             Some("measured: evp: OpenSSL 3.0.22; java: Java 17.0.15 javax.crypto.")
@@ -1264,7 +1271,7 @@ mod tests {
     #[test]
     fn the_copy_row_comes_last_is_no_peer_and_gets_its_own_ratio() {
         // The copy is faster than everyone; parcrypt takes twice its time, pyca four times.
-        let records = gcm_records(
+        let table = gcm_table(
             "decrypt",
             &[
                 (COPY, "x", "0.01"),
@@ -1272,11 +1279,8 @@ mod tests {
                 (PARCRYPT, "x", "0.02"),
             ],
         );
-        let chosen: Vec<&BenchRecord> = records.iter().collect();
-        let table = peer_table("aes-128-gcm", "decrypt", &chosen);
-        let first: Vec<&str> = table.rows.iter().map(|row| row[0].as_str()).collect();
         assert_eq!(
-            first,
+            first_column(&table),
             [
                 PARCRYPT,
                 "pyca",
@@ -1300,7 +1304,7 @@ mod tests {
     fn gcm_decryption_shows_one_pass_beside_two_passes() {
         // Every own row is faster than the peer; parcrypt takes 0.08 s, its passes 0.02 and
         // 0.06 (0.08 together), one pass 0.04.
-        let records = gcm_records(
+        let table = gcm_table(
             "decrypt",
             &[
                 (COPY, "x", "0.01"),
@@ -1311,11 +1315,8 @@ mod tests {
                 (PARCRYPT, "x", "0.08"),
             ],
         );
-        let chosen: Vec<&BenchRecord> = records.iter().collect();
-        let table = peer_table("aes-128-gcm", "decrypt", &chosen);
-        let first: Vec<&str> = table.rows.iter().map(|row| row[0].as_str()).collect();
         assert_eq!(
-            first,
+            first_column(&table),
             [
                 PARCRYPT,
                 "aws-lc-rs",

@@ -20,7 +20,11 @@ pub(super) use parcrypt::bench::report::parse_size;
 use super::{typed, Failure};
 
 #[derive(Args)]
-#[command(after_help = "\
+#[command(after_help = "Examples:
+  parcrypt bench --quick                          a few seconds, every backend
+  parcrypt bench --ciphers aes-256-gcm --sizes 1M,64M --backends seq,pool,cuda
+  parcrypt bench --json > speed.json              the figures for a program
+
 Every backend is first checked to give seq's bytes; then each cipher, direction, size and
 backend is timed in memory, end to end, and the median of several runs is shown.
 

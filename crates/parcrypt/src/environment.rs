@@ -171,19 +171,6 @@ impl Settings {
         }
         builder
     }
-
-    /// Applies the process-wide part of these settings now (the AES-GCM kernel of new keys,
-    /// streaming stores), for a front end whose engines are built where it cannot pass
-    /// options (the benchmark). Building an engine from [`Settings::apply`]'s builder does
-    /// the same.
-    pub fn apply_process_wide(&self) {
-        if let Some(kernel) = self.gcm_kernel {
-            parcrypt_modes::gcm::set_default_kernel(Some(kernel));
-        }
-        if let Some(allowed) = self.streaming_stores {
-            parcrypt_ciphers::aes::set_streaming_stores(allowed);
-        }
-    }
 }
 
 /// `builder` with the options this process's environment asks for

@@ -4,11 +4,11 @@
 
 use std::collections::BTreeSet;
 
+use parcrypt_engine::Backend;
 use parcrypt_lab::export::{self, JSON_FILE, JSON_LINES_FILE};
 use parcrypt_lab::lab::{Lab, LabOptions, Level};
 use parcrypt_lab::record::Report;
 use parcrypt_lab::scenario;
-use parcrypt_engine::Backend;
 use serde_json::Value;
 
 /// Every field a record must carry, null or not (the plots and the report read them).

@@ -1,12 +1,11 @@
 //! Before any timing: every backend must give `seq`'s bytes. A fast wrong answer is not a
 //! result.
 
-use parcrypt_ciphers::Implementation;
 use parcrypt_engine::crypter::{process_buffer, JobSpec};
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_modes::{CipherSpec, Direction};
 
-use crate::throughput::{bench_key_iv, touched_buffer};
+use crate::throughput::{bench_key_iv, job, touched_buffer};
 use crate::BenchError;
 
 /// Sizes that catch off-by-one splits: empty, partial blocks, a block and a bit, several
@@ -23,14 +22,8 @@ pub fn backends_agree(specs: &[CipherSpec], engines: &[&Engine]) -> Result<usize
         for direction in [Direction::Encrypt, Direction::Decrypt] {
             for &size in &AWKWARD_SIZES {
                 let mut job = JobSpec {
-                    spec,
-                    direction,
-                    key,
-                    iv: iv.as_deref(),
-                    allow_short_gcm_iv: false,
-                    aad: None,
                     padding: true,
-                    implementation: Implementation::Fast,
+                    ..job(spec, direction, key, iv.as_deref())
                 };
                 let input = if direction == Direction::Encrypt {
                     touched_buffer(size)

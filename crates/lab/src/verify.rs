@@ -2,14 +2,13 @@
 //! result. The engine-level check is the product bench's ([`parcrypt_bench::verify`]); the
 //! lab adds the check of one GPU launch geometry on a device opened directly.
 
-use parcrypt_ciphers::Implementation;
-use parcrypt_engine::crypter::{process_buffer, JobSpec};
+use parcrypt_engine::crypter::process_buffer;
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_gpu::LaunchGeometry;
 use parcrypt_modes::{CipherSpec, Direction};
 
 use crate::gpu::{operation, DirectDevice};
-use crate::throughput::{bench_key_iv, random_buffer};
+use crate::throughput::{bench_key_iv, job, random_buffer};
 use crate::BenchError;
 
 pub use parcrypt_bench::verify::{backends_agree, AWKWARD_SIZES};
@@ -24,16 +23,7 @@ pub fn geometry_agrees(
 ) -> Result<(), BenchError> {
     let reference = Engine::new(Backend::Seq, None)?;
     let (key, iv) = bench_key_iv(spec);
-    let job = JobSpec {
-        spec,
-        direction,
-        key,
-        iv: iv.as_deref(),
-        allow_short_gcm_iv: false,
-        aad: None,
-        padding: false,
-        implementation: Implementation::Fast,
-    };
+    let job = job(spec, direction, key, iv.as_deref());
     let Some(operation) = operation(spec, direction) else {
         return Err(BenchError::Unsupported(format!(
             "{spec} {direction:?} does not run on the GPU alone"

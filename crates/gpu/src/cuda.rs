@@ -354,20 +354,18 @@ fn cache_entry(
         return Ok(None);
     };
     let (nvrtc_major, nvrtc_minor) = nvrtc_version()?;
-    let identity = [
-        "cuda".to_string(),
-        info.name.clone(),
-        format!(
-            "compute capability {}.{}",
-            info.compute_capability.0, info.compute_capability.1
-        ),
-        format!("driver {}.{}", info.driver_version.0, info.driver_version.1),
-        format!("nvrtc {nvrtc_major}.{nvrtc_minor}"),
-        options.join(" "),
+    let (major, minor) = info.compute_capability;
+    let (driver_major, driver_minor) = info.driver_version;
+    let identity: [&str; 7] = [
+        "cuda",
+        &info.name,
+        &format!("compute capability {major}.{minor}"),
+        &format!("driver {driver_major}.{driver_minor}"),
+        &format!("nvrtc {nvrtc_major}.{nvrtc_minor}"),
+        &options.join(" "),
+        source,
     ];
-    let mut parts: Vec<&str> = identity.iter().map(String::as_str).collect();
-    parts.push(source);
-    Ok(Some(program_cache::entry_path(&directory, &parts)))
+    Ok(Some(program_cache::entry_path(&directory, &identity)))
 }
 
 #[cfg(test)]
@@ -474,22 +472,13 @@ mod tests {
 
     #[test]
     fn without_a_driver_open_says_why() {
-        match CudaDevice::open(0) {
-            Ok(device) => {
-                let key = KeyMaterial::new(Algorithm::Aes128, &[0; 16]).unwrap();
-                device
-                    .process(&key, &GpuOperation::EcbEncrypt, &mut [0; 32])
-                    .unwrap();
-            }
-            Err(error) => assert!(
-                matches!(
-                    error,
-                    GpuError::NoCudaDriver { .. }
-                        | GpuError::NoCudaDevice { .. }
-                        | GpuError::NoNvrtc { .. }
-                ),
-                "{error}"
-            ),
-        }
+        host::assert_opens_or_says_why(CudaDevice::open(0), |error| {
+            matches!(
+                error,
+                GpuError::NoCudaDriver { .. }
+                    | GpuError::NoCudaDevice { .. }
+                    | GpuError::NoNvrtc { .. }
+            )
+        });
     }
 }

@@ -246,27 +246,22 @@ fn cache_entry(
         return Ok(None);
     };
     let (rtc_major, rtc_minor) = hiprtc_version()?;
-    let identity = [
-        "hip".to_string(),
-        info.name.clone(),
-        info.architecture.clone(),
-        format!(
-            "runtime {}.{}.{}",
-            info.runtime_version.0, info.runtime_version.1, info.runtime_version.2
-        ),
-        format!("hiprtc {rtc_major}.{rtc_minor}"),
-        options.join(" "),
+    let (major, minor, patch) = info.runtime_version;
+    let identity: [&str; 7] = [
+        "hip",
+        &info.name,
+        &info.architecture,
+        &format!("runtime {major}.{minor}.{patch}"),
+        &format!("hiprtc {rtc_major}.{rtc_minor}"),
+        &options.join(" "),
+        source,
     ];
-    let mut parts: Vec<&str> = identity.iter().map(String::as_str).collect();
-    parts.push(source);
-    Ok(Some(program_cache::entry_path(&directory, &parts)))
+    Ok(Some(program_cache::entry_path(&directory, &identity)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{GpuOperation, KeyMaterial};
-    use parcrypt_ciphers::Algorithm;
 
     /// Device 0's description, or `None` after saying why there is no GPU to test on.
     fn gpu_or_skip() -> Option<HipDeviceInfo> {
@@ -301,22 +296,13 @@ mod tests {
 
     #[test]
     fn without_a_gpu_open_says_why() {
-        match HipDevice::open(0) {
-            Ok(device) => {
-                let key = KeyMaterial::new(Algorithm::Aes128, &[0; 16]).unwrap();
-                device
-                    .process(&key, &GpuOperation::EcbEncrypt, &mut [0; 32])
-                    .unwrap();
-            }
-            Err(error) => assert!(
-                matches!(
-                    error,
-                    GpuError::NoHipRuntime { .. }
-                        | GpuError::NoAmdGpu { .. }
-                        | GpuError::NoHiprtc { .. }
-                ),
-                "{error}"
-            ),
-        }
+        crate::host::assert_opens_or_says_why(HipDevice::open(0), |error| {
+            matches!(
+                error,
+                GpuError::NoHipRuntime { .. }
+                    | GpuError::NoAmdGpu { .. }
+                    | GpuError::NoHiprtc { .. }
+            )
+        });
     }
 }

@@ -8,6 +8,8 @@
 //! another and its vendor header, nothing here.
 
 pub(crate) mod arguments;
+#[cfg(any(feature = "cuda", feature = "hip"))]
+pub(crate) mod stream_slot;
 pub(crate) mod zero_copy;
 
 use std::ops::Range;
@@ -1162,6 +1164,25 @@ impl<A: Api> GpuDevice for GpuHost<A> {
         data: &mut [u8],
     ) -> Result<u128, GpuError> {
         GpuHost::process_gcm(self, key, operation, hash_key, direction, data)
+    }
+}
+
+/// What the CUDA and HIP backends' tests of opening without a GPU share: opening device 0
+/// either worked, and the device then encrypts a block, or failed with an error `expected`
+/// accepts (no driver, runtime, device or run-time compiler here).
+#[cfg(all(test, any(feature = "cuda", feature = "hip")))]
+pub(crate) fn assert_opens_or_says_why<A: Api>(
+    opened: Result<GpuHost<A>, GpuError>,
+    expected: impl FnOnce(&GpuError) -> bool,
+) {
+    match opened {
+        Ok(device) => {
+            let key = KeyMaterial::new(parcrypt_ciphers::Algorithm::Aes128, &[0; 16]).unwrap();
+            device
+                .process(&key, &GpuOperation::EcbEncrypt, &mut [0; 32])
+                .unwrap();
+        }
+        Err(error) => assert!(expected(&error), "{error}"),
     }
 }
 

@@ -22,9 +22,8 @@ use zeroize::Zeroize;
 use super::devices::{CudaDeviceInfo, CudaResultExt};
 use super::KernelVariant;
 use crate::host::arguments::{Argument, MOST_ARGUMENTS};
-use crate::host::{
-    grown_capacity, Api, GpuHost, Launch, Outcome, Staging, TimingJob, ROUND_KEY_WORDS,
-};
+use crate::host::stream_slot::{SlotBuffer, StreamSlot};
+use crate::host::{Api, GpuHost, Launch, Outcome, Staging, TimingJob, ROUND_KEY_WORDS};
 use crate::{DeviceKind, GpuApi, GpuError, KeyMaterial};
 
 /// Streams, each with its own slab buffers, that consecutive slabs rotate over.
@@ -60,17 +59,18 @@ pub struct CudaKernel {
 }
 
 /// A stream's slab buffers, grown on demand and kept for later calls.
-pub struct Slot {
-    /// The stream this slot's slabs run on.
-    stream: usize,
-    /// How the slab now in the slot is copied (set by `reserve`).
-    staging: Staging,
-    input: Option<CudaSlice<u8>>,
-    output: Option<CudaSlice<u8>>,
-    /// Pinned host memory ordinary (pageable) data is staged through.
-    staged: Option<PinnedHostSlice<u8>>,
-    /// The side buffer: segmented CTR's counter blocks, or GCM's GHASH sums.
-    counters: Option<CudaSlice<u8>>,
+pub type Slot = StreamSlot<CudaSlice<u8>, PinnedHostSlice<u8>>;
+
+impl SlotBuffer for CudaSlice<u8> {
+    fn byte_len(&self) -> usize {
+        self.len()
+    }
+}
+
+impl SlotBuffer for PinnedHostSlice<u8> {
+    fn byte_len(&self) -> usize {
+        self.len()
+    }
 }
 
 /// The device's key buffers, the fixed AES tables, and what uploading the key needs.
@@ -318,51 +318,25 @@ impl Api for Cuda {
     }
 
     fn new_slot(stream: usize) -> Slot {
-        Slot {
-            stream,
-            staging: Staging::Direct,
-            input: None,
-            output: None,
-            staged: None,
-            counters: None,
-        }
+        Slot::new(stream)
     }
 
     fn reserve(&self, slot: &mut Slot, bytes: usize, limit: usize, staging: Staging) -> Outcome {
         let stream = &self.streams[slot.stream];
-        slot.staging = staging;
-        let device_capacity = slot.input.as_ref().map_or(0, CudaSlice::len);
-        if device_capacity < bytes || slot.output.is_none() {
-            let capacity = grown_capacity(bytes, limit);
-            // Dropped first so the device can reuse their memory; the frees are ordered
-            // after the work already queued on this stream.
-            slot.input = None;
-            slot.output = None;
-            slot.input = Some(stream.alloc_zeros(capacity).or_cuda("cuMemAlloc")?);
-            slot.output = Some(stream.alloc_zeros(capacity).or_cuda("cuMemAlloc")?);
-        }
-        let staged_capacity = slot.staged.as_ref().map_or(0, PinnedHostSlice::len);
-        if staging == Staging::Staged && staged_capacity < bytes {
-            slot.staged = None;
-            slot.staged = Some(alloc_pinned_zeroed(
-                stream.context(),
-                grown_capacity(bytes, limit),
-            )?);
-        }
-        Ok(())
+        slot.reserve(
+            bytes,
+            limit,
+            staging,
+            |capacity| stream.alloc_zeros(capacity).or_cuda("cuMemAlloc"),
+            |capacity| alloc_pinned_zeroed(stream.context(), capacity),
+        )
     }
 
     fn reserve_sums(&self, slot: &mut Slot, bytes: usize) -> Outcome {
         let stream = &self.streams[slot.stream];
-        if slot.counters.as_ref().map_or(0, CudaSlice::len) < bytes {
-            slot.counters = None;
-            slot.counters = Some(
-                stream
-                    .alloc_zeros(bytes.next_power_of_two())
-                    .or_cuda("cuMemAlloc")?,
-            );
-        }
-        Ok(())
+        slot.reserve_sums(bytes, |capacity| {
+            stream.alloc_zeros(capacity).or_cuda("cuMemAlloc")
+        })
     }
 
     fn upload_counters(&self, slot: &mut Slot, counters: &[u8]) -> Outcome {

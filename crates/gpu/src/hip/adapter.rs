@@ -17,9 +17,9 @@ use zeroize::Zeroize;
 use super::library::{Handle, Runtime};
 use super::HipDeviceInfo;
 use crate::host::arguments::{ArgumentValue, LaunchBuffers, MOST_ARGUMENTS};
+use crate::host::stream_slot::{SlotBuffer, StreamSlot};
 use crate::host::{
-    busy_nanoseconds, grown_capacity, Api, GpuHost, Launch, Never, Outcome, Staging, TimingJob,
-    ROUND_KEY_WORDS,
+    busy_nanoseconds, Api, GpuHost, Launch, Never, Outcome, Staging, TimingJob, ROUND_KEY_WORDS,
 };
 use crate::{DeviceKind, GpuApi, GpuError, KeyMaterial, TableCopies};
 
@@ -35,7 +35,7 @@ const EVENT_DISABLE_TIMING: u32 = 2;
 const HOST_MALLOC_PORTABLE: u32 = 1;
 
 /// Device memory from `hipMalloc`, freed when dropped.
-pub(crate) struct DeviceMemory {
+pub struct DeviceMemory {
     runtime: &'static Runtime,
     pointer: NonNull<c_void>,
     bytes: usize,
@@ -102,7 +102,7 @@ impl Drop for DeviceMemory {
 }
 
 /// Page-locked host memory from `hipHostMalloc`, zeroed, freed when dropped.
-pub(crate) struct PinnedMemory {
+pub struct PinnedMemory {
     runtime: &'static Runtime,
     pointer: NonNull<u8>,
     bytes: usize,
@@ -311,15 +311,18 @@ pub struct HipKernel {
 unsafe impl Send for HipKernel {}
 
 /// A stream's slab buffers, grown on demand and kept for later calls.
-pub struct Slot {
-    stream: usize,
-    staging: Staging,
-    input: Option<DeviceMemory>,
-    output: Option<DeviceMemory>,
-    /// Pinned host memory ordinary (pageable) data is staged through.
-    staged: Option<PinnedMemory>,
-    /// Segmented CTR: the slab's counter blocks.
-    counters: Option<DeviceMemory>,
+pub type Slot = StreamSlot<DeviceMemory, PinnedMemory>;
+
+impl SlotBuffer for DeviceMemory {
+    fn byte_len(&self) -> usize {
+        self.len()
+    }
+}
+
+impl SlotBuffer for PinnedMemory {
+    fn byte_len(&self) -> usize {
+        self.len()
+    }
 }
 
 /// The device's key buffers, the fixed AES tables, and what uploading the key needs.
@@ -482,51 +485,27 @@ impl Api for Hip {
     }
 
     fn new_slot(stream: usize) -> Slot {
-        Slot {
-            stream,
-            staging: Staging::Direct,
-            input: None,
-            output: None,
-            staged: None,
-            counters: None,
-        }
+        Slot::new(stream)
     }
 
     fn reserve(&self, slot: &mut Slot, bytes: usize, limit: usize, staging: Staging) -> Outcome {
         // Every call's first device step: the device becomes current on this thread.
         self.make_current()?;
-        let stream = &self.streams[slot.stream];
-        slot.staging = staging;
-        let device_capacity = slot.input.as_ref().map_or(0, DeviceMemory::len);
-        if device_capacity < bytes || slot.output.is_none() {
-            let capacity = grown_capacity(bytes, limit);
-            slot.input = None;
-            slot.output = None;
-            slot.input = Some(DeviceMemory::zeroed(self.runtime, capacity, stream.handle)?);
-            slot.output = Some(DeviceMemory::zeroed(self.runtime, capacity, stream.handle)?);
-        }
-        let staged_capacity = slot.staged.as_ref().map_or(0, PinnedMemory::len);
-        if staging == Staging::Staged && staged_capacity < bytes {
-            slot.staged = None;
-            slot.staged = Some(PinnedMemory::zeroed(
-                self.runtime,
-                grown_capacity(bytes, limit),
-            )?);
-        }
-        Ok(())
+        let stream = self.streams[slot.stream].handle;
+        slot.reserve(
+            bytes,
+            limit,
+            staging,
+            |capacity| DeviceMemory::zeroed(self.runtime, capacity, stream),
+            |capacity| PinnedMemory::zeroed(self.runtime, capacity),
+        )
     }
 
     fn reserve_sums(&self, slot: &mut Slot, bytes: usize) -> Outcome {
-        let stream = &self.streams[slot.stream];
-        if slot.counters.as_ref().map_or(0, DeviceMemory::len) < bytes {
-            slot.counters = None;
-            slot.counters = Some(DeviceMemory::zeroed(
-                self.runtime,
-                bytes.next_power_of_two(),
-                stream.handle,
-            )?);
-        }
-        Ok(())
+        let stream = self.streams[slot.stream].handle;
+        slot.reserve_sums(bytes, |capacity| {
+            DeviceMemory::zeroed(self.runtime, capacity, stream)
+        })
     }
 
     fn upload_counters(&self, slot: &mut Slot, counters: &[u8]) -> Outcome {

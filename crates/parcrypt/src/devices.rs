@@ -22,10 +22,14 @@ pub use parcrypt_engine::{
     available_threads, check_threads, cuda_device, cuda_device_with_cache, max_threads,
     tune_table_in, MIN_MAX_THREADS, THREADS_PER_CORE,
 };
+/// Where compiled GPU kernels are kept ([`crate::EngineBuilder::kernel_cache`]).
+pub use parcrypt_gpu::KernelCache;
 pub use parcrypt_gpu::{
     CudaDevice, CudaDeviceInfo, DeviceAllocation, ForeignDeviceMemory, GpuError, HipDevice,
     HipDeviceInfo, OpenClDevice, TuneTable,
 };
+/// The AES-GCM kernels of this CPU ([`crate::EngineBuilder::gcm_kernel`]).
+pub use parcrypt_modes::gcm::GcmKernel;
 
 /// Tuning an engine for one GPU: measuring launch shapes and crossovers into a tune file.
 pub mod tune {

@@ -5,7 +5,7 @@
 //! Without OpenCL the test prints SKIPPED and passes, unless `CI` is set (CI installs PoCL).
 
 #[path = "support/opencl.rs"]
-#[allow(dead_code)] // this file needs only the device check
+#[allow(dead_code)] // this file needs only the OpenCL engine
 mod opencl;
 
 use std::sync::Arc;
@@ -31,10 +31,10 @@ const SIZES: [usize; 12] = [
 
 #[test]
 fn gcm_on_the_device_matches_seq_and_refuses_forgeries() {
-    if opencl::first_device_name().is_none() {
+    let Some(gpu) = opencl::opencl_engine() else {
         return;
-    }
-    let gpu = Arc::new(Engine::new(Backend::Opencl, Some(2)).expect("OpenCL engine"));
+    };
+    let gpu = Arc::new(gpu);
     let seq = Arc::new(Engine::new(Backend::Seq, None).unwrap());
     for name in ["aes-128-gcm", "aes-256-gcm", "rc6-128-gcm"] {
         let suite: CipherSpec = name.parse().unwrap();

@@ -5,7 +5,7 @@
 //! Without OpenCL the test prints SKIPPED and passes, unless `CI` is set (CI installs PoCL).
 
 #[path = "support/opencl.rs"]
-#[allow(dead_code)] // this file needs only the device check
+#[allow(dead_code)] // this file needs only the OpenCL engine
 mod opencl;
 
 use std::sync::Arc;
@@ -14,10 +14,10 @@ use parcrypt_engine::{Backend, CipherSpec, Direction, Engine, KeyedCipher, Mode}
 
 #[test]
 fn one_key_many_messages_on_a_gpu_backend_match_seq() {
-    if opencl::first_device_name().is_none() {
+    let Some(gpu) = opencl::opencl_engine() else {
         return;
-    }
-    let gpu = Arc::new(Engine::new(Backend::Opencl, Some(2)).expect("OpenCL engine"));
+    };
+    let gpu = Arc::new(gpu);
     let seq = Arc::new(Engine::new(Backend::Seq, None).unwrap());
     for name in ["aes-128-gcm", "aes-256-ctr", "bf-cbc", "rc6-128-gcm"] {
         let suite: CipherSpec = name.parse().unwrap();

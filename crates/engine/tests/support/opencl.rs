@@ -1,6 +1,7 @@
 //! What the engine's OpenCL tests share: the device, or why a test is skipped without one,
 //! and the pieces of the made-up tune tables they install.
 
+use parcrypt_engine::{Backend, Engine};
 use parcrypt_gpu::tuning::TunedShape;
 use parcrypt_gpu::{LaunchGeometry, OpenClDevice};
 
@@ -24,6 +25,13 @@ pub fn first_device_name() -> Option<String> {
 pub fn open_first_device() -> Option<OpenClDevice> {
     first_device_name()?;
     Some(OpenClDevice::open(0).unwrap_or_else(|error| panic!("opening OpenCL device: {error}")))
+}
+
+/// The OpenCL backend on two host threads; `None` as [`first_device_name`] says.
+#[allow(dead_code)] // each test file uses what it needs
+pub fn opencl_engine() -> Option<Engine> {
+    first_device_name()?;
+    Some(Engine::new(Backend::Opencl, Some(2)).expect("OpenCL engine"))
 }
 
 /// A launch shape of `threads_per_group` work-items that take `blocks_per_thread` each.

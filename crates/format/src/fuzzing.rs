@@ -155,18 +155,14 @@ pub fn edit_and_open(data: &[u8]) {
     let mut choices = Choices::new(data);
     let engine = Engine::new(Backend::Seq, None).expect("the seq engine");
     let batcher = CpuChunks::new(&engine);
-    let Sealed {
-        format,
-        plaintext,
-        options,
-        original,
-        ..
-    } = Sealed::new(&mut choices, &batcher, 6, 0x33, |i| {
+    let message = Sealed::new(&mut choices, &batcher, 6, 0x33, |i| {
         (i as u8) ^ 0x5a ^ (i / CHUNK_BYTES) as u8
     });
+    let (format, options) = (message.format, &message.options);
+    let (plaintext, original) = (&message.plaintext[..], &message.original[..]);
     let length = plaintext.len();
 
-    let mut file = original.clone();
+    let mut file = original.to_vec();
     for _ in 0..choices.number(4) {
         match choices.byte() % 6 {
             0 if !file.is_empty() => {
@@ -209,7 +205,7 @@ pub fn edit_and_open(data: &[u8]) {
         b"",
         &mut &file[..],
         &mut output,
-        &options,
+        options,
     );
     if unchanged {
         assert_eq!(result.expect("an unchanged file decrypts"), length as u64);
@@ -240,7 +236,7 @@ pub fn edit_and_open(data: &[u8]) {
                 offset,
                 range,
                 &mut output,
-                &options,
+                options,
             )
         });
     match result {
@@ -321,14 +317,9 @@ pub fn parts_plan(data: &[u8]) {
     let mut choices = Choices::new(data);
     let engine = Engine::new(Backend::Seq, None).expect("the seq engine");
     let batcher = CpuChunks::new(&engine);
-    let Sealed {
-        format,
-        plaintext,
-        options,
-        keys,
-        envelope_bytes,
-        original,
-    } = Sealed::new(&mut choices, &batcher, 5, 0x44, |i| (i as u8) ^ 0xa7);
+    let message = Sealed::new(&mut choices, &batcher, 5, 0x44, |i| (i as u8) ^ 0xa7);
+    let (plaintext, original) = (&message.plaintext[..], &message.original[..]);
+    let envelope_bytes = message.envelope_bytes;
     let length = plaintext.len();
     let whole_chunks = length / CHUNK_BYTES;
     let final_chunk = &original[envelope_bytes + whole_chunks * SEALED_CHUNK_BYTES..];
@@ -385,7 +376,7 @@ pub fn parts_plan(data: &[u8]) {
 
     let planned = DecryptPlan::read(
         &batcher,
-        format,
+        message.format,
         Secret::Key(&KEY),
         b"",
         &crate::KdfLimits::DEFAULT,
@@ -416,7 +407,7 @@ pub fn parts_plan(data: &[u8]) {
         let mut output = Vec::new();
         let result = decrypt_range(
             &batcher,
-            &keys,
+            &message.keys,
             &mut file,
             envelope_bytes as u64,
             ByteRange {
@@ -424,7 +415,7 @@ pub fn parts_plan(data: &[u8]) {
                 end: Some(Bound::FromStart(claimed.plaintext_bytes)),
             },
             &mut output,
-            &options,
+            &message.options,
         );
         if genuine {
             assert!(result.is_ok() && output == plaintext);

@@ -1025,13 +1025,16 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
             .rev()
             .find(|r| r.backend == name && r.threads == threads && r.bytes == bytes)
     };
+    // Whether `name` has a figure on `threads` threads at any of the sizes.
+    let measured = |name: &str, threads: usize| {
+        sizes
+            .iter()
+            .any(|&bytes| find(name, threads, bytes).is_some())
+    };
     let mut runs = 0;
     for &count in &threads {
         for name in &names {
-            if sizes
-                .iter()
-                .all(|&bytes| find(name, count, bytes).is_none())
-            {
+            if !measured(name, count) {
                 continue;
             }
             let mut row = vec![name.clone(), count.to_string()];
@@ -1062,10 +1065,7 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
         table.row(ratio);
         // parcrypt's speed over another row's, where that row was measured.
         for (label, other) in [("parcrypt x one-pass", ONE_PASS), ("parcrypt x copy", COPY)] {
-            if sizes
-                .iter()
-                .all(|&bytes| find(other, count, bytes).is_none())
-            {
+            if !measured(other, count) {
                 continue;
             }
             let mut share = vec![label.to_string(), count.to_string()];
@@ -1078,10 +1078,7 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
             }
             table.row(share);
         }
-        if sizes
-            .iter()
-            .any(|&bytes| find(GHASH_PASS, count, bytes).is_some())
-        {
+        if measured(GHASH_PASS, count) {
             // The two passes one after the other: their times add up.
             let mut share = vec!["parcrypt x both passes".to_string(), count.to_string()];
             for &bytes in &sizes {

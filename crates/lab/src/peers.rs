@@ -274,6 +274,17 @@ pub struct Harness {
 }
 
 impl Harness {
+    /// A harness that runs `program` with `prefix` before the query's arguments, outside
+    /// a JVM.
+    fn native(peer: Peer, program: PathBuf, prefix: Vec<OsString>) -> Harness {
+        Harness {
+            peer,
+            program,
+            prefix,
+            java: false,
+        }
+    }
+
     /// Runs one measurement and reads its line. A harness that fails (its known answer
     /// included) gives its last stderr line as the error.
     pub fn run(&self, query: &PeerQuery) -> Result<PeerRun, String> {
@@ -387,12 +398,7 @@ impl PeerSetup {
                 let program = self
                     .rust_harness(&cargo, progress)
                     .map_err(|e| missing(&e))?;
-                Ok(Harness {
-                    peer,
-                    program,
-                    prefix: vec![peer.name().into()],
-                    java: false,
-                })
+                Ok(Harness::native(peer, program, vec![peer.name().into()]))
             }
             Peer::Evp => {
                 let cc = self
@@ -419,12 +425,7 @@ impl PeerSetup {
                     }
                 })
                 .map_err(|e| missing(&e))?;
-                Ok(Harness {
-                    peer,
-                    program,
-                    prefix: Vec::new(),
-                    java: false,
-                })
+                Ok(Harness::native(peer, program, Vec::new()))
             }
             Peer::Pyca => {
                 let python = self
@@ -440,12 +441,8 @@ impl PeerSetup {
                 if !has_module {
                     return Err(missing("python3 has no cryptography module"));
                 }
-                Ok(Harness {
-                    peer,
-                    program: python,
-                    prefix: vec![self.sources.join("pyca.py").into()],
-                    java: false,
-                })
+                let script = self.sources.join("pyca.py");
+                Ok(Harness::native(peer, python, vec![script.into()]))
             }
             Peer::Go => {
                 let go = self.find("go").ok_or_else(|| missing("no go on PATH"))?;
@@ -466,12 +463,7 @@ impl PeerSetup {
                     },
                 )
                 .map_err(|e| missing(&e))?;
-                Ok(Harness {
-                    peer,
-                    program,
-                    prefix: Vec::new(),
-                    java: false,
-                })
+                Ok(Harness::native(peer, program, Vec::new()))
             }
             Peer::Java => {
                 let from_home = |name: &str| {

@@ -898,20 +898,15 @@ impl<A: Api> GpuHost<A> {
         let mut partial_bytes = vec![0u8; 16 * segments];
         // A final partial block, zero-padded; outlives the wait below, as the copies need.
         let mut last_block = [0u8; 16];
-        let mut state = self.lock_state();
-        let ran = self.run_ghash_slabs(
-            &mut state,
+        self.run_ghash_slabs(
+            self.lock_state(),
             hash_key,
             plan,
             GhashKernel::Segments,
             data,
             &mut partial_bytes,
             &mut last_block,
-        );
-        // Host memory (the data, the partial sums) may be in flight until the queues drain.
-        let waited = self.adapter.wait(true);
-        drop(state);
-        ran.and(waited)?;
+        )?;
         Ok(partial_bytes
             .chunks_exact(16)
             .map(|pair| {
@@ -934,7 +929,7 @@ impl<A: Api> GpuHost<A> {
         let (device_part, tail) = data.split_at(whole);
         let mut sum = 0u128;
         if !device_part.is_empty() {
-            let mut state = self.lock_state();
+            let state = self.lock_state();
             let group = ghash_group_size(state.kernels.ghash_groups_max_group_size);
             let segments_per_slab = plan.slab_bytes / segment_bytes;
             let groups_in = |segments: usize| segments.div_ceil(group);
@@ -942,20 +937,15 @@ impl<A: Api> GpuHost<A> {
             let slabs = device_part.len().div_ceil(plan.slab_bytes);
             let mut partial_bytes = vec![0u8; 16 * slab_groups * slabs];
             let mut last_block = [0u8; 16];
-            let ran = self.run_ghash_slabs(
-                &mut state,
+            self.run_ghash_slabs(
+                state,
                 hash_key,
                 plan,
                 GhashKernel::Groups { group },
                 device_part,
                 &mut partial_bytes,
                 &mut last_block,
-            );
-            // Host memory (the data, the partial sums) may be in flight until the queues
-            // drain.
-            let waited = self.adapter.wait(true);
-            drop(state);
-            ran.and(waited)?;
+            )?;
             let full_group = key.power((group * segment_bytes / 16) as u64);
             for (slab, sums) in device_part
                 .chunks(plan.slab_bytes)
@@ -969,11 +959,39 @@ impl<A: Api> GpuHost<A> {
         Ok(sum)
     }
 
+    /// [`GpuHost::enqueue_ghash_slabs`] under `state`, then the wait for every queue, which
+    /// comes whether or not the enqueueing failed (host memory, the data and the partial
+    /// sums, may be in flight until the queues drain), and only then the lock's release.
+    #[allow(clippy::too_many_arguments)]
+    fn run_ghash_slabs(
+        &self,
+        mut state: MutexGuard<'_, State<A>>,
+        hash_key: &[u8; 16],
+        plan: SegmentPlan,
+        kernel: GhashKernel,
+        data: &[u8],
+        partial_bytes: &mut [u8],
+        last_block: &mut [u8; 16],
+    ) -> Result<(), GpuError> {
+        let enqueued = self.enqueue_ghash_slabs(
+            &mut state,
+            hash_key,
+            plan,
+            kernel,
+            data,
+            partial_bytes,
+            last_block,
+        );
+        let waited = self.adapter.wait(true);
+        drop(state);
+        enqueued.and(waited)
+    }
+
     /// Enqueues every slab of whole segments: upload (a final partial block zero-padded),
     /// kernel, download of the slab's partial sums (one per segment, or one per work-group
     /// of segments with [`GhashKernel::Groups`]), on rotating queues. The caller waits.
     #[allow(clippy::too_many_arguments)]
-    fn run_ghash_slabs(
+    fn enqueue_ghash_slabs(
         &self,
         state: &mut State<A>,
         hash_key: &[u8; 16],
@@ -1055,8 +1073,8 @@ impl<A: Api> GpuHost<A> {
                 timed: false,
             };
             // SAFETY: `slab` is borrowed from `data`, and the partial sums and `last_block`
-            // from `ghash_segments`, until it has waited for every queue, and nothing
-            // touches them before. Only the final slab can end in a partial block, so
+            // from the caller (`ghash_segments` or `ghash_whole`), until `run_ghash_slabs`
+            // has waited for every queue, and nothing touches them before. Only the final slab can end in a partial block, so
             // `last_block` is written once, before its copy is enqueued. The slot's buffers
             // hold `blocks * 16` bytes (reserved), at least the 16 bytes per segment the
             // kernel writes (every segment has a block); the arguments are the GHASH

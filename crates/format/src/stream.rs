@@ -117,36 +117,24 @@ pub fn encrypt_chunks(
     writer: &mut (dyn Write + Send),
     options: &StreamOptions<'_>,
 ) -> Result<u64, FormatError> {
-    let batch = options.batch_chunks(batcher);
-    let mut next_chunk = 0u64;
-    let mut plaintext = 0u64;
-    run_pipeline(
-        reader,
-        writer,
-        batch * SEALED_CHUNK_BYTES,
-        Fill::Slots { chunks: batch },
-        options.stages,
-        |buffer| {
-            let full = buffer.filled / CHUNK_BYTES;
-            let sealed = if buffer.ended {
-                // The final chunk: whatever is left, possibly nothing; its tag follows its text.
-                full * SEALED_CHUNK_BYTES + buffer.filled % CHUNK_BYTES + TAG_BYTES
-            } else {
-                full * SEALED_CHUNK_BYTES
-            };
-            let batch_bytes = &mut buffer.bytes[..sealed];
-            let chunks = batch_chunks(next_chunk, batch_bytes)?;
-            batcher.seal_batch(keys, next_chunk, batch_bytes)?;
-            next_chunk += chunks;
-            plaintext += buffer.filled as u64;
-            options.report(plaintext);
-            Ok(Step {
-                emit: Emit::Prefix(sealed),
-                outcome: buffer.ended.then_some(Ok(())),
-            })
-        },
-    )?;
-    Ok(plaintext)
+    let fill = |chunks| Fill::Slots { chunks };
+    run_chunks(batcher, reader, writer, options, fill, |buffer, done| {
+        let full = buffer.filled / CHUNK_BYTES;
+        let sealed = if buffer.ended {
+            // The final chunk: whatever is left, possibly nothing; its tag follows its text.
+            full * SEALED_CHUNK_BYTES + buffer.filled % CHUNK_BYTES + TAG_BYTES
+        } else {
+            full * SEALED_CHUNK_BYTES
+        };
+        let batch_bytes = &mut buffer.bytes[..sealed];
+        let chunks = batch_chunks(done.next_chunk, batch_bytes)?;
+        batcher.seal_batch(keys, done.next_chunk, batch_bytes)?;
+        done.advance(chunks, buffer.filled as u64, options);
+        Ok(Step {
+            emit: Emit::Prefix(sealed),
+            outcome: buffer.ended.then_some(Ok(())),
+        })
+    })
 }
 
 /// Decrypts the chunks of a message (the envelope must already be read and unlocked) and
@@ -159,72 +147,101 @@ pub fn decrypt_chunks(
     writer: &mut (dyn Write + Send),
     options: &StreamOptions<'_>,
 ) -> Result<u64, FormatError> {
+    let fill = |_| Fill::Whole;
+    run_chunks(batcher, reader, writer, options, fill, |buffer, done| {
+        let next_chunk = done.next_chunk;
+        let filled = buffer.filled;
+        let full = filled / SEALED_CHUNK_BYTES;
+        let tail = filled % SEALED_CHUNK_BYTES;
+        // A buffer that is not the last holds only full chunks. The last one must end with
+        // the short final chunk: at least a tag. Whole chunks before a bad ending are
+        // still opened first, so that damage is reported before truncation.
+        let (openable, ending) = match (buffer.ended, tail) {
+            (false, _) => (filled, None),
+            (true, 0) => (
+                filled,
+                Some(FormatError::TruncatedAfter {
+                    chunks: next_chunk + full as u64,
+                }),
+            ),
+            (true, tail) if tail < TAG_BYTES => (
+                full * SEALED_CHUNK_BYTES,
+                Some(FormatError::TruncatedChunk {
+                    index: next_chunk + full as u64,
+                    bytes: tail,
+                }),
+            ),
+            (true, _) => (filled, None),
+        };
+        let batch_bytes = &mut buffer.bytes[..openable];
+        let chunks = batch_chunks(next_chunk, batch_bytes)?;
+        match batcher.open_batch(keys, next_chunk, batch_bytes) {
+            Ok(()) => {}
+            Err(error @ FormatError::DamagedChunk { index, .. })
+                if index >= next_chunk && index < next_chunk + chunks =>
+            {
+                // Release the chunks before the damaged one, and nothing else.
+                let good = (index - next_chunk) as usize * SEALED_CHUNK_BYTES;
+                done.advance(0, (index - next_chunk) * CHUNK_BYTES as u64, options);
+                return Ok(Step {
+                    emit: Emit::all_texts(good),
+                    outcome: Some(Err(error)),
+                });
+            }
+            Err(error) => return Err(error),
+        }
+        done.advance(chunks, openable as u64 - chunks * TAG_BYTES as u64, options);
+        let outcome = match (buffer.ended, ending) {
+            (_, Some(error)) => Some(Err(error)),
+            (true, None) => Some(Ok(())),
+            (false, None) => None,
+        };
+        Ok(Step {
+            emit: Emit::all_texts(openable),
+            outcome,
+        })
+    })
+}
+
+/// How far a message's chunks have come: the index of the next chunk and the plaintext
+/// bytes sealed or released so far.
+#[derive(Default)]
+struct ChunksDone {
+    next_chunk: u64,
+    plaintext: u64,
+}
+
+impl ChunksDone {
+    /// Counts `chunks` more chunks and `plaintext` more bytes, and reports the bytes.
+    fn advance(&mut self, chunks: u64, plaintext: u64, options: &StreamOptions<'_>) {
+        self.next_chunk += chunks;
+        self.plaintext += plaintext;
+        options.report(self.plaintext);
+    }
+}
+
+/// The pipeline both directions run over a message's chunks: buffers of a batch of sealed
+/// chunks (the batch `options` and `batcher` agree on), read as `fill` says for the batch,
+/// each handed to `process` with how far the message has come. Returns the plaintext bytes.
+fn run_chunks(
+    batcher: &dyn ChunkBatcher,
+    reader: &mut (dyn Read + Send),
+    writer: &mut (dyn Write + Send),
+    options: &StreamOptions<'_>,
+    fill: impl FnOnce(usize) -> Fill,
+    mut process: impl FnMut(&mut Buffer, &mut ChunksDone) -> Result<Step, FormatError>,
+) -> Result<u64, FormatError> {
     let batch = options.batch_chunks(batcher);
-    let mut next_chunk = 0u64;
-    let mut plaintext = 0u64;
+    let mut done = ChunksDone::default();
     run_pipeline(
         reader,
         writer,
         batch * SEALED_CHUNK_BYTES,
-        Fill::Whole,
+        fill(batch),
         options.stages,
-        |buffer| {
-            let filled = buffer.filled;
-            let full = filled / SEALED_CHUNK_BYTES;
-            let tail = filled % SEALED_CHUNK_BYTES;
-            // A buffer that is not the last holds only full chunks. The last one must end with
-            // the short final chunk: at least a tag. Whole chunks before a bad ending are
-            // still opened first, so that damage is reported before truncation.
-            let (openable, ending) = match (buffer.ended, tail) {
-                (false, _) => (filled, None),
-                (true, 0) => (
-                    filled,
-                    Some(FormatError::TruncatedAfter {
-                        chunks: next_chunk + full as u64,
-                    }),
-                ),
-                (true, tail) if tail < TAG_BYTES => (
-                    full * SEALED_CHUNK_BYTES,
-                    Some(FormatError::TruncatedChunk {
-                        index: next_chunk + full as u64,
-                        bytes: tail,
-                    }),
-                ),
-                (true, _) => (filled, None),
-            };
-            let batch_bytes = &mut buffer.bytes[..openable];
-            let chunks = batch_chunks(next_chunk, batch_bytes)?;
-            match batcher.open_batch(keys, next_chunk, batch_bytes) {
-                Ok(()) => {}
-                Err(error @ FormatError::DamagedChunk { index, .. })
-                    if index >= next_chunk && index < next_chunk + chunks =>
-                {
-                    // Release the chunks before the damaged one, and nothing else.
-                    let good = (index - next_chunk) as usize * SEALED_CHUNK_BYTES;
-                    plaintext += (index - next_chunk) * CHUNK_BYTES as u64;
-                    options.report(plaintext);
-                    return Ok(Step {
-                        emit: Emit::all_texts(good),
-                        outcome: Some(Err(error)),
-                    });
-                }
-                Err(error) => return Err(error),
-            }
-            next_chunk += chunks;
-            plaintext += openable as u64 - chunks * TAG_BYTES as u64;
-            options.report(plaintext);
-            let outcome = match (buffer.ended, ending) {
-                (_, Some(error)) => Some(Err(error)),
-                (true, None) => Some(Ok(())),
-                (false, None) => None,
-            };
-            Ok(Step {
-                emit: Emit::all_texts(openable),
-                outcome,
-            })
-        },
+        |buffer| process(buffer, &mut done),
     )?;
-    Ok(plaintext)
+    Ok(done.plaintext)
 }
 
 /// Reads plaintext into the text part of each chunk slot of `buffer`, in order, until every

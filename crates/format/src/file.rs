@@ -220,51 +220,46 @@ impl OutputPlan {
         };
         let folder = folder_of(&path);
         match existing {
-            Some(metadata) if metadata.is_dir() => Err(FormatError::OutputIsFolder(shown)),
+            Some(metadata) if metadata.is_dir() => {
+                return Err(FormatError::OutputIsFolder(shown));
+            }
             Some(metadata) if metadata.is_file() => {
                 check_not_input(&shown, Some(&metadata), input)?;
                 if !replace {
                     return Err(FormatError::OutputExists(shown));
                 }
-                check_folder(&shown, &folder)?;
-                Ok(OutputPlan {
-                    shown,
-                    way: Way::Replace {
-                        target: path,
-                        folder,
-                        replace,
-                    },
-                })
             }
-            Some(_) => Ok(OutputPlan {
-                shown,
-                way: Way::InPlace(path),
-            }),
-            None => {
-                if !folder.is_dir() {
-                    return Err(if links > 0 {
-                        FormatError::DanglingLink {
-                            link: shown,
-                            target: path,
-                        }
-                    } else {
-                        FormatError::OutputFolderMissing {
-                            path: shown,
-                            folder,
-                        }
-                    });
-                }
-                check_folder(&shown, &folder)?;
-                Ok(OutputPlan {
+            Some(_) => {
+                return Ok(OutputPlan {
                     shown,
-                    way: Way::Replace {
-                        target: path,
-                        folder,
-                        replace,
-                    },
-                })
+                    way: Way::InPlace(path),
+                });
             }
+            None if !folder.is_dir() => {
+                return Err(if links > 0 {
+                    FormatError::DanglingLink {
+                        link: shown,
+                        target: path,
+                    }
+                } else {
+                    FormatError::OutputFolderMissing {
+                        path: shown,
+                        folder,
+                    }
+                });
+            }
+            None => {}
         }
+        // A regular file to replace, or a new one in a folder that exists.
+        check_folder(&shown, &folder)?;
+        Ok(OutputPlan {
+            shown,
+            way: Way::Replace {
+                target: path,
+                folder,
+                replace,
+            },
+        })
     }
 
     /// Whether the destination is written in place (a FIFO, a device, a descriptor): no

@@ -413,8 +413,6 @@ mod tests {
     #[test]
     fn a_cached_binary_that_fails_the_self_test_is_replaced() {
         let Some(info) = gpu_or_skip() else { return };
-        let directory = tempfile::tempdir().unwrap();
-        let cache = KernelCache::Directory(directory.path().to_path_buf());
         let copies = TableCopies::for_device(DeviceKind::Gpu, info.shared_memory_per_block_bytes);
         let variant = KernelVariant::for_table_copies(copies);
         let (major, minor) = info.compute_capability;
@@ -422,15 +420,22 @@ mod tests {
         let options = variant.nvrtc_options(&architecture);
         let source = kernel_source::cuda_source();
         // An image of subtly wrong kernels stored under the name of the real ones.
-        let wrong_source = program_cache::stale::wrong_source(&source);
-        let path = cache_entry(&cache, &info, &options, &source)
-            .unwrap()
-            .unwrap();
-        let stale = compiler::compile_source(&wrong_source, &architecture, &options).unwrap();
-        program_cache::store(&path, &stale);
-        program_cache::stale::assert_replaced_on_open(&path, &stale, copies, cache, |options| {
-            CudaDevice::open_with(0, options).map(|opened| opened.program_origin())
-        });
+        program_cache::stale::assert_wrong_binary_replaced(
+            &source,
+            copies,
+            |cache| {
+                cache_entry(cache, &info, &options, &source)
+                    .unwrap()
+                    .unwrap()
+            },
+            |wrong_source, path| {
+                let stale = compiler::compile_source(wrong_source, &architecture, &options);
+                let stale = stale.unwrap();
+                program_cache::store(path, &stale);
+                stale
+            },
+            |options| CudaDevice::open_with(0, options).map(|opened| opened.program_origin()),
+        );
     }
 
     #[test]

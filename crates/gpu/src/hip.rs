@@ -277,21 +277,26 @@ mod tests {
     #[test]
     fn a_cached_binary_that_fails_the_self_test_is_replaced() {
         let Some(info) = gpu_or_skip() else { return };
-        let directory = tempfile::tempdir().unwrap();
-        let cache = KernelCache::Directory(directory.path().to_path_buf());
         let copies = table_copies_for(info.shared_memory_per_block_bytes);
         let options = hiprtc_options(info.target(), copies);
         let source = kernel_source::hip_source();
         // A code object of subtly wrong kernels stored under the name of the real ones.
-        let wrong_source = program_cache::stale::wrong_source(&source);
-        let path = cache_entry(&cache, &info, &options, &source)
-            .unwrap()
-            .unwrap();
-        let stale = compiler::compile_source(&wrong_source, info.target(), &options).unwrap();
-        program_cache::store(&path, &stale);
-        program_cache::stale::assert_replaced_on_open(&path, &stale, copies, cache, |options| {
-            HipDevice::open_with(0, options).map(|opened| opened.program_origin())
-        });
+        program_cache::stale::assert_wrong_binary_replaced(
+            &source,
+            copies,
+            |cache| {
+                cache_entry(cache, &info, &options, &source)
+                    .unwrap()
+                    .unwrap()
+            },
+            |wrong_source, path| {
+                let stale = compiler::compile_source(wrong_source, info.target(), &options);
+                let stale = stale.unwrap();
+                program_cache::store(path, &stale);
+                stale
+            },
+            |options| HipDevice::open_with(0, options).map(|opened| opened.program_origin()),
+        );
     }
 
     #[test]

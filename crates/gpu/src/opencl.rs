@@ -296,26 +296,27 @@ pub(crate) mod tests {
     #[test]
     fn a_cached_binary_that_fails_the_self_test_is_replaced() {
         let Some(device) = first_device() else { return };
-        let directory = tempfile::tempdir().unwrap();
-        let cache = KernelCache::Directory(directory.path().to_path_buf());
         let copies = TableCopies::for_device(device.info.kind, device.info.local_memory_bytes);
         let options = build_options(copies);
         let source = kernel_source::opencl_source();
         // A binary of subtly wrong kernels stored under the name of the real ones.
-        let wrong_source = program_cache::stale::wrong_source(&source);
-        let context = Context::from_device(&ClDevice::new(device.id)).unwrap();
-        let path = cache_entry(&cache, &device, &options, &source).unwrap();
-        let program_source = program::ProgramSource {
-            device_id: device.id,
-            device_name: "test",
-            source: &wrong_source,
-            options: &options,
-            cache_entry: Some(&path),
-        };
-        program::compile_and_store(&context, &program_source).unwrap();
-        let stale = std::fs::read(&path).unwrap();
-        program_cache::stale::assert_replaced_on_open(&path, &stale, copies, cache, |options| {
-            OpenClDevice::open_with(0, options).map(|opened| opened.program_origin())
-        });
+        program_cache::stale::assert_wrong_binary_replaced(
+            &source,
+            copies,
+            |cache| cache_entry(cache, &device, &options, &source).unwrap(),
+            |wrong_source, path| {
+                let context = Context::from_device(&ClDevice::new(device.id)).unwrap();
+                let program_source = program::ProgramSource {
+                    device_id: device.id,
+                    device_name: "test",
+                    source: wrong_source,
+                    options: &options,
+                    cache_entry: Some(path),
+                };
+                program::compile_and_store(&context, &program_source).unwrap();
+                std::fs::read(path).unwrap()
+            },
+            |options| OpenClDevice::open_with(0, options).map(|opened| opened.program_origin()),
+        );
     }
 }

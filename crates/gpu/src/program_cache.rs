@@ -106,10 +106,10 @@ mod tests {
     }
 }
 
-/// What the OpenCL and CUDA hosts' tests of a stale cache entry share.
+/// What the OpenCL, CUDA and HIP hosts' tests of a stale cache entry share.
 #[cfg(test)]
 pub(crate) mod stale {
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
     use crate::{GpuError, KernelCache, OpenOptions, ProgramOrigin, TableCopies};
 
@@ -121,11 +121,30 @@ pub(crate) mod stale {
         wrong
     }
 
+    /// The stale-cache test every backend runs, in a fresh cache: `store_wrong` compiles
+    /// `source` made wrong ([`wrong_source`]) and stores the binary at `path`, the cache
+    /// file `entry` names for the real `source`, returning the bytes stored; then, as
+    /// [`assert_replaced_on_open`] says, `open` must come up compiled from source with
+    /// `copies`, the stale binary replaced.
+    pub(crate) fn assert_wrong_binary_replaced(
+        source: &str,
+        copies: TableCopies,
+        entry: impl FnOnce(&KernelCache) -> PathBuf,
+        store_wrong: impl FnOnce(&str, &Path) -> Vec<u8>,
+        open: impl FnOnce(&OpenOptions) -> Result<ProgramOrigin, GpuError>,
+    ) {
+        let directory = tempfile::tempdir().unwrap();
+        let cache = KernelCache::Directory(directory.path().to_path_buf());
+        let path = entry(&cache);
+        let stale = store_wrong(&wrong_source(source), &path);
+        assert_replaced_on_open(&path, &stale, copies, cache, open);
+    }
+
     /// Opens a device with `copies` over `cache` through `open` (which gives the opened
     /// device's program origin), with the binary `stale` stored at `path` in that cache
     /// under the real kernels' name: the self-test must catch it, and the device must come
     /// up compiled from source, with the stale binary replaced.
-    pub(crate) fn assert_replaced_on_open(
+    fn assert_replaced_on_open(
         path: &Path,
         stale: &[u8],
         copies: TableCopies,

@@ -377,12 +377,7 @@ mod tests {
 
     #[test]
     fn segmented_kernels_are_entry_points_under_nvrtc() {
-        if let Err(error) = check_nvrtc() {
-            assert!(
-                !crate::test_support::gpu_required(),
-                "PARCRYPT_REQUIRE_GPU=1, so NVRTC must be loadable: {error}"
-            );
-            println!("SKIPPED: {error}");
+        if crate::test_support::gpu_or_skip(check_nvrtc(), "NVRTC").is_none() {
             return;
         }
         // The per-lane variant, as PTX: what an H200 loads, with dynamic shared memory.
@@ -395,19 +390,9 @@ mod tests {
         }
     }
 
-    /// GpuHost 0's description, or `None` after saying why there is no GPU to test on.
+    /// Device 0's description, or `None` after saying why there is no GPU to test on.
     fn gpu_or_skip() -> Option<CudaDeviceInfo> {
-        match devices::describe(0) {
-            Ok(info) => Some(info),
-            Err(error) => {
-                assert!(
-                    !crate::test_support::gpu_required(),
-                    "PARCRYPT_REQUIRE_GPU=1, so a CUDA GPU must be present: {error}"
-                );
-                println!("SKIPPED: no CUDA GPU/driver [{error}]");
-                None
-            }
-        }
+        crate::test_support::gpu_or_skip(devices::describe(0), "CUDA GPU/driver")
     }
 
     #[test]

@@ -265,13 +265,7 @@ mod tests {
 
     /// Device 0's description, or `None` after saying why there is no GPU to test on.
     fn gpu_or_skip() -> Option<HipDeviceInfo> {
-        match devices::describe(0) {
-            Ok(info) => Some(info),
-            Err(error) => {
-                println!("SKIPPED: no AMD GPU/HIP runtime [{error}]");
-                None
-            }
-        }
+        crate::test_support::found_or_skip(devices::describe(0), "AMD GPU/HIP runtime", None)
     }
 
     #[test]

@@ -253,18 +253,13 @@ pub(crate) mod tests {
 
     /// The first device, or `None` after saying why (a failure under CI, which has PoCL).
     pub(crate) fn first_device() -> Option<devices::FoundDevice> {
-        match devices::find_all() {
-            Ok(found) if !found.is_empty() => found.into_iter().next(),
-            outcome => {
-                let reason = outcome.map(|found| found.len());
-                assert!(
-                    !crate::test_support::in_ci(),
-                    "CI needs an OpenCL device: {reason:?}"
-                );
-                println!("SKIPPED: no OpenCL device (install pocl-opencl-icd)");
-                None
-            }
-        }
+        let first = devices::find_all().map_err(|error| error.to_string());
+        let first = first.and_then(|found| {
+            let none = "none found; install pocl-opencl-icd";
+            found.into_iter().next().ok_or_else(|| none.to_string())
+        });
+        let in_ci = crate::test_support::in_ci().then_some("CI installs PoCL");
+        crate::test_support::found_or_skip(first, "OpenCL device", in_ci)
     }
 
     #[test]

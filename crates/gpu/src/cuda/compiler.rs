@@ -488,16 +488,7 @@ mod tests {
     /// NVRTC itself, when it can be loaded (the integration test `cuda_nvrtc` insists on it
     /// under CI).
     fn nvrtc_or_skip() -> bool {
-        match check_nvrtc() {
-            Ok(()) => true,
-            Err(error) if crate::test_support::gpu_required() => {
-                panic!("PARCRYPT_REQUIRE_GPU=1, so NVRTC must be loadable: {error}")
-            }
-            Err(error) => {
-                println!("SKIPPED: {error}");
-                false
-            }
-        }
+        crate::test_support::gpu_or_skip(check_nvrtc(), "NVRTC").is_some()
     }
 
     #[test]

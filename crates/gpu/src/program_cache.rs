@@ -121,22 +121,23 @@ pub(crate) mod stale {
         wrong
     }
 
-    /// The stale-cache test every backend runs, in a fresh cache: `store_wrong` compiles
-    /// `source` made wrong ([`wrong_source`]) and stores the binary at `path`, the cache
-    /// file `entry` names for the real `source`, returning the bytes stored; then, as
-    /// [`assert_replaced_on_open`] says, `open` must come up compiled from source with
-    /// `copies`, the stale binary replaced.
+    /// The stale-cache test every backend runs, in a fresh cache: the binary `compile`
+    /// makes of `source` made wrong ([`wrong_source`]) is stored at the cache file `entry`
+    /// names for the real `source` (`compile` is given that path too, for APIs whose
+    /// compiler writes there itself); then, as [`assert_replaced_on_open`] says, `open`
+    /// must come up compiled from source with `copies`, the stale binary replaced.
     pub(crate) fn assert_wrong_binary_replaced(
         source: &str,
         copies: TableCopies,
         entry: impl FnOnce(&KernelCache) -> PathBuf,
-        store_wrong: impl FnOnce(&str, &Path) -> Vec<u8>,
+        compile: impl FnOnce(&str, &Path) -> Vec<u8>,
         open: impl FnOnce(&OpenOptions) -> Result<ProgramOrigin, GpuError>,
     ) {
         let directory = tempfile::tempdir().unwrap();
         let cache = KernelCache::Directory(directory.path().to_path_buf());
         let path = entry(&cache);
-        let stale = store_wrong(&wrong_source(source), &path);
+        let stale = compile(&wrong_source(source), &path);
+        super::store(&path, &stale);
         assert_replaced_on_open(&path, &stale, copies, cache, open);
     }
 

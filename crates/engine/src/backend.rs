@@ -377,6 +377,12 @@ impl Engine {
     }
 }
 
+/// What runs one range of a split: `(index, offset, range)` to its result, on whichever
+/// thread takes the range.
+trait RangeWork<T, R>: Fn(usize, usize, T) -> R + Sync {}
+
+impl<T, R, F: Fn(usize, usize, T) -> R + Sync> RangeWork<T, R> for F {}
+
 /// A range waiting for the thread that takes it: (offset, range).
 type Slot<T> = std::sync::Mutex<Option<(usize, T)>>;
 
@@ -398,12 +404,11 @@ fn take_slot<T>(slot: &Slot<T>) -> Option<(usize, T)> {
 /// The `threads` backend's static split: pool thread t takes ranges t, t + N, t + 2N, ...
 /// whatever the others are doing (no stealing); the plan makes that one range per thread.
 /// Each slot is taken exactly once, by the thread it belongs to.
-fn run_on_team<T, R, F>(pool: &rayon::ThreadPool, ranges: Vec<(usize, T)>, work: F) -> Vec<R>
-where
-    T: Send,
-    R: Send,
-    F: Fn(usize, usize, T) -> R + Sync,
-{
+fn run_on_team<T: Send, R: Send>(
+    pool: &rayon::ThreadPool,
+    ranges: Vec<(usize, T)>,
+    work: impl RangeWork<T, R>,
+) -> Vec<R> {
     let count = ranges.len();
     let slots = into_slots(ranges);
     let per_thread = pool.broadcast(|context| {
@@ -428,12 +433,12 @@ where
 /// waiting (`install` and a parallel iterator), a 1 MiB AES-CTR job on two threads took
 /// longer than on the caller alone, and with rayon's scope (the caller working, but waiting
 /// for every spawned task to start) a 256 KiB one ran at a quarter of one thread's rate.
-fn run_shared<T, R, F>(team: &Team, threads: usize, ranges: Vec<(usize, T)>, work: F) -> Vec<R>
-where
-    T: Send,
-    R: Send,
-    F: Fn(usize, usize, T) -> R + Sync,
-{
+fn run_shared<T: Send, R: Send>(
+    team: &Team,
+    threads: usize,
+    ranges: Vec<(usize, T)>,
+    work: impl RangeWork<T, R>,
+) -> Vec<R> {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     let count = ranges.len();

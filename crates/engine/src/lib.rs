@@ -79,9 +79,6 @@ pub use backend::{
     THREADS_PER_CORE,
 };
 pub use builder::EngineBuilder;
-/// How long an idle pool thread looks for the next job by default
-/// ([`EngineBuilder::pool_spin`]).
-pub use team::DEFAULT_SPIN as DEFAULT_POOL_SPIN;
 pub use cipher::Cipher;
 pub use cost::{CostModel, AUTO_PARALLEL_THRESHOLD};
 pub use crypter::{Crypter, JobError, MAX_BLOCKS_64, MIN_GCM_IV_BYTES};
@@ -90,3 +87,6 @@ pub use gpu::{tune_table_in, EngineWarning};
 pub use keyed::{KeyedCipher, INLINE_MESSAGE_BYTES};
 pub use parcrypt_ciphers::Implementation;
 pub use parcrypt_modes::{CipherSpec, Direction, Mode};
+/// How long an idle pool thread looks for the next job by default
+/// ([`EngineBuilder::pool_spin`]).
+pub use team::DEFAULT_SPIN as DEFAULT_POOL_SPIN;

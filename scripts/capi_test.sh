@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The C ABI from C (run by scripts/test.sh): builds libparcrypt (the test profile, whose
-# compiled crates `cargo test` already made) and the parcrypt binary, compiles
+# The C ABI from C (run by scripts/test.sh): builds libparcrypt and the parcrypt binary (the
+# test profile, over the whole workspace with every target, so that cargo's features come out
+# as in scripts/test.sh's `cargo test` and the crates it compiled are used as they are; a
+# build of these two packages alone would compile the engine and GPU crates again), compiles
 # crates/capi/tests/c/test_parcrypt.c with plain cc against the committed header, once
 # against the shared library (rpath) and once against the static one, and runs both. Each
 # run prints "c api: N checks passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --quiet --profile test -p parcrypt-capi -p parcrypt-cli
+cargo build --quiet --profile test --workspace --all-targets
 target="${CARGO_TARGET_DIR:-$PWD/target}/debug"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT

@@ -50,7 +50,13 @@ command -v mvn >/dev/null || skip "Maven (mvn) is not installed (apt-get install
 
 profile="${PARCRYPT_JAVA_PROFILE:-test}"
 echo "== java: libparcrypt and the CLI (cargo profile $profile)"
-cargo build --quiet --profile "$profile" -p parcrypt-capi -p parcrypt-cli
+# The test profile builds the whole workspace with every target, so that the features come
+# out as in `cargo test` and its compiled crates are used as they are (see scripts/capi_test.sh).
+if [ "$profile" = "test" ]; then
+    cargo build --quiet --profile test --workspace --all-targets
+else
+    cargo build --quiet --profile "$profile" -p parcrypt-capi -p parcrypt-cli
+fi
 case "$profile" in
 test | dev) native="${CARGO_TARGET_DIR:-$root/target}/debug" ;;
 *) native="${CARGO_TARGET_DIR:-$root/target}/$profile" ;;

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Static kernel report: what each CUDA kernel costs, read from its machine code, no GPU.
 
-The kernels are compiled by the crate's own NVRTC path (`cargo run -p parcrypt-gpu --example
-kernel_cubin`: the source, the -D defines and the options the CUDA host uses for a GPU with
+The kernels are compiled by the crate's own NVRTC path (the parcrypt-gpu example
+`kernel_cubin`: the source, the -D defines and the options the CUDA host uses for a GPU with
 Hopper's shared memory, plus ptxas -v), then read with cuobjdump (-res-usage and -sass).
 
 Per kernel it reports registers, shared memory (ptxas's static bytes + the dynamic bytes a
@@ -130,10 +130,16 @@ def build_cubins(directory, architectures):
     if libraries:
         environment["LD_LIBRARY_PATH"] = ":".join(
             libraries + [environment.get("LD_LIBRARY_PATH", "")]).rstrip(":")
-    # The test profile: scripts/test.sh's `cargo test --all-targets` has built the example
-    # with it already.
-    command = ["cargo", "run", "--quiet", "--profile", "test", "-p", "parcrypt-gpu",
-               "--example", "kernel_cubin", "--", directory] + architectures
+    # The test profile over the whole workspace with every target: scripts/test.sh's `cargo test
+    # --all-targets` has built the example so already (a build of parcrypt-gpu alone would
+    # resolve other features and compile the crate again).
+    build = subprocess.run(["cargo", "build", "--quiet", "--profile", "test", "--workspace",
+                            "--all-targets"], cwd=ROOT, env=environment, check=False)
+    if build.returncode != 0:
+        print("kernel-report: cargo build failed", file=sys.stderr)
+        sys.exit(1)
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+    command = [os.path.join(target, "debug", "examples", "kernel_cubin"), directory] + architectures
     result = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True,
                             check=False)
     sys.stdout.write(result.stdout)

@@ -9,8 +9,9 @@
 #
 # It runs in stages, each timed; the table of stage times is printed at the end, pass or fail.
 # The stages that share cargo's target/ run one after another; the Python wheel (its own
-# target dir) and the fuzz build (fuzz/target) run beside them, and the fuzz targets then run
-# one per core. PARCRYPT_TEST_SERIAL=1 runs every stage one after another instead.
+# target dir) and the fuzz build (fuzz/target) are built beside them from the start, the
+# Python tests run beside the C, Java and kernel-report stages, and the fuzz targets then
+# run one per core. PARCRYPT_TEST_SERIAL=1 runs every stage one after another instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # NVRTC from PyPI (nvidia-cuda-nvrtc) keeps its libraries inside the Python package.
@@ -102,16 +103,10 @@ join_beside() {
     return "$failed"
 }
 
-# The house stays clean by machine: formatting, lints as errors, documentation without warnings.
-stage "cargo fmt --check" cargo fmt --all --check
-stage "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
-stage "cargo clippy -D warnings (no GPU features)" \
-    cargo clippy --workspace --all-targets --no-default-features --quiet -- -D warnings
-doc() { RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet; }
-stage "cargo doc -D warnings" doc
-
 # The cargo-fuzz targets' build (nightly, sanitizers, its own fuzz/target) runs beside the
-# tests; the targets run after the other stages, a bounded time each
+# lints and tests, from the start: their builds leave a core idle for long stretches (one
+# crate after another along the workspace's chain, single-threaded tests). The targets run
+# after the other stages, a bounded time each
 # (PARCRYPT_CARGO_FUZZ_SECONDS, default 60; 0 skips them). They need nightly and cargo-fuzz:
 # a developer without them gets a SKIPPED line, CI (CI=true, which .ci/run installs both for)
 # fails instead.
@@ -131,6 +126,20 @@ fi
 if [ -z "$fuzz_missing" ]; then
     stage_beside "cargo fuzz build (scripts/fuzz.sh --build-only)" bash scripts/fuzz.sh --build-only
 fi
+
+# The Python wheel's build (release, its own cargo target dir) starts beside them too; its
+# tests run after `cargo test`, which builds the CLI they call.
+stage_beside "python wheel build (scripts/python-test.sh, build only)" \
+    env CARGO_TARGET_DIR="$PWD/target/python/cargo" PARCRYPT_PYTHON_BUILD_ONLY=1 \
+    bash scripts/python-test.sh "$skips"
+
+# The house stays clean by machine: formatting, lints as errors, documentation without warnings.
+stage "cargo fmt --check" cargo fmt --all --check
+stage "cargo clippy -D warnings" cargo clippy --workspace --all-targets --quiet -- -D warnings
+stage "cargo clippy -D warnings (no GPU features)" \
+    cargo clippy --workspace --all-targets --no-default-features --quiet -- -D warnings
+doc() { RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet; }
+stage "cargo doc -D warnings" doc
 
 # libtest hides what a passing test printed; --show-output keeps it, and the filter below
 # shows only the SKIPPED lines from it (with the test's name), so a skip is never a silent
@@ -155,8 +164,13 @@ cargo_test() {
 }
 stage "cargo test (every crate, then the doctests)" cargo_test "$@"
 
-# The Python package: wheel (its own cargo target dir, so it builds beside the stages that use
-# target/), fresh virtual environment, pytest on the installed package.
+# The builds that ran beside end here (they are done by now on a 2-core machine); a failure
+# of one is reported after the fuzz runs, so one run shows every failing stage.
+beside_status=0
+join_beside || beside_status=$?
+
+# The Python package: the wheel (built above), a fresh virtual environment, pytest on the
+# installed package, beside the stages below.
 stage_beside "python (scripts/python-test.sh)" \
     env CARGO_TARGET_DIR="$PWD/target/python/cargo" bash scripts/python-test.sh "$skips"
 
@@ -184,9 +198,7 @@ stage "C ABI (scripts/capi_test.sh)" capi
 # The JVM library: JUnit through Maven on a JDK 22+ (SKIPPED without one, except in CI).
 stage "java (scripts/java-test.sh)" bash scripts/java-test.sh "$skips"
 
-# The Python stage and the fuzz build end here; a failure of either is reported after the
-# fuzz runs, so one run shows every failing stage.
-beside_status=0
+# The Python tests end here.
 join_beside || beside_status=$?
 
 if [ -z "$fuzz_missing" ]; then

@@ -71,6 +71,9 @@ pub mod segmented;
 pub mod stream;
 #[allow(unsafe_code)]
 mod team;
+#[cfg(test)]
+#[path = "../tests/support/trickle.rs"]
+mod trickle;
 pub mod tune;
 
 pub use aead::{Aead, MAX_SEALED_MESSAGES, NONCE_BYTES, SEAL_OVERHEAD};

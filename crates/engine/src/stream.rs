@@ -170,24 +170,10 @@ pub fn process_stream_with_progress(
 mod tests {
     use super::*;
     use crate::crypter::{process_buffer, JobSpec};
+    use crate::trickle::Trickle;
     use crate::{Backend, Engine};
     use parcrypt_ciphers::Implementation;
     use parcrypt_modes::{CipherSpec, Direction};
-
-    /// A reader that hands out at most `step` bytes per call, to exercise refilling.
-    struct Trickle<'a> {
-        data: &'a [u8],
-        step: usize,
-    }
-
-    impl Read for Trickle<'_> {
-        fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
-            let count = self.step.min(buffer.len()).min(self.data.len());
-            buffer[..count].copy_from_slice(&self.data[..count]);
-            self.data = &self.data[count..];
-            Ok(count)
-        }
-    }
 
     #[test]
     fn streaming_equals_one_shot_at_every_chunk_boundary() {

@@ -5,13 +5,16 @@
 //! Without a GPU the tests print SKIPPED and pass, unless `CI` is set for the OpenCL ones
 //! (CI installs PoCL).
 
+#[path = "support/gcm_batch.rs"]
+mod gcm_batch;
 #[path = "support/opencl.rs"]
 #[allow(dead_code)] // only the device is needed here
 mod opencl;
 
+use gcm_batch::{gpu_engines, texts_of};
 use parcrypt_ciphers::{new_cipher, Algorithm, Implementation};
 use parcrypt_engine::chunks::{ChunkKey, GpuGcmChunks, HASH_SEGMENT_BYTES, TAG_BYTES};
-use parcrypt_engine::{Backend, Engine};
+use parcrypt_engine::Engine;
 use parcrypt_gpu::tuning::{Crossover, CrossoverPoint};
 use parcrypt_gpu::GpuDevice;
 use parcrypt_modes::gcm::{GcmKey, NONCE_BYTES};
@@ -20,36 +23,14 @@ use parcrypt_modes::{CipherSpec, Direction};
 /// Text bytes per chunk: an encrypted file's chunk size.
 const CHUNK: usize = 16 << 10;
 
-/// The machine's GPU engines, saying which are missing.
-fn gpu_engines() -> Vec<Engine> {
-    Backend::GPU
-        .iter()
-        .filter_map(|&backend| match Engine::new(backend, Some(2)) {
-            Ok(engine) => Some(engine),
-            Err(error) => {
-                println!("SKIPPED {}: {error}", backend.name());
-                None
-            }
-        })
-        .collect()
-}
-
 fn key_of(algorithm: Algorithm, byte: u8) -> Vec<u8> {
     vec![byte; algorithm.key_lengths().0.max(16)]
 }
 
-/// A batch in its layout (text, then a zeroed tag, per chunk) of `text_bytes` in chunks of
-/// `chunk`, its plaintext, and one nonce per chunk.
+/// A batch in its layout of `text_bytes` in chunks of `chunk`
+/// ([`gcm_batch::layout`]), its plaintext, and one nonce per chunk.
 fn layout(text_bytes: usize, chunk: usize) -> (Vec<u8>, Vec<u8>, Vec<[u8; NONCE_BYTES]>) {
-    let plaintext: Vec<u8> = (0..text_bytes).map(|i| (i * 7 + i / 5000) as u8).collect();
-    let mut batch = Vec::new();
-    for piece in plaintext.chunks(chunk) {
-        batch.extend_from_slice(piece);
-        batch.extend_from_slice(&[0u8; TAG_BYTES]);
-    }
-    if text_bytes == 0 {
-        batch.extend_from_slice(&[0u8; TAG_BYTES]);
-    }
+    let (plaintext, batch) = gcm_batch::layout(text_bytes, chunk);
     let count = text_bytes.div_ceil(chunk).max(1);
     let nonces = (0..count as u32)
         .map(|index| {
@@ -77,14 +58,6 @@ fn sealed_on_cpu(
         tag.copy_from_slice(&made);
     }
     sealed
-}
-
-/// The texts of a batch, tags left out.
-fn texts_of(batch: &[u8], chunk: usize) -> Vec<u8> {
-    batch
-        .chunks(chunk + TAG_BYTES)
-        .flat_map(|piece| piece[..piece.len() - TAG_BYTES].to_vec())
-        .collect()
 }
 
 fn gcm_key(algorithm: Algorithm, key: &[u8]) -> GcmKey {

@@ -4,46 +4,37 @@
 //!
 //! Without OpenCL the test prints SKIPPED and passes, unless `CI` is set (CI installs PoCL).
 
+#[path = "support/gcm_batch.rs"]
+mod gcm_batch;
 #[path = "support/opencl.rs"]
-#[allow(dead_code)] // this file needs only the OpenCL engine
+#[allow(dead_code)] // this file needs only the OpenCL and seq engines
 mod opencl;
 
-use std::sync::Arc;
-
-use parcrypt_engine::{Backend, CipherSpec, Direction, Engine, KeyedCipher};
+use parcrypt_engine::{CipherSpec, Direction};
 
 /// Around a block, around a 4 KiB GHASH segment, a MiB work-group of segments with a
 /// short one and a tail, and several MiB.
-const SIZES: [usize; 12] = [
-    0,
-    1,
-    15,
-    16,
-    17,
-    4095,
-    4096,
-    4097,
-    100_003,
-    (1 << 20) + 3 * 4096 + 7,
-    (3 << 20) + 5,
-    (5 << 20) + 4096,
-];
+fn sizes() -> impl Iterator<Item = usize> {
+    gcm_batch::EDGE_LENGTHS.into_iter().chain([
+        100_003,
+        (1 << 20) + 3 * 4096 + 7,
+        (3 << 20) + 5,
+        (5 << 20) + 4096,
+    ])
+}
 
 #[test]
 fn gcm_on_the_device_matches_seq_and_refuses_forgeries() {
-    let Some(gpu) = opencl::opencl_engine() else {
+    let Some(engines) = opencl::OpenclAndSeq::new() else {
         return;
     };
-    let gpu = Arc::new(gpu);
-    let seq = Arc::new(Engine::new(Backend::Seq, None).unwrap());
     for name in ["aes-128-gcm", "aes-256-gcm", "rc6-128-gcm"] {
         let suite: CipherSpec = name.parse().unwrap();
         let key: Vec<u8> = (0..suite.algorithm.key_lengths().0 as u8)
             .map(|byte| byte.wrapping_mul(29))
             .collect();
-        let on_gpu = KeyedCipher::new(Arc::clone(&gpu), suite, &key).unwrap();
-        let on_seq = KeyedCipher::new(Arc::clone(&seq), suite, &key).unwrap();
-        for (index, &size) in SIZES.iter().enumerate() {
+        let (on_gpu, on_seq) = engines.keyed(suite, &key);
+        for (index, size) in sizes().enumerate() {
             // Large sizes only for AES-128: the rest is the same code on PoCL.
             if size > 200_000 && name != "aes-128-gcm" {
                 continue;

@@ -5,25 +5,20 @@
 //! Without OpenCL the test prints SKIPPED and passes, unless `CI` is set (CI installs PoCL).
 
 #[path = "support/opencl.rs"]
-#[allow(dead_code)] // this file needs only the OpenCL engine
+#[allow(dead_code)] // this file needs only the OpenCL and seq engines
 mod opencl;
 
-use std::sync::Arc;
-
-use parcrypt_engine::{Backend, CipherSpec, Direction, Engine, KeyedCipher, Mode};
+use parcrypt_engine::{CipherSpec, Direction, Mode};
 
 #[test]
 fn one_key_many_messages_on_a_gpu_backend_match_seq() {
-    let Some(gpu) = opencl::opencl_engine() else {
+    let Some(engines) = opencl::OpenclAndSeq::new() else {
         return;
     };
-    let gpu = Arc::new(gpu);
-    let seq = Arc::new(Engine::new(Backend::Seq, None).unwrap());
     for name in ["aes-128-gcm", "aes-256-ctr", "bf-cbc", "rc6-128-gcm"] {
         let suite: CipherSpec = name.parse().unwrap();
         let key: Vec<u8> = (0..suite.algorithm.key_lengths().0 as u8).rev().collect();
-        let on_gpu = KeyedCipher::new(Arc::clone(&gpu), suite, &key).unwrap();
-        let on_seq = KeyedCipher::new(Arc::clone(&seq), suite, &key).unwrap();
+        let (on_gpu, on_seq) = engines.keyed(suite, &key);
         for (index, size) in [0usize, 17, 4096, 100_003].into_iter().enumerate() {
             let iv = match suite.mode {
                 Mode::Gcm => vec![index as u8; 12],

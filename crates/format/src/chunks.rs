@@ -209,9 +209,10 @@ impl ChunkBatcher for CpuChunks<'_> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::cobblestone::{Suite, CHUNK_BYTES};
+    use crate::gcm_batch::{layout, EDGE_LENGTHS};
     use parcrypt_engine::Backend;
 
     #[test]
@@ -222,18 +223,10 @@ pub(crate) mod tests {
             let cipher = ChunkCipher::new(&keys, Implementation::Fast).unwrap();
             let reference =
                 new_cipher(suite.algorithm(), Implementation::Fast, keys.key()).unwrap();
-            for length in [
-                0usize,
-                1,
-                15,
-                16,
-                17,
-                4095,
-                4096,
-                4097,
-                CHUNK_BYTES - 1,
-                CHUNK_BYTES,
-            ] {
+            for length in EDGE_LENGTHS
+                .into_iter()
+                .chain([CHUNK_BYTES - 1, CHUNK_BYTES])
+            {
                 let nonce = keys.nonce(length as u64).unwrap();
                 let plaintext: Vec<u8> = (0..length).map(|i| (i * 31 + 5) as u8).collect();
                 let mut ours = plaintext.clone();
@@ -257,25 +250,10 @@ pub(crate) mod tests {
         }
     }
 
-    /// A batch in file layout (text, then a zeroed tag, per chunk) of `text_bytes`, and its
-    /// plaintext.
-    pub(crate) fn layout(text_bytes: usize) -> (Vec<u8>, Vec<u8>) {
-        let plaintext: Vec<u8> = (0..text_bytes).map(|i| (i * 7 + i / 5000) as u8).collect();
-        let mut batch = Vec::new();
-        for piece in plaintext.chunks(CHUNK_BYTES) {
-            batch.extend_from_slice(piece);
-            batch.extend_from_slice(&[0u8; TAG_BYTES]);
-        }
-        if text_bytes == 0 {
-            batch.extend_from_slice(&[0u8; TAG_BYTES]);
-        }
-        (plaintext, batch)
-    }
-
     #[test]
     fn every_backend_seals_a_batch_the_same_and_a_bad_chunk_is_named() {
         let keys = MessageKeys::derive(Suite::Cobblestone128, &[9u8; 16], &[1; 24], b"").unwrap();
-        let (plaintext, layout) = layout(37 * CHUNK_BYTES + 1234);
+        let (plaintext, layout) = layout(37 * CHUNK_BYTES + 1234, CHUNK_BYTES);
         let mut results = Vec::new();
         for backend in Backend::CPU {
             let engine = Engine::new(backend, Some(3)).unwrap();

@@ -143,23 +143,9 @@ impl ChunkBatcher for GpuChunks<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chunks::tests::layout;
     use crate::cobblestone::{Suite, SEALED_CHUNK_BYTES};
+    use crate::gcm_batch::{gpu_engines, layout, texts_of};
     use parcrypt_engine::Backend;
-
-    /// The machine's GPU engines (OpenCL on PoCL in CI), saying which are missing.
-    fn gpu_engines() -> Vec<Engine> {
-        Backend::GPU
-            .iter()
-            .filter_map(|&backend| match Engine::new(backend, Some(2)) {
-                Ok(engine) => Some(engine),
-                Err(error) => {
-                    println!("SKIPPED {}: {error}", backend.name());
-                    None
-                }
-            })
-            .collect()
-    }
 
     #[test]
     fn gpu_batches_equal_the_cpu_batches_and_open_back() {
@@ -173,19 +159,14 @@ mod tests {
                         .unwrap();
                 for text_bytes in [0, 17, CHUNK_BYTES, 5 * CHUNK_BYTES + 1234] {
                     let context = format!("{} {suite} {text_bytes} bytes", engine.backend().name());
-                    let (plaintext, batch) = layout(text_bytes);
+                    let (plaintext, batch) = layout(text_bytes, CHUNK_BYTES);
                     let mut expected = batch.clone();
                     cpu.seal_batch(&keys, 3, &mut expected).unwrap();
                     let mut sealed = batch.clone();
                     gpu.seal_batch(&keys, 3, &mut sealed).unwrap();
                     assert!(sealed == expected, "{context}: sealed batches differ");
                     gpu.open_batch(&keys, 3, &mut sealed).unwrap();
-                    let texts: Vec<u8> = sealed
-                        .chunks(SEALED_CHUNK_BYTES)
-                        .flat_map(|chunk| {
-                            chunk[..chunk.len() - crate::cobblestone::TAG_BYTES].to_vec()
-                        })
-                        .collect();
+                    let texts = texts_of(&sealed, CHUNK_BYTES);
                     assert!(texts == plaintext, "{context}: opened text");
                 }
             }
@@ -198,7 +179,7 @@ mod tests {
             let gpu = GpuChunks::new(&engine).unwrap();
             let keys =
                 MessageKeys::derive(Suite::Cobblestone128, &[9u8; 16], &[1; 24], b"").unwrap();
-            let (plaintext, mut batch) = layout(6 * CHUNK_BYTES + 100);
+            let (plaintext, mut batch) = layout(6 * CHUNK_BYTES + 100, CHUNK_BYTES);
             gpu.seal_batch(&keys, 0, &mut batch).unwrap();
             let mut damaged = batch.clone();
             damaged[2 * SEALED_CHUNK_BYTES + 5] ^= 1;

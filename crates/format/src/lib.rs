@@ -66,6 +66,9 @@ pub mod error;
 pub mod file;
 #[doc(hidden)]
 pub mod fuzzing;
+#[cfg(test)]
+#[path = "../../engine/tests/support/gcm_batch.rs"]
+mod gcm_batch;
 pub mod gpu_chunks;
 pub mod header;
 pub mod message;

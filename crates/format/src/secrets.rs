@@ -22,6 +22,8 @@
 use parcrypt_sys::terminal;
 
 use std::io::{self, Read};
+
+use parcrypt_engine::stream::pipeline::read_full;
 use std::path::{Path, PathBuf};
 
 use zeroize::Zeroizing;
@@ -150,16 +152,9 @@ pub fn key_from_hex(text: &str) -> Result<SecretBytes, SecretError> {
 /// 16 or 32 raw bytes. Hex wins when both readings fit (a raw 32-byte key made only of hex
 /// digits: about one chance in 10^34 for a random key).
 pub fn read_key_file(path: &Path) -> Result<SecretBytes, SecretError> {
-    let contents = match read_capped(path) {
-        Ok(Some(contents)) => contents,
-        Ok(None) => return Err(SecretError::KeyFileTooLarge(path.to_path_buf())),
-        Err(error) => {
-            return Err(SecretError::ReadKeyFile {
-                path: path.to_path_buf(),
-                error,
-            })
-        }
-    };
+    let contents = read_capped(path, SecretError::KeyFileTooLarge, |path, error| {
+        SecretError::ReadKeyFile { path, error }
+    })?;
     let trimmed = contents.trim_ascii();
     if (trimmed.len() == 32 || trimmed.len() == 64) && trimmed.iter().all(u8::is_ascii_hexdigit) {
         let mut key = Zeroizing::new(vec![0u8; trimmed.len() / 2]);
@@ -180,16 +175,9 @@ pub fn read_key_file(path: &Path) -> Result<SecretBytes, SecretError> {
 /// A passphrase file's content, less one trailing newline (`\n` or `\r\n`): that is how
 /// editors and `echo` end a file, not part of the secret.
 pub fn read_passphrase_file(path: &Path) -> Result<SecretBytes, SecretError> {
-    let mut contents = match read_capped(path) {
-        Ok(Some(contents)) => contents,
-        Ok(None) => return Err(SecretError::PassphraseFileTooLarge(path.to_path_buf())),
-        Err(error) => {
-            return Err(SecretError::ReadPassphraseFile {
-                path: path.to_path_buf(),
-                error,
-            })
-        }
-    };
+    let mut contents = read_capped(path, SecretError::PassphraseFileTooLarge, |path, error| {
+        SecretError::ReadPassphraseFile { path, error }
+    })?;
     if contents.last() == Some(&b'\n') {
         contents.pop();
         if contents.last() == Some(&b'\r') {
@@ -202,28 +190,30 @@ pub fn read_passphrase_file(path: &Path) -> Result<SecretBytes, SecretError> {
     Ok(contents)
 }
 
-/// Reads the file at `path` whole when it holds at most [`MAX_SECRET_FILE_BYTES`], or
-/// `None` when it holds more. It reads at most one byte past the cap into one buffer
-/// allocated up front (never grown, so no copy of the secret is left in freed memory), and
-/// wipes that buffer when the file is refused.
-fn read_capped(path: &Path) -> io::Result<Option<SecretBytes>> {
-    let mut file = std::fs::File::open(path)?.take(MAX_SECRET_FILE_BYTES as u64 + 1);
+/// Reads the file at `path` whole when it holds at most [`MAX_SECRET_FILE_BYTES`]; a larger
+/// file is refused with `too_large`, a failed read with `unreadable`. It reads at most one
+/// byte past the cap into one buffer allocated up front (never grown, so no copy of the
+/// secret is left in freed memory), and wipes that buffer when the file is refused.
+fn read_capped(
+    path: &Path,
+    too_large: fn(PathBuf) -> SecretError,
+    unreadable: fn(PathBuf, io::Error) -> SecretError,
+) -> Result<SecretBytes, SecretError> {
     let mut buffer = Zeroizing::new(vec![0u8; MAX_SECRET_FILE_BYTES + 1]);
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match file.read(&mut buffer[filled..]) {
-            Ok(0) => break,
-            Ok(read) => filled += read,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(error),
-        }
-    }
+    let filled = std::fs::File::open(path)
+        .and_then(|file| {
+            read_full(
+                &mut file.take(MAX_SECRET_FILE_BYTES as u64 + 1),
+                &mut buffer,
+            )
+        })
+        .map_err(|error| unreadable(path.to_path_buf(), error))?;
     if filled > MAX_SECRET_FILE_BYTES {
-        return Ok(None);
+        return Err(too_large(path.to_path_buf()));
     }
     // Shrinking within the allocation moves nothing; the bytes past `filled` are zeros.
     buffer.truncate(filled);
-    Ok(Some(buffer))
+    Ok(buffer)
 }
 
 /// A warning for a passphrase shorter than [`SHORT_PASSPHRASE_BYTES`] (not an error: the

@@ -4,6 +4,9 @@
 // Tests print what they ran and skipped to stderr, where libtest captures it.
 #![allow(clippy::disallowed_macros)]
 
+#[path = "../../engine/tests/support/trickle.rs"]
+mod trickle;
+
 use std::io::{self, Cursor, Read, Write};
 
 use parcrypt_engine::{Backend, Engine};
@@ -13,6 +16,7 @@ use parcrypt_format::{
     decrypt, encrypt, Argon2Params, ByteRange, CpuChunks, Decryptor, Envelope, Format, FormatError,
     Salts, Secret, Setup, StreamOptions, Suite,
 };
+use trickle::Trickle;
 
 const KEY_128: [u8; 16] = [0x42; 16];
 const KEY_256: [u8; 32] = [0x24; 32];
@@ -31,21 +35,6 @@ fn plaintext(length: usize) -> Vec<u8> {
     (0..length)
         .map(|i| (i as u32).wrapping_mul(2654435761).rotate_left(7) as u8)
         .collect()
-}
-
-/// Hands out at most `step` bytes per call, to exercise refilling.
-struct Trickle<'a> {
-    data: &'a [u8],
-    step: usize,
-}
-
-impl Read for Trickle<'_> {
-    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
-        let count = self.step.min(buffer.len()).min(self.data.len());
-        buffer[..count].copy_from_slice(&self.data[..count]);
-        self.data = &self.data[count..];
-        Ok(count)
-    }
 }
 
 fn seal(

@@ -1,7 +1,9 @@
 //! What the engine's OpenCL tests share: the device, or why a test is skipped without one,
 //! and the pieces of the made-up tune tables they install.
 
-use parcrypt_engine::{Backend, Engine};
+use std::sync::Arc;
+
+use parcrypt_engine::{Backend, CipherSpec, Engine, KeyedCipher};
 use parcrypt_gpu::tuning::TunedShape;
 use parcrypt_gpu::{LaunchGeometry, OpenClDevice};
 
@@ -32,6 +34,30 @@ pub fn open_first_device() -> Option<OpenClDevice> {
 pub fn opencl_engine() -> Option<Engine> {
     first_device_name()?;
     Some(Engine::new(Backend::Opencl, Some(2)).expect("OpenCL engine"))
+}
+
+/// The OpenCL engine of [`opencl_engine`] and a `seq` one, to compare a key's bytes on both.
+#[allow(dead_code)] // each test file uses what it needs
+pub struct OpenclAndSeq {
+    gpu: Arc<Engine>,
+    seq: Arc<Engine>,
+}
+
+#[allow(dead_code)] // each test file uses what it needs
+impl OpenclAndSeq {
+    /// Both engines; `None` as [`first_device_name`] says.
+    pub fn new() -> Option<Self> {
+        Some(OpenclAndSeq {
+            gpu: Arc::new(opencl_engine()?),
+            seq: Arc::new(Engine::new(Backend::Seq, None).unwrap()),
+        })
+    }
+
+    /// `key` for `suite` on the OpenCL engine, then on `seq`.
+    pub fn keyed(&self, suite: CipherSpec, key: &[u8]) -> (KeyedCipher, KeyedCipher) {
+        let on = |engine: &Arc<Engine>| KeyedCipher::new(Arc::clone(engine), suite, key).unwrap();
+        (on(&self.gpu), on(&self.seq))
+    }
 }
 
 /// A launch shape of `threads_per_group` work-items that take `blocks_per_thread` each.

@@ -57,6 +57,8 @@ mod ctr_vaes512;
 #[cfg(target_arch = "x86_64")]
 mod ecb_vaes512;
 mod fast;
+#[cfg(all(test, target_arch = "x86_64"))]
+mod kernel_tests;
 mod reference;
 
 #[cfg(target_arch = "x86_64")]

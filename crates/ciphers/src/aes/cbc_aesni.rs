@@ -68,19 +68,10 @@ mod tests {
     use rand::Rng;
 
     use crate::aes::fast::{CbcPath, FastAes};
-    use crate::test_vectors::{assert_same_bytes, random_cases, random_pieces, single_record};
-    use crate::BlockCipher;
-
-    /// CBC built from the `aes` crate's single-block encryption, independently of the kernel.
-    fn generic_cbc_encrypt(cipher: &FastAes, chain: &mut [u8; 16], data: &mut [u8]) {
-        for block in data.chunks_exact_mut(16) {
-            for (byte, chain_byte) in block.iter_mut().zip(chain.iter()) {
-                *byte ^= chain_byte;
-            }
-            cipher.crate_encrypt_blocks(block);
-            chain.copy_from_slice(block);
-        }
-    }
+    use crate::aes::kernel_tests::{
+        generic_cbc_encrypt, path_tests, random_kernel_cases, sp800_38a,
+    };
+    use crate::test_vectors::{assert_same_bytes, random_pieces};
 
     /// Runs `path` over `input` split into the calls `pieces` describes (byte lengths, whole
     /// blocks, summing to the input's length) and compares data and chain with the generic
@@ -130,13 +121,11 @@ mod tests {
     /// large ones in one call, then the same data split into several calls of random sizes
     /// (empty calls included), so that the chain is carried from call to call.
     fn agrees_with_generic_cbc(path: CbcPath) {
-        let large = [64 * 1024, 1024 * 1024 + 16];
-        let lengths = (0..=1600).step_by(16).chain(large);
-        let all_ran = random_cases(
+        random_kernel_cases(
+            format_args!("{path:?} kernel"),
             0xCBC0_0128,
-            &[16, 24, 32],
-            lengths,
-            FastAes::new,
+            16,
+            [64 * 1024, 1024 * 1024 + 16],
             |cipher, input, rng| {
                 let mut iv = [0u8; 16];
                 rng.fill_bytes(&mut iv);
@@ -148,68 +137,39 @@ mod tests {
                 true
             },
         );
-        if !all_ran {
-            eprintln!("{path:?} kernel not available on this CPU; skipped");
-        }
     }
 
     /// SP 800-38A F.2.1, F.2.3, F.2.5 (CBC-AES128/192/256.Encrypt), in one call and one
     /// block per call.
     fn matches_sp800_38a(path: CbcPath) {
-        for section in ["cbc-aes128", "cbc-aes192", "cbc-aes256"] {
-            let record = single_record("aes_sp800_38a.txt", section);
-            let field = |name: &str| record[name].clone();
-            let cipher = FastAes::new(&field("key"));
-            let iv: [u8; 16] = field("iv").try_into().expect("16-byte iv");
-            let plaintext = field("plaintext");
-            let ciphertext = field("ciphertext");
+        for example in sp800_38a("cbc") {
+            let (section, cipher) = (&example.section, &example.cipher);
+            let ciphertext = &example.ciphertext;
 
-            let mut data = plaintext.clone();
-            let mut chain = iv;
+            let mut data = example.plaintext.clone();
+            let mut chain = example.iv;
             if !cipher.cbc_encrypt_with(path, &mut chain, &mut data) {
                 eprintln!("{path:?} kernel not available on this CPU; skipped");
                 return;
             }
-            assert_eq!(data, ciphertext, "{path:?} [{section}]");
+            assert_eq!(&data, ciphertext, "{path:?} [{section}]");
             assert_eq!(
                 chain,
                 ciphertext[ciphertext.len() - 16..],
                 "{path:?} [{section}] chain"
             );
 
-            let mut data = plaintext.clone();
-            let mut chain = iv;
+            let mut data = example.plaintext.clone();
+            let mut chain = example.iv;
             for block in data.chunks_exact_mut(16) {
                 assert!(cipher.cbc_encrypt_with(path, &mut chain, block));
             }
-            assert_eq!(data, ciphertext, "{path:?} [{section}] block by block");
+            assert_eq!(&data, ciphertext, "{path:?} [{section}] block by block");
         }
     }
 
-    #[test]
-    fn aesni_agrees_with_generic_cbc() {
-        agrees_with_generic_cbc(CbcPath::AesNi);
-    }
-
-    #[test]
-    fn aesni_matches_sp800_38a() {
-        matches_sp800_38a(CbcPath::AesNi);
-    }
-
-    #[test]
-    fn block_cipher_trait_uses_the_fused_path_where_available() {
-        let cipher = FastAes::new(&[9u8; 32]);
-        let mut data = [0x33u8; 160];
-        let mut chain = [0x44u8; 16];
-        let fused = cipher.cbc_encrypt(&mut chain, &mut data);
-        #[cfg(target_arch = "x86_64")]
-        assert_eq!(fused, std::arch::is_x86_feature_detected!("aes"));
-        if fused {
-            let mut expected = [0x33u8; 160];
-            let mut expected_chain = [0x44u8; 16];
-            generic_cbc_encrypt(&cipher, &mut expected_chain, &mut expected);
-            assert_eq!(data, expected);
-            assert_eq!(chain, expected_chain);
-        }
+    path_tests! {
+        aesni_agrees_with_generic_cbc: agrees_with_generic_cbc(CbcPath::AesNi),
+        aesni_matches_sp800_38a: matches_sp800_38a(CbcPath::AesNi),
     }
 }

@@ -145,22 +145,9 @@ mod tests {
     use rand::{Rng, RngExt};
 
     use crate::aes::fast::FastAes;
-    use crate::test_vectors::{assert_same_bytes, random_cases, random_pieces, single_record};
+    use crate::aes::kernel_tests::{generic_cbc_decrypt, random_kernel_cases, sp800_38a};
+    use crate::test_vectors::{assert_same_bytes, random_pieces};
     use crate::BlockCipher;
-
-    /// CBC decryption built from the `aes` crate's single-block decryption, independently of
-    /// the kernel.
-    fn generic_cbc_decrypt(cipher: &FastAes, previous: &[u8; 16], data: &mut [u8]) {
-        let mut chain = *previous;
-        for block in data.chunks_exact_mut(16) {
-            let ciphertext: [u8; 16] = block.try_into().expect("16-byte block");
-            cipher.crate_decrypt_blocks(block);
-            for (byte, chain_byte) in block.iter_mut().zip(chain) {
-                *byte ^= chain_byte;
-            }
-            chain = ciphertext;
-        }
-    }
 
     /// Decrypts `input` in the calls `pieces` describes (byte lengths, whole blocks, summing
     /// to the input's length), each given the ciphertext block before it, starting `shift`
@@ -206,13 +193,11 @@ mod tests {
     /// (empty ones included), so that every position within a step starts a call.
     #[test]
     fn agrees_with_generic_cbc() {
-        let large = [64 * 1024 + 16, 1024 * 1024 + 48];
-        let lengths = (0..=1600).step_by(16).chain(large);
-        let all_ran = random_cases(
+        random_kernel_cases(
+            "VAES-512 CBC decryption",
             0xCBC0_D512,
-            &[16, 24, 32],
-            lengths,
-            FastAes::new,
+            16,
+            [64 * 1024 + 16, 1024 * 1024 + 48],
             |cipher, input, rng| {
                 let mut iv = [0u8; 16];
                 rng.fill_bytes(&mut iv);
@@ -226,60 +211,31 @@ mod tests {
                 true
             },
         );
-        if !all_ran {
-            eprintln!("VAES-512 CBC decryption not available on this CPU; skipped");
-        }
     }
 
     /// SP 800-38A F.2.2, F.2.4, F.2.6 (CBC-AES128/192/256.Decrypt), in one call and one
     /// block per call.
     #[test]
     fn matches_sp800_38a() {
-        for section in ["cbc-aes128", "cbc-aes192", "cbc-aes256"] {
-            let record = single_record("aes_sp800_38a.txt", section);
-            let field = |name: &str| record[name].clone();
-            let cipher = FastAes::new(&field("key"));
-            let iv = field("iv");
-            let plaintext = field("plaintext");
-            let ciphertext = field("ciphertext");
+        for example in sp800_38a("cbc") {
+            let (section, cipher) = (&example.section, &example.cipher);
+            let plaintext = &example.plaintext;
 
-            let mut data = ciphertext.clone();
-            if !cipher.cbc_decrypt(&iv, &mut data) {
+            let mut data = example.ciphertext.clone();
+            if !cipher.cbc_decrypt(&example.iv, &mut data) {
                 eprintln!("VAES-512 CBC decryption not available on this CPU; skipped");
                 return;
             }
-            assert_eq!(data, plaintext, "[{section}]");
+            assert_eq!(&data, plaintext, "[{section}]");
 
-            let mut data = ciphertext.clone();
-            let mut previous = iv.clone();
+            let mut data = example.ciphertext.clone();
+            let mut previous = example.iv.to_vec();
             for block in data.chunks_exact_mut(16) {
                 let saved = block.to_vec();
                 assert!(cipher.cbc_decrypt(&previous, block));
                 previous = saved;
             }
-            assert_eq!(data, plaintext, "[{section}] block by block");
-        }
-    }
-
-    #[test]
-    fn block_cipher_trait_uses_the_fused_path_where_available() {
-        let cipher = FastAes::new(&[7u8; 16]);
-        let mut data = [0x5Au8; 160];
-        let fused = cipher.cbc_decrypt(&[0x11; 16], &mut data);
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected;
-            let expected = is_x86_feature_detected!("aes")
-                && is_x86_feature_detected!("vaes")
-                && is_x86_feature_detected!("avx512f")
-                && is_x86_feature_detected!("avx512bw");
-            assert_eq!(fused, expected);
-        }
-        if !fused {
-            assert_eq!(
-                data, [0x5Au8; 160],
-                "a refused call must not touch the data"
-            );
+            assert_eq!(&data, plaintext, "[{section}] block by block");
         }
     }
 }

@@ -154,14 +154,10 @@ fn encrypt_xor<const ROUNDS: usize>(
 mod tests {
     use crate::aes::ctr_vaes512::tests::{agrees_with_generic_ctr, matches_sp800_38a};
     use crate::aes::fast::CtrPath;
+    use crate::aes::kernel_tests::path_tests;
 
-    #[test]
-    fn aesni_agrees_with_generic_ctr() {
-        agrees_with_generic_ctr(CtrPath::AesNi);
-    }
-
-    #[test]
-    fn aesni_matches_sp800_38a() {
-        matches_sp800_38a(CtrPath::AesNi);
+    path_tests! {
+        aesni_agrees_with_generic_ctr: agrees_with_generic_ctr(CtrPath::AesNi),
+        aesni_matches_sp800_38a: matches_sp800_38a(CtrPath::AesNi),
     }
 }

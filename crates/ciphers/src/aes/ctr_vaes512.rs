@@ -289,24 +289,8 @@ pub(super) mod tests {
     use rand::Rng;
 
     use crate::aes::fast::{CtrPath, FastAes};
-    use crate::test_vectors::{assert_same_bytes, random_cases, single_record};
-    use crate::BlockCipher;
-
-    /// The unfused path, written independently of the kernels: counter blocks built one by
-    /// one with the `inc32` rule, encrypted by the `aes` crate, XORed in.
-    fn generic_ctr32_xor(cipher: &FastAes, counter: &[u8; 16], data: &mut [u8]) {
-        let mut keystream = Vec::with_capacity(data.len().next_multiple_of(16));
-        let start = u128::from_be_bytes(*counter);
-        for index in 0..data.len().div_ceil(16) {
-            let low = (start as u32).wrapping_add(index as u32);
-            let block = (start & !0xFFFF_FFFF) | u128::from(low);
-            keystream.extend_from_slice(&block.to_be_bytes());
-        }
-        cipher.encrypt_blocks(&mut keystream);
-        for (byte, key_byte) in data.iter_mut().zip(&keystream) {
-            *byte ^= key_byte;
-        }
-    }
+    use crate::aes::kernel_tests::{generic_ctr32_xor, path_tests, random_kernel_cases, sp800_38a};
+    use crate::test_vectors::assert_same_bytes;
 
     /// Runs `path` on one case and compares it with the generic path. Returns `false` when
     /// this CPU lacks `path`.
@@ -350,13 +334,11 @@ pub(super) mod tests {
     /// wrapping as the length allows), every length 0..=1600 (past two VAES main-loop steps
     /// of 768 bytes, so that each step count meets every tail) and a few large ones.
     pub(in crate::aes) fn agrees_with_generic_ctr(path: CtrPath) {
-        let large = [64 * 1024 + 5, 1024 * 1024 + 3];
-        let lengths = (0..=1600).chain(large);
-        let all_ran = random_cases(
+        random_kernel_cases(
+            format_args!("{path:?} kernel"),
             0xC7A0_0512,
-            &[16, 24, 32],
-            lengths,
-            FastAes::new,
+            1,
+            [64 * 1024 + 5, 1024 * 1024 + 3],
             |cipher, input, rng| {
                 let mut counter = [0u8; 16];
                 rng.fill_bytes(&mut counter);
@@ -375,25 +357,18 @@ pub(super) mod tests {
                 check_case(path, cipher, &counter, input)
             },
         );
-        if !all_ran {
-            eprintln!("{path:?} kernel not available on this CPU; skipped");
-        }
     }
 
     /// SP 800-38A F.5.1, F.5.3, F.5.5 (CTR-AES128/192/256.Encrypt), whole and as every
     /// prefix, so that partial blocks meet known answers too.
     pub(in crate::aes) fn matches_sp800_38a(path: CtrPath) {
         let mut checked = 0;
-        for section in ["ctr-aes128", "ctr-aes192", "ctr-aes256"] {
-            let record = single_record("aes_sp800_38a.txt", section);
-            let field = |name: &str| record[name].clone();
-            let cipher = FastAes::new(&field("key"));
-            let counter: [u8; 16] = field("iv").try_into().expect("16-byte iv");
-            let plaintext = field("plaintext");
-            let ciphertext = field("ciphertext");
+        for example in sp800_38a("ctr") {
+            let (section, cipher) = (&example.section, &example.cipher);
+            let (plaintext, ciphertext) = (&example.plaintext, &example.ciphertext);
             for length in 0..=plaintext.len() {
                 let mut data = plaintext[..length].to_vec();
-                if !cipher.ctr32_xor_with(path, &counter, &mut data) {
+                if !cipher.ctr32_xor_with(path, &example.iv, &mut data) {
                     eprintln!("{path:?} kernel not available on this CPU; skipped");
                     return;
                 }
@@ -403,7 +378,7 @@ pub(super) mod tests {
                     "{path:?} [{section}] {length} bytes"
                 );
                 // CTR is its own inverse.
-                assert!(cipher.ctr32_xor_with(path, &counter, &mut data));
+                assert!(cipher.ctr32_xor_with(path, &example.iv, &mut data));
                 assert_eq!(data, plaintext[..length], "{path:?} [{section}] decrypt");
             }
             checked += 1;
@@ -459,9 +434,9 @@ pub(super) mod tests {
         }
     }
 
-    #[test]
-    fn vaes512_agrees_with_generic_ctr() {
-        agrees_with_generic_ctr(CtrPath::Vaes512);
+    path_tests! {
+        vaes512_agrees_with_generic_ctr: agrees_with_generic_ctr(CtrPath::Vaes512),
+        vaes512_matches_sp800_38a: matches_sp800_38a(CtrPath::Vaes512),
     }
 
     /// Outputs long enough for streaming stores, at every 16-byte offset from a 64-byte
@@ -523,35 +498,6 @@ pub(super) mod tests {
                 "case {case}: bytes written around the output"
             );
             assert_eq!(source, &input[..len], "case {case}: the input was changed");
-        }
-    }
-
-    #[test]
-    fn vaes512_matches_sp800_38a() {
-        matches_sp800_38a(CtrPath::Vaes512);
-    }
-
-    #[test]
-    fn block_cipher_trait_uses_a_fused_path_where_available() {
-        let cipher = FastAes::new(&[7u8; 16]);
-        let mut data = [0u8; 100];
-        let fused = cipher.ctr32_xor(&[0u8; 16], &mut data);
-        #[cfg(target_arch = "x86_64")]
-        assert_eq!(fused, std::arch::is_x86_feature_detected!("aes"));
-        let input: Vec<u8> = (0..100u8).collect();
-        let mut output = [0u8; 100];
-        assert_eq!(
-            cipher.ctr32_xor_into(&[0u8; 16], &input, &mut output),
-            fused,
-            "the in-place and out-of-place paths differ in availability"
-        );
-        if fused {
-            let mut expected = [0u8; 100];
-            generic_ctr32_xor(&cipher, &[0u8; 16], &mut expected);
-            assert_eq!(data, expected);
-            let mut expected_into = input.clone();
-            generic_ctr32_xor(&cipher, &[0u8; 16], &mut expected_into);
-            assert_eq!(output.as_slice(), expected_into.as_slice());
         }
     }
 }

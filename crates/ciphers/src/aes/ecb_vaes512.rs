@@ -243,7 +243,8 @@ pub(super) fn keep_round_order(blocks: &mut [__m512i]) {
 #[allow(clippy::disallowed_macros)]
 pub(super) mod tests {
     use crate::aes::fast::{EcbPath, FastAes};
-    use crate::test_vectors::{assert_same_bytes, random_cases, single_record};
+    use crate::aes::kernel_tests::{path_tests, random_kernel_cases, sp800_38a};
+    use crate::test_vectors::assert_same_bytes;
     use crate::BlockCipher;
 
     /// Runs `path` both ways on `input` and compares with the `aes` crate's block
@@ -280,36 +281,29 @@ pub(super) mod tests {
     /// main-loop steps of 768 bytes, so that each step count meets both tail widths and
     /// every tail length) and a few large ones.
     fn agrees_with_crate(path: EcbPath) {
-        let large = [64 * 1024 + 16, 1024 * 1024 + 48];
-        let lengths = (0..=1600).step_by(16).chain(large);
-        let all_ran = random_cases(
+        random_kernel_cases(
+            format_args!("{path:?} kernel"),
             0xECB0_0512,
-            &[16, 24, 32],
-            lengths,
-            FastAes::new,
+            16,
+            [64 * 1024 + 16, 1024 * 1024 + 48],
             |cipher, input, _| check_case(path, cipher, input),
         );
-        if !all_ran {
-            eprintln!("{path:?} kernel not available on this CPU; skipped");
-        }
     }
 
     /// SP 800-38A F.1.1, F.1.3, F.1.5 (ECB-AES128/192/256), both directions (F.1.2, F.1.4
     /// and F.1.6 are the same data decrypted), whole and block by block.
     fn matches_sp800_38a(path: EcbPath) {
-        for section in ["ecb-aes128", "ecb-aes192", "ecb-aes256"] {
-            let record = single_record("aes_sp800_38a.txt", section);
-            let cipher = FastAes::new(&record["key"]);
-            let plaintext = record["plaintext"].clone();
-            let ciphertext = record["ciphertext"].clone();
+        for example in sp800_38a("ecb") {
+            let (section, cipher) = (&example.section, &example.cipher);
+            let (plaintext, ciphertext) = (&example.plaintext, &example.ciphertext);
             let mut data = plaintext.clone();
             if !cipher.ecb_encrypt_with(path, &mut data) {
                 eprintln!("{path:?} kernel not available on this CPU; skipped");
                 return;
             }
-            assert_eq!(data, ciphertext, "{path:?} [{section}] encrypt");
+            assert_eq!(&data, ciphertext, "{path:?} [{section}] encrypt");
             assert!(cipher.ecb_decrypt_with(path, &mut data));
-            assert_eq!(data, plaintext, "{path:?} [{section}] decrypt");
+            assert_eq!(&data, plaintext, "{path:?} [{section}] decrypt");
             for (plain, cipher_block) in plaintext.chunks_exact(16).zip(ciphertext.chunks_exact(16))
             {
                 let mut block = plain.to_vec();
@@ -321,32 +315,22 @@ pub(super) mod tests {
         }
     }
 
-    #[test]
-    fn vaes512_agrees_with_crate() {
-        agrees_with_crate(EcbPath::Vaes512);
-    }
-
-    #[test]
-    fn vaes512_matches_sp800_38a() {
-        matches_sp800_38a(EcbPath::Vaes512);
-    }
-
-    /// The fallback path through the same checks, so that the hooks themselves are tested.
-    #[test]
-    fn crate_path_matches_sp800_38a() {
-        matches_sp800_38a(EcbPath::Crate);
+    path_tests! {
+        vaes512_agrees_with_crate: agrees_with_crate(EcbPath::Vaes512),
+        vaes512_matches_sp800_38a: matches_sp800_38a(EcbPath::Vaes512),
+        // The fallback path through the same checks, so that the hooks themselves are tested.
+        crate_path_matches_sp800_38a: matches_sp800_38a(EcbPath::Crate),
     }
 
     #[test]
     fn block_cipher_trait_matches_vectors_whichever_path_is_detected() {
-        for section in ["ecb-aes128", "ecb-aes192", "ecb-aes256"] {
-            let record = single_record("aes_sp800_38a.txt", section);
-            let cipher = FastAes::new(&record["key"]);
-            let mut data = record["plaintext"].clone();
+        for example in sp800_38a("ecb") {
+            let (section, cipher) = (&example.section, &example.cipher);
+            let mut data = example.plaintext.clone();
             cipher.encrypt_blocks(&mut data);
-            assert_eq!(data, record["ciphertext"], "[{section}]");
+            assert_eq!(data, example.ciphertext, "[{section}]");
             cipher.decrypt_blocks(&mut data);
-            assert_eq!(data, record["plaintext"], "[{section}]");
+            assert_eq!(data, example.plaintext, "[{section}]");
         }
     }
 }

@@ -4,7 +4,10 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use parcrypt_engine::{Backend, Engine};
-use parcrypt_format::{batcher_for, file, Argon2Params, Format, KdfLimits, Secret, Setup, Suite};
+use parcrypt_format::{
+    batcher_for, file, Argon2Params, ChunkBatcher, Format, FormatError, KdfLimits, Secret, Setup,
+    Suite,
+};
 
 use crate::error::Result;
 
@@ -206,22 +209,22 @@ impl FileOptions {
         destination: impl AsRef<Path>,
         secret: Secret<'_>,
     ) -> Result<u64> {
-        let engine = self.engine_for_call()?;
-        let batcher = batcher_for(&engine);
         let setup = Setup {
             format: self.format,
             suite: self.suite,
             context: &self.context,
             argon2: self.argon2,
         };
-        Ok(file::encrypt_file(
-            batcher.as_ref(),
-            &setup,
-            secret,
-            source.as_ref(),
-            destination.as_ref(),
-            &self.pipeline(),
-        )?)
+        self.on_batcher(|batcher, options| {
+            file::encrypt_file(
+                batcher,
+                &setup,
+                secret,
+                source.as_ref(),
+                destination.as_ref(),
+                options,
+            )
+        })
     }
 
     /// Decrypts `source` into `destination` with these options; see [`decrypt_file`].
@@ -231,17 +234,27 @@ impl FileOptions {
         destination: impl AsRef<Path>,
         secret: Secret<'_>,
     ) -> Result<u64> {
+        self.on_batcher(|batcher, options| {
+            file::decrypt_file(
+                batcher,
+                self.format,
+                secret,
+                &self.context,
+                source.as_ref(),
+                destination.as_ref(),
+                options,
+            )
+        })
+    }
+
+    /// Runs `call` on the batcher of this call's engine, with these options' file options.
+    fn on_batcher(
+        &self,
+        call: impl FnOnce(&dyn ChunkBatcher, &file::FileOptions<'_>) -> Result<u64, FormatError>,
+    ) -> Result<u64> {
         let engine = self.engine_for_call()?;
         let batcher = batcher_for(&engine);
-        Ok(file::decrypt_file(
-            batcher.as_ref(),
-            self.format,
-            secret,
-            &self.context,
-            source.as_ref(),
-            destination.as_ref(),
-            &self.pipeline(),
-        )?)
+        Ok(call(batcher.as_ref(), &self.pipeline())?)
     }
 
     fn pipeline(&self) -> file::FileOptions<'static> {

@@ -233,15 +233,20 @@ public final class Cipher implements AutoCloseable {
 
     private int buffers(int direction, byte[] iv, ByteBuffer input, ByteBuffer output, byte[] aad)
             throws BadPaddingException {
-        Objects.requireNonNull(input, "input");
-        Objects.requireNonNull(output, "output");
+        MemorySegment from = memory(input, "input");
+        MemorySegment into = memory(output, "output");
         if (output.isReadOnly()) {
             throw new ReadOnlyBufferException();
         }
-        long written = process(direction, iv, MemorySegment.ofBuffer(input), MemorySegment.ofBuffer(output), aad);
+        long written = process(direction, iv, from, into, aad);
         input.position(input.limit());
         output.position(output.position() + (int) written);
         return (int) written;
+    }
+
+    /** The memory of a caller's buffer ({@code name} names it when it is null). */
+    private static MemorySegment memory(ByteBuffer buffer, String name) {
+        return MemorySegment.ofBuffer(Objects.requireNonNull(buffer, name));
     }
 
     // ---- MemorySegment ----

@@ -1,7 +1,6 @@
 package dev.parcrypt;
 
 import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
@@ -17,16 +16,12 @@ import java.nio.file.Path;
  * take turns.
  */
 public final class DecryptingChannel implements SeekableByteChannel {
-    private static final int BUFFER_BYTES = 1 << 20;
-
     private final DecryptingInputStream.FileDecryptor decryptor;
-    // Freed by the garbage collector, so a stream dropped unclosed leaks nothing.
-    private final Arena arena = Arena.ofAuto();
-    private final MemorySegment buffer = arena.allocate(BUFFER_BYTES);
-    private boolean closed;
+    private final MemorySegment buffer;
 
     DecryptingChannel(Path source, byte[] secret, FileOptions options) throws IOException {
         decryptor = new DecryptingInputStream.FileDecryptor(source, secret, options);
+        buffer = decryptor.buffer;
     }
 
     @Override
@@ -43,7 +38,7 @@ public final class DecryptingChannel implements SeekableByteChannel {
         if (destination.isDirect()) {
             got = decryptor.read(MemorySegment.ofBuffer(destination));
         } else {
-            MemorySegment piece = buffer.asSlice(0, Math.min(wanted, BUFFER_BYTES));
+            MemorySegment piece = buffer.asSlice(0, Math.min(wanted, buffer.byteSize()));
             got = decryptor.read(piece);
             MemorySegment.copy(buffer, 0, MemorySegment.ofBuffer(destination), 0, got);
             piece.fill((byte) 0);
@@ -86,21 +81,17 @@ public final class DecryptingChannel implements SeekableByteChannel {
 
     @Override
     public synchronized boolean isOpen() {
-        return !closed;
+        return decryptor.isOpen();
     }
 
     private void open() throws IOException {
-        if (closed) {
+        if (!decryptor.isOpen()) {
             throw new ClosedChannelException();
         }
     }
 
     @Override
     public synchronized void close() {
-        if (!closed) {
-            closed = true;
-            decryptor.close();
-            buffer.fill((byte) 0);
-        }
+        decryptor.close();
     }
 }

@@ -17,16 +17,12 @@ import java.util.Objects;
  * bytes before the damage were read.
  */
 public final class DecryptingInputStream extends InputStream {
-    private static final int BUFFER_BYTES = 1 << 20;
-
     private final FileDecryptor decryptor;
-    // Freed by the garbage collector, so a stream dropped unclosed leaks nothing.
-    private final Arena arena = Arena.ofAuto();
-    private final MemorySegment buffer = arena.allocate(BUFFER_BYTES);
-    private boolean closed;
+    private final MemorySegment buffer;
 
     DecryptingInputStream(Path source, byte[] secret, FileOptions options) throws IOException {
         decryptor = new FileDecryptor(source, secret, options);
+        buffer = decryptor.buffer;
     }
 
     @Override
@@ -43,7 +39,7 @@ public final class DecryptingInputStream extends InputStream {
         if (length == 0) {
             return 0;
         }
-        int piece = Math.min(length, BUFFER_BYTES);
+        int piece = (int) Math.min(length, buffer.byteSize());
         int got = (int) decryptor.read(buffer.asSlice(0, piece));
         if (got == 0) {
             return -1;
@@ -67,25 +63,27 @@ public final class DecryptingInputStream extends InputStream {
     }
 
     private void open() throws IOException {
-        if (closed) {
+        if (!decryptor.isOpen()) {
             throw new IOException("the decrypting stream is closed");
         }
     }
 
     @Override
     public synchronized void close() {
-        if (!closed) {
-            closed = true;
-            decryptor.close();
-            buffer.fill((byte) 0);
-        }
+        decryptor.close();
     }
 
     /**
      * The file decryptor handle shared by the stream and the channel: reads at a position
-     * it keeps itself (every read goes through {@code parcrypt_file_decryptor_read_at}).
+     * it keeps itself (every read goes through {@code parcrypt_file_decryptor_read_at}), and
+     * the plaintext memory its owner reads through, wiped when it closes.
      */
     static final class FileDecryptor implements AutoCloseable {
+        /**
+         * Plaintext on its way to a Java array or heap buffer; freed by the garbage
+         * collector, so a stream or channel dropped unclosed leaks nothing.
+         */
+        final MemorySegment buffer = Arena.ofAuto().allocate(1 << 20);
         private final NativeHandle handle;
         private final Cleaner.Cleanable cleanable;
         private long position;
@@ -139,9 +137,13 @@ public final class DecryptingInputStream extends InputStream {
             return handle.isOpen();
         }
 
+        /** Frees the handle (once the calls in progress end) and wipes the buffer. */
         @Override
         public void close() {
-            cleanable.clean();
+            if (isOpen()) {
+                cleanable.clean();
+                buffer.fill((byte) 0);
+            }
         }
     }
 }

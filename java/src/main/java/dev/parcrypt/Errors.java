@@ -69,37 +69,39 @@ final class Errors {
 
     /** For calls whose failures are arguments or the library's own: unchecked exceptions. */
     static void check(int code, MemorySegment scratch) {
-        if (code != 0) {
-            throw unchecked(Status.of(code), message(scratch));
-        }
+        throwIfFailed(code, scratch, Errors::unchecked);
     }
 
     /** For decryption: a failed tag or padding is the checked exception JCE users expect. */
     static void checkCrypto(int code, MemorySegment scratch) throws BadPaddingException {
-        if (code == 0) {
-            return;
-        }
-        Status status = Status.of(code);
-        String message = message(scratch);
-        switch (status) {
-            case AUTHENTICATION_FAILED -> throw new AEADBadTagException(message);
-            case BAD_PADDING -> throw new BadPaddingException(message);
+        throwIfFailed(code, scratch, (status, message) -> switch (status) {
+            case AUTHENTICATION_FAILED -> new AEADBadTagException(message);
+            case BAD_PADDING -> new BadPaddingException(message);
             default -> throw unchecked(status, message);
-        }
+        });
     }
 
     /** For files: what concerns the file is an IOException; a bad argument stays unchecked. */
     static void checkFile(int code, MemorySegment scratch) throws ParcryptFileException {
-        if (code == 0) {
-            return;
-        }
-        Status status = Status.of(code);
-        String message = message(scratch);
-        switch (status) {
+        throwIfFailed(code, scratch, (status, message) -> switch (status) {
             case AUTHENTICATION_FAILED ->
-                throw new ParcryptFileException(status, message, new AEADBadTagException(message));
-            case WRONG_KEY, BAD_FORMAT, IO, BAD_PADDING -> throw new ParcryptFileException(status, message, null);
+                new ParcryptFileException(status, message, new AEADBadTagException(message));
+            case WRONG_KEY, BAD_FORMAT, IO, BAD_PADDING -> new ParcryptFileException(status, message, null);
             default -> throw unchecked(status, message);
+        });
+    }
+
+    /** What a failed call's status and message become (or throws, for an unchecked one). */
+    @FunctionalInterface
+    private interface Failure<E extends Exception> {
+        E exception(Status status, String message);
+    }
+
+    /** Throws what {@code failure} makes of a non-zero status and the call's message. */
+    private static <E extends Exception> void throwIfFailed(int code, MemorySegment scratch, Failure<E> failure)
+            throws E {
+        if (code != 0) {
+            throw failure.exception(Status.of(code), message(scratch));
         }
     }
 

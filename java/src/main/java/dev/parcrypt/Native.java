@@ -14,6 +14,7 @@ import java.lang.invoke.MethodHandle;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.Arrays;
 import java.util.Locale;
 
 /**
@@ -54,70 +55,65 @@ final class Native {
     private static final Linker LINKER = Linker.nativeLinker();
 
     static final MethodHandle VERSION = handle("parcrypt_version", FunctionDescriptor.of(STRING));
-    static final MethodHandle ENGINE_NEW = handle("parcrypt_engine_new",
-            FunctionDescriptor.of(INT, POINTER, SIZE, POINTER, POINTER));
+    static final MethodHandle ENGINE_NEW = handle("parcrypt_engine_new", status(POINTER, SIZE, POINTER));
     static final MethodHandle ENGINE_BACKEND = handle("parcrypt_engine_backend", FunctionDescriptor.of(STRING, POINTER));
     static final MethodHandle ENGINE_FREE = handle("parcrypt_engine_free", FunctionDescriptor.ofVoid(POINTER));
 
     static final MethodHandle CIPHER_NEW = handle("parcrypt_cipher_new",
-            FunctionDescriptor.of(INT, POINTER, POINTER, POINTER, SIZE, POINTER, SIZE, INT, POINTER, POINTER));
+            status(POINTER, POINTER, POINTER, SIZE, POINTER, SIZE, INT, POINTER));
     static final MethodHandle CIPHER_FREE = handle("parcrypt_cipher_free", FunctionDescriptor.ofVoid(POINTER));
     static final MethodHandle CIPHER_MAX_OUTPUT = handle("parcrypt_cipher_max_output_length",
-            FunctionDescriptor.of(INT, POINTER, INT, SIZE, POINTER, POINTER));
-    private static final FunctionDescriptor MESSAGE =
-            FunctionDescriptor.of(INT, POINTER, POINTER, SIZE, POINTER, SIZE, POINTER, SIZE, POINTER, POINTER);
+            status(POINTER, INT, SIZE, POINTER));
+    /** A whole message: the handle, the input, the AAD, the output, its length written. */
+    private static final FunctionDescriptor MESSAGE = status(POINTER, POINTER, SIZE, POINTER, SIZE, POINTER, SIZE, POINTER);
+    /** A whole message under an IV of its own (after the handle). */
     private static final FunctionDescriptor MESSAGE_IV =
-            FunctionDescriptor.of(INT, POINTER, POINTER, SIZE, POINTER, SIZE, POINTER, SIZE, POINTER, SIZE, POINTER, POINTER);
+            status(POINTER, POINTER, SIZE, POINTER, SIZE, POINTER, SIZE, POINTER, SIZE, POINTER);
     static final MethodHandle CIPHER_ENCRYPT = critical("parcrypt_cipher_encrypt", MESSAGE);
     static final MethodHandle CIPHER_DECRYPT = critical("parcrypt_cipher_decrypt", MESSAGE);
     static final MethodHandle CIPHER_ENCRYPT_IV = critical("parcrypt_cipher_encrypt_iv", MESSAGE_IV);
     static final MethodHandle CIPHER_DECRYPT_IV = critical("parcrypt_cipher_decrypt_iv", MESSAGE_IV);
 
-    static final MethodHandle AEAD_NEW = handle("parcrypt_aead_new",
-            FunctionDescriptor.of(INT, POINTER, POINTER, POINTER, SIZE, POINTER, POINTER));
+    static final MethodHandle AEAD_NEW = handle("parcrypt_aead_new", status(POINTER, POINTER, POINTER, SIZE, POINTER));
     static final MethodHandle AEAD_FREE = handle("parcrypt_aead_free", FunctionDescriptor.ofVoid(POINTER));
     static final MethodHandle AEAD_GENERATE_KEY = handle("parcrypt_aead_generate_key",
-            FunctionDescriptor.of(INT, POINTER, POINTER, SIZE, POINTER, POINTER));
+            status(POINTER, POINTER, SIZE, POINTER));
     static final MethodHandle AEAD_SEAL = critical("parcrypt_aead_seal", MESSAGE);
     static final MethodHandle AEAD_OPEN = critical("parcrypt_aead_open", MESSAGE);
 
     static final MethodHandle SEGMENTED_NEW = critical("parcrypt_segmented_new",
-            FunctionDescriptor.of(INT, POINTER, INT, POINTER, SIZE, POINTER, SIZE, SIZE, POINTER, POINTER));
-    static final MethodHandle SEGMENTED_LAYOUT = handle("parcrypt_segmented_layout",
-            FunctionDescriptor.of(INT, POINTER, INT, POINTER, POINTER, POINTER));
+            status(POINTER, INT, POINTER, SIZE, POINTER, SIZE, SIZE, POINTER));
+    static final MethodHandle SEGMENTED_LAYOUT = handle("parcrypt_segmented_layout", status(POINTER, INT, POINTER, POINTER));
     static final MethodHandle SEGMENTED_RUN = critical("parcrypt_segmented_run",
-            FunctionDescriptor.of(INT, POINTER, SIZE, POINTER, POINTER, SIZE, POINTER));
+            status(POINTER, SIZE, POINTER, POINTER, SIZE));
     static final MethodHandle SEGMENTED_AUTHENTICATE = critical("parcrypt_segmented_authenticate",
-            FunctionDescriptor.of(INT, POINTER, POINTER, POINTER, POINTER));
+            status(POINTER, POINTER, POINTER));
     static final MethodHandle SEGMENTED_FINISH = critical("parcrypt_segmented_finish",
-            FunctionDescriptor.of(INT, POINTER, POINTER, POINTER, SIZE, POINTER, POINTER));
+            status(POINTER, POINTER, POINTER, SIZE, POINTER));
     static final MethodHandle SEGMENTED_FREE = handle("parcrypt_segmented_free", FunctionDescriptor.ofVoid(POINTER));
 
     static final MethodHandle ERROR_STATUS = handle("parcrypt_error_status", FunctionDescriptor.of(INT, POINTER));
     static final MethodHandle ERROR_MESSAGE = handle("parcrypt_error_message", FunctionDescriptor.of(STRING, POINTER));
     static final MethodHandle ERROR_FREE = handle("parcrypt_error_free", FunctionDescriptor.ofVoid(POINTER));
-    static final MethodHandle SET_WARNING_CALLBACK = handle("parcrypt_set_warning_callback",
-            FunctionDescriptor.of(INT, POINTER, POINTER, POINTER));
+    static final MethodHandle SET_WARNING_CALLBACK = handle("parcrypt_set_warning_callback", status(POINTER, POINTER));
 
+    /** A whole file: the engine, source and destination, secret, context, flags, bytes written. */
     private static final FunctionDescriptor WHOLE_FILE =
-            FunctionDescriptor.of(INT, POINTER, POINTER, POINTER, POINTER, SIZE, POINTER, SIZE, INT, POINTER, POINTER);
+            status(POINTER, POINTER, POINTER, POINTER, SIZE, POINTER, SIZE, INT, POINTER);
     static final MethodHandle ENCRYPT_FILE = handle("parcrypt_encrypt_file", WHOLE_FILE);
     static final MethodHandle DECRYPT_FILE = handle("parcrypt_decrypt_file", WHOLE_FILE);
-    static final MethodHandle FILE_ENCRYPTOR_NEW = handle("parcrypt_file_encryptor_new",
-            FunctionDescriptor.of(INT, POINTER, POINTER, POINTER, SIZE, POINTER, SIZE, INT, POINTER, POINTER));
-    static final MethodHandle FILE_ENCRYPTOR_WRITE = handle("parcrypt_file_encryptor_write",
-            FunctionDescriptor.of(INT, POINTER, POINTER, SIZE, POINTER));
-    static final MethodHandle FILE_ENCRYPTOR_FINISH = handle("parcrypt_file_encryptor_finish",
-            FunctionDescriptor.of(INT, POINTER, POINTER));
+    /** A file handle's making: the engine, the file's name, secret, context, flags, the handle. */
+    private static final FunctionDescriptor FILE_HANDLE = status(POINTER, POINTER, POINTER, SIZE, POINTER, SIZE, INT, POINTER);
+    static final MethodHandle FILE_ENCRYPTOR_NEW = handle("parcrypt_file_encryptor_new", FILE_HANDLE);
+    static final MethodHandle FILE_ENCRYPTOR_WRITE = handle("parcrypt_file_encryptor_write", status(POINTER, POINTER, SIZE));
+    static final MethodHandle FILE_ENCRYPTOR_FINISH = handle("parcrypt_file_encryptor_finish", status(POINTER));
     static final MethodHandle FILE_ENCRYPTOR_FREE = handle("parcrypt_file_encryptor_free", FunctionDescriptor.ofVoid(POINTER));
-    static final MethodHandle FILE_DECRYPTOR_OPEN = handle("parcrypt_file_decryptor_open",
-            FunctionDescriptor.of(INT, POINTER, POINTER, POINTER, SIZE, POINTER, SIZE, INT, POINTER, POINTER));
+    static final MethodHandle FILE_DECRYPTOR_OPEN = handle("parcrypt_file_decryptor_open", FILE_HANDLE);
     static final MethodHandle FILE_DECRYPTOR_READ = handle("parcrypt_file_decryptor_read",
-            FunctionDescriptor.of(INT, POINTER, POINTER, SIZE, POINTER, POINTER));
+            status(POINTER, POINTER, SIZE, POINTER));
     static final MethodHandle FILE_DECRYPTOR_READ_AT = handle("parcrypt_file_decryptor_read_at",
-            FunctionDescriptor.of(INT, POINTER, SIZE, POINTER, SIZE, POINTER, POINTER));
-    static final MethodHandle FILE_DECRYPTOR_LENGTH = handle("parcrypt_file_decryptor_length",
-            FunctionDescriptor.of(INT, POINTER, POINTER, POINTER));
+            status(POINTER, SIZE, POINTER, SIZE, POINTER));
+    static final MethodHandle FILE_DECRYPTOR_LENGTH = handle("parcrypt_file_decryptor_length", status(POINTER, POINTER));
     static final MethodHandle FILE_DECRYPTOR_FREE = handle("parcrypt_file_decryptor_free", FunctionDescriptor.ofVoid(POINTER));
 
     /**
@@ -137,6 +133,16 @@ final class Native {
             throw new WrongThreadException("Attempted access outside owning thread");
         }
         return MemorySegment.ofAddress(segment.address()).reinterpret(segment.byteSize());
+    }
+
+    /**
+     * A fallible function's descriptor: it returns a ParcryptStatus and takes {@code
+     * arguments}, then the {@code ParcryptError **error} every fallible function ends with.
+     */
+    private static FunctionDescriptor status(MemoryLayout... arguments) {
+        MemoryLayout[] all = Arrays.copyOf(arguments, arguments.length + 1);
+        all[arguments.length] = POINTER;
+        return FunctionDescriptor.of(INT, all);
     }
 
     private static MethodHandle handle(String name, FunctionDescriptor descriptor) {

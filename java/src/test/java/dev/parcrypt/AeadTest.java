@@ -6,10 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.CyclicBarrier;
@@ -110,23 +108,13 @@ class AeadTest {
         assertThrows(IllegalArgumentException.class, () -> Aead.generateKey("bf-cbc"));
         Aead aead = Parcrypt.aead("aes-128-gcm", new byte[16]);
         AtomicInteger opened = new AtomicInteger();
-        List<Thread> threads = new ArrayList<>();
-        for (int t = 0; t < 4; t++) {
-            threads.add(Thread.ofPlatform().start(() -> {
-                for (int i = 0; i < 50; i++) {
-                    try {
-                        if (Arrays.equals(aead.open(aead.seal(new byte[] {7}, null), null), new byte[] {7})) {
-                            opened.incrementAndGet();
-                        }
-                    } catch (AEADBadTagException e) {
-                        throw new AssertionError(e);
-                    }
+        Support.onThreads(4, thread -> {
+            for (int i = 0; i < 50; i++) {
+                if (Arrays.equals(aead.open(aead.seal(new byte[] {7}, null), null), new byte[] {7})) {
+                    opened.incrementAndGet();
                 }
-            }));
-        }
-        for (Thread thread : threads) {
-            thread.join();
-        }
+            }
+        });
         assertEquals(200, opened.get());
         aead.close();
         assertThrows(IllegalStateException.class, () -> aead.seal(new byte[1], null));
@@ -168,23 +156,15 @@ class AeadTest {
                 CyclicBarrier barrier = new CyclicBarrier(8);
                 AtomicInteger encrypted = new AtomicInteger();
                 AtomicInteger refused = new AtomicInteger();
-                List<Thread> threads = new ArrayList<>();
-                for (int t = 0; t < 8; t++) {
-                    threads.add(Thread.ofPlatform().start(() -> {
-                        try {
-                            barrier.await();
-                            cipher.encrypt(new byte[4096]);
-                            encrypted.incrementAndGet();
-                        } catch (ParcryptException e) {
-                            refused.incrementAndGet();
-                        } catch (Exception e) {
-                            throw new AssertionError(e);
-                        }
-                    }));
-                }
-                for (Thread thread : threads) {
-                    thread.join();
-                }
+                Support.onThreads(8, thread -> {
+                    barrier.await();
+                    try {
+                        cipher.encrypt(new byte[4096]);
+                        encrypted.incrementAndGet();
+                    } catch (ParcryptException e) {
+                        refused.incrementAndGet();
+                    }
+                });
                 assertEquals(1, encrypted.get());
                 assertEquals(7, refused.get());
             }

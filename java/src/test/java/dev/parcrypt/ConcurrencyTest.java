@@ -22,6 +22,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 class ConcurrencyTest {
     static final int THREADS = 8;
     static final int MESSAGES = 60;
+    /** The AES-128 key of every message. */
+    static final byte[] KEY = {0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 
     static Stream<Backend> backends() {
         return Stream.of(Backend.seq(), Backend.pool(2), Backend.auto(), Backend.javaThreads(3),
@@ -31,10 +33,10 @@ class ConcurrencyTest {
     /** Message {@code index}'s nonce, plaintext and expected output from the one-thread cipher. */
     record Case(byte[] nonce, byte[] plaintext, byte[] sealed) {}
 
-    static List<Case> cases(byte[] key) throws Exception {
+    static List<Case> cases() throws Exception {
         SplittableRandom random = new SplittableRandom(11);
         List<Case> cases = new ArrayList<>();
-        try (Cipher reference = Parcrypt.cipher("aes-128-gcm", key, null, Backend.seq())) {
+        try (Cipher reference = Parcrypt.cipher("aes-128-gcm", KEY, null, Backend.seq())) {
             for (int i = 0; i < MESSAGES; i++) {
                 byte[] nonce = ByteBuffer.allocate(12).putInt(8, i).array();
                 byte[] plaintext = Support.bytes(random, random.nextInt(i % 10 == 0 ? 200_000 : 5_000));
@@ -44,22 +46,26 @@ class ConcurrencyTest {
         return cases;
     }
 
+    /** Seals and opens every {@code step}th case from {@code first} with {@code cipher}, counting each. */
+    static void checkCases(Cipher cipher, List<Case> cases, int first, int step, AtomicInteger checked)
+            throws Exception {
+        for (int i = first; i < cases.size(); i += step) {
+            Case c = cases.get(i);
+            assertArrayEquals(c.sealed(), cipher.encryptWithIv(c.nonce(), c.plaintext(), null));
+            assertArrayEquals(c.plaintext(), cipher.decryptWithIv(c.nonce(), c.sealed(), null));
+            checked.incrementAndGet();
+        }
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("backends")
     void threads_share_one_cipher(Backend backend) throws Exception {
-        byte[] key = new byte[16];
-        key[3] = 9;
-        List<Case> cases = cases(key);
+        List<Case> cases = cases();
         AtomicInteger checked = new AtomicInteger();
-        try (Cipher shared = Parcrypt.cipher("aes-128-gcm", key, null, backend)) {
-            runOnThreads(thread -> {
+        try (Cipher shared = Parcrypt.cipher("aes-128-gcm", KEY, null, backend)) {
+            Support.onThreads(THREADS, thread -> {
                 for (int round = 0; round < 3; round++) {
-                    for (int i = thread % 2; i < cases.size(); i += 2) {
-                        Case c = cases.get(i);
-                        assertArrayEquals(c.sealed(), shared.encryptWithIv(c.nonce(), c.plaintext(), null));
-                        assertArrayEquals(c.plaintext(), shared.decryptWithIv(c.nonce(), c.sealed(), null));
-                        checked.incrementAndGet();
-                    }
+                    checkCases(shared, cases, thread % 2, 2, checked);
                 }
             });
         }
@@ -69,18 +75,11 @@ class ConcurrencyTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("backends")
     void threads_with_their_own_ciphers(Backend backend) throws Exception {
-        byte[] key = new byte[16];
-        key[5] = 1;
-        List<Case> cases = cases(key);
+        List<Case> cases = cases();
         AtomicInteger checked = new AtomicInteger();
-        runOnThreads(thread -> {
-            try (Cipher own = Parcrypt.cipher("aes-128-gcm", key, null, backend)) {
-                for (int i = thread % 3; i < cases.size(); i += 3) {
-                    Case c = cases.get(i);
-                    assertArrayEquals(c.sealed(), own.encryptWithIv(c.nonce(), c.plaintext(), null));
-                    assertArrayEquals(c.plaintext(), own.decryptWithIv(c.nonce(), c.sealed(), null));
-                    checked.incrementAndGet();
-                }
+        Support.onThreads(THREADS, thread -> {
+            try (Cipher own = Parcrypt.cipher("aes-128-gcm", KEY, null, backend)) {
+                checkCases(own, cases, thread % 3, 3, checked);
             }
         });
         assertEquals(THREADS * MESSAGES / 3, checked.get());
@@ -115,29 +114,6 @@ class ConcurrencyTest {
             }
             executor.shutdown();
             assertTrue(refused.get());
-        }
-    }
-
-    interface Body {
-        void run(int thread) throws Exception;
-    }
-
-    static void runOnThreads(Body body) throws Exception {
-        ExecutorService executor = Executors.newFixedThreadPool(THREADS);
-        try {
-            List<Future<?>> futures = new ArrayList<>();
-            for (int t = 0; t < THREADS; t++) {
-                int thread = t;
-                futures.add(executor.submit(() -> {
-                    body.run(thread);
-                    return null;
-                }));
-            }
-            for (Future<?> future : futures) {
-                future.get();
-            }
-        } finally {
-            executor.shutdown();
         }
     }
 }

@@ -11,9 +11,15 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.Future;
 
-/** What the tests share: the backends each test runs on, random bytes, the vector files. */
+/**
+ * What the tests share: the backends each test runs on, random bytes, the vector files,
+ * bodies run on many threads at once.
+ */
 final class Support {
     private Support() {}
 
@@ -82,5 +88,33 @@ final class Support {
             throw new IOException("no vectors in " + name);
         }
         return out;
+    }
+
+    /** A test body run on one of {@link #onThreads}' threads. */
+    interface Body {
+        void run(int thread) throws Exception;
+    }
+
+    /**
+     * Runs {@code body} on {@code threads} platform threads at once (numbered from 0) and
+     * waits for them; the first failure of any is rethrown (as an ExecutionException).
+     */
+    static void onThreads(int threads, Body body) throws Exception {
+        ExecutorService executor = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<?>> futures = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int thread = t;
+                futures.add(executor.submit(() -> {
+                    body.run(thread);
+                    return null;
+                }));
+            }
+            for (Future<?> future : futures) {
+                future.get();
+            }
+        } finally {
+            executor.shutdown();
+        }
     }
 }

@@ -64,18 +64,22 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-class EncryptedReader(io.RawIOBase):
+class _NativeFile(io.RawIOBase):
+    """A file object over the native module's reader or writer, named as it was opened."""
+
+    def __init__(self, native: Any, name: str) -> None:
+        super().__init__()
+        self._native = native
+        self.name = name
+
+
+class EncryptedReader(_NativeFile):
     """The plaintext of an encrypted file, with random access (``parcrypt.open(path, "rb")``).
 
     Every byte returned has been authenticated: a modified, truncated or extended file
     raises :class:`InvalidTag` at the first chunk that fails, and nothing of that chunk is
     returned. Threads may share one reader: their calls take turns.
     """
-
-    def __init__(self, native: Any, name: str) -> None:
-        super().__init__()
-        self._native = native
-        self.name = name
 
     def readable(self) -> bool:
         return True
@@ -108,7 +112,7 @@ class EncryptedReader(io.RawIOBase):
         super().close()
 
 
-class EncryptedWriter(io.RawIOBase):
+class EncryptedWriter(_NativeFile):
     """A new encrypted file (``parcrypt.open(path, "wb")``).
 
     The file appears under its name only when :meth:`close` has sealed the last chunk and
@@ -116,11 +120,6 @@ class EncryptedWriter(io.RawIOBase):
     a writer that is never closed (garbage-collected, or a killed process) leaves no file.
     Threads may share one writer: each ``write`` is written whole, in turn.
     """
-
-    def __init__(self, native: Any, name: str) -> None:
-        super().__init__()
-        self._native = native
-        self.name = name
 
     def writable(self) -> bool:
         return True

@@ -2,7 +2,7 @@
 
 import io
 import os
-from typing import Any, Literal, TypedDict, Unpack, overload
+from typing import Any, Literal, Protocol, TypedDict, Unpack, overload
 
 from collections.abc import Buffer
 
@@ -65,6 +65,20 @@ class Aead:
     def seal(self, data: Buffer, aad: Buffer | None = None) -> bytes: ...
     def open(self, data: Buffer, aad: Buffer | None = None) -> bytes: ...
 
+class _OneMessage(Protocol):
+    """:meth:`Cipher.encrypt` and :meth:`Cipher.decrypt`: one whole message, under ``iv``
+    when given (else the cipher's own). The result (``bytes``, a numpy array or a
+    :class:`DeviceArray`), or with ``out=`` the count of bytes written there."""
+
+    @overload
+    def __call__(
+        self, data: Any, aad: Buffer | None = None, *, iv: Buffer | str | None = None, out: None = None
+    ) -> Any: ...
+    @overload
+    def __call__(
+        self, data: Any, aad: Buffer | None = None, *, iv: Buffer | str | None = None, out: Buffer
+    ) -> int: ...
+
 class Cipher:
     """A suite such as ``"aes-128-gcm"`` and a key on an engine, keyed once (the key
     schedule and GCM's powers of H), with an IV given here, with each message (``iv=``), or
@@ -102,22 +116,8 @@ class Cipher:
     def name(self) -> str: ...
     @property
     def backend(self) -> str: ...
-    @overload
-    def encrypt(
-        self, data: Any, aad: Buffer | None = None, *, iv: Buffer | str | None = None, out: None = None
-    ) -> Any: ...
-    @overload
-    def encrypt(
-        self, data: Any, aad: Buffer | None = None, *, iv: Buffer | str | None = None, out: Buffer
-    ) -> int: ...
-    @overload
-    def decrypt(
-        self, data: Any, aad: Buffer | None = None, *, iv: Buffer | str | None = None, out: None = None
-    ) -> Any: ...
-    @overload
-    def decrypt(
-        self, data: Any, aad: Buffer | None = None, *, iv: Buffer | str | None = None, out: Buffer
-    ) -> int: ...
+    encrypt: _OneMessage
+    decrypt: _OneMessage
     def output_length(self, length: int, decrypt: bool = False) -> int:
         """The most bytes ``length`` input bytes become: the size ``out`` needs."""
 

@@ -1,13 +1,13 @@
 //! `parcrypt.Aead`: AES-GCM with a fresh random nonce per message (the engine's `Aead`).
 
 use parcrypt::errors::JobError;
-use parcrypt::{Aead as EngineAead, Backend, CipherSpec};
-use pyo3::exceptions::PyValueError;
+use parcrypt::Aead as EngineAead;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::buffers::{new_bytes, Input};
-use crate::{errors, runtime};
+use crate::errors;
+use crate::runtime::{keyed_repr, suite, Keying};
 
 /// Below this many bytes the GIL stays held: releasing and taking it back costs more than
 /// such a message takes to seal.
@@ -24,15 +24,12 @@ const RELEASE_GIL_FROM: usize = 8 * 1024;
 #[pyclass(module = "parcrypt", name = "Aead", frozen)]
 pub struct Aead {
     aead: EngineAead,
-    spec: CipherSpec,
-    backend: Backend,
-}
-
-fn suite(name: &str) -> PyResult<CipherSpec> {
-    name.parse()
-        .map_err(|error: <CipherSpec as std::str::FromStr>::Err| {
-            PyValueError::new_err(error.to_string())
-        })
+    /// The suite's name, such as `aes-256-gcm`.
+    #[pyo3(get)]
+    name: String,
+    /// The backend asked for (its name in lower case).
+    #[pyo3(get)]
+    backend: &'static str,
 }
 
 #[pymethods]
@@ -47,16 +44,12 @@ impl Aead {
         backend: &str,
         threads: Option<usize>,
     ) -> PyResult<Self> {
-        let spec = suite(name)?;
-        let key = crate::buffers::key_bytes("key", key)?;
-        let backend: Backend = backend.parse().map_err(errors::engine)?;
-        let runtime = runtime::runtime_for(backend, threads)?;
-        errors::warn_engine(py, &runtime.engine, spec)?;
-        let aead = EngineAead::new(runtime.engine.clone(), spec, &key).map_err(errors::job)?;
+        let keying = Keying::new(py, name, key, backend, threads)?;
+        let aead = EngineAead::new(keying.engine, keying.spec, &keying.key).map_err(errors::job)?;
         Ok(Aead {
             aead,
-            spec,
-            backend,
+            name: keying.spec.to_string(),
+            backend: keying.backend.name(),
         })
     }
 
@@ -65,18 +58,6 @@ impl Aead {
     fn generate_key<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
         let key = EngineAead::generate_key(suite(name)?).map_err(errors::job)?;
         Ok(PyBytes::new(py, &key))
-    }
-
-    /// The suite's name, such as `aes-256-gcm`.
-    #[getter]
-    fn name(&self) -> String {
-        self.spec.to_string()
-    }
-
-    /// The backend asked for (its name in lower case).
-    #[getter]
-    fn backend(&self) -> &'static str {
-        self.backend.name()
     }
 
     /// Seals `data` (any bytes-like object) with `aad` as additional authenticated data:
@@ -116,11 +97,7 @@ impl Aead {
     }
 
     fn __repr__(&self) -> String {
-        format!(
-            "parcrypt.Aead('{}', backend='{}')",
-            self.spec,
-            self.backend.name()
-        )
+        keyed_repr("Aead", &self.name, self.backend)
     }
 }
 

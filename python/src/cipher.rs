@@ -5,14 +5,14 @@
 use parcrypt::errors::JobError;
 use parcrypt::hazmat::{Cipher as OneMessage, Direction, KeyedCipher};
 use parcrypt::secrets::decode_hex;
-use parcrypt::{Backend, CipherSpec};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use zeroize::Zeroizing;
 
 use crate::buffers::{new_array, new_bytes, Input, Output};
-use crate::{errors, gpu_arrays, runtime};
+use crate::runtime::{keyed_repr, Keying};
+use crate::{errors, gpu_arrays};
 
 /// Below this many bytes the GIL stays held: releasing and taking it back costs more than
 /// such a message takes to encrypt.
@@ -34,8 +34,12 @@ pub struct Cipher {
     keyed: KeyedCipher,
     /// The IV given at creation, for messages that bring none: it encrypts one message.
     creation: Option<OneMessage>,
-    spec: CipherSpec,
-    backend: Backend,
+    /// The suite's name, such as `aes-128-gcm`.
+    #[pyo3(get)]
+    name: String,
+    /// The backend asked for (its name in lower case).
+    #[pyo3(get)]
+    backend: &'static str,
 }
 
 /// Where a message's IV comes from: the call's `iv=`, or the cipher's creation IV, which is
@@ -119,17 +123,9 @@ impl Cipher {
         padding: bool,
         allow_short_gcm_iv: bool,
     ) -> PyResult<Self> {
-        let spec: CipherSpec =
-            name.parse()
-                .map_err(|error: <CipherSpec as std::str::FromStr>::Err| {
-                    PyValueError::new_err(error.to_string())
-                })?;
-        let key = crate::buffers::key_bytes("key", key)?;
+        let keying = Keying::new(py, name, key, backend, threads)?;
         let iv = iv.map(|iv| secret_bytes("iv", iv)).transpose()?;
-        let backend: Backend = backend.parse().map_err(errors::engine)?;
-        let runtime = runtime::runtime_for(backend, threads)?;
-        errors::warn_engine(py, &runtime.engine, spec)?;
-        let keyed = KeyedCipher::new(runtime.engine.clone(), spec, &key)
+        let keyed = KeyedCipher::new(keying.engine, keying.spec, &keying.key)
             .map_err(errors::job)?
             .padding(padding)
             .allow_short_gcm_iv(allow_short_gcm_iv);
@@ -140,21 +136,9 @@ impl Cipher {
         Ok(Cipher {
             keyed,
             creation,
-            spec,
-            backend,
+            name: keying.spec.to_string(),
+            backend: keying.backend.name(),
         })
-    }
-
-    /// The suite's name, such as `aes-128-gcm`.
-    #[getter]
-    fn name(&self) -> String {
-        self.spec.to_string()
-    }
-
-    /// The backend asked for (its name in lower case).
-    #[getter]
-    fn backend(&self) -> &'static str {
-        self.backend.name()
     }
 
     /// Encrypts one message, under `iv` when given (else the `Cipher`'s, which encrypts one
@@ -206,11 +190,7 @@ impl Cipher {
     }
 
     fn __repr__(&self) -> String {
-        format!(
-            "parcrypt.Cipher('{}', backend='{}')",
-            self.spec,
-            self.backend.name()
-        )
+        keyed_repr("Cipher", &self.name, self.backend)
     }
 }
 

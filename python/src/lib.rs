@@ -63,15 +63,7 @@ fn backends(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
         };
         rows.push(row);
     }
-    rows.into_iter()
-        .map(|(name, available, detail)| {
-            let row = PyDict::new(py);
-            row.set_item("name", name)?;
-            row.set_item("available", available)?;
-            row.set_item("detail", detail)?;
-            Ok(row)
-        })
-        .collect()
+    dicts(py, ["name", "available", "detail"], rows)
 }
 
 /// The CPU and every GPU device found, as `parcrypt devices` describes them: one dict each
@@ -92,12 +84,26 @@ fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
             rows.push((backend.name(), index, description));
         }
     }
+    dicts(py, ["backend", "index", "description"], rows)
+}
+
+/// `rows` as dicts, each row's three values under the three `keys`.
+fn dicts<'py, A, B, C>(
+    py: Python<'py>,
+    keys: [&str; 3],
+    rows: Vec<(A, B, C)>,
+) -> PyResult<Vec<Bound<'py, PyDict>>>
+where
+    A: IntoPyObject<'py>,
+    B: IntoPyObject<'py>,
+    C: IntoPyObject<'py>,
+{
     rows.into_iter()
-        .map(|(backend, index, description)| {
+        .map(|(a, b, c)| {
             let row = PyDict::new(py);
-            row.set_item("backend", backend)?;
-            row.set_item("index", index)?;
-            row.set_item("description", description)?;
+            row.set_item(keys[0], a)?;
+            row.set_item(keys[1], b)?;
+            row.set_item(keys[2], c)?;
             Ok(row)
         })
         .collect()
@@ -105,26 +111,18 @@ fn devices(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
 
 /// Each GPU backend with its devices' descriptions, or why it has none.
 fn gpu_devices() -> [(Backend, Result<Vec<String>, String>); 3] {
-    let describe = |devices: Vec<String>| devices;
+    use parcrypt::devices::{CudaDevice, HipDevice, OpenClDevice};
+    fn described<D: ToString, E: ToString>(
+        listed: Result<Vec<D>, E>,
+    ) -> Result<Vec<String>, String> {
+        listed
+            .map(|devices| devices.iter().map(ToString::to_string).collect())
+            .map_err(|error| error.to_string())
+    }
     [
-        (
-            Backend::Opencl,
-            parcrypt::devices::OpenClDevice::list()
-                .map(|devices| describe(devices.iter().map(ToString::to_string).collect()))
-                .map_err(|error| error.to_string()),
-        ),
-        (
-            Backend::Cuda,
-            parcrypt::devices::CudaDevice::list()
-                .map(|devices| describe(devices.iter().map(ToString::to_string).collect()))
-                .map_err(|error| error.to_string()),
-        ),
-        (
-            Backend::Hip,
-            parcrypt::devices::HipDevice::list()
-                .map(|devices| describe(devices.iter().map(ToString::to_string).collect()))
-                .map_err(|error| error.to_string()),
-        ),
+        (Backend::Opencl, described(OpenClDevice::list())),
+        (Backend::Cuda, described(CudaDevice::list())),
+        (Backend::Hip, described(HipDevice::list())),
     ]
 }
 

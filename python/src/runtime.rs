@@ -5,10 +5,12 @@
 use std::sync::{Arc, Mutex};
 
 use parcrypt::{batcher_for, ChunkBatcher};
-use parcrypt::{Backend, Engine};
-use pyo3::PyResult;
+use parcrypt::{Backend, CipherSpec, Engine};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use zeroize::Zeroizing;
 
-use crate::errors;
+use crate::{buffers, errors};
 
 /// One shared engine and the file format's batcher on it.
 pub struct Runtime {
@@ -56,4 +58,54 @@ pub fn runtime_for(backend: Backend, threads: Option<usize>) -> PyResult<&'stati
     }));
     runtimes.push(((backend, threads), runtime));
     Ok(runtime)
+}
+
+/// The suite called `name` (such as `aes-128-gcm`).
+pub fn suite(name: &str) -> PyResult<CipherSpec> {
+    name.parse()
+        .map_err(|error: <CipherSpec as std::str::FromStr>::Err| {
+            PyValueError::new_err(error.to_string())
+        })
+}
+
+/// What `parcrypt.Aead` and `parcrypt.Cipher` are keyed from: the suite `name`, the key (a
+/// bytes-like object: [`buffers::key_bytes`]) and the shared engine for `backend` and
+/// `threads`, whose warnings about running the suite are given here.
+pub struct Keying {
+    /// The suite.
+    pub spec: CipherSpec,
+    /// The key's bytes, wiped when dropped.
+    pub key: Zeroizing<Vec<u8>>,
+    /// The backend asked for.
+    pub backend: Backend,
+    /// The engine to key the suite on.
+    pub engine: Arc<Engine>,
+}
+
+impl Keying {
+    /// Takes the arguments every keyed object starts from, in the order they are checked.
+    pub fn new(
+        py: Python<'_>,
+        name: &str,
+        key: &Bound<'_, PyAny>,
+        backend: &str,
+        threads: Option<usize>,
+    ) -> PyResult<Self> {
+        let spec = suite(name)?;
+        let key = buffers::key_bytes("key", key)?;
+        let backend: Backend = backend.parse().map_err(errors::engine)?;
+        let engine = Arc::clone(&runtime_for(backend, threads)?.engine);
+        errors::warn_engine(py, &engine, spec)?;
+        Ok(Keying {
+            spec,
+            key,
+            backend,
+            engine,
+        })
+    }
+}
+
+/// The `repr` of a keyed object: `parcrypt.{class}('{name}', backend='{backend}')`.
+pub fn keyed_repr(class: &str, name: &str, backend: &str) -> String {
+    format!("parcrypt.{class}('{name}', backend='{backend}')")
 }

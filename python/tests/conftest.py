@@ -1,10 +1,12 @@
-"""Shared fixtures: the backends to run on, the CLI binary, random bytes."""
+"""Shared fixtures and helpers: the backends to run on, the CLI binary, threads."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -71,3 +73,12 @@ def run_cli(cli: str, *args: str, input: bytes | None = None, env: dict | None =
     if done.returncode != 0:
         pytest.fail(f"parcrypt {' '.join(args)} failed: {done.stderr.decode(errors='replace')}")
     return done.stdout
+
+
+def run_threads(targets: Iterable[Callable[[], object]]) -> None:
+    """Runs each of ``targets`` on a thread of its own, all started before any is waited for."""
+    threads = [threading.Thread(target=target) for target in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()

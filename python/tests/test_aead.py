@@ -7,6 +7,7 @@ from cryptography.exceptions import InvalidTag as PycaInvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 import parcrypt
+from conftest import run_threads
 
 SIZES = [0, 1, 15, 16, 17, 1000, (1 << 20) + 3]
 SUITES = ["aes-128-gcm", "aes-192-gcm", "aes-256-gcm"]
@@ -83,11 +84,7 @@ def test_buffers_of_every_kind_and_threads() -> None:
             with lock:
                 results.append(got)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_threads([work] * 4)
     assert results == [b"from a thread"] * 80
 
 

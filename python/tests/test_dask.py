@@ -75,6 +75,17 @@ def _digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _source_and_reference(folder: Path, name: str, size: int, seed: int, key: bytes) -> tuple[Path, str, Path]:
+    """A random plaintext file ``folder/name`` of ``size`` bytes, its digest, and its
+    single-machine encryption under ``key`` with ``SALTS`` (``folder/reference.parcrypt``):
+    what a distributed encryption must equal byte for byte."""
+    source = folder / name
+    _random_file(source, size, seed)
+    reference = folder / "reference.parcrypt"
+    parts.encrypt_with_salts(source, reference, SALTS, key=key)
+    return source, _digest(source), reference
+
+
 def _leftovers(folder: Path) -> list[str]:
     return [name for name in os.listdir(folder) if name.endswith(".tmp")]
 
@@ -137,14 +148,9 @@ def test_many_files_round_trip_and_one_unreadable_fails_alone(client: Client, bi
 
 
 def test_large_file_equals_the_single_machine_bytes_and_round_trips(client: Client, big_dir: Path, cli: str) -> None:
-    source = big_dir / "large.bin"
     size = LARGE_MIB * MIB + 12345  # not a whole number of chunks
-    _random_file(source, size, 512)
-    before = _digest(source)
     key = os.urandom(32)
-
-    reference = big_dir / "reference.parcrypt"
-    parts.encrypt_with_salts(source, reference, SALTS, key=key)
+    source, before, reference = _source_and_reference(big_dir, "large.bin", size, 512, key)
     sealed = big_dir / "large.bin.parcrypt"
     report = pdask.encrypt_large(source, sealed, key=key, client=client, salts=SALTS, chunks_per_task=2048)
     assert report.bytes == size and report.tasks == -(-(size // 16384 + 1) // 2048)
@@ -208,13 +214,9 @@ def test_passphrase_is_stretched_on_the_client_and_damage_leaves_nothing(client:
 
 
 def test_a_worker_killed_mid_job_completes_or_fails_cleanly(big_dir: Path) -> None:
-    source = big_dir / "fault.bin"
     size = 192 * MIB + 1
-    _random_file(source, size, 99)
-    before = _digest(source)
     key = os.urandom(16)
-    reference = big_dir / "reference.parcrypt"
-    parts.encrypt_with_salts(source, reference, SALTS, key=key)
+    source, before, reference = _source_and_reference(big_dir, "fault.bin", size, 99, key)
     sealed = big_dir / "fault.bin.parcrypt"
     outcome: dict[str, object] = {}
     with _cluster() as cluster, Client(cluster) as client:

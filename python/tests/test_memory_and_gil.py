@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import parcrypt
+from conftest import run_threads
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -123,11 +124,7 @@ def test_two_threads_calls_overlap_in_time() -> None:
         with lock:
             intervals.append((begin, finish))
 
-    threads = [threading.Thread(target=work) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_threads([work] * 2)
     (a_start, a_end), (b_start, b_end) = intervals
     # Each call began before the other ended: they ran at the same time.
     assert a_start < b_end and b_start < a_end

@@ -7,6 +7,7 @@ import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 import parcrypt
+from conftest import run_threads
 
 KEY = bytes(range(16))
 
@@ -57,11 +58,7 @@ def test_threads_racing_for_the_iv_let_exactly_one_encrypt() -> None:
             with lock:
                 outcomes.append(outcome)
 
-        threads = [threading.Thread(target=race) for _ in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        run_threads([race] * 8)
         assert sorted(outcomes) == ["encrypted"] + ["refused"] * 7
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -103,6 +103,21 @@ def test_a_cut_or_extended_file_is_refused_and_nothing_is_published(tmp_path: Pa
         assert not never.exists(), name
 
 
+def _in_parts_of_mode_0600(
+    prepare: Callable[[Path, parts.PartPlan], None],
+    work: Callable[[parts.PartPlan, int, int, Path, Path], int],
+    plan: parts.PartPlan,
+    src: Path,
+    dst: Path,
+) -> None:
+    """``prepare``s ``dst``, checks that its mode is 0600, and has ``work`` (seal or open)
+    fill it in parts of two chunks."""
+    prepare(dst, plan)
+    assert _mode(dst) == 0o600
+    for first, end in plan.ranges(2):
+        work(plan, first, end, src, dst)
+
+
 def test_outputs_are_new_files_of_mode_0600(tmp_path: Path, umask_022: None) -> None:
     """Issue 31 finding 4: ``prepare_sealed`` (``File::create``) and ``prepare_plain``
     (``open(path, "wb")``) made 0644 files under umask 022, and emptied an existing file
@@ -112,16 +127,10 @@ def test_outputs_are_new_files_of_mode_0600(tmp_path: Path, umask_022: None) -> 
     src.write_bytes(os.urandom(2 * CHUNK + 9))
     plan = parts.plan_encrypt(src, key=key)
     sealed = tmp_path / "sealed"
-    parts.prepare_sealed(sealed, plan)
-    assert _mode(sealed) == 0o600
-    for first, end in plan.ranges(2):
-        parts.seal(plan, first, end, src, sealed)
+    _in_parts_of_mode_0600(parts.prepare_sealed, parts.seal, plan, src, sealed)
     decrypt = parts.plan_decrypt(sealed, key=key)
     opened = tmp_path / "opened"
-    parts.prepare_plain(opened, decrypt)
-    assert _mode(opened) == 0o600
-    for first, end in decrypt.ranges(2):
-        parts.open_part(decrypt, first, end, sealed, opened)
+    _in_parts_of_mode_0600(parts.prepare_plain, parts.open_part, decrypt, sealed, opened)
     assert opened.read_bytes() == src.read_bytes()
 
     whole = tmp_path / "whole"

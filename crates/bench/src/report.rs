@@ -210,25 +210,18 @@ fn json_strings(items: &[String]) -> String {
 /// its median, fastest and slowest time per job in seconds, its runs and MB/s.
 pub fn json(run: &Run) -> String {
     let mut text = String::from("{\n");
-    let _ = writeln!(
-        text,
-        "  \"parcrypt_version\": {},",
-        json_string(env!("CARGO_PKG_VERSION"))
-    );
-    let _ = writeln!(text, "  \"cpu\": {},", json_string(&run.cpu));
-    let _ = writeln!(
-        text,
-        "  \"cpu_features\": {},",
-        json_string(&run.cpu_features)
-    );
-    let _ = writeln!(text, "  \"threads\": {},", run.threads);
-    let _ = writeln!(text, "  \"gpus\": {},", json_strings(&run.gpus));
-    let _ = writeln!(
-        text,
-        "  \"unavailable\": {},",
-        json_strings(&run.unavailable)
-    );
-    let _ = writeln!(text, "  \"checked\": {},", run.checked);
+    let fields = [
+        ("parcrypt_version", json_string(env!("CARGO_PKG_VERSION"))),
+        ("cpu", json_string(&run.cpu)),
+        ("cpu_features", json_string(&run.cpu_features)),
+        ("threads", run.threads.to_string()),
+        ("gpus", json_strings(&run.gpus)),
+        ("unavailable", json_strings(&run.unavailable)),
+        ("checked", run.checked.to_string()),
+    ];
+    for (name, value) in fields {
+        let _ = writeln!(text, "  \"{name}\": {value},");
+    }
     text += "  \"figures\": [";
     for (index, figure) in run.figures.iter().enumerate() {
         text += if index == 0 { "\n" } else { ",\n" };

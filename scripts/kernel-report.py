@@ -181,35 +181,39 @@ def disassemble(cuobjdump, nvdisasm, cubin):
     return kernels
 
 
+def per_function(text, header, figures):
+    """(function, match) for each line of `text` that matches `figures`, after a line that
+    names its function in the first group of `header` (lines before any are passed over)."""
+    current = None
+    for line in text.splitlines():
+        match = re.search(header, line)
+        if match:
+            current = match.group(1)
+            continue
+        match = re.search(figures, line)
+        if match and current:
+            yield current, match
+
+
 def resource_usage(cuobjdump, cubin):
     """{kernel: {registers, static_shared, local, stack}} from cuobjdump -res-usage."""
     text = subprocess.run([cuobjdump, "-res-usage", cubin], capture_output=True, text=True,
                           check=True).stdout
-    usage, current = {}, None
-    for line in text.splitlines():
-        match = re.match(r"\s*Function (\S+):", line)
-        if match:
-            current = match.group(1)
-            continue
-        match = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", line)
-        if match and current:
-            registers, stack, shared, local = (int(value) for value in match.groups())
-            usage[current] = {"registers": registers, "stack": stack,
-                              "static_shared": shared, "local": local}
+    usage = {}
+    figures = r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)"
+    for kernel, match in per_function(text, r"^\s*Function (\S+):", figures):
+        registers, stack, shared, local = (int(value) for value in match.groups())
+        usage[kernel] = {"registers": registers, "stack": stack,
+                         "static_shared": shared, "local": local}
     return usage
 
 
 def ptxas_spills(log_text):
     """{kernel: (spill store bytes, spill load bytes)} from the ptxas -v log."""
-    spills, current = {}, None
-    for line in log_text.splitlines():
-        match = re.search(r"Function properties for (\S+)", line)
-        if match:
-            current = match.group(1)
-            continue
-        match = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
-        if match and current:
-            spills[current] = (int(match.group(1)), int(match.group(2)))
+    spills = {}
+    figures = r"(\d+) bytes spill stores, (\d+) bytes spill loads"
+    for kernel, match in per_function(log_text, r"Function properties for (\S+)", figures):
+        spills[kernel] = (int(match.group(1)), int(match.group(2)))
     return spills
 
 

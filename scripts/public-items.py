@@ -105,36 +105,43 @@ def resolve(docs, crate, data, target):
     return other, other_key, other_data["index"][other_key]
 
 
-def walk(docs, crate, module_key, seen, kinds, visited_modules):
-    data = docs.load(crate)
-    module = data["index"][module_key]["inner"]["module"]
-    for child in module["items"]:
+def module_items(data, module_key):
+    """(id, item, kind, use) for each item of a module that the crate's index holds; `use`
+    is the body of a `use` (an import), else None."""
+    for child in data["index"][module_key]["inner"]["module"]["items"]:
         item = data["index"].get(str(child))
         if item is None:
             continue
         kind = kind_of(item)
-        if kind in ("use", "import"):
-            use = item["inner"][kind]
+        use = item["inner"][kind] if kind in ("use", "import") else None
+        yield str(child), item, kind, use
+
+
+def is_glob(use):
+    return use.get("is_glob") or use.get("glob")
+
+
+def walk(docs, crate, module_key, seen, kinds, visited_modules):
+    data = docs.load(crate)
+    for key, _, kind, use in module_items(data, module_key):
+        if use is not None:
             if use.get("id") is None:
                 continue
             found = resolve(docs, crate, data, use["id"])
             if found is None:
                 continue
-            target_crate, target_key, target = found
-            target_kind = kind_of(target)
-            if use.get("is_glob") or use.get("glob"):
-                if target_kind == "module":
-                    walk(docs, target_crate, target_key, seen, kinds, visited_modules)
+            crate_of, key, target = found
+            kind = kind_of(target)
+            if is_glob(use):
+                if kind == "module":
+                    walk(docs, crate_of, key, seen, kinds, visited_modules)
                 continue
-            note(seen, kinds, target_crate, target_key, target_kind)
-            if target_kind == "module" and (target_crate, target_key) not in visited_modules:
-                visited_modules.add((target_crate, target_key))
-                walk(docs, target_crate, target_key, seen, kinds, visited_modules)
         else:
-            note(seen, kinds, crate, str(child), kind)
-            if kind == "module" and (crate, str(child)) not in visited_modules:
-                visited_modules.add((crate, str(child)))
-                walk(docs, crate, str(child), seen, kinds, visited_modules)
+            crate_of = crate
+        note(seen, kinds, crate_of, key, kind)
+        if kind == "module" and (crate_of, key) not in visited_modules:
+            visited_modules.add((crate_of, key))
+            walk(docs, crate_of, key, seen, kinds, visited_modules)
 
 
 def note(seen, kinds, crate, key, kind):
@@ -172,16 +179,12 @@ def members(docs, crate, key):
 
 def top_level(data):
     names = []
-    for child in data["index"][str(data["root"])]["inner"]["module"]["items"]:
-        item = data["index"].get(str(child))
-        if item is None:
-            continue
-        kind = kind_of(item)
-        if kind in ("use", "import"):
-            use = item["inner"][kind]
-            if use.get("is_glob") or use.get("glob"):
-                names.append(use["source"] + "::*")
-                continue
+    for _, item, kind, use in module_items(data, str(data["root"])):
+        if use is None:
+            names.append((item["name"], kind))
+        elif is_glob(use):
+            names.append(use["source"] + "::*")
+        else:
             target = data["index"].get(str(use.get("id")))
             if target is not None:
                 kind = kind_of(target)
@@ -189,8 +192,6 @@ def top_level(data):
                 summary = data["paths"].get(str(use.get("id")))
                 kind = summary["kind"] if summary else "?"
             names.append((use["name"], kind))
-        else:
-            names.append((item["name"], kind))
     return names
 
 

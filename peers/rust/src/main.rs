@@ -128,26 +128,8 @@ fn message(keyed: &Keyed, encrypt: bool, iv: &[u8], input: &[u8], output: &mut [
         }
         Keyed::RcGcm128(cipher) => rc_gcm(cipher.as_ref(), encrypt, iv, input, output, n),
         Keyed::RcGcm256(cipher) => rc_gcm(cipher.as_ref(), encrypt, iv, input, output, n),
-        Keyed::RcCtr128(aes) => {
-            let core = ctr::CtrCore::<aes::Aes128, ctr::flavors::Ctr128BE>::inner_iv_slice_init(
-                (**aes).clone(),
-                iv,
-            )
-            .unwrap_or_else(|_| fail("iv"));
-            let mut ctr = ctr::Ctr128BE::<aes::Aes128>::from_core(core);
-            ctr.apply_keystream_b2b(&input[..n], &mut output[..n]);
-            true
-        }
-        Keyed::RcCtr256(aes) => {
-            let core = ctr::CtrCore::<aes::Aes256, ctr::flavors::Ctr128BE>::inner_iv_slice_init(
-                (**aes).clone(),
-                iv,
-            )
-            .unwrap_or_else(|_| fail("iv"));
-            let mut ctr = ctr::Ctr128BE::<aes::Aes256>::from_core(core);
-            ctr.apply_keystream_b2b(&input[..n], &mut output[..n]);
-            true
-        }
+        Keyed::RcCtr128(aes) => rc_ctr(aes.as_ref(), iv, input, output, n),
+        Keyed::RcCtr256(aes) => rc_ctr(aes.as_ref(), iv, input, output, n),
     }
 }
 
@@ -188,6 +170,19 @@ where
             .decrypt_inout_detached(&nonce, &[], buffer, &tag)
             .is_ok()
     }
+}
+
+/// RustCrypto's CTR (a 128-bit big-endian counter) over the block cipher `aes`: `n` bytes
+/// of `input` into `output`, the same both ways.
+fn rc_ctr<C>(aes: &C, iv: &[u8], input: &[u8], output: &mut [u8], n: usize) -> bool
+where
+    C: ctr::cipher::BlockCipherEncrypt<BlockSize = ctr::cipher::consts::U16> + Clone,
+{
+    let core = ctr::CtrCore::<C, ctr::flavors::Ctr128BE>::inner_iv_slice_init(aes.clone(), iv)
+        .unwrap_or_else(|_| fail("iv"));
+    let mut ctr = ctr::Ctr128BE::<C>::from_core(core);
+    ctr.apply_keystream_b2b(&input[..n], &mut output[..n]);
+    true
 }
 
 fn unhex(text: &str) -> Vec<u8> {

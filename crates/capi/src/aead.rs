@@ -7,7 +7,7 @@ use parcrypt::{Aead, CipherSpec};
 
 use crate::error::{Failure, ParcryptError, ParcryptStatus};
 use crate::{
-    entry, free, handle, make, out_pointer, required_str, sized, suite_and_key, Message,
+    entry, free, make, out_pointer, required_str, sized, suite_and_key, Handle, Message,
     ParcryptEngine,
 };
 
@@ -29,6 +29,10 @@ const _: () = assert!(PARCRYPT_AEAD_OVERHEAD == parcrypt::SEAL_OVERHEAD);
 /// `PARCRYPT_STATUS_STATE`: make a new key). Any number of threads may use one at once.
 pub struct ParcryptAead {
     aead: Aead,
+}
+
+impl Handle for ParcryptAead {
+    const NAME: &'static str = "aead";
 }
 
 /// Makes an AEAD. `name`: a NUL-terminated AES-GCM suite name (`aes-256-gcm`; any other
@@ -57,7 +61,7 @@ pub unsafe extern "C" fn parcrypt_aead_new(
         })
     };
     // SAFETY: `aead` and `error` are NULL or writable (the contract above).
-    unsafe { make(aead, "aead", error, body) }
+    unsafe { make(aead, error, body) }
 }
 
 /// Frees an AEAD (NULL is ignored); its copy of the key is wiped.
@@ -197,27 +201,22 @@ unsafe fn run(
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
     // SAFETY: every pointer meets this function's contract for its length.
-    let body = || unsafe { run_checked(aead, direction, &message) };
-    // SAFETY: `output_length` and `error` are NULL or writable (this function's contract).
-    unsafe { sized(message.output_length, "output_length", error, body) }
+    let body = |ParcryptAead { aead }: &_| unsafe { run_checked(aead, direction, &message) };
+    // SAFETY: `aead` is NULL or live; `output_length` and `error` are NULL or writable (this
+    // function's contract).
+    unsafe { sized(aead, message.output_length, "output_length", error, body) }
 }
 
 /// # Safety
 /// As [`run`].
 unsafe fn run_checked(
-    aead: *const ParcryptAead,
+    aead: &Aead,
     direction: Direction,
     message: &Message,
 ) -> Result<usize, Failure> {
-    // SAFETY: `aead` is NULL or live; `input` and `aad` are NULL or readable for their
-    // lengths (this function's contract).
-    let (aead, input, aad) = unsafe {
-        (
-            &handle(aead, "aead")?.aead,
-            message.input()?,
-            message.aad()?,
-        )
-    };
+    // SAFETY: `input` and `aad` are NULL or readable for their lengths (this function's
+    // contract).
+    let (input, aad) = unsafe { (message.input()?, message.aad()?) };
     let needed = match direction {
         Direction::Encrypt => Aead::sealed_length(input.len()),
         // Too short to be sealed: refused below, by the engine, before any output.

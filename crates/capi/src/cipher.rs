@@ -6,7 +6,7 @@ use parcrypt::hazmat::Direction;
 
 use crate::error::{Failure, ParcryptError, ParcryptStatus};
 use crate::keyed::{Buffers, Keyed, Setup};
-use crate::{free, handle, make, optional_bytes, sized, suite_and_key, Message, ParcryptEngine};
+use crate::{free, make, optional_bytes, sized, suite_and_key, Handle, Message, ParcryptEngine};
 
 /// `parcrypt_cipher_new` flag: ECB and CBC without PKCS#7 padding (messages must then be
 /// whole blocks).
@@ -30,6 +30,10 @@ pub const PARCRYPT_DECRYPT: i32 = 1;
 /// nonces, use a `ParcryptAead` (`parcrypt_aead_new`) instead.
 pub struct ParcryptCipher {
     pub(crate) keyed: Keyed,
+}
+
+impl Handle for ParcryptCipher {
+    const NAME: &'static str = "cipher";
 }
 
 /// Makes a cipher. `name`: a NUL-terminated suite name. `key`: `key_length` bytes (16, 24
@@ -75,7 +79,7 @@ pub unsafe extern "C" fn parcrypt_cipher_new(
         Ok(ParcryptCipher { keyed })
     };
     // SAFETY: `cipher` and `error` are NULL or writable (the contract above).
-    unsafe { make(cipher, "cipher", error, body) }
+    unsafe { make(cipher, error, body) }
 }
 
 /// Frees a cipher (NULL is ignored); its copy of the key is wiped.
@@ -102,15 +106,13 @@ pub unsafe extern "C" fn parcrypt_cipher_max_output_length(
     output_length: *mut usize,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let body = || {
-        // SAFETY: `cipher` is NULL or live (the contract above).
-        let cipher = unsafe { handle(cipher, "cipher") }?;
-        Ok(cipher
-            .keyed
-            .max_output_length(direction_of(direction)?, input_length))
+    let body = |cipher: &ParcryptCipher| {
+        let direction = direction_of(direction)?;
+        Ok(cipher.keyed.max_output_length(direction, input_length))
     };
-    // SAFETY: `output_length` and `error` are NULL or writable (the contract above).
-    unsafe { sized(output_length, "output_length", error, body) }
+    // SAFETY: `cipher` is NULL or live; `output_length` and `error` are NULL or writable
+    // (the contract above).
+    unsafe { sized(cipher, output_length, "output_length", error, body) }
 }
 
 /// Encrypts one message of `input_length` bytes at `input` into `output`, which holds
@@ -285,24 +287,24 @@ unsafe fn run(
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
     // SAFETY: every pointer meets this function's contract for its length.
-    let body = || unsafe { run_checked(cipher, direction, iv, &message) };
-    // SAFETY: `output_length` and `error` are NULL or writable (this function's contract).
-    unsafe { sized(message.output_length, "output_length", error, body) }
+    let body = |cipher: &ParcryptCipher| unsafe { run_checked(cipher, direction, iv, &message) };
+    // SAFETY: `cipher` is NULL or live; `output_length` and `error` are NULL or writable
+    // (this function's contract).
+    unsafe { sized(cipher, message.output_length, "output_length", error, body) }
 }
 
 /// # Safety
 /// As [`run`].
 unsafe fn run_checked(
-    cipher: *const ParcryptCipher,
+    cipher: &ParcryptCipher,
     direction: Direction,
     iv: Option<(*const u8, usize)>,
     message: &Message,
 ) -> Result<usize, Failure> {
-    // SAFETY: `cipher` is NULL or live; `iv` and `aad` are NULL or readable for their
-    // lengths (this function's contract).
-    let (cipher, iv, aad) = unsafe {
+    // SAFETY: `iv` and `aad` are NULL or readable for their lengths (this function's
+    // contract).
+    let (iv, aad) = unsafe {
         (
-            handle(cipher, "cipher")?,
             match iv {
                 Some((pointer, length)) => Some(
                     optional_bytes(pointer, length, "iv")?

@@ -6,7 +6,7 @@
 use std::ffi::c_char;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use parcrypt::errors::FormatError;
@@ -22,8 +22,8 @@ use self_cell::self_cell;
 
 use crate::error::{warn, Failure, ParcryptError, ParcryptStatus};
 use crate::{
-    bytes, entry, free, handle, make, out_pointer, output, path, sized, write_if_wanted,
-    ParcryptEngine,
+    bytes, entry, free, handle, make, on, out_pointer, output, path, sized, write_if_wanted,
+    Handle, ParcryptEngine,
 };
 
 /// File flag: overwrite a destination that exists (never the source itself), the option
@@ -153,6 +153,31 @@ unsafe fn file_secret<'a>(
     })
 }
 
+/// What every call that opens a file checks first: the engine, the file's name (`path`,
+/// with its parameter's name), then the secret, the context and the flags (a pointer with
+/// its length each).
+///
+/// # Safety
+/// `engine` is NULL or live, `path` NULL or NUL-terminated, `secret` and `context` NULL or
+/// readable for their lengths, during `'a`.
+unsafe fn file_arguments<'a>(
+    engine: *const ParcryptEngine,
+    path: (*const c_char, &str),
+    secret: (*const u8, usize),
+    context: (*const u8, usize),
+    flags: u32,
+) -> Result<(&'a Arc<Engine>, PathBuf, FileSecret<'a>), Failure> {
+    // SAFETY: every pointer meets this function's contract.
+    let (engine, path, file) = unsafe {
+        (
+            handle(engine)?,
+            crate::path(path.0, path.1)?,
+            file_secret(secret.0, secret.1, context.0, context.1, flags)?,
+        )
+    };
+    Ok((&engine.engine, path, file))
+}
+
 /// How a new message is set up: AES-128 for a passphrase or a 16-byte key, AES-256 for a
 /// 32-byte key, parcrypt's default argon2id costs (as `parcrypt encrypt` does). What makes
 /// it weak (a short passphrase) goes to the warning callback, as the command line prints it
@@ -278,15 +303,13 @@ unsafe fn whole_file(
 ) -> ParcryptStatus {
     let body = || {
         // SAFETY: every pointer meets this function's contract.
-        let (engine, source, destination, file) = unsafe {
+        let ((engine, source, file), destination) = unsafe {
             (
-                handle(engine, "engine")?,
-                path(paths[0], "source")?,
+                file_arguments(engine, (paths[0], "source"), secret, context, flags)?,
                 path(paths[1], "destination")?,
-                file_secret(secret.0, secret.1, context.0, context.1, flags)?,
             )
         };
-        let batcher = batcher_for(&engine.engine);
+        let batcher = batcher_for(engine);
         let options = file_options(file.overwrite);
         let bytes = match direction {
             Direction::Encrypt => parcrypt::files::encrypt_file_with(
@@ -324,6 +347,10 @@ pub struct ParcryptFileEncryptor {
     state: Mutex<Writing>,
 }
 
+impl Handle for ParcryptFileEncryptor {
+    const NAME: &'static str = "encryptor";
+}
+
 enum Writing {
     Open {
         cell: WriterCell,
@@ -354,14 +381,11 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_new(
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
     let body = || {
+        let (secret, context) = ((secret, secret_length), (context, context_length));
         // SAFETY: every pointer meets the contract above.
         let (engine, destination, file) = unsafe {
-            (
-                handle(engine, "engine")?,
-                path(destination, "destination")?,
-                file_secret(secret, secret_length, context, context_length, flags)?,
-            )
-        };
+            file_arguments(engine, (destination, "destination"), secret, context, flags)
+        }?;
         let setup = setup_for(&file)?;
         // The destination is refused before the key derivation, as the command line does.
         let plan = OutputPlan::check(&destination, None, file.overwrite)?;
@@ -369,7 +393,7 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_new(
         let mut output = plan.open()?;
         let writer_file = output.file().try_clone().map_err(FormatError::Write)?;
         let chunks = EngineChunks {
-            engine: engine.engine.clone(),
+            engine: engine.clone(),
         };
         let cell = WriterCell::try_new(chunks, |chunks| {
             sealer.wrap_output(chunks, writer_file).map(Some)
@@ -379,7 +403,7 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_new(
         })
     };
     // SAFETY: `encryptor` and `error` are NULL or writable (the contract above).
-    unsafe { make(encryptor, "encryptor", error, body) }
+    unsafe { make(encryptor, error, body) }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> Result<MutexGuard<'_, T>, Failure> {
@@ -404,14 +428,9 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_write(
     length: usize,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let body = || {
-        // SAFETY: `encryptor` is NULL or live, `data` NULL or readable for `length`.
-        let (encryptor, data) = unsafe {
-            (
-                handle(encryptor, "encryptor")?,
-                bytes(data, length, "data")?,
-            )
-        };
+    let body = |encryptor: &ParcryptFileEncryptor| {
+        // SAFETY: `data` is NULL or readable for `length` bytes (the contract above).
+        let data = unsafe { bytes(data, length, "data") }?;
         let mut state = lock(&encryptor.state)?;
         let Writing::Open { cell, .. } = &mut *state else {
             return Err(not_open(&state));
@@ -428,8 +447,8 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_write(
         }
         written
     };
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { entry(error, body) }
+    // SAFETY: `encryptor` is NULL or live, `error` NULL or writable (the contract above).
+    unsafe { on(encryptor, error, body) }
 }
 
 fn not_open(state: &Writing) -> Failure {
@@ -455,9 +474,7 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_finish(
     encryptor: *const ParcryptFileEncryptor,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let body = || {
-        // SAFETY: `encryptor` is NULL or live (the contract above).
-        let encryptor = unsafe { handle(encryptor, "encryptor") }?;
+    let body = |encryptor: &ParcryptFileEncryptor| {
         let mut state = lock(&encryptor.state)?;
         let Writing::Open { .. } = &*state else {
             return Err(not_open(&state));
@@ -479,8 +496,8 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_finish(
         *state = Writing::Finished;
         Ok(())
     };
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { entry(error, body) }
+    // SAFETY: `encryptor` is NULL or live, `error` NULL or writable (the contract above).
+    unsafe { on(encryptor, error, body) }
 }
 
 /// Frees an encryptor (NULL is ignored). Unless it finished, its file is not made.
@@ -499,6 +516,10 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_free(encryptor: *mut ParcryptFi
 /// authenticated. Calls may come from any thread; on one decryptor they take turns.
 pub struct ParcryptFileDecryptor {
     reader: Mutex<ReaderCell>,
+}
+
+impl Handle for ParcryptFileDecryptor {
+    const NAME: &'static str = "decryptor";
 }
 
 /// Opens the encrypted file `source`: reads its header and checks the secret against its
@@ -523,20 +544,16 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_open(
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
     let body = || {
+        let (secret, context) = ((secret, secret_length), (context, context_length));
         // SAFETY: every pointer meets the contract above.
-        let (engine, source, file) = unsafe {
-            (
-                handle(engine, "engine")?,
-                path(source, "source")?,
-                file_secret(secret, secret_length, context, context_length, flags)?,
-            )
-        };
+        let (engine, source, file) =
+            unsafe { file_arguments(engine, (source, "source"), secret, context, flags) }?;
         let input = open(&source)?;
         let unlocked = Decryptor::new(file.format, input)?
             .kdf_limits(KdfLimits::DEFAULT)
             .unlock(file.secret, file.context)?;
         let chunks = EngineChunks {
-            engine: engine.engine.clone(),
+            engine: engine.clone(),
         };
         let cell = ReaderCell::try_new(chunks, |chunks| unlocked.seekable(chunks))?;
         Ok(ParcryptFileDecryptor {
@@ -544,7 +561,7 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_open(
         })
     };
     // SAFETY: `decryptor` and `error` are NULL or writable (the contract above).
-    unsafe { make(decryptor, "decryptor", error, body) }
+    unsafe { make(decryptor, error, body) }
 }
 
 impl ParcryptFileDecryptor {
@@ -617,9 +634,7 @@ unsafe fn read_from(
     read: *mut usize,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let body = || {
-        // SAFETY: `decryptor` is NULL or live (the contract).
-        let decryptor = unsafe { handle(decryptor, "decryptor") }?;
+    let body = |decryptor: &ParcryptFileDecryptor| {
         // SAFETY: `buffer` is NULL or writable for `capacity` bytes, touched by nobody else
         // during the call (the contract).
         let buffer = unsafe { output(buffer, capacity, "buffer", "capacity") }?;
@@ -642,8 +657,9 @@ unsafe fn read_from(
             Ok(filled)
         })
     };
-    // SAFETY: `read` and `error` are NULL or writable (this function's contract).
-    unsafe { sized(read, "read", error, body) }
+    // SAFETY: `decryptor` is NULL or live; `read` and `error` are NULL or writable (this
+    // function's contract).
+    unsafe { sized(decryptor, read, "read", error, body) }
 }
 
 /// Moves the read position: `offset` from the start (`PARCRYPT_SEEK_SET`), the current
@@ -660,9 +676,7 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_seek(
     position: *mut u64,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let body = || {
-        // SAFETY: `decryptor` is NULL or live (the contract above).
-        let decryptor = unsafe { handle(decryptor, "decryptor") }?;
+    let body = |decryptor: &ParcryptFileDecryptor| {
         let from = match whence {
             PARCRYPT_SEEK_SET => SeekFrom::Start(u64::try_from(offset).map_err(|_| {
                 Failure::invalid(format!("cannot seek to {offset}, before the start"))
@@ -680,8 +694,8 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_seek(
         unsafe { write_if_wanted(position, now) };
         Ok(())
     };
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { entry(error, body) }
+    // SAFETY: `decryptor` is NULL or live, `error` NULL or writable (the contract above).
+    unsafe { on(decryptor, error, body) }
 }
 
 /// The plaintext's length, into `*length`; authenticates the final chunk first (a cut
@@ -695,17 +709,15 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_length(
     length: *mut u64,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let body = || {
+    let body = |decryptor: &ParcryptFileDecryptor| {
         let out = out_pointer(length, "length")?;
-        // SAFETY: `decryptor` is NULL or live (the contract above).
-        let decryptor = unsafe { handle(decryptor, "decryptor") }?;
         let bytes = decryptor.reading(|reader| Ok(reader.plaintext_len()?))?;
         // SAFETY: non-NULL and writable (the contract above).
         unsafe { out.write(bytes) };
         Ok(())
     };
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { entry(error, body) }
+    // SAFETY: `decryptor` is NULL or live, `error` NULL or writable (the contract above).
+    unsafe { on(decryptor, error, body) }
 }
 
 /// Frees a decryptor (NULL is ignored) and closes its file.

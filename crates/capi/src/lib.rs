@@ -112,7 +112,7 @@ pub unsafe extern "C" fn parcrypt_engine_new(
         })
     };
     // SAFETY: `engine` and `error` are NULL or writable (the contract above).
-    unsafe { make(engine, "engine", error, body) }
+    unsafe { make(engine, error, body) }
 }
 
 /// The engine's backend name (`pool`, `auto`, ...): a NUL-terminated string that lives
@@ -200,19 +200,29 @@ pub(crate) unsafe fn entry(
     unsafe { report(error, guard(body)) }
 }
 
-/// Runs an entry point that makes a handle: the out-parameter `out` (named `what` in the
-/// error) is checked first, then gets the handle `body` made, to free with [`free`].
+/// A handle type of this crate, with the name the errors give its pointers (the C
+/// parameter's name: `cipher`, `decryptor`, ...).
+pub(crate) trait Handle {
+    /// The name of a pointer to one in an error.
+    const NAME: &'static str;
+}
+
+impl Handle for ParcryptEngine {
+    const NAME: &'static str = "engine";
+}
+
+/// Runs an entry point that makes a handle: the out-parameter `out` is checked first, then
+/// gets the handle `body` made, to free with [`free`].
 ///
 /// # Safety
 /// `out` and `error` are NULL or valid for writing one pointer.
-pub(crate) unsafe fn make<T>(
+pub(crate) unsafe fn make<T: Handle>(
     out: *mut *mut T,
-    what: &str,
     error: *mut *mut ParcryptError,
     body: impl FnOnce() -> Result<T, Failure>,
 ) -> ParcryptStatus {
     let body = || {
-        let out = out_pointer(out, what)?;
+        let out = out_pointer(out, T::NAME)?;
         let made = Box::into_raw(Box::new(body()?));
         // SAFETY: `out` is non-NULL and writable (this function's contract).
         unsafe { out.write(made) };
@@ -222,24 +232,44 @@ pub(crate) unsafe fn make<T>(
     unsafe { entry(error, body) }
 }
 
-/// Runs an entry point that writes bytes and says how many: `*length` (required, named
-/// `what` in the error) is 0 until `body` returns, then the bytes written, or on a failure
-/// that says so (`PARCRYPT_STATUS_OUTPUT_TOO_SMALL`) the bytes needed.
+/// Runs an entry point on the handle the caller passed: `body` gets it once it is known
+/// not to be NULL.
 ///
 /// # Safety
-/// `length` is NULL or valid for writing a `usize`; `error` is NULL or valid for writing
-/// one pointer.
-pub(crate) unsafe fn sized(
+/// `handle` is NULL or a live handle of type `T` for the call; `error` is NULL or valid
+/// for writing one pointer.
+pub(crate) unsafe fn on<T: Handle>(
+    handle: *const T,
+    error: *mut *mut ParcryptError,
+    body: impl FnOnce(&T) -> Result<(), Failure>,
+) -> ParcryptStatus {
+    // SAFETY: `handle` is NULL or live during the call (this function's contract).
+    let body = || body(unsafe { crate::handle(handle) }?);
+    // SAFETY: `error` is NULL or writable (this function's contract).
+    unsafe { entry(error, body) }
+}
+
+/// Runs an entry point on a handle that writes bytes and says how many: `*length`
+/// (required, named `what` in the error) is 0 until `body` returns, then the bytes written,
+/// or on a failure that says so (`PARCRYPT_STATUS_OUTPUT_TOO_SMALL`) the bytes needed.
+/// `body` gets the handle once it is known not to be NULL.
+///
+/// # Safety
+/// `handle` is NULL or a live handle of type `T` for the call; `length` is NULL or valid
+/// for writing a `usize`; `error` is NULL or valid for writing one pointer.
+pub(crate) unsafe fn sized<T: Handle>(
+    handle: *const T,
     length: *mut usize,
     what: &str,
     error: *mut *mut ParcryptError,
-    body: impl FnOnce() -> Result<usize, Failure>,
+    body: impl FnOnce(&T) -> Result<usize, Failure>,
 ) -> ParcryptStatus {
     let body = || {
         let out = out_pointer(length, what)?;
         // SAFETY: `out` is non-NULL and writable (this function's contract).
         unsafe { out.write(0) };
-        match body() {
+        // SAFETY: `handle` is NULL or live during the call (this function's contract).
+        match unsafe { crate::handle(handle) }.and_then(body) {
             Ok(written) => {
                 // SAFETY: as above.
                 unsafe { out.write(written) };
@@ -373,13 +403,13 @@ unsafe fn write_if_wanted<T>(out: *mut T, value: T) {
     }
 }
 
-/// A handle the caller passed, or `PARCRYPT_STATUS_NULL_POINTER`.
+/// A handle the caller passed, or `PARCRYPT_STATUS_NULL_POINTER` naming it.
 ///
 /// # Safety
 /// `handle` is NULL or a live handle of type `T` that outlives `'a`.
-unsafe fn handle<'a, T>(handle: *const T, what: &str) -> Result<&'a T, Failure> {
+unsafe fn handle<'a, T: Handle>(handle: *const T) -> Result<&'a T, Failure> {
     // SAFETY: a non-NULL handle is live for 'a (this function's contract).
-    unsafe { handle.as_ref() }.ok_or_else(|| Failure::null(what))
+    unsafe { handle.as_ref() }.ok_or_else(|| Failure::null(T::NAME))
 }
 
 /// The `length` bytes at `pointer`: NULL with length 0 is empty, NULL otherwise an error.
@@ -459,7 +489,7 @@ unsafe fn suite_and_key<'a>(
     // SAFETY: each pointer meets this function's contract for the length given with it.
     let (engine, name, key) = unsafe {
         (
-            handle(engine, "engine")?,
+            handle(engine)?,
             required_str(name, "cipher name")?,
             bytes(key, key_length, "key")?,
         )

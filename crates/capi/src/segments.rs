@@ -9,7 +9,7 @@ use parcrypt::hazmat::segmented::{Segment, SegmentedMessage};
 use crate::cipher::direction_of;
 use crate::error::{Failure, ParcryptError, ParcryptStatus};
 use crate::{
-    bytes, entry, free, handle, make, optional_bytes, sized, write_if_wanted, ParcryptCipher,
+    bytes, free, handle, make, on, optional_bytes, sized, write_if_wanted, Handle, ParcryptCipher,
 };
 
 /// One message of a cipher cut into segments by the caller: made by
@@ -20,6 +20,10 @@ use crate::{
 /// once.
 pub struct ParcryptSegmented {
     message: SegmentedMessage,
+}
+
+impl Handle for ParcryptSegmented {
+    const NAME: &'static str = "segmented";
 }
 
 /// Starts one message of `input_length` bytes for `direction` (`PARCRYPT_ENCRYPT` or
@@ -46,7 +50,7 @@ pub unsafe extern "C" fn parcrypt_segmented_new(
         // SAFETY: each pointer meets the contract above for the length given with it.
         let (cipher, iv, aad) = unsafe {
             (
-                handle(cipher, "cipher")?,
+                handle(cipher)?,
                 optional_bytes(iv, iv_length, "iv")?,
                 optional_bytes(aad, aad_length, "aad")?,
             )
@@ -59,7 +63,7 @@ pub unsafe extern "C" fn parcrypt_segmented_new(
         Ok(ParcryptSegmented { message })
     };
     // SAFETY: `segmented` and `error` are NULL or writable (the contract above).
-    unsafe { make(segmented, "segmented", error, body) }
+    unsafe { make(segmented, error, body) }
 }
 
 /// The message's layout: `*body_length` gets the bytes from offset 0 that segments cover
@@ -79,10 +83,7 @@ pub unsafe extern "C" fn parcrypt_segmented_layout(
     alignment: *mut usize,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let body = || {
-        // SAFETY: `segmented` is NULL or live (the contract above).
-        let segmented = unsafe { handle(segmented, "segmented") }?;
-        let message = &segmented.message;
+    let body = |ParcryptSegmented { message }: &_| {
         let value = message.alignment(in_place != 0).unwrap_or(0);
         // SAFETY: `body_length` and `alignment` are NULL or writable (the contract above).
         unsafe {
@@ -91,8 +92,8 @@ pub unsafe extern "C" fn parcrypt_segmented_layout(
         }
         Ok(())
     };
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { entry(error, body) }
+    // SAFETY: `segmented` is NULL or live, `error` NULL or writable (the contract above).
+    unsafe { on(segmented, error, body) }
 }
 
 /// Runs the body's bytes `offset .. offset + length` on the calling thread: reads them at
@@ -117,10 +118,7 @@ pub unsafe extern "C" fn parcrypt_segmented_run(
     length: usize,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let body = || {
-        // SAFETY: `segmented` is NULL or live (the contract above).
-        let segmented = unsafe { handle(segmented, "segmented") }?;
-        let message = &segmented.message;
+    let body = |ParcryptSegmented { message }: &_| {
         if length == 0 {
             return message
                 .segment(offset, None, Segment::InPlace(&mut []))
@@ -177,8 +175,8 @@ pub unsafe extern "C" fn parcrypt_segmented_run(
         };
         outcome.map_err(Failure::from)
     };
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { entry(error, body) }
+    // SAFETY: `segmented` is NULL or live, `error` NULL or writable (the contract above).
+    unsafe { on(segmented, error, body) }
 }
 
 /// Ends a round of segments, once every segment of it returned. GCM decryption runs its
@@ -201,12 +199,9 @@ pub unsafe extern "C" fn parcrypt_segmented_authenticate(
     again: *mut i32,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let body = || {
-        // SAFETY: `again` is NULL or writable (the contract above).
-        unsafe { write_if_wanted(again, 0) };
-        // SAFETY: `segmented` is NULL or live (the contract above).
-        let segmented = unsafe { handle(segmented, "segmented") }?;
-        let message = &segmented.message;
+    // SAFETY: `again` is NULL or writable (the contract above).
+    unsafe { write_if_wanted(again, 0) };
+    let body = |ParcryptSegmented { message }: &_| {
         // SAFETY: `input` is NULL or readable for the input's length (the contract).
         let whole_input = unsafe { bytes(input, message.input_length(), "input") }?;
         message.authenticate(&whole_input[message.body_length()..])?;
@@ -214,8 +209,8 @@ pub unsafe extern "C" fn parcrypt_segmented_authenticate(
         unsafe { write_if_wanted(again, i32::from(message.rounds() == 2)) };
         Ok(())
     };
-    // SAFETY: `error` is NULL or writable (the contract above).
-    unsafe { entry(error, body) }
+    // SAFETY: `segmented` is NULL or live, `error` NULL or writable (the contract above).
+    unsafe { on(segmented, error, body) }
 }
 
 /// Ends the message once every segment ran: checks that they covered the body exactly,
@@ -241,10 +236,7 @@ pub unsafe extern "C" fn parcrypt_segmented_finish(
     output_length: *mut usize,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let body = || {
-        // SAFETY: `segmented` is NULL or live (the contract above).
-        let segmented = unsafe { handle(segmented, "segmented") }?;
-        let message = &segmented.message;
+    let body = |ParcryptSegmented { message }: &_| {
         let (body, input_length) = (message.body_length(), message.input_length());
         // SAFETY: `input` is NULL or readable for the input's length (the contract); only
         // its tail is read, and copied before the output (maybe the same memory) is made.
@@ -262,8 +254,9 @@ pub unsafe extern "C" fn parcrypt_segmented_finish(
             }
         })
     };
-    // SAFETY: `output_length` and `error` are NULL or writable (the contract above).
-    unsafe { sized(output_length, "output_length", error, body) }
+    // SAFETY: `segmented` is NULL or live; `output_length` and `error` are NULL or writable
+    // (the contract above).
+    unsafe { sized(segmented, output_length, "output_length", error, body) }
 }
 
 /// Frees a segmented message (NULL is ignored).

@@ -101,42 +101,166 @@ fn open_decryptor(
     .expect("a file decryptor")
 }
 
-fn seal(cipher: *const ParcryptCipher, iv: Option<&[u8]>, input: &[u8]) -> Vec<u8> {
-    let mut output = vec![0u8; input.len() + 32];
-    let mut written = 0;
-    let mut error = null_mut();
-    // SAFETY: live cipher, slices for their lengths, writable outs.
+/// A whole-message call's raw memory, as C gives it: `input_length` bytes at `input` to
+/// write into `capacity` bytes at `output` (no AAD).
+#[derive(Clone, Copy)]
+struct Memory {
+    input: *const u8,
+    input_length: usize,
+    output: *mut u8,
+    capacity: usize,
+}
+
+impl Memory {
+    fn of(input: &[u8], output: &mut [u8]) -> Memory {
+        Memory {
+            input: input.as_ptr(),
+            input_length: input.len(),
+            output: output.as_mut_ptr(),
+            capacity: output.len(),
+        }
+    }
+}
+
+/// What a call that writes bytes returned: its status, the length it wrote (`usize::MAX`
+/// before the call) and its error object (NULL on success).
+type Written = (ParcryptStatus, usize, *mut ParcryptError);
+
+/// A whole-message entry point without an IV of its own: `parcrypt_cipher_encrypt` and
+/// `_decrypt`, `parcrypt_aead_seal` and `_open`.
+type MessageCall<T> = unsafe extern "C" fn(
+    *const T,
+    *const u8,
+    usize,
+    *const u8,
+    usize,
+    *mut u8,
+    usize,
+    *mut usize,
+    *mut *mut ParcryptError,
+) -> ParcryptStatus;
+
+/// `call` on `handle` over `memory`.
+///
+/// # Safety
+/// `handle` is live; `memory` is readable and writable as it says.
+unsafe fn message<T>(call: MessageCall<T>, handle: *const T, memory: Memory) -> Written {
+    let (mut written, mut error) = (usize::MAX, null_mut());
+    let Memory {
+        input,
+        input_length,
+        output,
+        capacity,
+    } = memory;
+    // SAFETY: this function's contract.
     let status = unsafe {
+        call(
+            handle,
+            input,
+            input_length,
+            null(),
+            0,
+            output,
+            capacity,
+            &mut written,
+            &mut error,
+        )
+    };
+    (status, written, error)
+}
+
+/// `parcrypt_cipher_encrypt_iv` on `cipher` under `iv` over `memory`.
+///
+/// # Safety
+/// As [`message`].
+unsafe fn encrypt_iv(cipher: *const ParcryptCipher, iv: &[u8], memory: Memory) -> Written {
+    let (mut written, mut error) = (usize::MAX, null_mut());
+    // SAFETY: this function's contract, and `iv` for its length.
+    let status = unsafe {
+        parcrypt_cipher_encrypt_iv(
+            cipher,
+            iv.as_ptr(),
+            iv.len(),
+            memory.input,
+            memory.input_length,
+            null(),
+            0,
+            memory.output,
+            memory.capacity,
+            &mut written,
+            &mut error,
+        )
+    };
+    (status, written, error)
+}
+
+/// The output of a whole-message call that must succeed: `call` on `cipher`, or with an
+/// `iv` `parcrypt_cipher_encrypt_iv`.
+fn whole(
+    call: MessageCall<ParcryptCipher>,
+    cipher: *const ParcryptCipher,
+    iv: Option<&[u8]>,
+    input: &[u8],
+) -> Vec<u8> {
+    let mut output = vec![0u8; input.len() + 32];
+    let memory = Memory::of(input, &mut output);
+    // SAFETY: a live cipher, slices for their lengths.
+    let (status, written, error) = unsafe {
         match iv {
-            None => parcrypt_cipher_encrypt(
-                cipher,
-                input.as_ptr(),
-                input.len(),
-                null(),
-                0,
-                output.as_mut_ptr(),
-                output.len(),
-                &mut written,
-                &mut error,
-            ),
-            Some(iv) => parcrypt_cipher_encrypt_iv(
-                cipher,
-                iv.as_ptr(),
-                iv.len(),
-                input.as_ptr(),
-                input.len(),
-                null(),
-                0,
-                output.as_mut_ptr(),
-                output.len(),
-                &mut written,
-                &mut error,
-            ),
+            None => message(call, cipher, memory),
+            Some(iv) => encrypt_iv(cipher, iv, memory),
         }
     };
     assert_eq!(status, ParcryptStatus::Ok, "{:?}", take_error(error));
     output.truncate(written);
     output
+}
+
+/// `input` encrypted by `cipher`, under its creation IV or `iv`.
+fn seal(cipher: *const ParcryptCipher, iv: Option<&[u8]>, input: &[u8]) -> Vec<u8> {
+    whole(parcrypt_cipher_encrypt, cipher, iv, input)
+}
+
+/// A whole-file entry point: `parcrypt_encrypt_file` or `parcrypt_decrypt_file`.
+type FileCall = unsafe extern "C" fn(
+    *const ParcryptEngine,
+    *const c_char,
+    *const c_char,
+    *const u8,
+    usize,
+    *const u8,
+    usize,
+    u32,
+    *mut u64,
+    *mut *mut ParcryptError,
+) -> ParcryptStatus;
+
+/// `call` from `source` to `destination` under `key` (no context) with `flags`: the status,
+/// and the error object's status when there is one (which is freed).
+fn whole_file(
+    call: FileCall,
+    engine: *const ParcryptEngine,
+    [source, destination]: [&CStr; 2],
+    key: &[u8],
+    flags: u32,
+) -> (ParcryptStatus, Option<ParcryptStatus>) {
+    let mut error = null_mut();
+    // SAFETY: a live engine, NUL-terminated paths, a key for its length, writable outs.
+    let status = unsafe {
+        call(
+            engine,
+            source.as_ptr(),
+            destination.as_ptr(),
+            key.as_ptr(),
+            key.len(),
+            null(),
+            0,
+            flags,
+            null_mut(),
+            &mut error,
+        )
+    };
+    (status, (!error.is_null()).then(|| take_error(error).0))
 }
 
 #[test]
@@ -320,7 +444,7 @@ fn segmented_messages_match_whole_ones() {
         for length in [0usize, 1, 16, 17, 1000, 70_000] {
             let plaintext: Vec<u8> = (0..length).map(|i| (i % 251) as u8).collect();
             let (once, cipher) = (make(), make());
-            let whole = run_whole(once, PARCRYPT_ENCRYPT, &plaintext);
+            let whole = seal(once, None, &plaintext);
             // SAFETY: made above, freed once.
             unsafe { parcrypt_cipher_free(once) };
             let sealed = run_segments(cipher, PARCRYPT_ENCRYPT, &plaintext).expect("encrypt");
@@ -398,33 +522,6 @@ fn segmented_messages_match_whole_ones() {
         parcrypt_cipher_free(cipher);
         parcrypt_engine_free(engine);
     }
-}
-
-/// The whole-message call's output.
-fn run_whole(cipher: *const ParcryptCipher, direction: i32, input: &[u8]) -> Vec<u8> {
-    let mut output = vec![0u8; input.len() + 32];
-    let mut written = 0;
-    let call = match direction {
-        PARCRYPT_ENCRYPT => parcrypt_cipher_encrypt,
-        _ => parcrypt_cipher_decrypt,
-    };
-    // SAFETY: a live cipher, buffers for their lengths, writable outs.
-    let status = unsafe {
-        call(
-            cipher,
-            input.as_ptr(),
-            input.len(),
-            null(),
-            0,
-            output.as_mut_ptr(),
-            output.len(),
-            &mut written,
-            null_mut(),
-        )
-    };
-    assert_eq!(status, ParcryptStatus::Ok);
-    output.truncate(written);
-    output
 }
 
 /// The message through `parcrypt_segmented_*`: the body cut in two at a block boundary,
@@ -574,22 +671,9 @@ fn the_file_readers_refuse_a_cut_file() {
     let chunk = 16 * 1024;
     let plain: Vec<u8> = (0..3 * chunk + 100).map(|i| (i % 253) as u8).collect();
     std::fs::write(folder.path().join("plain"), &plain).unwrap();
-    // SAFETY: live engine, NUL-terminated paths, the key for its length, NULL outs.
-    let status = unsafe {
-        parcrypt_encrypt_file(
-            engine,
-            plain_path.as_ptr(),
-            sealed_path.as_ptr(),
-            key.as_ptr(),
-            key.len(),
-            null(),
-            0,
-            0,
-            null_mut(),
-            null_mut(),
-        )
-    };
-    assert_eq!(status, ParcryptStatus::Ok);
+    let files = [&*plain_path, &sealed_path];
+    let status = whole_file(parcrypt_encrypt_file, engine, files, &key, 0);
+    assert_eq!(status, (ParcryptStatus::Ok, None));
     let sealed = std::fs::read(folder.path().join("sealed")).unwrap();
     let envelope = sealed.len() - (3 * (chunk + 16) + 100 + 16);
     for kept in 0..=3 {
@@ -598,28 +682,10 @@ fn the_file_readers_refuse_a_cut_file() {
         std::fs::write(folder.path().join("cut"), &cut).unwrap();
         let claimed = (kept * chunk) as u64;
 
-        let mut error = null_mut();
-        // SAFETY: as above, and a writable error out-parameter.
-        let status = unsafe {
-            parcrypt_decrypt_file(
-                engine,
-                cut_path.as_ptr(),
-                out_path.as_ptr(),
-                key.as_ptr(),
-                key.len(),
-                null(),
-                0,
-                0,
-                null_mut(),
-                &mut error,
-            )
-        };
-        assert_eq!(
-            status,
-            ParcryptStatus::AuthenticationFailed,
-            "cut after {kept}"
-        );
-        take_error(error);
+        let files = [&*cut_path, &out_path];
+        let failed = ParcryptStatus::AuthenticationFailed;
+        let status = whole_file(parcrypt_decrypt_file, engine, files, &key, 0);
+        assert_eq!(status, (failed, Some(failed)), "cut after {kept}");
         assert!(
             !folder.path().join("out").exists(),
             "cut after {kept}: output left"
@@ -721,20 +787,16 @@ fn whole_message_calls_share_the_buffer_rules() {
         (0, 10, ParcryptStatus::InvalidArgument),
         (0, 100, ParcryptStatus::Ok),
     ] {
-        let (mut written, mut error) = (usize::MAX, null_mut());
         // SAFETY: a live AEAD; 60 input bytes and 90 output bytes inside `memory`.
-        let status = unsafe {
-            parcrypt_aead_seal(
-                aead,
-                base.add(input_at),
-                60,
-                null(),
-                0,
-                base.add(output_at),
-                90,
-                &mut written,
-                &mut error,
-            )
+        let (status, written, error) = unsafe {
+            let (input, output) = (base.add(input_at), base.add(output_at));
+            let memory = Memory {
+                input,
+                input_length: 60,
+                output,
+                capacity: 90,
+            };
+            message(parcrypt_aead_seal, aead, memory)
         };
         assert_eq!(status, expected, "seal at {input_at} into {output_at}");
         if expected == ParcryptStatus::Ok {
@@ -747,22 +809,10 @@ fn whole_message_calls_share_the_buffer_rules() {
             assert!(message.contains("overlaps"), "{message}");
         }
     }
-    let (mut needed, mut error) = (0, null_mut());
     let mut small = [0u8; 40];
-    // SAFETY: a live AEAD, 20 input bytes, an output of its length, writable outs.
-    let status = unsafe {
-        parcrypt_aead_seal(
-            aead,
-            memory.as_ptr(),
-            20,
-            null(),
-            0,
-            small.as_mut_ptr(),
-            small.len(),
-            &mut needed,
-            &mut error,
-        )
-    };
+    let memory = Memory::of(&memory[..20], &mut small);
+    // SAFETY: a live AEAD, 20 input bytes, an output of its length.
+    let (status, needed, error) = unsafe { message(parcrypt_aead_seal, aead, memory) };
     assert_eq!(status, ParcryptStatus::OutputTooSmall);
     assert_eq!(needed, 20 + PARCRYPT_AEAD_OVERHEAD);
     take_error(error);
@@ -773,45 +823,28 @@ fn whole_message_calls_share_the_buffer_rules() {
     let plain: Vec<u8> = (0..64u8).collect();
     let expected = seal(ctr, Some(&[9u8; 16]), &plain);
     let mut in_place = plain.clone();
-    let (mut written, mut error) = (0, null_mut());
     let at = in_place.as_mut_ptr();
-    // SAFETY: a live cipher; the message in place, readable and writable for its length.
-    let status = unsafe {
-        parcrypt_cipher_encrypt_iv(
-            ctr,
-            [9u8; 16].as_ptr(),
-            16,
-            at,
-            64,
-            null(),
-            0,
-            at,
-            64,
-            &mut written,
-            &mut error,
-        )
+    let memory = Memory {
+        input: at,
+        input_length: 64,
+        output: at,
+        capacity: 64,
     };
+    // SAFETY: a live cipher; the message in place, readable and writable for its length.
+    let (status, written, _) = unsafe { encrypt_iv(ctr, &[9u8; 16], memory) };
     assert_eq!(status, ParcryptStatus::Ok);
     assert_eq!((written, &in_place), (64, &expected), "in place");
     let mut memory = vec![0u8; 128];
     let base = memory.as_mut_ptr();
-    let mut error = null_mut();
-    written = usize::MAX;
     // SAFETY: a live cipher; 64 input bytes and 64 output bytes inside `memory`.
-    let status = unsafe {
-        parcrypt_cipher_encrypt_iv(
-            ctr,
-            [9u8; 16].as_ptr(),
-            16,
-            base,
-            64,
-            null(),
-            0,
-            base.add(8),
-            64,
-            &mut written,
-            &mut error,
-        )
+    let (status, written, error) = unsafe {
+        let memory = Memory {
+            input: base,
+            input_length: 64,
+            output: base.add(8),
+            capacity: 64,
+        };
+        encrypt_iv(ctr, &[9u8; 16], memory)
     };
     assert_eq!(status, ParcryptStatus::InvalidArgument);
     assert_eq!(written, 0);
@@ -843,28 +876,8 @@ fn replace_is_the_former_name_of_overwrite() {
     );
     let engine = engine(c"seq");
     let key = [3u8; 16];
-    let encrypt = |flags: u32| {
-        let mut error = null_mut();
-        // SAFETY: a live engine, NUL-terminated paths, a key for its length, writable outs.
-        let status = unsafe {
-            parcrypt_encrypt_file(
-                engine,
-                source.as_ptr(),
-                destination.as_ptr(),
-                key.as_ptr(),
-                key.len(),
-                null(),
-                0,
-                flags,
-                null_mut(),
-                &mut error,
-            )
-        };
-        if !error.is_null() {
-            take_error(error);
-        }
-        status
-    };
+    let files = [&*source, &destination];
+    let encrypt = |flags| whole_file(parcrypt_encrypt_file, engine, files, &key, flags).0;
     assert_eq!(encrypt(0), ParcryptStatus::Ok);
     assert_eq!(encrypt(0), ParcryptStatus::Io, "the destination exists");
     assert_eq!(encrypt(PARCRYPT_FILE_OVERWRITE), ParcryptStatus::Ok);

@@ -84,6 +84,24 @@ static void expect_ok(const char *what, ParcryptStatus got, ParcryptError **slot
     parcrypt_error_free(error);
 }
 
+/* Fills `bytes` with the test pattern i * step + first (mod 256). */
+static void fill(uint8_t *bytes, size_t length, unsigned step, unsigned first) {
+    for (size_t i = 0; i < length; i++) bytes[i] = (uint8_t)(i * step + first);
+}
+
+/* An aes-128-gcm cipher under a key of 16 bytes `key_byte`, with `iv` (NULL, 0: none) at
+ * creation; NULL after a failed check named `what`. */
+static ParcryptCipher *gcm_cipher(ParcryptEngine *engine, const char *what, uint8_t key_byte,
+                                  const uint8_t *iv, size_t iv_length) {
+    uint8_t key[16];
+    memset(key, key_byte, sizeof key);
+    ParcryptCipher *cipher = NULL;
+    ParcryptError *error = NULL;
+    expect_ok(what, parcrypt_cipher_new(engine, "aes-128-gcm", key, 16, iv, iv_length, 0, &cipher,
+                                        &error), &error);
+    return cipher;
+}
+
 /* One known answer: encrypt, decrypt, in place, and with the IV given per call. */
 static void known_answer(ParcryptEngine *engine, const char *name, const char *key_hex,
                          const char *iv_hex, const char *aad_hex, const char *plain_hex,
@@ -201,15 +219,12 @@ static void vectors(ParcryptEngine *engine) {
 
 /* A GCM message whose ciphertext or tag changed releases nothing. */
 static void gcm_tag_failure(ParcryptEngine *engine) {
-    uint8_t key[16], iv[12], plain[100], sealed[116], out[128];
+    uint8_t iv[12], plain[100], sealed[116], out[128];
     size_t out_length = 0;
-    memset(key, 7, sizeof key);
     memset(iv, 9, sizeof iv);
-    for (size_t i = 0; i < sizeof plain; i++) plain[i] = (uint8_t)(i * 31 + 1);
+    fill(plain, sizeof plain, 31, 1);
     ParcryptError *error = NULL;
-    ParcryptCipher *cipher = NULL;
-    expect_ok("gcm cipher", parcrypt_cipher_new(engine, "aes-128-gcm", key, 16, iv, 12, 0,
-                                                &cipher, &error), &error);
+    ParcryptCipher *cipher = gcm_cipher(engine, "gcm cipher", 7, iv, 12);
     if (!cipher) return;
     expect_ok("gcm seal", parcrypt_cipher_encrypt(cipher, plain, sizeof plain, NULL, 0, sealed,
                                                   sizeof sealed, &out_length, &error), &error);
@@ -263,11 +278,7 @@ static void *encrypt_many(void *argument) {
 
 /* Eight threads share one cipher (and its engine). */
 static void threads_share_a_cipher(ParcryptEngine *engine) {
-    uint8_t key[16] = {1, 2, 3};
-    ParcryptCipher *cipher = NULL;
-    ParcryptError *error = NULL;
-    expect_ok("shared cipher", parcrypt_cipher_new(engine, "aes-128-gcm", key, 16, NULL, 0, 0,
-                                                   &cipher, &error), &error);
+    ParcryptCipher *cipher = gcm_cipher(engine, "shared cipher", 1, NULL, 0);
     if (!cipher) return;
     pthread_t threads[8];
     struct shared_job jobs[8];
@@ -587,28 +598,37 @@ static void cipher_errors(ParcryptEngine *engine) {
     ParcryptError *error = NULL;
     ParcryptStatus status;
 
-    status = parcrypt_cipher_new(NULL, "aes-128-ctr", key, 16, iv, 16, 0, &cipher, &error);
-    expect_failure("NULL engine", status, &error, PARCRYPT_STATUS_NULL_POINTER);
-    status = parcrypt_cipher_new(engine, NULL, key, 16, iv, 16, 0, &cipher, &error);
-    expect_failure("NULL name", status, &error, PARCRYPT_STATUS_NULL_POINTER);
-    status = parcrypt_cipher_new(engine, "aes-128-ctr", NULL, 16, iv, 16, 0, &cipher, &error);
-    expect_failure("NULL key", status, &error, PARCRYPT_STATUS_NULL_POINTER);
-    status = parcrypt_cipher_new(engine, "aes-128-ctr", key, 16, iv, 16, 0, NULL, &error);
-    expect_failure("NULL out-parameter", status, &error, PARCRYPT_STATUS_NULL_POINTER);
-    status = parcrypt_cipher_new(engine, "aes-999-ctr", key, 16, iv, 16, 0, &cipher, &error);
-    expect_failure("unknown cipher", status, &error, PARCRYPT_STATUS_UNKNOWN_NAME);
-    status = parcrypt_cipher_new(engine, "bf-gcm", key, 16, iv, 12, 0, &cipher, &error);
-    expect_failure("Blowfish GCM", status, &error, PARCRYPT_STATUS_UNKNOWN_NAME);
-    status = parcrypt_cipher_new(engine, "aes-128-ctr", key, 15, iv, 16, 0, &cipher, &error);
-    expect_failure("a 15-byte AES key", status, &error, PARCRYPT_STATUS_BAD_KEY);
-    status = parcrypt_cipher_new(engine, "bf-cbc", key, 3, iv, 8, 0, &cipher, &error);
-    expect_failure("a 3-byte Blowfish key", status, &error, PARCRYPT_STATUS_BAD_KEY);
-    status = parcrypt_cipher_new(engine, "aes-128-cbc", key, 16, iv, 8, 0, &cipher, &error);
-    expect_failure("an 8-byte AES IV", status, &error, PARCRYPT_STATUS_BAD_IV);
-    status = parcrypt_cipher_new(engine, "aes-128-ecb", key, 16, iv, 16, 0, &cipher, &error);
-    expect_failure("an IV for ECB", status, &error, PARCRYPT_STATUS_BAD_IV);
-    status = parcrypt_cipher_new(engine, "aes-128-ctr", key, 16, iv, 16, 0x80, &cipher, &error);
-    expect_failure("unknown cipher flags", status, &error, PARCRYPT_STATUS_INVALID_ARGUMENT);
+    /* Refused arguments to parcrypt_cipher_new: each fails with its status. */
+    const struct {
+        const char *what;
+        ParcryptEngine *engine;
+        const char *name;
+        const uint8_t *key;
+        size_t key_length, iv_length;
+        uint32_t flags;
+        ParcryptCipher **out;
+        ParcryptStatus expected;
+    } refused[] = {
+        {"NULL engine", NULL, "aes-128-ctr", key, 16, 16, 0, &cipher, PARCRYPT_STATUS_NULL_POINTER},
+        {"NULL name", engine, NULL, key, 16, 16, 0, &cipher, PARCRYPT_STATUS_NULL_POINTER},
+        {"NULL key", engine, "aes-128-ctr", NULL, 16, 16, 0, &cipher, PARCRYPT_STATUS_NULL_POINTER},
+        {"NULL out-parameter", engine, "aes-128-ctr", key, 16, 16, 0, NULL,
+         PARCRYPT_STATUS_NULL_POINTER},
+        {"unknown cipher", engine, "aes-999-ctr", key, 16, 16, 0, &cipher, PARCRYPT_STATUS_UNKNOWN_NAME},
+        {"Blowfish GCM", engine, "bf-gcm", key, 16, 12, 0, &cipher, PARCRYPT_STATUS_UNKNOWN_NAME},
+        {"a 15-byte AES key", engine, "aes-128-ctr", key, 15, 16, 0, &cipher, PARCRYPT_STATUS_BAD_KEY},
+        {"a 3-byte Blowfish key", engine, "bf-cbc", key, 3, 8, 0, &cipher, PARCRYPT_STATUS_BAD_KEY},
+        {"an 8-byte AES IV", engine, "aes-128-cbc", key, 16, 8, 0, &cipher, PARCRYPT_STATUS_BAD_IV},
+        {"an IV for ECB", engine, "aes-128-ecb", key, 16, 16, 0, &cipher, PARCRYPT_STATUS_BAD_IV},
+        {"unknown cipher flags", engine, "aes-128-ctr", key, 16, 16, 0x80, &cipher,
+         PARCRYPT_STATUS_INVALID_ARGUMENT},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        status = parcrypt_cipher_new(refused[i].engine, refused[i].name, refused[i].key,
+                                     refused[i].key_length, iv, refused[i].iv_length,
+                                     refused[i].flags, refused[i].out, &error);
+        expect_failure(refused[i].what, status, &error, refused[i].expected);
+    }
     CHECK(cipher == NULL, "a failed new set the handle");
     /* Without an error pointer the status alone comes back. */
     CHECK(parcrypt_cipher_new(engine, "nope", key, 16, NULL, 0, 0, &cipher, NULL) ==
@@ -759,10 +779,7 @@ static void creation_iv_encrypts_once(ParcryptEngine *engine) {
 
     /* Eight threads race for one IV: exactly one encrypts. */
     for (int trial = 0; trial < 20; trial++) {
-        ParcryptCipher *cipher = NULL;
-        ParcryptError *error = NULL;
-        expect_ok("race cipher", parcrypt_cipher_new(engine, "aes-128-gcm", key, 16, iv, 12, 0,
-                                                     &cipher, &error), &error);
+        ParcryptCipher *cipher = gcm_cipher(engine, "race cipher", 3, iv, 12);
         if (!cipher) return;
         pthread_t threads[8];
         struct iv_race races[8];
@@ -943,15 +960,12 @@ static int segmented_round(ParcryptSegmented *message, const uint8_t *input, uin
  * writes nothing into the output until `parcrypt_segmented_authenticate` found the tag
  * good. Before, the segments wrote the plaintext and only the finish checked the tag. */
 static void segmented_gcm_authenticates_first(ParcryptEngine *engine) {
-    uint8_t key[16], iv[12], plain[1000], sealed[1016], out[1016];
+    uint8_t iv[12], plain[1000], sealed[1016], out[1016];
     size_t out_length = 0, body = 0, alignment = 0;
-    memset(key, 3, sizeof key);
     memset(iv, 4, sizeof iv);
-    for (size_t i = 0; i < sizeof plain; i++) plain[i] = (uint8_t)(i * 7 + 5);
+    fill(plain, sizeof plain, 7, 5);
     ParcryptError *error = NULL;
-    ParcryptCipher *cipher = NULL;
-    expect_ok("segmented cipher", parcrypt_cipher_new(engine, "aes-128-gcm", key, 16, NULL, 0, 0,
-                                                      &cipher, &error), &error);
+    ParcryptCipher *cipher = gcm_cipher(engine, "segmented cipher", 3, NULL, 0);
     if (!cipher) return;
     expect_ok("segmented seal", parcrypt_cipher_encrypt_iv(cipher, iv, 12, plain, sizeof plain,
                                                            NULL, 0, sealed, sizeof sealed,

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::host::zero_copy::{KernelTime, MappedMemory};
 use crate::host::{Api, GpuHost, Launch, Outcome, Staging, TimingJob};
-use crate::{DeviceKind, GpuApi, GpuError, KeyMaterial, OpenOptions};
+use crate::{GpuApi, GpuError, KeyMaterial, OpenOptions};
 
 pub use crate::host::Never;
 
@@ -58,9 +58,6 @@ impl<M: Missing> Api for Unavailable<M> {
     fn identity_description(&self) -> String {
         match self.never {}
     }
-    fn kind(&self) -> DeviceKind {
-        match self.never {}
-    }
     fn new_slot(_queue: usize) -> Never {
         unreachable!("no device of an API outside this build is ever opened")
     }
@@ -83,9 +80,6 @@ impl<M: Missing> Api for Unavailable<M> {
         match *slot {}
     }
     unsafe fn download(&self, slot: &mut Never, _: &mut [u8]) -> Outcome {
-        match *slot {}
-    }
-    fn flush(&self, slot: &Never) -> Outcome {
         match *slot {}
     }
     fn finish_slab(&self, slot: &mut Never, _: &mut [u8]) -> Outcome {
@@ -158,21 +152,50 @@ impl<M: Missing> HasApi for GpuHost<Unavailable<M>> {
     const API: GpuApi = M::API;
 }
 
+/// The marker of a missing API and its device type, of which no value can exist:
+/// `missing_api!(Marker, Variant, "Title", Device)`.
+macro_rules! missing_api {
+    ($marker:ident, $api:ident, $title:literal, $device:ident) => {
+        #[doc = concat!("Marks ", $title, " as missing.")]
+        pub struct $marker;
+
+        impl Missing for $marker {
+            const API: GpuApi = GpuApi::$api;
+        }
+
+        #[doc = concat!("The ", $title, " device type; in this build none can be opened.")]
+        pub type $device = GpuHost<Unavailable<$marker>>;
+    };
+}
+
+/// A missing API's description of a device (the item of its `list()`), of which no value
+/// can exist: `missing_info!(Name, "described by")`.
+#[cfg(any(not(feature = "cuda"), not(feature = "hip")))]
+macro_rules! missing_info {
+    ($name:ident, $described_by:literal) => {
+        #[doc = concat!(
+                    "A device as ", $described_by, " describes it; in this build there is none."
+                )]
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub struct $name {
+            never: Never,
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, _formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match self.never {}
+            }
+        }
+    };
+}
+
 /// OpenCL in a build without the `opencl` feature.
 #[cfg(not(feature = "opencl"))]
 pub mod opencl {
     use super::*;
     use crate::{DeviceInfo, GpuOperation, TableCopies};
 
-    /// Marks OpenCL as missing.
-    pub struct OpenClMissing;
-
-    impl Missing for OpenClMissing {
-        const API: GpuApi = GpuApi::Opencl;
-    }
-
-    /// An OpenCL device; in this build none can be opened.
-    pub type OpenClDevice = GpuHost<Unavailable<OpenClMissing>>;
+    missing_api!(OpenClMissing, Opencl, "OpenCL", OpenClDevice);
 
     /// Mapped memory of an OpenCL device; in this build there is none.
     pub type MappedBuffer<'device> = crate::GpuMappedBuffer<'device, Unavailable<OpenClMissing>>;
@@ -200,7 +223,6 @@ pub mod opencl {
 /// CUDA in a build without the `cuda` feature.
 #[cfg(not(feature = "cuda"))]
 pub mod cuda {
-    use std::fmt;
     use std::ops::Range;
 
     use super::*;
@@ -209,30 +231,12 @@ pub mod cuda {
     /// Streams the CUDA host rotates slabs over (as in a build with CUDA).
     pub const STREAMS: usize = 3;
 
-    /// Marks CUDA as missing.
-    pub struct CudaMissing;
-
-    impl Missing for CudaMissing {
-        const API: GpuApi = GpuApi::Cuda;
-    }
-
-    /// A CUDA device; in this build none can be opened.
-    pub type CudaDevice = GpuHost<Unavailable<CudaMissing>>;
+    missing_api!(CudaMissing, Cuda, "CUDA", CudaDevice);
 
     /// Mapped memory of a CUDA device; in this build there is none.
     pub type MappedBuffer<'device> = crate::GpuMappedBuffer<'device, Unavailable<CudaMissing>>;
 
-    /// A CUDA device as the driver describes it; in this build there is none.
-    #[derive(Clone, Debug, PartialEq, Eq)]
-    pub struct CudaDeviceInfo {
-        never: Never,
-    }
-
-    impl fmt::Display for CudaDeviceInfo {
-        fn fmt(&self, _formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-            match self.never {}
-        }
-    }
+    missing_info!(CudaDeviceInfo, "the CUDA driver");
 
     /// Data in device memory; in this build there is none.
     #[derive(Debug)]
@@ -406,34 +410,14 @@ pub mod cuda {
 /// HIP in a build without the `hip` feature.
 #[cfg(not(feature = "hip"))]
 pub mod hip {
-    use std::fmt;
-
     use super::*;
 
     /// Streams the HIP host rotates slabs over (as in a build with HIP).
     pub const STREAMS: usize = 3;
 
-    /// Marks HIP as missing.
-    pub struct HipMissing;
+    missing_api!(HipMissing, Hip, "HIP", HipDevice);
 
-    impl Missing for HipMissing {
-        const API: GpuApi = GpuApi::Hip;
-    }
-
-    /// A HIP device; in this build none can be opened.
-    pub type HipDevice = GpuHost<Unavailable<HipMissing>>;
-
-    /// A HIP device as the runtime describes it; in this build there is none.
-    #[derive(Clone, Debug, PartialEq, Eq)]
-    pub struct HipDeviceInfo {
-        never: Never,
-    }
-
-    impl fmt::Display for HipDeviceInfo {
-        fn fmt(&self, _formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-            match self.never {}
-        }
-    }
+    missing_info!(HipDeviceInfo, "the HIP runtime");
 
     impl GpuHost<Unavailable<HipMissing>> {
         unavailable_entry_points!(HipDeviceInfo);

@@ -235,8 +235,10 @@ pub trait Api: Sized + Send + Sync + 'static {
     fn description(&self) -> String;
     /// The device as [`crate::tuning::device_identity`] names it, without the API.
     fn identity_description(&self) -> String;
-    /// What kind of processor runs the kernels.
-    fn kind(&self) -> DeviceKind;
+    /// What kind of processor runs the kernels: a GPU unless the adapter says otherwise.
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Gpu
+    }
 
     /// The empty buffers of queue `queue`.
     fn new_slot(queue: usize) -> Self::Slot;
@@ -299,8 +301,12 @@ pub trait Api: Sized + Send + Sync + 'static {
     /// finished or the queues waited for.
     unsafe fn download(&self, slot: &mut Self::Slot, data: &mut [u8]) -> Outcome;
 
-    /// Starts the device on what was enqueued on the slot's queue.
-    fn flush(&self, slot: &Self::Slot) -> Outcome;
+    /// Starts the device on what was enqueued on the slot's queue. Nothing to do by default:
+    /// for APIs that submit work as it is queued.
+    fn flush(&self, slot: &Self::Slot) -> Outcome {
+        let _ = slot;
+        Ok(())
+    }
 
     /// Before a queue takes its next slab: waits for its previous one, and when staged
     /// copies the result out of the staging buffer into `data`. Nothing to do where

@@ -180,18 +180,61 @@ pub struct DeviceInfo {
 
 impl fmt::Display for DeviceInfo {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        DeviceLine {
+            index: self.index,
+            name: &self.name,
+            platform: format_args!("{}, {}", self.platform.trim(), self.kind),
+            units: format_args!("{} compute units", self.compute_units),
+            clock_mhz: None,
+            global_memory_bytes: self.global_memory_bytes,
+            memory: format_args!("{} KiB local memory", self.local_memory_bytes / 1024),
+            driver: format_args!(
+                "{}, driver {}",
+                self.version.trim(),
+                self.driver_version.trim()
+            ),
+        }
+        .fmt(formatter)
+    }
+}
+
+/// The one line `parcrypt devices` shows for a device of any API:
+/// `#index name (platform; units[ at clock MHz], memory GiB, memory; driver)`. The
+/// descriptions of every API ([`DeviceInfo`], [`CudaDeviceInfo`], [`HipDeviceInfo`]) display
+/// through it.
+pub(crate) struct DeviceLine<'a> {
+    pub(crate) index: usize,
+    /// The name as the driver reports it (trimmed here).
+    pub(crate) name: &'a str,
+    /// What drives the device: the platform and kind, or the API and architecture.
+    pub(crate) platform: fmt::Arguments<'a>,
+    /// The compute units, e.g. `132 multiprocessors`.
+    pub(crate) units: fmt::Arguments<'a>,
+    /// The peak clock, where the line shows one.
+    pub(crate) clock_mhz: Option<u32>,
+    pub(crate) global_memory_bytes: u64,
+    /// The memory a work-group may have, and what follows it before the driver.
+    pub(crate) memory: fmt::Arguments<'a>,
+    /// The driver or runtime and its version.
+    pub(crate) driver: fmt::Arguments<'a>,
+}
+
+impl fmt::Display for DeviceLine<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (index, name) = (self.index, self.name.trim());
         write!(
             formatter,
-            "#{} {} ({}, {}; {} compute units, {:.1} GiB, {} KiB local memory; {}, driver {})",
-            self.index,
-            self.name.trim(),
-            self.platform.trim(),
-            self.kind,
-            self.compute_units,
-            self.global_memory_bytes as f64 / (1u64 << 30) as f64,
-            self.local_memory_bytes / 1024,
-            self.version.trim(),
-            self.driver_version.trim(),
+            "#{index} {name} ({}; {}",
+            self.platform, self.units
+        )?;
+        if let Some(clock_mhz) = self.clock_mhz {
+            write!(formatter, " at {clock_mhz} MHz")?;
+        }
+        let gibibytes = self.global_memory_bytes as f64 / (1u64 << 30) as f64;
+        write!(
+            formatter,
+            ", {gibibytes:.1} GiB, {}; {})",
+            self.memory, self.driver
         )
     }
 }
@@ -369,5 +412,34 @@ pub trait GpuDevice: Send + Sync {
             api: self.api(),
             operation: "GCM",
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_opencl_device_is_one_line_with_the_facts() {
+        let info = DeviceInfo {
+            index: 1,
+            name: " cpu-haswell ".into(),
+            vendor: "GenuineIntel".into(),
+            platform: "Portable Computing Language".into(),
+            version: "OpenCL 3.0 PoCL ".into(),
+            driver_version: "6.0".into(),
+            kind: DeviceKind::Cpu,
+            compute_units: 2,
+            clock_mhz: 2400,
+            global_memory_bytes: 6 << 29,
+            local_memory_bytes: 256 << 10,
+            max_allocation_bytes: 1 << 30,
+            little_endian: true,
+        };
+        assert_eq!(
+            info.to_string(),
+            "#1 cpu-haswell (Portable Computing Language, CPU; 2 compute units, 3.0 GiB, \
+             256 KiB local memory; OpenCL 3.0 PoCL, driver 6.0)"
+        );
     }
 }

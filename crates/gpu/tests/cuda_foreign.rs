@@ -9,37 +9,28 @@
 //! tests print a SKIPPED line and pass, unless `PARCRYPT_REQUIRE_GPU=1` (set by the GPU
 //! kit's tests stage), which makes a missing device a failure.
 
+#[path = "support/cases.rs"]
+#[allow(dead_code, unused_macros)]
+mod cases;
+
 use std::sync::OnceLock;
 
-use parcrypt_ciphers::{new_cipher, Algorithm, Implementation};
+use parcrypt_ciphers::Algorithm;
 use parcrypt_gpu::cuda::cudarc::driver::{CudaSlice, DevicePtr};
-use parcrypt_gpu::{CudaDevice, ForeignDeviceMemory, GpuError, GpuOperation, KeyMaterial};
+use parcrypt_gpu::{
+    CudaDevice, ForeignDeviceMemory, GpuError, GpuOperation, KeyMaterial, OpenOptions,
+};
 use parcrypt_modes::ctr::CounterRule;
 use parcrypt_modes::ghash::GhashKey;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 
-const SIZES: [usize; 7] = [0, 1, 15, 16, 17, 4096 + 5, (1 << 20) + 3];
+use cases::{cpu_ghash, on_cpu, random_bytes, SIZES};
 
 fn device() -> Option<&'static CudaDevice> {
     static DEVICE: OnceLock<Option<CudaDevice>> = OnceLock::new();
     DEVICE
-        .get_or_init(|| {
-            let index = std::env::var("PARCRYPT_CUDA_DEVICE")
-                .ok()
-                .and_then(|text| text.parse().ok())
-                .unwrap_or(0);
-            match CudaDevice::open(index) {
-                Ok(device) => Some(device),
-                Err(error @ (GpuError::NoCudaDriver { .. } | GpuError::NoCudaDevice { .. }))
-                    if std::env::var("PARCRYPT_REQUIRE_GPU").as_deref() != Ok("1") =>
-                {
-                    println!("SKIPPED: no CUDA GPU/driver [{error}]");
-                    None
-                }
-                Err(error) => panic!("opening CUDA device {index}: {error}"),
-            }
-        })
+        .get_or_init(|| cases::open_cuda(&OpenOptions::default()))
         .as_ref()
 }
 
@@ -99,29 +90,16 @@ impl Foreign {
     }
 }
 
-fn random(rng: &mut StdRng, length: usize) -> Vec<u8> {
-    let mut bytes = vec![0u8; length];
-    rng.fill_bytes(&mut bytes);
-    bytes
-}
-
-fn on_cpu(algorithm: Algorithm, key: &[u8], operation: &GpuOperation, data: &[u8]) -> Vec<u8> {
-    let cipher = new_cipher(algorithm, Implementation::Fast, key).unwrap();
-    let mut result = data.to_vec();
-    operation.apply_on_cpu(cipher.as_ref(), &mut result);
-    result
-}
-
 fn operations(algorithm: Algorithm, rng: &mut StdRng) -> Vec<GpuOperation> {
     let block = algorithm.block_size();
     vec![
         GpuOperation::EcbEncrypt,
         GpuOperation::EcbDecrypt,
         GpuOperation::CbcDecrypt {
-            previous: random(rng, block),
+            previous: random_bytes(rng, block),
         },
         GpuOperation::Ctr {
-            counter: random(rng, block),
+            counter: random_bytes(rng, block),
             rule: CounterRule::Full,
         },
         GpuOperation::Ctr {
@@ -144,14 +122,14 @@ fn every_operation_in_place_into_another_range_and_misaligned() {
     let Some(device) = device() else { return };
     let mut rng = StdRng::seed_from_u64(0x666f_7265);
     for (algorithm, key_length) in ALGORITHMS {
-        let key_bytes = random(&mut rng, key_length);
+        let key_bytes = random_bytes(&mut rng, key_length);
         let key = KeyMaterial::new(algorithm, &key_bytes).unwrap();
         let block = algorithm.block_size();
         for operation in operations(algorithm, &mut rng) {
             let ctr = matches!(operation, GpuOperation::Ctr { .. });
             for size in SIZES {
                 let size = if ctr { size } else { size / block * block };
-                let data = random(&mut rng, size);
+                let data = random_bytes(&mut rng, size);
                 let expected = on_cpu(algorithm, &key_bytes, &operation, &data);
                 let what = format!("{algorithm:?} {operation:?} {size}");
 
@@ -185,7 +163,7 @@ fn every_operation_in_place_into_another_range_and_misaligned() {
 fn ghash_over_device_memory_matches_the_cpu() {
     let Some(device) = device() else { return };
     let mut rng = StdRng::seed_from_u64(0x6768);
-    let hash_key: [u8; 16] = random(&mut rng, 16).try_into().unwrap();
+    let hash_key: [u8; 16] = random_bytes(&mut rng, 16).try_into().unwrap();
     let ghash = GhashKey::new(&hash_key);
     for size in SIZES.into_iter().chain([
         4096,
@@ -193,11 +171,8 @@ fn ghash_over_device_memory_matches_the_cpu() {
         257 * 4096 + 33,
         (3 << 20) + 5 * 4096 + 16,
     ]) {
-        let data = random(&mut rng, size);
-        let mut padded = data.clone();
-        padded.resize(size.div_ceil(16) * 16, 0);
-        let mut expected = 0u128;
-        ghash.update(&mut expected, &padded);
+        let data = random_bytes(&mut rng, size);
+        let expected = cpu_ghash(&ghash, &data);
         for front in [0, 5] {
             let foreign = Foreign::new(device, &data, front);
             let partials = device

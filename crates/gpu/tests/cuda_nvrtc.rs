@@ -5,6 +5,9 @@
 //! Without NVRTC the test prints a SKIPPED line and passes, unless `CI` is set: CI installs
 //! NVRTC from pip, so a missing library there is a broken setup, not a reason to skip.
 
+#[path = "support/compiler.rs"]
+mod compiler;
+
 use parcrypt_gpu::cuda::{
     check_nvrtc, compile_check, compile_for_report, compile_variant, nvrtc_version, KernelVariant,
 };
@@ -15,24 +18,9 @@ const SKIP_MESSAGE: &str =
     "SKIPPED: NVRTC not found (pip install nvidia-cuda-nvrtc==13.0.88 and put its lib \
                             folder on LD_LIBRARY_PATH)";
 
-/// Whether NVRTC can be loaded; says why not, or fails under CI.
+/// Whether NVRTC can be loaded; says why not, or fails under CI or on a GPU machine.
 fn nvrtc_present() -> bool {
-    match check_nvrtc() {
-        Ok(()) => true,
-        Err(error) => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI is set, so NVRTC must be loadable, but: {error}"
-            );
-            assert!(
-                std::env::var("PARCRYPT_REQUIRE_GPU").as_deref() != Ok("1"),
-                "PARCRYPT_REQUIRE_GPU=1 (a GPU machine), so NVRTC must be loadable: {error}"
-            );
-            println!("{SKIP_MESSAGE}");
-            println!("  ({error})");
-            false
-        }
-    }
+    compiler::present("NVRTC", check_nvrtc(), SKIP_MESSAGE, true)
 }
 
 fn every_kernel_name() -> Vec<&'static str> {

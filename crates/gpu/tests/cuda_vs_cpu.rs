@@ -102,37 +102,14 @@ fn on_device(
     }
 }
 
-/// Runs `operation` on the device through `path` and on the CPU, and insists on the same
-/// bytes.
-fn assert_same(
-    device: &CudaDevice,
-    path: Path,
-    algorithm: Algorithm,
-    key: &[u8],
-    operation: &GpuOperation,
-    data: &[u8],
-) {
-    let via = format!(" via {path:?}");
-    cases::assert_same_as_cpu(
-        algorithm,
-        key,
-        operation,
-        data,
-        &via,
-        |material, operation, data| on_device(device, path, material, operation, data),
-    );
-}
-
 /// The shared cases' check for `device`: every case through each of `paths`.
 fn through<'a>(
     device: &'a CudaDevice,
     paths: &'a [Path],
 ) -> impl Fn(Algorithm, &[u8], &GpuOperation, &[u8]) + Sync + 'a {
-    move |algorithm: Algorithm, key: &[u8], operation: &GpuOperation, data: &[u8]| {
-        for &path in paths {
-            assert_same(device, path, algorithm, key, operation, data);
-        }
-    }
+    cases::through_paths(paths, move |path, key, operation, data| {
+        on_device(device, path, key, operation, data)
+    })
 }
 
 fn check_every_path(

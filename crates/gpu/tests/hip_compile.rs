@@ -13,8 +13,11 @@
 //! Without hiprtc the tests print a SKIPPED line and pass, unless `CI` is set: CI installs
 //! Debian's HIP packages, so a missing library there is a broken setup, not a reason to skip.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
+
+#[path = "support/compiler.rs"]
+mod compiler;
 
 use parcrypt_gpu::hip::{
     check_hiprtc, check_target, compile_check, compile_for, hiprtc_version, kernel_names,
@@ -38,18 +41,13 @@ const SKIP_MESSAGE: &str = "SKIPPED: hiprtc not found (Debian 12: apt install li
 
 /// Whether hiprtc can be loaded; says why not, or fails under CI.
 fn hiprtc_present() -> bool {
-    match check_hiprtc() {
-        Ok(()) => true,
-        Err(error) => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI is set, so hiprtc must be loadable, but: {error}"
-            );
-            println!("{SKIP_MESSAGE}");
-            println!("  ({error})");
-            false
-        }
-    }
+    compiler::present("hiprtc", check_hiprtc(), SKIP_MESSAGE, false)
+}
+
+/// The lock on hiprtc ([`COMPILER`]) once hiprtc is known to load; `None` after saying why
+/// it does not.
+fn hiprtc_locked() -> Option<MutexGuard<'static, ()>> {
+    hiprtc_present().then(|| COMPILER.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
 /// The target to compile for `wanted`: itself where this hiprtc knows it, else `nearest`.
@@ -65,12 +63,9 @@ fn target_for(wanted: &'static str, nearest: &'static str) -> &'static str {
 
 #[test]
 fn every_kernel_compiles_for_cdna_and_rdna_targets() {
-    if !hiprtc_present() {
+    let Some(_compiling) = hiprtc_locked() else {
         return;
-    }
-    let _compiling = COMPILER
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    };
     let version = hiprtc_version().unwrap();
     let copies = table_copies_for(LDS_LIMIT_BYTES);
     println!(
@@ -107,12 +102,9 @@ fn every_kernel_compiles_for_cdna_and_rdna_targets() {
 
 #[test]
 fn smaller_layouts_compile_too() {
-    if !hiprtc_present() {
+    let Some(_compiling) = hiprtc_locked() else {
         return;
-    }
-    let _compiling = COMPILER
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    };
     // One copy of everything: the other side of every `% COPIES` in the kernels.
     let image = compile_for("gfx90a", TableCopies::uniform(1)).unwrap();
     assert!(missing_kernels(&image).is_empty());
@@ -120,12 +112,9 @@ fn smaller_layouts_compile_too() {
 
 #[test]
 fn thirty_two_blowfish_copies_exceed_the_lds_and_hiprtc_says_so() {
-    if !hiprtc_present() {
+    let Some(_compiling) = hiprtc_locked() else {
         return;
-    }
-    let _compiling = COMPILER
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    };
     assert_eq!(table_copies_for(LDS_LIMIT_BYTES).blowfish, 16);
     let per_lane = TableCopies::uniform(TableCopies::PER_LANE);
     assert!(per_lane.largest_table_bytes() > LDS_LIMIT_BYTES);

@@ -43,22 +43,6 @@ fn table_layouts() -> Vec<TableCopies> {
     ]
 }
 
-/// Opens the HIP test device with `options`, or says why the test is skipped: no runtime or
-/// no AMD GPU, unless `PARCRYPT_REQUIRE_GPU=1`. Anything else fails.
-fn open_hip(options: &OpenOptions) -> Option<HipDevice> {
-    let index = cases::device_index("PARCRYPT_HIP_DEVICE");
-    match HipDevice::open_with(index, options) {
-        Ok(device) => Some(device),
-        Err(error @ (GpuError::NoHipRuntime { .. } | GpuError::NoAmdGpu { .. }))
-            if std::env::var("PARCRYPT_REQUIRE_GPU").as_deref() != Ok("1") =>
-        {
-            println!("SKIPPED: no AMD GPU/HIP runtime [{error}]");
-            None
-        }
-        Err(error) => panic!("opening HIP device {index}: {error}"),
-    }
-}
-
 // HIP has one way in, `process`.
 process_is_the_only_path!();
 
@@ -83,7 +67,7 @@ fn more_device_list_checks(device: &Device, info: &HipDeviceInfo) {
     assert_eq!(device.architecture(), info.target());
 }
 
-device_tests!(HipDevice, open_hip, "PARCRYPT_HIP_DEVICE");
+device_tests!(HipDevice, cases::open_hip, "PARCRYPT_HIP_DEVICE");
 
 #[test]
 fn blowfish_copies_fit_the_lds_by_default() {

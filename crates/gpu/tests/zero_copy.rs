@@ -66,27 +66,14 @@ macro_rules! zero_copy_tests {
                 device: &'a Device,
                 paths: &'a [Path],
             ) -> impl Fn(Algorithm, &[u8], &GpuOperation, &[u8]) + Sync + 'a {
-                move |algorithm: Algorithm, key: &[u8], operation: &GpuOperation, data: &[u8]| {
-                    for &path in paths {
-                        cases::assert_same_as_cpu(
-                            algorithm,
-                            key,
-                            operation,
-                            data,
-                            &format!(" via {path:?}"),
-                            |material, operation, data| match path {
-                                Path::Mapped => {
-                                    through_mapped_buffer(device, material, operation, data)
-                                }
-                                Path::Staged => {
-                                    let mut result = data.to_vec();
-                                    device.process_zero_copy(material, operation, &mut result)?;
-                                    Ok(result)
-                                }
-                            },
-                        );
+                cases::through_paths(paths, move |path, key, operation, data| match path {
+                    Path::Mapped => through_mapped_buffer(device, key, operation, data),
+                    Path::Staged => {
+                        let mut result = data.to_vec();
+                        device.process_zero_copy(key, operation, &mut result)?;
+                        Ok(result)
                     }
-                }
+                })
             }
 
             #[test]

@@ -22,9 +22,9 @@ use zeroize::Zeroize;
 use super::devices::{CudaDeviceInfo, CudaResultExt};
 use super::KernelVariant;
 use crate::host::arguments::{Argument, MOST_ARGUMENTS};
-use crate::host::stream_slot::{SlotBuffer, StreamSlot};
+use crate::host::stream_slot::{SlotBuffer, StreamKeys, StreamSlot};
 use crate::host::{Api, GpuHost, Launch, Outcome, Staging, TimingJob, ROUND_KEY_WORDS};
-use crate::{DeviceKind, GpuApi, GpuError, KeyMaterial};
+use crate::{GpuApi, GpuError, KeyMaterial};
 
 /// Streams, each with its own slab buffers, that consecutive slabs rotate over.
 pub const STREAMS: usize = 3;
@@ -74,16 +74,7 @@ impl SlotBuffer for PinnedHostSlice<u8> {
 }
 
 /// The device's key buffers, the fixed AES tables, and what uploading the key needs.
-pub struct Keys {
-    pub(crate) round_keys: CudaSlice<u32>,
-    pub(crate) key_tables: CudaSlice<u32>,
-    pub(crate) aes_tables: CudaSlice<u32>,
-    /// Pinned, so that key words go straight from here to the device and never through a
-    /// driver staging buffer this crate cannot wipe.
-    pub(crate) key_staging: PinnedHostSlice<u32>,
-    /// Recorded on stream 0 after the key upload; the other streams wait for it.
-    pub(crate) key_ready: CudaEvent,
-}
+pub type Keys = StreamKeys<CudaSlice<u32>, PinnedHostSlice<u32>, CudaEvent>;
 
 /// What only the device-buffer path keeps between calls.
 pub struct Extra {
@@ -313,10 +304,6 @@ impl Api for Cuda {
         self.info.to_string()
     }
 
-    fn kind(&self) -> DeviceKind {
-        DeviceKind::Gpu
-    }
-
     fn new_slot(stream: usize) -> Slot {
         Slot::new(stream)
     }
@@ -418,11 +405,6 @@ impl Api for Cuda {
         stream
             .memcpy_dtoh(&buffer.slice(..sums.len()), sums)
             .or_cuda("cuMemcpyDtoHAsync")?;
-        Ok(())
-    }
-
-    /// Work is submitted as it is queued.
-    fn flush(&self, _slot: &Slot) -> Outcome {
         Ok(())
     }
 

@@ -33,27 +33,23 @@ pub struct CudaDeviceInfo {
 
 impl fmt::Display for CudaDeviceInfo {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            formatter,
-            "#{} {} (CUDA, compute capability {}.{}; {} multiprocessors",
-            self.index,
-            self.name.trim(),
-            self.compute_capability.0,
-            self.compute_capability.1,
-            self.multiprocessors,
-        )?;
-        if self.clock_mhz > 0 {
-            write!(formatter, " at {} MHz", self.clock_mhz)?;
+        let ((major, minor), (driver_major, driver_minor)) =
+            (self.compute_capability, self.driver_version);
+        crate::DeviceLine {
+            index: self.index,
+            name: &self.name,
+            platform: format_args!("CUDA, compute capability {major}.{minor}"),
+            units: format_args!("{} multiprocessors", self.multiprocessors),
+            clock_mhz: (self.clock_mhz > 0).then_some(self.clock_mhz),
+            global_memory_bytes: self.global_memory_bytes,
+            memory: format_args!(
+                "{} KiB shared memory per block, {} copy engines",
+                self.shared_memory_per_block_bytes / 1024,
+                self.copy_engines
+            ),
+            driver: format_args!("driver CUDA {driver_major}.{driver_minor}"),
         }
-        write!(
-            formatter,
-            ", {:.1} GiB, {} KiB shared memory per block, {} copy engines; driver CUDA {}.{})",
-            self.global_memory_bytes as f64 / (1u64 << 30) as f64,
-            self.shared_memory_per_block_bytes / 1024,
-            self.copy_engines,
-            self.driver_version.0,
-            self.driver_version.1,
-        )
+        .fmt(formatter)
     }
 }
 

@@ -17,11 +17,11 @@ use zeroize::Zeroize;
 use super::library::{Handle, Runtime};
 use super::HipDeviceInfo;
 use crate::host::arguments::{ArgumentValue, LaunchBuffers, MOST_ARGUMENTS};
-use crate::host::stream_slot::{SlotBuffer, StreamSlot};
+use crate::host::stream_slot::{SlotBuffer, StreamKeys, StreamSlot};
 use crate::host::{
     busy_nanoseconds, Api, GpuHost, Launch, Never, Outcome, Staging, TimingJob, ROUND_KEY_WORDS,
 };
-use crate::{DeviceKind, GpuApi, GpuError, KeyMaterial, TableCopies};
+use crate::{GpuApi, GpuError, KeyMaterial, TableCopies};
 
 /// Streams, each with its own slab buffers, that consecutive slabs rotate over.
 pub const STREAMS: usize = 3;
@@ -87,10 +87,6 @@ impl DeviceMemory {
             .wrapping_add(offset)
             .cast()
     }
-
-    pub(crate) fn len(&self) -> usize {
-        self.bytes
-    }
 }
 
 impl Drop for DeviceMemory {
@@ -139,10 +135,6 @@ impl PinnedMemory {
         // between an enqueued copy and the wait the host makes before it looks again.
         unsafe { std::slice::from_raw_parts_mut(self.pointer.as_ptr(), self.bytes) }
     }
-
-    fn len(&self) -> usize {
-        self.bytes
-    }
 }
 
 impl Drop for PinnedMemory {
@@ -152,16 +144,37 @@ impl Drop for PinnedMemory {
     }
 }
 
-/// A stream, destroyed when dropped.
-pub(crate) struct Stream {
-    runtime: &'static Runtime,
-    pub(crate) handle: Handle,
+/// A runtime object that `$release` frees when the value is dropped: a struct of the
+/// runtime and the object's handle, usable from any thread.
+macro_rules! runtime_object {
+    ($(#[$doc:meta])* $name:ident, $release:ident) => {
+        $(#[$doc])*
+        pub struct $name {
+            runtime: &'static Runtime,
+            pub(crate) handle: Handle,
+        }
+
+        // SAFETY: a runtime handle, usable from any thread (the HIP runtime is thread-safe).
+        unsafe impl Send for $name {}
+        // SAFETY: as above; every use goes through the runtime's own locking.
+        unsafe impl Sync for $name {}
+
+        impl Drop for $name {
+            fn drop(&mut self) {
+                // SAFETY: the handle was created by the runtime for this value alone
+                // (hipStreamCreateWithFlags, hipEventCreateWithFlags, hipModuleLoadData) and
+                // is released only here, once.
+                let _ = unsafe { (self.runtime.$release)(self.handle) };
+            }
+        }
+    };
 }
 
-// SAFETY: a runtime handle, usable from any thread (the HIP runtime is thread-safe).
-unsafe impl Send for Stream {}
-// SAFETY: as above; every use goes through the runtime's own locking.
-unsafe impl Sync for Stream {}
+runtime_object!(
+    /// A stream, destroyed when dropped.
+    Stream,
+    hipStreamDestroy
+);
 
 impl Stream {
     pub(crate) fn new(runtime: &'static Runtime) -> Result<Self, GpuError> {
@@ -181,23 +194,11 @@ impl Stream {
     }
 }
 
-impl Drop for Stream {
-    fn drop(&mut self) {
-        // SAFETY: created by hipStreamCreateWithFlags and destroyed only here.
-        let _ = unsafe { (self.runtime.hipStreamDestroy)(self.handle) };
-    }
-}
-
-/// An event, destroyed when dropped.
-pub(crate) struct Event {
-    runtime: &'static Runtime,
-    handle: Handle,
-}
-
-// SAFETY: as for Stream.
-unsafe impl Send for Event {}
-// SAFETY: as for Stream.
-unsafe impl Sync for Event {}
+runtime_object!(
+    /// An event, destroyed when dropped.
+    Event,
+    hipEventDestroy
+);
 
 impl Event {
     pub(crate) fn new(runtime: &'static Runtime, timing: bool) -> Result<Self, GpuError> {
@@ -232,24 +233,12 @@ impl Event {
     }
 }
 
-impl Drop for Event {
-    fn drop(&mut self) {
-        // SAFETY: created by hipEventCreateWithFlags and destroyed only here.
-        let _ = unsafe { (self.runtime.hipEventDestroy)(self.handle) };
-    }
-}
-
-/// A loaded code object, unloaded when dropped (after the kernels and buffers: the host
-/// drops its state before the adapter).
-pub(crate) struct Module {
-    runtime: &'static Runtime,
-    pub(crate) handle: Handle,
-}
-
-// SAFETY: as for Stream.
-unsafe impl Send for Module {}
-// SAFETY: as for Stream.
-unsafe impl Sync for Module {}
+runtime_object!(
+    /// A loaded code object, unloaded when dropped (after the kernels and buffers: the host
+    /// drops its state before the adapter).
+    Module,
+    hipModuleUnload
+);
 
 impl Module {
     /// Loads a code object hiprtc made for the current device.
@@ -261,13 +250,6 @@ impl Module {
             (runtime.hipModuleLoadData)(&mut handle, image.as_ptr().cast())
         })?;
         Ok(Module { runtime, handle })
-    }
-}
-
-impl Drop for Module {
-    fn drop(&mut self) {
-        // SAFETY: loaded by hipModuleLoadData and unloaded only here.
-        let _ = unsafe { (self.runtime.hipModuleUnload)(self.handle) };
     }
 }
 
@@ -315,27 +297,18 @@ pub type Slot = StreamSlot<DeviceMemory, PinnedMemory>;
 
 impl SlotBuffer for DeviceMemory {
     fn byte_len(&self) -> usize {
-        self.len()
+        self.bytes
     }
 }
 
 impl SlotBuffer for PinnedMemory {
     fn byte_len(&self) -> usize {
-        self.len()
+        self.bytes
     }
 }
 
 /// The device's key buffers, the fixed AES tables, and what uploading the key needs.
-pub struct Keys {
-    pub(crate) round_keys: DeviceMemory,
-    pub(crate) key_tables: DeviceMemory,
-    pub(crate) aes_tables: DeviceMemory,
-    /// Pinned, so that key words go straight from here to the device and never through a
-    /// runtime staging buffer this crate cannot wipe.
-    pub(crate) key_staging: PinnedMemory,
-    /// Recorded on stream 0 after the key upload; the other streams wait for it.
-    pub(crate) key_ready: Event,
-}
+pub type Keys = StreamKeys<DeviceMemory, PinnedMemory, Event>;
 
 /// A kernel launch between two timing events, for [`Api::kernel_time`].
 pub struct TimedLaunch {
@@ -480,10 +453,6 @@ impl Api for Hip {
         self.info.to_string()
     }
 
-    fn kind(&self) -> DeviceKind {
-        DeviceKind::Gpu
-    }
-
     fn new_slot(stream: usize) -> Slot {
         Slot::new(stream)
     }
@@ -615,11 +584,6 @@ impl Api for Hip {
         })
     }
 
-    /// Work is submitted as it is queued.
-    fn flush(&self, _slot: &Slot) -> Outcome {
-        Ok(())
-    }
-
     /// Waits for the stream's slab to come back and, when it was staged, copies it out to
     /// `data`: the staging buffer is then free for the stream's next slab.
     fn finish_slab(&self, slot: &mut Slot, data: &mut [u8]) -> Outcome {
@@ -703,9 +667,9 @@ impl Api for Hip {
         let stream = &self.streams[0];
         let mut device_wiped = Ok(());
         for buffer in [&keys.round_keys, &keys.key_tables] {
-            // SAFETY: a live allocation of `len()` bytes of this device.
+            // SAFETY: a live allocation of `byte_len()` bytes of this device.
             device_wiped = device_wiped.and(self.runtime.check("hipMemsetAsync", unsafe {
-                (self.runtime.hipMemsetAsync)(buffer.address(), 0, buffer.len(), stream.handle)
+                (self.runtime.hipMemsetAsync)(buffer.address(), 0, buffer.byte_len(), stream.handle)
             }));
         }
         let device_wiped = device_wiped.and_then(|()| stream.synchronize());

@@ -53,28 +53,23 @@ impl HipDeviceInfo {
 
 impl fmt::Display for HipDeviceInfo {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            formatter,
-            "#{} {} (HIP, {}; {} compute units",
-            self.index,
-            self.name.trim(),
-            self.architecture,
-            self.compute_units,
-        )?;
-        if self.clock_mhz > 0 {
-            write!(formatter, " at {} MHz", self.clock_mhz)?;
+        let (major, minor, patch) = self.runtime_version;
+        crate::DeviceLine {
+            index: self.index,
+            name: &self.name,
+            platform: format_args!("HIP, {}", self.architecture),
+            units: format_args!("{} compute units", self.compute_units),
+            clock_mhz: (self.clock_mhz > 0).then_some(self.clock_mhz),
+            global_memory_bytes: self.global_memory_bytes,
+            memory: format_args!(
+                "{} KiB LDS per work-group, wavefront {}{}",
+                self.shared_memory_per_block_bytes / 1024,
+                self.wavefront,
+                if self.integrated { ", integrated" } else { "" },
+            ),
+            driver: format_args!("HIP runtime {major}.{minor}.{patch}"),
         }
-        write!(
-            formatter,
-            ", {:.1} GiB, {} KiB LDS per work-group, wavefront {}{}; HIP runtime {}.{}.{})",
-            self.global_memory_bytes as f64 / (1u64 << 30) as f64,
-            self.shared_memory_per_block_bytes / 1024,
-            self.wavefront,
-            if self.integrated { ", integrated" } else { "" },
-            self.runtime_version.0,
-            self.runtime_version.1,
-            self.runtime_version.2,
-        )
+        .fmt(formatter)
     }
 }
 

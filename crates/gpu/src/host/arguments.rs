@@ -449,15 +449,21 @@ mod tests {
         );
     }
 
-    #[test]
-    fn segment_arguments_need_the_segmented_kernel_and_a_counter_buffer() {
+    /// An RC6 key and the arguments of one 4-block segment under counter rule `rule`.
+    fn rc6_segment(rule: u32) -> (KeyMaterial, ModeArguments) {
         let key = KeyMaterial::new(Algorithm::Rc6_128, &[0; 16]).unwrap();
         let segments = ModeArguments::Segments {
             first: 0,
             count: 1,
             blocks_per_segment: 4,
-            rule: 0,
+            rule,
         };
+        (key, segments)
+    }
+
+    #[test]
+    fn segment_arguments_need_the_segmented_kernel_and_a_counter_buffer() {
+        let (key, segments) = rc6_segment(0);
         assert!(cipher_arguments(false, &key, 4, segments, true).is_err());
         assert!(cipher_arguments(true, &key, 4, ModeArguments::None, true).is_err());
         assert!(cipher_arguments(true, &key, 4, segments, false).is_err());
@@ -467,13 +473,7 @@ mod tests {
 
     #[test]
     fn values_put_each_buffer_where_its_role_is() {
-        let key = KeyMaterial::new(Algorithm::Rc6_128, &[0; 16]).unwrap();
-        let segments = ModeArguments::Segments {
-            first: 0,
-            count: 1,
-            blocks_per_segment: 4,
-            rule: 2,
-        };
+        let (key, segments) = rc6_segment(2);
         let arguments = cipher_arguments(true, &key, 4, segments, true).unwrap();
         let mut buffers = LaunchBuffers {
             input: 1u64,

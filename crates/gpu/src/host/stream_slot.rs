@@ -1,5 +1,6 @@
-//! The slab buffers of one stream as the CUDA and HIP adapters keep them: the same fields
-//! and the same growth rules, over each API's device and pinned host buffer types.
+//! The slab buffers of one stream, and the key's buffers, as the CUDA and HIP adapters keep
+//! them: the same fields and the same growth rules, over each API's device and pinned host
+//! buffer types.
 
 use super::{grown_capacity, Outcome, Staging};
 
@@ -80,4 +81,18 @@ impl<Device: SlotBuffer, Pinned: SlotBuffer> StreamSlot<Device, Pinned> {
         }
         Ok(())
     }
+}
+
+/// The device's key buffers, the fixed AES tables, and what uploading the key needs:
+/// `Words` is the API's device buffer of words, `Pinned` its page-locked host buffer and
+/// `Event` its event.
+pub struct StreamKeys<Words, Pinned, Event> {
+    pub(crate) round_keys: Words,
+    pub(crate) key_tables: Words,
+    pub(crate) aes_tables: Words,
+    /// Pinned, so that key words go straight from here to the device and never through a
+    /// driver staging buffer this crate cannot wipe.
+    pub(crate) key_staging: Pinned,
+    /// Recorded on stream 0 after the key upload; the other streams wait for it.
+    pub(crate) key_ready: Event,
 }

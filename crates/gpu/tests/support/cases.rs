@@ -7,10 +7,11 @@
 
 use parcrypt_ciphers::{new_cipher, Algorithm, Implementation};
 use parcrypt_gpu::{
-    CudaDevice, GpuError, GpuOperation, KernelCache, KeyMaterial, LaunchGeometry, OpenClDevice,
-    OpenOptions, ProgramOrigin, TableCopies,
+    CudaDevice, GpuError, GpuOperation, HipDevice, KernelCache, KeyMaterial, LaunchGeometry,
+    OpenClDevice, OpenOptions, ProgramOrigin, TableCopies,
 };
 use parcrypt_modes::ctr::CounterRule;
+use parcrypt_modes::ghash::GhashKey;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -69,25 +70,65 @@ pub fn open_opencl(options: &OpenOptions) -> Option<OpenClDevice> {
     None
 }
 
+/// A GPU API the tests open devices of, and how its skips read.
+struct Api {
+    name: &'static str,
+    /// What a skip says is missing.
+    missing: &'static str,
+    /// The environment variable that picks the test device ([`device_index`]).
+    device_variable: &'static str,
+}
+
+const CUDA: Api = Api {
+    name: "CUDA",
+    missing: "CUDA GPU/driver",
+    device_variable: "PARCRYPT_CUDA_DEVICE",
+};
+
+const HIP: Api = Api {
+    name: "HIP",
+    missing: "AMD GPU/HIP runtime",
+    device_variable: "PARCRYPT_HIP_DEVICE",
+};
+
 /// Opens the CUDA test device (`PARCRYPT_CUDA_DEVICE`, else 0) with `options`, or says why
 /// the test is skipped: no driver or no GPU (CI has none). Anything else fails, and so does
 /// a missing GPU under `PARCRYPT_REQUIRE_GPU=1` (the GPU kit sets it).
 #[allow(dead_code)]
 pub fn open_cuda(options: &OpenOptions) -> Option<CudaDevice> {
-    let index = device_index("PARCRYPT_CUDA_DEVICE");
-    match CudaDevice::open_with(index, options) {
+    open_or_skip(&CUDA, |index| CudaDevice::open_with(index, options))
+}
+
+/// Opens the HIP test device (`PARCRYPT_HIP_DEVICE`, else 0) with `options`, or says why the
+/// test is skipped: no runtime or no AMD GPU, unless `PARCRYPT_REQUIRE_GPU=1`. Anything else
+/// fails.
+#[allow(dead_code)]
+pub fn open_hip(options: &OpenOptions) -> Option<HipDevice> {
+    open_or_skip(&HIP, |index| HipDevice::open_with(index, options))
+}
+
+/// Opens the test device of `api` with `open`, or returns `None` after a SKIPPED line where
+/// the error says that its driver or runtime, or a GPU, is missing here and none is required
+/// ([`gpu_required`]). Any other error fails the test.
+#[allow(dead_code)]
+fn open_or_skip<D>(api: &Api, open: impl FnOnce(usize) -> Result<D, GpuError>) -> Option<D> {
+    let index = device_index(api.device_variable);
+    match open(index) {
         Ok(device) => Some(device),
-        Err(error @ (GpuError::NoCudaDriver { .. } | GpuError::NoCudaDevice { .. }))
-            if !gpu_required() =>
-        {
-            println!("SKIPPED: no CUDA GPU/driver [{error}]");
+        Err(
+            error @ (GpuError::NoCudaDriver { .. }
+            | GpuError::NoCudaDevice { .. }
+            | GpuError::NoHipRuntime { .. }
+            | GpuError::NoAmdGpu { .. }),
+        ) if !gpu_required() => {
+            println!("SKIPPED: no {} [{error}]", api.missing);
             None
         }
-        Err(error) => panic!("opening CUDA device {index}: {error}"),
+        Err(error) => panic!("opening {} device {index}: {error}", api.name),
     }
 }
 
-/// Whether a CUDA GPU must be present (`PARCRYPT_REQUIRE_GPU=1`, set by
+/// Whether a GPU must be present (`PARCRYPT_REQUIRE_GPU=1`, set by
 /// scripts/gpu-verify.sh): a test that would skip for want of one fails instead.
 #[allow(dead_code)]
 pub fn gpu_required() -> bool {
@@ -106,6 +147,16 @@ pub fn random_bytes(rng: &mut StdRng, length: usize) -> Vec<u8> {
     let mut bytes = vec![0u8; length];
     rng.fill_bytes(&mut bytes);
     bytes
+}
+
+/// The CPU's GHASH of `data` under `key` from a zero state, a final partial block
+/// zero-padded.
+pub fn cpu_ghash(key: &GhashKey, data: &[u8]) -> u128 {
+    let mut padded = data.to_vec();
+    padded.resize(data.len().div_ceil(16) * 16, 0);
+    let mut sum = 0u128;
+    key.update(&mut sum, &padded);
+    sum
 }
 
 /// The CPU result of `operation` over `data`.
@@ -160,6 +211,27 @@ pub fn assert_same_as_cpu(
         );
     }
     assert_eq!(result.len(), expected.len());
+}
+
+/// The shared cases' check through each of `paths`: `on_device(path, key, operation, data)`
+/// runs a case on the device one way and gives its bytes, which must be the CPU's.
+#[allow(dead_code)] // for the APIs with more than one way in
+pub fn through_paths<'a, P: Copy + std::fmt::Debug + Sync>(
+    paths: &'a [P],
+    on_device: impl Fn(P, &KeyMaterial, &GpuOperation, &[u8]) -> Result<Vec<u8>, GpuError> + Sync + 'a,
+) -> impl Fn(Algorithm, &[u8], &GpuOperation, &[u8]) + Sync + 'a {
+    move |algorithm: Algorithm, key: &[u8], operation: &GpuOperation, data: &[u8]| {
+        for &path in paths {
+            assert_same_as_cpu(
+                algorithm,
+                key,
+                operation,
+                data,
+                &format!(" via {path:?}"),
+                |material, operation, data| on_device(path, material, operation, data),
+            );
+        }
+    }
 }
 
 /// Every algorithm with the key lengths worth covering: the fixed ones, and Blowfish at its
@@ -240,61 +312,158 @@ pub fn kib_segments(length: usize) -> GpuOperation {
     }
 }
 
+/// The shared cases' `check`: runs one case (an algorithm, its key, an operation and the
+/// data) on a device and compares the result with the CPU's.
+pub trait Check: Fn(Algorithm, &[u8], &GpuOperation, &[u8]) {}
+
+impl<F: Fn(Algorithm, &[u8], &GpuOperation, &[u8])> Check for F {}
+
+/// Random cases run through one `check`: every key, counter and byte of data is drawn from
+/// one generator, so that the seed fixes every case.
+struct Runner<C> {
+    rng: StdRng,
+    check: C,
+}
+
+impl<C: Check> Runner<C> {
+    fn new(seed: u64, check: C) -> Self {
+        Runner {
+            rng: StdRng::seed_from_u64(seed),
+            check,
+        }
+    }
+
+    /// `body` for each of `algorithms` with a random key of the length given.
+    fn for_each_key(
+        &mut self,
+        algorithms: impl IntoIterator<Item = (Algorithm, usize)>,
+        mut body: impl FnMut(&mut Self, Algorithm, &[u8]),
+    ) {
+        for (algorithm, key_length) in algorithms {
+            let key = random_bytes(&mut self.rng, key_length);
+            body(self, algorithm, &key);
+        }
+    }
+
+    /// `operation` on `length` random bytes.
+    fn one(&mut self, algorithm: Algorithm, key: &[u8], operation: &GpuOperation, length: usize) {
+        let data = random_bytes(&mut self.rng, length);
+        (self.check)(algorithm, key, operation, &data);
+    }
+
+    /// Each of `operations` on random data of each of `sizes`, whole blocks where the
+    /// operation needs them ([`length_for`]).
+    fn each(
+        &mut self,
+        algorithm: Algorithm,
+        key: &[u8],
+        operations: Vec<GpuOperation>,
+        sizes: &[usize],
+    ) {
+        for operation in operations {
+            for &size in sizes {
+                let length = length_for(&operation, size, algorithm.block_size());
+                self.one(algorithm, key, &operation, length);
+            }
+        }
+    }
+
+    /// Every operation of [`operations`] on random data of each of `sizes`.
+    fn every_operation(&mut self, algorithm: Algorithm, key: &[u8], sizes: &[usize]) {
+        let operations = operations(&mut self.rng, algorithm.block_size());
+        self.each(algorithm, key, operations, sizes);
+    }
+
+    /// Segmented CTR ([`ctr_segments`]) on `length` random bytes.
+    fn segments(
+        &mut self,
+        algorithm: Algorithm,
+        key: &[u8],
+        (length, segment_blocks): (usize, usize),
+        rule: CounterRule,
+        low_word: Option<u32>,
+    ) {
+        let block_size = algorithm.block_size();
+        let operation = ctr_segments(
+            &mut self.rng,
+            block_size,
+            length,
+            segment_blocks,
+            rule,
+            low_word,
+        );
+        self.one(algorithm, key, &operation, length);
+    }
+}
+
+/// `low` and `full`, one operation under each counter rule, on `length` zero bytes on the
+/// CPU: the first block the same, the rest not, so that the cases of a rule tell it apart
+/// from the other.
+fn assert_rules_differ(
+    algorithm: Algorithm,
+    key: &[u8],
+    (low, full): (&GpuOperation, &GpuOperation),
+    length: usize,
+) {
+    let block_size = algorithm.block_size();
+    let zeros = vec![0u8; length];
+    let (low, full) = (
+        on_cpu(algorithm, key, low, &zeros),
+        on_cpu(algorithm, key, full, &zeros),
+    );
+    assert_eq!(low[..block_size], full[..block_size]);
+    assert_ne!(low[block_size..], full[block_size..]);
+}
+
 /// Segmented CTR against the CPU: one segment (whole, short, a partial block only), many
 /// segments (of one block, of a few, of a Cobblestone chunk), a last segment short by
 /// whole blocks or ending in a partial block, data ending exactly on a segment boundary,
 /// no data at all, and counters wrapping 2^32 (and the full width) inside a segment, under
 /// both rules, for AES (the one GCM needs), RC6 and Blowfish.
-pub fn ctr_segment_cases(check: impl Fn(Algorithm, &[u8], &GpuOperation, &[u8])) {
-    let mut rng = StdRng::seed_from_u64(0x5e65);
-    for (algorithm, key_length) in [
+pub fn ctr_segment_cases(check: impl Check) {
+    let algorithms = [
         (Algorithm::Aes128, 16),
         (Algorithm::Aes256, 32),
         (Algorithm::Rc6_128, 16),
         (Algorithm::Blowfish, 16),
-    ] {
-        let key = random_bytes(&mut rng, key_length);
+    ];
+    Runner::new(0x5e65, check).for_each_key(algorithms, |runner, algorithm, key| {
         let bs = algorithm.block_size();
-        // (blocks per segment, data length)
+        // (data length, blocks per segment)
         let shapes = [
-            (64, 64 * bs),                   // one whole segment
-            (64, 1000),                      // one short segment, ending in a partial block
-            (64, 5),                         // one partial block
-            (1, 100 * bs),                   // one-block segments
-            (1, 100 * bs + 3),               // ... and a last one that is a partial block
-            (3, 50 * 3 * bs),                // many whole segments
-            (4, 9 * 4 * bs + 2 * bs),        // the last segment short by whole blocks
-            (4, 9 * 4 * bs + 2 * bs + 3),    // ... and ending in a partial block
-            (5, 7 * 5 * bs),                 // exactly on a segment boundary
-            (16384 / bs, 10 * 16384 + 1234), // Cobblestone chunks
-            (4, 0),                          // nothing
+            (64 * bs, 64),                   // one whole segment
+            (1000, 64),                      // one short segment, ending in a partial block
+            (5, 64),                         // one partial block
+            (100 * bs, 1),                   // one-block segments
+            (100 * bs + 3, 1),               // ... and a last one that is a partial block
+            (50 * 3 * bs, 3),                // many whole segments
+            (9 * 4 * bs + 2 * bs, 4),        // the last segment short by whole blocks
+            (9 * 4 * bs + 2 * bs + 3, 4),    // ... and ending in a partial block
+            (7 * 5 * bs, 5),                 // exactly on a segment boundary
+            (10 * 16384 + 1234, 16384 / bs), // Cobblestone chunks
+            (0, 4),                          // nothing
         ];
         for rule in [CounterRule::Low32, CounterRule::Full] {
-            for (segment_blocks, length) in shapes {
-                let operation = ctr_segments(&mut rng, bs, length, segment_blocks, rule, None);
-                let data = random_bytes(&mut rng, length);
-                check(algorithm, &key, &operation, &data);
+            for shape in shapes {
+                runner.segments(algorithm, key, shape, rule, None);
             }
             // Every counter 3 blocks short of 2^32 in its low word: the wrap falls inside
             // each 16-block segment (Low32 keeps it in the low word, Full carries).
-            let operation =
-                ctr_segments(&mut rng, bs, 20 * 16 * bs + 7, 16, rule, Some(0xffff_fffd));
-            let data = random_bytes(&mut rng, 20 * 16 * bs + 7);
-            check(algorithm, &key, &operation, &data);
+            let shape = (20 * 16 * bs + 7, 16);
+            runner.segments(algorithm, key, shape, rule, Some(0xffff_fffd));
             // Counters one step short of the full width's wrap.
-            let mut operation = ctr_segments(&mut rng, bs, 6 * 8 * bs, 8, rule, None);
+            let mut operation = ctr_segments(&mut runner.rng, bs, 6 * 8 * bs, 8, rule, None);
             if let GpuOperation::CtrSegments { counters, .. } = &mut operation {
                 for counter in counters.chunks_exact_mut(bs) {
                     counter.fill(0xff);
                     counter[bs - 1] = 0xfe;
                 }
             }
-            let data = random_bytes(&mut rng, 6 * 8 * bs);
-            check(algorithm, &key, &operation, &data);
+            runner.one(algorithm, key, &operation, 6 * 8 * bs);
         }
 
         // The wrap cases above tell the rules apart.
-        let low = ctr_segments(&mut rng, bs, 4 * bs, 4, CounterRule::Low32, Some(!0));
+        let low = ctr_segments(&mut runner.rng, bs, 4 * bs, 4, CounterRule::Low32, Some(!0));
         let GpuOperation::CtrSegments { counters, .. } = &low else {
             unreachable!()
         };
@@ -303,28 +472,21 @@ pub fn ctr_segment_cases(check: impl Fn(Algorithm, &[u8], &GpuOperation, &[u8]))
             segment_bytes: 4 * bs,
             rule: CounterRule::Full,
         };
-        let zeros = vec![0u8; 4 * bs];
-        let (low, full) = (
-            on_cpu(algorithm, &key, &low, &zeros),
-            on_cpu(algorithm, &key, &full, &zeros),
-        );
-        assert_eq!(low[..bs], full[..bs]);
-        assert_ne!(low[bs..], full[bs..]);
-    }
+        assert_rules_differ(algorithm, key, (&low, &full), 4 * bs);
+    });
 }
 
 /// Segmented CTR on a device opened with [`TEST_SLAB_BYTES`] slabs: segments of one block,
 /// three blocks, a KiB and exactly one slab, over data that crosses several slabs (slabs
 /// are cut between segments, each uploads its own counters), with counters that wrap
 /// 2^32 inside segments.
-pub fn ctr_segment_slab_cases(check: impl Fn(Algorithm, &[u8], &GpuOperation, &[u8])) {
-    let mut rng = StdRng::seed_from_u64(0x5e65_51ab);
-    for (algorithm, key_length) in [
+pub fn ctr_segment_slab_cases(check: impl Check) {
+    let algorithms = [
         (Algorithm::Aes192, 24),
         (Algorithm::Rc6_256, 32),
         (Algorithm::Blowfish, 9),
-    ] {
-        let key = random_bytes(&mut rng, key_length);
+    ];
+    Runner::new(0x5e65_51ab, check).for_each_key(algorithms, |runner, algorithm, key| {
         let bs = algorithm.block_size();
         for segment_bytes in [bs, 3 * bs, 1024, TEST_SLAB_BYTES] {
             for length in [
@@ -339,14 +501,12 @@ pub fn ctr_segment_slab_cases(check: impl Fn(Algorithm, &[u8], &GpuOperation, &[
                     (CounterRule::Low32, Some(0xffff_fffe)),
                     (CounterRule::Full, Some(0xffff_ffff)),
                 ] {
-                    let operation =
-                        ctr_segments(&mut rng, bs, length, segment_bytes / bs, rule, low_word);
-                    let data = random_bytes(&mut rng, length);
-                    check(algorithm, &key, &operation, &data);
+                    let shape = (length, segment_bytes / bs);
+                    runner.segments(algorithm, key, shape, rule, low_word);
                 }
             }
         }
-    }
+    });
 }
 
 /// On a device with [`TEST_SLAB_BYTES`] slabs, segments longer than a slab are refused
@@ -379,34 +539,22 @@ pub fn counter_near(block_size: usize, wrap_bits: u32, before_wrap: u8, filler: 
 }
 
 /// Every keyed algorithm and operation over every one of [`SIZES`], random data from `seed`.
-pub fn every_cipher_operation_and_size(
-    seed: u64,
-    check: impl Fn(Algorithm, &[u8], &GpuOperation, &[u8]),
-) {
-    let mut rng = StdRng::seed_from_u64(seed);
-    for (algorithm, key_length) in keyed_algorithms() {
-        let key = random_bytes(&mut rng, key_length);
-        let block_size = algorithm.block_size();
-        for operation in operations(&mut rng, block_size) {
-            for size in SIZES {
-                let data = random_bytes(&mut rng, length_for(&operation, size, block_size));
-                check(algorithm, &key, &operation, &data);
-            }
-        }
-    }
+pub fn every_cipher_operation_and_size(seed: u64, check: impl Check) {
+    Runner::new(seed, check).for_each_key(keyed_algorithms(), |runner, algorithm, key| {
+        runner.every_operation(algorithm, key, &SIZES)
+    });
 }
 
 /// CTR counters that wrap inside the data, at 2^32, 2^64 and the full width, under both
 /// rules.
-pub fn ctr_wrap_cases(check: impl Fn(Algorithm, &[u8], &GpuOperation, &[u8])) {
-    let mut rng = StdRng::seed_from_u64(0x00c0_ffee);
-    for (algorithm, key_length) in [
+pub fn ctr_wrap_cases(check: impl Check) {
+    let algorithms = [
         (Algorithm::Aes128, 16),
         (Algorithm::Aes256, 32),
         (Algorithm::Blowfish, 16),
         (Algorithm::Rc6_192, 24),
-    ] {
-        let key = random_bytes(&mut rng, key_length);
+    ];
+    Runner::new(0x00c0_ffee, check).for_each_key(algorithms, |runner, algorithm, key| {
         let block_size = algorithm.block_size();
         // 2^32 and the full width for both sizes, 2^64 inside a 16-byte counter too.
         let mut wraps = vec![32, 8 * block_size as u32];
@@ -418,9 +566,8 @@ pub fn ctr_wrap_cases(check: impl Fn(Algorithm, &[u8], &GpuOperation, &[u8])) {
                 // The wrap falls inside the data, and (with 4101 bytes) a partial block ends
                 // it, which CUDA's device path runs through its one-block tail buffer.
                 let counter = counter_near(block_size, wrap_bits, 5, 0x5a);
-                let data = random_bytes(&mut rng, 4096 + 5);
                 let operation = GpuOperation::Ctr { counter, rule };
-                check(algorithm, &key, &operation, &data);
+                runner.one(algorithm, key, &operation, 4096 + 5);
             }
         }
         // The tail block's counter is past the wrap: only the partial block is after it.
@@ -428,92 +575,58 @@ pub fn ctr_wrap_cases(check: impl Fn(Algorithm, &[u8], &GpuOperation, &[u8])) {
             counter: counter_near(block_size, 32, 2, 0x5a),
             rule: CounterRule::Full,
         };
-        let data = random_bytes(&mut rng, block_size * 2 + 3);
-        check(algorithm, &key, &operation, &data);
+        runner.one(algorithm, key, &operation, block_size * 2 + 3);
 
         // The two rules must really differ across 2^32 with a non-zero upper part, or the
         // cases above would not tell them apart.
         let counter = counter_near(block_size, 32, 1, 0x5a);
-        let full = on_cpu(
-            algorithm,
-            &key,
-            &GpuOperation::Ctr {
-                counter: counter.clone(),
-                rule: CounterRule::Full,
-            },
-            &[0; 64],
-        );
-        let low = on_cpu(
-            algorithm,
-            &key,
-            &GpuOperation::Ctr {
-                counter,
-                rule: CounterRule::Low32,
-            },
-            &[0; 64],
-        );
-        assert_eq!(full[..block_size], low[..block_size]);
-        assert_ne!(full[block_size..], low[block_size..]);
-    }
+        let full = GpuOperation::Ctr {
+            counter: counter.clone(),
+            rule: CounterRule::Full,
+        };
+        let low = GpuOperation::Ctr {
+            counter,
+            rule: CounterRule::Low32,
+        };
+        assert_rules_differ(algorithm, key, (&low, &full), 64);
+    });
 }
 
 /// Lengths around the edges of [`TEST_SLAB_BYTES`] slabs and a MiB of them, every operation
 /// plus a slab boundary close to a 2^32 counter wrap: for a device opened with that slab
 /// size, so that counters and CBC blocks must chain across slabs.
-pub fn slab_edge_cases(check: impl Fn(Algorithm, &[u8], &GpuOperation, &[u8])) {
-    let mut rng = StdRng::seed_from_u64(0x51ab);
-    for (algorithm, key_length) in [
+pub fn slab_edge_cases(check: impl Check) {
+    let algorithms = [
         (Algorithm::Aes192, 24),
         (Algorithm::Blowfish, 9),
         (Algorithm::Rc6_256, 32),
-    ] {
-        let key = random_bytes(&mut rng, key_length);
+    ];
+    Runner::new(0x51ab, check).for_each_key(algorithms, |runner, algorithm, key| {
         let block_size = algorithm.block_size();
-        let mut cases = operations(&mut rng, block_size);
+        let mut cases = operations(&mut runner.rng, block_size);
         // A slab boundary close to a 2^32 counter wrap.
         cases.push(GpuOperation::Ctr {
             counter: counter_near(block_size, 32, 200, 0x11),
             rule: CounterRule::Full,
         });
-        for operation in cases {
-            for size in [
-                TEST_SLAB_BYTES - 1,
-                TEST_SLAB_BYTES,
-                TEST_SLAB_BYTES + 1,
-                (1 << 20) + 3,
-            ] {
-                let data = random_bytes(&mut rng, length_for(&operation, size, block_size));
-                check(algorithm, &key, &operation, &data);
-            }
-        }
-    }
+        let sizes = [
+            TEST_SLAB_BYTES - 1,
+            TEST_SLAB_BYTES,
+            TEST_SLAB_BYTES + 1,
+            (1 << 20) + 3,
+        ];
+        runner.each(algorithm, key, cases, &sizes);
+    });
 }
 
 /// Every keyed algorithm and operation on 64 KiB + 7 bytes, for a device opened with
 /// `copies` table copies.
-pub fn table_layout_cases(
-    copies: TableCopies,
-    check: impl Fn(Algorithm, &[u8], &GpuOperation, &[u8]),
-) {
-    let mut rng = StdRng::seed_from_u64(u64::from(copies.blowfish));
-    for (algorithm, key_length) in keyed_algorithms() {
-        let key = random_bytes(&mut rng, key_length);
-        let block_size = algorithm.block_size();
-        for operation in operations(&mut rng, block_size) {
-            let data = random_bytes(&mut rng, length_for(&operation, 65536 + 7, block_size));
-            check(algorithm, &key, &operation, &data);
-        }
-        let operation = ctr_segments(
-            &mut rng,
-            block_size,
-            65536 + 7,
-            100,
-            CounterRule::Low32,
-            None,
-        );
-        let data = random_bytes(&mut rng, 65536 + 7);
-        check(algorithm, &key, &operation, &data);
-    }
+pub fn table_layout_cases(copies: TableCopies, check: impl Check) {
+    let seed = u64::from(copies.blowfish);
+    Runner::new(seed, check).for_each_key(keyed_algorithms(), |runner, algorithm, key| {
+        runner.every_operation(algorithm, key, &[65536 + 7]);
+        runner.segments(algorithm, key, (65536 + 7, 100), CounterRule::Low32, None);
+    });
 }
 
 /// Sets launch shapes from one thread per group to more than any device allows, runs three
@@ -523,9 +636,9 @@ pub fn launch_geometry_cases(
     widest_group: usize,
     set: impl Fn(LaunchGeometry) -> Result<(), GpuError>,
     get: impl Fn() -> LaunchGeometry,
-    check: impl Fn(Algorithm, &[u8], &GpuOperation, &[u8]),
+    check: impl Check,
 ) {
-    let mut rng = StdRng::seed_from_u64(0x6e0);
+    let mut runner = Runner::new(0x6e0, check);
     for geometry in [
         LaunchGeometry {
             threads_per_group: 1,
@@ -551,34 +664,20 @@ pub fn launch_geometry_cases(
     ] {
         set(geometry).unwrap();
         assert_eq!(get(), geometry);
-        for (algorithm, key_length) in [
+        let algorithms = [
             (Algorithm::Aes128, 16),
             (Algorithm::Blowfish, 20),
             (Algorithm::Rc6_128, 16),
-        ] {
-            let key = random_bytes(&mut rng, key_length);
-            for operation in operations(&mut rng, algorithm.block_size()) {
-                let data = random_bytes(
-                    &mut rng,
-                    length_for(&operation, 20000 + 3, algorithm.block_size()),
-                );
-                check(algorithm, &key, &operation, &data);
-            }
+        ];
+        runner.for_each_key(algorithms, |runner, algorithm, key| {
+            runner.every_operation(algorithm, key, &[20000 + 3]);
             // Segmented CTR steps through segments with the grid's stride: strides below,
             // at and far above the segment length.
             for segment_blocks in [1, 3, 64, 1000] {
-                let operation = ctr_segments(
-                    &mut rng,
-                    algorithm.block_size(),
-                    20000 + 3,
-                    segment_blocks,
-                    CounterRule::Low32,
-                    Some(0xffff_fff0),
-                );
-                let data = random_bytes(&mut rng, 20000 + 3);
-                check(algorithm, &key, &operation, &data);
+                let shape = (20000 + 3, segment_blocks);
+                runner.segments(algorithm, key, shape, CounterRule::Low32, Some(0xffff_fff0));
             }
-        }
+        });
     }
     let zero = LaunchGeometry {
         threads_per_group: 0,
@@ -588,26 +687,22 @@ pub fn launch_geometry_cases(
 }
 
 /// Four threads running different ciphers on one device at once.
-pub fn concurrent_cases(check: impl Fn(Algorithm, &[u8], &GpuOperation, &[u8]) + Sync) {
+pub fn concurrent_cases(check: impl Check + Sync) {
     let check = &check;
     std::thread::scope(|scope| {
         for thread in 0..4u64 {
             scope.spawn(move || {
-                let mut rng = StdRng::seed_from_u64(100 + thread);
                 let algorithm = [
                     Algorithm::Aes128,
                     Algorithm::Blowfish,
                     Algorithm::Rc6_128,
                     Algorithm::Aes256,
                 ][thread as usize];
-                let key = random_bytes(&mut rng, algorithm.key_lengths().1);
-                for operation in operations(&mut rng, algorithm.block_size()) {
-                    let data = random_bytes(
-                        &mut rng,
-                        length_for(&operation, 50000 + 1, algorithm.block_size()),
-                    );
-                    check(algorithm, &key, &operation, &data);
-                }
+                let key_length = algorithm.key_lengths().1;
+                Runner::new(100 + thread, check)
+                    .for_each_key([(algorithm, key_length)], |runner, algorithm, key| {
+                        runner.every_operation(algorithm, key, &[50000 + 1])
+                    });
             });
         }
     });
@@ -707,8 +802,6 @@ pub fn ghash_cases(
     segments: impl Fn(&[u8; 16], &[u8], usize) -> Result<Vec<u128>, GpuError>,
 ) {
     use parcrypt_gpu::ghash::join_partials;
-    use parcrypt_modes::ghash::GhashKey;
-
     let mut rng = StdRng::seed_from_u64(seed);
     let mut cases: Vec<([u8; 16], Vec<u8>)> = SIZES
         .iter()
@@ -726,10 +819,7 @@ pub fn ghash_cases(
 
     for (hash_key, data) in &cases {
         let key = GhashKey::new(hash_key);
-        let mut padded = data.clone();
-        padded.resize(data.len().div_ceil(16) * 16, 0);
-        let mut expected = 0u128;
-        key.update(&mut expected, &padded);
+        let expected = cpu_ghash(&key, data);
         for &segment_bytes in segment_sizes {
             let partials = segments(hash_key, data, segment_bytes).unwrap_or_else(|error| {
                 panic!(
@@ -776,18 +866,12 @@ pub fn ghash_whole_cases(
     sizes: &[usize],
     whole: impl Fn(&[u8; 16], &[u8]) -> Result<u128, GpuError>,
 ) {
-    use parcrypt_modes::ghash::GhashKey;
-
     let mut rng = StdRng::seed_from_u64(seed);
     for &size in sizes {
         let mut hash_key = [0u8; 16];
         rng.fill_bytes(&mut hash_key);
         let data = random_bytes(&mut rng, size);
-        let key = GhashKey::new(&hash_key);
-        let mut padded = data.clone();
-        padded.resize(size.div_ceil(16) * 16, 0);
-        let mut expected = 0u128;
-        key.update(&mut expected, &padded);
+        let expected = cpu_ghash(&GhashKey::new(&hash_key), &data);
         let got = whole(&hash_key, &data)
             .unwrap_or_else(|error| panic!("GHASH of {size} bytes on the device: {error}"));
         assert_eq!(
@@ -842,8 +926,6 @@ pub fn gcm_pass_cases(
     uploaded: impl Fn() -> u64,
 ) {
     use parcrypt_gpu::ghash::GcmDirection;
-    use parcrypt_modes::ghash::GhashKey;
-
     let mut rng = StdRng::seed_from_u64(seed);
     for algorithm in [Algorithm::Aes128, Algorithm::Aes256, Algorithm::Rc6_128] {
         for &size in sizes {
@@ -859,10 +941,7 @@ pub fn gcm_pass_cases(
             };
             let plaintext = random_bytes(&mut rng, size);
             let ciphertext = on_cpu(algorithm, &key, &operation, &plaintext);
-            let mut padded = ciphertext.clone();
-            padded.resize(size.div_ceil(16) * 16, 0);
-            let mut expected = 0u128;
-            GhashKey::new(&hash_key).update(&mut expected, &padded);
+            let expected = cpu_ghash(&GhashKey::new(&hash_key), &ciphertext);
             let what = format!("GCM pass, {algorithm}, {size} bytes, seed {seed:#x}");
             for (direction, input, output) in [
                 (GcmDirection::Encrypt, &plaintext, &ciphertext),

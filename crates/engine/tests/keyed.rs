@@ -7,6 +7,8 @@
 
 #[path = "../../../tests/support/engine.rs"]
 mod engine;
+#[path = "support/pieces.rs"]
+mod pieces;
 #[path = "../../format/tests/support/random.rs"]
 mod random;
 
@@ -19,6 +21,7 @@ use parcrypt_engine::{
     Backend, Cipher, CipherSpec, Direction, Engine, Implementation, JobError, KeyedCipher, Mode,
     INLINE_MESSAGE_BYTES,
 };
+use pieces::in_two_pieces;
 use rand::rngs::StdRng;
 use rand::{Rng, RngExt};
 use random::seeded_rng;
@@ -186,30 +189,17 @@ fn every_form_matches_the_per_call_path_and_rustcrypto_on_every_cpu_backend() {
                 // In pieces, through a crypter that borrows the same key schedule.
                 let block = suite.algorithm.block_size();
                 let body = size / 2 / block * block;
-                let mut crypter = keyed.encryptor(iv, aad).unwrap();
-                let mut first = plaintext[..body].to_vec();
-                crypter.update(&mut first).unwrap();
-                let mut rest = plaintext[body..].to_vec();
-                crypter.finish(&mut rest).unwrap();
-                first.extend_from_slice(&rest);
+                let encryptor = || keyed.encryptor(iv, aad).unwrap();
+                let first = in_two_pieces(encryptor(), &plaintext, body, None);
                 assert_eq!(first, sealed, "{what}: encryptor");
 
                 // The same from one buffer into another (one pass for CTR and GCM), the
                 // output poisoned so a byte left unwritten shows.
-                let mut crypter = keyed.encryptor(iv, aad).unwrap();
-                let mut first = vec![0xA5u8; body];
-                crypter.update_into(&plaintext[..body], &mut first).unwrap();
-                let mut rest = plaintext[body..].to_vec();
-                crypter.finish(&mut rest).unwrap();
-                first.extend_from_slice(&rest);
+                let first = in_two_pieces(encryptor(), &plaintext, body, Some(0xA5));
                 assert_eq!(first, sealed, "{what}: encryptor, update_into");
-                let mut crypter = keyed.decryptor(iv, aad).unwrap();
+                let decryptor = keyed.decryptor(iv, aad).unwrap();
                 let cut = body.min(sealed.len().saturating_sub(16)) / block * block;
-                let mut opened = vec![0x5Au8; cut];
-                crypter.update_into(&sealed[..cut], &mut opened).unwrap();
-                let mut rest = sealed[cut..].to_vec();
-                crypter.finish(&mut rest).unwrap();
-                opened.extend_from_slice(&rest);
+                let opened = in_two_pieces(decryptor, &sealed, cut, Some(0x5A));
                 assert_eq!(opened, plaintext, "{what}: decryptor, update_into");
             }
         }

@@ -6,6 +6,7 @@
 
 use std::io::Read;
 
+use parcrypt_engine::stream::pipeline::read_full;
 use zeroize::Zeroizing;
 
 use crate::cobblestone::{MessageKeys, Suite, COMMITMENT_BYTES, PREFIX_BYTES, SALT_BYTES};
@@ -389,16 +390,7 @@ impl Envelope {
 
 /// Reads until `buffer` is full or the input ends; returns the bytes read.
 pub(crate) fn read_up_to(reader: &mut dyn Read, buffer: &mut [u8]) -> Result<usize, FormatError> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match reader.read(&mut buffer[filled..]) {
-            Ok(0) => break,
-            Ok(read) => filled += read,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(FormatError::Read(error)),
-        }
-    }
-    Ok(filled)
+    read_full(reader, buffer).map_err(FormatError::Read)
 }
 
 #[cfg(test)]
@@ -410,6 +402,14 @@ mod tests {
         passes: 1,
         lanes: 1,
     };
+
+    /// The default setup, with argon2id made cheap.
+    fn cheap_setup() -> Setup<'static> {
+        Setup {
+            argon2: CHEAP,
+            ..Setup::default()
+        }
+    }
 
     #[test]
     fn envelopes_round_trip_and_check_the_secret() {
@@ -444,10 +444,7 @@ mod tests {
             ));
             assert!(!read.needs_passphrase());
         }
-        let setup = Setup {
-            argon2: CHEAP,
-            ..Setup::default()
-        };
+        let setup = cheap_setup();
         let (envelope, _) = Envelope::create(&setup, Secret::Passphrase(b"correct horse")).unwrap();
         assert!(envelope.needs_passphrase());
         assert!(envelope
@@ -474,11 +471,7 @@ mod tests {
 
     #[test]
     fn every_header_byte_is_bound_to_the_key() {
-        let setup = Setup {
-            argon2: CHEAP,
-            ..Setup::default()
-        };
-        let (envelope, _) = Envelope::create(&setup, Secret::Passphrase(b"pass")).unwrap();
+        let (envelope, _) = Envelope::create(&cheap_setup(), Secret::Passphrase(b"pass")).unwrap();
         let bytes = envelope.to_bytes();
         for position in 0..bytes.len() {
             for bit in [0x01u8, 0x80] {
@@ -510,14 +503,7 @@ mod tests {
             Envelope::read(Format::Cobblestone, &mut &[0u8; 55][..]),
             Err(FormatError::TruncatedHeader(_))
         ));
-        let (envelope, _) = Envelope::create(
-            &Setup {
-                argon2: CHEAP,
-                ..Setup::default()
-            },
-            Secret::Key(&[1; 16]),
-        )
-        .unwrap();
+        let (envelope, _) = Envelope::create(&cheap_setup(), Secret::Key(&[1; 16])).unwrap();
         let bytes = envelope.to_bytes();
         assert!(matches!(
             Envelope::read(Format::Parcrypt, &mut &bytes[..60]),
@@ -527,10 +513,7 @@ mod tests {
 
     #[test]
     fn a_header_over_the_budget_is_refused_before_any_work() {
-        let setup = Setup {
-            argon2: CHEAP,
-            ..Setup::default()
-        };
+        let setup = cheap_setup();
         let (envelope, _) = Envelope::create(&setup, Secret::Passphrase(b"pass")).unwrap();
         let mut bytes = envelope.to_bytes();
         // 4 GiB, the format's limit: refused at once, nothing allocated (this test would

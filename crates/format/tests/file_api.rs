@@ -50,6 +50,13 @@ fn sealed_by_encrypt(batcher: &CpuChunks<'_>, plain: &[u8]) -> Vec<u8> {
     sealed
 }
 
+/// A plaintext of `length` bytes and its message as [`sealed_by_encrypt`] writes it.
+fn plain_and_sealed(batcher: &CpuChunks<'_>, length: usize) -> (Vec<u8>, Vec<u8>) {
+    let plain = data(length);
+    let sealed = sealed_by_encrypt(batcher, &plain);
+    (plain, sealed)
+}
+
 /// Writes `plain` through the `Write` adapter in pieces of `piece` bytes.
 fn sealed_by_writer(batcher: &CpuChunks<'_>, plain: &[u8], piece: usize) -> Vec<u8> {
     let encryptor =
@@ -160,8 +167,7 @@ fn random_encryptions_differ_but_open_the_same() {
 fn a_tampered_chunk_is_an_error_and_none_of_its_bytes_are_read() {
     let engine = engine();
     let batcher = CpuChunks::new(&engine);
-    let plain = data(6 * CHUNK_BYTES + 100);
-    let mut sealed = sealed_by_encrypt(&batcher, &plain);
+    let (plain, mut sealed) = plain_and_sealed(&batcher, 6 * CHUNK_BYTES + 100);
     // Damage chunk 3.
     sealed[ENVELOPE + 3 * SEALED_CHUNK_BYTES + 10] ^= 1;
     let (opened, error) = read_all(&batcher, &sealed);
@@ -194,8 +200,7 @@ fn a_tampered_chunk_is_an_error_and_none_of_its_bytes_are_read() {
 fn a_truncated_message_is_an_error_after_its_authenticated_chunks() {
     let engine = engine();
     let batcher = CpuChunks::new(&engine);
-    let plain = data(4 * CHUNK_BYTES + 500);
-    let sealed = sealed_by_encrypt(&batcher, &plain);
+    let (plain, sealed) = plain_and_sealed(&batcher, 4 * CHUNK_BYTES + 500);
     for cut in [
         ENVELOPE + 2 * SEALED_CHUNK_BYTES,
         ENVELOPE + 2 * SEALED_CHUNK_BYTES + 8,
@@ -236,8 +241,7 @@ fn a_writer_never_finished_leaves_no_valid_message() {
 fn the_seekable_reader_matches_the_plaintext_anywhere() {
     let engine = engine();
     let batcher = CpuChunks::new(&engine);
-    let plain = data(9 * CHUNK_BYTES + 4321);
-    let sealed = sealed_by_encrypt(&batcher, &plain);
+    let (plain, sealed) = plain_and_sealed(&batcher, 9 * CHUNK_BYTES + 4321);
     let mut reader = seekable(&batcher, &sealed).unwrap();
     let length = plain.len() as u64;
     assert_eq!(reader.plaintext_len().unwrap(), length);

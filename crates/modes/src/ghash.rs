@@ -38,6 +38,103 @@ use zeroize::Zeroize;
 pub(crate) mod soft;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_pclmul;
+
+/// A power of H in a register with, in both halves of each 128-bit lane, the sum of its
+/// halves: the second operand of the Karatsuba middle product.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+pub(crate) struct Power<V> {
+    pub(crate) value: V,
+    pub(crate) halves_sum: V,
+}
+
+/// Expands the carry-less GHASH arithmetic of `x86_pclmul` for registers of type `$vector`,
+/// each 128-bit lane on its own, with `$features` enabled: `Products` (unreduced sums of
+/// products, per lane `high * y^128 + middle * y^64 + low`), `halves_sum`,
+/// `with_halves_sum`, `product` (Karatsuba), `add`, and `$reduce`, the reduction of each
+/// lane (the caller adds the lanes where a register has more than one). The widths differ
+/// only in the intrinsics named here; every GHASH and stitched GCM kernel on x86-64 uses it.
+#[cfg(target_arch = "x86_64")]
+macro_rules! karatsuba_lanes {
+    (
+        vector: $vector:ty,
+        features: $features:literal,
+        xor: $xor:ident,
+        clmul: $clmul:ident,
+        shuffle_epi32: $shuffle:ident,
+        fold_constant: $constant:expr,
+        reduce: $reduce:ident $(,)?
+    ) => {
+        /// Unreduced sums of products, per 128-bit lane: `high * y^128 + middle * y^64 + low`.
+        #[derive(Clone, Copy)]
+        pub(crate) struct Products {
+            low: $vector,
+            middle: $vector,
+            high: $vector,
+        }
+
+        /// Each lane with its halves swapped and added: the Karatsuba middle operand.
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(crate) fn halves_sum(value: $vector) -> $vector {
+            $xor(value, $shuffle::<0x4e>(value))
+        }
+
+        /// `value` as the right operand of [`product`].
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(crate) fn with_halves_sum(value: $vector) -> crate::ghash::Power<$vector> {
+            crate::ghash::Power {
+                value,
+                halves_sum: halves_sum(value),
+            }
+        }
+
+        /// Karatsuba: three carry-less multiplications per lane instead of four. `middle`
+        /// holds (left_low + left_high)(right_low + right_high) only; the reduction removes
+        /// `low + high` from it once per sum rather than per product.
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(crate) fn product(left: $vector, right: crate::ghash::Power<$vector>) -> Products {
+            let left_halves_sum = halves_sum(left);
+            Products {
+                low: $clmul::<0x00>(left, right.value),
+                middle: $clmul::<0x00>(left_halves_sum, right.halves_sum),
+                high: $clmul::<0x11>(left, right.value),
+            }
+        }
+
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(crate) fn add(sum: Products, term: Products) -> Products {
+            Products {
+                low: $xor(sum.low, term.low),
+                middle: $xor(sum.middle, term.middle),
+                high: $xor(sum.high, term.high),
+            }
+        }
+
+        /// Montgomery reduction as in `ghash::soft::reduce`, in each lane, folding the
+        /// lowest 64-bit word into the words above it twice. `middle` is folded into
+        /// directly rather than first being split over `low` and `high`: after the first
+        /// fold, everything left sits at `y^64` and above.
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(crate) fn $reduce(products: Products) -> $vector {
+            let constant = $constant;
+            let fold = $clmul::<0x00>(products.low, constant);
+            // Swapping the halves moves the lowest word up by y^128, where `word * Q` puts it.
+            let middle = $xor(
+                $xor(products.middle, $xor(products.low, products.high)),
+                $xor($shuffle::<0x4e>(products.low), fold),
+            );
+            let fold = $clmul::<0x00>(middle, constant);
+            $xor($xor(products.high, $shuffle::<0x4e>(middle)), fold)
+        }
+    };
+}
+#[cfg(target_arch = "x86_64")]
+pub(crate) use karatsuba_lanes;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_vpclmul;
 

@@ -19,7 +19,7 @@
 
 use core::arch::x86_64::*;
 
-use crate::ghash::x86_pclmul::{add, halves_sum, product, reduce, Products};
+use crate::ghash::x86_pclmul::{add, product, reduce, with_halves_sum};
 use crate::ghash::POWERS;
 
 use super::stitched::{Power, ENCRYPT_HASH_LAG};
@@ -63,10 +63,7 @@ fn batch_powers(powers: &[u128; POWERS]) -> [Power<Vector>; VECTORS] {
         let value = unsafe {
             _mm_loadu_si128((&powers[POWERS - BATCH_BLOCKS + block] as *const u128).cast())
         };
-        Power {
-            value,
-            halves_sum: halves_sum(value),
-        }
+        with_halves_sum(value)
     })
 }
 
@@ -84,23 +81,9 @@ fn first_counters(counter: &[u8; 16], reverse: Vector) -> Vector {
 }
 
 #[inline]
-#[target_feature(enable = "ssse3")]
-fn next_counter_block(counters: &mut Vector, reverse: Vector, first_key: Vector) -> Vector {
-    let block = _mm_xor_si128(_mm_shuffle_epi8(*counters, reverse), first_key);
-    *counters = _mm_add_epi32(*counters, _mm_set_epi32(0, 0, 0, 1));
-    block
-}
-
-#[inline]
 #[target_feature(enable = "sse2")]
 fn with_state(data: Vector, state: __m128i) -> Vector {
     _mm_xor_si128(data, state)
-}
-
-#[inline]
-#[target_feature(enable = "pclmulqdq,ssse3")]
-fn times(data: Vector, power: Power<Vector>) -> Products {
-    product(data, power.value, power.halves_sum)
 }
 
 super::stitched::register_operations! {
@@ -109,6 +92,8 @@ super::stitched::register_operations! {
     store: _mm_storeu_si128,
     xor: _mm_xor_si128,
     shuffle: _mm_shuffle_epi8,
+    add_epi32: _mm_add_epi32,
+    counter_step: _mm_set_epi32(0, 0, 0, 1),
     aes_round: _mm_aesenc_si128,
     aes_last_round: _mm_aesenclast_si128,
 }

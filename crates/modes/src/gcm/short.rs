@@ -16,7 +16,7 @@ use core::arch::x86_64::*;
 
 use zeroize::Zeroize;
 
-use crate::ghash::x86_pclmul::{add, halves_sum, product, reduce, Products};
+use crate::ghash::x86_pclmul::{add, product, reduce, with_halves_sum, Products};
 use crate::ghash::POWERS;
 
 use super::{NONCE_BYTES, SHORT_TEXT_BYTES};
@@ -240,11 +240,10 @@ pub(super) fn length_tag(
 ) -> [u8; 16] {
     // SAFETY: a `u128` is 16 readable bytes; `loadu` has no alignment requirement.
     let load = |element: &u128| unsafe { _mm_loadu_si128((element as *const u128).cast()) };
-    let h = load(&powers[POWERS - 1]);
+    let h = with_halves_sum(load(&powers[POWERS - 1]));
     let hashed = reduce(product(
         _mm_xor_si128(load(&state), lengths(aad_bytes, text_bytes)),
         h,
-        halves_sum(h),
     ));
     tag_bytes(masked_tag(hashed, tag_mask))
 }
@@ -316,10 +315,10 @@ fn tag(
         unsafe { _mm_loadu_si128((&powers[index] as *const u128).cast()) }
     };
     first = _mm_xor_si128(first, element(0));
-    let mut sum: Products = product(first, power(0), halves_sum(power(0)));
+    let mut sum: Products = product(first, with_halves_sum(power(0)));
     for index in 1..=blocks {
         let power = power(index);
-        sum = add(sum, product(element(index), power, halves_sum(power)));
+        sum = add(sum, product(element(index), with_halves_sum(power)));
     }
     masked_tag(reduce(sum), tag_mask)
 }

@@ -4,19 +4,19 @@
 //!
 //! A kernel module that expands [`stitched_loop`] supplies, as items of its own, the register
 //! type `Vector`, `VECTORS` (registers per batch, eight: one AES chain each), `BATCH_BYTES`,
-//! `Products` with `add` and `reduce` (unreduced GHASH sums and their reduction to one
-//! 128-bit element), and these `#[inline]` functions with the kernel's target features:
+//! `Products` with `product`, `add` and `reduce` (the Karatsuba products of a register,
+//! their unreduced sums, and the reduction of a sum to one 128-bit element: the arithmetic
+//! `ghash::karatsuba_lanes` expands at the module's width), and these `#[inline]` functions with the kernel's target features:
 //! - `widen_key(__m128i) -> Vector`: a round key in every lane;
 //! - `batch_powers(&[u128; POWERS]) -> [Power<Vector>; VECTORS]`: H^n..H^1 for a batch;
 //! - `byte_reverse() -> Vector`: the `pshufb` mask that byte-reverses each block;
 //! - `first_counters(&[u8; 16], Vector) -> Vector`: the counter blocks of the first
-//!   register, byte-reversed, and `next_counter_block(&mut Vector, Vector, Vector) -> Vector`:
-//!   those counters back in byte order XORed with the first round key, the counters advanced
-//!   past them;
+//!   register, byte-reversed;
 //! - `with_state(Vector, __m128i) -> Vector`: the running GHASH state added to the first
 //!   block of a register;
-//! - `times(Vector, Power<Vector>) -> Products`: the Karatsuba products of a register;
-//! - `aes_round(Vector, Vector) -> Vector`, `unsafe last_round(Vector, Vector, *const u8,
+//! - `next_counter_block(&mut Vector, Vector, Vector) -> Vector` (the counters back in
+//!   byte order XORed with the first round key, the counters advanced past them),
+//!   `aes_round(Vector, Vector) -> Vector`, `unsafe last_round(Vector, Vector, *const u8,
 //!   *mut u8)` (the last round, XORed with the register's text at the first pointer and
 //!   stored at the second) and `unsafe load_reversed(*const u8, usize, Vector) -> Vector`,
 //!   which [`register_operations`] expands;
@@ -27,19 +27,13 @@
 
 use core::arch::x86_64::{__m128i, _mm_loadu_si128};
 
+pub(super) use crate::ghash::Power;
+
 /// The most round keys AES has (AES-256).
 pub(super) const MAX_ROUND_KEYS: usize = 15;
 
 /// How many batches behind the AES encryption hashes the ciphertext (see `vaes512`).
 pub(super) const ENCRYPT_HASH_LAG: usize = 2;
-
-/// Powers of H in a register, with the sum of each one's halves (the Karatsuba middle
-/// operand) beside them.
-#[derive(Clone, Copy)]
-pub(super) struct Power<V> {
-    pub(super) value: V,
-    pub(super) halves_sum: V,
-}
 
 /// The `ROUNDS + 1` round keys of `round_keys`, each put in a register by `widen`; the rest
 /// of the array is `zero`.
@@ -138,11 +132,11 @@ macro_rules! stitched_loop {
                     let last = unsafe { output.add(index * BATCH_BYTES) }.cast_const();
                     // SAFETY: `last` is a whole batch within the text.
                     let first = with_state(unsafe { load_reversed(last, 0, reverse) }, accumulator);
-                    let mut sum = times(first, batch_powers[0]);
+                    let mut sum = product(first, batch_powers[0]);
                     for (vector, power) in batch_powers.iter().enumerate().skip(1) {
                         // SAFETY: as above, `vector < VECTORS`.
                         let data = unsafe { load_reversed(last, vector, reverse) };
-                        sum = add(sum, times(data, *power));
+                        sum = add(sum, product(data, *power));
                     }
                     accumulator = reduce(sum);
                 }
@@ -178,7 +172,7 @@ macro_rules! stitched_loop {
             let mut sum = if HASH {
                 // SAFETY: `hashed` is a whole batch (the caller's guarantee).
                 let first = unsafe { load_reversed(hashed, 0, reverse) };
-                Some(times(with_state(first, *accumulator), powers[0]))
+                Some(product(with_state(first, *accumulator), powers[0]))
             } else {
                 None
             };
@@ -190,7 +184,7 @@ macro_rules! stitched_loop {
                 if let Some(partial) = &mut sum {
                     // SAFETY: `hashed` is a whole batch and `round + 1 < VECTORS`.
                     let data = unsafe { load_reversed(hashed, round + 1, reverse) };
-                    *partial = add(*partial, times(data, powers[round + 1]));
+                    *partial = add(*partial, product(data, powers[round + 1]));
                 }
             }
             if let Some(sum) = sum {
@@ -230,31 +224,37 @@ macro_rules! keep_round_order {
         #[target_feature(enable = $features)]
         fn keep_round_order(blocks: &mut [Vector; VECTORS]) {
             let [b0, b1, b2, b3, b4, b5, b6, b7] = blocks;
-            // SAFETY: the template is a comment: it executes nothing and leaves every
-            // register as it was.
-            unsafe {
-                core::arch::asm!(
-                    "/* {b0} {b1} {b2} {b3} {b4} {b5} {b6} {b7} */",
-                    b0 = inout($class) * b0,
-                    b1 = inout($class) * b1,
-                    b2 = inout($class) * b2,
-                    b3 = inout($class) * b3,
-                    b4 = inout($class) * b4,
-                    b5 = inout($class) * b5,
-                    b6 = inout($class) * b6,
-                    b7 = inout($class) * b7,
-                    options(pure, nomem, nostack, preserves_flags),
-                );
-            }
+            super::stitched::pin_registers!($class: b0, b1, b2, b3, b4, b5, b6, b7);
         }
     };
 }
 
 pub(super) use keep_round_order;
 
-/// Expands `aes_round`, `last_round` and `load_reversed` for a register type `Vector` from
-/// the intrinsics that load, store, XOR, shuffle and run AES rounds at its width, all with
-/// `$features` enabled.
+/// An empty `asm!` that takes and returns every named place (each a `&mut` to a value that
+/// fits a register of the class it is listed under), so that everything computed into them
+/// before it comes before everything computed from them after it: an ordering barrier that
+/// costs no instruction.
+macro_rules! pin_registers {
+    ($($class:ident: $($place:ident),+);+ $(;)?) => {
+        // SAFETY: the template is a comment: it executes nothing and leaves every register
+        // as it was.
+        unsafe {
+            core::arch::asm!(
+                concat!("/*", $($(" {", stringify!($place), "}",)+)+ " */"),
+                $($($place = inout($class) *$place,)+)+
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+    };
+}
+
+pub(super) use pin_registers;
+
+/// Expands `next_counter_block`, `aes_round`, `last_round` and `load_reversed` for a
+/// register type `Vector` from the intrinsics that load, store, XOR, shuffle, add 32-bit
+/// words and run AES rounds at its width, all with `$features` enabled; `$counter_step`
+/// adds the register's block count to the low word of each of its byte-reversed counters.
 macro_rules! register_operations {
     (
         features: $features:literal,
@@ -262,9 +262,21 @@ macro_rules! register_operations {
         store: $store:ident,
         xor: $xor:ident,
         shuffle: $shuffle:ident,
+        add_epi32: $add:ident,
+        counter_step: $counter_step:expr,
         aes_round: $aes_round:ident,
         aes_last_round: $aes_last_round:ident $(,)?
     ) => {
+        /// The counters of `counters` back in block order, XORed with the first round key;
+        /// `counters` steps past them.
+        #[inline]
+        #[target_feature(enable = $features)]
+        fn next_counter_block(counters: &mut Vector, reverse: Vector, first_key: Vector) -> Vector {
+            let block = $xor($shuffle(*counters, reverse), first_key);
+            *counters = $add(*counters, $counter_step);
+            block
+        }
+
         /// One AES round of each block of `block`.
         #[inline]
         #[target_feature(enable = $features)]

@@ -47,12 +47,14 @@ pub(super) fn is_available() -> bool {
 /// Two blocks a register.
 type Vector = __m256i;
 
-/// Unreduced sums of products, per 128-bit lane: `high * y^128 + middle * y^64 + low`.
-#[derive(Clone, Copy)]
-struct Products {
-    low: __m256i,
-    middle: __m256i,
-    high: __m256i,
+crate::ghash::karatsuba_lanes! {
+    vector: __m256i,
+    features: "vpclmulqdq,pclmulqdq,avx2",
+    xor: _mm256_xor_si256,
+    clmul: _mm256_clmulepi64_epi128,
+    shuffle_epi32: _mm256_shuffle_epi32,
+    fold_constant: _mm256_set1_epi64x(FOLD_CONSTANT as i64),
+    reduce: reduce_lanes,
 }
 
 super::stitched::stitched_loop!("aes,vaes,vpclmulqdq,pclmulqdq,avx2");
@@ -65,7 +67,7 @@ fn widen_key(key: __m128i) -> Vector {
 
 /// H^16..H^1, the last entries of the table, two a register.
 #[inline]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "vpclmulqdq,pclmulqdq,avx2")]
 fn batch_powers(powers: &[u128; POWERS]) -> [Power<Vector>; VECTORS] {
     let first_power = POWERS - BATCH_BLOCKS;
     core::array::from_fn(|vector| {
@@ -74,10 +76,7 @@ fn batch_powers(powers: &[u128; POWERS]) -> [Power<Vector>; VECTORS] {
         let value = unsafe {
             _mm256_loadu_si256((&powers[first_power + 2 * vector] as *const u128).cast())
         };
-        Power {
-            value,
-            halves_sum: halves_sum(value),
-        }
+        with_halves_sum(value)
     })
 }
 
@@ -104,14 +103,6 @@ fn first_counters(counter: &[u8; 16], reverse: Vector) -> Vector {
     )
 }
 
-#[inline]
-#[target_feature(enable = "avx2")]
-fn next_counter_block(counters: &mut Vector, reverse: Vector, first_key: Vector) -> Vector {
-    let block = _mm256_xor_si256(_mm256_shuffle_epi8(*counters, reverse), first_key);
-    *counters = _mm256_add_epi32(*counters, _mm256_set_epi32(0, 0, 0, 2, 0, 0, 0, 2));
-    block
-}
-
 /// `state` added to the first of the two blocks.
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -125,58 +116,17 @@ super::stitched::register_operations! {
     store: _mm256_storeu_si256,
     xor: _mm256_xor_si256,
     shuffle: _mm256_shuffle_epi8,
+    add_epi32: _mm256_add_epi32,
+    counter_step: _mm256_set_epi32(0, 0, 0, 2, 0, 0, 0, 2),
     aes_round: _mm256_aesenc_epi128,
     aes_last_round: _mm256_aesenclast_epi128,
 }
 
-/// Each lane with its halves swapped and added: the Karatsuba middle operand.
-#[inline]
-#[target_feature(enable = "avx2")]
-fn halves_sum(value: __m256i) -> __m256i {
-    _mm256_xor_si256(value, _mm256_shuffle_epi32::<0x4e>(value))
-}
-
-/// Karatsuba products of two blocks with two powers, lane by lane (see
-/// `ghash::x86_pclmul::product`).
-#[inline]
-#[target_feature(enable = "vpclmulqdq,pclmulqdq,avx2")]
-fn times(left: __m256i, right: Power<Vector>) -> Products {
-    Products {
-        low: _mm256_clmulepi64_epi128::<0x00>(left, right.value),
-        middle: _mm256_clmulepi64_epi128::<0x00>(halves_sum(left), right.halves_sum),
-        high: _mm256_clmulepi64_epi128::<0x11>(left, right.value),
-    }
-}
-
-#[inline]
-#[target_feature(enable = "avx2")]
-fn add(sum: Products, term: Products) -> Products {
-    Products {
-        low: _mm256_xor_si256(sum.low, term.low),
-        middle: _mm256_xor_si256(sum.middle, term.middle),
-        high: _mm256_xor_si256(sum.high, term.high),
-    }
-}
-
-/// The reduction of `ghash::x86_pclmul` in each lane (after completing the Karatsuba middle
-/// product), then the sum of the two lanes.
+/// The reduction of each lane ([`reduce_lanes`]), then the sum of the two lanes.
 #[inline]
 #[target_feature(enable = "vpclmulqdq,pclmulqdq,avx2")]
 fn reduce(products: Products) -> __m128i {
-    let constant = _mm256_set1_epi64x(FOLD_CONSTANT as i64);
-    let fold = _mm256_clmulepi64_epi128::<0x00>(products.low, constant);
-    let middle = _mm256_xor_si256(
-        _mm256_xor_si256(
-            products.middle,
-            _mm256_xor_si256(products.low, products.high),
-        ),
-        _mm256_xor_si256(_mm256_shuffle_epi32::<0x4e>(products.low), fold),
-    );
-    let fold = _mm256_clmulepi64_epi128::<0x00>(middle, constant);
-    let lanes = _mm256_xor_si256(
-        _mm256_xor_si256(products.high, _mm256_shuffle_epi32::<0x4e>(middle)),
-        fold,
-    );
+    let lanes = reduce_lanes(products);
     _mm_xor_si128(
         _mm256_castsi256_si128(lanes),
         _mm256_extracti128_si256::<1>(lanes),

@@ -563,24 +563,8 @@ unsafe fn load_reversed(batch: *const u8, vector: usize) -> __m512i {
 fn keep_order(blocks: &mut [__m512i; VECTORS], sums: [&mut __m512i; 3], hashed: &mut *const u8) {
     let [b0, b1, b2, b3, b4, b5, b6, b7] = blocks;
     let [low, middle, high] = sums;
-    // SAFETY: the template is a comment: it executes nothing and leaves every register as
-    // it was.
-    unsafe {
-        core::arch::asm!(
-            "/* {b0} {b1} {b2} {b3} {b4} {b5} {b6} {b7} {low} {middle} {high} {hashed} */",
-            b0 = inout(zmm_reg) * b0,
-            b1 = inout(zmm_reg) * b1,
-            b2 = inout(zmm_reg) * b2,
-            b3 = inout(zmm_reg) * b3,
-            b4 = inout(zmm_reg) * b4,
-            b5 = inout(zmm_reg) * b5,
-            b6 = inout(zmm_reg) * b6,
-            b7 = inout(zmm_reg) * b7,
-            low = inout(zmm_reg) * low,
-            middle = inout(zmm_reg) * middle,
-            high = inout(zmm_reg) * high,
-            hashed = inout(reg) * hashed,
-            options(pure, nomem, nostack, preserves_flags),
-        );
-    }
+    super::stitched::pin_registers!(
+        zmm_reg: b0, b1, b2, b3, b4, b5, b6, b7, low, middle, high;
+        reg: hashed
+    );
 }

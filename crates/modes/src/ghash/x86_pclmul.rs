@@ -16,12 +16,14 @@ pub(super) fn is_available() -> bool {
     is_x86_feature_detected!("pclmulqdq") && is_x86_feature_detected!("ssse3")
 }
 
-/// Unreduced 256-bit sum of products: `high * y^128 + middle * y^64 + low`.
-#[derive(Clone, Copy)]
-pub(crate) struct Products {
-    low: __m128i,
-    middle: __m128i,
-    high: __m128i,
+super::karatsuba_lanes! {
+    vector: __m128i,
+    features: "pclmulqdq,ssse3",
+    xor: _mm_xor_si128,
+    clmul: _mm_clmulepi64_si128,
+    shuffle_epi32: _mm_shuffle_epi32,
+    fold_constant: _mm_set_epi64x(0, FOLD_CONSTANT as i64),
+    reduce: reduce,
 }
 
 #[inline]
@@ -50,66 +52,12 @@ fn to_element(vector: __m128i) -> u128 {
     (u128::from(high) << 64) | u128::from(low)
 }
 
-/// Karatsuba: three carry-less multiplications instead of four. `middle` holds
-/// (left_low + left_high)(right_low + right_high) only; `reduce` removes `low + high` from it
-/// once per sum rather than per product. `right_halves_sum` has that sum in its low half.
-#[inline]
-#[target_feature(enable = "pclmulqdq,ssse3")]
-pub(crate) fn product(left: __m128i, right: __m128i, right_halves_sum: __m128i) -> Products {
-    let left_halves_sum = _mm_xor_si128(left, _mm_shuffle_epi32::<0x4e>(left));
-    Products {
-        low: _mm_clmulepi64_si128::<0x00>(left, right),
-        middle: _mm_clmulepi64_si128::<0x00>(left_halves_sum, right_halves_sum),
-        high: _mm_clmulepi64_si128::<0x11>(left, right),
-    }
-}
-
-#[inline]
-#[target_feature(enable = "pclmulqdq,ssse3")]
-pub(crate) fn halves_sum(value: __m128i) -> __m128i {
-    _mm_xor_si128(value, _mm_shuffle_epi32::<0x4e>(value))
-}
-
-#[inline]
-#[target_feature(enable = "pclmulqdq,ssse3")]
-pub(crate) fn add(sum: Products, term: Products) -> Products {
-    Products {
-        low: _mm_xor_si128(sum.low, term.low),
-        middle: _mm_xor_si128(sum.middle, term.middle),
-        high: _mm_xor_si128(sum.high, term.high),
-    }
-}
-
-/// Montgomery reduction as in [`super::soft::reduce`], folding the lowest 64-bit word into the
-/// words above it twice. `middle` is folded into directly rather than first being split over
-/// `low` and `high`: after the first fold, everything left sits at `y^64` and above.
-#[inline]
-#[target_feature(enable = "pclmulqdq,ssse3")]
-pub(crate) fn reduce(products: Products) -> __m128i {
-    let constant = _mm_set_epi64x(0, FOLD_CONSTANT as i64);
-    let fold = _mm_clmulepi64_si128::<0x00>(products.low, constant);
-    // Swapping the halves moves the lowest word up by y^128, where `word * Q` puts it.
-    let middle = _mm_xor_si128(
-        _mm_xor_si128(products.middle, _mm_xor_si128(products.low, products.high)),
-        _mm_xor_si128(_mm_shuffle_epi32::<0x4e>(products.low), fold),
-    );
-    let fold = _mm_clmulepi64_si128::<0x00>(middle, constant);
-    _mm_xor_si128(
-        _mm_xor_si128(products.high, _mm_shuffle_epi32::<0x4e>(middle)),
-        fold,
-    )
-}
-
 /// `left * right` for a `right` made by `super::prepare`.
 #[inline]
 #[target_feature(enable = "pclmulqdq,ssse3")]
 pub(super) fn mul_prepared(left: u128, right_prepared: u128) -> u128 {
-    let right = load_element(&right_prepared);
-    to_element(reduce(product(
-        load_element(&left),
-        right,
-        halves_sum(right),
-    )))
+    let right = with_halves_sum(load_element(&right_prepared));
+    to_element(reduce(product(load_element(&left), right)))
 }
 
 /// The table of powers of H (see `super::fill_powers_with`), with the multiplications
@@ -128,10 +76,10 @@ fn hash_group(accumulator: __m128i, group: &[u8], powers: &[u128]) -> __m128i {
     let (first, rest) = group.split_at(16);
     let first_power = load_element(&powers[0]);
     let first = _mm_xor_si128(load_block(first), accumulator);
-    let mut sum = product(first, first_power, halves_sum(first_power));
+    let mut sum = product(first, with_halves_sum(first_power));
     for (block, power) in rest.chunks_exact(16).zip(&powers[1..]) {
         let power = load_element(power);
-        sum = add(sum, product(load_block(block), power, halves_sum(power)));
+        sum = add(sum, product(load_block(block), with_halves_sum(power)));
     }
     reduce(sum)
 }

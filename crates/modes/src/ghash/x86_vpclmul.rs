@@ -26,13 +26,18 @@ pub(crate) fn is_available() -> bool {
         && is_x86_feature_detected!("ssse3")
 }
 
-/// Unreduced sums of products, per lane: `high * y^128 + middle * y^64 + low`.
-#[derive(Clone, Copy)]
-pub(crate) struct Products {
-    low: __m512i,
-    middle: __m512i,
-    high: __m512i,
+super::karatsuba_lanes! {
+    vector: __m512i,
+    features: "avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2",
+    xor: _mm512_xor_si512,
+    clmul: _mm512_clmulepi64_epi128,
+    shuffle_epi32: _mm512_shuffle_epi32,
+    fold_constant: _mm512_set1_epi64(FOLD_CONSTANT as i64),
+    reduce: reduce_lanes,
 }
+
+/// Four consecutive powers of H, each with the sum of its halves.
+pub(crate) type Power = super::Power<__m512i>;
 
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2")]
@@ -87,23 +92,6 @@ fn lane_mask(lanes: usize) -> __mmask8 {
     ((1u32 << (2 * lanes)) - 1) as __mmask8
 }
 
-/// A power of H with, in both halves of each lane, the sum of its halves: the second
-/// operand of the Karatsuba middle product.
-#[derive(Clone, Copy)]
-pub(crate) struct Power {
-    value: __m512i,
-    halves_sum: __m512i,
-}
-
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2")]
-pub(crate) fn with_halves_sum(value: __m512i) -> Power {
-    Power {
-        value,
-        halves_sum: _mm512_xor_si512(value, _mm512_shuffle_epi32::<0x4e>(value)),
-    }
-}
-
 /// `sum + first + second`, one three-way XOR per part.
 #[inline]
 #[target_feature(enable = "avx512f")]
@@ -112,20 +100,6 @@ pub(crate) fn add2(sum: Products, first: Products, second: Products) -> Products
         low: _mm512_ternarylogic_epi64::<0x96>(sum.low, first.low, second.low),
         middle: _mm512_ternarylogic_epi64::<0x96>(sum.middle, first.middle, second.middle),
         high: _mm512_ternarylogic_epi64::<0x96>(sum.high, first.high, second.high),
-    }
-}
-
-/// Karatsuba: three carry-less multiplications per block instead of four. `middle` holds
-/// (left_low + left_high)(right_low + right_high) only; `reduce` removes `low + high` from
-/// it once per sum rather than per product.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2")]
-pub(crate) fn product(left: __m512i, right: Power) -> Products {
-    let left_halves_sum = _mm512_xor_si512(left, _mm512_shuffle_epi32::<0x4e>(left));
-    Products {
-        low: _mm512_clmulepi64_epi128::<0x00>(left, right.value),
-        middle: _mm512_clmulepi64_epi128::<0x00>(left_halves_sum, right.halves_sum),
-        high: _mm512_clmulepi64_epi128::<0x11>(left, right.value),
     }
 }
 
@@ -147,35 +121,11 @@ impl Products {
     }
 }
 
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2")]
-pub(crate) fn add(sum: Products, term: Products) -> Products {
-    Products {
-        low: _mm512_xor_si512(sum.low, term.low),
-        middle: _mm512_xor_si512(sum.middle, term.middle),
-        high: _mm512_xor_si512(sum.high, term.high),
-    }
-}
-
-/// The reduction of `super::x86_pclmul`, after completing the Karatsuba middle product, in
-/// each lane, followed by the sum of the lanes.
+/// The reduction of each lane ([`reduce_lanes`]), followed by the sum of the lanes.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,vpclmulqdq,pclmulqdq,avx2")]
 pub(crate) fn reduce(products: Products) -> __m128i {
-    let constant = _mm512_set1_epi64(FOLD_CONSTANT as i64);
-    let fold = _mm512_clmulepi64_epi128::<0x00>(products.low, constant);
-    let middle = _mm512_xor_si512(
-        _mm512_xor_si512(
-            products.middle,
-            _mm512_xor_si512(products.low, products.high),
-        ),
-        _mm512_xor_si512(_mm512_shuffle_epi32::<0x4e>(products.low), fold),
-    );
-    let fold = _mm512_clmulepi64_epi128::<0x00>(middle, constant);
-    let lanes = _mm512_xor_si512(
-        _mm512_xor_si512(products.high, _mm512_shuffle_epi32::<0x4e>(middle)),
-        fold,
-    );
+    let lanes = reduce_lanes(products);
     let halves = _mm256_xor_si256(
         _mm512_castsi512_si256(lanes),
         _mm512_extracti64x4_epi64::<1>(lanes),

@@ -313,13 +313,20 @@ const FILE_CHUNKS: parcrypt::CipherSpec = parcrypt::CipherSpec {
 /// An engine for `backend` with what the user's environment asks for
 /// ([`parcrypt::environment`]): the tune files `parcrypt tune` stores (in
 /// `$PARCRYPT_TUNE_DIR`, else the configuration directory), the kernel cache, and the
-/// tuning variables listed in docs/ENVIRONMENT.md.
-fn engine(backend: Backend, threads: Option<usize>) -> Result<Engine, Failure> {
+/// tuning variables listed in docs/ENVIRONMENT.md. What it warns about running `spec` is
+/// said on stderr ([`say_engine_warnings`]).
+fn engine(
+    backend: Backend,
+    threads: Option<usize>,
+    spec: parcrypt::CipherSpec,
+) -> Result<Engine, Failure> {
     let mut builder = parcrypt::environment::apply(Engine::builder().backend(backend))?;
     if let Some(threads) = threads {
         builder = builder.threads(threads);
     }
-    Ok(builder.build()?)
+    let engine = builder.build()?;
+    say_engine_warnings(&engine, spec);
+    Ok(engine)
 }
 
 pub fn main() -> ExitCode {

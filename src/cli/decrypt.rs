@@ -3,7 +3,7 @@
 //! the plaintext streams through the library's pipeline, whole or as a `--range`.
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::Path;
 
 use parcrypt::errors::FormatError;
@@ -11,9 +11,10 @@ use parcrypt::hazmat::chunks::{CHUNK_BYTES, SEALED_CHUNK_BYTES};
 use parcrypt::secrets;
 use parcrypt::Engine;
 use parcrypt::SecretBytes;
-use parcrypt::{ByteRange, Decryptor, Format, KdfLimits, UnlockedDecryptor};
+use parcrypt::StreamOptions;
+use parcrypt::{ByteRange, ChunkBatcher, Decryptor, Format, KdfLimits, UnlockedDecryptor};
 
-use super::encrypt::{run_to_output, secret_of, take_key, CommonArgs, DecryptArgs, StreamRun};
+use super::encrypt::{run_to_output, secret_of, take_key, CommonArgs, DecryptArgs};
 use super::files::{check_output, file_size, open_input, plain};
 use super::Failure;
 
@@ -33,39 +34,69 @@ pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
         common.input.as_deref(),
         common.overwrite,
     )?;
-    let engine = super::engine(common.backend, common.threads)?;
-    super::say_engine_warnings(&engine, super::FILE_CHUNKS);
-    let limits = args.kdf_limits();
-    let common = &args.common;
+    let engine = super::engine(common.backend, common.threads, super::FILE_CHUNKS)?;
+    let decryption = Decryption {
+        args: &args,
+        engine,
+        key,
+        context,
+    };
     // Random access needs to seek: a file, not a pipe.
-    match (range, common.input.as_deref()) {
-        (None, path) => {
-            let (unlocked, envelope_bytes) =
-                unlock(common, open_input(path)?, key, &context, limits)?;
-            decrypt_into(
-                common,
-                &engine,
-                envelope_bytes,
-                true,
-                |batcher, writer, options| unlocked.decrypt_to(batcher, writer, options),
-            )
-        }
-        (Some(range), Some(path)) if path != Path::new("-") => {
-            let (unlocked, envelope_bytes) =
-                unlock(common, open_seekable(path)?, key, &context, limits)?;
-            decrypt_into(
-                common,
-                &engine,
-                envelope_bytes,
-                false,
-                |batcher, writer, options| {
-                    unlocked.decrypt_range_to(batcher, range, writer, options)
-                },
-            )
-        }
+    match (range, args.common.input.as_deref()) {
+        (None, path) => decryption.run(open_input(path)?, true, UnlockedDecryptor::decrypt_to),
+        (Some(range), Some(path)) if path != Path::new("-") => decryption.run(
+            open_seekable(path)?,
+            false,
+            |unlocked, batcher, writer, options| {
+                unlocked.decrypt_range_to(batcher, range, writer, options)
+            },
+        ),
         (Some(_), _) => Err(Failure(
             "--range needs an INPUT file that can seek, not stdin".into(),
         )),
+    }
+}
+
+/// A decryption whose destination has been checked and whose engine is built: what is left
+/// is to unlock the input and decrypt it.
+struct Decryption<'a> {
+    args: &'a DecryptArgs,
+    engine: Engine,
+    key: Option<SecretBytes>,
+    context: SecretBytes,
+}
+
+impl Decryption<'_> {
+    /// Unlocks `input` ([`unlock`]), then decrypts it with `decrypt`: the output is made only
+    /// now, so a wrong key or passphrase, or a foreign file, leaves nothing behind.
+    /// `estimate`: whether the progress bar may assume the whole input is decrypted.
+    fn run<R: Read>(
+        self,
+        input: R,
+        estimate: bool,
+        decrypt: impl FnOnce(
+            UnlockedDecryptor<R>,
+            &dyn ChunkBatcher,
+            &mut (dyn Write + Send),
+            &StreamOptions<'_>,
+        ) -> Result<u64, FormatError>,
+    ) -> Result<(), Failure> {
+        let common = &self.args.common;
+        let limits = self.args.kdf_limits();
+        let (unlocked, envelope_bytes) = unlock(common, input, self.key, &self.context, limits)?;
+        let plaintext_estimate = file_size(common.input.as_deref()).map(|size| {
+            let sealed = size.saturating_sub(envelope_bytes as u64);
+            sealed / SEALED_CHUNK_BYTES as u64 * CHUNK_BYTES as u64
+                + sealed % SEALED_CHUNK_BYTES as u64
+        });
+        let total = plaintext_estimate.filter(|_| estimate);
+        run_to_output(
+            common,
+            &self.engine,
+            total,
+            ["decrypting", "decrypted"],
+            |batcher, writer, options| decrypt(unlocked, batcher, writer, options),
+        )
     }
 }
 
@@ -110,24 +141,6 @@ fn unlock<R: Read>(
     let envelope_bytes = decryptor.envelope().len();
     let unlocked = decryptor.unlock(secret_of(&key, &passphrase)?, context)?;
     Ok((unlocked, envelope_bytes))
-}
-
-/// The run after unlocking: the output is made only now, so a wrong key or passphrase, or a
-/// foreign file, leaves nothing behind. `estimate`: whether the progress bar may assume the
-/// whole input is decrypted.
-fn decrypt_into(
-    common: &CommonArgs,
-    engine: &Engine,
-    envelope_bytes: usize,
-    estimate: bool,
-    run: impl StreamRun,
-) -> Result<(), Failure> {
-    let plaintext_estimate = file_size(common.input.as_deref()).map(|size| {
-        let sealed = size.saturating_sub(envelope_bytes as u64);
-        sealed / SEALED_CHUNK_BYTES as u64 * CHUNK_BYTES as u64 + sealed % SEALED_CHUNK_BYTES as u64
-    });
-    let total = plaintext_estimate.filter(|_| estimate);
-    run_to_output(common, engine, total, ["decrypting", "decrypted"], run)
 }
 
 fn open_seekable(path: &Path) -> Result<File, Failure> {

@@ -1,5 +1,7 @@
 //! `parcrypt devices`: what can run here, and why anything cannot.
 
+use std::fmt::Display;
+
 use parcrypt::devices::cpu_features;
 use parcrypt::devices::tuning::{device_identity, tune_file};
 use parcrypt::devices::{available_threads, tune_table_in};
@@ -17,51 +19,51 @@ pub fn run() -> Result<(), Failure> {
     show!("  threads  available   static equal split over {threads} threads (--threads N)")?;
     show!("  pool     available   work stealing over {threads} threads (--threads N)")?;
     show!("  auto     available   one thread or the pool, chosen per job by a cost model measured on this machine; a tuned GPU for the jobs it was measured to win (`parcrypt tune`)")?;
-    match parcrypt::devices::OpenClDevice::list() {
-        Ok(devices) if !devices.is_empty() => {
-            show!("  opencl   available   {} device(s); --backend opencl uses #0", devices.len())?;
-            for device in &devices {
-                show!("             {device}")?;
-            }
-            print_tuning(Backend::Opencl, &devices[0].to_string())?;
-        }
-        Ok(_) => show!("  opencl   unavailable no OpenCL device found (install a driver, or pocl-opencl-icd for the CPU)")?,
-        Err(error) => show!("  opencl   unavailable {error}")?,
-    }
-    match parcrypt::devices::CudaDevice::list() {
+    print_gpu(
+        Backend::Opencl,
+        parcrypt::devices::OpenClDevice::list(),
+        "no OpenCL device found (install a driver, or pocl-opencl-icd for the CPU)",
+    )?;
+    print_gpu(
+        Backend::Cuda,
+        parcrypt::devices::CudaDevice::list(),
+        "the CUDA driver found no device",
+    )?;
+    print_gpu(
+        Backend::Hip,
+        parcrypt::devices::HipDevice::list(),
+        "no AMD GPU present",
+    )?;
+    Ok(())
+}
+
+/// The lines of one GPU backend: its devices and device #0's tuning, or why it is
+/// unavailable (`none_found` when the backend loads and lists no device).
+fn print_gpu<D: Display>(
+    backend: Backend,
+    listed: Result<Vec<D>, GpuError>,
+    none_found: &str,
+) -> Result<(), Failure> {
+    let name = backend.name();
+    match listed {
         Ok(devices) if !devices.is_empty() => {
             show!(
-                "  cuda     available   {} device(s); --backend cuda uses #0",
+                "  {name:<8} available   {} device(s); --backend {name} uses #0",
                 devices.len()
             )?;
             for device in &devices {
                 show!("             {device}")?;
             }
-            print_tuning(Backend::Cuda, &devices[0].to_string())?;
+            print_tuning(backend, &devices[0].to_string())
         }
-        Ok(_) => show!("  cuda     unavailable the CUDA driver found no device")?,
-        Err(error) => show!("  cuda     unavailable {error}")?,
-    }
-    match parcrypt::devices::HipDevice::list() {
-        Ok(devices) if !devices.is_empty() => {
-            show!(
-                "  hip      available   {} device(s); --backend hip uses #0",
-                devices.len()
-            )?;
-            for device in &devices {
-                show!("             {device}")?;
-            }
-            print_tuning(Backend::Hip, &devices[0].to_string())?;
-        }
-        Ok(_) => show!("  hip      unavailable no AMD GPU present")?,
-        // One line either way: the runtime does not load, or it loads and sees no GPU
+        Ok(_) => show!("  {name:<8} unavailable {none_found}"),
+        // One line either way: the HIP runtime does not load, or it loads and sees no GPU
         // ("no AMD GPU present (what it said)").
         Err(GpuError::NoHipRuntime { looked_for, .. }) => {
-            show!("  hip      unavailable not available here (no libamdhip64; tried {looked_for})")?
+            show!("  {name:<8} unavailable not available here (no libamdhip64; tried {looked_for})")
         }
-        Err(error) => show!("  hip      unavailable {error}")?,
+        Err(error) => show!("  {name:<8} unavailable {error}"),
     }
-    Ok(())
 }
 
 /// Whether device #0 of a GPU backend has a tune file, and what `auto` takes from it.

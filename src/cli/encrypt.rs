@@ -206,8 +206,7 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
     if key.is_none() {
         argon2.check()?;
     }
-    let engine = super::engine(common.backend, common.threads)?;
-    super::say_engine_warnings(&engine, super::FILE_CHUNKS);
+    let engine = super::engine(common.backend, common.threads, super::FILE_CHUNKS)?;
     let input_size = file_size(common.input.as_deref());
     let to_terminal = match common.output.as_deref() {
         Some(path) if path != Path::new("-") => parcrypt::files::is_terminal(path),

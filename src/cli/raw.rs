@@ -140,8 +140,7 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
         args.input.as_deref(),
         args.overwrite,
     )?;
-    let engine = super::engine(args.backend, args.threads)?;
-    super::say_engine_warnings(&engine, spec);
+    let engine = super::engine(args.backend, args.threads, spec)?;
     let chunk_bytes = chunk_bytes_for(&engine);
     let keyed = KeyedCipher::new(engine, spec, &key)?.allow_short_gcm_iv(args.allow_short_gcm_iv);
     let cipher = Cipher::from_keyed(keyed, iv.as_deref().map(|iv| iv.as_slice()))?

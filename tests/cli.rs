@@ -28,15 +28,6 @@ fn assert_refused(output: &Output, reason: &str) {
     process::assert_refused_with(output, reason, |line| line.contains("warning:"));
 }
 
-/// Asserts success, showing stderr otherwise.
-fn assert_succeeded(output: &Output) {
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 fn run_raw_with_key(
     direction: &str,
     cipher: &str,
@@ -77,18 +68,10 @@ fn round_trips_through_pipes_for_every_mode_and_backend() {
                 options.extend(["--iv", iv]);
             }
             let sealed = run_raw("encrypt", cipher, &options, &plaintext);
-            assert!(
-                sealed.status.success(),
-                "{cipher}: {}",
-                String::from_utf8_lossy(&sealed.stderr)
-            );
+            process::assert_success(&sealed, cipher);
             assert_ne!(sealed.stdout, plaintext);
             let opened = run_raw("decrypt", cipher, &options, &sealed.stdout);
-            assert!(
-                opened.status.success(),
-                "{cipher}: {}",
-                String::from_utf8_lossy(&opened.stderr)
-            );
+            process::assert_success(&opened, cipher);
             assert_eq!(opened.stdout, plaintext, "{cipher} on {backend}");
         }
     }
@@ -97,13 +80,12 @@ fn round_trips_through_pipes_for_every_mode_and_backend() {
 #[test]
 fn round_trips_through_files_and_refuses_to_clobber() {
     let folder = tempfile::tempdir().unwrap();
-    let plain = folder.path().join("plain.bin");
-    let sealed = folder.path().join("sealed.bin");
-    let opened = folder.path().join("opened.bin");
     let data: Vec<u8> = (0..(1u32 << 20) + 5)
         .map(|i| (i ^ (i >> 8)) as u8)
         .collect();
-    std::fs::write(&plain, &data).unwrap();
+    let plain = process::file_in(folder.path(), "plain.bin", &data);
+    let sealed = folder.path().join("sealed.bin");
+    let opened = folder.path().join("opened.bin");
     let path = |p: &Path| p.to_str().unwrap().to_string();
     let (plain_name, sealed_name, opened_name) = (path(&plain), path(&sealed), path(&opened));
     let key = "ab".repeat(32);
@@ -115,13 +97,13 @@ fn round_trips_through_files_and_refuses_to_clobber() {
         run_raw_with_key(direction, "aes-256-gcm", &key, &options, b"")
     };
     let encrypt = gcm("encrypt", &plain_name, &sealed_name, &[]);
-    assert_succeeded(&encrypt);
+    process::assert_success(&encrypt, "raw encrypt to a file");
     assert_eq!(
         std::fs::metadata(&sealed).unwrap().len(),
         data.len() as u64 + 16
     );
     let decrypt = gcm("decrypt", &sealed_name, &opened_name, &[]);
-    assert_succeeded(&decrypt);
+    process::assert_success(&decrypt, "raw decrypt to a file");
     assert_eq!(std::fs::read(&opened).unwrap(), data);
 
     // An existing output is kept unless --overwrite is given, and the refusal names it.
@@ -140,7 +122,7 @@ fn round_trips_through_files_and_refuses_to_clobber() {
     for flag in ["--overwrite", "--force", "-f"] {
         std::fs::write(&opened, b"old").unwrap();
         let replaced = gcm("decrypt", &sealed_name, &opened_name, &[flag]);
-        assert_succeeded(&replaced);
+        process::assert_success(&replaced, flag);
         assert_eq!(
             std::fs::read(&opened).unwrap(),
             data,
@@ -177,8 +159,7 @@ fn failed_gcm_decryption_releases_nothing_and_leaves_no_file() {
         );
         assert_refused(&to_stdout, "authentication failed");
         let target = folder.path().join("out.bin");
-        let input = folder.path().join("in.bin");
-        std::fs::write(&input, &tampered).unwrap();
+        let input = process::file_in(folder.path(), "in.bin", &tampered);
         let to_file = run_raw(
             "decrypt",
             "aes-128-gcm",
@@ -415,15 +396,10 @@ fn tune_measures_stores_a_table_and_refuses_cpu_backends() {
         ],
         b"",
     );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success()
-        && std::env::var_os("CI").is_none()
-        && stderr.contains("opencl backend unavailable")
-    {
-        println!("SKIPPED: no OpenCL device [{stderr}]");
+    if process::skipped_without_opencl(&output) {
         return;
     }
-    assert!(output.status.success(), "{stderr}");
+    process::assert_success(&output, "opencl");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         stdout.contains("rc6-128") && stdout.contains("crossover rc6-128-ctr"),
@@ -445,12 +421,12 @@ fn short_gcm_ivs_need_allow_short_gcm_iv() {
         assert_refused(&refused, "GCM IV is refused");
         let allowed = ["--iv", iv, "--allow-short-gcm-iv"];
         let sealed = run_raw("encrypt", "aes-128-gcm", &allowed, b"data");
-        assert_succeeded(&sealed);
+        process::assert_success(&sealed, "raw encrypt with a short GCM IV");
         assert_eq!(sealed.stdout.len(), 4 + 16);
         let refused = run_raw("decrypt", "aes-128-gcm", &["--iv", iv], &sealed.stdout);
         assert_refused(&refused, "GCM IV is refused");
         let opened = run_raw("decrypt", "aes-128-gcm", &allowed, &sealed.stdout);
-        assert_succeeded(&opened);
+        process::assert_success(&opened, "raw decrypt with a short GCM IV");
         assert_eq!(opened.stdout, b"data");
     }
 }
@@ -516,7 +492,7 @@ fn mistypes_are_answered_with_the_nearest_name() {
 #[test]
 fn help_shows_the_quick_start() {
     let output = parcrypt(&["--help"], b"");
-    assert_succeeded(&output);
+    process::assert_success(&output, "--help");
     let text = String::from_utf8_lossy(&output.stdout);
     let examples = text
         .split("Examples:")
@@ -542,7 +518,7 @@ fn help_shows_the_quick_start() {
         let mut args: Vec<&str> = subcommand.split(' ').collect();
         args.push("--help");
         let output = parcrypt(&args, b"");
-        assert_succeeded(&output);
+        process::assert_success(&output, subcommand);
         let text = String::from_utf8_lossy(&output.stdout);
         assert!(text.contains("Examples:\n"), "{subcommand} --help: {text}");
     }
@@ -573,10 +549,13 @@ fn the_quick_start_round_trips() {
     let low_cost = ["--kdf-memory", "8", "--kdf-passes", "1"];
     let mut encrypt = vec!["encrypt", "--passphrase-file", &pass, &notes, "-o", &sealed];
     encrypt.extend(low_cost);
-    assert_succeeded(&run(&encrypt, None));
+    process::assert_success(&run(&encrypt, None), "encrypt");
     // The variable holds the same passphrase as the file, less its newline.
     let decrypt = ["decrypt", &sealed, "-o", &opened];
-    assert_succeeded(&run(&decrypt, Some("correct horse battery staple")));
+    process::assert_success(
+        &run(&decrypt, Some("correct horse battery staple")),
+        "decrypt, passphrase from the environment",
+    );
     assert_eq!(std::fs::read(&opened).unwrap(), b"meet at noon\n");
     assert_refused(
         &run(&decrypt, Some("correct horse battery staple")),
@@ -599,6 +578,6 @@ fn the_quick_start_round_trips() {
         &opened,
         "--overwrite",
     ];
-    assert_succeeded(&run(&by_file, None));
+    process::assert_success(&run(&by_file, None), "decrypt, passphrase from a file");
     assert_eq!(std::fs::read(&opened).unwrap(), b"meet at noon\n");
 }

@@ -23,6 +23,14 @@ fn stdout_of(args: &[&str]) -> String {
     String::from_utf8(output.stdout).expect("generated text is UTF-8")
 }
 
+/// Asserts that `text` (`what`, for the message) contains each of `needles`.
+fn assert_mentions<S: AsRef<str>>(what: &str, text: &str, needles: impl IntoIterator<Item = S>) {
+    for needle in needles {
+        let needle = needle.as_ref();
+        assert!(text.contains(needle), "{what} lacks {needle}");
+    }
+}
+
 /// The subcommands `parcrypt --help` lists (its "Commands:" section, less `help`).
 fn subcommands() -> Vec<String> {
     let help = stdout_of(&["--help"]);
@@ -62,30 +70,21 @@ fn every_shell_completes_every_subcommand_and_option() {
     let subcommands = subcommands();
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let script = stdout_of(&["completions", shell]);
-        for name in &subcommands {
-            assert!(
-                script.contains(name.as_str()),
-                "{shell} completion lacks {name}"
-            );
-        }
-        for option in ["overwrite", "passphrase-file", "backend", "cipher"] {
-            // fish names a long option `-l NAME`, the others `--NAME`.
-            let spelled = match shell {
-                "fish" => format!("-l {option}"),
-                _ => format!("--{option}"),
-            };
-            assert!(
-                script.contains(&spelled),
-                "{shell} completion lacks {spelled}"
-            );
-        }
+        let what = format!("{shell} completion");
+        assert_mentions(&what, &script, &subcommands);
+        let options = ["overwrite", "passphrase-file", "backend", "cipher"];
+        // fish names a long option `-l NAME`, the others `--NAME`.
+        let spelled = options.map(|option| match shell {
+            "fish" => format!("-l {option}"),
+            _ => format!("--{option}"),
+        });
+        assert_mentions(&what, &script, spelled);
     }
     // Values too, where the shell's generator completes them: every cipher of `raw`.
     for shell in ["bash", "zsh", "fish"] {
         let script = stdout_of(&["completions", shell]);
-        for cipher in ["aes-192-ctr", "bf-cbc", "rc6-256-gcm"] {
-            assert!(script.contains(cipher), "{shell} completion lacks {cipher}");
-        }
+        let ciphers = ["aes-192-ctr", "bf-cbc", "rc6-256-gcm"];
+        assert_mentions(&format!("{shell} completion"), &script, ciphers);
     }
     // bash loads it as it is: the script defines and registers its function.
     let bash = stdout_of(&["completions", "bash"]);
@@ -98,12 +97,10 @@ fn the_man_page_names_every_subcommand_and_the_examples() {
     // Every page it points to exists: none for clap's `help`.
     assert!(!page.contains("parcrypt\\-help(1)"), "{page}");
     assert!(page.contains(".TH parcrypt 1"), "no title line: {page}");
-    for name in subcommands() {
-        assert!(
-            page.contains(&format!("parcrypt\\-{name}(1)")),
-            "no {name} in the page"
-        );
-    }
+    let pointers = subcommands()
+        .into_iter()
+        .map(|name| format!("parcrypt\\-{name}(1)"));
+    assert_mentions("the man page", &page, pointers);
     assert!(
         page.contains("parcrypt encrypt notes.txt \\-o notes.txt.pc"),
         "no quick start: {page}"
@@ -126,9 +123,8 @@ fn the_man_page_names_every_subcommand_and_the_examples() {
     assert!(pages.contains(&"parcrypt.1".to_string()), "{pages:?}");
     // The encrypt page carries its options and its examples.
     let encrypt = std::fs::read_to_string(folder.path().join("parcrypt-encrypt.1")).unwrap();
-    for text in ["\\-\\-overwrite", "\\-\\-passphrase\\-file", "Examples:"] {
-        assert!(encrypt.contains(text), "{text} not in parcrypt-encrypt.1");
-    }
+    let texts = ["\\-\\-overwrite", "\\-\\-passphrase\\-file", "Examples:"];
+    assert_mentions("parcrypt-encrypt.1", &encrypt, texts);
 
     let refused = parcrypt(&["manpage", "--dir", "/no/such/folder"]);
     process::assert_refused_with(&refused, "cannot write man pages into", |_| false);

@@ -7,14 +7,14 @@
 use std::fs::{self, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::FileTypeExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::thread;
 
 #[path = "support/process.rs"]
 mod process;
 
-use process::{assert_refused_with, names};
+use process::{assert_refused_with, file_in, names};
 
 const KEY: &str = "000102030405060708090a0b0c0d0e0f";
 const MESSAGE: &[u8] = b"the message, whole, to the reader of the FIFO\n";
@@ -56,9 +56,15 @@ fn decrypt_to<'a>(sealed: &'a str, to: &'a str, force: bool) -> Vec<&'a str> {
     forced(vec!["decrypt", "-q", "--key", KEY, sealed, "-o", to], force)
 }
 
-fn sealed_file(folder: &Path) -> std::path::PathBuf {
-    let plain = folder.join("plain");
-    fs::write(&plain, MESSAGE).unwrap();
+/// Makes `name` in `folder` a symbolic link to `target`; returns its path.
+fn link_in(folder: &Path, name: &str, target: &str) -> PathBuf {
+    let link = folder.join(name);
+    std::os::unix::fs::symlink(target, &link).unwrap();
+    link
+}
+
+fn sealed_file(folder: &Path) -> PathBuf {
+    let plain = file_in(folder, "plain", MESSAGE);
     let sealed = folder.join("sealed");
     let output = run(&[
         "encrypt",
@@ -137,8 +143,7 @@ fn dev_stdout_is_standard_output() {
     assert!(output.status.success(), "{output:?}");
     assert_eq!(output.stdout, MESSAGE);
     // Into a file opened for appending by the caller: appended, as `>>` would.
-    let appended = folder.path().join("appended");
-    fs::write(&appended, b"before\n").unwrap();
+    let appended = file_in(folder.path(), "appended", b"before\n");
     let stdout = OpenOptions::new().append(true).open(&appended).unwrap();
     let output = parcrypt()
         .args(decrypt_to(path(&sealed), "/dev/stdout", false))
@@ -156,10 +161,8 @@ fn dev_stdout_is_standard_output() {
 fn a_link_stays_a_link_and_its_target_is_replaced() {
     let folder = tempfile::tempdir().unwrap();
     let sealed = sealed_file(folder.path());
-    let target = folder.path().join("target");
-    let link = folder.path().join("link");
-    fs::write(&target, b"old").unwrap();
-    std::os::unix::fs::symlink("target", &link).unwrap();
+    let target = file_in(folder.path(), "target", b"old");
+    let link = link_in(folder.path(), "link", "target");
     let output = run(&decrypt_to(path(&sealed), path(&link), false));
     assert_refused_with(&output, "already exists", |_| false);
     assert_eq!(fs::read(&target).unwrap(), b"old");
@@ -176,10 +179,8 @@ fn a_link_stays_a_link_and_its_target_is_replaced() {
 #[test]
 fn a_dangling_link_into_a_missing_folder_is_refused_before_a_prompt() {
     let folder = tempfile::tempdir().unwrap();
-    let plain = folder.path().join("plain");
-    fs::write(&plain, MESSAGE).unwrap();
-    let link = folder.path().join("link");
-    std::os::unix::fs::symlink("missing/file", &link).unwrap();
+    let plain = file_in(folder.path(), "plain", MESSAGE);
+    let link = link_in(folder.path(), "link", "missing/file");
     // No secret given: a run that got as far as asking would fail for want of a terminal.
     for force in [false, true] {
         let output = run(&forced(
@@ -194,12 +195,9 @@ fn a_dangling_link_into_a_missing_folder_is_refused_before_a_prompt() {
 #[test]
 fn an_existing_destination_is_refused_before_the_key_derivation_and_the_prompt() {
     let folder = tempfile::tempdir().unwrap();
-    let plain = folder.path().join("plain");
-    fs::write(&plain, MESSAGE).unwrap();
-    let passphrase = folder.path().join("passphrase");
-    fs::write(&passphrase, "correct horse\n").unwrap();
-    let existing = folder.path().join("existing");
-    fs::write(&existing, b"keep me").unwrap();
+    let plain = file_in(folder.path(), "plain", MESSAGE);
+    let passphrase = file_in(folder.path(), "passphrase", "correct horse\n");
+    let existing = file_in(folder.path(), "existing", b"keep me");
     let output = run(&[
         "encrypt",
         "--passphrase-file",
@@ -253,8 +251,7 @@ fn an_existing_destination_is_refused_before_the_key_derivation_and_the_prompt()
 fn a_folder_without_write_permission_is_refused_before_the_prompt() {
     use std::os::unix::fs::PermissionsExt;
     let folder = tempfile::tempdir().unwrap();
-    let plain = folder.path().join("plain");
-    fs::write(&plain, MESSAGE).unwrap();
+    let plain = file_in(folder.path(), "plain", MESSAGE);
     let locked = folder.path().join("locked");
     fs::create_dir(&locked).unwrap();
     fs::set_permissions(&locked, fs::Permissions::from_mode(0o500)).unwrap();
@@ -270,8 +267,7 @@ fn a_folder_without_write_permission_is_refused_before_the_prompt() {
 #[test]
 fn standard_output_onto_the_input_is_refused_and_the_input_unchanged() {
     let folder = tempfile::tempdir().unwrap();
-    let input = folder.path().join("input");
-    fs::write(&input, MESSAGE).unwrap();
+    let input = file_in(folder.path(), "input", MESSAGE);
     let sealed = sealed_file(folder.path());
     let sealed_bytes = fs::read(&sealed).unwrap();
     // `encrypt f >> f`, `encrypt f > f` (the shell has opened it, here without truncating
@@ -317,10 +313,8 @@ fn standard_output_onto_the_input_is_refused_and_the_input_unchanged() {
 #[test]
 fn the_input_as_the_output_is_refused_through_a_link_too() {
     let folder = tempfile::tempdir().unwrap();
-    let input = folder.path().join("input");
-    fs::write(&input, MESSAGE).unwrap();
-    let link = folder.path().join("link");
-    std::os::unix::fs::symlink("input", &link).unwrap();
+    let input = file_in(folder.path(), "input", MESSAGE);
+    let link = link_in(folder.path(), "link", "input");
     for target in [&input, &link] {
         let output = run(&[
             "encrypt",
@@ -348,8 +342,7 @@ fn encrypt_refuses_a_terminal_by_any_name() {
         return;
     }
     let folder = tempfile::tempdir().unwrap();
-    let input = folder.path().join("input");
-    fs::write(&input, b"hello terminal").unwrap();
+    let input = file_in(folder.path(), "input", b"hello terminal");
     let binary = env!("CARGO_BIN_EXE_parcrypt");
     for output in ["", "-o -", "-o /dev/stdout", "-o /dev/tty"] {
         let line = format!("{binary} encrypt --key {KEY} {} {output}", input.display());

@@ -241,19 +241,12 @@ fn hostile_kdf_headers_are_refused_before_any_work() {
     ] {
         let hostile = crafted(&folder, "hostile.pc", memory_kib, passes, lanes);
         // Under a 1 GiB address space: a 4 GiB allocation could not even be tried.
-        let refused = parcrypt_bounded(&with_passphrase(
-            "decrypt",
-            &[],
-            &passphrase,
-            &hostile,
-            &output,
-        ));
+        let decrypt = |passphrase| with_passphrase("decrypt", &[], passphrase, &hostile, &output);
+        let refused = parcrypt_bounded(&decrypt(&passphrase));
         assert_refused(&refused, option);
         assert_refused(&refused, "budget");
         // Refused before the passphrase is even looked for.
-        let missing = "/nonexistent/passphrase";
-        let refused =
-            parcrypt_bounded(&with_passphrase("decrypt", &[], missing, &hostile, &output));
+        let refused = parcrypt_bounded(&decrypt("/nonexistent/passphrase"));
         assert_refused(&refused, option);
         assert!(!folder.file("opened.bin").exists());
     }
@@ -266,23 +259,12 @@ fn a_raised_budget_lets_key_derivation_run() {
     let output = text(&folder.file("opened.bin"));
     // 300 MiB, one pass: over the default budget of 256 MiB.
     let moderate = crafted(&folder, "moderate.pc", 300 * 1024, 1, 1);
-    let refused = parcrypt(&with_passphrase(
-        "decrypt",
-        &[],
-        &passphrase,
-        &moderate,
-        &output,
-    ));
+    let decrypt = |options| with_passphrase("decrypt", options, &passphrase, &moderate, &output);
+    let refused = parcrypt(&decrypt(&[]));
     assert_refused(&refused, "--kdf-max-memory 300");
     // Allowed, argon2id runs (in 300 MiB, within the 1 GiB limit) and the rewritten header
     // then fails the key commitment, as every changed header byte does.
-    let derived = parcrypt_bounded(&with_passphrase(
-        "decrypt",
-        &["--kdf-max-memory", "8192"],
-        &passphrase,
-        &moderate,
-        &output,
-    ));
+    let derived = parcrypt_bounded(&decrypt(&["--kdf-max-memory", "8192"]));
     assert_refused(&derived, "wrong key or passphrase");
     // Passes and lanes are raised the same way.
     let many = crafted(&folder, "many.pc", 64 * 20, 13, 20);

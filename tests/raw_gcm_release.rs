@@ -282,6 +282,19 @@ fn start_decryption(
     (child, stdout)
 }
 
+/// Starts `raw decrypt --backend seq -q SEALED` with its stdout to `stdout`, stderr piped
+/// and a new $TMPDIR of its own, returned with it.
+fn start_seq_decryption(sealed: &Path, stdout: Stdio) -> (Child, Folder) {
+    let tmpdir = Folder::new("tmp");
+    let args = decrypt_args(&["--backend", "seq", "-q", sealed.to_str().unwrap()]);
+    let child = command(&args, tmpdir.path())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    (child, tmpdir)
+}
+
 /// What an interrupted run must leave: a failure, nothing on stdout, nothing in the
 /// destination folder or in $TMPDIR.
 fn assert_left_nothing(
@@ -416,13 +429,7 @@ fn interrupted_pipe_decryption_leaves_nothing() {
 #[test]
 fn no_held_file_has_plaintext_before_the_tag_matched() {
     let inputs = big_inputs(128);
-    let tmpdir = Folder::new("tmp");
-    let args = decrypt_args(&["--backend", "seq", "-q", inputs.sealed.to_str().unwrap()]);
-    let mut child = command(&args, tmpdir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (mut child, tmpdir) = start_seq_decryption(&inputs.sealed, Stdio::null());
     let mut scans = 0;
     while child.try_wait().unwrap().is_none() {
         let held = held_files_with_plaintext(child.id(), &[&inputs.sealed]);
@@ -486,13 +493,7 @@ fn a_file_changed_after_the_first_pass_puts_none_of_its_plaintext_on_a_pipe() {
     let inputs = big_inputs(megabytes);
     let expected = marked_plaintext(megabytes << 20);
     let length = std::fs::metadata(&inputs.sealed).unwrap().len();
-    let tmpdir = Folder::new("tmp");
-    let args = decrypt_args(&["--backend", "seq", "-q", inputs.sealed.to_str().unwrap()]);
-    let mut child = command(&args, tmpdir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (mut child, tmpdir) = start_seq_decryption(&inputs.sealed, Stdio::piped());
     let stdout = drain(&mut child);
     // The first pass is over when the input was read to its end (and, as it was, read again
     // from its start by a second pass in place).

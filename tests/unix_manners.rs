@@ -96,13 +96,40 @@ fn close_after_ten_bytes(mut command: Command) -> (ExitStatus, String) {
     (child.wait().unwrap(), stderr)
 }
 
-#[test]
-fn a_closed_pipe_ends_the_process_quietly_as_sigpipe_ends_cat() {
+/// For each of the three commands, how it ends and what it says on stderr when the reader
+/// of its output closes the pipe after ten bytes ([`close_after_ten_bytes`]); with SIGPIPE
+/// blocked in the command when `block_sigpipe` says so.
+fn closed_pipe_ends(block_sigpipe: bool) -> Vec<(&'static str, ExitStatus, String)> {
     let folder = inputs();
+    let mut ends = Vec::new();
     for command in ["raw encrypt", "encrypt", "decrypt"] {
         let mut parcrypt = parcrypt();
         parcrypt.args(arguments(folder.path(), command));
+        if block_sigpipe {
+            // SAFETY: between fork and exec only async-signal-safe calls are allowed;
+            // sigemptyset, sigaddset and pthread_sigmask are, and they touch only the set on
+            // this closure's stack.
+            unsafe {
+                parcrypt.pre_exec(|| {
+                    let mut set: libc::sigset_t = std::mem::zeroed();
+                    libc::sigemptyset(&mut set);
+                    libc::sigaddset(&mut set, libc::SIGPIPE);
+                    if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
         let (status, stderr) = close_after_ten_bytes(parcrypt);
+        ends.push((command, status, stderr));
+    }
+    ends
+}
+
+#[test]
+fn a_closed_pipe_ends_the_process_quietly_as_sigpipe_ends_cat() {
+    for (command, status, stderr) in closed_pipe_ends(false) {
         assert!(
             status.signal() == Some(libc::SIGPIPE) || status.code() == Some(141),
             "{command}: {status}, stderr: {stderr}"
@@ -115,25 +142,7 @@ fn a_closed_pipe_ends_the_process_quietly_as_sigpipe_ends_cat() {
 fn a_closed_pipe_with_sigpipe_blocked_ends_with_status_141_and_no_message() {
     // A parent may block SIGPIPE, and a blocked signal stays blocked across exec: the
     // write then fails with EPIPE, and that error must end the run as the signal would.
-    let folder = inputs();
-    for command in ["raw encrypt", "encrypt", "decrypt"] {
-        let mut parcrypt = parcrypt();
-        parcrypt.args(arguments(folder.path(), command));
-        // SAFETY: between fork and exec only async-signal-safe calls are allowed;
-        // sigemptyset, sigaddset and pthread_sigmask are, and they touch only the set on
-        // this closure's stack.
-        unsafe {
-            parcrypt.pre_exec(|| {
-                let mut set: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut set);
-                libc::sigaddset(&mut set, libc::SIGPIPE);
-                if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let (status, stderr) = close_after_ten_bytes(parcrypt);
+    for (command, status, stderr) in closed_pipe_ends(true) {
         assert_eq!(status.code(), Some(141), "{command}: {status}, {stderr}");
         assert_eq!(stderr, "", "{command}: {status}");
     }

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// Runs `command` with `stdin` fed from a thread (the program may write before it reads
@@ -23,6 +23,13 @@ pub fn run_with_stdin(command: &mut Command, stdin: &[u8]) -> Output {
     let output = child.wait_with_output().unwrap();
     writer.join().unwrap();
     output
+}
+
+/// Writes `contents` to the file `name` in `folder`; returns its path.
+pub fn file_in(folder: &Path, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+    let file = folder.join(name);
+    std::fs::write(&file, contents).unwrap();
+    file
 }
 
 /// The names of the files in `folder`, sorted (to catch temporary files left behind).
@@ -70,4 +77,18 @@ pub fn assert_refused_with(output: &Output, reason: &str, ignored: impl Fn(&str)
         !stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"),
         "{stderr}"
     );
+}
+
+/// Whether `output` is a run that failed for want of an OpenCL device, outside CI (where
+/// the device is required): then it says `SKIPPED` with what the program said, and the
+/// test returns.
+pub fn skipped_without_opencl(output: &Output) -> bool {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let skip = !output.status.success()
+        && std::env::var_os("CI").is_none()
+        && stderr.contains("opencl backend unavailable");
+    if skip {
+        println!("SKIPPED: no OpenCL device [{stderr}]");
+    }
+    skip
 }

@@ -159,9 +159,13 @@ def prepare_plain(path: PathLike, plan: PartPlan) -> None:
     _parcrypt.parts_prepare_plain(os.fspath(path), plan.plaintext_bytes)
 
 
-def _message(plan: PartPlan) -> tuple[bytes, int, int]:
-    """What every worker call takes first: the part keys and the layout."""
-    return plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes
+def _job(plan: PartPlan, src: PathLike, dst: PathLike | None, backend: str, threads: int | None) -> Any:
+    """The native worker over ``plan``'s message (its part keys and layout), reading ``src``
+    and writing ``dst``."""
+    return _parcrypt.PartJob(
+        plan.part_keys, plan.envelope_bytes, plan.plaintext_bytes, os.fspath(src),
+        None if dst is None else os.fspath(dst), backend=backend, threads=threads,
+    )
 
 
 def _envelope(plan: PartPlan) -> bytes:
@@ -189,10 +193,8 @@ def seal(
     """Seals chunks ``first..end`` of the plaintext file ``src`` into ``dst`` at their
     offsets (memory: three batches); returns the plaintext bytes sealed. Raises ``OSError``,
     before or after sealing, when ``src`` is not the planned file unwritten since."""
-    return _parcrypt.parts_seal(
-        *_message(plan), _source(plan), first, end, os.fspath(src), os.fspath(dst),
-        backend=backend, threads=threads,
-    )
+    source = _source(plan)
+    return _job(plan, src, dst, backend, threads).seal(source, first, end)
 
 
 def open_part(
@@ -208,10 +210,7 @@ def open_part(
     """Opens chunks ``first..end`` of the encrypted file ``src`` into ``dst`` at their
     plaintext offsets, each chunk authenticated before it is written (and the final chunk
     first when the range holds it); returns the bytes."""
-    return _parcrypt.parts_open(
-        *_message(plan), first, end, os.fspath(src), os.fspath(dst),
-        backend=backend, threads=threads,
-    )
+    return _job(plan, src, dst, backend, threads).open(first, end)
 
 
 def read(
@@ -226,9 +225,7 @@ def read(
     """Plaintext bytes ``start..end`` (clamped to the message) of the encrypted file
     ``src``, reading and authenticating only the chunks that hold them, and the final chunk
     too when the range reaches the message's end."""
-    return _parcrypt.parts_read(
-        *_message(plan), start, end, os.fspath(src), backend=backend, threads=threads,
-    )
+    return _job(plan, src, None, backend, threads).read(start, end)
 
 
 def encrypt_with_salts(
@@ -265,10 +262,8 @@ def seal_file(
     no name (mode 0600), so a killed worker leaves nothing. Raises ``OSError``, leaving no
     ``dst``, when ``src`` is not the planned file unwritten since. Returns the plaintext
     bytes."""
-    return _parcrypt.parts_seal_file(
-        plan.part_keys, _envelope(plan), plan.plaintext_bytes, _source(plan), os.fspath(src),
-        os.fspath(dst), overwrite=overwrite, backend=backend, threads=threads,
-    )
+    envelope, source = _envelope(plan), _source(plan)
+    return _job(plan, src, dst, backend, threads).seal_file(envelope, source, overwrite)
 
 
 def open_file(
@@ -283,7 +278,4 @@ def open_file(
     """Opens the whole encrypted file ``src`` into ``dst`` from ``plan``
     (:func:`plan_decrypt`); ``dst`` (mode 0600) appears only once every chunk, the final one
     included, authenticated."""
-    return _parcrypt.parts_open_file(
-        *_message(plan), os.fspath(src), os.fspath(dst),
-        overwrite=overwrite, backend=backend, threads=threads,
-    )
+    return _job(plan, src, dst, backend, threads).open_file(overwrite)

@@ -7,11 +7,7 @@ use pyo3::types::PyBytes;
 
 use crate::buffers::{new_bytes, Input};
 use crate::errors;
-use crate::runtime::{keyed_repr, suite, Keying};
-
-/// Below this many bytes the GIL stays held: releasing and taking it back costs more than
-/// such a message takes to seal.
-const RELEASE_GIL_FROM: usize = 8 * 1024;
+use crate::runtime::{keyed_repr, run_message, suite, Keying};
 
 /// AES-GCM under one key, every message sealed under a fresh random 96-bit nonce from the
 /// operating system: the call to reach for first.
@@ -44,7 +40,7 @@ impl Aead {
         backend: &str,
         threads: Option<usize>,
     ) -> PyResult<Self> {
-        let keying = Keying::new(py, name, key, backend, threads)?;
+        let keying = Keying::new(py, suite(name)?, key, backend, threads)?;
         let aead = EngineAead::new(keying.engine, keying.spec, &keying.key).map_err(errors::job)?;
         Ok(Aead {
             aead,
@@ -65,17 +61,11 @@ impl Aead {
     #[pyo3(signature = (data, aad=None))]
     fn seal<'py>(
         &self,
-        py: Python<'py>,
         data: &Bound<'py, PyAny>,
         aad: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let (sealed, written) = self.run_to_new_bytes(
-            py,
-            data,
-            aad,
-            EngineAead::sealed_length,
-            EngineAead::seal_into,
-        )?;
+        let (sealed, written) =
+            self.run_to_new_bytes(data, aad, EngineAead::sealed_length, EngineAead::seal_into)?;
         debug_assert_eq!(written, sealed.as_bytes().len());
         Ok(sealed)
     }
@@ -85,14 +75,12 @@ impl Aead {
     #[pyo3(signature = (data, aad=None))]
     fn open<'py>(
         &self,
-        py: Python<'py>,
         data: &Bound<'py, PyAny>,
         aad: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         // A message too short to be sealed is refused by the engine, before any output.
         let opened_length = |sealed| EngineAead::opened_length(sealed).unwrap_or(0);
-        let (opened, _) =
-            self.run_to_new_bytes(py, data, aad, opened_length, EngineAead::open_into)?;
+        let (opened, _) = self.run_to_new_bytes(data, aad, opened_length, EngineAead::open_into)?;
         Ok(opened)
     }
 
@@ -104,16 +92,16 @@ impl Aead {
 impl Aead {
     /// `call` (sealing or opening) from the bytes-like `data`, with the bytes-like `aad`,
     /// into a new `bytes` of `output_length(data's length)`; returns it and the bytes
-    /// written. The GIL is released for messages of [`RELEASE_GIL_FROM`] bytes and more.
+    /// written. The GIL is released for large messages ([`run_message`]).
     fn run_to_new_bytes<'py>(
         &self,
-        py: Python<'py>,
         data: &Bound<'py, PyAny>,
         aad: Option<&Bound<'py, PyAny>>,
         output_length: impl FnOnce(usize) -> usize,
         call: impl FnOnce(&EngineAead, &[u8], &mut [u8], Option<&[u8]>) -> Result<usize, JobError>
             + Send,
     ) -> PyResult<(Bound<'py, PyBytes>, usize)> {
+        let py = data.py();
         let input = Input::get(data)?;
         let aad_input = aad.map(Input::get).transpose()?;
         let aad = aad_input.as_ref().map(Input::bytes);
@@ -125,12 +113,7 @@ impl Aead {
             let out = out; // moved in whole: the closure runs once
             call(aead, data, out, aad)
         };
-        let written = if data.len() >= RELEASE_GIL_FROM {
-            py.detach(work)
-        } else {
-            work()
-        }
-        .map_err(errors::job)?;
+        let written = run_message(py, data.len(), work).map_err(errors::job)?;
         Ok((bytes, written))
     }
 }

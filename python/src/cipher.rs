@@ -11,12 +11,8 @@ use pyo3::types::PyString;
 use zeroize::Zeroizing;
 
 use crate::buffers::{new_array, new_bytes, Input, Output};
-use crate::runtime::{keyed_repr, Keying};
+use crate::runtime::{keyed_repr, run_message, suite, Keying};
 use crate::{errors, gpu_arrays};
-
-/// Below this many bytes the GIL stays held: releasing and taking it back costs more than
-/// such a message takes to encrypt.
-const RELEASE_GIL_FROM: usize = 8 * 1024;
 
 /// A cipher suite (such as `"aes-128-gcm"`) and a key on an engine, keyed once, with an
 /// IV given here, with each message (`iv=`), or both (the message's wins).
@@ -123,7 +119,7 @@ impl Cipher {
         padding: bool,
         allow_short_gcm_iv: bool,
     ) -> PyResult<Self> {
-        let keying = Keying::new(py, name, key, backend, threads)?;
+        let keying = Keying::new(py, suite(name)?, key, backend, threads)?;
         let iv = iv.map(|iv| secret_bytes("iv", iv)).transpose()?;
         let keyed = KeyedCipher::new(keying.engine, keying.spec, &keying.key)
             .map_err(errors::job)?
@@ -146,13 +142,12 @@ impl Cipher {
     #[pyo3(signature = (data, aad=None, *, iv=None, out=None))]
     fn encrypt<'py>(
         &self,
-        py: Python<'py>,
         data: &Bound<'py, PyAny>,
         aad: Option<&Bound<'py, PyAny>>,
         iv: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.run(py, Direction::Encrypt, data, aad, iv, out)
+        self.run(Direction::Encrypt, data, aad, iv, out)
     }
 
     /// Decrypts one message, under `iv` when given (else the `Cipher`'s); for GCM nothing
@@ -162,13 +157,12 @@ impl Cipher {
     #[pyo3(signature = (data, aad=None, *, iv=None, out=None))]
     fn decrypt<'py>(
         &self,
-        py: Python<'py>,
         data: &Bound<'py, PyAny>,
         aad: Option<&Bound<'py, PyAny>>,
         iv: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.run(py, Direction::Decrypt, data, aad, iv, out)
+        self.run(Direction::Decrypt, data, aad, iv, out)
     }
 
     /// The most bytes a message of `length` bytes turns into when encrypted (`decrypt`:
@@ -197,13 +191,13 @@ impl Cipher {
 impl Cipher {
     fn run<'py>(
         &self,
-        py: Python<'py>,
         direction: Direction,
         data: &Bound<'py, PyAny>,
         aad: Option<&Bound<'py, PyAny>>,
         iv: Option<&Bound<'py, PyAny>>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let py = data.py();
         let aad_input = aad.map(Input::get).transpose()?;
         let aad = aad_input.as_ref().map(Input::bytes);
         let message_iv = iv.map(MessageIv::get).transpose()?;
@@ -309,12 +303,7 @@ impl Cipher {
                 }
             }
         };
-        let outcome = if size >= RELEASE_GIL_FROM {
-            py.detach(work)
-        } else {
-            work()
-        };
-        outcome.map_err(errors::job)
+        run_message(py, size, work).map_err(errors::job)
     }
 }
 

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
 use parcrypt::files::{decrypt_file_with as decrypt_path, encrypt_file_with as encrypt_path};
-use parcrypt::files::{OutputFile, PipelineOptions as FileOptions};
+use parcrypt::files::{OutputFile, PipelineOptions};
+use parcrypt::hazmat::stream::pipeline::read_full;
 use parcrypt::secrets::checked_key;
 use parcrypt::SecretBytes;
 use parcrypt::{
@@ -16,12 +17,12 @@ use parcrypt::{
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyDict, PyString};
 use zeroize::Zeroizing;
 
 use crate::buffers::{key_bytes, Input, Output};
 use crate::errors;
-use crate::runtime;
+use crate::options::{self, Options};
 
 /// The key (`key`, 16 or 32 bytes-like bytes; never a str) or the passphrase (str, UTF-8,
 /// or bytes): exactly one of them.
@@ -107,39 +108,26 @@ pub(crate) fn parse_format(name: &str) -> PyResult<Format> {
 /// Encrypts the file `src` into `dst` as `parcrypt encrypt` does; returns the plaintext
 /// bytes. `dst` appears only once it is complete.
 #[pyfunction]
-#[pyo3(signature = (src, dst, *, key=None, passphrase=None, backend="auto", threads=None, overwrite=false, format="parcrypt", context=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(
+    signature = (src, dst, **options),
+    text_signature = "(src, dst, *, key=None, passphrase=None, backend=\"auto\", threads=None, overwrite=False, format=\"parcrypt\", context=None)"
+)]
 pub fn encrypt_file(
     py: Python<'_>,
     src: PathBuf,
     dst: PathBuf,
-    key: Option<&Bound<'_, PyAny>>,
-    passphrase: Option<&Bound<'_, PyAny>>,
-    backend: &str,
-    threads: Option<usize>,
-    overwrite: bool,
-    format: &str,
-    context: Option<&Bound<'_, PyAny>>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<u64> {
-    let secrets = Secrets::get(key, passphrase)?;
-    let context = context.map(Input::get).transpose()?;
-    let setup = secrets.setup(format, context.as_ref())?;
+    let options = Options::take("encrypt_file", options::FILE, options)?;
+    let (secrets, context) = options.secrets()?;
+    let setup = secrets.setup(&options.format, context.as_ref())?;
     // Called straight from Python (parcrypt.encrypt_file is this function).
     secrets.warn(py, &setup, 1)?;
-    let runtime = runtime::runtime(backend, threads)?;
-    let options = FileOptions {
-        overwrite,
-        ..FileOptions::default()
-    };
+    let runtime = options.runtime()?;
+    let pipeline = pipeline_options(&options);
     py.detach(|| {
-        encrypt_path(
-            runtime.batcher.as_ref(),
-            &setup,
-            secrets.secret(),
-            &src,
-            &dst,
-            &options,
-        )
+        let batcher = runtime.batcher.as_ref();
+        encrypt_path(batcher, &setup, secrets.secret(), &src, &dst, &pipeline)
     })
     .map_err(errors::format)
 }
@@ -147,50 +135,88 @@ pub fn encrypt_file(
 /// Decrypts the file `src` into `dst` as `parcrypt decrypt` does; returns the plaintext
 /// bytes. `dst` appears only once every chunk has authenticated.
 #[pyfunction]
-#[pyo3(signature = (src, dst, *, key=None, passphrase=None, backend="auto", threads=None, overwrite=false, format="parcrypt", context=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(
+    signature = (src, dst, **options),
+    text_signature = "(src, dst, *, key=None, passphrase=None, backend=\"auto\", threads=None, overwrite=False, format=\"parcrypt\", context=None)"
+)]
 pub fn decrypt_file(
     py: Python<'_>,
     src: PathBuf,
     dst: PathBuf,
-    key: Option<&Bound<'_, PyAny>>,
-    passphrase: Option<&Bound<'_, PyAny>>,
-    backend: &str,
-    threads: Option<usize>,
-    overwrite: bool,
-    format: &str,
-    context: Option<&Bound<'_, PyAny>>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<u64> {
-    let secrets = Secrets::get(key, passphrase)?;
-    let context = context.map(Input::get).transpose()?;
-    let format = parse_format(format)?;
-    let runtime = runtime::runtime(backend, threads)?;
-    let options = FileOptions {
-        overwrite,
-        ..FileOptions::default()
-    };
+    let options = Options::take("decrypt_file", options::FILE, options)?;
+    let (secrets, context) = options.secrets()?;
+    let format = parse_format(&options.format)?;
+    let runtime = options.runtime()?;
+    let pipeline = pipeline_options(&options);
+    let context = context.as_ref().map_or(&[][..], Input::bytes);
     py.detach(|| {
+        let batcher = runtime.batcher.as_ref();
         decrypt_path(
-            runtime.batcher.as_ref(),
+            batcher,
             format,
             secrets.secret(),
-            context.as_ref().map_or(&[][..], Input::bytes),
+            context,
             &src,
             &dst,
-            &options,
+            &pipeline,
         )
     })
     .map_err(errors::format)
 }
 
-/// Random access to an encrypted file's plaintext: every byte handed out has authenticated.
+/// The whole-file pipeline's options: only `overwrite` is Python's to choose.
+fn pipeline_options(options: &Options<'_>) -> PipelineOptions<'static> {
+    PipelineOptions {
+        overwrite: options.overwrite,
+        ..PipelineOptions::default()
+    }
+}
+
+/// A reader's or writer's state behind its lock, `None` once closed.
 ///
-/// Its lock is only ever taken with the GIL released (inside `py.detach`), and let go
+/// The lock is only ever taken with the GIL released (inside `py.detach`), and let go
 /// before the GIL is taken back: a thread holding the GIL never waits on it, so threads
-/// sharing one reader take turns instead of deadlocking (issue 31 finding 6).
-#[pyclass(module = "parcrypt", frozen)]
-pub struct Reader {
-    inner: Mutex<Option<SeekableReader<'static, File>>>,
+/// sharing one handle take turns instead of deadlocking (issue 31 finding 6). A panic while
+/// it was held leaves the state as it was; the next call goes on with it.
+struct Handle<T>(Mutex<Option<T>>);
+
+impl<T: Send> Handle<T> {
+    fn new(open: T) -> Self {
+        Handle(Mutex::new(Some(open)))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<T>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `work` on the open state with the GIL released and the lock held.
+    fn with<R: Send>(
+        &self,
+        py: Python<'_>,
+        work: impl FnOnce(&mut T) -> Result<R, Failed> + Send,
+    ) -> PyResult<R> {
+        py.detach(|| work(self.lock().as_mut().ok_or(Failed::Closed)?))
+            .map_err(PyErr::from)
+    }
+
+    /// Closes: takes the state out under the lock and hands it to `finish` after the lock is
+    /// let go (closing a file may take a moment), with the GIL released. `None` when it was
+    /// closed already.
+    fn close<R: Send>(&self, py: Python<'_>, finish: impl FnOnce(T) -> R + Send) -> Option<R> {
+        py.detach(|| {
+            let open = self.lock().take();
+            open.map(finish)
+        })
+    }
+
+    /// Whether it is closed.
+    fn closed(&self, py: Python<'_>) -> bool {
+        py.detach(|| self.lock().is_none())
+    }
 }
 
 /// Why a reader or writer call failed, made into a Python exception once the GIL is back.
@@ -210,52 +236,36 @@ impl From<Failed> for PyErr {
     }
 }
 
-impl Reader {
-    /// Runs `work` on the open reader with the GIL released and the lock held.
-    fn with_reader<T: Send>(
-        &self,
-        py: Python<'_>,
-        work: impl FnOnce(&mut SeekableReader<'static, File>) -> Result<T, Failed> + Send,
-    ) -> PyResult<T> {
-        py.detach(|| {
-            let mut guard = lock(&self.inner);
-            work(guard.as_mut().ok_or(Failed::Closed)?)
-        })
-        .map_err(PyErr::from)
-    }
+/// Random access to an encrypted file's plaintext: every byte handed out has authenticated.
+/// Threads may share one: their calls take turns (see [`Handle`]).
+#[pyclass(module = "parcrypt", frozen)]
+pub struct Reader {
+    inner: Handle<SeekableReader<'static, File>>,
 }
 
 /// Opens `path` for reading its plaintext (`parcrypt.open(path, "rb")`).
 #[pyfunction]
-#[pyo3(signature = (path, *, key=None, passphrase=None, backend="auto", threads=None, format="parcrypt", context=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (path, **options))]
 pub fn open_reader(
     py: Python<'_>,
     path: PathBuf,
-    key: Option<&Bound<'_, PyAny>>,
-    passphrase: Option<&Bound<'_, PyAny>>,
-    backend: &str,
-    threads: Option<usize>,
-    format: &str,
-    context: Option<&Bound<'_, PyAny>>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Reader> {
-    let secrets = Secrets::get(key, passphrase)?;
-    let context = context.map(Input::get).transpose()?;
-    let format = parse_format(format)?;
-    let runtime = runtime::runtime(backend, threads)?;
+    let options = Options::take("open_reader", options::READER, options)?;
+    let (secrets, context) = options.secrets()?;
+    let format = parse_format(&options.format)?;
+    let runtime = options.runtime()?;
     let input = parcrypt::files::open_input(&path).map_err(errors::format)?;
+    let context = context.as_ref().map_or(&[][..], Input::bytes);
     let reader = py
         .detach(|| {
             Decryptor::new(format, input)?
-                .unlock(
-                    secrets.secret(),
-                    context.as_ref().map_or(&[][..], Input::bytes),
-                )?
+                .unlock(secrets.secret(), context)?
                 .seekable(runtime.batcher.as_ref())
         })
         .map_err(errors::format)?;
     Ok(Reader {
-        inner: Mutex::new(Some(reader)),
+        inner: Handle::new(reader),
     })
 }
 
@@ -265,7 +275,8 @@ impl Reader {
     fn readinto(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<usize> {
         let mut output = Output::get(buffer)?;
         let target = output.bytes_mut();
-        self.with_reader(py, |reader| read_full(reader, target).map_err(Failed::Io))
+        self.inner
+            .with(py, |reader| read_full(reader, target).map_err(Failed::Io))
     }
 
     /// Reads up to `size` bytes (all the rest for a negative `size`); fewer only at the end.
@@ -277,7 +288,7 @@ impl Reader {
             ),
             _ => None,
         };
-        let bytes = self.with_reader(py, |reader| {
+        let bytes = self.inner.with(py, |reader| {
             let Some(wanted) = wanted else {
                 let mut all = Vec::new();
                 reader.read_to_end(&mut all).map_err(Failed::Io)?;
@@ -312,55 +323,32 @@ impl Reader {
                     )))
                 }
             };
-        self.with_reader(py, |reader| reader.seek(position).map_err(Failed::Io))
+        self.inner
+            .with(py, |reader| reader.seek(position).map_err(Failed::Io))
     }
 
     /// The current place.
     fn tell(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with_reader(py, |reader| reader.stream_position().map_err(Failed::Io))
+        self.inner
+            .with(py, |reader| reader.stream_position().map_err(Failed::Io))
     }
 
     /// The plaintext's length (the final chunk authenticates first).
     fn size(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with_reader(py, |reader| reader.plaintext_len().map_err(Failed::Format))
+        self.inner
+            .with(py, |reader| reader.plaintext_len().map_err(Failed::Format))
     }
 
     /// Closes the file; reading after it raises ValueError.
     fn close(&self, py: Python<'_>) {
-        py.detach(|| {
-            // Taken out under the lock, dropped after it (closing the file may take a moment).
-            let reader = lock(&self.inner).take();
-            drop(reader);
-        });
+        self.inner.close(py, drop);
     }
 
     /// Whether it is closed.
     #[getter]
     fn closed(&self, py: Python<'_>) -> bool {
-        py.detach(|| lock(&self.inner).is_none())
+        self.inner.closed(py)
     }
-}
-
-/// The handle's lock, taken only with the GIL released (see [`Reader`]). A panic while it
-/// was held leaves the reader or writer as it was; the next call goes on with it.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Reads until `buffer` is full or the input ends.
-fn read_full(reader: &mut impl Read, buffer: &mut [u8]) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match reader.read(&mut buffer[filled..]) {
-            Ok(0) => break,
-            Ok(read) => filled += read,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-    Ok(filled)
 }
 
 /// What a writer holds while open: the sealing writer over a second handle of the output
@@ -371,34 +359,27 @@ struct Writing {
 }
 
 /// Writes a new encrypted file; `close` seals the last chunk and makes the file appear.
-/// Threads may share one: their writes take turns, each written whole, and the lock is
-/// taken only with the GIL released, as [`Reader`]'s is.
+/// Threads may share one: their writes take turns, each written whole (see [`Handle`]).
 #[pyclass(module = "parcrypt", frozen)]
 pub struct Writer {
-    inner: Mutex<Option<Writing>>,
+    inner: Handle<Writing>,
 }
 
 /// Opens `path` for writing (`parcrypt.open(path, "wb")`).
 #[pyfunction]
-#[pyo3(signature = (path, *, key=None, passphrase=None, backend="auto", threads=None, overwrite=false, format="parcrypt", context=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (path, **options))]
 pub fn open_writer(
     py: Python<'_>,
     path: PathBuf,
-    key: Option<&Bound<'_, PyAny>>,
-    passphrase: Option<&Bound<'_, PyAny>>,
-    backend: &str,
-    threads: Option<usize>,
-    overwrite: bool,
-    format: &str,
-    context: Option<&Bound<'_, PyAny>>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Writer> {
-    let secrets = Secrets::get(key, passphrase)?;
-    let context = context.map(Input::get).transpose()?;
-    let setup = secrets.setup(format, context.as_ref())?;
+    let options = Options::take("open_writer", options::FILE, options)?;
+    let (secrets, context) = options.secrets()?;
+    let setup = secrets.setup(&options.format, context.as_ref())?;
     // Called by parcrypt.open: the warning points at its caller.
     secrets.warn(py, &setup, 2)?;
-    let runtime = runtime::runtime(backend, threads)?;
+    let runtime = options.runtime()?;
+    let overwrite = options.overwrite;
     let writing = py
         .detach(|| -> Result<Writing, parcrypt::errors::FormatError> {
             let mut output = OutputFile::create(&path, None, overwrite)?;
@@ -412,7 +393,7 @@ pub fn open_writer(
         })
         .map_err(errors::format)?;
     Ok(Writer {
-        inner: Mutex::new(Some(writing)),
+        inner: Handle::new(writing),
     })
 }
 
@@ -422,9 +403,7 @@ impl Writer {
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
         let input = Input::get(data)?;
         let bytes = input.bytes();
-        py.detach(|| {
-            let mut guard = lock(&self.inner);
-            let writing = guard.as_mut().ok_or(Failed::Closed)?;
+        self.inner.with(py, |writing| {
             writing.writer.write_all(bytes).map_err(Failed::Io)
         })?;
         Ok(bytes.len())
@@ -432,28 +411,24 @@ impl Writer {
 
     /// Seals the last chunk, writes the file to disk and gives it its name.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| {
-            // Taken out under the lock: the sealing and the sync to disk run after it.
-            let Some(Writing { writer, output }) = lock(&self.inner).take() else {
-                return Ok(());
-            };
-            drop(writer.finish()?);
-            output.commit()
-        })
-        .map_err(errors::format)
+        // The sealing and the sync to disk run after the lock is let go.
+        self.inner
+            .close(py, |Writing { writer, output }| {
+                drop(writer.finish()?);
+                output.commit()
+            })
+            .unwrap_or(Ok(()))
+            .map_err(errors::format)
     }
 
     /// Stops writing and leaves no file behind.
     fn abort(&self, py: Python<'_>) {
-        py.detach(|| {
-            let writing = lock(&self.inner).take();
-            drop(writing);
-        });
+        self.inner.close(py, drop);
     }
 
     /// Whether it is closed (or aborted).
     #[getter]
     fn closed(&self, py: Python<'_>) -> bool {
-        py.detach(|| lock(&self.inner).is_none())
+        self.inner.closed(py)
     }
 }

@@ -19,6 +19,7 @@ mod cipher;
 mod errors;
 mod files;
 mod gpu_arrays;
+mod options;
 mod parts;
 mod runtime;
 
@@ -138,6 +139,7 @@ fn _parcrypt(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<gpu_arrays::DeviceArray>()?;
     module.add_class::<files::Reader>()?;
     module.add_class::<files::Writer>()?;
+    module.add_class::<parts::PartJob>()?;
     module.add_function(wrap_pyfunction!(backends, module)?)?;
     module.add_function(wrap_pyfunction!(devices, module)?)?;
     module.add_function(wrap_pyfunction!(files::encrypt_file, module)?)?;
@@ -149,11 +151,6 @@ fn _parcrypt(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(parts::parts_layout, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_prepare_sealed, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_prepare_plain, module)?)?;
-    module.add_function(wrap_pyfunction!(parts::parts_seal, module)?)?;
-    module.add_function(wrap_pyfunction!(parts::parts_open, module)?)?;
-    module.add_function(wrap_pyfunction!(parts::parts_read, module)?)?;
-    module.add_function(wrap_pyfunction!(parts::parts_seal_file, module)?)?;
-    module.add_function(wrap_pyfunction!(parts::parts_open_file, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_encrypt_with_salts, module)?)?;
     Ok(())
 }

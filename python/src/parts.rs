@@ -17,6 +17,7 @@
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
+use parcrypt::errors::FormatError;
 use parcrypt::parts::{
     self, create_output, prepare_plain_output, prepare_sealed_output, DecryptPlan, EncryptPlan,
     Layout, PartKeys, SourceIdentity,
@@ -25,12 +26,13 @@ use parcrypt::{Backend, ChunkBatcher};
 use parcrypt::{Encryptor, KdfLimits, Salts, StreamOptions};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
 use crate::buffers::Input;
 use crate::errors;
-use crate::files::{parse_format, Secrets};
-use crate::runtime;
+use crate::files::parse_format;
+use crate::options::Options;
+use crate::runtime::{self, Runtime};
 
 fn keys(part_keys: &[u8]) -> PyResult<PartKeys> {
     PartKeys::from_bytes(part_keys).map_err(|error| PyValueError::new_err(error.to_string()))
@@ -79,51 +81,12 @@ fn fixed_salts((cobblestone, argon2): (Vec<u8>, Vec<u8>)) -> PyResult<Salts> {
     })
 }
 
-/// What every worker call on one message starts from: its chunk keys (as the plan's bytes),
-/// the file's layout and the engine to run on.
-struct Message {
-    keys: PartKeys,
-    layout: Layout,
-    runtime: &'static runtime::Runtime,
-}
-
-impl Message {
-    fn new(
-        part_keys: &[u8],
-        envelope_bytes: u64,
-        plaintext_bytes: u64,
-        backend: &str,
-        threads: Option<usize>,
-    ) -> PyResult<Self> {
-        Ok(Message {
-            keys: keys(part_keys)?,
-            layout: Layout {
-                envelope_bytes,
-                plaintext_bytes,
-            },
-            runtime: runtime::runtime(backend, threads)?,
-        })
-    }
-
-    fn batcher(&self) -> &dyn ChunkBatcher {
-        self.runtime.batcher.as_ref()
-    }
-}
-
-/// `src` opened for reading and `dst`, which must exist (prepared for the parts), for
-/// writing.
-fn part_files(src: &Path, dst: &Path) -> PyResult<(File, File)> {
-    let input = File::open(src).map_err(io_error)?;
-    let output = OpenOptions::new().write(true).open(dst).map_err(io_error)?;
-    Ok((input, output))
-}
-
 /// Creates `path` (new, mode 0600), lets `prepare` fill it, and removes it again when that
 /// fails, so that a failed preparation leaves nothing.
 fn create_prepared(
     path: &Path,
-    prepare: impl FnOnce(&File) -> Result<(), parcrypt::errors::FormatError>,
-) -> Result<File, parcrypt::errors::FormatError> {
+    prepare: impl FnOnce(&File) -> Result<(), FormatError>,
+) -> Result<File, FormatError> {
     let output = create_output(path)?;
     if let Err(error) = prepare(&output) {
         drop(output);
@@ -139,23 +102,20 @@ fn create_prepared(
 /// job). `salts` (Cobblestone's 24 bytes, argon2id's 16) fixes the salts for reproducible
 /// comparisons only: a salt must never repeat under a key.
 #[pyfunction]
-#[pyo3(signature = (src, *, key=None, passphrase=None, format="parcrypt", context=None, salts=None))]
+#[pyo3(signature = (src, **options))]
 #[allow(clippy::type_complexity)]
 pub fn parts_plan_encrypt<'py>(
     py: Python<'py>,
     src: PathBuf,
-    key: Option<&Bound<'py, PyAny>>,
-    passphrase: Option<&Bound<'py, PyAny>>,
-    format: &str,
-    context: Option<&Bound<'py, PyAny>>,
-    salts: Option<(Vec<u8>, Vec<u8>)>,
+    options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, u64, SourceTuple)> {
-    let secrets = Secrets::get(key, passphrase)?;
-    let context = context.map(Input::get).transpose()?;
-    let setup = secrets.setup(format, context.as_ref())?;
+    const ACCEPTED: &[&str] = &["key", "passphrase", "format", "context", "salts"];
+    let options = Options::take("parts_plan_encrypt", ACCEPTED, options)?;
+    let (secrets, context) = options.secrets()?;
+    let setup = secrets.setup(&options.format, context.as_ref())?;
     // parcrypt.parts.plan_encrypt calls this: the warning points at its caller.
     secrets.warn(py, &setup, 2)?;
-    let salts = salts.map(fixed_salts).transpose()?;
+    let salts = options.salts.map(fixed_salts).transpose()?;
     let input = File::open(&src).map_err(io_error)?;
     let plan = py
         .detach(|| match salts {
@@ -176,18 +136,16 @@ pub fn parts_plan_encrypt<'py>(
 /// (its final chunk, opened on one CPU thread): returns `(envelope_bytes, plaintext_bytes,
 /// part_keys)`. A cut or extended file is refused here.
 #[pyfunction]
-#[pyo3(signature = (path, *, key=None, passphrase=None, format="parcrypt", context=None))]
+#[pyo3(signature = (path, **options))]
 pub fn parts_plan_decrypt<'py>(
     py: Python<'py>,
     path: PathBuf,
-    key: Option<&Bound<'py, PyAny>>,
-    passphrase: Option<&Bound<'py, PyAny>>,
-    format: &str,
-    context: Option<&Bound<'py, PyAny>>,
+    options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<(u64, u64, Bound<'py, PyBytes>)> {
-    let secrets = Secrets::get(key, passphrase)?;
-    let context = context.map(Input::get).transpose()?;
-    let format = parse_format(format)?;
+    const ACCEPTED: &[&str] = &["key", "passphrase", "format", "context"];
+    let options = Options::take("parts_plan_decrypt", ACCEPTED, options)?;
+    let (secrets, context) = options.secrets()?;
+    let format = parse_format(&options.format)?;
     let input = File::open(&path).map_err(io_error)?;
     // One chunk to open: the sequential CPU path, never a GPU started for it.
     let runtime = runtime::runtime_for(Backend::Seq, None)?;
@@ -272,112 +230,143 @@ pub fn parts_prepare_plain(py: Python<'_>, path: PathBuf, plaintext_bytes: u64) 
     .map_err(errors::format)
 }
 
-/// Seals chunks `first..end` of the plaintext file `src` into `dst` (made by
-/// `parts_prepare_sealed`) at their offsets; returns the plaintext bytes sealed. `src` must
-/// still be the file `source` identifies, unwritten since the plan (checked before and
-/// after sealing).
-#[pyfunction]
-#[pyo3(signature = (part_keys, envelope_bytes, plaintext_bytes, source, first, end, src, dst, *, backend="auto", threads=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn parts_seal(
-    py: Python<'_>,
-    part_keys: &[u8],
-    envelope_bytes: u64,
-    plaintext_bytes: u64,
-    source: SourceTuple,
-    first: u64,
-    end: u64,
+/// One message's chunks between two files, for the worker calls of `parcrypt.parts`: the
+/// message's chunk keys (as the plan's bytes), the file's layout and the engine to run on,
+/// the file read (`src`) and the file written (`dst`; none for a read).
+#[pyclass(module = "parcrypt", frozen)]
+pub struct PartJob {
+    keys: PartKeys,
+    layout: Layout,
+    runtime: &'static Runtime,
     src: PathBuf,
-    dst: PathBuf,
-    backend: &str,
-    threads: Option<usize>,
-) -> PyResult<u64> {
-    let message = Message::new(part_keys, envelope_bytes, plaintext_bytes, backend, threads)?;
-    let (input, output) = part_files(&src, &dst)?;
-    py.detach(|| {
-        parts::seal_part(
-            message.batcher(),
-            &message.keys,
-            &message.layout,
-            &source_identity(source),
-            first..end,
-            &input,
-            &output,
-            &StreamOptions::default(),
-        )
-    })
-    .map_err(errors::format)
+    dst: Option<PathBuf>,
 }
 
-/// Opens chunks `first..end` of the encrypted file `src` and writes their plaintext into
-/// `dst` (already `plaintext_bytes` long) at their offsets; every chunk authenticates before
-/// any of its bytes is written. Returns the plaintext bytes written.
-#[pyfunction]
-#[pyo3(signature = (part_keys, envelope_bytes, plaintext_bytes, first, end, src, dst, *, backend="auto", threads=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn parts_open(
-    py: Python<'_>,
-    part_keys: &[u8],
-    envelope_bytes: u64,
-    plaintext_bytes: u64,
-    first: u64,
-    end: u64,
-    src: PathBuf,
-    dst: PathBuf,
-    backend: &str,
-    threads: Option<usize>,
-) -> PyResult<u64> {
-    let message = Message::new(part_keys, envelope_bytes, plaintext_bytes, backend, threads)?;
-    let (input, output) = part_files(&src, &dst)?;
-    py.detach(|| {
-        parts::open_part(
-            message.batcher(),
-            &message.keys,
-            &message.layout,
-            first..end,
-            &input,
-            &output,
-            &StreamOptions::default(),
-        )
-    })
-    .map_err(errors::format)
+impl PartJob {
+    /// Runs `work` with the GIL released, on the job's engine, keys and layout.
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        work: impl FnOnce(&dyn ChunkBatcher, &PartKeys, &Layout, &StreamOptions) -> Result<T, FormatError>
+            + Send,
+    ) -> PyResult<T> {
+        let batcher = self.runtime.batcher.as_ref();
+        py.detach(|| work(batcher, &self.keys, &self.layout, &StreamOptions::default()))
+            .map_err(errors::format)
+    }
+
+    fn dst(&self) -> PyResult<&Path> {
+        self.dst
+            .as_deref()
+            .ok_or_else(|| PyValueError::new_err("this part job writes no file"))
+    }
+
+    /// `src` opened for reading and `dst`, which must exist (prepared for the parts), for
+    /// writing.
+    fn part_files(&self) -> PyResult<(File, File)> {
+        let input = File::open(&self.src).map_err(io_error)?;
+        let output = OpenOptions::new()
+            .write(true)
+            .open(self.dst()?)
+            .map_err(io_error)?;
+        Ok((input, output))
+    }
 }
 
-/// Decrypts plaintext bytes `start..end` (clamped to the message) of the encrypted file
-/// `src` and returns them; only the chunks holding them are read, each authenticated, and
-/// the final chunk too when the range reaches the message's end.
-#[pyfunction]
-#[pyo3(signature = (part_keys, envelope_bytes, plaintext_bytes, start, end, src, *, backend="auto", threads=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn parts_read<'py>(
-    py: Python<'py>,
-    part_keys: &[u8],
-    envelope_bytes: u64,
-    plaintext_bytes: u64,
-    start: u64,
-    end: u64,
-    src: PathBuf,
-    backend: &str,
-    threads: Option<usize>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let message = Message::new(part_keys, envelope_bytes, plaintext_bytes, backend, threads)?;
-    let input = File::open(&src).map_err(io_error)?;
-    let bytes = py
-        .detach(|| {
-            let mut out = Vec::new();
-            parts::open_span(
-                message.batcher(),
-                &message.keys,
-                &message.layout,
-                start..end,
-                &input,
-                &mut out,
-                &StreamOptions::default(),
-            )
-            .map(|_| out)
+#[pymethods]
+impl PartJob {
+    /// `PartJob(part_keys, envelope_bytes, plaintext_bytes, src, dst=None, *,
+    /// backend="auto", threads=None)`.
+    #[new]
+    #[pyo3(signature = (part_keys, envelope_bytes, plaintext_bytes, src, dst=None, *, backend="auto", threads=None))]
+    fn new(
+        part_keys: &[u8],
+        envelope_bytes: u64,
+        plaintext_bytes: u64,
+        src: PathBuf,
+        dst: Option<PathBuf>,
+        backend: &str,
+        threads: Option<usize>,
+    ) -> PyResult<Self> {
+        Ok(PartJob {
+            keys: keys(part_keys)?,
+            layout: Layout {
+                envelope_bytes,
+                plaintext_bytes,
+            },
+            runtime: runtime::runtime(backend, threads)?,
+            src,
+            dst,
         })
-        .map_err(errors::format)?;
-    Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Seals chunks `first..end` of the plaintext file `src` into `dst` (made by
+    /// `parts_prepare_sealed`) at their offsets; returns the plaintext bytes sealed. `src`
+    /// must still be the file `source` identifies, unwritten since the plan (checked before
+    /// and after sealing).
+    fn seal(&self, py: Python<'_>, source: SourceTuple, first: u64, end: u64) -> PyResult<u64> {
+        let (input, output) = self.part_files()?;
+        let source = source_identity(source);
+        self.run(py, |batcher, keys, layout, options| {
+            let chunks = first..end;
+            parts::seal_part(
+                batcher, keys, layout, &source, chunks, &input, &output, options,
+            )
+        })
+    }
+
+    /// Opens chunks `first..end` of the encrypted file `src` and writes their plaintext into
+    /// `dst` (already `plaintext_bytes` long) at their offsets; every chunk authenticates
+    /// before any of its bytes is written. Returns the plaintext bytes written.
+    fn open(&self, py: Python<'_>, first: u64, end: u64) -> PyResult<u64> {
+        let (input, output) = self.part_files()?;
+        self.run(py, |batcher, keys, layout, options| {
+            parts::open_part(batcher, keys, layout, first..end, &input, &output, options)
+        })
+    }
+
+    /// Decrypts plaintext bytes `start..end` (clamped to the message) of the encrypted file
+    /// `src` and returns them; only the chunks holding them are read, each authenticated,
+    /// and the final chunk too when the range reaches the message's end.
+    fn read<'py>(&self, py: Python<'py>, start: u64, end: u64) -> PyResult<Bound<'py, PyBytes>> {
+        let input = File::open(&self.src).map_err(io_error)?;
+        let bytes = self.run(py, |batcher, keys, layout, options| {
+            let mut out = Vec::new();
+            parts::open_span(batcher, keys, layout, start..end, &input, &mut out, options)
+                .map(|_| out)
+        })?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Seals the whole plaintext file `src` into `dst` (one worker, one file), `envelope`
+    /// first; `dst` appears only once complete (a file with no name and mode 0600 until
+    /// then, so a killed worker leaves nothing). `src` must still be the file `source`
+    /// identifies, unwritten since the plan. Returns the plaintext bytes.
+    #[pyo3(signature = (envelope, source, overwrite=false))]
+    fn seal_file(
+        &self,
+        py: Python<'_>,
+        envelope: Vec<u8>,
+        source: SourceTuple,
+        overwrite: bool,
+    ) -> PyResult<u64> {
+        let (source, src, dst) = (source_identity(source), &self.src, self.dst()?);
+        self.run(py, |batcher, keys, layout, options| {
+            parts::seal_file(
+                batcher, keys, &envelope, layout, &source, src, dst, overwrite, options,
+            )
+        })
+    }
+
+    /// Opens the whole encrypted file `src` into `dst` (one worker, one file); `dst` appears
+    /// only once every chunk authenticated. Returns the plaintext bytes.
+    #[pyo3(signature = (overwrite=false))]
+    fn open_file(&self, py: Python<'_>, overwrite: bool) -> PyResult<u64> {
+        let (src, dst) = (&self.src, self.dst()?);
+        self.run(py, |batcher, keys, layout, options| {
+            parts::open_file(batcher, keys, layout, src, dst, overwrite, options)
+        })
+    }
 }
 
 /// Encrypts `src` into `dst` on this machine, through the same streaming pipeline as
@@ -385,25 +374,27 @@ pub fn parts_read<'py>(
 /// distributed encryption is compared with, byte for byte. A salt must never repeat under
 /// a key: for tests and reproducible comparisons only. Returns the plaintext bytes.
 #[pyfunction]
-#[pyo3(signature = (src, dst, salts, *, key=None, passphrase=None, format="parcrypt", context=None, backend="auto", threads=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (src, dst, salts, **options))]
 pub fn parts_encrypt_with_salts(
     py: Python<'_>,
     src: PathBuf,
     dst: PathBuf,
     salts: (Vec<u8>, Vec<u8>),
-    key: Option<&Bound<'_, PyAny>>,
-    passphrase: Option<&Bound<'_, PyAny>>,
-    format: &str,
-    context: Option<&Bound<'_, PyAny>>,
-    backend: &str,
-    threads: Option<usize>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<u64> {
-    let secrets = Secrets::get(key, passphrase)?;
-    let context = context.map(Input::get).transpose()?;
-    let setup = secrets.setup(format, context.as_ref())?;
+    const ACCEPTED: &[&str] = &[
+        "key",
+        "passphrase",
+        "format",
+        "context",
+        "backend",
+        "threads",
+    ];
+    let options = Options::take("parts_encrypt_with_salts", ACCEPTED, options)?;
+    let (secrets, context) = options.secrets()?;
+    let setup = secrets.setup(&options.format, context.as_ref())?;
     let salts = fixed_salts(salts)?;
-    let runtime = runtime::runtime(backend, threads)?;
+    let runtime = options.runtime()?;
     let mut input = File::open(&src).map_err(io_error)?;
     py.detach(|| {
         let mut done = 0;
@@ -415,78 +406,9 @@ pub fn parts_encrypt_with_salts(
                 &mut output,
                 &StreamOptions::default(),
             )?;
-            std::io::Write::flush(&mut output).map_err(parcrypt::errors::FormatError::Write)
+            std::io::Write::flush(&mut output).map_err(FormatError::Write)
         })?;
         Ok(done)
-    })
-    .map_err(errors::format)
-}
-
-/// Seals the whole plaintext file `src` into `dst` (one worker, one file) from a plan made
-/// elsewhere; `dst` appears only once complete (a file with no name and mode 0600 until
-/// then, so a killed worker leaves nothing). `src` must still be the file `source`
-/// identifies, unwritten since the plan. Returns the plaintext bytes.
-#[pyfunction]
-#[pyo3(signature = (part_keys, envelope, plaintext_bytes, source, src, dst, *, overwrite=false, backend="auto", threads=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn parts_seal_file(
-    py: Python<'_>,
-    part_keys: &[u8],
-    envelope: Vec<u8>,
-    plaintext_bytes: u64,
-    source: SourceTuple,
-    src: PathBuf,
-    dst: PathBuf,
-    overwrite: bool,
-    backend: &str,
-    threads: Option<usize>,
-) -> PyResult<u64> {
-    let envelope_bytes = envelope.len() as u64;
-    let message = Message::new(part_keys, envelope_bytes, plaintext_bytes, backend, threads)?;
-    py.detach(|| {
-        parts::seal_file(
-            message.batcher(),
-            &message.keys,
-            &envelope,
-            &message.layout,
-            &source_identity(source),
-            &src,
-            &dst,
-            overwrite,
-            &StreamOptions::default(),
-        )
-    })
-    .map_err(errors::format)
-}
-
-/// Opens the whole encrypted file `src` into `dst` (one worker, one file) from a plan made
-/// elsewhere; `dst` appears only once every chunk authenticated. Returns the plaintext
-/// bytes.
-#[pyfunction]
-#[pyo3(signature = (part_keys, envelope_bytes, plaintext_bytes, src, dst, *, overwrite=false, backend="auto", threads=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn parts_open_file(
-    py: Python<'_>,
-    part_keys: &[u8],
-    envelope_bytes: u64,
-    plaintext_bytes: u64,
-    src: PathBuf,
-    dst: PathBuf,
-    overwrite: bool,
-    backend: &str,
-    threads: Option<usize>,
-) -> PyResult<u64> {
-    let message = Message::new(part_keys, envelope_bytes, plaintext_bytes, backend, threads)?;
-    py.detach(|| {
-        parts::open_file(
-            message.batcher(),
-            &message.keys,
-            &message.layout,
-            &src,
-            &dst,
-            overwrite,
-            &StreamOptions::default(),
-        )
     })
     .map_err(errors::format)
 }

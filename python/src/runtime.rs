@@ -60,6 +60,20 @@ pub fn runtime_for(backend: Backend, threads: Option<usize>) -> PyResult<&'stati
     Ok(runtime)
 }
 
+/// Below this many bytes the GIL stays held: releasing and taking it back costs more than
+/// such a message takes to seal or encrypt.
+const RELEASE_GIL_FROM: usize = 8 * 1024;
+
+/// Runs `work` on a message of `length` bytes, with the GIL released from
+/// [`RELEASE_GIL_FROM`] bytes on.
+pub fn run_message<T: Send>(py: Python<'_>, length: usize, work: impl FnOnce() -> T + Send) -> T {
+    if length >= RELEASE_GIL_FROM {
+        py.detach(work)
+    } else {
+        work()
+    }
+}
+
 /// The suite called `name` (such as `aes-128-gcm`).
 pub fn suite(name: &str) -> PyResult<CipherSpec> {
     name.parse()
@@ -68,7 +82,7 @@ pub fn suite(name: &str) -> PyResult<CipherSpec> {
         })
 }
 
-/// What `parcrypt.Aead` and `parcrypt.Cipher` are keyed from: the suite `name`, the key (a
+/// What `parcrypt.Aead` and `parcrypt.Cipher` are keyed from: the suite, the key (a
 /// bytes-like object: [`buffers::key_bytes`]) and the shared engine for `backend` and
 /// `threads`, whose warnings about running the suite are given here.
 pub struct Keying {
@@ -83,15 +97,15 @@ pub struct Keying {
 }
 
 impl Keying {
-    /// Takes the arguments every keyed object starts from, in the order they are checked.
+    /// Takes the arguments every keyed object starts from (the suite parsed first, by
+    /// [`suite`]), in the order they are checked.
     pub fn new(
         py: Python<'_>,
-        name: &str,
+        spec: CipherSpec,
         key: &Bound<'_, PyAny>,
         backend: &str,
         threads: Option<usize>,
     ) -> PyResult<Self> {
-        let spec = suite(name)?;
         let key = buffers::key_bytes("key", key)?;
         let backend: Backend = backend.parse().map_err(errors::engine)?;
         let engine = Arc::clone(&runtime_for(backend, threads)?.engine);

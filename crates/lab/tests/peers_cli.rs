@@ -5,16 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
-mod process {
-    /// Asserts that the program exited with success, showing its stderr when not.
-    pub fn assert_success(output: &std::process::Output, what: &str) {
-        assert!(
-            output.status.success(),
-            "{what}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-}
+#[path = "../../../tests/support/process.rs"]
+mod process;
 
 /// `parcrypt-lab --peers...` at one tiny size, one thread, one run, its builds in `cache`.
 fn lab_peers(

@@ -52,28 +52,55 @@ fn take_error(error: *mut ParcryptError) -> (ParcryptStatus, String) {
     }
 }
 
+/// An entry point that makes a handle on an engine from a NUL-terminated name, a key, a
+/// second byte string and flags: `parcrypt_cipher_new` (a suite name and an IV),
+/// `parcrypt_file_encryptor_new` and `parcrypt_file_decryptor_open` (a file and a context).
+type KeyedNew<T> = unsafe extern "C" fn(
+    *const ParcryptEngine,
+    *const c_char,
+    *const u8,
+    usize,
+    *const u8,
+    usize,
+    u32,
+    *mut *mut T,
+    *mut *mut ParcryptError,
+) -> ParcryptStatus;
+
+/// The handle `call` makes on `engine` from `name`, `key` and `second`, without flags (as
+/// [`made`] checks it).
+fn keyed_new<T>(
+    call: KeyedNew<T>,
+    engine: *const ParcryptEngine,
+    name: &CStr,
+    key: &[u8],
+    second: &[u8],
+) -> Result<*mut T, (ParcryptStatus, String)> {
+    made(|handle, error| {
+        // SAFETY: live engine, NUL-terminated name, slices for their lengths, writable outs.
+        unsafe {
+            call(
+                engine,
+                name.as_ptr(),
+                key.as_ptr(),
+                key.len(),
+                second.as_ptr(),
+                second.len(),
+                0,
+                handle,
+                error,
+            )
+        }
+    })
+}
+
 fn cipher(
     engine: *const ParcryptEngine,
     name: &CStr,
     key: &[u8],
     iv: &[u8],
 ) -> Result<*mut ParcryptCipher, (ParcryptStatus, String)> {
-    made(|cipher, error| {
-        // SAFETY: live engine, NUL-terminated name, slices for their lengths, writable outs.
-        unsafe {
-            parcrypt_cipher_new(
-                engine,
-                name.as_ptr(),
-                key.as_ptr(),
-                key.len(),
-                iv.as_ptr(),
-                iv.len(),
-                0,
-                cipher,
-                error,
-            )
-        }
-    })
+    keyed_new(parcrypt_cipher_new, engine, name, key, iv)
 }
 
 /// A seekable decryptor of the file at `path`, sealed under `key` without a context.
@@ -82,23 +109,123 @@ fn open_decryptor(
     path: &CStr,
     key: &[u8],
 ) -> *mut ParcryptFileDecryptor {
-    made(|decryptor, error| {
-        // SAFETY: a live engine, a NUL-terminated path, a key for its length, writable outs.
+    keyed_new(parcrypt_file_decryptor_open, engine, path, key, &[]).expect("a file decryptor")
+}
+
+/// A call's outcome: `Ok`, or the status and message of its error object (which is freed;
+/// its status is the one the call returned).
+fn outcome(
+    status: ParcryptStatus,
+    error: *mut ParcryptError,
+) -> Result<(), (ParcryptStatus, String)> {
+    if status == ParcryptStatus::Ok {
+        assert!(error.is_null(), "a success with an error object");
+        return Ok(());
+    }
+    let (object_status, message) = take_error(error);
+    assert_eq!(object_status, status);
+    Err((status, message))
+}
+
+/// `parcrypt_file_decryptor_read` into `buffer`, or `_read_at` from `offset`: the bytes
+/// it says it read, and its outcome.
+///
+/// # Safety
+/// `decryptor` is live.
+unsafe fn read_plaintext(
+    decryptor: *const ParcryptFileDecryptor,
+    offset: Option<u64>,
+    buffer: &mut [u8],
+) -> (usize, Result<(), (ParcryptStatus, String)>) {
+    let (at, capacity) = (buffer.as_mut_ptr(), buffer.len());
+    let (mut read, mut error) = (usize::MAX, null_mut());
+    // SAFETY: this function's contract; the buffer is ours for its length.
+    let status = unsafe {
+        match offset {
+            None => parcrypt_file_decryptor_read(decryptor, at, capacity, &mut read, &mut error),
+            Some(offset) => parcrypt_file_decryptor_read_at(
+                decryptor, offset, at, capacity, &mut read, &mut error,
+            ),
+        }
+    };
+    (read, outcome(status, error))
+}
+
+/// A segmented message of `input_length` bytes for `direction` under `cipher`'s own IV,
+/// without AAD.
+fn segmented_new(
+    cipher: *const ParcryptCipher,
+    direction: i32,
+    input_length: usize,
+) -> Result<*mut ParcryptSegmented, (ParcryptStatus, String)> {
+    made(|segmented, error| {
+        // SAFETY: a live cipher and writable outs.
         unsafe {
-            parcrypt_file_decryptor_open(
-                engine,
-                path.as_ptr(),
-                key.as_ptr(),
-                key.len(),
+            parcrypt_segmented_new(
+                cipher,
+                direction,
                 null(),
                 0,
+                null(),
                 0,
-                decryptor,
+                input_length,
+                segmented,
                 error,
             )
         }
     })
-    .expect("a file decryptor")
+}
+
+/// `parcrypt_segmented_run` of the body's `output.len()` bytes from `offset`, read at
+/// `input`.
+///
+/// # Safety
+/// `segmented` is live; `input` is readable for `output.len()` bytes (and, for CBC
+/// decryption past offset 0, the block before it).
+unsafe fn run_segment(
+    segmented: *const ParcryptSegmented,
+    offset: usize,
+    input: *const u8,
+    output: &mut [u8],
+) -> Result<(), (ParcryptStatus, String)> {
+    let mut error = null_mut();
+    // SAFETY: this function's contract; `output` is ours for its length.
+    let status = unsafe {
+        parcrypt_segmented_run(
+            segmented,
+            offset,
+            input,
+            output.as_mut_ptr(),
+            output.len(),
+            &mut error,
+        )
+    };
+    outcome(status, error)
+}
+
+/// `parcrypt_segmented_finish` of the message's whole `input` into `output`: the bytes
+/// written.
+///
+/// # Safety
+/// `segmented` is live and `input` holds at least its input length.
+unsafe fn finish_segments(
+    segmented: *const ParcryptSegmented,
+    input: &[u8],
+    output: &mut [u8],
+) -> Result<usize, (ParcryptStatus, String)> {
+    let (mut written, mut error) = (0, null_mut());
+    // SAFETY: this function's contract; the slices are ours for their lengths.
+    let status = unsafe {
+        parcrypt_segmented_finish(
+            segmented,
+            input.as_ptr(),
+            output.as_mut_ptr(),
+            output.len(),
+            &mut written,
+            &mut error,
+        )
+    };
+    outcome(status, error).map(|()| written)
 }
 
 /// A whole-message call's raw memory, as C gives it: `input_length` bytes at `input` to
@@ -361,21 +488,10 @@ fn threads_share_one_file_decryptor() {
     let engine = engine(c"pool");
     let key = [0x42u8; 32];
     let plain: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
-    let mut encryptor = null_mut();
-    // SAFETY: live engine, NUL-terminated path, slices for their lengths, writable outs.
+    let encryptor = keyed_new(parcrypt_file_encryptor_new, engine, &sealed, &key, &[])
+        .expect("a file encryptor");
+    // SAFETY: a live encryptor, slices for their lengths.
     unsafe {
-        let status = parcrypt_file_encryptor_new(
-            engine,
-            sealed.as_ptr(),
-            key.as_ptr(),
-            key.len(),
-            null(),
-            0,
-            0,
-            &mut encryptor,
-            null_mut(),
-        );
-        assert_eq!(status, ParcryptStatus::Ok);
         for piece in plain.chunks(50_001) {
             let status =
                 parcrypt_file_encryptor_write(encryptor, piece.as_ptr(), piece.len(), null_mut());
@@ -397,20 +513,11 @@ fn threads_share_one_file_decryptor() {
                 for round in 0..20usize {
                     let offset = (thread * 70_001 + round * 9_973) % (plain.len() - 5000);
                     let mut piece = vec![0u8; 5000];
-                    let mut read = 0;
-                    // SAFETY: the decryptor lives until every thread ended; the buffer is
-                    // this thread's own.
-                    let status = unsafe {
-                        parcrypt_file_decryptor_read_at(
-                            shared as *const ParcryptFileDecryptor,
-                            offset as u64,
-                            piece.as_mut_ptr(),
-                            piece.len(),
-                            &mut read,
-                            null_mut(),
-                        )
-                    };
-                    assert_eq!(status, ParcryptStatus::Ok);
+                    let decryptor = shared as *const ParcryptFileDecryptor;
+                    // SAFETY: the decryptor lives until every thread ended.
+                    let (read, outcome) =
+                        unsafe { read_plaintext(decryptor, Some(offset as u64), &mut piece) };
+                    assert_eq!(outcome, Ok(()));
                     assert_eq!(read, piece.len());
                     assert_eq!(piece, plain[offset..offset + 5000]);
                 }
@@ -463,60 +570,23 @@ fn segmented_messages_match_whole_ones() {
         }
     }
     let cipher = cipher(engine, c"aes-128-ctr", &[1; 16], &[2; 16]).expect("cipher");
-    let mut segmented = null_mut();
+    let segmented = segmented_new(cipher, PARCRYPT_ENCRYPT, 64).expect("a segmented message");
     let data = [0u8; 64];
     let mut output = [0u8; 64];
-    let mut written = 0;
-    let mut error = null_mut();
-    // SAFETY: live handles, buffers for their lengths, writable outs.
+    // SAFETY: live handles, buffers for their lengths.
     unsafe {
-        let status = parcrypt_segmented_new(
-            cipher,
-            0,
-            null(),
-            0,
-            null(),
-            0,
-            64,
-            &mut segmented,
-            null_mut(),
-        );
-        assert_eq!(status, ParcryptStatus::Ok);
-        let status = parcrypt_segmented_run(
-            segmented,
-            8,
-            data.as_ptr(),
-            output.as_mut_ptr(),
-            16,
-            &mut error,
-        );
-        assert_eq!(take_error(error).0, ParcryptStatus::InvalidArgument);
-        let status_ok = parcrypt_segmented_run(
-            segmented,
-            0,
-            data.as_ptr(),
-            output.as_mut_ptr(),
-            32,
-            null_mut(),
-        );
-        assert_eq!(status_ok, ParcryptStatus::Ok);
-        assert_eq!(status, ParcryptStatus::InvalidArgument);
-        let status = parcrypt_segmented_finish(
-            segmented,
-            data.as_ptr(),
-            output.as_mut_ptr(),
-            64,
-            &mut written,
-            &mut error,
-        );
-        let (status_read, message) = take_error(error);
+        let (status, _) = run_segment(segmented, 8, data.as_ptr(), &mut output[..16]).unwrap_err();
         assert_eq!(
-            (status, status_read),
-            (
-                ParcryptStatus::InvalidArgument,
-                ParcryptStatus::InvalidArgument
-            )
+            status,
+            ParcryptStatus::InvalidArgument,
+            "a cut off the blocks"
         );
+        assert_eq!(
+            run_segment(segmented, 0, data.as_ptr(), &mut output[..32]),
+            Ok(())
+        );
+        let (status, message) = finish_segments(segmented, &data, &mut output).unwrap_err();
+        assert_eq!(status, ParcryptStatus::InvalidArgument, "a gap");
         assert!(message.contains("cover"), "{message}");
         parcrypt_segmented_free(segmented);
         parcrypt_cipher_free(cipher);
@@ -537,25 +607,7 @@ fn run_segments(
     unsafe impl Send for Shared {}
     // SAFETY: as above.
     unsafe impl Sync for Shared {}
-    let mut segmented = null_mut();
-    let mut error = null_mut();
-    // SAFETY: a live cipher and writable outs.
-    let status = unsafe {
-        parcrypt_segmented_new(
-            cipher,
-            direction,
-            null(),
-            0,
-            null(),
-            0,
-            input.len(),
-            &mut segmented,
-            &mut error,
-        )
-    };
-    if status != ParcryptStatus::Ok {
-        return Err(take_error(error));
-    }
+    let segmented = segmented_new(cipher, direction, input.len())?;
     let (mut body, mut alignment) = (0, 0);
     // SAFETY: a live handle and writable outs.
     let status =
@@ -572,45 +624,20 @@ fn run_segments(
         let (first, second) = output[..body].split_at_mut(cut);
         let statuses = std::thread::scope(|scope| {
             let shared = &shared;
-            let a = scope.spawn(move || {
-                let mut error = null_mut();
-                // SAFETY: the input and output ranges are the body's first `cut` bytes.
-                let status = unsafe {
-                    parcrypt_segmented_run(
-                        shared.0,
-                        0,
-                        input.as_ptr(),
-                        first.as_mut_ptr(),
-                        first.len(),
-                        &mut error,
-                    )
-                };
-                if status != ParcryptStatus::Ok {
-                    panic!("{:?}", take_error(error));
-                }
-                status
-            });
-            let b = scope.spawn(move || {
-                // SAFETY: the rest of the body, inside the whole input (CBC reads the block
-                // before it).
-                unsafe {
-                    parcrypt_segmented_run(
-                        shared.0,
-                        cut,
-                        input.as_ptr().add(cut),
-                        second.as_mut_ptr(),
-                        second.len(),
-                        null_mut(),
-                    )
-                }
+            // SAFETY: the input and output ranges are the body's first `cut` bytes.
+            let a = scope.spawn(move || unsafe { run_segment(shared.0, 0, input.as_ptr(), first) });
+            // SAFETY: the rest of the body, inside the whole input (CBC reads the block
+            // before it).
+            let b = scope.spawn(move || unsafe {
+                run_segment(shared.0, cut, input.as_ptr().add(cut), second)
             });
             [a.join().unwrap(), b.join().unwrap()]
         });
-        assert_eq!(statuses, [ParcryptStatus::Ok; 2]);
+        assert_eq!(statuses, [Ok(()), Ok(())]);
         if round == 1 {
             break;
         }
-        let mut again = 0;
+        let (mut again, mut error) = (0, null_mut());
         // SAFETY: a live handle, the whole input, writable outs.
         let status = unsafe {
             parcrypt_segmented_authenticate(segmented, input.as_ptr(), &mut again, &mut error)
@@ -629,27 +656,19 @@ fn run_segments(
             break;
         }
     }
-    let mut written = 0;
-    // SAFETY: the whole input and output, a live handle, writable outs.
-    let status = unsafe {
-        parcrypt_segmented_finish(
-            segmented,
-            input.as_ptr(),
-            output.as_mut_ptr(),
-            output.len(),
-            &mut written,
-            &mut error,
-        )
-    };
-    let result = if status == ParcryptStatus::Ok {
-        output.truncate(written);
-        Ok(output)
-    } else {
-        assert!(
-            output.iter().all(|byte| *byte == 0),
-            "a failed finish leaves no plaintext"
-        );
-        Err(take_error(error))
+    // SAFETY: a live handle, the whole input.
+    let result = match unsafe { finish_segments(segmented, input, &mut output) } {
+        Ok(written) => {
+            output.truncate(written);
+            Ok(output)
+        }
+        Err(failure) => {
+            assert!(
+                output.iter().all(|byte| *byte == 0),
+                "a failed finish leaves no plaintext"
+            );
+            Err(failure)
+        }
     };
     // SAFETY: made above, freed once.
     unsafe { parcrypt_segmented_free(segmented) };
@@ -696,19 +715,10 @@ fn the_file_readers_refuse_a_cut_file() {
         let mut buffer = vec![0u8; 10_000];
         let mut released = 0u64;
         let ended_with = loop {
-            let (mut read, mut error) = (0, null_mut());
-            // SAFETY: a live decryptor, a buffer of ours for its length, writable outs.
-            let status = unsafe {
-                parcrypt_file_decryptor_read(
-                    shared,
-                    buffer.as_mut_ptr(),
-                    buffer.len(),
-                    &mut read,
-                    &mut error,
-                )
-            };
-            if status != ParcryptStatus::Ok {
-                break take_error(error).0;
+            // SAFETY: a live decryptor.
+            let (read, outcome) = unsafe { read_plaintext(shared, None, &mut buffer) };
+            if let Err((status, _)) = outcome {
+                break status;
             }
             if read == 0 {
                 break ParcryptStatus::Ok;

@@ -72,8 +72,8 @@ pub mod stream;
 #[allow(unsafe_code)]
 mod team;
 #[cfg(test)]
-#[path = "../tests/support/trickle.rs"]
-mod trickle;
+#[path = "../tests/support/io.rs"]
+mod test_io;
 pub mod tune;
 
 pub use aead::{Aead, MAX_SEALED_MESSAGES, NONCE_BYTES, SEAL_OVERHEAD};

@@ -170,7 +170,7 @@ pub fn process_stream_with_progress(
 mod tests {
     use super::*;
     use crate::crypter::{process_buffer, JobSpec};
-    use crate::trickle::Trickle;
+    use crate::test_io::{Broken, Trickle};
     use crate::{Backend, Engine};
     use parcrypt_ciphers::Implementation;
     use parcrypt_modes::{CipherSpec, Direction};
@@ -229,15 +229,6 @@ mod tests {
 
     #[test]
     fn a_failing_writer_stops_the_stream_with_its_error() {
-        struct Broken;
-        impl Write for Broken {
-            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
-                Err(io::Error::new(io::ErrorKind::BrokenPipe, "pipe closed"))
-            }
-            fn flush(&mut self) -> io::Result<()> {
-                Ok(())
-            }
-        }
         let engine = Engine::new(Backend::Seq, None).unwrap();
         let key = [1u8; 16];
         let iv = [2u8; 16];

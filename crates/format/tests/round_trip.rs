@@ -4,8 +4,8 @@
 // Tests print what they ran and skipped to stderr, where libtest captures it.
 #![allow(clippy::disallowed_macros)]
 
-#[path = "../../engine/tests/support/trickle.rs"]
-mod trickle;
+#[path = "../../engine/tests/support/io.rs"]
+mod test_io;
 
 use std::io::{self, Cursor, Read, Write};
 
@@ -16,7 +16,7 @@ use parcrypt_format::{
     decrypt, encrypt, Argon2Params, ByteRange, CpuChunks, Decryptor, Envelope, Format, FormatError,
     Salts, Secret, Setup, StreamOptions, Suite,
 };
-use trickle::Trickle;
+use test_io::{Broken, Failing, Trickle};
 
 const KEY_128: [u8; 16] = [0x42; 16];
 const KEY_256: [u8; 32] = [0x24; 32];
@@ -564,21 +564,6 @@ fn ranges_match_slices_and_check_the_end_when_relative_to_it() {
 
 #[test]
 fn failing_writers_and_readers_are_reported() {
-    struct Broken;
-    impl Write for Broken {
-        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
-            Err(io::Error::new(io::ErrorKind::BrokenPipe, "pipe closed"))
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    struct Failing;
-    impl Read for Failing {
-        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
-            Err(io::Error::other("disk on fire"))
-        }
-    }
     let engine = Engine::new(Backend::Seq, None).unwrap();
     let batcher = CpuChunks::new(&engine);
     let (_, keys) = Envelope::create(&Setup::default(), Secret::Key(&KEY_128)).unwrap();

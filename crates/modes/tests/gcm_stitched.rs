@@ -77,6 +77,14 @@ fn random_bytes(rng: &mut StdRng, length: usize) -> Vec<u8> {
     bytes
 }
 
+/// A case of the VAES-512 streaming tests: keys of `algorithm`, a random text of
+/// `STREAM_FROM_BYTES + extra` bytes (long enough to stream) and a random nonce.
+fn long_case(algorithm: Algorithm, extra: usize, rng: &mut StdRng) -> (Keys, Vec<u8>, [u8; 12]) {
+    let keys = keys(algorithm, GcmKernel::Vaes512, rng);
+    let text = random_bytes(rng, parcrypt_ciphers::aes::STREAM_FROM_BYTES + extra);
+    (keys, text, rng.random())
+}
+
 /// `process_range` with both keys on the same input, in place and (`process_range_into`)
 /// into a separate buffer; asserts equal output and partial sums from all four and returns
 /// the output.
@@ -182,7 +190,6 @@ fn streaming_outputs_match_the_two_pass_path() {
         return;
     }
     let mut rng = StdRng::seed_from_u64(0x5743A);
-    let from = parcrypt_ciphers::aes::STREAM_FROM_BYTES;
     for (case, (algorithm, extra, offset, wrap_at)) in [
         (Algorithm::Aes128, 512 * 3, 0, None),
         (Algorithm::Aes256, 512 * 2 + 16, 16, None),
@@ -195,11 +202,8 @@ fn streaming_outputs_match_the_two_pass_path() {
     .into_iter()
     .enumerate()
     {
-        let keys = keys(algorithm, GcmKernel::Vaes512, &mut rng);
-        let cipher = keys.cipher.as_ref();
-        let length = from + extra;
-        let input = random_bytes(&mut rng, length);
-        let nonce: [u8; 12] = rng.random();
+        let (keys, input, nonce) = long_case(algorithm, extra, &mut rng);
+        let (cipher, length) = (keys.cipher.as_ref(), input.len());
         let message = keys.stitched.message_with_nonce(cipher, &nonce);
         let first_block = match wrap_at {
             Some(blocks_before) => first_block_with_low_word(0u32.wrapping_sub(blocks_before)),
@@ -441,6 +445,44 @@ fn crypt_both_ways(
     (in_place, tag)
 }
 
+/// Seals `plaintext` with [`crypt_both_ways`], insists on the long path's ciphertext and tag,
+/// opens the result the same way and insists on the plaintext and the same tag; returns the
+/// ciphertext and the tag.
+fn seal_and_open(
+    gcm: &GcmKey,
+    cipher: &dyn BlockCipher,
+    (nonce, aad): (&[u8], &[u8]),
+    plaintext: &[u8],
+    offset: usize,
+    context: &str,
+) -> (Vec<u8>, [u8; 16]) {
+    let (ciphertext, tag) = crypt_both_ways(
+        gcm,
+        cipher,
+        Direction::Encrypt,
+        (nonce, aad),
+        plaintext,
+        offset,
+        context,
+    );
+    let mut long = plaintext.to_vec();
+    let long_tag = long_path_seal(cipher, nonce, aad, &mut long);
+    assert!(ciphertext == long, "{context}: ciphertext");
+    assert_eq!(tag, long_tag, "{context}: tag");
+    let (opened, open_tag) = crypt_both_ways(
+        gcm,
+        cipher,
+        Direction::Decrypt,
+        (nonce, aad),
+        &ciphertext,
+        offset,
+        context,
+    );
+    assert!(opened == plaintext, "{context}: decryption");
+    assert_eq!(open_tag, tag, "{context}: decryption's tag");
+    (ciphertext, tag)
+}
+
 /// Runs `write` on `length` bytes that start `offset` bytes past a 64-byte boundary (0: an
 /// aligned output, which may stream) inside a larger buffer poisoned with 0xA5, asserts that
 /// nothing around them was written, and returns those bytes and what `write` returned.
@@ -503,19 +545,8 @@ fn whole_messages_match_the_range_path_and_the_aes_gcm_crate() {
                 let offset = [0, 1, 16, 61][length % 4];
                 let context = format!("{kernel} {algorithm}, {length} bytes, AAD {}", aad.len());
 
-                let (ciphertext, tag) = crypt_both_ways(
-                    gcm,
-                    cipher,
-                    Direction::Encrypt,
-                    (&nonce, &aad),
-                    &plaintext,
-                    offset,
-                    &context,
-                );
-                let mut long = plaintext.clone();
-                let long_tag = long_path_seal(cipher, &nonce, &aad, &mut long);
-                assert!(ciphertext == long, "{context}: ciphertext");
-                assert_eq!(tag, long_tag, "{context}: tag");
+                let (ciphertext, tag) =
+                    seal_and_open(gcm, cipher, (&nonce, &aad), &plaintext, offset, &context);
                 if algorithm != Algorithm::Aes192 && length % 7 == 0 {
                     let mut theirs = plaintext.clone();
                     let their_tag = aes_gcm_crate_seal(&keys.key, &nonce, &aad, &mut theirs);
@@ -523,22 +554,11 @@ fn whole_messages_match_the_range_path_and_the_aes_gcm_crate() {
                     assert_eq!(tag, their_tag, "{context}: tag (aes-gcm)");
                 }
 
-                let (opened, open_tag) = crypt_both_ways(
-                    gcm,
-                    cipher,
-                    Direction::Decrypt,
-                    (&nonce, &aad),
-                    &ciphertext,
-                    offset,
-                    &context,
-                );
-                assert!(opened == plaintext, "{context}: decryption");
-                assert_eq!(open_tag, tag, "{context}: decryption's tag");
-                parcrypt_modes::gcm::check_tag(open_tag, &tag).expect("the same tag");
+                parcrypt_modes::gcm::check_tag(tag, &tag).expect("the same tag");
                 let mut forged = tag;
                 forged[length % 16] ^= 1 << (length % 8);
                 assert!(
-                    parcrypt_modes::gcm::check_tag(open_tag, &forged).is_err(),
+                    parcrypt_modes::gcm::check_tag(tag, &forged).is_err(),
                     "{context}: a changed tag passes"
                 );
 
@@ -576,42 +596,22 @@ fn long_whole_messages_match_the_range_path() {
         return;
     }
     let mut rng = StdRng::seed_from_u64(0x10A6);
-    let from = parcrypt_ciphers::aes::STREAM_FROM_BYTES;
     for (algorithm, extra, offset) in [
         (Algorithm::Aes128, 0, 0),
         (Algorithm::Aes256, 497, 0),
         (Algorithm::Aes128, 1000, 16),
     ] {
-        let keys = keys(algorithm, GcmKernel::Vaes512, &mut rng);
-        let cipher = keys.cipher.as_ref();
-        let length = from + extra;
-        let plaintext = random_bytes(&mut rng, length);
-        let nonce: [u8; 12] = rng.random();
+        let (keys, plaintext, nonce) = long_case(algorithm, extra, &mut rng);
+        let (cipher, length) = (keys.cipher.as_ref(), plaintext.len());
         let context = format!("{algorithm}, {length} bytes, output offset {offset}");
-        let (ciphertext, tag) = crypt_both_ways(
+        seal_and_open(
             &keys.stitched,
             cipher,
-            Direction::Encrypt,
             (&nonce, b"header"),
             &plaintext,
             offset,
             &context,
         );
-        let mut long = plaintext.clone();
-        let long_tag = long_path_seal(cipher, &nonce, b"header", &mut long);
-        assert!(ciphertext == long, "{context}: ciphertext");
-        assert_eq!(tag, long_tag, "{context}: tag");
-        let (opened, open_tag) = crypt_both_ways(
-            &keys.stitched,
-            cipher,
-            Direction::Decrypt,
-            (&nonce, b"header"),
-            &ciphertext,
-            offset,
-            &context,
-        );
-        assert!(opened == plaintext, "{context}: decryption");
-        assert_eq!(open_tag, tag, "{context}: decryption's tag");
     }
 }
 

@@ -95,10 +95,17 @@ pub unsafe extern "C" fn parcrypt_engine_new(
     engine: *mut *mut ParcryptEngine,
     error: *mut *mut ParcryptError,
 ) -> ParcryptStatus {
-    let body = || {
-        // SAFETY: `backend` is NULL or a NUL-terminated string (the contract above).
-        let name = unsafe { optional_str(backend, "backend") }?;
-        let backend: Backend = name.unwrap_or("auto").parse().map_err(Failure::from)?;
+    // SAFETY: `backend` is NULL or a NUL-terminated string (the contract above).
+    let body = || ParcryptEngine::new(unsafe { optional_str(backend, "backend") }?, threads);
+    // SAFETY: `engine` and `error` are NULL or writable (the contract above).
+    unsafe { make(engine, error, body) }
+}
+
+impl ParcryptEngine {
+    /// An engine on `backend` (`auto` for `None`) with `threads` threads (0: one per core),
+    /// under the user's environment.
+    fn new(backend: Option<&str>, threads: usize) -> Result<ParcryptEngine, Failure> {
+        let backend: Backend = backend.unwrap_or("auto").parse().map_err(Failure::from)?;
         // The user's environment (tune files, kernel cache, tuning variables), read here as
         // every front end reads it (docs/ENVIRONMENT.md): the library itself reads none.
         let mut builder = parcrypt::environment::apply(Engine::builder().backend(backend))
@@ -110,9 +117,7 @@ pub unsafe extern "C" fn parcrypt_engine_new(
         Ok(ParcryptEngine {
             engine: Arc::new(made),
         })
-    };
-    // SAFETY: `engine` and `error` are NULL or writable (the contract above).
-    unsafe { make(engine, error, body) }
+    }
 }
 
 /// The engine's backend name (`pool`, `auto`, ...): a NUL-terminated string that lives

@@ -14,6 +14,9 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
 #[path = "support/process.rs"]
 mod process;
 
@@ -47,16 +50,11 @@ fn scratch() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
+/// The message: seeded random bytes, the same in every run.
 fn message() -> Vec<u8> {
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    (0..MESSAGE_BYTES)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
+    let mut bytes = vec![0u8; MESSAGE_BYTES];
+    StdRng::seed_from_u64(0x9e37_79b9_7f4a_7c15).fill_bytes(&mut bytes);
+    bytes
 }
 
 #[derive(Clone, Copy, Debug)]

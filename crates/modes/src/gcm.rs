@@ -368,19 +368,10 @@ impl GcmKey {
         first_block: u64,
         data: &mut [u8],
     ) -> u128 {
-        let length = data.len();
-        let pointer = data.as_mut_ptr();
-        // SAFETY: one buffer, read and written in place, of `length` bytes; `data` is not
-        // used again while the text is.
-        unsafe {
-            self.process_text(
-                message,
-                cipher,
-                direction,
-                first_block,
-                Text::new(pointer, pointer, length),
-            )
-        }
+        let text = Text::in_place(data);
+        // SAFETY: one buffer, read and written in place; `data` is not used again while the
+        // text is.
+        unsafe { self.process_text(message, cipher, direction, first_block, text) }
     }
 
     /// [`GcmKey::process_range`] from `input` into `output` (of the same length) in one pass
@@ -398,18 +389,10 @@ impl GcmKey {
         input: &[u8],
         output: &mut [u8],
     ) -> u128 {
-        assert_eq!(input.len(), output.len(), "GCM output must match its input");
+        let text = Text::into(input, output);
         // SAFETY: a shared and a mutable borrow never overlap, and both hold `input.len()`
         // bytes; neither slice is used while the text is.
-        unsafe {
-            self.process_text(
-                message,
-                cipher,
-                direction,
-                first_block,
-                Text::new(input.as_ptr(), output.as_mut_ptr(), input.len()),
-            )
-        }
+        unsafe { self.process_text(message, cipher, direction, first_block, text) }
     }
 
     /// The body of [`GcmKey::process_range`] and [`GcmKey::process_range_into`].
@@ -671,14 +654,9 @@ impl GcmKey {
         data: &mut [u8],
     ) -> Result<[u8; TAG_BYTES], GcmError> {
         check_length(data)?;
-        let length = data.len();
-        let output = data.as_mut_ptr();
         let text = match source {
-            Some(source) => {
-                assert_eq!(source.len(), length, "GCM output must match its input");
-                Text::new(source.as_ptr(), output, length)
-            }
-            None => Text::new(output, output, length),
+            Some(source) => Text::into(source, data),
+            None => Text::in_place(data),
         };
         #[cfg(target_arch = "x86_64")]
         // SAFETY: `text` is `source` (or `data`) and `data`, a shared and a mutable borrow,
@@ -690,7 +668,7 @@ impl GcmKey {
         let mut accumulator = GcmAccumulator::new(self, aad);
         // SAFETY: as above.
         let partial = unsafe { self.process_text(&message, cipher, direction, 0, text) };
-        accumulator.append(self, partial, length as u64)?;
+        accumulator.append(self, partial, text.len() as u64)?;
         Ok(self.tag(&message, &accumulator))
     }
 
@@ -1064,6 +1042,23 @@ pub(crate) struct Text {
 impl Text {
     fn new(input: *const u8, output: *mut u8, len: usize) -> Text {
         Text { input, output, len }
+    }
+
+    /// `data`, read and written in place; the caller must not touch `data` while the text
+    /// is in use.
+    fn in_place(data: &mut [u8]) -> Text {
+        let pointer = data.as_mut_ptr();
+        Text::new(pointer, pointer, data.len())
+    }
+
+    /// From `input` into `output`; the caller must not touch either while the text is in
+    /// use.
+    ///
+    /// # Panics
+    /// If the lengths differ.
+    fn into(input: &[u8], output: &mut [u8]) -> Text {
+        assert_eq!(input.len(), output.len(), "GCM output must match its input");
+        Text::new(input.as_ptr(), output.as_mut_ptr(), input.len())
     }
 
     fn len(&self) -> usize {

@@ -163,9 +163,10 @@ impl std::fmt::Debug for KeyedCipher {
 }
 
 /// The public one-message calls of [`KeyedCipher`], each one of `process` (into a new
-/// `Vec`), `process_into` (into the caller's buffer) or `in_place` with its direction fixed
-/// (and for `process_into`, who may see the output before the call returns): one signature
-/// per kind, written once, so the variants cannot drift apart.
+/// `Vec`), `process_into` (into the caller's buffer), `in_place` or `crypter` (a message in
+/// pieces) with its direction fixed (and for `process_into`, who may see the output before
+/// the call returns): one signature per kind, written once, so the variants cannot drift
+/// apart.
 macro_rules! one_message_calls {
     ($($(#[$doc:meta])* fn $name:ident($($input:ident)?) -> $kind:ident: $direction:ident $(, $seen:ident)?;)*) => {
         $(one_message_calls!(@ $kind $(#[$doc])* $name ($($input)?) $direction $($seen)?);)*
@@ -203,6 +204,16 @@ macro_rules! one_message_calls {
             aad: Option<&[u8]>,
         ) -> Result<usize, JobError> {
             self.in_place(Direction::$direction, iv, buffer, length, aad, Output::Caller)
+        }
+    };
+    (@ Crypter $(#[$doc:meta])* $name:ident () $direction:ident) => {
+        $(#[$doc])*
+        pub fn $name(
+            &self,
+            iv: Option<&[u8]>,
+            aad: Option<&[u8]>,
+        ) -> Result<Crypter<'_>, JobError> {
+            self.crypter(Direction::$direction, iv, aad)
         }
     };
 }
@@ -383,28 +394,16 @@ impl KeyedCipher {
         /// zeroed. GCM authenticates first, as [`KeyedCipher::decrypt_into`] does: until the tag
         /// matched, the buffer holds nothing but the ciphertext.
         fn decrypt_in_place() -> InPlace: Decrypt;
-    }
 
-    /// A [`Crypter`] that encrypts one message under `iv` given in pieces: whole blocks to
-    /// [`Crypter::update`], the rest to [`Crypter::finish`]. It borrows this object's key
-    /// schedule: nothing is rebuilt.
-    pub fn encryptor(
-        &self,
-        iv: Option<&[u8]>,
-        aad: Option<&[u8]>,
-    ) -> Result<Crypter<'_>, JobError> {
-        self.crypter(Direction::Encrypt, iv, aad)
-    }
+        /// A [`Crypter`] that encrypts one message under `iv` given in pieces: whole blocks to
+        /// [`Crypter::update`], the rest to [`Crypter::finish`]. It borrows this object's key
+        /// schedule: nothing is rebuilt.
+        fn encryptor() -> Crypter: Encrypt;
 
-    /// A [`Crypter`] that decrypts one message under `iv` given in pieces. For GCM, output
-    /// from [`Crypter::update`] is unauthenticated until [`Crypter::finish`] succeeds: hold
-    /// it back until then.
-    pub fn decryptor(
-        &self,
-        iv: Option<&[u8]>,
-        aad: Option<&[u8]>,
-    ) -> Result<Crypter<'_>, JobError> {
-        self.crypter(Direction::Decrypt, iv, aad)
+        /// A [`Crypter`] that decrypts one message under `iv` given in pieces. For GCM, output
+        /// from [`Crypter::update`] is unauthenticated until [`Crypter::finish`] succeeds: hold
+        /// it back until then.
+        fn decryptor() -> Crypter: Decrypt;
     }
 
     fn crypter(
@@ -665,55 +664,41 @@ impl Inline<'_> {
                 Ok(length)
             }
             (Mode::Gcm, _) => self.run_gcm(keys, None, buffer, length),
-            (mode, Direction::Encrypt) => {
-                let total = if padding {
-                    let count = block_size - length % block_size;
-                    buffer[length..length + count].fill(count as u8);
-                    length + count
-                } else if length.is_multiple_of(block_size) {
-                    length
-                } else {
-                    return Err(JobError::PartialBlock {
-                        length: length as u64,
-                        block_size,
-                    });
+            (mode, direction) => {
+                let partial = || JobError::PartialBlock {
+                    length: length as u64,
+                    block_size,
                 };
-                let data = &mut buffer[..total];
+                let total = match direction {
+                    Direction::Encrypt if padding => {
+                        let count = block_size - length % block_size;
+                        buffer[length..length + count].fill(count as u8);
+                        length + count
+                    }
+                    _ if !length.is_multiple_of(block_size) => return Err(partial()),
+                    Direction::Decrypt if padding && length == 0 => return Err(partial()),
+                    _ => length,
+                };
                 if total == 0 {
                     return Ok(0);
                 }
-                if mode == Mode::Cbc {
-                    let mut chain = [0u8; 16];
-                    chain[..block_size].copy_from_slice(self.iv);
-                    cbc::encrypt(cipher, &mut chain[..block_size], data);
-                    chain.zeroize();
-                } else {
-                    ecb::apply(cipher, Direction::Encrypt, data);
+                let data = &mut buffer[..total];
+                match (mode, direction) {
+                    (Mode::Cbc, Direction::Encrypt) => {
+                        let mut chain = [0u8; 16];
+                        chain[..block_size].copy_from_slice(self.iv);
+                        cbc::encrypt(cipher, &mut chain[..block_size], data);
+                        chain.zeroize();
+                    }
+                    (Mode::Cbc, Direction::Decrypt) => cbc::decrypt(cipher, self.iv, data),
+                    _ => ecb::apply(cipher, direction, data),
                 }
-                Ok(total)
-            }
-            (mode, Direction::Decrypt) => {
-                if !length.is_multiple_of(block_size) || (padding && length == 0) {
-                    return Err(JobError::PartialBlock {
-                        length: length as u64,
-                        block_size,
-                    });
+                if direction == Direction::Encrypt || !padding {
+                    return Ok(total);
                 }
-                let data = &mut buffer[..length];
-                if length == 0 {
-                    return Ok(0);
-                }
-                if mode == Mode::Cbc {
-                    cbc::decrypt(cipher, self.iv, data);
-                } else {
-                    ecb::apply(cipher, Direction::Decrypt, data);
-                }
-                if !padding {
-                    return Ok(length);
-                }
-                let last = &data[length - block_size..];
+                let last = &data[total - block_size..];
                 let kept = padding::unpadded_length(last).ok_or(JobError::BadPadding(suite))?;
-                Ok(length - block_size + kept)
+                Ok(total - block_size + kept)
             }
         }
     }

@@ -816,18 +816,24 @@ mod tests {
                     .segment(start, previous, Segment::InPlace(&mut output[start..end]))
                     .unwrap();
             } else {
-                message
-                    .segment(
-                        start,
-                        previous,
-                        Segment::Separate {
-                            input: &input[start..end],
-                            output: &mut output[start..end],
-                        },
-                    )
-                    .unwrap();
+                separate(message, previous, input, output, start..end).unwrap();
             }
         }
+    }
+
+    /// Runs `range` of `input` into the same bytes of `output`, as one segment.
+    fn separate(
+        message: &SegmentedMessage,
+        previous: Option<&[u8]>,
+        input: &[u8],
+        output: &mut [u8],
+        range: std::ops::Range<usize>,
+    ) -> Result<(), JobError> {
+        let data = Segment::Separate {
+            input: &input[range.clone()],
+            output: &mut output[range.clone()],
+        };
+        message.segment(range.start, previous, data)
     }
 
     /// Issue 31 finding 2 (the Java calls run through here): GCM decryption in segments
@@ -964,30 +970,12 @@ mod tests {
         let plaintext = vec![3u8; 64];
         let message = cipher.segmented(Direction::Encrypt, iv, None, 64).unwrap();
         let mut output = vec![0u8; 80];
-        message
-            .segment(
-                0,
-                None,
-                Segment::Separate {
-                    input: &plaintext[..32],
-                    output: &mut output[..32],
-                },
-            )
-            .unwrap();
+        separate(&message, None, &plaintext, &mut output, 0..32).unwrap();
         assert!(matches!(
             message.finish(&[], &mut output),
             Err(JobError::Segment(_))
         ));
-        message
-            .segment(
-                16,
-                None,
-                Segment::Separate {
-                    input: &plaintext[16..64],
-                    output: &mut output[16..64],
-                },
-            )
-            .unwrap();
+        separate(&message, None, &plaintext, &mut output, 16..64).unwrap();
         assert!(matches!(
             message.finish(&[], &mut output),
             Err(JobError::Segment(_))
@@ -1005,16 +993,7 @@ mod tests {
             .segmented(Direction::Decrypt, iv, None, sealed.len())
             .unwrap();
         let mut opened = vec![0u8; 80];
-        message
-            .segment(
-                0,
-                None,
-                Segment::Separate {
-                    input: &sealed[..64],
-                    output: &mut opened[..64],
-                },
-            )
-            .unwrap();
+        separate(&message, None, &sealed, &mut opened, 0..64).unwrap();
         assert!(matches!(
             message.authenticate(&sealed[64..]),
             Err(JobError::Gcm(GcmError::TagMismatch))

@@ -19,10 +19,10 @@ use parcrypt_format::batcher_for;
 use parcrypt_format::cobblestone::{MessageKeys, Suite, CHUNK_BYTES, SEALED_CHUNK_BYTES};
 use zeroize::Zeroizing;
 
-fn median_of(
-    repeats: usize,
-    mut work: impl FnMut() -> Result<(), Box<dyn Error>>,
-) -> Result<Duration, Box<dyn Error>> {
+/// What a timed piece of work returns.
+type Work = Result<(), Box<dyn Error>>;
+
+fn median_of(repeats: usize, mut work: impl FnMut() -> Work) -> Result<Duration, Box<dyn Error>> {
     work()?;
     let mut samples = Vec::with_capacity(repeats);
     for _ in 0..repeats {
@@ -53,40 +53,34 @@ fn run() -> Result<(), Box<dyn Error>> {
     println!("batcher: {}", batcher.name());
     for chunks in batches {
         let text_bytes = chunks * CHUNK_BYTES;
-        let report = |what: &str, time: Duration| {
+        // Times `work` and reports it as `what`.
+        let timed = |what: &str, work: &mut dyn FnMut() -> Work| -> Work {
+            let time = median_of(repeats, work)?;
             println!(
                 "{chunks:>5} chunks ({:>3} MiB)  {what:<34} {:>9.3} ms {:>7.2} GB/s",
                 text_bytes >> 20,
                 time.as_secs_f64() * 1e3,
                 text_bytes as f64 / time.as_secs_f64() / 1e9
             );
+            Ok(())
         };
         let plain: Vec<u8> = (0..chunks * SEALED_CHUNK_BYTES)
             .map(|index| index as u8)
             .collect();
         let mut batch = plain.clone();
-        report(
-            "seal_batch",
-            median_of(repeats, || {
-                batch.copy_from_slice(&plain);
-                Ok(batcher.seal_batch(&keys, 0, &mut batch)?)
-            })?,
-        );
+        timed("seal_batch", &mut || {
+            batch.copy_from_slice(&plain);
+            Ok(batcher.seal_batch(&keys, 0, &mut batch)?)
+        })?;
         let sealed = batch.clone();
-        report(
-            "open_batch",
-            median_of(repeats, || {
-                batch.copy_from_slice(&sealed);
-                Ok(batcher.open_batch(&keys, 0, &mut batch)?)
-            })?,
-        );
-        report(
-            "copy of the batch (for scale)",
-            median_of(repeats, || {
-                batch.copy_from_slice(&sealed);
-                Ok(())
-            })?,
-        );
+        timed("open_batch", &mut || {
+            batch.copy_from_slice(&sealed);
+            Ok(batcher.open_batch(&keys, 0, &mut batch)?)
+        })?;
+        timed("copy of the batch (for scale)", &mut || {
+            batch.copy_from_slice(&sealed);
+            Ok(())
+        })?;
         let gather = |texts: &mut Vec<u8>| {
             texts.clear();
             for chunk in batch.chunks(SEALED_CHUNK_BYTES) {
@@ -94,30 +88,21 @@ fn run() -> Result<(), Box<dyn Error>> {
             }
             std::hint::black_box(&texts);
         };
-        report(
-            "gather texts into a new buffer, wipe",
-            median_of(repeats, || {
-                gather(&mut Zeroizing::new(Vec::with_capacity(batch.len())));
-                Ok(())
-            })?,
-        );
+        timed("gather texts into a new buffer, wipe", &mut || {
+            gather(&mut Zeroizing::new(Vec::with_capacity(batch.len())));
+            Ok(())
+        })?;
         let mut reused = Vec::new();
-        report(
-            "gather texts into a reused buffer",
-            median_of(repeats, || {
-                gather(&mut reused);
-                Ok(())
-            })?,
-        );
-        report(
-            "nonces of the chunks",
-            median_of(repeats, || {
-                for index in 0..chunks as u64 {
-                    std::hint::black_box(keys.nonce(index)?);
-                }
-                Ok(())
-            })?,
-        );
+        timed("gather texts into a reused buffer", &mut || {
+            gather(&mut reused);
+            Ok(())
+        })?;
+        timed("nonces of the chunks", &mut || {
+            for index in 0..chunks as u64 {
+                std::hint::black_box(keys.nonce(index)?);
+            }
+            Ok(())
+        })?;
     }
     Ok(())
 }

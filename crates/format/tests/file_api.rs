@@ -1,9 +1,13 @@
 //! The file API against the whole-message functions: round trips at chunk boundaries,
 //! random access, damage, truncation, a writer never finished, and files left behind.
 
+#[path = "support/cheap.rs"]
+mod cheap;
+
 use std::io::{Cursor, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
+use cheap::CHEAP;
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_format::cobblestone::{CHUNK_BYTES, SEALED_CHUNK_BYTES};
 use parcrypt_format::file::{encrypt_file, FileOptions};
@@ -343,7 +347,7 @@ fn encrypt_file_leaves_no_file_when_it_fails() {
 #[test]
 fn decrypt_file_refuses_costly_headers_unless_the_budget_is_raised() {
     use parcrypt_format::file::decrypt_file;
-    use parcrypt_format::{Argon2Params, KdfLimits};
+    use parcrypt_format::KdfLimits;
     let folder = tempfile::tempdir().unwrap();
     let (source, sealed, opened) = (
         folder.path().join("plain"),
@@ -354,11 +358,7 @@ fn decrypt_file_refuses_costly_headers_unless_the_budget_is_raised() {
     let engine = engine();
     let batcher = CpuChunks::new(&engine);
     let setup = Setup {
-        argon2: Argon2Params {
-            memory_kib: 8,
-            passes: 1,
-            lanes: 1,
-        },
+        argon2: CHEAP,
         ..Setup::default()
     };
     let passphrase = Secret::Passphrase(b"correct horse");

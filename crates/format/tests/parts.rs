@@ -2,23 +2,21 @@
 //! single-machine encryptor, for every size around the chunk boundaries and every way of
 //! cutting the file into parts, and opens them back; bad inputs are refused.
 
+#[path = "support/cheap.rs"]
+mod cheap;
+
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 
+use cheap::CHEAP;
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_format::cobblestone::CHUNK_BYTES;
 use parcrypt_format::parts::{
     open_file, open_part, open_span, seal_file, seal_part, DecryptPlan, EncryptPlan, PartKeys,
 };
 use parcrypt_format::{
-    Argon2Params, ChunkBatcher, CpuChunks, Encryptor, Format, FormatError, KdfLimits, Salts,
-    Secret, Setup, StreamOptions, Suite,
-};
-
-const CHEAP: Argon2Params = Argon2Params {
-    memory_kib: 64,
-    passes: 1,
-    lanes: 1,
+    ChunkBatcher, CpuChunks, Encryptor, Format, FormatError, KdfLimits, Salts, Secret, Setup,
+    StreamOptions, Suite,
 };
 
 fn salts() -> Salts {

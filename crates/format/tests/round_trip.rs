@@ -4,28 +4,25 @@
 // Tests print what they ran and skipped to stderr, where libtest captures it.
 #![allow(clippy::disallowed_macros)]
 
+#[path = "support/cheap.rs"]
+mod cheap;
 #[path = "../../engine/tests/support/io.rs"]
 mod test_io;
 
 use std::io::{self, Cursor, Read, Write};
 
+use cheap::CHEAP;
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_format::cobblestone::{CHUNK_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
 use parcrypt_format::stream::{decrypt_chunks, encrypt_chunks};
 use parcrypt_format::{
-    decrypt, encrypt, Argon2Params, ByteRange, CpuChunks, Decryptor, Envelope, Format, FormatError,
-    Salts, Secret, Setup, StreamOptions, Suite,
+    decrypt, encrypt, ByteRange, CpuChunks, Decryptor, Envelope, Format, FormatError, Salts,
+    Secret, Setup, StreamOptions, Suite,
 };
 use test_io::{Broken, Failing, Trickle};
 
 const KEY_128: [u8; 16] = [0x42; 16];
 const KEY_256: [u8; 32] = [0x24; 32];
-/// Cheap enough for tests; real files use [`Argon2Params::DEFAULT`].
-const CHEAP: Argon2Params = Argon2Params {
-    memory_kib: 64,
-    passes: 1,
-    lanes: 1,
-};
 const SALTS: Salts = Salts {
     cobblestone: [7; 24],
     argon2: [9; 16],

@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use parcrypt::errors::FormatError;
 use parcrypt::files::{OutputFile, OutputPlan, PipelineOptions as FileOptions};
-use parcrypt::hazmat::chunks::MessageKeys;
 use parcrypt::hazmat::Direction;
 use parcrypt::Engine;
 use parcrypt::{
@@ -45,38 +44,25 @@ pub const PARCRYPT_SEEK_CUR: i32 = 1;
 /// `parcrypt_file_decryptor_seek` origin: from the end (authenticates the final chunk).
 pub const PARCRYPT_SEEK_END: i32 = 2;
 
-/// The engine's chunk batcher, owning its engine so that a handle can hold it. Each call
-/// takes the batcher the command line takes for the engine (`batcher_for`), which costs
-/// no more than a small allocation.
-struct EngineChunks {
-    engine: Arc<Engine>,
-}
+/// The chunk batcher the command line takes for an engine (`batcher_for`).
+type Batcher<'a> = Box<dyn ChunkBatcher + 'a>;
 
-impl ChunkBatcher for EngineChunks {
-    fn name(&self) -> String {
-        batcher_for(&self.engine).name()
+self_cell!(
+    /// An engine's chunk batcher with the engine it borrows, so that a handle can hold it.
+    struct EngineChunks {
+        owner: Arc<Engine>,
+        #[covariant]
+        dependent: Batcher,
+    }
+);
+
+impl EngineChunks {
+    fn of(engine: &Arc<Engine>) -> EngineChunks {
+        EngineChunks::new(engine.clone(), |engine| batcher_for(engine))
     }
 
-    fn seal_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError> {
-        batcher_for(&self.engine).seal_batch(keys, first_chunk, batch)
-    }
-
-    fn preferred_batch_chunks(&self) -> usize {
-        batcher_for(&self.engine).preferred_batch_chunks()
-    }
-
-    fn open_batch(
-        &self,
-        keys: &MessageKeys,
-        first_chunk: u64,
-        batch: &mut [u8],
-    ) -> Result<(), FormatError> {
-        batcher_for(&self.engine).open_batch(keys, first_chunk, batch)
+    fn batcher(&self) -> &dyn ChunkBatcher {
+        self.borrow_dependent().as_ref()
     }
 }
 
@@ -392,11 +378,8 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_new(
         let sealer = Encryptor::new(&setup, file.secret)?;
         let mut output = plan.open()?;
         let writer_file = output.file().try_clone().map_err(FormatError::Write)?;
-        let chunks = EngineChunks {
-            engine: engine.clone(),
-        };
-        let cell = WriterCell::try_new(chunks, |chunks| {
-            sealer.wrap_output(chunks, writer_file).map(Some)
+        let cell = WriterCell::try_new(EngineChunks::of(engine), |chunks| {
+            sealer.wrap_output(chunks.batcher(), writer_file).map(Some)
         })?;
         Ok(ParcryptFileEncryptor {
             state: Mutex::new(Writing::Open { cell, output }),
@@ -552,10 +535,9 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_open(
         let unlocked = Decryptor::new(file.format, input)?
             .kdf_limits(KdfLimits::DEFAULT)
             .unlock(file.secret, file.context)?;
-        let chunks = EngineChunks {
-            engine: engine.clone(),
-        };
-        let cell = ReaderCell::try_new(chunks, |chunks| unlocked.seekable(chunks))?;
+        let cell = ReaderCell::try_new(EngineChunks::of(engine), |chunks| {
+            unlocked.seekable(chunks.batcher())
+        })?;
         Ok(ParcryptFileDecryptor {
             reader: Mutex::new(cell),
         })

@@ -46,6 +46,36 @@ macro_rules! pin_round_order {
     };
 }
 
+/// Expands `encrypt_xor::<ROUNDS>(keys, blocks, input)` for the register type `$vector`
+/// and the intrinsics at its width, with `$features` enabled: AES of the counter blocks in
+/// `blocks` XORed with `input`, the data XOR folded into the last round's key XOR (which
+/// takes it off the end of the chain). The tails of the CTR kernels at every width.
+#[cfg(target_arch = "x86_64")]
+macro_rules! encrypt_xor {
+    (
+        features: $features:literal,
+        vector: $vector:ty,
+        xor: $xor:ident,
+        aes_round: $aes_round:ident,
+        aes_last_round: $aes_last_round:ident $(,)?
+    ) => {
+        /// AES of the counter blocks in `blocks`, XORed with `input`.
+        #[inline]
+        #[target_feature(enable = $features)]
+        fn encrypt_xor<const ROUNDS: usize>(
+            keys: &[$vector; MAX_ROUND_KEYS],
+            blocks: $vector,
+            input: $vector,
+        ) -> $vector {
+            let mut state = $xor(blocks, keys[0]);
+            for key in &keys[1..ROUNDS] {
+                state = $aes_round(state, *key);
+            }
+            $aes_last_round(state, $xor(keys[ROUNDS], input))
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod cbc_aesni;
 #[cfg(target_arch = "x86_64")]

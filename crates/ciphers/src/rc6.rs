@@ -7,6 +7,95 @@
 //! side; on x86-64 the batch path uses AVX-512 (16 blocks per vector, native variable rotate)
 //! or AVX2 (8 blocks per vector), chosen once at construction by run-time detection.
 
+/// Generates the rounds of RC6 on `G` lanes of `$word` from the lane-wise operations in
+/// scope (`add`, `sub`, `xor`, `rotate_left`, `rotate_right`, `quadratic` and `splat`, which
+/// puts a round-key word in every lane), each function with `$attribute`s: `round` and its
+/// inverse, `whiten` (the key additions before and after the rounds) and `cipher_words`, the
+/// whole cipher on the words A, B, C, D. The portable code (a lane is a `u32`) and every SIMD
+/// backend (a lane is one word of each block of a vector) expand it.
+macro_rules! rounds {
+    (word: $word:ty, attributes: [$(#[$attribute:meta])*] $(,)?) => {
+        /// One encryption round on `G` lanes (with `DECRYPT`, its inverse, after the word
+        /// rotation has been undone), before the rotation (A, B, C, D) = (B, C, D, A):
+        /// callers rotate by passing the arrays in a different order each round.
+        $(#[$attribute])*
+        fn round<const G: usize, const DECRYPT: bool>(
+            a: &mut [$word; G],
+            b: &[$word; G],
+            c: &mut [$word; G],
+            d: &[$word; G],
+            round_keys: &[u32],
+        ) {
+            let key_a = splat(round_keys[0]);
+            let key_c = splat(round_keys[1]);
+            for index in 0..G {
+                let t = quadratic(b[index]);
+                let u = quadratic(d[index]);
+                if DECRYPT {
+                    c[index] = xor(rotate_right(sub(c[index], key_c), t), u);
+                    a[index] = xor(rotate_right(sub(a[index], key_a), u), t);
+                } else {
+                    a[index] = add(rotate_left(xor(a[index], t), u), key_a);
+                    c[index] = add(rotate_left(xor(c[index], u), t), key_c);
+                }
+            }
+        }
+
+        /// Adds (with `DECRYPT`, subtracts) `key_x` to every lane of `x` and `key_y` to every
+        /// lane of `y`.
+        $(#[$attribute])*
+        fn whiten<const G: usize, const DECRYPT: bool>(
+            x: &mut [$word; G],
+            y: &mut [$word; G],
+            key_x: u32,
+            key_y: u32,
+        ) {
+            let (key_x, key_y) = (splat(key_x), splat(key_y));
+            for index in 0..G {
+                if DECRYPT {
+                    x[index] = sub(x[index], key_x);
+                    y[index] = sub(y[index], key_y);
+                } else {
+                    x[index] = add(x[index], key_x);
+                    y[index] = add(y[index], key_y);
+                }
+            }
+        }
+
+        /// Encrypts (with `DECRYPT`, decrypts) the words A, B, C, D of `G` lanes. Four rounds
+        /// per iteration bring the word rotation back to the start, so the rotation costs
+        /// nothing: each round just names the arrays in its own order.
+        $(#[$attribute])*
+        fn cipher_words<const G: usize, const DECRYPT: bool>(
+            round_keys: &RoundKeys,
+            [mut a, mut b, mut c, mut d]: [[$word; G]; 4],
+        ) -> [[$word; G]; 4] {
+            let rounds = round_keys[2..2 + 2 * ROUNDS].chunks_exact(8);
+            let [last_a, last_c] = [round_keys[2 * ROUNDS + 2], round_keys[2 * ROUNDS + 3]];
+            if DECRYPT {
+                whiten::<G, true>(&mut c, &mut a, last_c, last_a);
+                for keys in rounds.rev() {
+                    round::<G, true>(&mut d, &a, &mut b, &c, &keys[6..8]);
+                    round::<G, true>(&mut c, &d, &mut a, &b, &keys[4..6]);
+                    round::<G, true>(&mut b, &c, &mut d, &a, &keys[2..4]);
+                    round::<G, true>(&mut a, &b, &mut c, &d, &keys[0..2]);
+                }
+                whiten::<G, true>(&mut d, &mut b, round_keys[1], round_keys[0]);
+            } else {
+                whiten::<G, false>(&mut b, &mut d, round_keys[0], round_keys[1]);
+                for keys in rounds {
+                    round::<G, false>(&mut a, &b, &mut c, &d, &keys[0..2]);
+                    round::<G, false>(&mut b, &c, &mut d, &a, &keys[2..4]);
+                    round::<G, false>(&mut c, &d, &mut a, &b, &keys[4..6]);
+                    round::<G, false>(&mut d, &a, &mut b, &c, &keys[6..8]);
+                }
+                whiten::<G, false>(&mut a, &mut c, last_a, last_c);
+            }
+            [a, b, c, d]
+        }
+    };
+}
+
 /// Generates a SIMD backend's `encrypt` and `decrypt` from the primitives of the module it
 /// is invoked in: `rotate_left`, `rotate_right` (unless named among `$operation`s) and
 /// `quadratic`, all `#[target_feature(enable = $feature)]`. `splat`, every lane-wise
@@ -108,29 +197,10 @@ macro_rules! simd_backend {
         /// speed.
         pub(super) const BLOCKS_PER_ITERATION: usize = $blocks_per_vector * $in_flight;
 
-        /// Encrypts every whole group of `blocks` and returns the blocks that do not fill a
-        /// vector, for the portable code.
+        /// Encrypts (with `DECRYPT`, decrypts) every whole group of `blocks` and returns the
+        /// blocks that do not fill a vector, for the portable code.
         #[target_feature(enable = $feature)]
-        pub(super) fn encrypt<'a>(
-            round_keys: &RoundKeys,
-            blocks: &'a mut [[u8; BLOCK_SIZE]],
-        ) -> &'a mut [[u8; BLOCK_SIZE]] {
-            cipher_blocks::<false>(round_keys, blocks)
-        }
-
-        /// The inverse of [`encrypt`], with the same split.
-        #[target_feature(enable = $feature)]
-        pub(super) fn decrypt<'a>(
-            round_keys: &RoundKeys,
-            blocks: &'a mut [[u8; BLOCK_SIZE]],
-        ) -> &'a mut [[u8; BLOCK_SIZE]] {
-            cipher_blocks::<true>(round_keys, blocks)
-        }
-
-        /// [`encrypt`], or with `DECRYPT` [`decrypt`]: both split the blocks the same way.
-        #[target_feature(enable = $feature)]
-        #[inline]
-        fn cipher_blocks<'a, const DECRYPT: bool>(
+        pub(super) fn cipher_blocks<'a, const DECRYPT: bool>(
             round_keys: &RoundKeys,
             blocks: &'a mut [[u8; BLOCK_SIZE]],
         ) -> &'a mut [[u8; BLOCK_SIZE]] {
@@ -155,18 +225,15 @@ macro_rules! simd_backend {
             rest
         }
 
-        /// `encrypt_groups` or, with `DECRYPT`, `decrypt_groups`.
+        /// The vector twin of the portable `cipher_group`: encrypts (or with `DECRYPT`
+        /// decrypts) `G` groups.
         #[target_feature(enable = $feature)]
-        #[inline]
         fn cipher_groups<const G: usize, const DECRYPT: bool>(
             round_keys: &RoundKeys,
             groups: &mut [Group; G],
         ) {
-            if DECRYPT {
-                decrypt_groups(round_keys, groups);
-            } else {
-                encrypt_groups(round_keys, groups);
-            }
+            let words = cipher_words::<G, DECRYPT>(round_keys, load_words(groups));
+            store_words(groups, &words);
         }
 
         type Words<const G: usize> = [[$vector; G]; 4];
@@ -202,93 +269,10 @@ macro_rules! simd_backend {
             }
         }
 
-        #[target_feature(enable = $feature)]
-        #[inline]
-        fn encrypt_round<const G: usize>(
-            a: &mut [$vector; G],
-            b: &[$vector; G],
-            c: &mut [$vector; G],
-            d: &[$vector; G],
-            round_keys: &[u32],
-        ) {
-            let key_a = splat(round_keys[0]);
-            let key_c = splat(round_keys[1]);
-            for index in 0..G {
-                let t = quadratic(b[index]);
-                let u = quadratic(d[index]);
-                a[index] = add(rotate_left(xor(a[index], t), u), key_a);
-                c[index] = add(rotate_left(xor(c[index], u), t), key_c);
-            }
-        }
-
-        #[target_feature(enable = $feature)]
-        #[inline]
-        fn decrypt_round<const G: usize>(
-            a: &mut [$vector; G],
-            b: &[$vector; G],
-            c: &mut [$vector; G],
-            d: &[$vector; G],
-            round_keys: &[u32],
-        ) {
-            let key_a = splat(round_keys[0]);
-            let key_c = splat(round_keys[1]);
-            for index in 0..G {
-                let t = quadratic(b[index]);
-                let u = quadratic(d[index]);
-                c[index] = xor(rotate_right(sub(c[index], key_c), t), u);
-                a[index] = xor(rotate_right(sub(a[index], key_a), u), t);
-            }
-        }
-
-        /// The vector twin of the portable `encrypt_group`.
-        #[target_feature(enable = $feature)]
-        fn encrypt_groups<const G: usize>(round_keys: &RoundKeys, groups: &mut [Group; G]) {
-            let [mut a, mut b, mut c, mut d] = load_words(groups);
-            let key_b = splat(round_keys[0]);
-            let key_d = splat(round_keys[1]);
-            for index in 0..G {
-                b[index] = add(b[index], key_b);
-                d[index] = add(d[index], key_d);
-            }
-            for keys in round_keys[2..2 + 2 * ROUNDS].chunks_exact(8) {
-                encrypt_round(&mut a, &b, &mut c, &d, &keys[0..2]);
-                encrypt_round(&mut b, &c, &mut d, &a, &keys[2..4]);
-                encrypt_round(&mut c, &d, &mut a, &b, &keys[4..6]);
-                encrypt_round(&mut d, &a, &mut b, &c, &keys[6..8]);
-            }
-            let key_a = splat(round_keys[2 * ROUNDS + 2]);
-            let key_c = splat(round_keys[2 * ROUNDS + 3]);
-            for index in 0..G {
-                a[index] = add(a[index], key_a);
-                c[index] = add(c[index], key_c);
-            }
-            store_words(groups, &[a, b, c, d]);
-        }
-
-        /// The vector twin of the portable `decrypt_group`.
-        #[target_feature(enable = $feature)]
-        fn decrypt_groups<const G: usize>(round_keys: &RoundKeys, groups: &mut [Group; G]) {
-            let [mut a, mut b, mut c, mut d] = load_words(groups);
-            let key_c = splat(round_keys[2 * ROUNDS + 3]);
-            let key_a = splat(round_keys[2 * ROUNDS + 2]);
-            for index in 0..G {
-                c[index] = sub(c[index], key_c);
-                a[index] = sub(a[index], key_a);
-            }
-            for keys in round_keys[2..2 + 2 * ROUNDS].chunks_exact(8).rev() {
-                decrypt_round(&mut d, &a, &mut b, &c, &keys[6..8]);
-                decrypt_round(&mut c, &d, &mut a, &b, &keys[4..6]);
-                decrypt_round(&mut b, &c, &mut d, &a, &keys[2..4]);
-                decrypt_round(&mut a, &b, &mut c, &d, &keys[0..2]);
-            }
-            let key_d = splat(round_keys[1]);
-            let key_b = splat(round_keys[0]);
-            for index in 0..G {
-                d[index] = sub(d[index], key_d);
-                b[index] = sub(b[index], key_b);
-            }
-            store_words(groups, &[a, b, c, d]);
-        }
+        rounds!(
+            word: $vector,
+            attributes: [#[target_feature(enable = $feature)] #[inline]]
+        );
     };
 }
 
@@ -393,6 +377,26 @@ impl Rc6 {
         &self.round_keys
     }
 
+    /// Encrypts (with `DECRYPT`, decrypts) `blocks` with the backend, the blocks that do
+    /// not fill its vectors with the portable code.
+    fn cipher_blocks<const DECRYPT: bool>(&self, blocks: &mut [u8]) {
+        let blocks = whole_blocks(blocks);
+        let rest = match self.backend {
+            Backend::Portable => blocks,
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Backend::Avx512` is only chosen after `is_x86_feature_detected!`
+            // confirmed AVX-512F on this CPU (see `Backend::detect` and `Backend::supported`).
+            Backend::Avx512 => unsafe {
+                avx512::cipher_blocks::<DECRYPT>(&self.round_keys, blocks)
+            },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Backend::Avx2` is only chosen after `is_x86_feature_detected!`
+            // confirmed AVX2 on this CPU.
+            Backend::Avx2 => unsafe { avx2::cipher_blocks::<DECRYPT>(&self.round_keys, blocks) },
+        };
+        cipher_portable::<DECRYPT>(&self.round_keys, rest);
+    }
+
     fn with_backend(key: &[u8], backend: Backend) -> Self {
         Rc6 {
             round_keys: key_schedule(key),
@@ -445,40 +449,34 @@ fn quadratic(x: u32) -> u32 {
         .rotate_left(5)
 }
 
-/// One encryption round on `N` blocks, before the word rotation (A, B, C, D) = (B, C, D, A);
-/// callers rotate by passing the arrays in a different order each round.
-#[inline(always)]
-fn encrypt_round<const N: usize>(
-    a: &mut [u32; N],
-    b: &[u32; N],
-    c: &mut [u32; N],
-    d: &[u32; N],
-    round_keys: &[u32],
-) {
-    for lane in 0..N {
-        let t = quadratic(b[lane]);
-        let u = quadratic(d[lane]);
-        a[lane] = (a[lane] ^ t).rotate_left(u).wrapping_add(round_keys[0]);
-        c[lane] = (c[lane] ^ u).rotate_left(t).wrapping_add(round_keys[1]);
-    }
+/// The portable lane-wise operations of [`rounds`], a lane being one `u32` word of a block:
+/// `name => method` defines `name(x, y)` as `x.method(y)`.
+macro_rules! portable_operations {
+    ($($name:ident => $method:path),+ $(,)?) => {
+        $(
+            #[inline(always)]
+            fn $name(x: u32, y: u32) -> u32 {
+                $method(x, y)
+            }
+        )+
+    };
 }
 
-/// The inverse of [`encrypt_round`], after the word rotation has been undone.
-#[inline(always)]
-fn decrypt_round<const N: usize>(
-    a: &mut [u32; N],
-    b: &[u32; N],
-    c: &mut [u32; N],
-    d: &[u32; N],
-    round_keys: &[u32],
-) {
-    for lane in 0..N {
-        let t = quadratic(b[lane]);
-        let u = quadratic(d[lane]);
-        c[lane] = c[lane].wrapping_sub(round_keys[1]).rotate_right(t) ^ u;
-        a[lane] = a[lane].wrapping_sub(round_keys[0]).rotate_right(u) ^ t;
-    }
+portable_operations! {
+    add => u32::wrapping_add,
+    sub => u32::wrapping_sub,
+    xor => core::ops::BitXor::bitxor,
+    rotate_left => u32::rotate_left,
+    rotate_right => u32::rotate_right,
 }
+
+/// A round-key word in the one lane of a portable word.
+#[inline(always)]
+fn splat(word: u32) -> u32 {
+    word
+}
+
+rounds!(word: u32, attributes: [#[inline(always)]]);
 
 /// The four words A, B, C, D of `N` blocks.
 type Words<const N: usize> = [[u32; N]; 4];
@@ -505,48 +503,14 @@ fn store<const N: usize>(group: &mut [[u8; BLOCK_SIZE]; N], words: &Words<N>) {
     }
 }
 
-/// Encrypts `N` blocks in place with the portable code.
+/// Encrypts (with `DECRYPT`, decrypts) `N` blocks in place with the portable code.
 #[inline(always)]
-fn encrypt_group<const N: usize>(round_keys: &RoundKeys, group: &mut [[u8; BLOCK_SIZE]; N]) {
-    let [mut a, mut b, mut c, mut d] = load(group);
-    for lane in 0..N {
-        b[lane] = b[lane].wrapping_add(round_keys[0]);
-        d[lane] = d[lane].wrapping_add(round_keys[1]);
-    }
-    // Four rounds per iteration bring the word rotation back to the start, so the rotation
-    // costs nothing: each round just names the arrays in its own order.
-    for keys in round_keys[2..2 + 2 * ROUNDS].chunks_exact(8) {
-        encrypt_round(&mut a, &b, &mut c, &d, &keys[0..2]);
-        encrypt_round(&mut b, &c, &mut d, &a, &keys[2..4]);
-        encrypt_round(&mut c, &d, &mut a, &b, &keys[4..6]);
-        encrypt_round(&mut d, &a, &mut b, &c, &keys[6..8]);
-    }
-    for lane in 0..N {
-        a[lane] = a[lane].wrapping_add(round_keys[2 * ROUNDS + 2]);
-        c[lane] = c[lane].wrapping_add(round_keys[2 * ROUNDS + 3]);
-    }
-    store(group, &[a, b, c, d]);
-}
-
-/// Decrypts `N` blocks in place with the portable code.
-#[inline(always)]
-fn decrypt_group<const N: usize>(round_keys: &RoundKeys, group: &mut [[u8; BLOCK_SIZE]; N]) {
-    let [mut a, mut b, mut c, mut d] = load(group);
-    for lane in 0..N {
-        c[lane] = c[lane].wrapping_sub(round_keys[2 * ROUNDS + 3]);
-        a[lane] = a[lane].wrapping_sub(round_keys[2 * ROUNDS + 2]);
-    }
-    for keys in round_keys[2..2 + 2 * ROUNDS].chunks_exact(8).rev() {
-        decrypt_round(&mut d, &a, &mut b, &c, &keys[6..8]);
-        decrypt_round(&mut c, &d, &mut a, &b, &keys[4..6]);
-        decrypt_round(&mut b, &c, &mut d, &a, &keys[2..4]);
-        decrypt_round(&mut a, &b, &mut c, &d, &keys[0..2]);
-    }
-    for lane in 0..N {
-        d[lane] = d[lane].wrapping_sub(round_keys[1]);
-        b[lane] = b[lane].wrapping_sub(round_keys[0]);
-    }
-    store(group, &[a, b, c, d]);
+fn cipher_group<const N: usize, const DECRYPT: bool>(
+    round_keys: &RoundKeys,
+    group: &mut [[u8; BLOCK_SIZE]; N],
+) {
+    let words = cipher_words::<N, DECRYPT>(round_keys, load(group));
+    store(group, &words);
 }
 
 /// Splits `data` into blocks; a partial block is a bug in the caller.
@@ -560,23 +524,14 @@ fn whole_blocks(data: &mut [u8]) -> &mut [[u8; BLOCK_SIZE]] {
     blocks
 }
 
-fn encrypt_portable(round_keys: &RoundKeys, blocks: &mut [[u8; BLOCK_SIZE]]) {
+/// Encrypts (with `DECRYPT`, decrypts) `blocks` with the portable code.
+fn cipher_portable<const DECRYPT: bool>(round_keys: &RoundKeys, blocks: &mut [[u8; BLOCK_SIZE]]) {
     let (groups, tail) = blocks.as_chunks_mut::<LANES>();
     for group in groups {
-        encrypt_group(round_keys, group);
+        cipher_group::<LANES, DECRYPT>(round_keys, group);
     }
     for block in tail {
-        encrypt_group(round_keys, core::array::from_mut(block));
-    }
-}
-
-fn decrypt_portable(round_keys: &RoundKeys, blocks: &mut [[u8; BLOCK_SIZE]]) {
-    let (groups, tail) = blocks.as_chunks_mut::<LANES>();
-    for group in groups {
-        decrypt_group(round_keys, group);
-    }
-    for block in tail {
-        decrypt_group(round_keys, core::array::from_mut(block));
+        cipher_group::<1, DECRYPT>(round_keys, core::array::from_mut(block));
     }
 }
 
@@ -598,41 +553,18 @@ impl BlockCipher for Rc6 {
     }
 
     fn encrypt_blocks(&self, blocks: &mut [u8]) {
-        let blocks = whole_blocks(blocks);
-        let rest = match self.backend {
-            Backend::Portable => blocks,
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `Backend::Avx512` is only chosen after `is_x86_feature_detected!`
-            // confirmed AVX-512F on this CPU (see `Backend::detect` and `Backend::supported`).
-            Backend::Avx512 => unsafe { avx512::encrypt(&self.round_keys, blocks) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `Backend::Avx2` is only chosen after `is_x86_feature_detected!`
-            // confirmed AVX2 on this CPU.
-            Backend::Avx2 => unsafe { avx2::encrypt(&self.round_keys, blocks) },
-        };
-        encrypt_portable(&self.round_keys, rest);
+        self.cipher_blocks::<false>(blocks);
     }
 
     fn decrypt_blocks(&self, blocks: &mut [u8]) {
-        let blocks = whole_blocks(blocks);
-        let rest = match self.backend {
-            Backend::Portable => blocks,
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: as in `encrypt_blocks`, AVX-512F was detected before this backend was
-            // chosen.
-            Backend::Avx512 => unsafe { avx512::decrypt(&self.round_keys, blocks) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: as in `encrypt_blocks`, AVX2 was detected before this backend was chosen.
-            Backend::Avx2 => unsafe { avx2::decrypt(&self.round_keys, blocks) },
-        };
-        decrypt_portable(&self.round_keys, rest);
+        self.cipher_blocks::<true>(blocks);
     }
 
     /// CBC encryption is one block after another; doing the chain here keeps each block a
     /// direct call of the portable rounds instead of a trip through the batch API.
     fn cbc_encrypt(&self, chain: &mut [u8], data: &mut [u8]) -> bool {
         crate::cbc_encrypt_one_by_one(chain, whole_blocks(data), |block| {
-            encrypt_group(&self.round_keys, core::array::from_mut(block));
+            cipher_group::<1, false>(&self.round_keys, core::array::from_mut(block));
         });
         true
     }

@@ -135,19 +135,12 @@ fn keep_round_order(blocks: &mut [__m128i; BLOCKS_PER_STEP]) {
     pin_round_order!(xmm_reg: b0, b1, b2, b3, b4, b5, b6, b7);
 }
 
-/// AES of the counter block `block`, XORed with `input`.
-#[inline]
-#[target_feature(enable = "aes,ssse3")]
-fn encrypt_xor<const ROUNDS: usize>(
-    keys: &[__m128i; MAX_ROUND_KEYS],
-    block: __m128i,
-    input: __m128i,
-) -> __m128i {
-    let mut state = _mm_xor_si128(block, keys[0]);
-    for key in &keys[1..ROUNDS] {
-        state = _mm_aesenc_si128(state, *key);
-    }
-    _mm_aesenclast_si128(state, _mm_xor_si128(keys[ROUNDS], input))
+encrypt_xor! {
+    features: "aes,ssse3",
+    vector: __m128i,
+    xor: _mm_xor_si128,
+    aes_round: _mm_aesenc_si128,
+    aes_last_round: _mm_aesenclast_si128,
 }
 
 #[cfg(test)]

@@ -265,19 +265,12 @@ impl Vaes512Counters {
     }
 }
 
-/// AES of the four counter blocks in `blocks`, XORed with `input`.
-#[inline]
-#[target_feature(enable = "aes,vaes,avx512f,avx512bw")]
-fn encrypt_xor<const ROUNDS: usize>(
-    keys: &[__m512i; MAX_ROUND_KEYS],
-    blocks: __m512i,
-    input: __m512i,
-) -> __m512i {
-    let mut state = _mm512_xor_si512(blocks, keys[0]);
-    for key in &keys[1..ROUNDS] {
-        state = _mm512_aesenc_epi128(state, *key);
-    }
-    _mm512_aesenclast_epi128(state, _mm512_xor_si512(keys[ROUNDS], input))
+encrypt_xor! {
+    features: "aes,vaes,avx512f,avx512bw",
+    vector: __m512i,
+    xor: _mm512_xor_si512,
+    aes_round: _mm512_aesenc_epi128,
+    aes_last_round: _mm512_aesenclast_epi128,
 }
 
 #[cfg(test)]

@@ -62,6 +62,26 @@ struct OneMessageIv {
     spent: Arc<AtomicBool>,
 }
 
+/// The calls of [`Cipher`] into the caller's buffer and in place: each is the keyed
+/// cipher's call of the same name under the IV, with `aad` last. An encryption `spends` the
+/// IV first ([`Cipher::iv_for_encryption`], given the input's length and the output's
+/// room); a decryption reads it.
+macro_rules! under_the_iv {
+    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) $(spends ($length:expr, $room:expr))?;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(&self, $($arg: $ty,)* aad: Option<&[u8]>) -> Result<usize, JobError> {
+            let iv = under_the_iv!(@iv self, aad $(, $length, $room)?);
+            self.keyed.$name(iv, $($arg,)* aad)
+        }
+    )*};
+    (@iv $cipher:ident, $aad:ident) => {
+        $cipher.iv()
+    };
+    (@iv $cipher:ident, $aad:ident, $length:expr, $room:expr) => {
+        $cipher.iv_for_encryption($length, $room, $aad)?
+    };
+}
+
 impl Cipher {
     /// A cipher for `suite` with `key` and `iv` (none for ECB; one block for CBC and CTR;
     /// 12 bytes or more for GCM) on `engine` (an [`Engine`], or an `Arc` of one to share its
@@ -214,65 +234,37 @@ impl Cipher {
         self.keyed.decrypt(self.iv(), ciphertext, aad)
     }
 
-    /// Encrypts `plaintext` (the IV's one message) into `output`, which must hold at least
-    /// [`Cipher::max_output_length`] bytes, and returns the bytes written.
-    pub fn encrypt_into(
-        &self,
-        plaintext: &[u8],
-        output: &mut [u8],
-        aad: Option<&[u8]>,
-    ) -> Result<usize, JobError> {
-        let iv = self.iv_for_encryption(plaintext.len(), output.len(), aad)?;
-        self.keyed.encrypt_into(iv, plaintext, output, aad)
-    }
+    under_the_iv! {
+        /// Encrypts `plaintext` (the IV's one message) into `output`, which must hold at least
+        /// [`Cipher::max_output_length`] bytes, and returns the bytes written.
+        fn encrypt_into(plaintext: &[u8], output: &mut [u8]) spends (plaintext.len(), output.len());
 
-    /// Decrypts `ciphertext` into `output`, which must hold at least
-    /// [`Cipher::max_output_length`] bytes (the ciphertext's length for padded modes), and
-    /// returns the bytes written. On any error `output` is wiped.
-    pub fn decrypt_into(
-        &self,
-        ciphertext: &[u8],
-        output: &mut [u8],
-        aad: Option<&[u8]>,
-    ) -> Result<usize, JobError> {
-        self.keyed.decrypt_into(self.iv(), ciphertext, output, aad)
-    }
+        /// Decrypts `ciphertext` into `output`, which must hold at least
+        /// [`Cipher::max_output_length`] bytes (the ciphertext's length for padded modes), and
+        /// returns the bytes written. On any error `output` is wiped.
+        fn decrypt_into(ciphertext: &[u8], output: &mut [u8]);
 
-    /// Encrypts the message in `buffer[..length]` (the IV's one message) in place, the
-    /// rest of `buffer` being room for the padding or tag, and returns the ciphertext's
-    /// length.
-    ///
-    /// ```
-    /// use parcrypt_engine::{Backend, Cipher, Direction, Engine};
-    ///
-    /// let cipher = Cipher::new(Engine::new(Backend::Seq, None)?, "bf-cbc".parse()?, b"key!", Some(&[0u8; 8]))?;
-    /// let mut buffer = b"ten bytes!".to_vec();
-    /// buffer.resize(cipher.max_output_length(Direction::Encrypt, 10), 0);
-    /// let length = cipher.encrypt_in_place(&mut buffer, 10, None)?;
-    /// let length = cipher.decrypt_in_place(&mut buffer, length, None)?;
-    /// assert_eq!(&buffer[..length], b"ten bytes!");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn encrypt_in_place(
-        &self,
-        buffer: &mut [u8],
-        length: usize,
-        aad: Option<&[u8]>,
-    ) -> Result<usize, JobError> {
+        /// Encrypts the message in `buffer[..length]` (the IV's one message) in place, the
+        /// rest of `buffer` being room for the padding or tag, and returns the ciphertext's
+        /// length.
+        ///
+        /// ```
+        /// use parcrypt_engine::{Backend, Cipher, Direction, Engine};
+        ///
+        /// let cipher = Cipher::new(Engine::new(Backend::Seq, None)?, "bf-cbc".parse()?, b"key!", Some(&[0u8; 8]))?;
+        /// let mut buffer = b"ten bytes!".to_vec();
+        /// buffer.resize(cipher.max_output_length(Direction::Encrypt, 10), 0);
+        /// let length = cipher.encrypt_in_place(&mut buffer, 10, None)?;
+        /// let length = cipher.decrypt_in_place(&mut buffer, length, None)?;
+        /// assert_eq!(&buffer[..length], b"ten bytes!");
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
         // An encryption's output is never shorter than its input: the capacity covers both.
-        let iv = self.iv_for_encryption(length, buffer.len(), aad)?;
-        self.keyed.encrypt_in_place(iv, buffer, length, aad)
-    }
+        fn encrypt_in_place(buffer: &mut [u8], length: usize) spends (length, buffer.len());
 
-    /// Decrypts the message in `buffer[..length]` in place and returns the plaintext's
-    /// length. On any error (a GCM tag that does not match, bad padding) the buffer is wiped.
-    pub fn decrypt_in_place(
-        &self,
-        buffer: &mut [u8],
-        length: usize,
-        aad: Option<&[u8]>,
-    ) -> Result<usize, JobError> {
-        self.keyed.decrypt_in_place(self.iv(), buffer, length, aad)
+        /// Decrypts the message in `buffer[..length]` in place and returns the plaintext's
+        /// length. On any error (a GCM tag that does not match, bad padding) the buffer is wiped.
+        fn decrypt_in_place(buffer: &mut [u8], length: usize);
     }
 
     /// A [`Crypter`] that encrypts the IV's one message given in pieces: whole blocks to

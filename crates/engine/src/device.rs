@@ -18,6 +18,7 @@ use parcrypt_modes::gcm::{GcmAccumulator, GcmError, MAX_TEXT_BYTES, TAG_BYTES};
 use parcrypt_modes::{Direction, Mode};
 
 use crate::crypter::check_iv_and_aad;
+use crate::keyed::one_message_calls;
 use crate::{Backend, EngineError, JobError, KeyedCipher};
 
 /// GHASH segment size over device memory: 4 KiB per device thread at most (a GiB gives
@@ -66,35 +67,20 @@ fn refused(reason: String) -> JobError {
 }
 
 impl KeyedCipher {
-    /// Encrypts one message held in device memory of `device`, from `input` into `output`
-    /// (the same memory for in place, when `output` starts where `input` does), and returns
-    /// the bytes written: the input's length, plus 16 for GCM, whose tag follows the
-    /// ciphertext in `output`. `output` must hold at least that many bytes. Returns when the
-    /// result is on the device.
-    pub fn encrypt_on_device(
-        &self,
-        device: &CudaDevice,
-        iv: Option<&[u8]>,
-        input: &ForeignDeviceMemory<'_>,
-        output: &ForeignDeviceMemory<'_>,
-        aad: Option<&[u8]>,
-    ) -> Result<usize, JobError> {
-        self.run_on_device(device, Direction::Encrypt, iv, input, output, aad)
-    }
+    one_message_calls! {
+        /// Encrypts one message held in device memory of `device`, from `input` into `output`
+        /// (the same memory for in place, when `output` starts where `input` does), and
+        /// returns the bytes written: the input's length, plus 16 for GCM, whose tag follows
+        /// the ciphertext in `output`. `output` must hold at least that many bytes. Returns
+        /// when the result is on the device.
+        fn encrypt_on_device() -> OnDevice: Encrypt;
 
-    /// Decrypts one message held in device memory of `device`, from `input` into `output`
-    /// (the same memory for in place), and returns the bytes written: the input's length, 16
-    /// fewer for GCM. For GCM the tag (the input's last 16 bytes) is checked on the
-    /// ciphertext first: on a mismatch this returns the tag error and `output` is untouched.
-    pub fn decrypt_on_device(
-        &self,
-        device: &CudaDevice,
-        iv: Option<&[u8]>,
-        input: &ForeignDeviceMemory<'_>,
-        output: &ForeignDeviceMemory<'_>,
-        aad: Option<&[u8]>,
-    ) -> Result<usize, JobError> {
-        self.run_on_device(device, Direction::Decrypt, iv, input, output, aad)
+        /// Decrypts one message held in device memory of `device`, from `input` into
+        /// `output` (the same memory for in place), and returns the bytes written: the
+        /// input's length, 16 fewer for GCM. For GCM the tag (the input's last 16 bytes) is
+        /// checked on the ciphertext first: on a mismatch this returns the tag error and
+        /// `output` is untouched.
+        fn decrypt_on_device() -> OnDevice: Decrypt;
     }
 
     fn run_on_device(

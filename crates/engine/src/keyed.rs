@@ -163,8 +163,8 @@ impl std::fmt::Debug for KeyedCipher {
 }
 
 /// The public one-message calls of [`KeyedCipher`], each one of `process` (into a new
-/// `Vec`), `process_into` (into the caller's buffer), `in_place` or `crypter` (a message in
-/// pieces) with its direction fixed (and for `process_into`, who may see the output before
+/// `Vec`), `process_into` (into the caller's buffer), `in_place`, `crypter` (a message in
+/// pieces) or `run_on_device` (in CUDA device memory) with its direction fixed (and for `process_into`, who may see the output before
 /// the call returns): one signature per kind, written once, so the variants cannot drift
 /// apart.
 macro_rules! one_message_calls {
@@ -216,7 +216,22 @@ macro_rules! one_message_calls {
             self.crypter(Direction::$direction, iv, aad)
         }
     };
+    (@ OnDevice $(#[$doc:meta])* $name:ident () $direction:ident) => {
+        $(#[$doc])*
+        pub fn $name(
+            &self,
+            device: &CudaDevice,
+            iv: Option<&[u8]>,
+            input: &ForeignDeviceMemory<'_>,
+            output: &ForeignDeviceMemory<'_>,
+            aad: Option<&[u8]>,
+        ) -> Result<usize, JobError> {
+            self.run_on_device(device, Direction::$direction, iv, input, output, aad)
+        }
+    };
 }
+// For `device`'s calls on device memory.
+pub(crate) use one_message_calls;
 
 fn slot(direction: Direction) -> usize {
     usize::from(direction == Direction::Decrypt)

@@ -50,7 +50,7 @@ pub use devices::CudaDeviceInfo;
 pub use foreign::DeviceAllocation;
 
 use crate::host::arguments::{KernelLimits, KernelTable};
-use crate::host::{self, slab_size, validate_geometry, GpuHost, State};
+use crate::host::{self, slab_size, validate_geometry, Devices, GpuHost, State};
 use crate::host::{KEY_TABLE_WORDS, ROUND_KEY_WORDS};
 use crate::kernel_source::{self, kernel_name, CipherFamily, KernelOperation};
 use crate::{
@@ -77,21 +77,16 @@ pub type DeviceBuffer = CudaSlice<u8>;
 /// Page-locked host memory, as [`CudaDevice::alloc_pinned`] gives it.
 pub type PinnedBuffer = PinnedHostSlice<u8>;
 
-impl GpuHost<Cuda> {
-    /// Every CUDA device the driver sees, for `parcrypt devices`. A driver with no usable
-    /// device gives an empty list; no driver gives [`GpuError::NoCudaDriver`].
-    pub fn list() -> Result<Vec<CudaDeviceInfo>, GpuError> {
+impl Devices for Cuda {
+    type Info = CudaDeviceInfo;
+
+    /// A driver with no usable device gives an empty list; no driver gives
+    /// [`GpuError::NoCudaDriver`].
+    fn list() -> Result<Vec<CudaDeviceInfo>, GpuError> {
         devices::describe_all()
     }
 
-    /// Opens device `index` with the default options.
-    pub fn open(index: usize) -> Result<Self, GpuError> {
-        Self::open_with(index, &OpenOptions::default())
-    }
-
-    /// Opens device `index`: compiles (or loads) the kernels, runs the self-test and refuses
-    /// the device if any kernel gives a wrong answer.
-    pub fn open_with(index: usize, options: &OpenOptions) -> Result<Self, GpuError> {
+    fn open_with(index: usize, options: &OpenOptions) -> Result<CudaDevice, GpuError> {
         let info = devices::describe(index)?;
         check_nvrtc()?;
         let table_copies = options.table_copies.unwrap_or_else(|| {
@@ -121,7 +116,7 @@ impl GpuHost<Cuda> {
         };
         let (module, origin) = load_or_compile(&context, &module_source)?;
         let assemble = |module, origin| {
-            Self::assemble(
+            CudaDevice::assemble(
                 info.clone(),
                 Arc::clone(&context),
                 module,
@@ -133,12 +128,18 @@ impl GpuHost<Cuda> {
             )
         };
         let opened = assemble(module, origin)?;
-        self_test::accept_or_rebuild(opened, origin, Self::self_test, || {
+        self_test::accept_or_rebuild(opened, origin, CudaDevice::self_test, || {
             let module = compile_and_store(&context, &module_source)?;
             assemble(module, ProgramOrigin::Compiled)
         })
     }
 
+    fn info(&self) -> &CudaDeviceInfo {
+        &self.info
+    }
+}
+
+impl GpuHost<Cuda> {
     /// Creates streams, kernels and buffers around a loaded module.
     #[allow(clippy::too_many_arguments)]
     fn assemble(
@@ -244,11 +245,6 @@ impl GpuHost<Cuda> {
         })
     }
 
-    /// What the driver reports about the device.
-    pub fn info(&self) -> &CudaDeviceInfo {
-        &self.adapter.info
-    }
-
     /// The compiled variant: table copies and static or dynamic shared memory.
     pub fn kernel_variant(&self) -> KernelVariant {
         self.adapter.variant
@@ -350,22 +346,19 @@ fn cache_entry(
     options: &[String],
     source: &str,
 ) -> Result<Option<PathBuf>, GpuError> {
-    let Some(directory) = program_cache::directory(cache) else {
-        return Ok(None);
+    let device = || {
+        let (nvrtc_major, nvrtc_minor) = nvrtc_version()?;
+        let (major, minor) = info.compute_capability;
+        let (driver_major, driver_minor) = info.driver_version;
+        Ok([
+            "cuda".to_string(),
+            info.name.clone(),
+            format!("compute capability {major}.{minor}"),
+            format!("driver {driver_major}.{driver_minor}"),
+            format!("nvrtc {nvrtc_major}.{nvrtc_minor}"),
+        ])
     };
-    let (nvrtc_major, nvrtc_minor) = nvrtc_version()?;
-    let (major, minor) = info.compute_capability;
-    let (driver_major, driver_minor) = info.driver_version;
-    let identity: [&str; 7] = [
-        "cuda",
-        &info.name,
-        &format!("compute capability {major}.{minor}"),
-        &format!("driver {driver_major}.{driver_minor}"),
-        &format!("nvrtc {nvrtc_major}.{nvrtc_minor}"),
-        &options.join(" "),
-        source,
-    ];
-    Ok(Some(program_cache::entry_path(&directory, &identity)))
+    program_cache::module_entry(cache, device, options, source)
 }
 
 #[cfg(test)]
@@ -405,18 +398,13 @@ mod tests {
         let options = variant.nvrtc_options(&architecture);
         let source = kernel_source::cuda_source();
         // An image of subtly wrong kernels stored under the name of the real ones.
-        program_cache::stale::assert_wrong_binary_replaced(
+        program_cache::stale::assert_wrong_binary_replaced::<Cuda>(
             &source,
             copies,
-            |cache| {
-                cache_entry(cache, &info, &options, &source)
-                    .unwrap()
-                    .unwrap()
-            },
+            |cache| cache_entry(cache, &info, &options, &source).unwrap(),
             |wrong_source, _| {
                 compiler::compile_source(wrong_source, &architecture, &options).unwrap()
             },
-            |options| CudaDevice::open_with(0, options).map(|opened| opened.program_origin()),
         );
     }
 

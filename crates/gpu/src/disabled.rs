@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 use crate::host::zero_copy::{KernelTime, MappedMemory};
-use crate::host::{Api, GpuHost, Launch, Outcome, Staging, TimingJob};
+use crate::host::{Api, Devices, GpuHost, Launch, Outcome, Staging, TimingJob};
 use crate::{GpuApi, GpuError, KeyMaterial, OpenOptions};
 
 pub use crate::host::Never;
@@ -20,18 +20,14 @@ pub use crate::host::Never;
 pub trait Missing: Send + Sync + 'static {
     /// The API.
     const API: GpuApi;
+    /// Its description of a device, as its `list()` would give it.
+    type Info;
 }
 
 /// The adapter of an API that is not in this build: no value of it exists.
 pub struct Unavailable<M> {
     never: Never,
     api: PhantomData<M>,
-}
-
-impl<M: Missing> std::fmt::Debug for Unavailable<M> {
-    fn fmt(&self, _formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.never {}
-    }
 }
 
 /// The error every entry point of a disabled API returns.
@@ -117,50 +113,33 @@ impl<M: Missing> MappedMemory for Unavailable<M> {
     }
 }
 
-/// The entry points that open a device, for a missing API: each says it is not in this
-/// build.
-macro_rules! unavailable_entry_points {
-    ($info:ty) => {
-        /// Always [`GpuError::NotInThisBuild`]: this build has no such device.
-        pub fn list() -> Result<Vec<$info>, GpuError> {
-            Err(not_in_this_build(<Self as HasApi>::API))
-        }
+/// Every way to a device of a missing API says that it is not in this build.
+impl<M: Missing> Devices for Unavailable<M> {
+    type Info = M::Info;
 
-        /// Always [`GpuError::NotInThisBuild`].
-        pub fn open(_index: usize) -> Result<Self, GpuError> {
-            Err(not_in_this_build(<Self as HasApi>::API))
-        }
+    fn list() -> Result<Vec<M::Info>, GpuError> {
+        Err(not_in_this_build(M::API))
+    }
 
-        /// Always [`GpuError::NotInThisBuild`].
-        pub fn open_with(_index: usize, _options: &OpenOptions) -> Result<Self, GpuError> {
-            Err(not_in_this_build(<Self as HasApi>::API))
-        }
+    fn open_with(_index: usize, _options: &OpenOptions) -> Result<GpuHost<Self>, GpuError> {
+        Err(not_in_this_build(M::API))
+    }
 
-        /// What the driver reports (never called: no device exists).
-        pub fn info(&self) -> &$info {
-            match self.adapter.never {}
-        }
-    };
-}
-
-/// The API of a device type, for the entry points above.
-trait HasApi {
-    const API: GpuApi;
-}
-
-impl<M: Missing> HasApi for GpuHost<Unavailable<M>> {
-    const API: GpuApi = M::API;
+    fn info(&self) -> &M::Info {
+        match self.never {}
+    }
 }
 
 /// The marker of a missing API and its device type, of which no value can exist:
-/// `missing_api!(Marker, Variant, "Title", Device)`.
+/// `missing_api!(Marker, Variant, "Title", Device, Info)`.
 macro_rules! missing_api {
-    ($marker:ident, $api:ident, $title:literal, $device:ident) => {
+    ($marker:ident, $api:ident, $title:literal, $device:ident, $info:ty) => {
         #[doc = concat!("Marks ", $title, " as missing.")]
         pub struct $marker;
 
         impl Missing for $marker {
             const API: GpuApi = GpuApi::$api;
+            type Info = $info;
         }
 
         #[doc = concat!("The ", $title, " device type; in this build none can be opened.")]
@@ -195,14 +174,12 @@ pub mod opencl {
     use super::*;
     use crate::{DeviceInfo, GpuOperation, TableCopies};
 
-    missing_api!(OpenClMissing, Opencl, "OpenCL", OpenClDevice);
+    missing_api!(OpenClMissing, Opencl, "OpenCL", OpenClDevice, DeviceInfo);
 
     /// Mapped memory of an OpenCL device; in this build there is none.
     pub type MappedBuffer<'device> = crate::GpuMappedBuffer<'device, Unavailable<OpenClMissing>>;
 
     impl GpuHost<Unavailable<OpenClMissing>> {
-        unavailable_entry_points!(DeviceInfo);
-
         /// Always [`GpuError::NotInThisBuild`].
         pub fn compile_check(_index: usize, _table_copies: TableCopies) -> Result<(), GpuError> {
             Err(not_in_this_build(GpuApi::Opencl))
@@ -231,7 +208,7 @@ pub mod cuda {
     /// Streams the CUDA host rotates slabs over (as in a build with CUDA).
     pub const STREAMS: usize = 3;
 
-    missing_api!(CudaMissing, Cuda, "CUDA", CudaDevice);
+    missing_api!(CudaMissing, Cuda, "CUDA", CudaDevice, CudaDeviceInfo);
 
     /// Mapped memory of a CUDA device; in this build there is none.
     pub type MappedBuffer<'device> = crate::GpuMappedBuffer<'device, Unavailable<CudaMissing>>;
@@ -303,8 +280,6 @@ pub mod cuda {
     }
 
     impl GpuHost<Unavailable<CudaMissing>> {
-        unavailable_entry_points!(CudaDeviceInfo);
-
         /// What the kernels were compiled for (never called: no device exists).
         pub fn architecture(&self) -> &str {
             match self.adapter.never {}
@@ -415,13 +390,11 @@ pub mod hip {
     /// Streams the HIP host rotates slabs over (as in a build with HIP).
     pub const STREAMS: usize = 3;
 
-    missing_api!(HipMissing, Hip, "HIP", HipDevice);
+    missing_api!(HipMissing, Hip, "HIP", HipDevice, HipDeviceInfo);
 
     missing_info!(HipDeviceInfo, "the HIP runtime");
 
     impl GpuHost<Unavailable<HipMissing>> {
-        unavailable_entry_points!(HipDeviceInfo);
-
         /// The target the kernels were compiled for (never called: no device exists).
         pub fn architecture(&self) -> &str {
             match self.adapter.never {}
@@ -431,12 +404,27 @@ pub mod hip {
 
 #[cfg(test)]
 mod tests {
+    use crate::GpuError;
+
+    /// `opened` failed because `title` is not in this build.
+    fn assert_not_in_this_build<T>(opened: Result<T, GpuError>, title: &str) -> String {
+        let Err(error) = opened else {
+            panic!("{title} opened in a build without it");
+        };
+        let message = error.to_string();
+        assert!(
+            message.starts_with(&format!("{title} is not in this build")),
+            "{message}"
+        );
+        message
+    }
+
     #[cfg(not(feature = "opencl"))]
     #[test]
     fn opencl_says_it_is_not_in_this_build() {
-        let error = super::opencl::OpenClDevice::open(0).unwrap_err();
+        let message = assert_not_in_this_build(super::opencl::OpenClDevice::open(0), "OpenCL");
         assert_eq!(
-            error.to_string(),
+            message,
             "OpenCL is not in this build (built without the `opencl` feature); rebuild with \
              `--features opencl` or use another backend"
         );
@@ -445,20 +433,12 @@ mod tests {
     #[cfg(not(feature = "hip"))]
     #[test]
     fn hip_says_it_is_not_in_this_build() {
-        let error = super::hip::HipDevice::list().unwrap_err();
-        assert!(
-            error.to_string().starts_with("HIP is not in this build"),
-            "{error}"
-        );
+        assert_not_in_this_build(super::hip::HipDevice::list(), "HIP");
     }
 
     #[cfg(not(feature = "cuda"))]
     #[test]
     fn cuda_says_it_is_not_in_this_build() {
-        let error = super::cuda::CudaDevice::list().unwrap_err();
-        assert!(
-            error.to_string().starts_with("CUDA is not in this build"),
-            "{error}"
-        );
+        assert_not_in_this_build(super::cuda::CudaDevice::list(), "CUDA");
     }
 }

@@ -12,6 +12,35 @@ use std::ops::Range;
 
 use crate::GpuError;
 
+/// The accessors of a range of device memory held as the fields `address`, `length` and
+/// `device`: the same for [`ForeignDeviceMemory`] and for the CUDA backend's
+/// `DeviceAllocation`. `$address_doc` documents `address`.
+macro_rules! device_range_accessors {
+    ($address_doc:literal) => {
+        #[doc = $address_doc]
+        pub fn address(&self) -> u64 {
+            self.address
+        }
+
+        /// Its length in bytes.
+        pub fn len(&self) -> usize {
+            self.length
+        }
+
+        /// Whether it holds no bytes.
+        pub fn is_empty(&self) -> bool {
+            self.length == 0
+        }
+
+        /// The CUDA device ordinal it lives on.
+        pub fn device(&self) -> usize {
+            self.device
+        }
+    };
+}
+#[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
+pub(crate) use device_range_accessors;
+
 /// A range of CUDA device memory owned by someone else, lent for the lifetime `'a`.
 ///
 /// Nothing is copied to the host and nothing is freed: the owner keeps the memory. The
@@ -63,25 +92,7 @@ impl<'a> ForeignDeviceMemory<'a> {
         }
     }
 
-    /// The device address of the first byte.
-    pub fn address(&self) -> u64 {
-        self.address
-    }
-
-    /// Its length in bytes.
-    pub fn len(&self) -> usize {
-        self.length
-    }
-
-    /// Whether it holds no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.length == 0
-    }
-
-    /// The CUDA device ordinal it lives on.
-    pub fn device(&self) -> usize {
-        self.device
-    }
+    device_range_accessors!("The device address of the first byte.");
 
     /// The stream the owner last wrote it on, if the caller named one.
     pub fn producer_stream(&self) -> Option<usize> {

@@ -28,7 +28,7 @@ pub use compiler::{
 pub use devices::HipDeviceInfo;
 
 use crate::host::arguments::{KernelLimits, KernelTable};
-use crate::host::{slab_size, validate_geometry, GpuHost, State};
+use crate::host::{slab_size, validate_geometry, Devices, GpuHost, State};
 use crate::host::{KEY_TABLE_WORDS, ROUND_KEY_WORDS};
 use crate::kernel_source;
 use crate::{
@@ -59,21 +59,16 @@ pub fn check_hiprtc() -> Result<(), GpuError> {
     library::rtc().map(|_| ())
 }
 
-impl GpuHost<Hip> {
-    /// Every HIP device the runtime sees, for `parcrypt devices`. No runtime gives
-    /// [`GpuError::NoHipRuntime`]; a runtime without a device [`GpuError::NoAmdGpu`].
-    pub fn list() -> Result<Vec<HipDeviceInfo>, GpuError> {
+impl Devices for Hip {
+    type Info = HipDeviceInfo;
+
+    /// No runtime gives [`GpuError::NoHipRuntime`]; a runtime without a device
+    /// [`GpuError::NoAmdGpu`].
+    fn list() -> Result<Vec<HipDeviceInfo>, GpuError> {
         devices::describe_all()
     }
 
-    /// Opens device `index` with the default options.
-    pub fn open(index: usize) -> Result<Self, GpuError> {
-        Self::open_with(index, &OpenOptions::default())
-    }
-
-    /// Opens device `index`: compiles (or loads) the kernels, runs the self-test and refuses
-    /// the device if any kernel gives a wrong answer.
-    pub fn open_with(index: usize, options: &OpenOptions) -> Result<Self, GpuError> {
+    fn open_with(index: usize, options: &OpenOptions) -> Result<HipDevice, GpuError> {
         let info = devices::describe(index)?;
         let runtime = devices::select(index)?;
         check_hiprtc()?;
@@ -116,7 +111,7 @@ impl GpuHost<Hip> {
             _ => (Module::load(runtime, &compile()?)?, ProgramOrigin::Compiled),
         };
         let assemble = |module, origin| {
-            Self::assemble(
+            HipDevice::assemble(
                 info.clone(),
                 runtime,
                 module,
@@ -127,12 +122,18 @@ impl GpuHost<Hip> {
             )
         };
         let opened = assemble(module, origin)?;
-        self_test::accept_or_rebuild(opened, origin, Self::self_test, || {
+        self_test::accept_or_rebuild(opened, origin, HipDevice::self_test, || {
             let module = Module::load(runtime, &compile()?)?;
             assemble(module, ProgramOrigin::Compiled)
         })
     }
 
+    fn info(&self) -> &HipDeviceInfo {
+        &self.info
+    }
+}
+
+impl GpuHost<Hip> {
     /// Creates streams, kernels and buffers around a loaded module.
     fn assemble(
         info: HipDeviceInfo,
@@ -218,11 +219,6 @@ impl GpuHost<Hip> {
         })
     }
 
-    /// What the runtime reports about the device.
-    pub fn info(&self) -> &HipDeviceInfo {
-        &self.adapter.info
-    }
-
     /// The `gfxNNN` target the kernels were compiled for.
     pub fn architecture(&self) -> &str {
         self.adapter.info.target()
@@ -242,21 +238,18 @@ fn cache_entry(
     options: &[String],
     source: &str,
 ) -> Result<Option<PathBuf>, GpuError> {
-    let Some(directory) = program_cache::directory(cache) else {
-        return Ok(None);
+    let device = || {
+        let (rtc_major, rtc_minor) = hiprtc_version()?;
+        let (major, minor, patch) = info.runtime_version;
+        Ok([
+            "hip".to_string(),
+            info.name.clone(),
+            info.architecture.clone(),
+            format!("runtime {major}.{minor}.{patch}"),
+            format!("hiprtc {rtc_major}.{rtc_minor}"),
+        ])
     };
-    let (rtc_major, rtc_minor) = hiprtc_version()?;
-    let (major, minor, patch) = info.runtime_version;
-    let identity: [&str; 7] = [
-        "hip",
-        &info.name,
-        &info.architecture,
-        &format!("runtime {major}.{minor}.{patch}"),
-        &format!("hiprtc {rtc_major}.{rtc_minor}"),
-        &options.join(" "),
-        source,
-    ];
-    Ok(Some(program_cache::entry_path(&directory, &identity)))
+    program_cache::module_entry(cache, device, options, source)
 }
 
 #[cfg(test)]
@@ -275,18 +268,13 @@ mod tests {
         let options = hiprtc_options(info.target(), copies);
         let source = kernel_source::hip_source();
         // A code object of subtly wrong kernels stored under the name of the real ones.
-        program_cache::stale::assert_wrong_binary_replaced(
+        program_cache::stale::assert_wrong_binary_replaced::<Hip>(
             &source,
             copies,
-            |cache| {
-                cache_entry(cache, &info, &options, &source)
-                    .unwrap()
-                    .unwrap()
-            },
+            |cache| cache_entry(cache, &info, &options, &source).unwrap(),
             |wrong_source, _| {
                 compiler::compile_source(wrong_source, info.target(), &options).unwrap()
             },
-            |options| HipDevice::open_with(0, options).map(|opened| opened.program_origin()),
         );
     }
 

@@ -22,7 +22,7 @@ use crate::kernel_source::CipherFamily;
 use crate::operation::{ModeArguments, SlabChain};
 use crate::{
     tuning, DeviceKind, GpuApi, GpuDevice, GpuError, GpuOperation, KeyMaterial, LaunchGeometry,
-    ProgramOrigin, TableCopies, TuneTable,
+    OpenOptions, ProgramOrigin, TableCopies, TuneTable,
 };
 use arguments::{Argument, ArgumentList, KernelTable, LoadedKernel};
 use parcrypt_modes::ghash::GhashKey;
@@ -336,6 +336,23 @@ pub trait Api: Sized + Send + Sync + 'static {
     }
 }
 
+/// How an API finds and opens its devices: what [`GpuHost::list`], [`GpuHost::open`],
+/// [`GpuHost::open_with`] and [`GpuHost::info`] call. Public only as [`Api`] is.
+pub trait Devices: Api {
+    /// What the driver reports about one device, as `list` gives it.
+    type Info;
+
+    /// Every device the API sees.
+    fn list() -> Result<Vec<Self::Info>, GpuError>;
+
+    /// Opens device `index` of `list` with `options`: compiles (or loads) the kernels, runs
+    /// the self-test and refuses the device if any kernel gives a wrong answer.
+    fn open_with(index: usize, options: &OpenOptions) -> Result<GpuHost<Self>, GpuError>;
+
+    /// What the driver reports about the opened device.
+    fn info(&self) -> &Self::Info;
+}
+
 /// What a call changes, under the device's lock: the launch shape, the kernels (whose
 /// arguments OpenCL sets per launch), buffers, the key.
 pub struct State<A: Api> {
@@ -412,11 +429,14 @@ pub struct GpuHost<A: Api> {
     pub(crate) uploaded: AtomicU64,
 }
 
-impl<A: Api + std::fmt::Debug> std::fmt::Debug for GpuHost<A> {
+/// Shows the device as its one-line description (what the driver reports, and
+/// what the kernels were compiled for).
+impl<A: Api> std::fmt::Debug for GpuHost<A> {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
             .debug_struct("GpuHost")
-            .field("adapter", &self.adapter)
+            .field("api", &A::API)
+            .field("device", &self.adapter.description())
             .field("table_copies", &self.table_copies)
             .field("origin", &self.origin)
             .field("slab_bytes", &self.slab_bytes)
@@ -1104,6 +1124,33 @@ impl<A: Api> GpuHost<A> {
     }
 }
 
+impl<A: Devices> GpuHost<A> {
+    /// Every device the API's driver sees, for `parcrypt devices`. A CUDA driver without a
+    /// usable device lists none; a HIP runtime without one gives [`GpuError::NoAmdGpu`]; no
+    /// driver gives the API's own error ([`GpuError::NoOpenClLibrary`],
+    /// [`GpuError::NoCudaDriver`], [`GpuError::NoHipRuntime`]), and an API not in this build
+    /// [`GpuError::NotInThisBuild`].
+    pub fn list() -> Result<Vec<A::Info>, GpuError> {
+        A::list()
+    }
+
+    /// Opens device `index` of [`GpuHost::list`] with the default options.
+    pub fn open(index: usize) -> Result<Self, GpuError> {
+        A::open_with(index, &OpenOptions::default())
+    }
+
+    /// Opens device `index` of [`GpuHost::list`]: compiles (or loads) the kernels, runs the
+    /// self-test and refuses the device if any kernel gives a wrong answer.
+    pub fn open_with(index: usize, options: &OpenOptions) -> Result<Self, GpuError> {
+        A::open_with(index, options)
+    }
+
+    /// What the driver reports about the device.
+    pub fn info(&self) -> &A::Info {
+        self.adapter.info()
+    }
+}
+
 impl<A: Api> GpuDevice for GpuHost<A> {
     fn api(&self) -> GpuApi {
         A::API
@@ -1205,6 +1252,25 @@ pub(crate) fn assert_opens_or_says_why<A: Api>(
             device
                 .process(&key, &GpuOperation::EcbEncrypt, &mut [0; 32])
                 .unwrap();
+        }
+        Err(error) => assert!(expected(&error), "{error}"),
+    }
+}
+
+/// What the CUDA and HIP backends' listing tests share: the devices `listed` are numbered
+/// in order (`index`, which may check more of each), or listing failed with an error
+/// `expected` accepts (no driver or runtime here).
+#[cfg(all(test, any(feature = "cuda", feature = "hip")))]
+pub(crate) fn assert_lists_or_says_why<Info>(
+    listed: Result<Vec<Info>, GpuError>,
+    index: impl Fn(&Info) -> usize,
+    expected: impl FnOnce(&GpuError) -> bool,
+) {
+    match listed {
+        Ok(devices) => {
+            for (number, device) in devices.iter().enumerate() {
+                assert_eq!(index(device), number);
+            }
         }
         Err(error) => assert!(expected(&error), "{error}"),
     }

@@ -26,7 +26,7 @@ use opencl3::program::Program;
 
 use crate::error::ApiResultExt;
 use crate::host::arguments::{KernelLimits, KernelTable};
-use crate::host::{self, slab_size, validate_geometry, GpuHost, Staging, State};
+use crate::host::{self, slab_size, validate_geometry, Devices, GpuHost, Staging, State};
 use crate::host::{KEY_TABLE_WORDS, ROUND_KEY_WORDS};
 use crate::kernel_source;
 use crate::{
@@ -46,23 +46,18 @@ pub type OpenClDevice = GpuHost<OpenCl>;
 /// [`OpenClDevice::mapped_buffer`].
 pub type MappedBuffer<'device> = host::zero_copy::MappedBuffer<'device, OpenCl>;
 
-impl GpuHost<OpenCl> {
-    /// Every OpenCL device of every platform, for `parcrypt devices`.
-    pub fn list() -> Result<Vec<DeviceInfo>, GpuError> {
+impl Devices for OpenCl {
+    type Info = DeviceInfo;
+
+    /// Every device of every platform.
+    fn list() -> Result<Vec<DeviceInfo>, GpuError> {
         Ok(devices::find_all()?
             .into_iter()
             .map(|found| found.info)
             .collect())
     }
 
-    /// Opens device `index` of [`OpenClDevice::list`] with the default options.
-    pub fn open(index: usize) -> Result<Self, GpuError> {
-        Self::open_with(index, &OpenOptions::default())
-    }
-
-    /// Opens device `index`: compiles (or loads) the kernels, runs the self-test and refuses
-    /// the device if any kernel gives a wrong answer.
-    pub fn open_with(index: usize, options: &OpenOptions) -> Result<Self, GpuError> {
+    fn open_with(index: usize, options: &OpenOptions) -> Result<OpenClDevice, GpuError> {
         let device = find(index)?;
         let info = &device.info;
         if !info.little_endian {
@@ -94,7 +89,7 @@ impl GpuHost<OpenCl> {
         let (program, origin) = program::load_or_compile(&context, &program_source)?;
         let slab_bytes = slab_size(options.slab_bytes, info.max_allocation_bytes);
         let assemble = |context, program, origin| {
-            Self::assemble(
+            OpenClDevice::assemble(
                 &device,
                 context,
                 program,
@@ -105,7 +100,7 @@ impl GpuHost<OpenCl> {
             )
         };
         let opened = assemble(context, program, origin)?;
-        self_test::accept_or_rebuild(opened, origin, Self::self_test, || {
+        self_test::accept_or_rebuild(opened, origin, OpenClDevice::self_test, || {
             let context =
                 Context::from_device(&ClDevice::new(device.id)).or_api("clCreateContext")?;
             let program = program::compile_and_store(&context, &program_source)?;
@@ -113,6 +108,12 @@ impl GpuHost<OpenCl> {
         })
     }
 
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+}
+
+impl GpuHost<OpenCl> {
     /// Compiles the kernels for device `index` with `table_copies`, creating every kernel,
     /// without the cache or a self-test: the check that each `-D` variant builds.
     pub fn compile_check(index: usize, table_copies: TableCopies) -> Result<(), GpuError> {
@@ -185,11 +186,6 @@ impl GpuHost<OpenCl> {
         self_test::run(&self.adapter.info.name, |key, operation, data| {
             self.process(key, operation, data)
         })
-    }
-
-    /// What the driver reports about the device.
-    pub fn info(&self) -> &DeviceInfo {
-        &self.adapter.info
     }
 
     /// [`OpenClDevice::process`], timed: returns the kernels' time and the call's wall time
@@ -295,10 +291,10 @@ pub(crate) mod tests {
         let options = build_options(copies);
         let source = kernel_source::opencl_source();
         // A binary of subtly wrong kernels stored under the name of the real ones.
-        program_cache::stale::assert_wrong_binary_replaced(
+        program_cache::stale::assert_wrong_binary_replaced::<OpenCl>(
             &source,
             copies,
-            |cache| cache_entry(cache, &device, &options, &source).unwrap(),
+            |cache| cache_entry(cache, &device, &options, &source),
             |wrong_source, path| {
                 let context = Context::from_device(&ClDevice::new(device.id)).unwrap();
                 let program_source = program::ProgramSource {
@@ -311,7 +307,6 @@ pub(crate) mod tests {
                 program::compile_and_store(&context, &program_source).unwrap();
                 std::fs::read(path).unwrap()
             },
-            |options| OpenClDevice::open_with(0, options).map(|opened| opened.program_origin()),
         );
     }
 }

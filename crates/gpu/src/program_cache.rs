@@ -48,6 +48,27 @@ pub(crate) fn entry_path(directory: &Path, identity: &[&str]) -> PathBuf {
     directory.join(format!("{:032x}.bin", fnv1a_128(&parts)))
 }
 
+/// The cache file of a module compiled at run time (CUDA, HIP): `device` names the API, the
+/// device, its driver or runtime and the compiler, everything the binary depends on besides
+/// the compiler `options` and the `source`. `None` when caching is off, and then `device` is
+/// not asked.
+#[cfg_attr(not(any(feature = "cuda", feature = "hip")), allow(dead_code))]
+pub(crate) fn module_entry<E>(
+    cache: &KernelCache,
+    device: impl FnOnce() -> Result<[String; 5], E>,
+    options: &[String],
+    source: &str,
+) -> Result<Option<PathBuf>, E> {
+    let Some(directory) = directory(cache) else {
+        return Ok(None);
+    };
+    let device = device()?;
+    let options = options.join(" ");
+    let mut identity: Vec<&str> = device.iter().map(String::as_str).collect();
+    identity.extend([options.as_str(), source]);
+    Ok(Some(entry_path(&directory, &identity)))
+}
+
 /// The stored binary, or `None` when there is none or it cannot be read.
 pub(crate) fn load(path: &Path) -> Option<Vec<u8>> {
     fs::read(path).ok().filter(|bytes| !bytes.is_empty())
@@ -111,6 +132,7 @@ mod tests {
 pub(crate) mod stale {
     use std::path::{Path, PathBuf};
 
+    use crate::host::{Devices, GpuHost};
     use crate::{GpuError, KernelCache, OpenOptions, ProgramOrigin, TableCopies};
 
     /// `source` made subtly wrong (one round-key word swapped): kernels that build and
@@ -124,21 +146,22 @@ pub(crate) mod stale {
     /// The stale-cache test every backend runs, in a fresh cache: the binary `compile`
     /// makes of `source` made wrong ([`wrong_source`]) is stored at the cache file `entry`
     /// names for the real `source` (`compile` is given that path too, for APIs whose
-    /// compiler writes there itself); then, as [`assert_replaced_on_open`] says, `open`
-    /// must come up compiled from source with `copies`, the stale binary replaced.
-    pub(crate) fn assert_wrong_binary_replaced(
+    /// compiler writes there itself); then, as [`assert_replaced_on_open`] says, device 0
+    /// of API `A` must open compiled from source with `copies`, the stale binary replaced.
+    pub(crate) fn assert_wrong_binary_replaced<A: Devices>(
         source: &str,
         copies: TableCopies,
-        entry: impl FnOnce(&KernelCache) -> PathBuf,
+        entry: impl FnOnce(&KernelCache) -> Option<PathBuf>,
         compile: impl FnOnce(&str, &Path) -> Vec<u8>,
-        open: impl FnOnce(&OpenOptions) -> Result<ProgramOrigin, GpuError>,
     ) {
         let directory = tempfile::tempdir().unwrap();
         let cache = KernelCache::Directory(directory.path().to_path_buf());
-        let path = entry(&cache);
+        let path = entry(&cache).expect("a cache directory gives a cache file");
         let stale = compile(&wrong_source(source), &path);
         super::store(&path, &stale);
-        assert_replaced_on_open(&path, &stale, copies, cache, open);
+        assert_replaced_on_open(&path, &stale, copies, cache, |options| {
+            GpuHost::<A>::open_with(0, options).map(|opened| opened.program_origin())
+        });
     }
 
     /// Opens a device with `copies` over `cache` through `open` (which gives the opened

@@ -40,17 +40,6 @@ pub struct Cuda {
     pub(crate) context: Arc<CudaContext>,
 }
 
-impl std::fmt::Debug for Cuda {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("Cuda")
-            .field("info", &self.info)
-            .field("variant", &self.variant)
-            .field("architecture", &self.architecture)
-            .finish_non_exhaustive()
-    }
-}
-
 /// A kernel function and the dynamic shared memory to request at launch (0 in a static
 /// variant and for GHASH).
 pub struct CudaKernel {

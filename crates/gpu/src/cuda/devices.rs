@@ -230,16 +230,13 @@ mod tests {
 
     #[test]
     fn without_a_driver_listing_says_so_or_lists_devices() {
-        match describe_all() {
-            Ok(devices) => {
-                for (index, device) in devices.iter().enumerate() {
-                    assert_eq!(device.index, index);
-                }
-            }
-            Err(error) => {
-                assert!(matches!(error, GpuError::NoCudaDriver { .. }), "{error}");
-                assert!(error.to_string().contains("libcuda.so"), "{error}");
-            }
-        }
+        crate::host::assert_lists_or_says_why(
+            describe_all(),
+            |device: &CudaDeviceInfo| device.index,
+            |error| {
+                matches!(error, GpuError::NoCudaDriver { .. })
+                    && error.to_string().contains("libcuda.so")
+            },
+        );
     }
 }

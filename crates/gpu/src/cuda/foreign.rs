@@ -46,26 +46,10 @@ impl std::fmt::Debug for DeviceAllocation {
 }
 
 impl DeviceAllocation {
-    /// The device address of the first byte (0 for an empty allocation, which holds no
-    /// device memory).
-    pub fn address(&self) -> u64 {
-        self.address
-    }
-
-    /// Its length in bytes.
-    pub fn len(&self) -> usize {
-        self.length
-    }
-
-    /// Whether it holds no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.length == 0
-    }
-
-    /// The CUDA device ordinal it lives on.
-    pub fn device(&self) -> usize {
-        self.device
-    }
+    crate::foreign::device_range_accessors!(
+        "The device address of the first byte (0 for an empty allocation, which holds no \
+         device memory)."
+    );
 
     /// The memory, lent for as long as `self` is borrowed, to pass to the calls that take
     /// [`ForeignDeviceMemory`].

@@ -264,16 +264,6 @@ pub struct Hip {
     pub(crate) _module: Module,
 }
 
-impl std::fmt::Debug for Hip {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("Hip")
-            .field("info", &self.info)
-            .field("table_copies", &self.table_copies)
-            .finish_non_exhaustive()
-    }
-}
-
 impl Hip {
     /// Makes the device current on the calling thread (HIP's current device is per thread).
     pub(crate) fn make_current(&self) -> Outcome {
@@ -522,14 +512,10 @@ impl Api for Hip {
 
     unsafe fn launch(&self, slot: &mut Slot, launch: Launch<'_, Self>) -> Outcome<Self::Event> {
         let stream = &self.streams[slot.stream];
-        let (Some(input), Some(output)) = (slot.input.as_ref(), slot.output.as_ref()) else {
-            unreachable!("reserve leaves both buffers allocated");
-        };
-        let counters = slot
-            .counters
-            .as_ref()
-            .filter(|_| launch.arguments.uses_side_buffer())
-            .map(DeviceMemory::address);
+        let (input, output, counters) =
+            launch
+                .arguments
+                .slot_buffers(&slot.input, &slot.output, &slot.counters);
         // SAFETY: the slot's buffers hold the launch's blocks and, for segmented CTR, this
         // slab's counter blocks, uploaded just before (the caller's guarantee); they live
         // in the locked device state until the streams are synchronised.
@@ -537,7 +523,11 @@ impl Api for Hip {
             self.launch_on(
                 stream,
                 &launch,
-                (input.address(), output.address(), counters),
+                (
+                    input.address(),
+                    output.address(),
+                    counters.map(DeviceMemory::address),
+                ),
             )
         }
     }

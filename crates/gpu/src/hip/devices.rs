@@ -274,20 +274,18 @@ mod tests {
 
     #[test]
     fn without_a_gpu_listing_says_why() {
-        match describe_all() {
-            Ok(devices) => {
-                for (index, device) in devices.iter().enumerate() {
-                    assert_eq!(device.index, index);
-                    assert!(device.target().starts_with("gfx"), "{device}");
-                }
-            }
-            Err(error) => assert!(
+        crate::host::assert_lists_or_says_why(
+            describe_all(),
+            |device: &HipDeviceInfo| {
+                assert!(device.target().starts_with("gfx"), "{device}");
+                device.index
+            },
+            |error| {
                 matches!(
                     error,
                     GpuError::NoHipRuntime { .. } | GpuError::NoAmdGpu { .. }
-                ),
-                "{error}"
-            ),
-        }
+                )
+            },
+        );
     }
 }

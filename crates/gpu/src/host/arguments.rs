@@ -79,6 +79,23 @@ impl ArgumentList {
             .iter()
             .any(|argument| matches!(argument, Argument::Counters | Argument::Sums))
     }
+
+    /// The slot buffers a launch with these arguments runs over: its `input` and `output`
+    /// (which reserving a slot leaves allocated), and its `side` buffer where the arguments
+    /// name it.
+    #[cfg_attr(not(any(feature = "opencl", feature = "hip")), allow(dead_code))]
+    pub(crate) fn slot_buffers<'a, B>(
+        &self,
+        input: &'a Option<B>,
+        output: &'a Option<B>,
+        side: &'a Option<B>,
+    ) -> (&'a B, &'a B, Option<&'a B>) {
+        let (Some(input), Some(output)) = (input, output) else {
+            unreachable!("reserve leaves both buffers allocated");
+        };
+        let side = side.as_ref().filter(|_| self.uses_side_buffer());
+        (input, output, side)
+    }
 }
 
 /// The buffers a launch's arguments may name, as an API addresses them (a device address).

@@ -37,15 +37,6 @@ pub struct OpenCl {
     pub(crate) context: Context,
 }
 
-impl std::fmt::Debug for OpenCl {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("OpenCl")
-            .field("info", &self.info)
-            .finish_non_exhaustive()
-    }
-}
-
 /// A queue's pair of slab buffers, grown on demand and kept for later calls, and the side
 /// buffer (segmented CTR's counter blocks, or GCM's GHASH sums).
 pub struct Slot {
@@ -265,14 +256,10 @@ impl Api for OpenCl {
     }
 
     unsafe fn launch(&self, slot: &mut Slot, launch: Launch<'_, Self>) -> Outcome<Event> {
-        let (Some(input), Some(output)) = (slot.input.as_ref(), slot.output.as_ref()) else {
-            unreachable!("reserve leaves both buffers allocated");
-        };
-        let counters = slot
-            .counters
-            .as_ref()
-            .filter(|_| launch.arguments.uses_side_buffer())
-            .map(|buffer| buffer.get());
+        let (input, output, counters) =
+            launch
+                .arguments
+                .slot_buffers(&slot.input, &slot.output, &slot.counters);
         // SAFETY: the slot's two buffers are distinct buffers of this context holding the
         // launch's blocks (the caller's guarantee), alive in the locked device state; the
         // counter buffer holds this slab's counter blocks, written just before in queue
@@ -282,7 +269,11 @@ impl Api for OpenCl {
             enqueue_kernel(
                 &self.queues[slot.queue],
                 &launch,
-                (input.get(), output.get(), counters),
+                (
+                    input.get(),
+                    output.get(),
+                    counters.map(|buffer| buffer.get()),
+                ),
             )
         }
     }

@@ -68,104 +68,85 @@ impl Engine {
     }
 }
 
+/// Options that set one field of the builder (to a value, or `Some` of it), each
+/// `pub fn NAME(mut self, VALUE) -> Self`: written once, so that none can forget to
+/// return the builder.
+macro_rules! options {
+    ($(
+        $(#[$doc:meta])* fn $name:ident($($value:ident: $type:ty)?) => $field:ident = $set:expr;
+    )*) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, $($value: $type)?) -> Self {
+            self.$field = $set;
+            self
+        }
+    )*};
+}
+
 impl EngineBuilder {
-    /// Where work runs (default `auto`).
-    pub fn backend(mut self, backend: Backend) -> Self {
-        self.backend = backend;
-        self
-    }
+    options! {
+        /// Where work runs (default `auto`).
+        fn backend(backend: Backend) => backend = backend;
 
-    /// The threads `threads`, `pool` and `auto` split work over (default: all cores;
-    /// `seq` always uses one). Zero, or more than [`crate::max_threads`] (eight per core,
-    /// at least 64), makes [`EngineBuilder::build`] fail before any thread starts.
-    pub fn threads(mut self, threads: usize) -> Self {
-        self.threads = Some(threads);
-        self
-    }
+        /// The threads `threads`, `pool` and `auto` split work over (default: all cores;
+        /// `seq` always uses one). Zero, or more than [`crate::max_threads`] (eight per core,
+        /// at least 64), makes [`EngineBuilder::build`] fail before any thread starts.
+        fn threads(threads: usize) => threads = Some(threads);
 
-    /// The device a GPU backend (or `auto`'s tuned GPU) uses, by its index in the API's
-    /// listing (default 0).
-    pub fn device(mut self, index: usize) -> Self {
-        self.device = index;
-        self
-    }
+        /// The device a GPU backend (or `auto`'s tuned GPU) uses, by its index in the API's
+        /// listing (default 0).
+        fn device(index: usize) => device = index;
 
-    /// Follow the tune files in `directory` (one per device, as `parcrypt tune` writes
-    /// them): GPU backends launch with the shapes measured best on their device, and `auto`
-    /// sends a tuned GPU the jobs it was measured to finish first.
-    pub fn tune_directory(mut self, directory: impl Into<PathBuf>) -> Self {
-        self.tuning = TuneSource::Directory(directory.into());
-        self
-    }
+        /// Follow the tune files in `directory` (one per device, as `parcrypt tune` writes
+        /// them): GPU backends launch with the shapes measured best on their device, and `auto`
+        /// sends a tuned GPU the jobs it was measured to finish first.
+        fn tune_directory(directory: impl Into<PathBuf>) =>
+            tuning = TuneSource::Directory(directory.into());
 
-    /// Follow the one tune file at `path` (as `parcrypt tune --output` writes it), where it
-    /// was measured on this engine's device.
-    pub fn tune_file(mut self, path: impl AsRef<Path>) -> Self {
-        self.tuning = TuneSource::File(path.as_ref().to_path_buf());
-        self
-    }
+        /// Follow the one tune file at `path` (as `parcrypt tune --output` writes it), where it
+        /// was measured on this engine's device.
+        fn tune_file(path: impl AsRef<Path>) =>
+            tuning = TuneSource::File(path.as_ref().to_path_buf());
 
-    /// Follow no tune file (the default): default launch shapes, `auto` on the CPU only.
-    pub fn no_tune(mut self) -> Self {
-        self.tuning = TuneSource::None;
-        self
-    }
+        /// Follow no tune file (the default): default launch shapes, `auto` on the CPU only.
+        fn no_tune() => tuning = TuneSource::None;
 
-    /// How long an idle `pool` (or `auto`) thread keeps looking for the next job before it
-    /// parks (default [`crate::DEFAULT_POOL_SPIN`], 200 µs): back-to-back small jobs find it
-    /// awake; zero parks at once, leaving the core to other work sooner.
-    pub fn pool_spin(mut self, spin: Duration) -> Self {
-        self.pool_spin = spin;
-        self
-    }
+        /// How long an idle `pool` (or `auto`) thread keeps looking for the next job before it
+        /// parks (default [`crate::DEFAULT_POOL_SPIN`], 200 µs): back-to-back small jobs find it
+        /// awake; zero parks at once, leaving the core to other work sooner.
+        fn pool_spin(spin: Duration) => pool_spin = spin;
 
-    /// Keep the GPU's compiled kernels in `directory` between runs (created when needed),
-    /// so that opening the device later skips the compiler. By default nothing is written
-    /// to disk and the kernels are compiled whenever a device is opened.
-    pub fn kernel_cache_directory(mut self, directory: impl Into<PathBuf>) -> Self {
-        self.kernel_cache = KernelCache::Directory(directory.into());
-        self
-    }
+        /// Keep the GPU's compiled kernels in `directory` between runs (created when needed),
+        /// so that opening the device later skips the compiler. By default nothing is written
+        /// to disk and the kernels are compiled whenever a device is opened.
+        fn kernel_cache_directory(directory: impl Into<PathBuf>) =>
+            kernel_cache = KernelCache::Directory(directory.into());
 
-    /// Where the GPU's compiled kernels are kept between runs
-    /// ([`KernelCache::Disabled`], the default, always compiles).
-    pub fn kernel_cache(mut self, cache: KernelCache) -> Self {
-        self.kernel_cache = cache;
-        self
-    }
+        /// Where the GPU's compiled kernels are kept between runs
+        /// ([`KernelCache::Disabled`], the default, always compiles).
+        fn kernel_cache(cache: KernelCache) => kernel_cache = cache;
 
-    /// Makes every AES-GCM key made from [`EngineBuilder::build`] on run `kernel` (falling
-    /// back to the next one this CPU has), for comparisons: every kernel gives the same
-    /// bytes. Unset (the default), the process keeps its choice, the fastest unless asked.
-    ///
-    /// Process-wide, not this engine's alone: GCM keys are also made where no engine is
-    /// involved (see [`parcrypt_modes::gcm::set_default_kernel`]).
-    pub fn gcm_kernel(mut self, kernel: GcmKernel) -> Self {
-        self.gcm_kernel = Some(kernel);
-        self
-    }
+        /// Makes every AES-GCM key made from [`EngineBuilder::build`] on run `kernel` (falling
+        /// back to the next one this CPU has), for comparisons: every kernel gives the same
+        /// bytes. Unset (the default), the process keeps its choice, the fastest unless asked.
+        ///
+        /// Process-wide, not this engine's alone: GCM keys are also made where no engine is
+        /// involved (see [`parcrypt_modes::gcm::set_default_kernel`]).
+        fn gcm_kernel(kernel: GcmKernel) => gcm_kernel = Some(kernel);
 
-    /// `false`: AES-GCM runs its two passes (CTR, then GHASH) instead of a stitched kernel,
-    /// the same as [`EngineBuilder::gcm_kernel`] with [`GcmKernel::TwoPass`]; `true` asks for
-    /// the fastest kernel again. Process-wide, as `gcm_kernel` is.
-    pub fn stitched_gcm(mut self, stitched: bool) -> Self {
-        self.gcm_kernel = Some(if stitched {
-            GcmKernel::fastest()
-        } else {
-            GcmKernel::TwoPass
-        });
-        self
-    }
+        /// `false`: AES-GCM runs its two passes (CTR, then GHASH) instead of a stitched kernel,
+        /// the same as [`EngineBuilder::gcm_kernel`] with [`GcmKernel::TwoPass`]; `true` asks for
+        /// the fastest kernel again. Process-wide, as `gcm_kernel` is.
+        fn stitched_gcm(stitched: bool) =>
+            gcm_kernel = Some(if stitched { GcmKernel::fastest() } else { GcmKernel::TwoPass });
 
-    /// `false`: long out-of-place AES calls write their output with ordinary stores instead
-    /// of streaming (non-temporal) ones, for comparisons; the bytes are the same. Unset (the
-    /// default), the process keeps its choice, on unless asked.
-    ///
-    /// Process-wide, not this engine's alone: the AES kernels also run where no engine is
-    /// involved (see [`parcrypt_ciphers::aes::set_streaming_stores`]).
-    pub fn streaming_stores(mut self, allowed: bool) -> Self {
-        self.streaming_stores = Some(allowed);
-        self
+        /// `false`: long out-of-place AES calls write their output with ordinary stores instead
+        /// of streaming (non-temporal) ones, for comparisons; the bytes are the same. Unset (the
+        /// default), the process keeps its choice, on unless asked.
+        ///
+        /// Process-wide, not this engine's alone: the AES kernels also run where no engine is
+        /// involved (see [`parcrypt_ciphers::aes::set_streaming_stores`]).
+        fn streaming_stores(allowed: bool) => streaming_stores = Some(allowed);
     }
 
     /// Starts the threads and opens the GPU of a GPU backend. A missing or damaged tune file

@@ -204,6 +204,24 @@ pub(crate) fn random_cases<C>(
     true
 }
 
+/// Runs `check` on `per_length` random keys of each of `key_lengths` bytes, all drawn from a
+/// generator seeded with `seed` (which `check` may draw more from).
+pub(crate) fn for_random_keys(
+    seed: u64,
+    key_lengths: &[usize],
+    per_length: usize,
+    mut check: impl FnMut(&[u8], &mut StdRng),
+) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    for &key_length in key_lengths {
+        for _ in 0..per_length {
+            let mut key = vec![0u8; key_length];
+            rng.fill_bytes(&mut key);
+            check(&key, &mut rng);
+        }
+    }
+}
+
 /// `bytes` (whole 16-byte blocks) cut into random pieces of at most `longest` blocks, empty
 /// pieces included: the byte lengths of successive calls over the same data.
 pub(crate) fn random_pieces(rng: &mut StdRng, bytes: usize, longest: usize) -> Vec<usize> {

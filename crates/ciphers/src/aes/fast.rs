@@ -244,16 +244,25 @@ mod aesni_expansion {
         unsafe { _mm_loadu_si128(bytes.as_ptr().cast()) }
     }
 
-    /// Stores `vector` to the 16 bytes at `offset`.
+    /// Stores the low `BYTES` bytes of `vector` (16: all of it; 8: the low half) at
+    /// `offset`.
     #[inline]
     #[target_feature(enable = "aes")]
-    fn store(schedule: &mut [u8], offset: usize, vector: __m128i) {
-        let target: &mut [u8; 16] = (&mut schedule[offset..offset + 16])
+    fn store<const BYTES: usize>(schedule: &mut [u8], offset: usize, vector: __m128i) {
+        const { assert!(BYTES == 16 || BYTES == 8) };
+        let target: &mut [u8; BYTES] = (&mut schedule[offset..offset + BYTES])
             .try_into()
-            .expect("16 bytes");
-        // SAFETY: `target` is a 16-byte array, written whole; `storeu` has no alignment
-        // requirement.
-        unsafe { _mm_storeu_si128(target.as_mut_ptr().cast(), vector) };
+            .expect("a whole store");
+        let target = target.as_mut_ptr().cast();
+        // SAFETY: `target` is a `BYTES`-byte array, written whole: `storeu` writes 16 bytes,
+        // `storel_epi64` 8, neither with an alignment requirement.
+        unsafe {
+            if BYTES == 16 {
+                _mm_storeu_si128(target, vector);
+            } else {
+                _mm_storel_epi64(target, vector);
+            }
+        }
     }
 
     /// [`super::RoundKeys::expand`] with `aeskeygenassist`.
@@ -273,12 +282,12 @@ mod aesni_expansion {
     #[target_feature(enable = "aes")]
     fn expand_128(key: &[u8], schedule: &mut [u8]) {
         let mut group = load(key);
-        store(schedule, 0, group);
+        store::<16>(schedule, 0, group);
         let mut constant = 1u8;
         for round in 1..=10 {
             // The previous group's last word is dword 3: RotWord(SubWord) is dword 3.
             group = next_group(group, assist::<0xFF>(group), constant);
-            store(schedule, 16 * round, group);
+            store::<16>(schedule, 16 * round, group);
             constant = super::multiply_by_x(constant);
         }
     }
@@ -292,36 +301,24 @@ mod aesni_expansion {
         let tail: &[u8; 8] = key[16..24].try_into().expect("8 bytes");
         // SAFETY: `tail` is an 8-byte array; `loadl_epi64` reads exactly 8 bytes, unaligned.
         let mut back = unsafe { _mm_loadl_epi64(tail.as_ptr().cast()) };
-        store(schedule, 0, front);
-        store_low_half(schedule, 16, back);
+        store::<16>(schedule, 0, front);
+        store::<8>(schedule, 16, back);
         let mut constant = 1u8;
         // 52 words: eight more groups of six, the last one cut to its first four.
         for group in 1..=8 {
             // The previous group's last word is dword 1 of `back`: RotWord(SubWord) is
             // dword 1.
             front = next_group(front, assist::<0x55>(back), constant);
-            store(schedule, 24 * group, front);
+            store::<16>(schedule, 24 * group, front);
             if group == 8 {
                 break;
             }
             // Words 4 and 5 continue the chain from word 3 with no SubWord.
             let chained = _mm_shuffle_epi32::<0xFF>(front);
             back = _mm_xor_si128(_mm_xor_si128(back, _mm_slli_si128::<4>(back)), chained);
-            store_low_half(schedule, 24 * group + 16, back);
+            store::<8>(schedule, 24 * group + 16, back);
             constant = super::multiply_by_x(constant);
         }
-    }
-
-    /// Stores the low 8 bytes of `vector` at `offset`.
-    #[inline]
-    #[target_feature(enable = "aes")]
-    fn store_low_half(schedule: &mut [u8], offset: usize, vector: __m128i) {
-        let target: &mut [u8; 8] = (&mut schedule[offset..offset + 8])
-            .try_into()
-            .expect("8 bytes");
-        // SAFETY: `target` is an 8-byte array; `storel_epi64` writes exactly 8 bytes,
-        // unaligned.
-        unsafe { _mm_storel_epi64(target.as_mut_ptr().cast(), vector) };
     }
 
     /// `schedule`: 240 bytes, 15 round keys, in groups of eight words: two round keys.
@@ -329,20 +326,20 @@ mod aesni_expansion {
     fn expand_256(key: &[u8], schedule: &mut [u8]) {
         let mut front = load(key);
         let mut back = load(&key[16..]);
-        store(schedule, 0, front);
-        store(schedule, 16, back);
+        store::<16>(schedule, 0, front);
+        store::<16>(schedule, 16, back);
         let mut constant = 1u8;
         // 60 words: seven more groups of eight, the last one cut to its first four.
         for group in 1..=7 {
             // Word 7 of the previous group is dword 3 of `back`: RotWord(SubWord) is dword 3.
             front = next_group(front, assist::<0xFF>(back), constant);
-            store(schedule, 32 * group, front);
+            store::<16>(schedule, 32 * group, front);
             if group == 7 {
                 break;
             }
             // Word 4 takes SubWord (no RotWord, no constant) of word 3: dword 2.
             back = _mm_xor_si128(prefix_xor(back), assist::<0xAA>(front));
-            store(schedule, 32 * group + 16, back);
+            store::<16>(schedule, 32 * group + 16, back);
             constant = super::multiply_by_x(constant);
         }
     }
@@ -844,24 +841,16 @@ mod tests {
 
     #[test]
     fn aesni_expansion_matches_the_word_loop() {
-        use rand::rngs::StdRng;
-        use rand::{Rng, SeedableRng};
-
-        let mut rng = StdRng::seed_from_u64(0x4E5_0000);
-        for key_length in [16, 24, 32] {
-            for _ in 0..2000 {
-                let mut key = vec![0u8; key_length];
-                rng.fill_bytes(&mut key);
-                let [reference, rest @ ..] = &expansions(&key)[..] else {
-                    unreachable!("the portable expansion is always there");
-                };
-                for other in rest {
-                    assert_eq!(other.rounds, reference.rounds);
-                    // All slots, the unused ones past `rounds` included (zero in both).
-                    assert_eq!(other.keys, reference.keys, "key {}", hex::encode(&key));
-                }
+        crate::test_vectors::for_random_keys(0x4E5_0000, &[16, 24, 32], 2000, |key, _| {
+            let [reference, rest @ ..] = &expansions(key)[..] else {
+                unreachable!("the portable expansion is always there");
+            };
+            for other in rest {
+                assert_eq!(other.rounds, reference.rounds);
+                // All slots, the unused ones past `rounds` included (zero in both).
+                assert_eq!(other.keys, reference.keys, "key {}", hex::encode(key));
             }
-        }
+        });
     }
 
     #[test]

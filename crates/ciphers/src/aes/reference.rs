@@ -608,37 +608,33 @@ mod tests {
 
     #[test]
     fn agrees_with_hardware_aes_on_random_keys_and_data() {
-        let mut rng = StdRng::seed_from_u64(0x05ee_dae5);
-        for key_length in [16, 24, 32] {
-            for _ in 0..20 {
-                let mut key = vec![0u8; key_length];
-                rng.fill_bytes(&mut key);
-                let block_count = rng.random_range(0..=100usize);
-                let mut plaintext = vec![0u8; block_count * BLOCK_SIZE];
-                rng.fill_bytes(&mut plaintext);
+        test_vectors::for_random_keys(0x05ee_dae5, &[16, 24, 32], 20, |key, rng| {
+            let key_length = key.len();
+            let block_count = rng.random_range(0..=100usize);
+            let mut plaintext = vec![0u8; block_count * BLOCK_SIZE];
+            rng.fill_bytes(&mut plaintext);
 
-                let reference = ReferenceAes::new(&key);
-                let fast = FastAes::new(&key);
-                let mut by_reference = plaintext.clone();
-                let mut by_fast = plaintext.clone();
-                reference.encrypt_blocks(&mut by_reference);
-                fast.encrypt_blocks(&mut by_fast);
-                assert_eq!(by_reference, by_fast, "encrypt, {key_length}-byte key");
+            let reference = ReferenceAes::new(key);
+            let fast = FastAes::new(key);
+            let mut by_reference = plaintext.clone();
+            let mut by_fast = plaintext.clone();
+            reference.encrypt_blocks(&mut by_reference);
+            fast.encrypt_blocks(&mut by_fast);
+            assert_eq!(by_reference, by_fast, "encrypt, {key_length}-byte key");
 
-                // Decrypt each other's output, so that neither direction is only checked
-                // against itself.
-                reference.decrypt_blocks(&mut by_fast);
-                fast.decrypt_blocks(&mut by_reference);
-                assert_eq!(
-                    by_fast, plaintext,
-                    "reference decrypt, {key_length}-byte key"
-                );
-                assert_eq!(
-                    by_reference, plaintext,
-                    "fast decrypt, {key_length}-byte key"
-                );
-            }
-        }
+            // Decrypt each other's output, so that neither direction is only checked
+            // against itself.
+            reference.decrypt_blocks(&mut by_fast);
+            fast.decrypt_blocks(&mut by_reference);
+            assert_eq!(
+                by_fast, plaintext,
+                "reference decrypt, {key_length}-byte key"
+            );
+            assert_eq!(
+                by_reference, plaintext,
+                "fast decrypt, {key_length}-byte key"
+            );
+        });
     }
 
     #[test]

@@ -140,7 +140,7 @@ fn keyed_is_gcm(keyed: &Keyed) -> bool {
     )
 }
 
-fn rc_gcm<C: AeadInOut<TagSize = aes_gcm::aead::consts::U16>>(
+fn rc_gcm<C>(
     cipher: &C,
     encrypt: bool,
     iv: &[u8],
@@ -149,6 +149,7 @@ fn rc_gcm<C: AeadInOut<TagSize = aes_gcm::aead::consts::U16>>(
     n: usize,
 ) -> bool
 where
+    C: AeadInOut<TagSize = aes_gcm::aead::consts::U16>,
     C: aes_gcm::aead::AeadCore<NonceSize = aes_gcm::aead::consts::U12>,
 {
     let nonce = aes_gcm::Nonce::try_from(iv).unwrap_or_else(|_| fail("nonce"));

@@ -96,11 +96,12 @@ macro_rules! rounds {
     };
 }
 
-/// Generates a SIMD backend's `encrypt` and `decrypt` from the primitives of the module it
-/// is invoked in: `rotate_left`, `rotate_right` (unless named among `$operation`s) and
-/// `quadratic`, all `#[target_feature(enable = $feature)]`. `splat`, every lane-wise
-/// `$operation` (at least `add`, `sub` and `xor`) and the loads and stores of whole groups are
-/// generated here from the named intrinsics, so that every ISA's code reads the same.
+/// Generates a SIMD backend's `cipher_blocks` (encryption, or with `DECRYPT` decryption)
+/// from the primitives of the module it is invoked in: `rotate_left`, `rotate_right` (unless
+/// named among `$operation`s) and `quadratic`, all `#[target_feature(enable = $feature)]`.
+/// `splat`, every lane-wise `$operation` (at least `add`, `sub` and `xor`) and the loads and
+/// stores of whole groups are generated here from the named intrinsics, and the rounds by
+/// [`rounds`], so that every ISA's code reads the same.
 ///
 /// A vector holds one word (A, B, C or D) of `$blocks_per_vector` blocks; `$in_flight`
 /// vectors of each word go through the rounds together so that the multiply latency of one

@@ -389,7 +389,7 @@ impl GcmKey {
         input: &[u8],
         output: &mut [u8],
     ) -> u128 {
-        let text = Text::into(input, output);
+        let text = Text::out_of_place(input, output);
         // SAFETY: a shared and a mutable borrow never overlap, and both hold `input.len()`
         // bytes; neither slice is used while the text is.
         unsafe { self.process_text(message, cipher, direction, first_block, text) }
@@ -655,7 +655,7 @@ impl GcmKey {
     ) -> Result<[u8; TAG_BYTES], GcmError> {
         check_length(data)?;
         let text = match source {
-            Some(source) => Text::into(source, data),
+            Some(source) => Text::out_of_place(source, data),
             None => Text::in_place(data),
         };
         #[cfg(target_arch = "x86_64")]
@@ -1056,7 +1056,7 @@ impl Text {
     ///
     /// # Panics
     /// If the lengths differ.
-    fn into(input: &[u8], output: &mut [u8]) -> Text {
+    fn out_of_place(input: &[u8], output: &mut [u8]) -> Text {
         assert_eq!(input.len(), output.len(), "GCM output must match its input");
         Text::new(input.as_ptr(), output.as_mut_ptr(), input.len())
     }

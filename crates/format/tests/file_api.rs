@@ -1,23 +1,22 @@
 //! The file API against the whole-message functions: round trips at chunk boundaries,
 //! random access, damage, truncation, a writer never finished, and files left behind.
 
-#[path = "support/cheap.rs"]
-mod cheap;
+#[path = "support/messages.rs"]
+mod messages;
 
 use std::io::{Cursor, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use cheap::CHEAP;
-use parcrypt_engine::{Backend, Engine};
+use messages::{whole_message, CHEAP, KEY};
+use parcrypt_engine::{Backend, Direction, Engine};
 use parcrypt_format::cobblestone::{CHUNK_BYTES, SEALED_CHUNK_BYTES};
 use parcrypt_format::file::{encrypt_file, FileOptions};
 use parcrypt_format::{
-    decrypt, encrypt, CpuChunks, Decryptor, Encryptor, Format, FormatError, Salts, Secret,
-    SeekableReader, Setup, StreamOptions,
+    CpuChunks, Decryptor, Encryptor, Format, FormatError, Salts, Secret, SeekableReader, Setup,
+    StreamOptions,
 };
 use rand::{RngExt, SeedableRng};
 
-const KEY: [u8; 16] = [0x42; 16];
 const ENVELOPE: usize = 40 + 56;
 
 fn engine() -> Engine {
@@ -116,7 +115,6 @@ fn the_writer_and_reader_round_trip_at_chunk_boundaries_and_match_encrypt() {
         let plain = data(length);
         let expected = sealed_by_encrypt(&batcher, &plain);
         // The library's own whole-message function gives the same bytes.
-        let mut whole = Vec::new();
         let setup = Setup::default();
         let (envelope, _) =
             parcrypt_format::Envelope::create_with_salts(&setup, Secret::Key(&KEY), fixed_salts())
@@ -129,16 +127,12 @@ fn the_writer_and_reader_round_trip_at_chunk_boundaries_and_match_encrypt() {
         let (opened, error) = read_all(&batcher, &expected);
         assert!(error.is_none(), "length {length}: {error:?}");
         assert!(opened == plain, "length {length}");
-        decrypt(
+        let whole = whole_message(
+            Direction::Decrypt,
             &batcher,
-            Format::Parcrypt,
-            Secret::Key(&KEY),
-            b"",
-            &mut &expected[..],
-            &mut whole,
+            &expected,
             &StreamOptions::default(),
-        )
-        .unwrap();
+        );
         assert!(whole == plain);
     }
 }
@@ -148,16 +142,12 @@ fn random_encryptions_differ_but_open_the_same() {
     let engine = engine();
     let batcher = CpuChunks::new(&engine);
     let plain = data(40_000);
-    let mut first = Vec::new();
-    encrypt(
+    let first = whole_message(
+        Direction::Encrypt,
         &batcher,
-        &Setup::default(),
-        Secret::Key(&KEY),
-        &mut &plain[..],
-        &mut first,
+        &plain,
         &StreamOptions::default(),
-    )
-    .unwrap();
+    );
     let encryptor = Encryptor::new(&Setup::default(), Secret::Key(&KEY)).unwrap();
     let mut writer = encryptor.wrap_output(&batcher, Vec::new()).unwrap();
     writer.write_all(&plain).unwrap();

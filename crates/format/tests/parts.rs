@@ -2,13 +2,13 @@
 //! single-machine encryptor, for every size around the chunk boundaries and every way of
 //! cutting the file into parts, and opens them back; bad inputs are refused.
 
-#[path = "support/cheap.rs"]
-mod cheap;
+#[path = "support/messages.rs"]
+mod messages;
 
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 
-use cheap::CHEAP;
+use messages::CHEAP;
 use parcrypt_engine::{Backend, Engine};
 use parcrypt_format::cobblestone::CHUNK_BYTES;
 use parcrypt_format::parts::{

@@ -4,15 +4,15 @@
 // Tests print what they ran and skipped to stderr, where libtest captures it.
 #![allow(clippy::disallowed_macros)]
 
-#[path = "support/cheap.rs"]
-mod cheap;
+#[path = "support/messages.rs"]
+mod messages;
 #[path = "../../engine/tests/support/io.rs"]
 mod test_io;
 
 use std::io::{self, Cursor, Read, Write};
 
-use cheap::CHEAP;
-use parcrypt_engine::{Backend, Engine};
+use messages::{whole_message, CHEAP};
+use parcrypt_engine::{Backend, Direction, Engine};
 use parcrypt_format::cobblestone::{CHUNK_BYTES, SEALED_CHUNK_BYTES, TAG_BYTES};
 use parcrypt_format::stream::{decrypt_chunks, encrypt_chunks};
 use parcrypt_format::{
@@ -21,7 +21,7 @@ use parcrypt_format::{
 };
 use test_io::{Broken, Failing, Trickle};
 
-const KEY_128: [u8; 16] = [0x42; 16];
+const KEY_128: [u8; 16] = messages::KEY;
 const KEY_256: [u8; 32] = [0x24; 32];
 const SALTS: Salts = Salts {
     cobblestone: [7; 24],
@@ -597,28 +597,10 @@ fn progress_reports_every_batch_up_to_the_total() {
         progress: Some(&progress),
         ..StreamOptions::default()
     };
-    let mut sealed = Vec::new();
-    encrypt(
-        &batcher,
-        &Setup::default(),
-        Secret::Key(&KEY_128),
-        &mut &message[..],
-        &mut sealed,
-        &options,
-    )
-    .unwrap();
+    let sealed = whole_message(Direction::Encrypt, &batcher, &message, &options);
     let seen = std::mem::take(&mut *reports.lock().unwrap());
     assert_eq!(seen, vec![4 * 16384, 8 * 16384, message.len() as u64]);
-    decrypt(
-        &batcher,
-        Format::Parcrypt,
-        Secret::Key(&KEY_128),
-        b"",
-        &mut &sealed[..],
-        &mut Vec::new(),
-        &options,
-    )
-    .unwrap();
+    whole_message(Direction::Decrypt, &batcher, &sealed, &options);
     assert_eq!(*reports.lock().unwrap(), seen);
 }
 

@@ -389,19 +389,25 @@ DEVICE_FUNCTION u32 aes_encrypt_last_column(LOCAL const u32 *table, const aes_la
          ^ key;
 }
 
-/* `rounds` is 10, 12 or 14 and a constant where this is inlined (see AES_FOR_ROUNDS), so
- * the rounds unroll completely and every round key is a register. */
+/* The body of both directions' block functions: the first round key added to `state`,
+ * the full rounds (ROUND over `table` with the lane offsets LANES), then the value of LAST,
+ * the last round over `key`. `rounds` is 10, 12 or 14 and a constant where this is inlined
+ * (see AES_RUN_BLOCKS), so the rounds unroll completely and every round key is a register. */
+#define AES_ROUNDS(ROUND, LANES, LAST)                                                      \
+    state = MAKE_U32X4(state.x ^ keys[0], state.y ^ keys[1], state.z ^ keys[2],            \
+                       state.w ^ keys[3]);                                                  \
+    UNROLL                                                                                  \
+    for (u32 round = 1; round < rounds; round++) {                                          \
+        state = ROUND(state, keys + 4u * round, table, LANES);                              \
+    }                                                                                       \
+    const u32 *key = keys + 4u * rounds;                                                    \
+    return LAST
+
 DEVICE_FUNCTION u32x4 aes_encrypt_block(u32x4 state, const u32 *keys, const u32 rounds,
                                         LOCAL const u32 *table, const aes_lane lane)
 {
-    state = MAKE_U32X4(state.x ^ keys[0], state.y ^ keys[1], state.z ^ keys[2],
-                       state.w ^ keys[3]);
-    UNROLL
-    for (u32 round = 1; round < rounds; round++) {
-        state = aes_encrypt_round(state, keys + 4u * round, table, lane);
-    }
-    const u32 *key = keys + 4u * rounds;
-    return AES_SHIFT_ROWS(aes_encrypt_last_column, table, lane, state, key);
+    AES_ROUNDS(aes_encrypt_round, lane,
+               AES_SHIFT_ROWS(aes_encrypt_last_column, table, lane, state, key));
 }
 
 DEVICE_FUNCTION u32x4 aes_decrypt_round(const u32x4 state, const u32 *keys,
@@ -436,14 +442,8 @@ DEVICE_FUNCTION u32x4 aes_decrypt_block(u32x4 state, const u32 *keys, const u32 
                                         const u32 lane)
 {
     const aes_lane lanes = aes_lane_offsets(lane, AES_DECRYPT_TABLE_COPIES);
-    state = MAKE_U32X4(state.x ^ keys[0], state.y ^ keys[1], state.z ^ keys[2],
-                       state.w ^ keys[3]);
-    UNROLL
-    for (u32 round = 1; round < rounds; round++) {
-        state = aes_decrypt_round(state, keys + 4u * round, table, lanes);
-    }
-    const u32 *key = keys + 4u * rounds;
-    return AES_INVERSE_SHIFT_ROWS(aes_decrypt_last_column, inverse_sbox, lane, state, key);
+    AES_ROUNDS(aes_decrypt_round, lanes,
+               AES_INVERSE_SHIFT_ROWS(aes_decrypt_last_column, inverse_sbox, lane, state, key));
 }
 
 /* Copies the 4 (rounds + 1) round-key words into a private array once per thread; with
@@ -458,17 +458,18 @@ DEVICE_FUNCTION void aes_load_keys(u32 *keys, CONSTANT u32 *RESTRICT round_keys,
     }
 }
 
-/* Runs `body(rounds)` with `rounds` a compile-time constant: one specialised, fully
- * unrolled copy per key size, chosen once per thread. */
-#define AES_FOR_ROUNDS(rounds, body)     \
-    do {                                 \
-        if ((rounds) == 10u) {           \
-            body(10u);                   \
-        } else if ((rounds) == 12u) {    \
-            body(12u);                   \
-        } else {                         \
-            body(14u);                   \
-        }                                \
+/* Runs the blocks function FUNCTION over the launch (AES_BLOCKS_ARGUMENTS, below) and the
+ * mode's arguments after them, with the round count a compile-time constant: one
+ * specialised, fully unrolled copy per key size, chosen once per thread. */
+#define AES_RUN_BLOCKS(FUNCTION, ...)                                                       \
+    do {                                                                                    \
+        if (rounds == 10u) {                                                                \
+            FUNCTION(AES_BLOCKS_ARGUMENTS(10u), __VA_ARGS__);                               \
+        } else if (rounds == 12u) {                                                         \
+            FUNCTION(AES_BLOCKS_ARGUMENTS(12u), __VA_ARGS__);                               \
+        } else {                                                                            \
+            FUNCTION(AES_BLOCKS_ARGUMENTS(14u), __VA_ARGS__);                               \
+        }                                                                                   \
     } while (0)
 
 /* AES for the mode loops (MODE_*): blocks are four big-endian words, and the cipher calls
@@ -485,7 +486,7 @@ DEVICE_FUNCTION void aes_load_keys(u32 *keys, CONSTANT u32 *RESTRICT round_keys,
 #define AES_DECRYPT(block) aes_decrypt_block((block), keys, rounds, table, inverse_sbox, lane)
 
 /* The blocks of one launch, with the key size fixed: each a DEVICE_FUNCTION that the
- * kernels below call once per key size through AES_FOR_ROUNDS. */
+ * kernels below call once per key size through AES_RUN_BLOCKS. */
 
 /* The body of each: the round keys into registers, then its mode loop. */
 #define AES_BLOCKS(MODE_LOOP)                                                               \
@@ -493,38 +494,32 @@ DEVICE_FUNCTION void aes_load_keys(u32 *keys, CONSTANT u32 *RESTRICT round_keys,
     aes_load_keys(keys, round_keys, rounds);                                                \
     MODE_LOOP
 
-DEVICE_FUNCTION void aes_ecb_encrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
-                                            const u32 block_count,
-                                            CONSTANT u32 *RESTRICT round_keys,
-                                            const u32 rounds, LOCAL const u32 *table,
-                                            const aes_lane lane)
+/* The parameters each starts with: the data and its block count, the round keys and their
+ * count, and the tables in local memory; then those of its mode. The kernels pass them as
+ * AES_BLOCKS_ARGUMENTS, with the round count a constant. */
+#define AES_BLOCKS_PARAMETERS                                                               \
+    GLOBAL const u32x4 *input, GLOBAL u32x4 *output, const u32 block_count,                \
+        CONSTANT u32 *RESTRICT round_keys, const u32 rounds, LOCAL const u32 *table
+#define AES_BLOCKS_ARGUMENTS(ROUNDS) input, output, block_count, round_keys, ROUNDS, shared
+
+DEVICE_FUNCTION void aes_ecb_encrypt_blocks(AES_BLOCKS_PARAMETERS, const aes_lane lane)
 {
     AES_BLOCKS(MODE_ECB(AES, AES_ENCRYPT))
 }
 
-DEVICE_FUNCTION void aes_ecb_decrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
-                                            const u32 block_count,
-                                            CONSTANT u32 *RESTRICT round_keys,
-                                            const u32 rounds, LOCAL const u32 *table,
+DEVICE_FUNCTION void aes_ecb_decrypt_blocks(AES_BLOCKS_PARAMETERS,
                                             LOCAL const u32 *inverse_sbox, const u32 lane)
 {
     AES_BLOCKS(MODE_ECB(AES, AES_DECRYPT))
 }
 
-DEVICE_FUNCTION void aes_ctr_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
-                                    const u32 block_count, CONSTANT u32 *RESTRICT round_keys,
-                                    const u32 rounds, LOCAL const u32 *table,
-                                    const aes_lane lane, const u32x4 counter,
-                                    const u32 counter_rule)
+DEVICE_FUNCTION void aes_ctr_blocks(AES_BLOCKS_PARAMETERS, const aes_lane lane,
+                                    const u32x4 counter, const u32 counter_rule)
 {
     AES_BLOCKS(MODE_CTR(AES))
 }
 
-DEVICE_FUNCTION void aes_ctr_segment_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
-                                            const u32 block_count,
-                                            CONSTANT u32 *RESTRICT round_keys,
-                                            const u32 rounds, LOCAL const u32 *table,
-                                            const aes_lane lane,
+DEVICE_FUNCTION void aes_ctr_segment_blocks(AES_BLOCKS_PARAMETERS, const aes_lane lane,
                                             GLOBAL const u32x4 *RESTRICT counters,
                                             const u32 blocks_per_segment,
                                             const u32 counter_rule)
@@ -532,10 +527,7 @@ DEVICE_FUNCTION void aes_ctr_segment_blocks(GLOBAL const u32x4 *input, GLOBAL u3
     AES_BLOCKS(MODE_CTR_SEGMENTS(AES))
 }
 
-DEVICE_FUNCTION void aes_cbc_decrypt_blocks(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
-                                            const u32 block_count,
-                                            CONSTANT u32 *RESTRICT round_keys,
-                                            const u32 rounds, LOCAL const u32 *table,
+DEVICE_FUNCTION void aes_cbc_decrypt_blocks(AES_BLOCKS_PARAMETERS,
                                             LOCAL const u32 *inverse_sbox, const u32 lane,
                                             const u32x4 previous)
 {
@@ -569,10 +561,7 @@ KERNEL void aes_ecb_encrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 rounds, GLOBAL const u32 *RESTRICT tables)
 {
     AES_ENCRYPT_KERNEL_START;
-#define AES_ECB_ENCRYPT_BODY(ROUNDS)                                                        \
-    aes_ecb_encrypt_blocks(input, output, block_count, round_keys, ROUNDS, shared, lane)
-    AES_FOR_ROUNDS(rounds, AES_ECB_ENCRYPT_BODY);
-#undef AES_ECB_ENCRYPT_BODY
+    AES_RUN_BLOCKS(aes_ecb_encrypt_blocks, lane);
 }
 
 KERNEL void aes_ecb_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
@@ -580,11 +569,7 @@ KERNEL void aes_ecb_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32 rounds, GLOBAL const u32 *RESTRICT tables)
 {
     AES_DECRYPT_KERNEL_START;
-#define AES_ECB_DECRYPT_BODY(ROUNDS)                                                        \
-    aes_ecb_decrypt_blocks(input, output, block_count, round_keys, ROUNDS, shared,         \
-                           inverse_sbox, lane)
-    AES_FOR_ROUNDS(rounds, AES_ECB_DECRYPT_BODY);
-#undef AES_ECB_DECRYPT_BODY
+    AES_RUN_BLOCKS(aes_ecb_decrypt_blocks, inverse_sbox, lane);
 }
 
 /* CTR: output = input XOR E(counter + block). Encryption and decryption are the same. */
@@ -594,11 +579,7 @@ KERNEL void aes_ctr(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                     const u32 counter_rule)
 {
     AES_ENCRYPT_KERNEL_START;
-#define AES_CTR_BODY(ROUNDS)                                                                \
-    aes_ctr_blocks(input, output, block_count, round_keys, ROUNDS, shared, lane,      \
-                   counter, counter_rule)
-    AES_FOR_ROUNDS(rounds, AES_CTR_BODY);
-#undef AES_CTR_BODY
+    AES_RUN_BLOCKS(aes_ctr_blocks, lane, counter, counter_rule);
 }
 
 /* CTR over consecutive segments, each from its own counter block (see DATA LAYOUT):
@@ -612,11 +593,7 @@ KERNEL void aes_ctr_segments(GLOBAL const u32x4 *input,
                              const u32 blocks_per_segment, const u32 counter_rule)
 {
     AES_ENCRYPT_KERNEL_START;
-#define AES_CTR_SEGMENTS_BODY(ROUNDS)                                                       \
-    aes_ctr_segment_blocks(input, output, block_count, round_keys, ROUNDS, shared,         \
-                           lane, counters, blocks_per_segment, counter_rule)
-    AES_FOR_ROUNDS(rounds, AES_CTR_SEGMENTS_BODY);
-#undef AES_CTR_SEGMENTS_BODY
+    AES_RUN_BLOCKS(aes_ctr_segment_blocks, lane, counters, blocks_per_segment, counter_rule);
 }
 
 /* CBC decryption: output[i] = D(input[i]) XOR input[i - 1], with `previous` (in memory
@@ -627,11 +604,7 @@ KERNEL void aes_cbc_decrypt(GLOBAL const u32x4 *input, GLOBAL u32x4 *output,
                             const u32x4 previous)
 {
     AES_DECRYPT_KERNEL_START;
-#define AES_CBC_DECRYPT_BODY(ROUNDS)                                                        \
-    aes_cbc_decrypt_blocks(input, output, block_count, round_keys, ROUNDS, shared,         \
-                           inverse_sbox, lane, previous)
-    AES_FOR_ROUNDS(rounds, AES_CBC_DECRYPT_BODY);
-#undef AES_CBC_DECRYPT_BODY
+    AES_RUN_BLOCKS(aes_cbc_decrypt_blocks, inverse_sbox, lane, previous);
 }
 
 /* ------------------------------------------------------------------------------------- */

@@ -38,105 +38,102 @@ fn every_kernel_name() -> Vec<&'static str> {
         .collect()
 }
 
-#[test]
-fn every_variant_compiles_to_an_sm_90_cubin() {
-    if !nvrtc_present() {
-        return;
-    }
-    println!("NVRTC {:?}", nvrtc_version().unwrap());
-    let cubin = compile_check("sm_90").unwrap_or_else(|error| panic!("{error}"));
-    assert!(cubin.starts_with(b"\x7fELF"), "a CUBIN is an ELF file");
-    for name in every_kernel_name() {
-        assert!(
-            cubin
-                .windows(name.len())
-                .any(|window| window == name.as_bytes()),
-            "{name} missing from the CUBIN"
-        );
-    }
+/// Tests that need NVRTC: `fn name() { ... }` becomes a test that runs its body where
+/// NVRTC loads, and otherwise passes having said why not ([`nvrtc_present`]).
+macro_rules! nvrtc_tests {
+    ($(fn $test:ident() $body:block)*) => {$(
+        #[test]
+        fn $test() {
+            if nvrtc_present() $body
+        }
+    )*};
 }
 
-#[test]
-fn every_variant_compiles_to_compute_90_ptx() {
-    if !nvrtc_present() {
-        return;
+nvrtc_tests! {
+    fn every_variant_compiles_to_an_sm_90_cubin() {
+        println!("NVRTC {:?}", nvrtc_version().unwrap());
+        let cubin = compile_check("sm_90").unwrap_or_else(|error| panic!("{error}"));
+        assert!(cubin.starts_with(b"\x7fELF"), "a CUBIN is an ELF file");
+        for name in every_kernel_name() {
+            assert!(
+                cubin
+                    .windows(name.len())
+                    .any(|window| window == name.as_bytes()),
+                "{name} missing from the CUBIN"
+            );
+        }
     }
-    let ptx = compile_check("compute_90").unwrap_or_else(|error| panic!("{error}"));
-    assert_eq!(
-        ptx.last(),
-        Some(&0),
-        "PTX is handed to the driver as a C string"
-    );
-    let text = String::from_utf8_lossy(&ptx[..ptx.len() - 1]);
-    assert!(
-        text.contains(".target sm_90"),
-        "{}",
-        &text[..text.len().min(400)]
-    );
-    for name in every_kernel_name() {
-        // extern "C": unmangled entry points, which is what the host looks up.
+
+    fn every_variant_compiles_to_compute_90_ptx() {
+        let ptx = compile_check("compute_90").unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(
+            ptx.last(),
+            Some(&0),
+            "PTX is handed to the driver as a C string"
+        );
+        let text = String::from_utf8_lossy(&ptx[..ptx.len() - 1]);
         assert!(
-            text.contains(&format!(".entry {name}(")),
-            "{name} is not an unmangled entry point"
+            text.contains(".target sm_90"),
+            "{}",
+            &text[..text.len().min(400)]
+        );
+        for name in every_kernel_name() {
+            // extern "C": unmangled entry points, which is what the host looks up.
+            assert!(
+                text.contains(&format!(".entry {name}(")),
+                "{name} is not an unmangled entry point"
+            );
+        }
+        // The per-lane variant declares its tables as dynamic shared memory, which Blowfish's
+        // 128 KiB needs; a static declaration of that size would not load.
+        assert!(
+            text.contains(".extern .shared"),
+            "no dynamic shared memory in the per-lane PTX"
         );
     }
-    // The per-lane variant declares its tables as dynamic shared memory, which Blowfish's
-    // 128 KiB needs; a static declaration of that size would not load.
-    assert!(
-        text.contains(".extern .shared"),
-        "no dynamic shared memory in the per-lane PTX"
-    );
-}
 
-#[test]
-fn static_tables_fit_the_static_limit_and_bad_input_is_refused() {
-    if !nvrtc_present() {
-        return;
+    fn static_tables_fit_the_static_limit_and_bad_input_is_refused() {
+        // Eight copies: Blowfish's 32 KiB fit a static declaration, and ptxas (which the CUBIN
+        // goes through) would refuse one over 48 KiB.
+        let eight = KernelVariant::for_table_copies(TableCopies::uniform(8));
+        assert!(!eight.dynamic_shared);
+        let cubin = compile_variant("sm_90", eight).unwrap();
+        assert!(cubin.starts_with(b"\x7fELF"));
+
+        assert!(matches!(
+            compile_check("gfx90a"),
+            Err(GpuError::InvalidInput(_))
+        ));
+        assert!(matches!(
+            compile_variant(
+                "sm_90",
+                KernelVariant::for_table_copies(TableCopies::uniform(12))
+            ),
+            Err(GpuError::InvalidInput(_))
+        ));
     }
-    // Eight copies: Blowfish's 32 KiB fit a static declaration, and ptxas (which the CUBIN
-    // goes through) would refuse one over 48 KiB.
-    let eight = KernelVariant::for_table_copies(TableCopies::uniform(8));
-    assert!(!eight.dynamic_shared);
-    let cubin = compile_variant("sm_90", eight).unwrap();
-    assert!(cubin.starts_with(b"\x7fELF"));
 
-    assert!(matches!(
-        compile_check("gfx90a"),
-        Err(GpuError::InvalidInput(_))
-    ));
-    assert!(matches!(
-        compile_variant(
-            "sm_90",
-            KernelVariant::for_table_copies(TableCopies::uniform(12))
-        ),
-        Err(GpuError::InvalidInput(_))
-    ));
-}
-
-#[test]
-fn the_report_build_gives_a_cubin_and_a_resource_line_per_kernel() {
-    if !nvrtc_present() {
-        return;
-    }
-    let variant = KernelVariant::for_table_copies(TableCopies::uniform(TableCopies::PER_LANE));
-    let report = compile_for_report("sm_90", variant).unwrap_or_else(|error| panic!("{error}"));
-    assert!(report.cubin.starts_with(b"\x7fELF"));
-    assert_eq!(
-        report.options[..report.options.len() - 1],
-        variant.nvrtc_options("sm_90")[..],
-        "the host's options, then ptxas -v"
-    );
-    for name in every_kernel_name() {
-        assert!(
-            report
-                .log
-                .contains(&format!("Function properties for {name}\n")),
-            "no ptxas resource lines for {name}:\n{}",
-            report.log
+    fn the_report_build_gives_a_cubin_and_a_resource_line_per_kernel() {
+        let variant = KernelVariant::for_table_copies(TableCopies::uniform(TableCopies::PER_LANE));
+        let report = compile_for_report("sm_90", variant).unwrap_or_else(|error| panic!("{error}"));
+        assert!(report.cubin.starts_with(b"\x7fELF"));
+        assert_eq!(
+            report.options[..report.options.len() - 1],
+            variant.nvrtc_options("sm_90")[..],
+            "the host's options, then ptxas -v"
         );
+        for name in every_kernel_name() {
+            assert!(
+                report
+                    .log
+                    .contains(&format!("Function properties for {name}\n")),
+                "no ptxas resource lines for {name}:\n{}",
+                report.log
+            );
+        }
+        assert!(matches!(
+            compile_for_report("compute_90", variant),
+            Err(GpuError::InvalidInput(_))
+        ));
     }
-    assert!(matches!(
-        compile_for_report("compute_90", variant),
-        Err(GpuError::InvalidInput(_))
-    ));
 }

@@ -9,6 +9,9 @@
 // An example reports to the person running it.
 #![allow(clippy::disallowed_macros)]
 
+#[path = "support/common.rs"]
+mod common;
+
 use std::error::Error;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -19,24 +22,16 @@ use parcrypt_modes::ctr::CounterRule;
 
 const CHUNK_BYTES: usize = 16 * 1024;
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
+/// The median wall time of `repeats` calls of `call`, after two untimed ones.
 fn time(
     repeats: usize,
     mut call: impl FnMut() -> Result<(), Box<dyn Error>>,
 ) -> Result<Duration, Box<dyn Error>> {
-    call()?;
-    call()?;
-    let mut samples = Vec::with_capacity(repeats);
-    for _ in 0..repeats {
+    common::measure(2, repeats, || {
         let started = Instant::now();
         call()?;
-        samples.push(started.elapsed());
-    }
-    Ok(median(samples))
+        Ok(started.elapsed())
+    })
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
@@ -111,11 +106,5 @@ fn report(bytes: usize, name: &str, median: Duration) {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("chunk_calls: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    common::exit_code("chunk_calls", run())
 }

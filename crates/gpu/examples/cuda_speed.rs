@@ -16,6 +16,9 @@
 // An example reports to the person running it, on stderr.
 #![allow(clippy::disallowed_macros)]
 
+#[path = "support/common.rs"]
+mod common;
+
 use std::error::Error;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -24,6 +27,8 @@ use parcrypt_ciphers::Algorithm;
 use parcrypt_gpu::{CudaDevice, GpuOperation, KeyMaterial, LaunchGeometry, OpenOptions};
 use parcrypt_modes::ctr::CounterRule;
 use parcrypt_modes::ghash::GhashKey;
+
+use common::{measure, median};
 
 struct Settings {
     index: usize,
@@ -86,29 +91,8 @@ fn cases() -> Vec<(&'static str, Algorithm, usize, GpuOperation)> {
     ]
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
 fn rate(bytes: usize, time: Duration) -> f64 {
     bytes as f64 / time.as_secs_f64() / 1e9
-}
-
-/// Runs `work` `warm_up` times untimed, then `repeats` times, and returns the median of the
-/// times it reports.
-fn measure(
-    warm_up: usize,
-    repeats: usize,
-    mut work: impl FnMut() -> Result<Duration, Box<dyn Error>>,
-) -> Result<Duration, Box<dyn Error>> {
-    for _ in 0..warm_up {
-        work()?;
-    }
-    let samples = (0..repeats)
-        .map(|_| work())
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(median(samples))
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
@@ -323,9 +307,5 @@ fn device_gcm(device: &CudaDevice, bytes: usize, repeats: usize) -> Result<(), B
 }
 
 fn main() -> ExitCode {
-    let Err(error) = run() else {
-        return ExitCode::SUCCESS;
-    };
-    eprintln!("cuda_speed: {error}");
-    ExitCode::FAILURE
+    common::exit_code("cuda_speed", run())
 }

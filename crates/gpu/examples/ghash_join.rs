@@ -15,28 +15,30 @@
 // An example reports to the person running it.
 #![allow(clippy::disallowed_macros)]
 
+#[path = "support/common.rs"]
+mod common;
+
 use std::time::{Duration, Instant};
 
 use parcrypt_gpu::ghash::{append_tail, join_group_sums, join_partials};
 use parcrypt_gpu::DEFAULT_SLAB_BYTES;
 use parcrypt_modes::ghash::GhashKey;
 
+use common::median;
+
 const SEGMENT_BYTES: usize = 4096;
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
+/// Command-line argument `position` as a `T`, or `default` where it is missing or not one.
+fn argument<T: std::str::FromStr>(position: usize, default: T) -> T {
+    std::env::args()
+        .nth(position)
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(default)
 }
 
 fn main() {
-    let gibibytes: usize = std::env::args()
-        .nth(1)
-        .and_then(|text| text.parse().ok())
-        .unwrap_or(1);
-    let gigabytes_per_second: f64 = std::env::args()
-        .nth(2)
-        .and_then(|text| text.parse().ok())
-        .unwrap_or(400.0);
+    let gibibytes: usize = argument(1, 1);
+    let gigabytes_per_second: f64 = argument(2, 400.0);
     let total = gibibytes << 30;
     let key = GhashKey::new(&[0x42; 16]);
     let partials: Vec<u128> = (0..total / SEGMENT_BYTES)

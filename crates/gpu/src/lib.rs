@@ -100,19 +100,20 @@ pub enum GpuApi {
 impl GpuApi {
     /// The API's name as users type it and tune files carry it: `opencl`, `cuda` or `hip`.
     pub fn name(self) -> &'static str {
-        match self {
-            GpuApi::Opencl => "opencl",
-            GpuApi::Cuda => "cuda",
-            GpuApi::Hip => "hip",
-        }
+        self.names().0
     }
 
     /// The API's name as people write it in prose: `OpenCL`, `CUDA` or `HIP`.
     pub fn title(self) -> &'static str {
+        self.names().1
+    }
+
+    /// Both names, side by side: ([`GpuApi::name`], [`GpuApi::title`]).
+    fn names(self) -> (&'static str, &'static str) {
         match self {
-            GpuApi::Opencl => "OpenCL",
-            GpuApi::Cuda => "CUDA",
-            GpuApi::Hip => "HIP",
+            GpuApi::Opencl => ("opencl", "OpenCL"),
+            GpuApi::Cuda => ("cuda", "CUDA"),
+            GpuApi::Hip => ("hip", "HIP"),
         }
     }
 }

@@ -294,13 +294,7 @@ impl Envelope {
         context: &[u8],
         limits: &KdfLimits,
     ) -> Result<MessageKeys, FormatError> {
-        self.check_kdf(limits)?;
-        let suite = match (&self.header, secret) {
-            (Some(header), _) => header.suite,
-            (None, Secret::Key(key)) => Suite::for_key_length(key.len())?,
-            (None, Secret::Passphrase(_)) => return Err(FormatError::NeedsKey),
-        };
-        self.unlock_suite(suite, secret, context)
+        self.unlock_checked(None, secret, context, limits)
     }
 
     /// [`Envelope::unlock`] for a bare Cobblestone message of a known suite (a key of the
@@ -312,17 +306,25 @@ impl Envelope {
         secret: Secret<'_>,
         context: &[u8],
     ) -> Result<MessageKeys, FormatError> {
-        self.check_kdf(&KdfLimits::DEFAULT)?;
-        self.unlock_suite(suite, secret, context)
+        self.unlock_checked(Some(suite), secret, context, &KdfLimits::DEFAULT)
     }
 
-    /// Unlocks as `suite`, the budget already checked.
-    fn unlock_suite(
+    /// Unlocks within `limits`, as `suite` when one is given, else as the header's suite or
+    /// (a bare message) the suite of the key's length.
+    fn unlock_checked(
         &self,
-        suite: Suite,
+        suite: Option<Suite>,
         secret: Secret<'_>,
         context: &[u8],
+        limits: &KdfLimits,
     ) -> Result<MessageKeys, FormatError> {
+        self.check_kdf(limits)?;
+        let suite = match (suite, &self.header, secret) {
+            (Some(suite), _, _) => suite,
+            (None, Some(header), _) => header.suite,
+            (None, None, Secret::Key(key)) => Suite::for_key_length(key.len())?,
+            (None, None, Secret::Passphrase(_)) => return Err(FormatError::NeedsKey),
+        };
         if let Some(header) = &self.header {
             if header.suite != suite {
                 return Err(FormatError::KeySuiteMismatch {

@@ -172,9 +172,11 @@ macro_rules! missing_info {
 #[cfg(not(feature = "opencl"))]
 pub mod opencl {
     use super::*;
-    use crate::{DeviceInfo, GpuOperation, TableCopies};
+    use crate::{DeviceInfo, TableCopies};
 
     missing_api!(OpenClMissing, Opencl, "OpenCL", OpenClDevice, DeviceInfo);
+
+    impl crate::host::TimesHostLaunches for Unavailable<OpenClMissing> {}
 
     /// Mapped memory of an OpenCL device; in this build there is none.
     pub type MappedBuffer<'device> = crate::GpuMappedBuffer<'device, Unavailable<OpenClMissing>>;
@@ -183,16 +185,6 @@ pub mod opencl {
         /// Always [`GpuError::NotInThisBuild`].
         pub fn compile_check(_index: usize, _table_copies: TableCopies) -> Result<(), GpuError> {
             Err(not_in_this_build(GpuApi::Opencl))
-        }
-
-        /// A timed run (never called: no device exists).
-        pub fn process_timed(
-            &self,
-            _key: &KeyMaterial,
-            _operation: &GpuOperation,
-            _data: &mut [u8],
-        ) -> Result<(Duration, Duration), GpuError> {
-            match self.adapter.never {}
         }
     }
 }

@@ -544,7 +544,6 @@ impl<A: Api> GpuHost<A> {
     /// (the copies excluded) and counts the time during which at least one kernel ran:
     /// kernels of different queues may overlap, and overlapping time counts once, so the
     /// kernel time never exceeds the span of the call. Both are zero for empty data.
-    #[cfg_attr(not(any(feature = "opencl", feature = "hip")), allow(dead_code))]
     pub(crate) fn run_timed(
         &self,
         key: &KeyMaterial,
@@ -1121,6 +1120,29 @@ impl<A: Api> GpuHost<A> {
             adapter.flush(slot)?;
         }
         Ok(())
+    }
+}
+
+/// An API whose host path times every launch by the device's own clock (OpenCL's profiling
+/// events), so that [`GpuHost::process_timed`] gives kernel times. Public only as [`Api`] is.
+pub trait TimesHostLaunches: Api {}
+
+impl<A: TimesHostLaunches> GpuHost<A> {
+    /// [`GpuHost::process`] with the data copied straight between `data` and the device,
+    /// timed: returns the kernels' time and the call's wall time end to end (key upload and
+    /// wipe included). The kernel time is read from each slab's launch
+    /// (`CL_PROFILING_COMMAND_START` to `_END`, the copies excluded) and counts the time
+    /// during which at least one kernel ran: kernels of the two queues may overlap (PoCL
+    /// runs them side by side), and overlapping time counts once, so the kernel time never
+    /// exceeds the span of the call. Both are zero for empty data. On PoCL the "device" is
+    /// the CPU, so the kernel time is CPU time.
+    pub fn process_timed(
+        &self,
+        key: &KeyMaterial,
+        operation: &GpuOperation,
+        data: &mut [u8],
+    ) -> Result<(Duration, Duration), GpuError> {
+        self.run_timed(key, operation, data, Staging::Direct)
     }
 }
 

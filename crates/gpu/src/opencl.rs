@@ -17,7 +17,6 @@ mod program;
 mod zero_copy;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use opencl3::context::Context;
 use opencl3::device::Device as ClDevice;
@@ -26,12 +25,12 @@ use opencl3::program::Program;
 
 use crate::error::ApiResultExt;
 use crate::host::arguments::{KernelLimits, KernelTable};
-use crate::host::{self, slab_size, validate_geometry, Devices, GpuHost, Staging, State};
+use crate::host::{self, slab_size, validate_geometry, Devices, GpuHost, State, TimesHostLaunches};
 use crate::host::{KEY_TABLE_WORDS, ROUND_KEY_WORDS};
 use crate::kernel_source;
 use crate::{
-    program_cache, self_test, DeviceInfo, GpuError, GpuOperation, KernelCache, KeyMaterial,
-    LaunchGeometry, OpenOptions, ProgramOrigin, TableCopies,
+    program_cache, self_test, DeviceInfo, GpuError, KernelCache, LaunchGeometry, OpenOptions,
+    ProgramOrigin, TableCopies,
 };
 use adapter::{create_queue, word_buffer, write_words, Keys, OpenCl};
 
@@ -187,23 +186,10 @@ impl GpuHost<OpenCl> {
             self.process(key, operation, data)
         })
     }
-
-    /// [`OpenClDevice::process`], timed: returns the kernels' time and the call's wall time
-    /// end to end (key upload and wipe included). The kernel time is read from each slab's
-    /// launch (`CL_PROFILING_COMMAND_START` to `_END`, the copies excluded) and counts the
-    /// time during which at least one kernel ran: kernels of the two queues may overlap (PoCL
-    /// runs them side by side), and overlapping time counts once, so the kernel time never
-    /// exceeds the span of the call. Both are zero for empty data. On PoCL the "device" is
-    /// the CPU, so the kernel time is CPU time.
-    pub fn process_timed(
-        &self,
-        key: &KeyMaterial,
-        operation: &GpuOperation,
-        data: &mut [u8],
-    ) -> Result<(Duration, Duration), GpuError> {
-        self.run_timed(key, operation, data, Staging::Direct)
-    }
 }
+
+/// OpenCL times every launch with its profiling events: [`OpenClDevice::process_timed`].
+impl TimesHostLaunches for OpenCl {}
 
 /// Device `index` of every platform's devices.
 fn find(index: usize) -> Result<devices::FoundDevice, GpuError> {

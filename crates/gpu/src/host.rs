@@ -3,9 +3,10 @@
 //! another's kernel, launch shapes and tuning, key upload and wipe, GHASH segments, and
 //! zero-copy mapped memory ([`zero_copy`]). An API is an adapter implementing [`Api`]: it
 //! allocates, copies, launches a kernel given its arguments by role ([`arguments`]), waits,
-//! and maps host memory, and it opens the device (compiling the one kernel source with its
-//! vendor header). OpenCL, CUDA and HIP are three such adapters; adding an API means writing
-//! another and its vendor header, nothing here.
+//! and maps host memory; and [`Devices`]: it lists and opens its devices (compiling the one
+//! kernel source with its vendor header), behind the `list`, `open`, `open_with` and `info`
+//! written here once. OpenCL, CUDA and HIP are three such adapters; adding an API means
+//! writing another and its vendor header, nothing here.
 
 pub(crate) mod arguments;
 #[cfg(any(feature = "cuda", feature = "hip"))]

@@ -19,6 +19,7 @@
 
 pub mod aes;
 pub mod blowfish;
+pub mod kernels;
 pub mod memory;
 pub mod rc6;
 pub mod registry;
@@ -27,6 +28,8 @@ mod test_vectors;
 
 use std::fmt;
 use std::str::FromStr;
+
+pub use kernels::KernelFamily;
 
 /// A keyed block cipher that processes many blocks per call, in place.
 ///
@@ -94,6 +97,12 @@ pub trait BlockCipher: Send + Sync {
     fn aes_round_keys(&self) -> Option<&[[u8; 16]]> {
         None
     }
+    /// The highest [`KernelFamily`] this key's kernels may come from, where it was made
+    /// with one ([`Implementation::Limited`]); `None` (the default): no ceiling, the fastest
+    /// this CPU has. Modes that pick their own kernels for the key (GCM, GHASH) keep under it.
+    fn kernel_ceiling(&self) -> Option<KernelFamily> {
+        None
+    }
 }
 
 /// The cipher algorithms parcrypt knows, with their key size where it is fixed.
@@ -125,6 +134,34 @@ pub enum Implementation {
     Fast,
     /// Our own portable code, structured like the GPU kernels.
     Reference,
+    /// [`Implementation::Fast`] with kernels of at most this family: every kernel choice
+    /// the key makes (and GCM's over it) keeps under it, for tests and measurements of each
+    /// family on a machine that has them all. [`new_cipher`] refuses a family this CPU lacks.
+    Limited(KernelFamily),
+}
+
+impl Implementation {
+    /// `self` held under `ceiling` as well: [`Implementation::Fast`] becomes
+    /// [`Implementation::Limited`], a limited one keeps the lower of the two ceilings, and
+    /// [`Implementation::Reference`] (which has no kernels) stays as it is. `None` changes
+    /// nothing.
+    pub fn with_ceiling(self, ceiling: Option<KernelFamily>) -> Implementation {
+        match (self, ceiling) {
+            (_, None) | (Implementation::Reference, _) => self,
+            (Implementation::Fast, Some(ceiling)) => Implementation::Limited(ceiling),
+            (Implementation::Limited(own), Some(ceiling)) => {
+                Implementation::Limited(own.min(ceiling))
+            }
+        }
+    }
+
+    /// The kernel ceiling of keys made with this implementation (`None`: no ceiling).
+    pub fn ceiling(self) -> Option<KernelFamily> {
+        match self {
+            Implementation::Limited(ceiling) => Some(ceiling),
+            Implementation::Fast | Implementation::Reference => None,
+        }
+    }
 }
 
 /// Why a cipher could not be created.
@@ -140,6 +177,9 @@ pub enum KeyError {
         /// The length of the key that was given, in bytes.
         got: usize,
     },
+    /// [`Implementation::Limited`] named a kernel family this CPU cannot run.
+    #[error(transparent)]
+    UnsupportedKernels(#[from] kernels::UnsupportedKernels),
 }
 
 impl Algorithm {
@@ -213,7 +253,8 @@ impl FromStr for Algorithm {
     }
 }
 
-/// Creates a keyed cipher. The key bytes are copied into the key schedule; the schedule is
+/// Creates a keyed cipher. With [`Implementation::Limited`], a family this CPU cannot run is
+/// refused ([`KeyError::UnsupportedKernels`]). The key bytes are copied into the key schedule; the schedule is
 /// wiped when the returned value is dropped. The caller should wipe its own copy of `key`.
 pub fn new_cipher(
     algorithm: Algorithm,
@@ -221,6 +262,9 @@ pub fn new_cipher(
     key: &[u8],
 ) -> Result<Box<dyn BlockCipher>, KeyError> {
     algorithm.check_key(key)?;
+    if let Implementation::Limited(ceiling) = implementation {
+        ceiling.check()?;
+    }
     Ok((algorithm.descriptor().new)(implementation, key))
 }
 

@@ -284,7 +284,7 @@ mod avx512;
 
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
-use crate::BlockCipher;
+use crate::{BlockCipher, KernelFamily};
 
 /// Bytes per block.
 const BLOCK_SIZE: usize = 16;
@@ -316,6 +316,9 @@ pub struct Rc6 {
     round_keys: Box<RoundKeys>,
     #[zeroize(skip)]
     backend: Backend,
+    /// What `backend` was chosen under, for [`BlockCipher::kernel_ceiling`].
+    #[zeroize(skip)]
+    ceiling: Option<KernelFamily>,
 }
 
 /// Which batch code runs, fixed at construction.
@@ -332,16 +335,27 @@ enum Backend {
 
 impl Backend {
     /// The fastest backend this CPU supports.
+    #[cfg(test)]
     fn detect() -> Self {
+        Self::detect_within(None)
+    }
+
+    /// The fastest backend this CPU supports whose [`KernelFamily`] is at most `ceiling`
+    /// (`None`: any). AVX2 counts as [`KernelFamily::AesNi`] (the families from AES-NI up
+    /// may use it), AVX-512 as [`KernelFamily::Vaes512`].
+    fn detect_within(ceiling: Option<KernelFamily>) -> Self {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx512f") {
+            if KernelFamily::Vaes512.within(ceiling)
+                && std::arch::is_x86_feature_detected!("avx512f")
+            {
                 return Backend::Avx512;
             }
-            if std::arch::is_x86_feature_detected!("avx2") {
+            if KernelFamily::AesNi.within(ceiling) && std::arch::is_x86_feature_detected!("avx2") {
                 return Backend::Avx2;
             }
         }
+        let _ = ceiling;
         Backend::Portable
     }
 
@@ -369,7 +383,15 @@ impl Rc6 {
     /// The caller ([`crate::new_cipher`]) has checked that the key is 16, 24 or 32 bytes; the
     /// key schedule follows the paper for any length and does not panic on others.
     pub fn new(key: &[u8]) -> Self {
-        Self::with_backend(key, Backend::detect())
+        Self::with_ceiling(key, None)
+    }
+
+    /// [`Rc6::new`] with batch code of at most family `ceiling` (`None`: the fastest this
+    /// CPU has).
+    pub fn with_ceiling(key: &[u8], ceiling: Option<KernelFamily>) -> Self {
+        let mut cipher = Self::with_backend(key, Backend::detect_within(ceiling));
+        cipher.ceiling = ceiling;
+        cipher
     }
 
     /// The expanded key S[0..2r+4], for code that runs the rounds elsewhere (the GPU
@@ -402,6 +424,7 @@ impl Rc6 {
         Rc6 {
             round_keys: key_schedule(key),
             backend,
+            ceiling: None,
         }
     }
 }
@@ -555,6 +578,10 @@ impl BlockCipher for Rc6 {
 
     fn encrypt_blocks(&self, blocks: &mut [u8]) {
         self.cipher_blocks::<false>(blocks);
+    }
+
+    fn kernel_ceiling(&self) -> Option<KernelFamily> {
+        self.ceiling
     }
 
     fn decrypt_blocks(&self, blocks: &mut [u8]) {

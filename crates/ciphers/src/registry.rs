@@ -15,7 +15,7 @@ use zeroize::{Zeroize, ZeroizeOnDrop};
 use crate::aes::{FastAes, ReferenceAes};
 use crate::blowfish::Blowfish;
 use crate::rc6::Rc6;
-use crate::{Algorithm, BlockCipher, Implementation};
+use crate::{Algorithm, BlockCipher, Implementation, KernelFamily};
 
 /// A cipher and all its key sizes: one entry of [`CIPHERS`].
 #[derive(Debug)]
@@ -312,15 +312,42 @@ fn new_aes(implementation: Implementation, key: &[u8]) -> Box<dyn BlockCipher> {
     match implementation {
         Implementation::Fast => Box::new(FastAes::new(key)),
         Implementation::Reference => Box::new(ReferenceAes::new(key)),
+        Implementation::Limited(KernelFamily::Portable) => {
+            Box::new(PortableAes(ReferenceAes::new(key)))
+        }
+        Implementation::Limited(ceiling) => Box::new(FastAes::with_ceiling(key, Some(ceiling))),
+    }
+}
+
+/// AES under a [`KernelFamily::Portable`] ceiling: the reference code (no AES instructions),
+/// reporting its ceiling so that GCM's GHASH keeps to portable code too.
+struct PortableAes(ReferenceAes);
+
+impl BlockCipher for PortableAes {
+    fn block_size(&self) -> usize {
+        self.0.block_size()
+    }
+
+    fn encrypt_blocks(&self, blocks: &mut [u8]) {
+        self.0.encrypt_blocks(blocks);
+    }
+
+    fn decrypt_blocks(&self, blocks: &mut [u8]) {
+        self.0.decrypt_blocks(blocks);
+    }
+
+    fn kernel_ceiling(&self) -> Option<KernelFamily> {
+        Some(KernelFamily::Portable)
     }
 }
 
 fn new_blowfish(_: Implementation, key: &[u8]) -> Box<dyn BlockCipher> {
+    // Blowfish's code is the same portable code under every ceiling.
     Box::new(Blowfish::new(key))
 }
 
-fn new_rc6(_: Implementation, key: &[u8]) -> Box<dyn BlockCipher> {
-    Box::new(Rc6::new(key))
+fn new_rc6(implementation: Implementation, key: &[u8]) -> Box<dyn BlockCipher> {
+    Box::new(Rc6::with_ceiling(key, implementation.ceiling()))
 }
 
 // The schedules below wipe themselves when dropped; the copies are made with exact

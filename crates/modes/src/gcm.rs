@@ -36,7 +36,7 @@
 //! takes [`GcmKey::open`] or [`GcmKey::open_into`] instead: GHASH over the ciphertext and the
 //! tag check first, then CTR, so no plaintext exists before the tag matched.
 
-use parcrypt_ciphers::BlockCipher;
+use parcrypt_ciphers::{BlockCipher, KernelFamily};
 use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, Zeroizing};
 
@@ -108,11 +108,28 @@ impl GcmKernel {
     /// `self` if this CPU can run it, else the first available kernel after it in
     /// [`GcmKernel::ALL`].
     pub fn or_fallback(self) -> GcmKernel {
+        self.or_fallback_within(None)
+    }
+
+    /// [`GcmKernel::or_fallback`] among the kernels whose [`GcmKernel::family`] is at most
+    /// `ceiling` (`None`: any).
+    pub fn or_fallback_within(self, ceiling: Option<KernelFamily>) -> GcmKernel {
         Self::ALL
             .into_iter()
             .skip_while(|kernel| *kernel != self)
-            .find(|kernel| kernel.is_available())
+            .find(|kernel| kernel.family().within(ceiling) && kernel.is_available())
             .unwrap_or(GcmKernel::TwoPass)
+    }
+
+    /// The instruction family the kernel belongs to ([`GcmKernel::TwoPass`]: portable; its
+    /// CTR and GHASH then follow the cipher's and the GHASH key's own choices).
+    pub fn family(self) -> KernelFamily {
+        match self {
+            GcmKernel::Vaes512 => KernelFamily::Vaes512,
+            GcmKernel::Vaes256 => KernelFamily::Vaes256,
+            GcmKernel::AesNi => KernelFamily::AesNi,
+            GcmKernel::TwoPass => KernelFamily::Portable,
+        }
     }
 
     /// The fastest kernel this CPU can run, the default of every key: the first available
@@ -279,6 +296,9 @@ pub struct GcmKey {
     hash_subkey: Zeroizing<[u8; 16]>,
     /// What [`GcmKey::process_range`] runs when the cipher is our AES; always available.
     kernel: GcmKernel,
+    /// The cipher's [`BlockCipher::kernel_ceiling`]: `kernel` and the GHASH code keep under
+    /// it.
+    ceiling: Option<KernelFamily>,
 }
 
 /// What one message adds to its [`GcmKey`]: the counter block of its first text block
@@ -291,19 +311,28 @@ pub struct GcmMessage {
 impl GcmKey {
     /// Computes H with `cipher` and the powers of H the GHASH implementation needs, and
     /// picks the kernel: [`default_kernel`] ([`GcmKernel::fastest`] unless
-    /// [`set_default_kernel`] asked for another).
+    /// [`set_default_kernel`] asked for another). Where the cipher has a
+    /// [`BlockCipher::kernel_ceiling`], the kernel and the GHASH code are the fastest under
+    /// it.
     pub fn new(cipher: &dyn BlockCipher) -> Result<Self, GcmError> {
         if cipher.block_size() != 16 {
             return Err(GcmError::BlockSize);
         }
         let mut hash_subkey = Zeroizing::new([0u8; 16]);
         cipher.encrypt_blocks(hash_subkey.as_mut_slice());
-        let kernel = default_kernel();
-        let ghash = GhashKey::new(&hash_subkey);
+        let ceiling = cipher.kernel_ceiling();
+        let (kernel, ghash) = match ceiling {
+            None => (default_kernel(), GhashKey::new(&hash_subkey)),
+            Some(_) => (
+                default_kernel().or_fallback_within(ceiling),
+                GhashKey::new_within(&hash_subkey, ceiling),
+            ),
+        };
         Ok(GcmKey {
             ghash,
             hash_subkey,
             kernel,
+            ceiling,
         })
     }
 
@@ -315,10 +344,17 @@ impl GcmKey {
 
     /// Makes this key run `kernel`, for tests and measurements that compare kernels, and
     /// returns the kernel in force afterwards: `kernel` itself, or where this CPU lacks it
-    /// the first available one after it in [`GcmKernel::ALL`].
+    /// (or it is above the cipher's kernel ceiling) the first available one after it in
+    /// [`GcmKernel::ALL`].
     pub fn set_kernel(&mut self, kernel: GcmKernel) -> GcmKernel {
-        self.kernel = kernel.or_fallback();
+        self.kernel = kernel.or_fallback_within(self.ceiling);
         self.kernel
+    }
+
+    /// The kernel ceiling the key was made under (its cipher's
+    /// [`BlockCipher::kernel_ceiling`]).
+    pub fn kernel_ceiling(&self) -> Option<KernelFamily> {
+        self.ceiling
     }
 
     /// The GHASH key (H and its powers).

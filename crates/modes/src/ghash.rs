@@ -33,6 +33,7 @@
 
 use std::fmt;
 
+use parcrypt_ciphers::KernelFamily;
 use zeroize::Zeroize;
 
 pub(crate) mod soft;
@@ -233,11 +234,28 @@ impl Implementation {
 
     /// The fastest implementation this CPU can run.
     pub fn fastest() -> Self {
+        Self::fastest_within(None)
+    }
+
+    /// The fastest implementation this CPU can run whose [`Implementation::family`] is at
+    /// most `ceiling` (`None`: any).
+    pub fn fastest_within(ceiling: Option<KernelFamily>) -> Self {
         Self::ALL
             .into_iter()
             .rev()
-            .find(|implementation| implementation.is_available())
+            .find(|implementation| {
+                implementation.family().within(ceiling) && implementation.is_available()
+            })
             .unwrap_or(Self::Soft)
+    }
+
+    /// The instruction family the implementation belongs to.
+    pub fn family(self) -> KernelFamily {
+        match self {
+            Implementation::Soft => KernelFamily::Portable,
+            Implementation::Pclmul => KernelFamily::AesNi,
+            Implementation::Vpclmul => KernelFamily::Vaes512,
+        }
     }
 
     /// Short lower-case name, for reports.
@@ -338,6 +356,13 @@ impl GhashKey {
     /// `h` is E_K(0^128).
     pub fn new(h: &[u8; 16]) -> Self {
         Self::with_implementation(h, Implementation::fastest())
+            .expect("the fastest implementation is available")
+    }
+
+    /// [`GhashKey::new`] with the fastest implementation of at most family `ceiling`
+    /// (`None`: any).
+    pub fn new_within(h: &[u8; 16], ceiling: Option<KernelFamily>) -> Self {
+        Self::with_implementation(h, Implementation::fastest_within(ceiling))
             .expect("the fastest implementation is available")
     }
 

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use aes::cipher::{Array, BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use crate::BlockCipher;
+use crate::{BlockCipher, KernelFamily};
 
 /// Whether this CPU has every one of the named features (never, off x86-64).
 macro_rules! cpu_has {
@@ -368,6 +368,14 @@ impl KernelPath for CtrPath {
             CtrPath::None => false,
         }
     }
+
+    fn family(self) -> KernelFamily {
+        match self {
+            CtrPath::Vaes512 => KernelFamily::Vaes512,
+            CtrPath::AesNi => KernelFamily::AesNi,
+            CtrPath::None => KernelFamily::Portable,
+        }
+    }
 }
 
 /// Which ECB kernel [`FastAes::encrypt_blocks`] and [`FastAes::decrypt_blocks`] use.
@@ -386,6 +394,15 @@ impl KernelPath for EcbPath {
     fn is_available(self) -> bool {
         // The VAES-512 kernels all enable the same features.
         self == EcbPath::Crate || CtrPath::Vaes512.is_available()
+    }
+
+    fn family(self) -> KernelFamily {
+        match self {
+            EcbPath::Vaes512 => KernelFamily::Vaes512,
+            // The `aes` crate makes its own choice among AES-NI, VAES-256 and VAES-512,
+            // which no ceiling reaches; it needs AES-NI at least to be fast.
+            EcbPath::Crate => KernelFamily::AesNi,
+        }
     }
 }
 
@@ -407,6 +424,13 @@ impl KernelPath for CbcPath {
     fn is_available(self) -> bool {
         self == CbcPath::AesNi && cpu_has!("aes")
     }
+
+    fn family(self) -> KernelFamily {
+        match self {
+            CbcPath::AesNi => KernelFamily::AesNi,
+            CbcPath::None => KernelFamily::Portable,
+        }
+    }
 }
 
 /// A choice among kernels for one operation, made once per key from the CPU's features.
@@ -419,12 +443,16 @@ pub(super) trait KernelPath: Copy + 'static {
     /// Whether this CPU has every feature the kernel enables.
     fn is_available(self) -> bool;
 
-    /// The fastest kernel whose features this CPU has.
-    fn detect() -> Self {
+    /// The instruction family the kernel belongs to.
+    fn family(self) -> KernelFamily;
+
+    /// The fastest kernel whose features this CPU has and whose family is at most
+    /// `ceiling` (`None`: any family).
+    fn detect(ceiling: Option<KernelFamily>) -> Self {
         Self::PREFERENCE
             .iter()
             .copied()
-            .find(|path| path.is_available())
+            .find(|path| path.family().within(ceiling) && path.is_available())
             .unwrap_or(Self::FALLBACK)
     }
 }
@@ -452,11 +480,25 @@ pub struct FastAes {
     ctr_path: CtrPath,
     ecb_path: EcbPath,
     cbc_path: CbcPath,
+    /// What the paths above were chosen under, for [`BlockCipher::kernel_ceiling`].
+    ceiling: Option<KernelFamily>,
 }
 
 impl FastAes {
     /// `key` must be 16, 24 or 32 bytes long (checked by [`crate::new_cipher`]).
     pub fn new(key: &[u8]) -> Self {
+        Self::with_ceiling(key, None)
+    }
+
+    /// [`FastAes::new`] with kernels of at most family `ceiling` (`None`: the fastest this
+    /// CPU has). A ceiling above the CPU's families is safe (each kernel still checks its
+    /// own features) but picks what the CPU has; [`crate::new_cipher`] refuses it.
+    ///
+    /// Below [`KernelFamily::AesNi`] there are no kernels here: a portable ceiling is met by
+    /// [`crate::aes::ReferenceAes`] ([`crate::new_cipher`] makes that), and the ECB and CBC
+    /// decryption paths under [`KernelFamily::AesNi`] and [`KernelFamily::Vaes256`] go through
+    /// the `aes` crate, which picks its own instructions.
+    pub fn with_ceiling(key: &[u8], ceiling: Option<KernelFamily>) -> Self {
         assert!(
             matches!(key.len(), 16 | 24 | 32),
             "AES key of {} bytes reached FastAes::new",
@@ -466,9 +508,10 @@ impl FastAes {
             round_keys: RoundKeys::expand(key),
             crate_cipher: OnceLock::new(),
             ecb_decrypt_keys: OnceLock::new(),
-            ctr_path: CtrPath::detect(),
-            ecb_path: EcbPath::detect(),
-            cbc_path: CbcPath::detect(),
+            ctr_path: CtrPath::detect(ceiling),
+            ecb_path: EcbPath::detect(ceiling),
+            cbc_path: CbcPath::detect(ceiling),
+            ceiling,
         }
     }
 
@@ -787,6 +830,10 @@ impl BlockCipher for FastAes {
     fn aes_round_keys(&self) -> Option<&[[u8; 16]]> {
         Some(&self.round_keys.keys[..=self.round_keys.rounds])
     }
+
+    fn kernel_ceiling(&self) -> Option<KernelFamily> {
+        self.ceiling
+    }
 }
 
 #[cfg(test)]
@@ -879,6 +926,36 @@ mod tests {
         assert_eq!(block, plaintext);
         cipher.crate_encrypt_blocks(&mut block);
         assert_eq!(block, ciphertext);
+    }
+
+    #[test]
+    fn paths_keep_under_the_ceiling() {
+        let key = [7u8; 16];
+        let free = FastAes::new(&key);
+        assert_eq!(free.kernel_ceiling(), None);
+        assert_eq!(free.ctr_path, CtrPath::detect(None));
+        for ceiling in KernelFamily::ALL {
+            let cipher = FastAes::with_ceiling(&key, Some(ceiling));
+            assert_eq!(cipher.kernel_ceiling(), Some(ceiling));
+            assert!(cipher.ctr_path.family() <= ceiling, "{ceiling}");
+            assert!(cipher.cbc_path.family() <= ceiling, "{ceiling}");
+            assert!(
+                cipher.ecb_path == EcbPath::Crate || cipher.ecb_path.family() <= ceiling,
+                "{ceiling}"
+            );
+            if ceiling >= KernelFamily::detected() {
+                // At or above what the CPU has, the choice is the unlimited one.
+                assert_eq!(cipher.ctr_path, free.ctr_path);
+                assert_eq!(cipher.ecb_path, free.ecb_path);
+                assert_eq!(cipher.cbc_path, free.cbc_path);
+            }
+        }
+        if KernelFamily::AesNi.is_supported() {
+            let cipher = FastAes::with_ceiling(&key, Some(KernelFamily::AesNi));
+            assert_eq!(cipher.ctr_path, CtrPath::AesNi);
+            assert_eq!(cipher.ecb_path, EcbPath::Crate);
+            assert_eq!(cipher.cbc_path, CbcPath::AesNi);
+        }
     }
 
     #[test]

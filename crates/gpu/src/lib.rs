@@ -420,9 +420,10 @@ pub trait GpuDevice: Send + Sync {
 mod tests {
     use super::*;
 
+    /// Each API's description of a device against the line it must display as.
     #[test]
-    fn an_opencl_device_is_one_line_with_the_facts() {
-        let info = DeviceInfo {
+    fn every_api_describes_a_device_on_one_line_with_the_facts() {
+        let opencl = DeviceInfo {
             index: 1,
             name: " cpu-haswell ".into(),
             vendor: "GenuineIntel".into(),
@@ -437,10 +438,50 @@ mod tests {
             max_allocation_bytes: 1 << 30,
             little_endian: true,
         };
-        assert_eq!(
-            info.to_string(),
+        // Pushed to where a build has the API.
+        #[cfg_attr(not(any(feature = "cuda", feature = "hip")), allow(unused_mut))]
+        let mut lines = vec![(
+            opencl.to_string(),
             "#1 cpu-haswell (Portable Computing Language, CPU; 2 compute units, 3.0 GiB, \
-             256 KiB local memory; OpenCL 3.0 PoCL, driver 6.0)"
-        );
+             256 KiB local memory; OpenCL 3.0 PoCL, driver 6.0)",
+        )];
+        #[cfg(feature = "cuda")]
+        lines.push((
+            CudaDeviceInfo {
+                index: 0,
+                name: "NVIDIA H200".into(),
+                compute_capability: (9, 0),
+                multiprocessors: 132,
+                clock_mhz: 1980,
+                global_memory_bytes: 150_000_000_000,
+                shared_memory_per_block_bytes: 232_448,
+                copy_engines: 7,
+                driver_version: (13, 0),
+            }
+            .to_string(),
+            "#0 NVIDIA H200 (CUDA, compute capability 9.0; 132 multiprocessors at 1980 MHz, \
+             139.7 GiB, 227 KiB shared memory per block, 7 copy engines; driver CUDA 13.0)",
+        ));
+        #[cfg(feature = "hip")]
+        lines.push((
+            HipDeviceInfo {
+                index: 0,
+                name: "AMD Instinct MI210".into(),
+                architecture: "gfx90a:sramecc+:xnack-".into(),
+                compute_units: 104,
+                clock_mhz: 1700,
+                global_memory_bytes: 64 << 30,
+                shared_memory_per_block_bytes: 65536,
+                wavefront: 64,
+                integrated: false,
+                runtime_version: (5, 2, 21153),
+            }
+            .to_string(),
+            "#0 AMD Instinct MI210 (HIP, gfx90a:sramecc+:xnack-; 104 compute units at 1700 MHz, \
+             64.0 GiB, 64 KiB LDS per work-group, wavefront 64; HIP runtime 5.2.21153)",
+        ));
+        for (line, expected) in lines {
+            assert_eq!(line, expected);
+        }
     }
 }

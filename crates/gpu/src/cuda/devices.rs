@@ -208,27 +208,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn display_is_one_line_with_the_facts() {
-        let info = CudaDeviceInfo {
-            index: 0,
-            name: "NVIDIA H200".into(),
-            compute_capability: (9, 0),
-            multiprocessors: 132,
-            clock_mhz: 1980,
-            global_memory_bytes: 150_000_000_000,
-            shared_memory_per_block_bytes: 232_448,
-            copy_engines: 7,
-            driver_version: (13, 0),
-        };
-        let text = info.to_string();
-        assert_eq!(
-            text,
-            "#0 NVIDIA H200 (CUDA, compute capability 9.0; 132 multiprocessors at 1980 MHz, \
-             139.7 GiB, 227 KiB shared memory per block, 7 copy engines; driver CUDA 13.0)"
-        );
-    }
-
-    #[test]
     fn without_a_driver_listing_says_so_or_lists_devices() {
         crate::host::assert_lists_or_says_why(
             describe_all(),

@@ -6,6 +6,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 
+use parcrypt_ciphers::KernelFamily;
+
 use crate::cost::{CostModel, CALIBRATION_SLOTS};
 use crate::gpu::AutoGpu;
 use crate::team::Team;
@@ -122,6 +124,9 @@ pub enum EngineError {
     /// The operating system refused the pool's threads.
     #[error("could not start the thread pool: {0}")]
     Pool(String),
+    /// [`crate::EngineBuilder::kernels`] named a kernel family this CPU cannot run.
+    #[error(transparent)]
+    UnsupportedKernels(#[from] parcrypt_ciphers::kernels::UnsupportedKernels),
 }
 
 /// The number of threads the machine offers.
@@ -181,6 +186,8 @@ pub struct Engine {
     pub(crate) calibration: Arc<[OnceLock<Option<CostModel>>; CALIBRATION_SLOTS]>,
     /// `auto`'s GPU, when a tune file says it wins some jobs.
     pub(crate) auto_gpu: Option<Arc<AutoGpu>>,
+    /// The highest CPU kernel family its keys may use (`None`: the fastest this CPU has).
+    pub(crate) kernels: Option<KernelFamily>,
 }
 
 /// Lets every call that takes an engine (`impl Into<Arc<Engine>>`) take `&engine` too: the
@@ -248,6 +255,7 @@ impl Engine {
             gpu: None,
             calibration: Arc::new(std::array::from_fn(|_| OnceLock::new())),
             auto_gpu: None,
+            kernels: None,
         })
     }
 
@@ -259,6 +267,12 @@ impl Engine {
     /// The threads work is split over (1 for `seq`).
     pub fn threads(&self) -> usize {
         self.threads
+    }
+
+    /// The highest CPU kernel family this engine's keys may use
+    /// ([`crate::EngineBuilder::kernels`]; `None`: the fastest this CPU has).
+    pub fn kernels(&self) -> Option<KernelFamily> {
+        self.kernels
     }
 
     /// Cuts `length` bytes into work items, each a multiple of `align` bytes except the

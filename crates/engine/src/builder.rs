@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use parcrypt_ciphers::KernelFamily;
 use parcrypt_gpu::KernelCache;
 use parcrypt_modes::gcm::GcmKernel;
 
@@ -37,6 +38,7 @@ pub struct EngineBuilder {
     kernel_cache: KernelCache,
     gcm_kernel: Option<GcmKernel>,
     streaming_stores: Option<bool>,
+    kernels: Option<KernelFamily>,
 }
 
 /// Where an engine's tune tables come from.
@@ -64,6 +66,7 @@ impl Engine {
             kernel_cache: KernelCache::Disabled,
             gcm_kernel: None,
             streaming_stores: None,
+            kernels: None,
         }
     }
 }
@@ -147,11 +150,23 @@ impl EngineBuilder {
         /// Process-wide, not this engine's alone: the AES kernels also run where no engine is
         /// involved (see [`parcrypt_ciphers::aes::set_streaming_stores`]).
         fn streaming_stores(allowed: bool) => streaming_stores = Some(allowed);
+
+        /// The highest CPU kernel family this engine's keys may use: each key picks, once,
+        /// the fastest AES, GCM, GHASH and RC6 code of at most `family`, so that every
+        /// family can be measured and tested on a machine that has them all (the bytes are
+        /// the same). Unset (the default), keys use the fastest this CPU has. A family this
+        /// CPU lacks makes [`EngineBuilder::build`] fail ([`EngineError::UnsupportedKernels`],
+        /// naming the features it lacks). This engine's alone: keys made elsewhere are not
+        /// limited.
+        fn kernels(family: KernelFamily) => kernels = Some(family);
     }
 
     /// Starts the threads and opens the GPU of a GPU backend. A missing or damaged tune file
     /// is not an error: the engine is then untuned.
     pub fn build(self) -> Result<Engine, EngineError> {
+        if let Some(family) = self.kernels {
+            family.check()?;
+        }
         // The process-wide knobs first: the GPU's self-test below already makes keys.
         if let Some(kernel) = self.gcm_kernel {
             parcrypt_modes::gcm::set_default_kernel(Some(kernel));
@@ -160,6 +175,7 @@ impl EngineBuilder {
             parcrypt_ciphers::aes::set_streaming_stores(allowed);
         }
         let mut engine = Engine::start(self.backend, self.threads, self.pool_spin)?;
+        engine.kernels = self.kernels;
         let tables = match &self.tuning {
             TuneSource::None => None,
             TuneSource::Directory(directory) => Some(TuneTables::Directory(directory.clone())),

@@ -221,7 +221,7 @@ impl<'e> Crypter<'e> {
         job: &JobSpec<'_>,
         cost_model: Option<CostModel>,
     ) -> Result<Self, JobError> {
-        let keys = KeySchedule::new(job.spec, job.implementation, job.key)?;
+        let keys = KeySchedule::new(job.spec, job.implementation, engine.kernels(), job.key)?;
         let message = MessageSpec {
             direction: job.direction,
             iv: job.iv,

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use parcrypt_ciphers::{new_cipher, BlockCipher, Implementation};
+use parcrypt_ciphers::{new_cipher, BlockCipher, Implementation, KernelFamily};
 use parcrypt_modes::ctr::{self, Counter, CounterRule};
 use parcrypt_modes::gcm::{
     check_tag, GcmError, GcmKey, MAX_TEXT_BYTES, SHORT_TEXT_BYTES, TAG_BYTES,
@@ -41,13 +41,15 @@ pub(crate) struct KeySchedule {
 }
 
 impl KeySchedule {
-    /// Checks `key` for `suite` and expands it.
+    /// Checks `key` for `suite` and expands it, its kernels at most `ceiling` (the engine's
+    /// [`Engine::kernels`]).
     pub(crate) fn new(
         suite: CipherSpec,
         implementation: Implementation,
+        ceiling: Option<KernelFamily>,
         key: &[u8],
     ) -> Result<Self, JobError> {
-        let cipher = new_cipher(suite.algorithm, implementation, key)?;
+        let cipher = new_cipher(suite.algorithm, implementation.with_ceiling(ceiling), key)?;
         let gcm = match suite.mode {
             Mode::Gcm => Some(GcmKey::new(cipher.as_ref())?),
             _ => None,
@@ -258,7 +260,12 @@ impl KeyedCipher {
         implementation: Implementation,
     ) -> Result<Self, JobError> {
         let engine = engine.into();
-        let keys = Arc::new(KeySchedule::new(suite, implementation, key)?);
+        let keys = Arc::new(KeySchedule::new(
+            suite,
+            implementation,
+            engine.kernels(),
+            key,
+        )?);
         Ok(Self::on(engine, keys))
     }
 
@@ -279,7 +286,12 @@ impl KeyedCipher {
         if implementation == self.keys.implementation {
             return Ok(self.clone());
         }
-        let keys = KeySchedule::new(self.keys.suite, implementation, &self.keys.key)?;
+        let keys = KeySchedule::new(
+            self.keys.suite,
+            implementation,
+            self.engine.kernels(),
+            &self.keys.key,
+        )?;
         Ok(KeyedCipher {
             padding: self.padding,
             allow_short_gcm_iv: self.allow_short_gcm_iv,

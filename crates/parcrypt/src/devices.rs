@@ -18,6 +18,9 @@
 //! ```
 
 pub use parcrypt_ciphers::cpu_features;
+/// The CPU kernel families, the highest an engine's keys may use
+/// ([`crate::EngineBuilder::kernels`]; [`KernelFamily::detected`] is this CPU's best).
+pub use parcrypt_ciphers::KernelFamily;
 pub use parcrypt_engine::{
     available_threads, check_threads, cuda_device, cuda_device_with_cache, max_threads,
     tune_table_in, MIN_MAX_THREADS, THREADS_PER_CORE,

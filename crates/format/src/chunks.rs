@@ -7,6 +7,8 @@
 //! backend here spreads whole chunks over the engine's threads, and a GPU backend can run one
 //! kernel that does CTR and GHASH for every chunk of the batch at once.
 
+use std::borrow::Cow;
+
 use parcrypt_ciphers::{new_cipher, BlockCipher, Implementation};
 use parcrypt_engine::Engine;
 use parcrypt_modes::gcm::GcmKey;
@@ -86,7 +88,9 @@ pub fn damaged_from(batch: &mut [u8], first_chunk: u64, index: u64) -> FormatErr
 /// AAD; the tests check that against `parcrypt_modes::gcm`.
 pub struct ChunkCipher<'k> {
     cipher: Box<dyn BlockCipher>,
-    key: &'k GcmKey,
+    /// The message's GCM key, or where `implementation` limits the kernels
+    /// ([`Implementation::Limited`]) one made under that ceiling from `cipher`.
+    key: Cow<'k, GcmKey>,
 }
 
 impl<'k> ChunkCipher<'k> {
@@ -94,10 +98,15 @@ impl<'k> ChunkCipher<'k> {
     pub fn new(keys: &'k MessageKeys, implementation: Implementation) -> Result<Self, FormatError> {
         let cipher = new_cipher(keys.suite().algorithm(), implementation, keys.key())
             .map_err(|error| FormatError::Backend(error.to_string()))?;
-        Ok(ChunkCipher {
-            cipher,
-            key: keys.gcm_key(),
-        })
+        let key = match cipher.kernel_ceiling() {
+            None => Cow::Borrowed(keys.gcm_key()),
+            // The message's key chose its GCM kernel and GHASH with no ceiling.
+            Some(_) => Cow::Owned(
+                GcmKey::new(cipher.as_ref())
+                    .map_err(|error| FormatError::Backend(error.to_string()))?,
+            ),
+        };
+        Ok(ChunkCipher { cipher, key })
     }
 
     /// Encrypts `text` with `nonce` and returns the tag.
@@ -153,7 +162,8 @@ impl<'e> CpuChunks<'e> {
         F: Fn(&ChunkCipher, &[u8; NONCE_BYTES], &mut [u8], &mut [u8]) -> bool + Sync,
     {
         batch_chunks(first_chunk, batch)?;
-        let cipher = ChunkCipher::new(keys, self.implementation)?;
+        let implementation = self.implementation.with_ceiling(self.engine.kernels());
+        let cipher = ChunkCipher::new(keys, implementation)?;
         let lengths = self.engine.plan(batch.len(), SEALED_CHUNK_BYTES, None);
         let failures = self.engine.run(batch, &lengths, |_, offset, range| {
             let first = first_chunk + (offset / SEALED_CHUNK_BYTES) as u64;
@@ -247,6 +257,34 @@ mod tests {
                     "a failed open must leave the ciphertext alone"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn an_engine_under_each_kernel_family_seals_the_same_batch() {
+        use parcrypt_ciphers::KernelFamily;
+        let keys = MessageKeys::derive(Suite::Cobblestone256, &[4u8; 32], &[2; 24], b"").unwrap();
+        let (_, layout) = layout(9 * CHUNK_BYTES + 77, CHUNK_BYTES);
+        let unlimited = Engine::new(Backend::Threads, Some(2)).unwrap();
+        let mut expected = layout.clone();
+        CpuChunks::new(&unlimited)
+            .seal_batch(&keys, 0, &mut expected)
+            .unwrap();
+        for family in KernelFamily::supported() {
+            let engine = Engine::builder()
+                .backend(Backend::Threads)
+                .threads(2)
+                .kernels(family)
+                .build()
+                .unwrap();
+            let batcher = CpuChunks::new(&engine);
+            let cipher = ChunkCipher::new(&keys, Implementation::Limited(family)).unwrap();
+            assert_eq!(cipher.key.kernel_ceiling(), Some(family));
+            assert!(cipher.key.kernel().family() <= family, "{family}");
+            let mut batch = layout.clone();
+            batcher.seal_batch(&keys, 0, &mut batch).unwrap();
+            assert_eq!(batch, expected, "{family}");
+            batcher.open_batch(&keys, 0, &mut batch).unwrap();
         }
     }
 

@@ -38,6 +38,7 @@ use std::process::ExitCode;
 use std::str::FromStr;
 
 use clap::{Parser, Subcommand};
+use parcrypt::devices::KernelFamily;
 use parcrypt::{Backend, Engine};
 
 /// The quick start, shown at the end of `parcrypt --help` and in the man page.
@@ -134,6 +135,15 @@ impl Named for Backend {
             .into_iter()
             .chain(Backend::GPU)
             .map(|backend| backend.name().to_string())
+            .collect()
+    }
+}
+
+impl Named for KernelFamily {
+    fn names() -> Vec<String> {
+        KernelFamily::ALL
+            .into_iter()
+            .map(|family| family.name().to_string())
             .collect()
     }
 }
@@ -318,11 +328,15 @@ const FILE_CHUNKS: parcrypt::CipherSpec = parcrypt::CipherSpec {
 fn engine(
     backend: Backend,
     threads: Option<usize>,
+    kernels: Option<KernelFamily>,
     spec: parcrypt::CipherSpec,
 ) -> Result<Engine, Failure> {
     let mut builder = parcrypt::environment::apply(Engine::builder().backend(backend))?;
     if let Some(threads) = threads {
         builder = builder.threads(threads);
+    }
+    if let Some(family) = kernels {
+        builder = builder.kernels(family);
     }
     let engine = builder.build()?;
     say_engine_warnings(&engine, spec);

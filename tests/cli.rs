@@ -78,6 +78,48 @@ fn round_trips_through_pipes_for_every_mode_and_backend() {
 }
 
 #[test]
+fn every_kernel_family_gives_the_same_bytes_and_an_unknown_one_is_refused() {
+    let plaintext: Vec<u8> = (0..70_001u32).map(|i| (i * 13) as u8).collect();
+    for cipher in [
+        "aes-128-gcm",
+        "aes-128-ctr",
+        "aes-128-cbc",
+        "aes-128-ecb",
+        "rc6-128-gcm",
+    ] {
+        let iv = if cipher.ends_with("gcm") {
+            &IV[..24]
+        } else {
+            IV
+        };
+        let iv_options: &[&str] = if cipher.ends_with("ecb") {
+            &[]
+        } else {
+            &["--iv", iv]
+        };
+        let expected = run_raw("encrypt", cipher, iv_options, &plaintext);
+        process::assert_success(&expected, cipher);
+        for family in parcrypt_ciphers::KernelFamily::supported() {
+            let mut options = iv_options.to_vec();
+            options.extend(["--kernels", family.name()]);
+            let sealed = run_raw("encrypt", cipher, &options, &plaintext);
+            process::assert_success(&sealed, cipher);
+            assert_eq!(sealed.stdout, expected.stdout, "{cipher} under {family}");
+            let opened = run_raw("decrypt", cipher, &options, &sealed.stdout);
+            process::assert_success(&opened, cipher);
+            assert_eq!(opened.stdout, plaintext, "{cipher} under {family}");
+        }
+    }
+    let refused = run_raw(
+        "encrypt",
+        "aes-128-ctr",
+        &["--iv", IV, "--kernels", "avx"],
+        b"x",
+    );
+    assert_refused(&refused, "unknown kernel family 'avx'");
+}
+
+#[test]
 fn round_trips_through_files_and_refuses_to_clobber() {
     let folder = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..(1u32 << 20) + 5)

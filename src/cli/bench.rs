@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use parcrypt::bench::{available_threads, report, Backend, Bench, CipherSpec, Plan};
+use parcrypt::devices::KernelFamily;
 
 /// `--sizes` here and `parcrypt tune --max-size`: 4096, 64K, 16M, 1G.
 pub(super) use parcrypt::bench::report::parse_size;
@@ -51,6 +52,10 @@ pub struct BenchArgs {
     /// Threads for threads, pool and auto (default: all cores; at most 8 per core, and 64)
     #[arg(long, value_name = "N", value_parser = super::parse_threads)]
     threads: Option<usize>,
+    /// The highest CPU kernel family to use: portable, aes-ni, vaes-256 or vaes-512
+    /// (default: the best this CPU has; one it lacks is refused)
+    #[arg(long, value_name = "FAMILY", value_parser = super::named::<KernelFamily>(), hide_possible_values = true)]
+    kernels: Option<KernelFamily>,
     /// The figures as JSON on stdout (median, fastest and slowest run, MB/s) instead of the
     /// table
     #[arg(long, conflicts_with_all = LAB_FLAGS)]
@@ -123,12 +128,19 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
     // The user's environment (docs/ENVIRONMENT.md): tune files, kernel cache, GCM kernel,
     // streaming stores and pool spin, as every other command's engines take them.
     plan.builder = parcrypt::environment::apply(plan.builder)?;
+    if let Some(family) = args.kernels {
+        plan.builder = plan.builder.kernels(family);
+    }
     let bench = Bench::open(plan)?;
     if !args.json {
         show!(
-            "parcrypt bench: {}; {threads} threads; {}",
+            "parcrypt bench: {}; {threads} threads; {}; kernels: {}",
             bench.cpu(),
-            bench.cpu_features()
+            bench.cpu_features(),
+            match args.kernels {
+                Some(family) => format!("{family} (--kernels)"),
+                None => KernelFamily::detected().to_string(),
+            }
         )?;
         for line in bench.gpus().iter().chain(bench.unavailable()) {
             show!("GPU backend: {line}")?;

@@ -34,7 +34,12 @@ pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
         common.input.as_deref(),
         common.overwrite,
     )?;
-    let engine = super::engine(common.backend, common.threads, super::FILE_CHUNKS)?;
+    let engine = super::engine(
+        common.backend,
+        common.threads,
+        common.kernels,
+        super::FILE_CHUNKS,
+    )?;
     let decryption = Decryption {
         args: &args,
         engine,

@@ -2,9 +2,9 @@
 
 use std::fmt::Display;
 
-use parcrypt::devices::cpu_features;
 use parcrypt::devices::tuning::{device_identity, tune_file};
 use parcrypt::devices::{available_threads, tune_table_in};
+use parcrypt::devices::{cpu_features, KernelFamily};
 use parcrypt::environment::tune_directory;
 use parcrypt::errors::GpuError;
 use parcrypt::Backend;
@@ -14,6 +14,15 @@ use super::Failure;
 pub fn run() -> Result<(), Failure> {
     let threads = available_threads();
     show!("CPU: {} hardware threads; {}", threads, cpu_features())?;
+    let families: Vec<&str> = KernelFamily::supported()
+        .into_iter()
+        .map(KernelFamily::name)
+        .collect();
+    show!(
+        "CPU kernels: {} (--kernels FAMILY limits them to one of: {})",
+        KernelFamily::detected(),
+        families.join(", ")
+    )?;
     show!("backends:")?;
     show!("  seq      available   one thread")?;
     show!("  threads  available   static equal split over {threads} threads (--threads N)")?;

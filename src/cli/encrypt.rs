@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
+use parcrypt::devices::KernelFamily;
 use parcrypt::errors::FormatError;
 use parcrypt::files::StageTimes;
 use parcrypt::secrets;
@@ -89,6 +90,10 @@ pub struct CommonArgs {
     /// Threads for threads/pool/auto (default: all cores; at most 8 per core, and 64)
     #[arg(long, value_name = "N", value_parser = super::parse_threads)]
     pub(super) threads: Option<usize>,
+    /// The highest CPU kernel family to use: portable, aes-ni, vaes-256 or vaes-512
+    /// (default: the best this CPU has; one it lacks is refused)
+    #[arg(long, value_name = "FAMILY", value_parser = super::named::<KernelFamily>(), hide_possible_values = true)]
+    pub(super) kernels: Option<KernelFamily>,
     /// Replace OUTPUT if it exists, in one rename
     #[arg(long, short = 'f', visible_alias = "force")]
     pub(super) overwrite: bool,
@@ -206,7 +211,12 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
     if key.is_none() {
         argon2.check()?;
     }
-    let engine = super::engine(common.backend, common.threads, super::FILE_CHUNKS)?;
+    let engine = super::engine(
+        common.backend,
+        common.threads,
+        common.kernels,
+        super::FILE_CHUNKS,
+    )?;
     let input_size = file_size(common.input.as_deref());
     let to_terminal = match common.output.as_deref() {
         Some(path) if path != Path::new("-") => parcrypt::files::is_terminal(path),

@@ -5,6 +5,7 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
+use parcrypt::devices::KernelFamily;
 use parcrypt::hazmat::open::{Authenticated, Destination, OpenOptions, Phase};
 use parcrypt::hazmat::stream::{chunk_bytes_for, process_stream_with_progress};
 use parcrypt::hazmat::{Cipher, Direction, Implementation, KeyedCipher, Mode};
@@ -91,6 +92,10 @@ pub struct RawArgs {
     /// Threads for threads/pool/auto (default: all cores; at most 8 per core, and 64)
     #[arg(long, value_name = "N", value_parser = super::parse_threads)]
     threads: Option<usize>,
+    /// The highest CPU kernel family to use: portable, aes-ni, vaes-256 or vaes-512
+    /// (default: the best this CPU has; one it lacks is refused)
+    #[arg(long, value_name = "FAMILY", value_parser = named::<KernelFamily>(), hide_possible_values = true)]
+    kernels: Option<KernelFamily>,
     /// Use the portable table AES (the GPU kernels' CPU twin) instead of hardware AES. Not
     /// constant time: its table lookups leak the key through the CPU's caches to code that
     /// shares them. For testing only
@@ -140,7 +145,7 @@ pub fn run(command: RawCommand) -> Result<(), Failure> {
         args.input.as_deref(),
         args.overwrite,
     )?;
-    let engine = super::engine(args.backend, args.threads, spec)?;
+    let engine = super::engine(args.backend, args.threads, args.kernels, spec)?;
     let chunk_bytes = chunk_bytes_for(&engine);
     let keyed = KeyedCipher::new(engine, spec, &key)?.allow_short_gcm_iv(args.allow_short_gcm_iv);
     let cipher = Cipher::from_keyed(keyed, iv.as_deref().map(|iv| iv.as_slice()))?

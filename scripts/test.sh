@@ -33,12 +33,13 @@ beside_started=()
 stage_table() {
     local status=$?
     echo
-    echo "== stage times (wall clock; stages marked | ran beside the ones above them)"
+    echo "== stage times (wall clock; stages marked | ran beside the ones above them; CPU: the"
+    echo "   share of all cores' time that was busy during the stage, whatever ran it)"
     local line
     for line in "${stage_lines[@]}"; do
         echo "   $line"
     done
-    printf '   %-44s %5d s\n' "total" "$((SECONDS - started))"
+    printf '   %-52s %5d s  %5s\n' "total" "$((SECONDS - started))" "$(cpu_busy "$cpu_started")"
     local pid
     for pid in "${beside_pids[@]}"; do
         kill -- "-$pid" 2>/dev/null || true
@@ -51,19 +52,35 @@ trap stage_table EXIT
 # stage NAME COMMAND...: runs COMMAND as the stage NAME, prints and records its time; returns
 # the command's status.
 stage() {
-    local name="$1" begun=$SECONDS status=0
+    local name="$1" begun=$SECONDS status=0 cpu
     shift
     echo "== [$(date +%H:%M:%S)] stage: $name"
+    cpu="$(cpu_ticks)"
     "$@" || status=$?
-    record "$name" "$((SECONDS - begun))" "$status"
+    record "$name" "$((SECONDS - begun))" "$status" "$(cpu_busy "$cpu")"
     return "$status"
 }
+
+# The machine's CPU time so far, as "busy total" clock ticks summed over every core (the
+# first line of /proc/stat; empty where there is none), and the share of it that was busy
+# since such a reading: how well a stage kept the cores at work (beside stages included).
+cpu_ticks() {
+    [ -r /proc/stat ] || return 0
+    awk '/^cpu / { total = 0; for (i = 2; i <= NF; i++) total += $i; print total - $5 - $6, total; exit }' /proc/stat
+}
+cpu_busy() {
+    local before="$1" now
+    now="$(cpu_ticks)"
+    [ -n "$before" ] && [ -n "$now" ] || return 0
+    echo "$before $now" | awk '{ if ($4 > $2) printf "%3d %%", 100 * ($3 - $1) / ($4 - $2) }'
+}
+cpu_started="$(cpu_ticks)"
 
 record() {
     local verdict="ok"
     [ "$3" -eq 0 ] || verdict="FAILED (status $3)"
-    stage_lines+=("$(printf '%-44s %5d s  %s' "$1" "$2" "$verdict")")
-    echo "== stage $1: $2 s, $verdict"
+    stage_lines+=("$(printf '%-52s %5d s  %5s  %s' "$1" "$2" "${4:-}" "$verdict")")
+    echo "== stage $1: $2 s, ${4:+CPU busy $4, }$verdict"
 }
 
 # stage_beside NAME COMMAND...: starts COMMAND in the background, its output kept in a log;
@@ -128,10 +145,14 @@ if [ -z "$fuzz_missing" ]; then
 fi
 
 # The Python wheel's build (release, its own cargo target dir) starts beside them too; its
-# tests run after `cargo test`, which builds the CLI they call.
+# tests run after `cargo test`, which builds the CLI they call. The wheel tested here is
+# optimised as a release is, without the release's link-time optimisation and with more
+# codegen units, which build faster on few cores (a published wheel is built by `maturin
+# build --release` with the release profile, docs/PYTHON.md).
+wheel_env=(env CARGO_TARGET_DIR="$PWD/target/python/cargo" CARGO_PROFILE_RELEASE_LTO=false
+    CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16)
 stage_beside "python wheel build (scripts/python-test.sh, build only)" \
-    env CARGO_TARGET_DIR="$PWD/target/python/cargo" PARCRYPT_PYTHON_BUILD_ONLY=1 \
-    bash scripts/python-test.sh "$skips"
+    "${wheel_env[@]}" PARCRYPT_PYTHON_BUILD_ONLY=1 bash scripts/python-test.sh "$skips"
 
 # The house stays clean by machine: formatting, lints as errors, documentation without warnings.
 stage "cargo fmt --check" cargo fmt --all --check
@@ -145,11 +166,37 @@ stage "cargo doc -D warnings" doc
 # shows only the SKIPPED lines from it (with the test's name), so a skip is never a silent
 # pass. Failures are printed in full, as cargo prints them.
 cargo_test() {
-    # Every target's tests, then the documentation's examples (--all-targets leaves those
-    # out); the status is the worse of the two.
+    # Every target is built first; then the tests run in two lanes, one per core (cargo
+    # releases target/ once its build is done): the CUDA and HIP compile checks (NVRTC and
+    # hiprtc, CPU-bound) with the unit tests in one, every other integration test in the
+    # other; then the documentation's examples (--all-targets leaves those out). Each lane's
+    # output is printed whole, one after the other. The status is the worst of them.
+    # PARCRYPT_TEST_SERIAL=1 runs the tests in one lane, as `cargo test --workspace
+    # --all-targets` does.
     {
         status=0
-        cargo test --workspace --all-targets "$@" -- --show-output 2>&1 || status=$?
+        if [ "${PARCRYPT_TEST_SERIAL:-0}" = "1" ]; then
+            cargo test --workspace --all-targets "$@" -- --show-output 2>&1 || status=$?
+        elif cargo test --workspace --all-targets --no-run "$@" 2>&1; then
+            local heavy=(cuda_nvrtc hip_compile) lane_one=(--lib --bins) lane_two=() name
+            for name in "${heavy[@]}"; do lane_one+=(--test "$name"); done
+            while read -r name; do
+                [[ " ${heavy[*]} " == *" $name "* ]] || lane_two+=(--test "$name")
+            done < <(cargo metadata --no-deps --format-version 1 | python3 -c '
+import json, sys
+for package in json.load(sys.stdin)["packages"]:
+    for target in package["targets"]:
+        if target["kind"] == ["test"]:
+            print(target["name"])' | sort -u)
+            cargo test --workspace "${lane_one[@]}" "$@" -- --show-output >"$scratch/lane-1.log" 2>&1 &
+            local lane_one_pid=$!
+            cargo test --workspace "${lane_two[@]}" "$@" -- --show-output >"$scratch/lane-2.log" 2>&1 \
+                || status=$?
+            wait "$lane_one_pid" || status=$?
+            cat "$scratch/lane-1.log" "$scratch/lane-2.log"
+        else
+            status=1
+        fi
         cargo test --workspace --doc "$@" -- --show-output 2>&1 || status=$?
         exit "$status"
     } | awk -v skips="$skips" '
@@ -171,8 +218,7 @@ join_beside || beside_status=$?
 
 # The Python package: the wheel (built above), a fresh virtual environment, pytest on the
 # installed package, beside the stages below.
-stage_beside "python (scripts/python-test.sh)" \
-    env CARGO_TARGET_DIR="$PWD/target/python/cargo" bash scripts/python-test.sh "$skips"
+stage_beside "python (scripts/python-test.sh)" "${wheel_env[@]}" bash scripts/python-test.sh "$skips"
 
 # The static kernel report: every CUDA kernel compiled by NVRTC for sm_90 and sm_100 and read
 # with cuobjdump (registers, shared memory, spills, SASS instructions per 16 bytes and the

@@ -137,10 +137,7 @@ pub fn run(args: BenchArgs) -> Result<(), Failure> {
             "parcrypt bench: {}; {threads} threads; {}; kernels: {}",
             bench.cpu(),
             bench.cpu_features(),
-            match args.kernels {
-                Some(family) => format!("{family} (--kernels)"),
-                None => KernelFamily::detected().to_string(),
-            }
+            bench.kernels()
         )?;
         for line in bench.gpus().iter().chain(bench.unavailable()) {
             show!("GPU backend: {line}")?;

@@ -214,6 +214,7 @@ pub fn json(run: &Run) -> String {
         ("parcrypt_version", json_string(env!("CARGO_PKG_VERSION"))),
         ("cpu", json_string(&run.cpu)),
         ("cpu_features", json_string(&run.cpu_features)),
+        ("kernels", json_string(run.kernels.name())),
         ("threads", run.threads.to_string()),
         ("gpus", json_strings(&run.gpus)),
         ("unavailable", json_strings(&run.unavailable)),

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use parcrypt_ciphers::KernelFamily;
 use parcrypt_engine::{Backend, Engine, EngineBuilder, EngineError};
 use parcrypt_modes::{CipherSpec, Direction, Mode};
 
@@ -144,6 +145,9 @@ pub fn backend_label(backend: Backend, threads: usize) -> String {
 pub struct Run {
     pub cpu: String,
     pub cpu_features: String,
+    /// The CPU kernel family the engines' keys used: the builder's ceiling
+    /// (`EngineBuilder::kernels`), else the best this CPU has.
+    pub kernels: KernelFamily,
     pub threads: usize,
     /// `cuda: NVIDIA ...`, one line per GPU backend that opened.
     pub gpus: Vec<String>,
@@ -159,6 +163,7 @@ pub struct Bench {
     plan: Plan,
     cpu: String,
     cpu_features: String,
+    kernels: KernelFamily,
     engines: Vec<Engine>,
     gpus: Vec<String>,
     unavailable: Vec<String>,
@@ -200,10 +205,15 @@ impl Bench {
                 Some(format!("{}: {}", engine.backend(), gpu.description()))
             })
             .collect();
+        let kernels = engines
+            .first()
+            .and_then(Engine::kernels)
+            .unwrap_or_else(KernelFamily::detected);
         Ok(Bench {
             plan,
             cpu: crate::machine::cpu_model(),
             cpu_features: parcrypt_ciphers::cpu_features(),
+            kernels,
             engines,
             gpus,
             unavailable,
@@ -222,6 +232,11 @@ impl Bench {
     /// The CPU features the ciphers use here (AES-NI, VAES, ...).
     pub fn cpu_features(&self) -> &str {
         &self.cpu_features
+    }
+
+    /// The CPU kernel family the engines' keys use ([`Run::kernels`]).
+    pub fn kernels(&self) -> KernelFamily {
+        self.kernels
     }
 
     /// `cuda: NVIDIA ...`, one line per GPU backend that opened.
@@ -277,6 +292,7 @@ impl Bench {
         Ok(Run {
             cpu: self.cpu.clone(),
             cpu_features: self.cpu_features.clone(),
+            kernels: self.kernels,
             threads: plan.threads,
             gpus: self.gpus.clone(),
             unavailable: self.unavailable.clone(),

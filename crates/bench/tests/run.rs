@@ -48,6 +48,8 @@ fn a_run_has_one_checked_figure_per_cipher_direction_size_and_backend() {
     assert!(table.contains("threads x2"), "{table}");
 
     let json: serde_json::Value = serde_json::from_str(&report::json(&run)).expect("valid JSON");
+    assert_eq!(json["kernels"], run.kernels.name());
+    assert_eq!(run.kernels, parcrypt_ciphers::KernelFamily::detected());
     let figures = json["figures"].as_array().expect("figures");
     assert_eq!(figures.len(), run.figures.len());
     for (figure, record) in run.figures.iter().zip(figures) {
@@ -56,6 +58,23 @@ fn a_run_has_one_checked_figure_per_cipher_direction_size_and_backend() {
         assert_eq!(record["bytes"], figure.bytes);
         assert_eq!(record["runs"], 3);
         assert!((record["mb_per_s"].as_f64().unwrap() - figure.mb_per_s()).abs() < 1e-6);
+    }
+}
+
+#[test]
+fn a_plan_under_a_kernel_family_says_so_and_gives_the_same_bytes() {
+    use parcrypt_ciphers::KernelFamily;
+    for family in KernelFamily::supported() {
+        let mut plan = small_plan().with_runs(1);
+        plan.sizes = vec![1000];
+        plan.builder = plan.builder.kernels(family);
+        let bench = Bench::open(plan).expect("a supported family");
+        assert_eq!(bench.kernels(), family);
+        let run = bench.run(&mut |_: &str| {}).expect("the run");
+        assert_eq!(run.kernels, family);
+        let json: serde_json::Value =
+            serde_json::from_str(&report::json(&run)).expect("valid JSON");
+        assert_eq!(json["kernels"], family.name());
     }
 }
 

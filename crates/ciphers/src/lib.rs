@@ -12,6 +12,10 @@
 //! own code on both paths (portable, AVX2 and AVX-512 for RC6). [`memory`] holds the
 //! passes with no cipher that the kernels' rates are measured against.
 //!
+//! Every fast path belongs to a [`KernelFamily`] (portable, AES-NI, VAES-256, VAES-512);
+//! [`Implementation::Limited`] holds a key's choices to at most one family, so that each
+//! family can be tested and measured on a machine that has them all ([`kernels`]).
+//!
 //! What each cipher is (names, block and key sizes, modes, GPU kernels, timing, limits)
 //! is written once, in [`registry::CIPHERS`]; [`Algorithm`]'s methods read it.
 

@@ -374,6 +374,11 @@ fn ecb_warns_and_devices_lists_every_backend() {
             "{backend} missing:\n{text}"
         );
     }
+    let kernels = format!(
+        "CPU kernels: {} (",
+        parcrypt_ciphers::KernelFamily::detected()
+    );
+    assert!(text.contains(&kernels), "{kernels} missing:\n{text}");
 }
 
 #[test]

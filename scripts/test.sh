@@ -39,7 +39,7 @@ stage_table() {
     for line in "${stage_lines[@]}"; do
         echo "   $line"
     done
-    printf '   %-52s %5d s  %5s\n' "total" "$((SECONDS - started))" "$(cpu_busy "$cpu_started")"
+    printf '   %-60s %5d s  %5s\n' "total" "$((SECONDS - started))" "$(cpu_busy "$cpu_started")"
     local pid
     for pid in "${beside_pids[@]}"; do
         kill -- "-$pid" 2>/dev/null || true
@@ -79,7 +79,7 @@ cpu_started="$(cpu_ticks)"
 record() {
     local verdict="ok"
     [ "$3" -eq 0 ] || verdict="FAILED (status $3)"
-    stage_lines+=("$(printf '%-52s %5d s  %5s  %s' "$1" "$2" "${4:-}" "$verdict")")
+    stage_lines+=("$(printf '%-60s %5d s  %5s  %s' "$1" "$2" "${4:-}" "$verdict")")
     echo "== stage $1: $2 s, ${4:+CPU busy $4, }$verdict"
 }
 

@@ -19,6 +19,7 @@ pub mod energy;
 pub mod export;
 pub mod gpu;
 pub mod lab;
+pub mod masks;
 pub mod openssl;
 pub mod peers;
 pub mod record;

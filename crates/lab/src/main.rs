@@ -10,6 +10,7 @@ use std::str::FromStr;
 
 use clap::Parser;
 use parcrypt_bench::report::parse_size;
+use parcrypt_ciphers::KernelFamily;
 use parcrypt_engine::{available_threads, Backend, CipherSpec};
 use parcrypt_lab::export::{self, table};
 use parcrypt_lab::lab::{Lab, LabOptions, Level};
@@ -72,6 +73,13 @@ struct LabArgs {
     /// peers. The first build of aws-lc-rs takes several minutes
     #[arg(long, value_name = "PEERS", num_args = 0..=1, require_equals = true, value_delimiter = ',')]
     peers: Option<Vec<String>>,
+    /// Hold every row to one CPU kernel family: portable, aes-ni, vaes-256 or vaes-512.
+    /// parcrypt's engines take it (as `parcrypt bench --kernels`); each peer's process is
+    /// started with its own mask of the features above it (OPENSSL_ia32cap for evp, pyca
+    /// and aws-lc-rs, GODEBUG cpu.* for go, -XX:UseAVX for java; rustcrypto has none and is
+    /// marked "not masked")
+    #[arg(long, value_name = "FAMILY", value_parser = typed::<KernelFamily>())]
+    kernels: Option<KernelFamily>,
 }
 
 /// An error phrased for the user, printed as one line.
@@ -134,6 +142,9 @@ fn run(args: LabArgs) -> Result<(), Failure> {
     if let Some(folder) = &args.report {
         return redraw(folder);
     }
+    if let Some(family) = args.kernels {
+        family.check()?;
+    }
     let level = if args.quick {
         Level::Quick
     } else if args.full || !args.scenario.is_empty() {
@@ -163,6 +174,9 @@ fn run(args: LabArgs) -> Result<(), Failure> {
     }
     // The user's environment (docs/ENVIRONMENT.md), as parcrypt's own commands take it.
     options.builder = parcrypt::environment::apply(options.builder)?;
+    if let Some(family) = args.kernels {
+        options.builder = options.builder.kernels(family);
+    }
     if !args.sizes.is_empty() {
         options.sizes = Some(args.sizes.clone());
     }
@@ -182,6 +196,11 @@ fn run(args: LabArgs) -> Result<(), Failure> {
         run.threads,
         run.cpu_features
     ))?;
+    if let Some(family) = args.kernels {
+        show(format_args!(
+            "kernels: {family} (parcrypt's engines held to it; each peer masked its own way)"
+        ))?;
+    }
     show(format_args!(
         "OpenSSL: {}",
         run.openssl.as_deref().unwrap_or("not used")
@@ -239,6 +258,7 @@ fn run_peers(lab: &mut Lab, args: &LabArgs) -> Result<(), Failure> {
     if let Some(runs) = args.repeat.filter(|&runs| runs > 0) {
         options.runs = runs;
     }
+    options.kernels = args.kernels;
     if let Some(names) = args.peers.as_ref().filter(|names| !names.is_empty()) {
         options.peers = peers::parse_list(names)?;
     }
@@ -299,6 +319,24 @@ mod tests {
         assert_eq!(
             args.peers.as_deref(),
             Some(&["pyca".to_string(), "evp".to_string()][..])
+        );
+        assert_eq!(args.kernels, None);
+    }
+
+    #[test]
+    fn kernels_takes_a_family_name_and_refuses_others() {
+        for family in KernelFamily::ALL {
+            let args =
+                LabArgs::try_parse_from(["parcrypt-lab", "--peers", "--kernels", family.name()])
+                    .expect("parses");
+            assert_eq!(args.kernels, Some(family));
+        }
+        let error = LabArgs::try_parse_from(["parcrypt-lab", "--kernels", "avx9"])
+            .err()
+            .expect("refused");
+        assert!(
+            error.to_string().contains("unknown kernel family 'avx9'"),
+            "{error}"
         );
     }
 }

@@ -27,7 +27,7 @@ use std::process::{Command, Stdio};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use parcrypt_ciphers::{memory, Implementation};
+use parcrypt_ciphers::{memory, Implementation, KernelFamily};
 use parcrypt_engine::{Backend, Engine, JobError, KeyedCipher};
 use parcrypt_modes::ctr;
 use parcrypt_modes::gcm::nonce_text_counter;
@@ -35,6 +35,7 @@ use parcrypt_modes::{CipherSpec, Direction, Mode};
 use serde::{Deserialize, Serialize};
 
 use crate::lab::{direction_name, Lab, Level};
+use crate::masks::{self, PeerMask};
 use crate::record::{BenchRecord, Report, Timing};
 use crate::stats::Stats;
 use crate::summary::{self, Summary, Table};
@@ -149,6 +150,9 @@ pub struct PeerQuery {
     pub runs: usize,
     /// The least time a run lasts: the warm-up doubles the messages until one does.
     pub min_seconds: f64,
+    /// `--kernels`: parcrypt's engine held to this family and each peer's process started
+    /// with its mask ([`PeerMask`]); `None`: everything the CPU has. Not a protocol argument.
+    pub kernels: Option<KernelFamily>,
 }
 
 impl PeerQuery {
@@ -181,6 +185,10 @@ pub struct PeerRun {
     pub messages: u64,
     /// Wall seconds of each timed run.
     pub seconds: Vec<f64>,
+    /// Under `--kernels`: how the run was held to the family ([`PeerMask::describe`]), or
+    /// that it could not be; the record's `note`. Never printed by a harness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub masking: Option<String>,
 }
 
 impl PeerRun {
@@ -241,6 +249,7 @@ impl PeerRun {
             0.0
         };
         record.variant = Some(self.library.clone());
+        record.note = self.masking.clone();
         record
     }
 }
@@ -289,6 +298,11 @@ impl Harness {
     /// included) gives its last stderr line as the error.
     pub fn run(&self, query: &PeerQuery) -> Result<PeerRun, String> {
         let mut command = Command::new(&self.program);
+        let mask = query.kernels.map(|family| PeerMask::new(self.peer, family));
+        if let Some(mask) = &mask {
+            command.envs(mask.env.iter().map(|(name, value)| (name, value)));
+            command.args(&mask.jvm_flags);
+        }
         if self.java {
             // The heap holds every thread's buffers (and GCM decryption's internal copy):
             // sized and touched before anything is timed.
@@ -318,7 +332,10 @@ impl Harness {
         {
             return Err("its result line does not answer the question asked".into());
         }
-        Ok(run)
+        Ok(PeerRun {
+            masking: mask.map(|mask| mask.describe()),
+            ..run
+        })
     }
 }
 
@@ -713,10 +730,16 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<Vec<PeerRun>, BenchError> {
     let threads = query.threads.max(1);
     // Keyed once, outside the timing, as every peer's context is; each thread gets a clone
     // (the key schedule is shared) and a `seq` engine runs each message on its own thread.
-    let engine = Engine::builder().backend(Backend::Seq).build()?;
+    let mut builder = Engine::builder().backend(Backend::Seq);
+    let mut implementation = Implementation::Fast;
+    if let Some(family) = query.kernels {
+        builder = builder.kernels(family);
+        implementation = Implementation::Limited(family);
+    }
+    let engine = builder.build()?;
     let cipher = KeyedCipher::new(engine, spec, &key)?;
     // The passes alone run the block cipher and GHASH key the keyed cipher runs.
-    let block_cipher = parcrypt_ciphers::new_cipher(spec.algorithm, Implementation::Fast, &key)
+    let block_cipher = parcrypt_ciphers::new_cipher(spec.algorithm, implementation, &key)
         .map_err(JobError::from)?;
     let mut buffers = Vec::with_capacity(threads);
     for _ in 0..threads {
@@ -852,6 +875,11 @@ pub fn measure_parcrypt(query: &PeerQuery) -> Result<Vec<PeerRun>, BenchError> {
             threads,
             messages,
             seconds,
+            // The copy runs no kernel of any family.
+            masking: query
+                .kernels
+                .filter(|_| *contender != Contender::Copy)
+                .map(masks::parcrypt_note),
         })
         .collect())
 }
@@ -870,6 +898,8 @@ pub struct PeerOptions {
     pub min_seconds: f64,
     /// Which peers to try.
     pub peers: Vec<Peer>,
+    /// `--kernels`: every row held to this family ([`PeerQuery::kernels`]).
+    pub kernels: Option<KernelFamily>,
 }
 
 impl PeerOptions {
@@ -897,6 +927,7 @@ impl PeerOptions {
             runs: level.pick(3, 5, 5),
             min_seconds: level.pick(0.02, 0.1, 0.2),
             peers: Peer::ALL.to_vec(),
+            kernels: None,
         }
     }
 }
@@ -918,6 +949,11 @@ pub fn run(
             )));
         }
     }
+    if let Some(family) = options.kernels {
+        family
+            .check()
+            .map_err(|error| BenchError::Unsupported(error.to_string()))?;
+    }
     for line in missing {
         lab.note(SCENARIO, line.to_string())?;
     }
@@ -932,6 +968,7 @@ pub fn run(
                         threads,
                         runs: options.runs,
                         min_seconds: options.min_seconds,
+                        kernels: options.kernels,
                     };
                     let what = format!(
                         "{cipher} {} {} x{threads}",
@@ -1023,13 +1060,26 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
             .iter()
             .any(|&bytes| find(name, threads, bytes).is_some())
     };
+    // Under `--kernels`, how each row was held to the family (its records' note).
+    let masking = |name: &str| {
+        records
+            .iter()
+            .rev()
+            .find(|record| record.backend == name)
+            .and_then(|record| record.note.as_deref())
+            .filter(|note| masks::row_mark(Some(note)).is_some())
+    };
     let mut runs = 0;
     for &count in &threads {
         for name in &names {
             if !measured(name, count) {
                 continue;
             }
-            let mut row = vec![name.clone(), count.to_string()];
+            let label = match masks::row_mark(masking(name)) {
+                Some(mark) => format!("{name} {mark}"),
+                None => name.clone(),
+            };
+            let mut row = vec![label, count.to_string()];
             for &bytes in &sizes {
                 let record = find(name, count, bytes);
                 runs = runs.max(record.map_or(0, |r| r.runs));
@@ -1135,6 +1185,17 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
         .collect();
     if !libraries.is_empty() {
         table.note(format!("measured: {}.", libraries.join("; ")));
+    }
+    let held: Vec<String> = names
+        .iter()
+        .filter_map(|name| Some(format!("{name}: {}", masking(name)?)))
+        .collect();
+    if !held.is_empty() {
+        table.note(format!(
+            "--kernels: [masked] rows ran held to the family, [not masked] rows could not be; \
+             {}.",
+            held.join("; ")
+        ));
     }
     table
 }
@@ -1343,6 +1404,7 @@ mod tests {
                 threads: 2,
                 runs: 3,
                 min_seconds: 0.0,
+                kernels: None,
             };
             let runs = measure_parcrypt(&query).expect("measures");
             assert_eq!(runs.len(), expected.len());
@@ -1355,6 +1417,79 @@ mod tests {
         }
     }
 
+    /// A harness under `--kernels` is started with its mask: a stand-in `evp` (a shell
+    /// script) prints the `OPENSSL_ia32cap` it was given as its library, and the run says how
+    /// it was masked.
+    #[test]
+    fn a_peer_process_gets_its_mask_in_its_environment() {
+        let script = "printf '{\"peer\":\"evp\",\"library\":\"cap=%s\",\"cipher\":\"%s\",\
+                      \"direction\":\"%s\",\"bytes\":%s,\"threads\":%s,\"messages\":1,\
+                      \"seconds\":[0.5]}\\n' \"$OPENSSL_ia32cap\" \"$1\" \"$2\" \"$3\" \"$4\"";
+        let harness = Harness::native(
+            Peer::Evp,
+            PathBuf::from("/bin/sh"),
+            vec!["-c".into(), script.into(), "sh".into()],
+        );
+        let mut query = PeerQuery {
+            cipher: "aes-128-gcm".into(),
+            direction: Direction::Encrypt,
+            bytes: 64,
+            threads: 1,
+            runs: 1,
+            min_seconds: 0.0,
+            kernels: Some(KernelFamily::AesNi),
+        };
+        let run = harness.run(&query).expect("runs");
+        assert_eq!(run.library, "cap=~0x0:~0x5e42d0230000");
+        assert_eq!(
+            run.record().note.as_deref(),
+            Some("masked to aes-ni (OPENSSL_ia32cap=~0x0:~0x5e42d0230000)")
+        );
+        query.kernels = None;
+        let run = harness.run(&query).expect("runs");
+        let inherited = std::env::var("OPENSSL_ia32cap").unwrap_or_default();
+        assert_eq!(run.library, format!("cap={inherited}"));
+        assert_eq!(run.masking, None);
+    }
+
+    #[test]
+    fn masked_rows_are_marked_in_the_table() {
+        let query = PeerQuery {
+            cipher: "aes-128-ctr".into(),
+            direction: Direction::Encrypt,
+            bytes: 1024,
+            threads: 1,
+            runs: 1,
+            min_seconds: 0.0,
+            kernels: Some(KernelFamily::Portable),
+        };
+        let mut records: Vec<BenchRecord> = measure_parcrypt(&query)
+            .expect("measures")
+            .iter()
+            .map(PeerRun::record)
+            .collect();
+        assert_eq!(
+            records[0].note.as_deref(),
+            Some("masked to portable (EngineBuilder::kernels)")
+        );
+        assert_eq!(records[1].note, None, "the copy runs no kernel");
+        let mut rust = records[0].clone();
+        rust.backend = "rustcrypto".into();
+        rust.note = Some(PeerMask::new(Peer::RustCrypto, KernelFamily::Portable).describe());
+        records.push(rust);
+        let chosen: Vec<&BenchRecord> = records.iter().collect();
+        let table = peer_table("aes-128-ctr", "encrypt", &chosen);
+        assert_eq!(
+            first_column(&table)[..3],
+            ["parcrypt [masked]", "rustcrypto [not masked]", COPY]
+        );
+        assert!(table
+            .notes
+            .last()
+            .expect("notes")
+            .starts_with("--kernels: "));
+    }
+
     #[test]
     fn queries_are_the_protocols_arguments() {
         let query = PeerQuery {
@@ -1364,6 +1499,7 @@ mod tests {
             threads: 2,
             runs: 5,
             min_seconds: 0.1,
+            kernels: None,
         };
         assert_eq!(
             query.arguments(),

@@ -133,3 +133,73 @@ fn a_cheap_peer_runs_beside_parcrypt() {
         assert!(found.iter().all(|record| record["variant"].is_string()));
     }
 }
+
+/// `--kernels aes-ni` over OpenSSL's EVP (cc and OpenSSL's headers are here in CI): the run
+/// names the family, parcrypt's and evp's rows are marked masked, and results.json says how
+/// (the OPENSSL_ia32cap the harness was started with). No speed is asserted.
+#[test]
+fn kernels_masks_parcrypt_and_the_peer_alike() {
+    let folder = tempfile::tempdir().expect("temp dir");
+    let out = folder.path().join("out");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_parcrypt-lab"));
+    command
+        .args([
+            "--peers=evp",
+            "--kernels",
+            "aes-ni",
+            "--quick",
+            "--ciphers",
+            "aes-128-ctr",
+            "--sizes",
+            "1K",
+            "--threads",
+            "1",
+            "--repeat",
+            "1",
+            "--no-openssl",
+            "--output",
+        ])
+        .arg(&out)
+        .env("PARCRYPT_PEERS_CACHE", folder.path().join("cache"));
+    let output = command.output().expect("parcrypt-lab runs");
+    process::assert_success(&output, "parcrypt-lab --peers=evp --kernels aes-ni");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("kernels: aes-ni"), "{stdout}");
+    if stdout.contains("evp: not on this machine") {
+        println!("SKIPPED: no cc with OpenSSL headers here");
+        return;
+    }
+    assert!(!stdout.contains("failed at"), "a peer failed:\n{stdout}");
+    for start in ["parcrypt [masked] ", "evp [masked] "] {
+        let rows = stdout
+            .lines()
+            .filter(|line| line.starts_with(start))
+            .count();
+        assert_eq!(rows, 2, "'{start}' rows in:\n{stdout}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).expect("results"))
+            .expect("json");
+    let notes: Vec<&str> = json["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .filter(|record| record["backend"] == "evp")
+        .filter_map(|record| record["note"].as_str())
+        .collect();
+    assert_eq!(
+        notes,
+        ["masked to aes-ni (OPENSSL_ia32cap=~0x0:~0x5e42d0230000)"; 2]
+    );
+}
+
+#[test]
+fn an_unknown_kernel_family_is_one_line() {
+    let output = Command::new(env!("CARGO_BIN_EXE_parcrypt-lab"))
+        .args(["--peers", "--kernels", "avx9"])
+        .output()
+        .expect("parcrypt-lab runs");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unknown kernel family 'avx9'"), "{stderr}");
+}

@@ -34,12 +34,7 @@ pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
         common.input.as_deref(),
         common.overwrite,
     )?;
-    let engine = super::engine(
-        common.backend,
-        common.threads,
-        common.kernels,
-        super::FILE_CHUNKS,
-    )?;
+    let engine = common.file_engine()?;
     let decryption = Decryption {
         args: &args,
         engine,

@@ -112,6 +112,13 @@ pub struct CommonArgs {
     pub(super) output: Option<PathBuf>,
 }
 
+impl CommonArgs {
+    /// The engine a file job runs on: the backend, threads and kernel family asked for.
+    pub(super) fn file_engine(&self) -> Result<parcrypt::Engine, Failure> {
+        super::engine(self.backend, self.threads, self.kernels, super::FILE_CHUNKS)
+    }
+}
+
 #[derive(Args)]
 #[command(after_help = format!("{ENCRYPT_EXAMPLES}\n{AFTER_HELP}"))]
 pub struct EncryptArgs {
@@ -211,12 +218,7 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
     if key.is_none() {
         argon2.check()?;
     }
-    let engine = super::engine(
-        common.backend,
-        common.threads,
-        common.kernels,
-        super::FILE_CHUNKS,
-    )?;
+    let engine = common.file_engine()?;
     let input_size = file_size(common.input.as_deref());
     let to_terminal = match common.output.as_deref() {
         Some(path) if path != Path::new("-") => parcrypt::files::is_terminal(path),

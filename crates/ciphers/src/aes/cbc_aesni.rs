@@ -1,5 +1,5 @@
-//! Fused AES-CBC encryption on 128-bit AES-NI: the chain stays in a register and the round
-//! keys are loaded once per call.
+//! Fused AES-CBC on 128-bit AES-NI: encryption with the chain in a register, decryption
+//! ([`cbc_decrypt`]) eight blocks at a time; the round keys are loaded once per call.
 //!
 //! CBC encryption cannot overlap blocks, so its speed is the latency of one block's rounds.
 //! That chain is cut to the AES instructions alone: block i+1 enters its first round as
@@ -15,6 +15,7 @@
 use core::arch::x86_64::*;
 
 use super::ctr_aesni::load_round_keys;
+use super::ecb_aesni::{all_but_last_round, load_group, store_group, STEP_BYTES};
 use super::fast::MAX_ROUND_KEYS;
 
 /// Encrypts the whole blocks of `data` in CBC mode with the first `ROUNDS + 1` FIPS-197
@@ -52,6 +53,69 @@ pub(super) unsafe fn cbc_encrypt<const ROUNDS: usize>(
     }
     // SAFETY: `chain` is a 16-byte array, written whole; no alignment needed.
     unsafe { _mm_storeu_si128(chain.as_mut_ptr().cast(), ciphertext) };
+}
+
+/// Decrypts the whole blocks of `data` in CBC mode, in place, with `previous` as the
+/// ciphertext block before them; the contract is [`crate::BlockCipher::cbc_decrypt`]'s.
+/// `round_keys` are the FIPS-197 encryption round keys, of which the first `ROUNDS + 1` are
+/// used.
+///
+/// Unlike encryption, decryption has no chain through the cipher, so it runs
+/// eight blocks in flight as [`super::ecb_aesni`] does. Each step loads all
+/// of its ciphertext before storing anything, so in-place decryption needs no copy; the
+/// previous ciphertext block stays in a register from step to step, and the chaining XOR is
+/// folded into the last round's key (`aesdeclast` ends with a key XOR, so `D(C) ^ X` is
+/// `aesdeclast(state, K ^ X)`), as in [`super::cbc_vaes512`], which also derives the inverse
+/// keys in registers the same way (9 to 13 `aesimc` per call).
+///
+/// # Safety
+/// The CPU must support AES-NI. `data.len()` should be a multiple of 16 (a partial final
+/// block is left untouched).
+#[target_feature(enable = "aes")]
+pub(super) unsafe fn cbc_decrypt<const ROUNDS: usize>(
+    round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
+    previous: &[u8; 16],
+    data: &mut [u8],
+) {
+    if data.len() < 16 {
+        return;
+    }
+    // The equivalent inverse cipher's keys: the encryption keys in reverse order,
+    // InvMixColumns applied to all but the first and last.
+    let mut keys = [_mm_setzero_si128(); MAX_ROUND_KEYS];
+    keys[0] = load(&round_keys[ROUNDS]);
+    for (register, key) in keys[1..ROUNDS]
+        .iter_mut()
+        .zip(round_keys[1..ROUNDS].iter().rev())
+    {
+        *register = _mm_aesimc_si128(load(key));
+    }
+    keys[ROUNDS] = load(&round_keys[0]);
+
+    // The ciphertext block before the current group.
+    let mut below = load(previous);
+    // The one to seven blocks after the last whole step go through a zero-padded step on
+    // the stack, so that one loop body, inlined and with every length constant, serves both
+    // (as a function called twice, LLVM kept it out of line, its blocks in memory, at half
+    // the speed).
+    let (steps, rest) = data.as_chunks_mut::<STEP_BYTES>();
+    let mut tail = [0u8; STEP_BYTES];
+    tail[..rest.len()].copy_from_slice(rest);
+    let tail_step = (rest.len() >= 16).then_some(&mut tail);
+    for step in steps.iter_mut().chain(tail_step) {
+        // Every ciphertext block is in a register before anything is stored.
+        let ciphertext = load_group(step);
+        let mut blocks = ciphertext;
+        all_but_last_round::<ROUNDS, true>(&keys, &mut blocks);
+        for (block, current) in blocks.iter_mut().zip(ciphertext) {
+            *block = _mm_aesdeclast_si128(*block, _mm_xor_si128(keys[ROUNDS], below));
+            below = current;
+        }
+        store_group(step, &blocks);
+    }
+    rest.copy_from_slice(&tail[..rest.len()]);
+    // The tail held plaintext: wipe the copy.
+    zeroize::Zeroize::zeroize(&mut tail);
 }
 
 #[inline]

@@ -144,16 +144,20 @@ fn finish<const ROUNDS: usize, const WIDTH: usize>(
 mod tests {
     use rand::{Rng, RngExt};
 
-    use crate::aes::fast::FastAes;
-    use crate::aes::kernel_tests::{generic_cbc_decrypt, random_kernel_cases, sp800_38a};
+    use crate::aes::fast::{EcbPath, FastAes};
+    use crate::aes::kernel_tests::{
+        generic_cbc_decrypt, path_tests, random_kernel_cases, sp800_38a,
+    };
     use crate::test_vectors::{assert_same_bytes, random_pieces};
     use crate::BlockCipher;
 
     /// Decrypts `input` in the calls `pieces` describes (byte lengths, whole blocks, summing
     /// to the input's length), each given the ciphertext block before it, starting `shift`
     /// bytes into a buffer so that the data is not aligned the same way every time; compares
-    /// with the generic path. Returns `false` when this CPU has no kernel.
+    /// with the generic path. Returns `false` when this CPU lacks the CBC decryption kernel
+    /// beside ECB path `path`.
     fn check_case(
+        path: EcbPath,
         cipher: &FastAes,
         iv: &[u8; 16],
         input: &[u8],
@@ -170,8 +174,11 @@ mod tests {
             } else {
                 input[offset - 16..offset].try_into().expect("16 bytes")
             };
-            if !cipher.cbc_decrypt(&previous, &mut fused[offset..offset + piece]) {
-                assert_eq!(fused, input, "a refused call must not touch the data");
+            if !cipher.cbc_decrypt_with(path, &previous, &mut fused[offset..offset + piece]) {
+                assert_eq!(
+                    fused, input,
+                    "{path:?}: a refused call must not touch the data"
+                );
                 return false;
             }
             offset += piece;
@@ -182,7 +189,7 @@ mod tests {
         assert_same_bytes(
             fused,
             &expected,
-            format_args!("pieces {pieces:?}, shift {shift}"),
+            format_args!("{path:?}, pieces {pieces:?}, shift {shift}"),
         );
         true
     }
@@ -191,10 +198,9 @@ mod tests {
     /// main-loop steps, so that each step count meets both tail widths and every tail
     /// length) and two large ones, in one call and then split into calls of random sizes
     /// (empty ones included), so that every position within a step starts a call.
-    #[test]
-    fn agrees_with_generic_cbc() {
+    fn agrees_with_generic_cbc(path: EcbPath) {
         random_kernel_cases(
-            "VAES-512 CBC decryption",
+            format_args!("{path:?} CBC decryption"),
             0xCBC0_D512,
             16,
             [64 * 1024 + 16, 1024 * 1024 + 48],
@@ -202,12 +208,12 @@ mod tests {
                 let mut iv = [0u8; 16];
                 rng.fill_bytes(&mut iv);
                 let shift = rng.random_range(0..64);
-                if !check_case(cipher, &iv, input, &[input.len()], shift) {
+                if !check_case(path, cipher, &iv, input, &[input.len()], shift) {
                     return false;
                 }
                 let longest = if input.len() > 4096 { 400 } else { 60 };
                 let pieces = random_pieces(rng, input.len(), longest);
-                assert!(check_case(cipher, &iv, input, &pieces, shift));
+                assert!(check_case(path, cipher, &iv, input, &pieces, shift));
                 true
             },
         );
@@ -215,27 +221,48 @@ mod tests {
 
     /// SP 800-38A F.2.2, F.2.4, F.2.6 (CBC-AES128/192/256.Decrypt), in one call and one
     /// block per call.
-    #[test]
-    fn matches_sp800_38a() {
+    fn matches_sp800_38a(path: EcbPath) {
         for example in sp800_38a("cbc") {
             let (section, cipher) = (&example.section, &example.cipher);
             let plaintext = &example.plaintext;
 
             let mut data = example.ciphertext.clone();
-            if !cipher.cbc_decrypt(&example.iv, &mut data) {
-                eprintln!("VAES-512 CBC decryption not available on this CPU; skipped");
+            if !cipher.cbc_decrypt_with(path, &example.iv, &mut data) {
+                eprintln!("{path:?} CBC decryption not available on this CPU; skipped");
                 return;
             }
-            assert_eq!(&data, plaintext, "[{section}]");
+            assert_eq!(&data, plaintext, "{path:?} [{section}]");
 
             let mut data = example.ciphertext.clone();
             let mut previous = example.iv.to_vec();
             for block in data.chunks_exact_mut(16) {
                 let saved = block.to_vec();
-                assert!(cipher.cbc_decrypt(&previous, block));
+                assert!(cipher.cbc_decrypt_with(path, &previous, block));
                 previous = saved;
             }
-            assert_eq!(&data, plaintext, "[{section}] block by block");
+            assert_eq!(&data, plaintext, "{path:?} [{section}] block by block");
+        }
+    }
+
+    path_tests! {
+        vaes512_agrees_with_generic_cbc: agrees_with_generic_cbc(EcbPath::Vaes512),
+        vaes512_matches_sp800_38a: matches_sp800_38a(EcbPath::Vaes512),
+        aesni_agrees_with_generic_cbc: agrees_with_generic_cbc(EcbPath::AesNi),
+        aesni_matches_sp800_38a: matches_sp800_38a(EcbPath::AesNi),
+    }
+
+    /// The detected path, through the `BlockCipher` entry point: the plaintext where a
+    /// kernel runs, the data untouched where none does.
+    #[test]
+    fn block_cipher_trait_matches_sp800_38a() {
+        for example in sp800_38a("cbc") {
+            let mut data = example.ciphertext.clone();
+            let expected = if example.cipher.cbc_decrypt(&example.iv, &mut data) {
+                &example.plaintext
+            } else {
+                &example.ciphertext
+            };
+            assert_eq!(&data, expected, "[{}]", example.section);
         }
     }
 }

@@ -13,7 +13,7 @@ use super::fast::MAX_ROUND_KEYS;
 /// Independent blocks per main-loop step: AES-NI has a latency of about four cycles at up
 /// to two per cycle on current cores, and 8 blocks plus 15 round keys still fit the 16 xmm
 /// registers closely enough (AES-256 reloads a few keys from L1).
-const BLOCKS_PER_STEP: usize = 8;
+pub(super) const BLOCKS_PER_STEP: usize = 8;
 
 const STEP_BYTES: usize = BLOCKS_PER_STEP * 16;
 
@@ -125,12 +125,13 @@ pub(super) fn load_round_keys<const ROUNDS: usize>(
     keys
 }
 
-/// Pins the round-major order across the step's blocks; see
+/// Pins the round-major order across the step's blocks (shared by the AES-NI ECB and CBC
+/// decryption kernels); see
 /// `super::ecb_vaes512::keep_round_order` for why (LLVM otherwise emits whole chains one after
 /// another, leaving only about three in flight).
 #[inline]
 #[target_feature(enable = "sse2")]
-fn keep_round_order(blocks: &mut [__m128i; BLOCKS_PER_STEP]) {
+pub(super) fn keep_round_order(blocks: &mut [__m128i; BLOCKS_PER_STEP]) {
     let [b0, b1, b2, b3, b4, b5, b6, b7] = blocks;
     pin_round_order!(xmm_reg: b0, b1, b2, b3, b4, b5, b6, b7);
 }

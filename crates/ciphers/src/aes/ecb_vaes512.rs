@@ -280,7 +280,7 @@ pub(super) mod tests {
     /// Random keys of all three sizes, every whole-block length up to 1600 bytes (past two
     /// main-loop steps of 768 bytes, so that each step count meets both tail widths and
     /// every tail length) and a few large ones.
-    fn agrees_with_crate(path: EcbPath) {
+    pub(in crate::aes) fn agrees_with_crate(path: EcbPath) {
         random_kernel_cases(
             format_args!("{path:?} kernel"),
             0xECB0_0512,
@@ -292,7 +292,7 @@ pub(super) mod tests {
 
     /// SP 800-38A F.1.1, F.1.3, F.1.5 (ECB-AES128/192/256), both directions (F.1.2, F.1.4
     /// and F.1.6 are the same data decrypted), whole and block by block.
-    fn matches_sp800_38a(path: EcbPath) {
+    pub(in crate::aes) fn matches_sp800_38a(path: EcbPath) {
         for example in sp800_38a("ecb") {
             let (section, cipher) = (&example.section, &example.cipher);
             let (plaintext, ciphertext) = (&example.plaintext, &example.ciphertext);

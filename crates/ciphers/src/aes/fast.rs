@@ -8,7 +8,9 @@
 //! ([`super::ctr_vaes512`], [`super::ctr_aesni`], [`super::cbc_aesni`],
 //! [`super::cbc_vaes512`]) keep counters, the chain or the previous ciphertext in registers
 //! and touch the data once; the VAES-512 ECB kernel ([`super::ecb_vaes512`]) keeps 48 blocks
-//! in flight, about three times the crate's rate. They need the plain FIPS-197 round keys,
+//! in flight, about three times the crate's rate, and the AES-NI one ([`super::ecb_aesni`])
+//! 8, so that a ceiling of AES-NI or VAES-256 (and a CPU with AES-NI alone) still runs our
+//! kernels rather than the crate, which picks VAES by itself. They need the plain FIPS-197 round keys,
 //! which the crate does not expose, so this file expands the key itself into [`RoundKeys`]
 //! (and, for decryption, derives the equivalent-inverse-cipher keys from them); the crate's
 //! own schedule is only built where it is used.
@@ -383,22 +385,29 @@ impl KernelPath for CtrPath {
 pub(super) enum EcbPath {
     /// Our 512-bit VAES kernel, 48 blocks in flight.
     Vaes512,
+    /// Our 128-bit AES-NI kernel, 8 blocks in flight.
+    AesNi,
     /// The `aes` crate (itself AES-NI or VAES where present).
     Crate,
 }
 
 impl KernelPath for EcbPath {
-    const PREFERENCE: &'static [Self] = &[EcbPath::Vaes512];
+    const PREFERENCE: &'static [Self] = &[EcbPath::Vaes512, EcbPath::AesNi];
     const FALLBACK: Self = EcbPath::Crate;
 
     fn is_available(self) -> bool {
-        // The VAES-512 kernels all enable the same features.
-        self == EcbPath::Crate || CtrPath::Vaes512.is_available()
+        match self {
+            // The VAES-512 kernels all enable the same features.
+            EcbPath::Vaes512 => CtrPath::Vaes512.is_available(),
+            EcbPath::AesNi => cpu_has!("aes"),
+            EcbPath::Crate => true,
+        }
     }
 
     fn family(self) -> KernelFamily {
         match self {
             EcbPath::Vaes512 => KernelFamily::Vaes512,
+            EcbPath::AesNi => KernelFamily::AesNi,
             // The `aes` crate makes its own choice among AES-NI, VAES-256 and VAES-512,
             // which no ceiling reaches; it needs AES-NI at least to be fast.
             EcbPath::Crate => KernelFamily::AesNi,
@@ -471,8 +480,8 @@ pub struct FastAes {
     /// Boxed: the crate's schedule is up to 480 bytes (encryption and decryption keys),
     /// which would otherwise be copied with every `Box<dyn BlockCipher>` whether used or not.
     crate_cipher: OnceLock<Box<CrateCipher>>,
-    /// The equivalent-inverse-cipher keys for the VAES-512 ECB decryption kernel, built by
-    /// its first call. Boxed and built on demand because most keys never decrypt ECB (CBC
+    /// The equivalent-inverse-cipher keys for the ECB decryption kernels, built by their
+    /// first call. Boxed and built on demand because most keys never decrypt ECB (CBC
     /// decryption derives its keys in registers), while every key is created, moved into a
     /// `Box<dyn BlockCipher>` and wiped.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
@@ -495,9 +504,8 @@ impl FastAes {
     /// own features) but picks what the CPU has; [`crate::new_cipher`] refuses it.
     ///
     /// Below [`KernelFamily::AesNi`] there are no kernels here: a portable ceiling is met by
-    /// [`crate::aes::ReferenceAes`] ([`crate::new_cipher`] makes that), and the ECB and CBC
-    /// decryption paths under [`KernelFamily::AesNi`] and [`KernelFamily::Vaes256`] go through
-    /// the `aes` crate, which picks its own instructions.
+    /// [`crate::aes::ReferenceAes`] ([`crate::new_cipher`] makes that). Under
+    /// [`KernelFamily::Vaes256`] the AES-NI kernels run (there are no VAES-256 ones).
     pub fn with_ceiling(key: &[u8], ceiling: Option<KernelFamily>) -> Self {
         assert!(
             matches!(key.len(), 16 | 24 | 32),
@@ -588,13 +596,8 @@ impl FastAes {
                 );
                 use super::ecb_vaes512::ecb;
                 let keys = if decrypt {
-                    self.ecb_decrypt_keys.get_or_init(|| {
-                        // SAFETY: the caller guarantees the kernel's features, AES-NI among
-                        // them.
-                        Box::new(unsafe {
-                            super::ecb_vaes512::inverse_round_keys(&self.round_keys)
-                        })
-                    })
+                    // SAFETY: the caller guarantees the kernel's features, AES-NI among them.
+                    unsafe { self.ecb_decrypt_keys() }
                 } else {
                     &self.round_keys
                 };
@@ -610,15 +613,58 @@ impl FastAes {
                     }
                 });
             }
+            #[cfg(target_arch = "x86_64")]
+            EcbPath::AesNi => {
+                assert!(
+                    blocks.len().is_multiple_of(16),
+                    "AES input is not a whole number of blocks"
+                );
+                use super::ecb_aesni::ecb;
+                with_rounds!(self.round_keys.rounds, ROUNDS => {
+                    // SAFETY: the caller guarantees AES-NI, the kernel's only feature; the
+                    // kernel reads and writes only inside `blocks`.
+                    unsafe {
+                        if decrypt {
+                            ecb::<ROUNDS, true>(&self.ecb_decrypt_keys().keys, blocks);
+                        } else {
+                            ecb::<ROUNDS, false>(&self.round_keys.keys, blocks);
+                        }
+                    }
+                });
+            }
             _ if decrypt => self.crate_decrypt_blocks(blocks),
             _ => self.crate_encrypt_blocks(blocks),
         }
     }
 
-    /// Runs the fused CBC decryption kernel if this CPU has its features, returning whether
-    /// it did; the contract is [`BlockCipher::cbc_decrypt`]'s. There is one kernel, on
-    /// VAES-512: it shares the ECB kernel's rounds and features, so the ECB path decides.
-    fn run_cbc_decrypt(&self, previous: &[u8], data: &mut [u8]) -> bool {
+    /// The equivalent-inverse-cipher keys for the ECB decryption kernels, built on first use.
+    ///
+    /// # Safety
+    /// The CPU must support AES-NI.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn ecb_decrypt_keys(&self) -> &RoundKeys {
+        self.ecb_decrypt_keys.get_or_init(|| {
+            // SAFETY: the caller guarantees AES-NI.
+            Box::new(unsafe { super::ecb_vaes512::inverse_round_keys(&self.round_keys) })
+        })
+    }
+
+    /// Runs the fused CBC decryption kernel of ECB path `path` instead of the detected one;
+    /// see [`Self::ecb_encrypt_with`].
+    #[cfg(test)]
+    pub(super) fn cbc_decrypt_with(&self, path: EcbPath, previous: &[u8], data: &mut [u8]) -> bool {
+        // SAFETY: `is_available` has just confirmed `path`'s features.
+        path.is_available() && unsafe { self.run_cbc_decrypt(path, previous, data) }
+    }
+
+    /// Runs the fused CBC decryption kernel beside ECB path `path`, returning whether there
+    /// is one (none beside [`EcbPath::Crate`]); the contract is
+    /// [`BlockCipher::cbc_decrypt`]'s. Each kernel shares its ECB twin's rounds and features,
+    /// so the ECB path decides.
+    ///
+    /// # Safety
+    /// The CPU must have `path`'s features ([`EcbPath::is_available`]).
+    unsafe fn run_cbc_decrypt(&self, path: EcbPath, previous: &[u8], data: &mut [u8]) -> bool {
         let previous: &[u8; 16] = previous
             .try_into()
             .expect("the CBC previous block is one 16-byte block");
@@ -626,13 +672,12 @@ impl FastAes {
             data.len().is_multiple_of(16),
             "CBC input is not a whole number of blocks"
         );
-        match self.ecb_path {
+        match path {
             #[cfg(target_arch = "x86_64")]
             EcbPath::Vaes512 => {
                 with_rounds!(self.round_keys.rounds, ROUNDS => {
-                    // SAFETY: `ecb_path` came from `EcbPath::detect`, so this CPU has the
-                    // VAES-512 features; the kernel reads `previous` and reads and writes only
-                    // inside `data`.
+                    // SAFETY: the caller guarantees the VAES-512 features; the kernel reads
+                    // `previous` and reads and writes only inside `data`.
                     unsafe {
                         super::cbc_vaes512::cbc_decrypt::<ROUNDS>(
                             &self.round_keys.keys,
@@ -643,7 +688,26 @@ impl FastAes {
                 });
                 true
             }
-            _ => false,
+            #[cfg(target_arch = "x86_64")]
+            EcbPath::AesNi => {
+                with_rounds!(self.round_keys.rounds, ROUNDS => {
+                    // SAFETY: the caller guarantees AES-NI; the kernel reads `previous` and
+                    // reads and writes only inside `data`.
+                    unsafe {
+                        super::cbc_aesni::cbc_decrypt::<ROUNDS>(
+                            &self.round_keys.keys,
+                            previous,
+                            data,
+                        );
+                    }
+                });
+                true
+            }
+            _ => {
+                // See `run_ctr_kernel`: keeps other architectures free of unused warnings.
+                let _ = (&self.round_keys, previous, data);
+                false
+            }
         }
     }
 
@@ -824,7 +888,9 @@ impl BlockCipher for FastAes {
     }
 
     fn cbc_decrypt(&self, previous: &[u8], data: &mut [u8]) -> bool {
-        self.run_cbc_decrypt(previous, data)
+        // SAFETY: `ecb_path` came from `EcbPath::detect`, which only picks a kernel whose
+        // features this CPU has.
+        unsafe { self.run_cbc_decrypt(self.ecb_path, previous, data) }
     }
 
     fn aes_round_keys(&self) -> Option<&[[u8; 16]]> {
@@ -953,8 +1019,13 @@ mod tests {
         if KernelFamily::AesNi.is_supported() {
             let cipher = FastAes::with_ceiling(&key, Some(KernelFamily::AesNi));
             assert_eq!(cipher.ctr_path, CtrPath::AesNi);
-            assert_eq!(cipher.ecb_path, EcbPath::Crate);
+            assert_eq!(cipher.ecb_path, EcbPath::AesNi);
             assert_eq!(cipher.cbc_path, CbcPath::AesNi);
+        }
+        if KernelFamily::Vaes256.is_supported() {
+            // No VAES-256 kernels for ECB: the AES-NI ones.
+            let cipher = FastAes::with_ceiling(&key, Some(KernelFamily::Vaes256));
+            assert_eq!(cipher.ecb_path, EcbPath::AesNi);
         }
     }
 

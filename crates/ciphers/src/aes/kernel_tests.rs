@@ -123,11 +123,7 @@ pub(super) fn sp800_38a(mode: &str) -> Vec<ModeExample> {
 /// features, and then give the bytes of the independent references.
 #[test]
 fn block_cipher_trait_uses_the_fused_kernels_where_available() {
-    use std::arch::is_x86_feature_detected as has;
-    let (aesni, vaes512) = (
-        has!("aes"),
-        has!("aes") && has!("vaes") && has!("avx512f") && has!("avx512bw"),
-    );
+    let aesni = std::arch::is_x86_feature_detected!("aes");
 
     // CTR, in place and out of place.
     let cipher = FastAes::new(&[7u8; 16]);
@@ -168,7 +164,7 @@ fn block_cipher_trait_uses_the_fused_kernels_where_available() {
     let cipher = FastAes::new(&[7u8; 16]);
     let mut data = [0x5Au8; 160];
     let fused = cipher.cbc_decrypt(&[0x11; 16], &mut data);
-    assert_eq!(fused, vaes512, "CBC decryption");
+    assert_eq!(fused, aesni, "CBC decryption");
     let mut expected = [0x5Au8; 160];
     if fused {
         generic_cbc_decrypt(&cipher, &[0x11; 16], &mut expected);

@@ -1,7 +1,8 @@
 //! AES-128/192/256 (FIPS-197).
 //!
-//! [`FastAes`] is the hardware path: our own kernels for CTR, ECB encryption and decryption
-//! and CBC decryption (VAES-512 or AES-NI) and CBC encryption (AES-NI), chosen at run time, and the RustCrypto `aes` crate wherever none fits the CPU;
+//! [`FastAes`] is the hardware path: our own kernels for CTR (VAES-512 or AES-NI), ECB
+//! encryption and decryption and CBC decryption (VAES-512, VAES-256 or AES-NI) and CBC
+//! encryption (AES-NI), chosen at run time, and the RustCrypto `aes` crate wherever none fits the CPU;
 //! [`ReferenceAes`] is our own table code, the CPU twin of the GPU kernels.
 
 /// Evaluates `$body` with `$rounds` (10, 12 or 14) as the constant `$constant`, so that a
@@ -85,6 +86,8 @@ mod ctr_aesni;
 mod ctr_vaes512;
 #[cfg(target_arch = "x86_64")]
 mod ecb_aesni;
+#[cfg(target_arch = "x86_64")]
+mod ecb_vaes256;
 #[cfg(target_arch = "x86_64")]
 mod ecb_vaes512;
 mod fast;

@@ -141,7 +141,7 @@ fn finish<const ROUNDS: usize, const WIDTH: usize>(
 #[cfg(test)]
 // Tests say on stderr what this machine could not run; libtest shows it.
 #[allow(clippy::disallowed_macros)]
-mod tests {
+pub(super) mod tests {
     use rand::{Rng, RngExt};
 
     use crate::aes::fast::{EcbPath, FastAes};
@@ -198,7 +198,7 @@ mod tests {
     /// main-loop steps, so that each step count meets both tail widths and every tail
     /// length) and two large ones, in one call and then split into calls of random sizes
     /// (empty ones included), so that every position within a step starts a call.
-    fn agrees_with_generic_cbc(path: EcbPath) {
+    pub(in crate::aes) fn agrees_with_generic_cbc(path: EcbPath) {
         random_kernel_cases(
             format_args!("{path:?} CBC decryption"),
             0xCBC0_D512,
@@ -221,7 +221,7 @@ mod tests {
 
     /// SP 800-38A F.2.2, F.2.4, F.2.6 (CBC-AES128/192/256.Decrypt), in one call and one
     /// block per call.
-    fn matches_sp800_38a(path: EcbPath) {
+    pub(in crate::aes) fn matches_sp800_38a(path: EcbPath) {
         for example in sp800_38a("cbc") {
             let (section, cipher) = (&example.section, &example.cipher);
             let plaintext = &example.plaintext;

@@ -8,8 +8,8 @@
 //! ([`super::ctr_vaes512`], [`super::ctr_aesni`], [`super::cbc_aesni`],
 //! [`super::cbc_vaes512`]) keep counters, the chain or the previous ciphertext in registers
 //! and touch the data once; the VAES-512 ECB kernel ([`super::ecb_vaes512`]) keeps 48 blocks
-//! in flight, about three times the crate's rate, and the AES-NI one ([`super::ecb_aesni`])
-//! 8, so that a ceiling of AES-NI or VAES-256 (and a CPU with AES-NI alone) still runs our
+//! in flight, about three times the crate's rate, the VAES-256 one ([`super::ecb_vaes256`])
+//! 16 and the AES-NI one ([`super::ecb_aesni`]) 8, so that a ceiling of AES-NI or VAES-256 (and a CPU with AES-NI alone) still runs our
 //! kernels rather than the crate, which picks VAES by itself. They need the plain FIPS-197 round keys,
 //! which the crate does not expose, so this file expands the key itself into [`RoundKeys`]
 //! (and, for decryption, derives the equivalent-inverse-cipher keys from them); the crate's
@@ -385,6 +385,8 @@ impl KernelPath for CtrPath {
 pub(super) enum EcbPath {
     /// Our 512-bit VAES kernel, 48 blocks in flight.
     Vaes512,
+    /// Our 256-bit VAES kernel (AVX2, no AVX-512), 16 blocks in flight.
+    Vaes256,
     /// Our 128-bit AES-NI kernel, 8 blocks in flight.
     AesNi,
     /// The `aes` crate (itself AES-NI or VAES where present).
@@ -392,13 +394,14 @@ pub(super) enum EcbPath {
 }
 
 impl KernelPath for EcbPath {
-    const PREFERENCE: &'static [Self] = &[EcbPath::Vaes512, EcbPath::AesNi];
+    const PREFERENCE: &'static [Self] = &[EcbPath::Vaes512, EcbPath::Vaes256, EcbPath::AesNi];
     const FALLBACK: Self = EcbPath::Crate;
 
     fn is_available(self) -> bool {
         match self {
             // The VAES-512 kernels all enable the same features.
             EcbPath::Vaes512 => CtrPath::Vaes512.is_available(),
+            EcbPath::Vaes256 => cpu_has!("aes", "vaes", "avx2"),
             EcbPath::AesNi => cpu_has!("aes"),
             EcbPath::Crate => true,
         }
@@ -407,6 +410,7 @@ impl KernelPath for EcbPath {
     fn family(self) -> KernelFamily {
         match self {
             EcbPath::Vaes512 => KernelFamily::Vaes512,
+            EcbPath::Vaes256 => KernelFamily::Vaes256,
             EcbPath::AesNi => KernelFamily::AesNi,
             // The `aes` crate makes its own choice among AES-NI, VAES-256 and VAES-512,
             // which no ceiling reaches; it needs AES-NI at least to be fast.
@@ -504,8 +508,7 @@ impl FastAes {
     /// own features) but picks what the CPU has; [`crate::new_cipher`] refuses it.
     ///
     /// Below [`KernelFamily::AesNi`] there are no kernels here: a portable ceiling is met by
-    /// [`crate::aes::ReferenceAes`] ([`crate::new_cipher`] makes that). Under
-    /// [`KernelFamily::Vaes256`] the AES-NI kernels run (there are no VAES-256 ones).
+    /// [`crate::aes::ReferenceAes`] ([`crate::new_cipher`] makes that).
     pub fn with_ceiling(key: &[u8], ceiling: Option<KernelFamily>) -> Self {
         assert!(
             matches!(key.len(), 16 | 24 | 32),
@@ -614,6 +617,26 @@ impl FastAes {
                 });
             }
             #[cfg(target_arch = "x86_64")]
+            EcbPath::Vaes256 => {
+                assert!(
+                    blocks.len().is_multiple_of(16),
+                    "AES input is not a whole number of blocks"
+                );
+                use super::ecb_vaes256::ecb;
+                with_rounds!(self.round_keys.rounds, ROUNDS => {
+                    // SAFETY: the caller guarantees the kernel's features (AES-NI among
+                    // them, for the inverse keys); the kernel reads and writes only inside
+                    // `blocks`.
+                    unsafe {
+                        if decrypt {
+                            ecb::<ROUNDS, true>(&self.ecb_decrypt_keys().keys, blocks);
+                        } else {
+                            ecb::<ROUNDS, false>(&self.round_keys.keys, blocks);
+                        }
+                    }
+                });
+            }
+            #[cfg(target_arch = "x86_64")]
             EcbPath::AesNi => {
                 assert!(
                     blocks.len().is_multiple_of(16),
@@ -680,6 +703,21 @@ impl FastAes {
                     // `previous` and reads and writes only inside `data`.
                     unsafe {
                         super::cbc_vaes512::cbc_decrypt::<ROUNDS>(
+                            &self.round_keys.keys,
+                            previous,
+                            data,
+                        );
+                    }
+                });
+                true
+            }
+            #[cfg(target_arch = "x86_64")]
+            EcbPath::Vaes256 => {
+                with_rounds!(self.round_keys.rounds, ROUNDS => {
+                    // SAFETY: the caller guarantees the VAES-256 features; the kernel reads
+                    // `previous` and reads and writes only inside `data`.
+                    unsafe {
+                        super::ecb_vaes256::cbc_decrypt::<ROUNDS>(
                             &self.round_keys.keys,
                             previous,
                             data,
@@ -1023,9 +1061,8 @@ mod tests {
             assert_eq!(cipher.cbc_path, CbcPath::AesNi);
         }
         if KernelFamily::Vaes256.is_supported() {
-            // No VAES-256 kernels for ECB: the AES-NI ones.
             let cipher = FastAes::with_ceiling(&key, Some(KernelFamily::Vaes256));
-            assert_eq!(cipher.ecb_path, EcbPath::AesNi);
+            assert_eq!(cipher.ecb_path, EcbPath::Vaes256);
         }
     }
 

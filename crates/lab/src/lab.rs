@@ -72,6 +72,9 @@ pub struct LabOptions {
     /// spin: the command line passes the user's); backend and threads are set per engine.
     /// The default has no tune file: untuned GPU backends and a CPU-only `auto`.
     pub builder: EngineBuilder,
+    /// `--kernels`: the CPU kernel family `builder` holds the engines to; `openssl speed`
+    /// then runs with the same family's `OPENSSL_ia32cap` mask.
+    pub kernels: Option<parcrypt_ciphers::KernelFamily>,
 }
 
 impl LabOptions {
@@ -88,6 +91,7 @@ impl LabOptions {
             runs: None,
             scratch: scratch_folder(),
             builder: Engine::builder(),
+            kernels: None,
         }
     }
 }
@@ -491,6 +495,7 @@ impl Lab {
             bytes,
             seconds: 1,
             processes,
+            kernels: self.options.kernels,
         };
         if let Some(rate) = openssl::speed_of(&query) {
             let mut record = BenchRecord::new(
@@ -516,6 +521,11 @@ impl Lab {
                     ""
                 }
             ));
+            if let Some(mask) = self.options.kernels.and_then(crate::masks::openssl_ia32cap) {
+                if let Some(note) = &mut record.note {
+                    note.push_str(&format!(" with OPENSSL_ia32cap={mask}"));
+                }
+            }
             self.push(record)?;
         }
         Ok(())

@@ -176,6 +176,7 @@ fn run(args: LabArgs) -> Result<(), Failure> {
     options.builder = parcrypt::environment::apply(options.builder)?;
     if let Some(family) = args.kernels {
         options.builder = options.builder.kernels(family);
+        options.kernels = Some(family);
     }
     if !args.sizes.is_empty() {
         options.sizes = Some(args.sizes.clone());

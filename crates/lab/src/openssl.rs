@@ -45,6 +45,8 @@ pub struct SpeedQuery<'a> {
     pub seconds: u32,
     /// `-multi`: independent processes, each with its own buffer.
     pub processes: usize,
+    /// `--kernels`: `OPENSSL_ia32cap` hides the features above this family.
+    pub kernels: Option<parcrypt_ciphers::KernelFamily>,
 }
 
 /// Bytes per second from `openssl speed -evp NAME -bytes N -seconds S -mr [-multi P]
@@ -70,6 +72,9 @@ pub fn speed_of(query: &SpeedQuery<'_>) -> Option<f64> {
     }
     if query.direction == Direction::Decrypt {
         command.arg("-decrypt");
+    }
+    if let Some(mask) = query.kernels.and_then(crate::masks::openssl_ia32cap) {
+        command.env("OPENSSL_ia32cap", mask);
     }
     let output = command.stderr(Stdio::null()).output().ok()?;
     if !output.status.success() {

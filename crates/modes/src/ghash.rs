@@ -400,6 +400,7 @@ impl GhashKey {
 
     /// The powers of H as the vector paths keep them: entry `i` is `prepare(H^(POWERS - i))`
     /// (for GCM's stitched kernel, which hashes [`POWERS`] blocks per reduction).
+    #[cfg(any(test, target_arch = "x86_64"))]
     pub(crate) fn powers(&self) -> &[u128; POWERS] {
         self.powers.get()
     }
@@ -407,6 +408,7 @@ impl GhashKey {
     /// The extended table (see [`MESSAGE_POWERS`]): entry `i` is `prepare(H^(POWERS + 1 -
     /// i))` up to `H^1` at `POWERS`, then zeros; it starts one entry before
     /// [`GhashKey::powers`].
+    #[cfg(any(test, target_arch = "x86_64"))]
     pub(crate) fn message_powers(&self) -> &[u128; MESSAGE_POWERS] {
         self.powers.extended()
     }

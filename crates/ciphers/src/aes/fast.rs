@@ -564,7 +564,7 @@ impl FastAes {
     /// Encrypts through ECB path `path` instead of the detected one, so that tests check
     /// every path this CPU supports. Returns `false`, touching nothing, when the CPU lacks
     /// `path`'s features.
-    #[cfg(test)]
+    #[cfg(all(test, target_arch = "x86_64"))]
     pub(super) fn ecb_encrypt_with(&self, path: EcbPath, blocks: &mut [u8]) -> bool {
         if !path.is_available() {
             return false;
@@ -575,7 +575,7 @@ impl FastAes {
     }
 
     /// Decryption twin of [`Self::ecb_encrypt_with`].
-    #[cfg(test)]
+    #[cfg(all(test, target_arch = "x86_64"))]
     pub(super) fn ecb_decrypt_with(&self, path: EcbPath, blocks: &mut [u8]) -> bool {
         if !path.is_available() {
             return false;
@@ -674,7 +674,7 @@ impl FastAes {
 
     /// Runs the fused CBC decryption kernel of ECB path `path` instead of the detected one;
     /// see [`Self::ecb_encrypt_with`].
-    #[cfg(test)]
+    #[cfg(all(test, target_arch = "x86_64"))]
     pub(super) fn cbc_decrypt_with(&self, path: EcbPath, previous: &[u8], data: &mut [u8]) -> bool {
         // SAFETY: `is_available` has just confirmed `path`'s features.
         path.is_available() && unsafe { self.run_cbc_decrypt(path, previous, data) }
@@ -750,7 +750,7 @@ impl FastAes {
     }
 
     /// Runs CBC kernel `path` instead of the detected one; see [`Self::ecb_encrypt_with`].
-    #[cfg(test)]
+    #[cfg(all(test, target_arch = "x86_64"))]
     pub(super) fn cbc_encrypt_with(
         &self,
         path: CbcPath,
@@ -798,7 +798,7 @@ impl FastAes {
     /// Runs the fused CTR kernel `path` instead of the detected one, so that tests check
     /// every kernel this CPU supports. Returns `false`, touching nothing, when the CPU lacks
     /// `path`'s features.
-    #[cfg(test)]
+    #[cfg(all(test, target_arch = "x86_64"))]
     pub(super) fn ctr32_xor_with(
         &self,
         path: CtrPath,
@@ -812,7 +812,7 @@ impl FastAes {
     }
 
     /// [`FastAes::ctr32_xor_with`] from `input` into `output` (the same length).
-    #[cfg(test)]
+    #[cfg(all(test, target_arch = "x86_64"))]
     pub(super) fn ctr32_xor_into_with(
         &self,
         path: CtrPath,
@@ -976,6 +976,8 @@ mod tests {
     }
 
     /// `key` expanded by every implementation this CPU can run.
+    // Only x86-64 has a further expansion to push.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     fn expansions(key: &[u8]) -> Vec<RoundKeys> {
         let mut portable = RoundKeys::empty();
         portable_expansion(key, &mut portable);

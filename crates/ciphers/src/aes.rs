@@ -1,6 +1,7 @@
 //! AES-128/192/256 (FIPS-197).
 //!
-//! [`FastAes`] is the hardware path: our own kernels for CTR (VAES-512 or AES-NI), ECB
+//! [`FastAes`] is the hardware path: our own kernels for CTR (VAES-512 or AES-NI; ARMv8 on
+//! aarch64), ECB
 //! encryption and decryption and CBC decryption (VAES-512, VAES-256 or AES-NI) and CBC
 //! encryption (AES-NI), chosen at run time, and the RustCrypto `aes` crate wherever none fits the CPU;
 //! [`ReferenceAes`] is our own table code, the CPU twin of the GPU kernels.
@@ -8,7 +9,7 @@
 /// Evaluates `$body` with `$rounds` (10, 12 or 14) as the constant `$constant`, so that a
 /// kernel is instantiated once per key size: its round loops then unroll completely and every
 /// round key is a register operand.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 macro_rules! with_rounds {
     ($rounds:expr, $constant:ident => $body:expr) => {
         match $rounds {
@@ -82,6 +83,8 @@ mod cbc_aesni;
 mod cbc_vaes512;
 #[cfg(target_arch = "x86_64")]
 mod ctr_aesni;
+#[cfg(target_arch = "aarch64")]
+mod ctr_armv8;
 #[cfg(target_arch = "x86_64")]
 mod ctr_vaes512;
 #[cfg(target_arch = "x86_64")]
@@ -91,7 +94,7 @@ mod ecb_vaes256;
 #[cfg(target_arch = "x86_64")]
 mod ecb_vaes512;
 mod fast;
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
 mod kernel_tests;
 mod reference;
 

@@ -14,7 +14,10 @@ use std::str::FromStr;
 /// A family of CPU instructions the kernels are written for, in order: each family's CPU
 /// has the instructions of the ones before it.
 ///
-/// On other architectures than x86-64 only [`KernelFamily::Portable`] exists for now.
+/// On aarch64 the families are [`KernelFamily::Portable`] and `KernelFamily::Armv8` (the
+/// ARMv8 Cryptography Extensions); the x86-64 ones exist there as values but are not in
+/// [`KernelFamily::ALL`] and are never supported. On other architectures only
+/// [`KernelFamily::Portable`] is supported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum KernelFamily {
     /// No AES or carry-less multiply instructions: our portable code. AES is then the
@@ -28,10 +31,15 @@ pub enum KernelFamily {
     Vaes256,
     /// VAES and VPCLMULQDQ on 512-bit registers (AVX-512F and AVX-512BW).
     Vaes512,
+    /// The ARMv8 Cryptography Extensions: AES and PMULL on 128-bit NEON registers (aarch64
+    /// only).
+    #[cfg(target_arch = "aarch64")]
+    Armv8,
 }
 
 impl KernelFamily {
-    /// Every family, lowest first.
+    /// Every family of this architecture, lowest first.
+    #[cfg(not(target_arch = "aarch64"))]
     pub const ALL: [KernelFamily; 4] = [
         KernelFamily::Portable,
         KernelFamily::AesNi,
@@ -39,21 +47,32 @@ impl KernelFamily {
         KernelFamily::Vaes512,
     ];
 
-    /// The name the front ends take and print: `portable`, `aes-ni`, `vaes-256`, `vaes-512`.
+    /// Every family of this architecture, lowest first.
+    #[cfg(target_arch = "aarch64")]
+    pub const ALL: [KernelFamily; 2] = [KernelFamily::Portable, KernelFamily::Armv8];
+
+    /// The name the front ends take and print: `portable`, `aes-ni`, `vaes-256`, `vaes-512`
+    /// (and `armv8` on aarch64).
     pub fn name(self) -> &'static str {
         match self {
             KernelFamily::Portable => "portable",
             KernelFamily::AesNi => "aes-ni",
             KernelFamily::Vaes256 => "vaes-256",
             KernelFamily::Vaes512 => "vaes-512",
+            #[cfg(target_arch = "aarch64")]
+            KernelFamily::Armv8 => "armv8",
         }
     }
 
-    /// The CPU features (as `is_x86_feature_detected!` names them) every kernel of this
-    /// family may enable, those of the families below it included.
+    /// The CPU features (as `is_x86_feature_detected!` or, for `armv8`,
+    /// `is_aarch64_feature_detected!` names them) every kernel of this family may enable,
+    /// those of the families below it included.
     pub fn features(self) -> &'static [&'static str] {
         match self {
             KernelFamily::Portable => &[],
+            // "aes" is FEAT_AES with FEAT_PMULL in Rust's aarch64 feature names.
+            #[cfg(target_arch = "aarch64")]
+            KernelFamily::Armv8 => &["aes"],
             KernelFamily::AesNi => &["aes", "pclmulqdq", "ssse3", "sse4.1"],
             KernelFamily::Vaes256 => &[
                 "aes",
@@ -163,7 +182,12 @@ fn cpu_has(name: &str) -> bool {
             other => unreachable!("no kernel family lists the feature {other}"),
         }
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(target_arch = "aarch64")]
+    {
+        // The x86-64 families' features are never present here.
+        name == "aes" && std::arch::is_aarch64_feature_detected!("aes")
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
         let _ = name;
         false
@@ -176,9 +200,16 @@ impl fmt::Display for KernelFamily {
     }
 }
 
-/// A name that names no [`KernelFamily`].
+/// A name that names no [`KernelFamily`] of this architecture.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown kernel family '{0}' (choose portable, aes-ni, vaes-256 or vaes-512)")]
+#[cfg_attr(
+    not(target_arch = "aarch64"),
+    error("unknown kernel family '{0}' (choose portable, aes-ni, vaes-256 or vaes-512)")
+)]
+#[cfg_attr(
+    target_arch = "aarch64",
+    error("unknown kernel family '{0}' (choose portable or armv8)")
+)]
 pub struct UnknownKernelFamily(pub String);
 
 impl FromStr for KernelFamily {
@@ -216,9 +247,15 @@ mod tests {
             assert_eq!(family.name().parse::<KernelFamily>(), Ok(family));
             assert_eq!(family.to_string(), family.name());
         }
+        #[cfg(not(target_arch = "aarch64"))]
         assert_eq!(
             "avx9".parse::<KernelFamily>().unwrap_err().to_string(),
             "unknown kernel family 'avx9' (choose portable, aes-ni, vaes-256 or vaes-512)"
+        );
+        #[cfg(target_arch = "aarch64")]
+        assert_eq!(
+            "aes-ni".parse::<KernelFamily>().unwrap_err().to_string(),
+            "unknown kernel family 'aes-ni' (choose portable or armv8)"
         );
     }
 
@@ -243,6 +280,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(not(target_arch = "aarch64"))]
     fn a_family_above_the_cpu_is_refused_naming_what_it_lacks() {
         // A Zen 3-like CPU: VAES on 256-bit registers, no AVX-512.
         let zen3 = |feature: &str| !feature.starts_with("avx512");
@@ -261,6 +299,21 @@ mod tests {
         // A CPU with no AES instructions at all.
         let error = KernelFamily::AesNi.check_on(|_| false).unwrap_err();
         assert_eq!(error.detected, KernelFamily::Portable);
+    }
+
+    #[test]
+    #[cfg(target_arch = "aarch64")]
+    fn a_family_above_the_cpu_is_refused_naming_what_it_lacks() {
+        let all = |_: &str| true;
+        assert_eq!(KernelFamily::Armv8.check_on(all), Ok(KernelFamily::Armv8));
+        // A CPU without the Cryptography Extensions.
+        let error = KernelFamily::Armv8.check_on(|_| false).unwrap_err();
+        assert_eq!(error.missing, ["aes"]);
+        assert_eq!(error.detected, KernelFamily::Portable);
+        assert_eq!(
+            error.to_string(),
+            "this CPU cannot run the armv8 kernels: it lacks aes (the best it has is portable)"
+        );
     }
 
     #[test]
@@ -285,7 +338,7 @@ mod tests {
     // Tests say on stdout what this machine could not run; libtest shows it.
     #[allow(clippy::disallowed_macros)]
     fn new_cipher_takes_the_supported_families_and_refuses_the_others() {
-        if KernelFamily::detected() == KernelFamily::Vaes512 {
+        if KernelFamily::ALL.last() == Some(&KernelFamily::detected()) {
             println!(
                 "SKIPPED: the refusal by new_cipher (this CPU has every family; \
                  a_family_above_the_cpu_is_refused_naming_what_it_lacks checks the refusal \

@@ -181,8 +181,11 @@ pub(crate) fn assert_round_trips_random_data<C: BlockCipher>(
 /// random input of every length in `lengths`, all drawn from a generator seeded with `seed`
 /// (which `check` may draw more from). Stops at the first `false` from `check` (a kernel's
 /// "not on this CPU") and returns whether every case ran.
-// Used by the x86-64 kernels' tests.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+// Used by the kernels' tests (x86-64 and aarch64).
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
 pub(crate) fn random_cases<C>(
     seed: u64,
     key_lengths: &[usize],
@@ -276,8 +279,11 @@ pub(crate) fn assert_batch_agrees_with_single_blocks(
 
 /// Panics, naming `context`, the length and the first byte that differs, when `actual` is
 /// not `expected`: `assert_eq!` would print both buffers, megabytes for the large cases.
-// Used by the x86-64 kernels' tests.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+// Used by the kernels' tests (x86-64 and aarch64).
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    allow(dead_code)
+)]
 pub(crate) fn assert_same_bytes(actual: &[u8], expected: &[u8], context: impl std::fmt::Display) {
     if actual != expected {
         let first = actual

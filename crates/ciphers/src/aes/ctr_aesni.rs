@@ -146,9 +146,8 @@ encrypt_xor! {
 
 #[cfg(test)]
 mod tests {
-    use crate::aes::ctr_vaes512::tests::{agrees_with_generic_ctr, matches_sp800_38a};
     use crate::aes::fast::CtrPath;
-    use crate::aes::kernel_tests::path_tests;
+    use crate::aes::kernel_tests::{agrees_with_generic_ctr, matches_sp800_38a, path_tests};
 
     path_tests! {
         aesni_agrees_with_generic_ctr: agrees_with_generic_ctr(CtrPath::AesNi),

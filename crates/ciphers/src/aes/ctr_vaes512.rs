@@ -277,107 +277,13 @@ encrypt_xor! {
 // Tests say on stderr what this machine could not run; libtest shows it.
 #[allow(clippy::disallowed_macros)]
 pub(super) mod tests {
-    //! Checks shared by both fused kernels (`ctr_aesni` calls them with its own path).
-
     use rand::Rng;
 
     use crate::aes::fast::{CtrPath, FastAes};
-    use crate::aes::kernel_tests::{generic_ctr32_xor, path_tests, random_kernel_cases, sp800_38a};
+    use crate::aes::kernel_tests::{
+        agrees_with_generic_ctr, generic_ctr32_xor, matches_sp800_38a, path_tests,
+    };
     use crate::test_vectors::assert_same_bytes;
-
-    /// Runs `path` on one case and compares it with the generic path. Returns `false` when
-    /// this CPU lacks `path`.
-    fn check_case(path: CtrPath, cipher: &FastAes, counter: &[u8; 16], input: &[u8]) -> bool {
-        let mut fused = input.to_vec();
-        if !cipher.ctr32_xor_with(path, counter, &mut fused) {
-            assert_eq!(
-                fused, input,
-                "{path:?}: a refused call must not touch the data"
-            );
-            return false;
-        }
-        let mut expected = input.to_vec();
-        generic_ctr32_xor(cipher, counter, &mut expected);
-        assert_same_bytes(
-            &fused,
-            &expected,
-            format_args!("{path:?}, counter {}", hex::encode(counter)),
-        );
-
-        // Out of place, into a poisoned buffer with guard bytes past its end: the same
-        // bytes, the input untouched, nothing written past the output.
-        const GUARD: usize = 80;
-        let mut output = vec![0xA5u8; input.len() + GUARD];
-        let source = input.to_vec();
-        assert!(cipher.ctr32_xor_into_with(path, counter, &source, &mut output[..input.len()]));
-        assert_same_bytes(
-            &output[..input.len()],
-            &expected,
-            format_args!("{path:?} into, counter {}", hex::encode(counter)),
-        );
-        assert_eq!(source, input, "{path:?} into: the input was changed");
-        assert!(
-            output[input.len()..].iter().all(|&byte| byte == 0xA5),
-            "{path:?} into: bytes written past the output"
-        );
-        true
-    }
-
-    /// Random keys of all three sizes, random counters (some with the low word as close to
-    /// wrapping as the length allows), every length 0..=1600 (past two VAES main-loop steps
-    /// of 768 bytes, so that each step count meets every tail) and a few large ones.
-    pub(in crate::aes) fn agrees_with_generic_ctr(path: CtrPath) {
-        random_kernel_cases(
-            format_args!("{path:?} kernel"),
-            0xC7A0_0512,
-            1,
-            [64 * 1024 + 5, 1024 * 1024 + 3],
-            |cipher, input, rng| {
-                let mut counter = [0u8; 16];
-                rng.fill_bytes(&mut counter);
-                let blocks = input.len().div_ceil(16) as u64;
-                if input.len() % 3 == 0 {
-                    // The last block uses 0xFFFFFFFF exactly.
-                    let low = ((1u64 << 32) - blocks.max(1)) as u32;
-                    counter[12..].copy_from_slice(&low.to_be_bytes());
-                } else {
-                    let low = u32::from_be_bytes(counter[12..].try_into().expect("4 bytes"));
-                    let room = u64::from(u32::MAX - low) + 1;
-                    if room < blocks {
-                        counter[12..].copy_from_slice(&0u32.to_be_bytes());
-                    }
-                }
-                check_case(path, cipher, &counter, input)
-            },
-        );
-    }
-
-    /// SP 800-38A F.5.1, F.5.3, F.5.5 (CTR-AES128/192/256.Encrypt), whole and as every
-    /// prefix, so that partial blocks meet known answers too.
-    pub(in crate::aes) fn matches_sp800_38a(path: CtrPath) {
-        let mut checked = 0;
-        for example in sp800_38a("ctr") {
-            let (section, cipher) = (&example.section, &example.cipher);
-            let (plaintext, ciphertext) = (&example.plaintext, &example.ciphertext);
-            for length in 0..=plaintext.len() {
-                let mut data = plaintext[..length].to_vec();
-                if !cipher.ctr32_xor_with(path, &example.iv, &mut data) {
-                    eprintln!("{path:?} kernel not available on this CPU; skipped");
-                    return;
-                }
-                assert_eq!(
-                    data,
-                    ciphertext[..length],
-                    "{path:?} [{section}] {length} bytes"
-                );
-                // CTR is its own inverse.
-                assert!(cipher.ctr32_xor_with(path, &example.iv, &mut data));
-                assert_eq!(data, plaintext[..length], "{path:?} [{section}] decrypt");
-            }
-            checked += 1;
-        }
-        assert_eq!(checked, 3);
-    }
 
     /// `next_batch` (big-endian fast path and byte-reversed fallback) gives the same blocks as
     /// `next_four`, from every last counter byte, over batches that do and do not carry.

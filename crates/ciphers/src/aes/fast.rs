@@ -22,7 +22,7 @@ use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use crate::{BlockCipher, KernelFamily};
 
-/// Whether this CPU has every one of the named features (never, off x86-64).
+/// Whether this CPU has every one of the named x86-64 features (never, off x86-64).
 macro_rules! cpu_has {
     ($($feature:tt),+) => {{
         #[cfg(target_arch = "x86_64")]
@@ -31,6 +31,13 @@ macro_rules! cpu_has {
         let has = false;
         has
     }};
+}
+
+/// Whether this CPU has the ARMv8 Cryptography Extensions' AES (and PMULL, which Rust's
+/// `aes` feature includes).
+#[cfg(target_arch = "aarch64")]
+fn armv8_aes() -> bool {
+    std::arch::is_aarch64_feature_detected!("aes")
 }
 
 /// One of the three AES key sizes through the `aes` crate, key schedule wiped on drop (crate
@@ -353,20 +360,30 @@ pub(super) enum CtrPath {
     /// 512-bit VAES with AVX-512BW byte shuffles and masks.
     Vaes512,
     /// 128-bit AES-NI, eight blocks in flight.
+    #[cfg(not(target_arch = "aarch64"))]
     AesNi,
+    /// The ARMv8 Cryptography Extensions (aarch64), eight blocks in flight.
+    #[cfg(target_arch = "aarch64")]
+    Armv8,
     /// No AES instructions: the mode falls back to `encrypt_blocks`.
     None,
 }
 
 impl KernelPath for CtrPath {
+    #[cfg(not(target_arch = "aarch64"))]
     const PREFERENCE: &'static [Self] = &[CtrPath::Vaes512, CtrPath::AesNi];
+    #[cfg(target_arch = "aarch64")]
+    const PREFERENCE: &'static [Self] = &[CtrPath::Armv8];
     const FALLBACK: Self = CtrPath::None;
 
     fn is_available(self) -> bool {
         match self {
             CtrPath::Vaes512 => cpu_has!("aes", "vaes", "avx512f", "avx512bw"),
             // SSSE3 for the byte shuffle that turns counters into blocks.
+            #[cfg(not(target_arch = "aarch64"))]
             CtrPath::AesNi => cpu_has!("aes", "ssse3"),
+            #[cfg(target_arch = "aarch64")]
+            CtrPath::Armv8 => armv8_aes(),
             CtrPath::None => false,
         }
     }
@@ -374,7 +391,10 @@ impl KernelPath for CtrPath {
     fn family(self) -> KernelFamily {
         match self {
             CtrPath::Vaes512 => KernelFamily::Vaes512,
+            #[cfg(not(target_arch = "aarch64"))]
             CtrPath::AesNi => KernelFamily::AesNi,
+            #[cfg(target_arch = "aarch64")]
+            CtrPath::Armv8 => KernelFamily::Armv8,
             CtrPath::None => KernelFamily::Portable,
         }
     }
@@ -798,7 +818,7 @@ impl FastAes {
     /// Runs the fused CTR kernel `path` instead of the detected one, so that tests check
     /// every kernel this CPU supports. Returns `false`, touching nothing, when the CPU lacks
     /// `path`'s features.
-    #[cfg(all(test, target_arch = "x86_64"))]
+    #[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
     pub(super) fn ctr32_xor_with(
         &self,
         path: CtrPath,
@@ -812,7 +832,7 @@ impl FastAes {
     }
 
     /// [`FastAes::ctr32_xor_with`] from `input` into `output` (the same length).
-    #[cfg(all(test, target_arch = "x86_64"))]
+    #[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
     pub(super) fn ctr32_xor_into_with(
         &self,
         path: CtrPath,
@@ -865,6 +885,17 @@ impl FastAes {
                     unsafe {
                         let keys = &self.round_keys.keys;
                         super::ctr_aesni::ctr32_xor::<ROUNDS>(keys, counter, input, output, len);
+                    }
+                });
+                true
+            }
+            #[cfg(target_arch = "aarch64")]
+            CtrPath::Armv8 => {
+                with_rounds!(self.round_keys.rounds, ROUNDS => {
+                    // SAFETY: as above.
+                    unsafe {
+                        let keys = &self.round_keys.keys;
+                        super::ctr_armv8::ctr32_xor::<ROUNDS>(keys, counter, input, output, len);
                     }
                 });
                 true
@@ -1056,6 +1087,17 @@ mod tests {
                 assert_eq!(cipher.cbc_path, free.cbc_path);
             }
         }
+        #[cfg(target_arch = "aarch64")]
+        {
+            let portable = FastAes::with_ceiling(&key, Some(KernelFamily::Portable));
+            assert_eq!(portable.ctr_path, CtrPath::None);
+            if KernelFamily::Armv8.is_supported() {
+                let cipher = FastAes::with_ceiling(&key, Some(KernelFamily::Armv8));
+                assert_eq!(cipher.ctr_path, CtrPath::Armv8);
+                assert_eq!(free.ctr_path, CtrPath::Armv8);
+            }
+        }
+        #[cfg(not(target_arch = "aarch64"))]
         if KernelFamily::AesNi.is_supported() {
             let cipher = FastAes::with_ceiling(&key, Some(KernelFamily::AesNi));
             assert_eq!(cipher.ctr_path, CtrPath::AesNi);

@@ -59,6 +59,11 @@ target_dir="${PARCRYPT_AARCH64_TARGET_DIR:-target/aarch64}"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 
+# The lints first: the aarch64-only code (the ARMv8 kernels) is linted nowhere else.
+echo "== aarch64: cargo clippy --target $target -p parcrypt-ciphers -p parcrypt-modes -D warnings"
+cargo clippy --quiet --target "$target" --target-dir "$target_dir" \
+    -p parcrypt-ciphers -p parcrypt-modes --all-targets -- -D warnings
+
 echo "== aarch64 (qemu): cargo test --target $target -p parcrypt-ciphers -p parcrypt-modes (under qemu-aarch64 -cpu max)"
 status=0
 cargo test --target "$target" --target-dir "$target_dir" --no-fail-fast \

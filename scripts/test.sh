@@ -2,8 +2,9 @@
 # The whole test suite: formatting, lints and docs as errors, then every crate's unit tests,
 # the official vectors, the differential tests against OpenSSL / pyca / RustCrypto, the
 # OpenCL kernels (on PoCL when there is no GPU), the CUDA kernels' NVRTC compile check, the
-# command-line tests, the C ABI from C, the JVM library, the Python package, and then every
-# cargo-fuzz target for a minute (scripts/fuzz.sh).
+# command-line tests, the C ABI from C, the JVM library, the Python package, the kernels'
+# crates for aarch64 under qemu-user, and then every cargo-fuzz target for a minute
+# (scripts/fuzz.sh).
 # Tests that cannot run on this machine (no GPU, no OpenCL, no NVRTC, no openssl, no nightly
 # or cargo-fuzz) say SKIPPED with the reason; the summary at the end lists each of them.
 #
@@ -243,6 +244,11 @@ stage "C ABI (scripts/capi_test.sh)" capi
 
 # The JVM library: JUnit through Maven on a JDK 22+ (SKIPPED without one, except in CI).
 stage "java (scripts/java-test.sh)" bash scripts/java-test.sh "$skips"
+
+# The CPU kernels' crates for aarch64: linted, built and tested under qemu-user (`-cpu max`,
+# with the ARMv8 AES and PMULL instructions); SKIPPED without qemu, the cross compiler or the
+# target's standard library, except in CI.
+stage "aarch64 under qemu (scripts/aarch64-test.sh)" bash scripts/aarch64-test.sh "$skips"
 
 # The Python tests end here.
 join_beside || beside_status=$?

@@ -11,6 +11,20 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// Every x86-64 feature a kernel may enable, in the order the families add them: AES-NI's
+/// four, then VAES-256's three, then VAES-512's two. Each family's features are a prefix.
+static X86_FEATURES: [&str; 9] = [
+    "aes",
+    "pclmulqdq",
+    "ssse3",
+    "sse4.1",
+    "avx2",
+    "vaes",
+    "vpclmulqdq",
+    "avx512f",
+    "avx512bw",
+];
+
 /// A family of CPU instructions the kernels are written for, in order: each family's CPU
 /// has the instructions of the ones before it.
 ///
@@ -73,27 +87,9 @@ impl KernelFamily {
             // "aes" is FEAT_AES with FEAT_PMULL in Rust's aarch64 feature names.
             #[cfg(target_arch = "aarch64")]
             KernelFamily::Armv8 => &["aes"],
-            KernelFamily::AesNi => &["aes", "pclmulqdq", "ssse3", "sse4.1"],
-            KernelFamily::Vaes256 => &[
-                "aes",
-                "pclmulqdq",
-                "ssse3",
-                "sse4.1",
-                "avx2",
-                "vaes",
-                "vpclmulqdq",
-            ],
-            KernelFamily::Vaes512 => &[
-                "aes",
-                "pclmulqdq",
-                "ssse3",
-                "sse4.1",
-                "avx2",
-                "vaes",
-                "vpclmulqdq",
-                "avx512f",
-                "avx512bw",
-            ],
+            KernelFamily::AesNi => &X86_FEATURES[..4],
+            KernelFamily::Vaes256 => &X86_FEATURES[..7],
+            KernelFamily::Vaes512 => &X86_FEATURES,
         }
     }
 

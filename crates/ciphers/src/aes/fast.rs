@@ -610,71 +610,39 @@ impl FastAes {
     /// # Safety
     /// The CPU must have `path`'s features ([`EcbPath::is_available`]).
     unsafe fn run_ecb(&self, path: EcbPath, decrypt: bool, blocks: &mut [u8]) {
-        match path {
-            #[cfg(target_arch = "x86_64")]
-            EcbPath::Vaes512 => {
+        // One arm per kernel family: `super::$module::ecb` with the encryption keys, or the
+        // equivalent-inverse-cipher keys to decrypt.
+        #[cfg(target_arch = "x86_64")]
+        macro_rules! ecb_kernel {
+            ($module:ident) => {{
                 assert!(
                     blocks.len().is_multiple_of(16),
                     "AES input is not a whole number of blocks"
                 );
-                use super::ecb_vaes512::ecb;
-                let keys = if decrypt {
-                    // SAFETY: the caller guarantees the kernel's features, AES-NI among them.
-                    unsafe { self.ecb_decrypt_keys() }
-                } else {
-                    &self.round_keys
-                };
-                with_rounds!(keys.rounds, ROUNDS => {
-                    // SAFETY: the caller guarantees the kernel's features; the kernel reads
-                    // and writes only inside `blocks`.
-                    unsafe {
-                        if decrypt {
-                            ecb::<ROUNDS, true>(&keys.keys, blocks);
-                        } else {
-                            ecb::<ROUNDS, false>(&keys.keys, blocks);
-                        }
-                    }
-                });
-            }
-            #[cfg(target_arch = "x86_64")]
-            EcbPath::Vaes256 => {
-                assert!(
-                    blocks.len().is_multiple_of(16),
-                    "AES input is not a whole number of blocks"
-                );
-                use super::ecb_vaes256::ecb;
                 with_rounds!(self.round_keys.rounds, ROUNDS => {
-                    // SAFETY: the caller guarantees the kernel's features (AES-NI among
-                    // them, for the inverse keys); the kernel reads and writes only inside
+                    // SAFETY: the caller guarantees `path`'s features, AES-NI among them
+                    // (the inverse keys need it); the kernel reads and writes only inside
                     // `blocks`.
                     unsafe {
                         if decrypt {
-                            ecb::<ROUNDS, true>(&self.ecb_decrypt_keys().keys, blocks);
+                            super::$module::ecb::<ROUNDS, true>(
+                                &self.ecb_decrypt_keys().keys,
+                                blocks,
+                            );
                         } else {
-                            ecb::<ROUNDS, false>(&self.round_keys.keys, blocks);
+                            super::$module::ecb::<ROUNDS, false>(&self.round_keys.keys, blocks);
                         }
                     }
                 });
-            }
+            }};
+        }
+        match path {
             #[cfg(target_arch = "x86_64")]
-            EcbPath::AesNi => {
-                assert!(
-                    blocks.len().is_multiple_of(16),
-                    "AES input is not a whole number of blocks"
-                );
-                use super::ecb_aesni::ecb;
-                with_rounds!(self.round_keys.rounds, ROUNDS => {
-                    // SAFETY: the caller guarantees AES-NI, the kernel's only feature; the
-                    // kernel reads and writes only inside `blocks`.
-                    unsafe {
-                        if decrypt {
-                            ecb::<ROUNDS, true>(&self.ecb_decrypt_keys().keys, blocks);
-                        } else {
-                            ecb::<ROUNDS, false>(&self.round_keys.keys, blocks);
-                        }
-                    }
-                });
-            }
+            EcbPath::Vaes512 => ecb_kernel!(ecb_vaes512),
+            #[cfg(target_arch = "x86_64")]
+            EcbPath::Vaes256 => ecb_kernel!(ecb_vaes256),
+            #[cfg(target_arch = "x86_64")]
+            EcbPath::AesNi => ecb_kernel!(ecb_aesni),
             _ if decrypt => self.crate_decrypt_blocks(blocks),
             _ => self.crate_encrypt_blocks(blocks),
         }
@@ -715,52 +683,25 @@ impl FastAes {
             data.len().is_multiple_of(16),
             "CBC input is not a whole number of blocks"
         );
+        // One arm per kernel family, each running `$kernel` over the whole blocks.
+        #[cfg(target_arch = "x86_64")]
+        macro_rules! cbc_kernel {
+            ($($kernel:ident)::+) => {{
+                with_rounds!(self.round_keys.rounds, ROUNDS => {
+                    // SAFETY: the caller guarantees `path`'s features, the kernel's; the
+                    // kernel reads `previous` and reads and writes only inside `data`.
+                    unsafe { $($kernel)::+::<ROUNDS>(&self.round_keys.keys, previous, data) };
+                });
+                true
+            }};
+        }
         match path {
             #[cfg(target_arch = "x86_64")]
-            EcbPath::Vaes512 => {
-                with_rounds!(self.round_keys.rounds, ROUNDS => {
-                    // SAFETY: the caller guarantees the VAES-512 features; the kernel reads
-                    // `previous` and reads and writes only inside `data`.
-                    unsafe {
-                        super::cbc_vaes512::cbc_decrypt::<ROUNDS>(
-                            &self.round_keys.keys,
-                            previous,
-                            data,
-                        );
-                    }
-                });
-                true
-            }
+            EcbPath::Vaes512 => cbc_kernel!(super::cbc_vaes512::cbc_decrypt),
             #[cfg(target_arch = "x86_64")]
-            EcbPath::Vaes256 => {
-                with_rounds!(self.round_keys.rounds, ROUNDS => {
-                    // SAFETY: the caller guarantees the VAES-256 features; the kernel reads
-                    // `previous` and reads and writes only inside `data`.
-                    unsafe {
-                        super::ecb_vaes256::cbc_decrypt::<ROUNDS>(
-                            &self.round_keys.keys,
-                            previous,
-                            data,
-                        );
-                    }
-                });
-                true
-            }
+            EcbPath::Vaes256 => cbc_kernel!(super::ecb_vaes256::cbc_decrypt),
             #[cfg(target_arch = "x86_64")]
-            EcbPath::AesNi => {
-                with_rounds!(self.round_keys.rounds, ROUNDS => {
-                    // SAFETY: the caller guarantees AES-NI; the kernel reads `previous` and
-                    // reads and writes only inside `data`.
-                    unsafe {
-                        super::cbc_aesni::cbc_decrypt::<ROUNDS>(
-                            &self.round_keys.keys,
-                            previous,
-                            data,
-                        );
-                    }
-                });
-                true
-            }
+            EcbPath::AesNi => cbc_kernel!(super::cbc_aesni::cbc_decrypt),
             _ => {
                 // See `run_ctr_kernel`: keeps other architectures free of unused warnings.
                 let _ = (&self.round_keys, previous, data);
@@ -865,41 +806,28 @@ impl FastAes {
         output: *mut u8,
         len: usize,
     ) -> bool {
-        match path {
-            #[cfg(target_arch = "x86_64")]
-            CtrPath::Vaes512 => {
+        // One arm per kernel family, each running `$kernel` over the regions.
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        macro_rules! ctr_kernel {
+            ($($kernel:ident)::+) => {{
                 with_rounds!(self.round_keys.rounds, ROUNDS => {
                     // SAFETY: the caller guarantees the kernel's features and the regions;
                     // the kernel reads and writes only inside them.
                     unsafe {
                         let keys = &self.round_keys.keys;
-                        super::ctr_vaes512::ctr32_xor::<ROUNDS>(keys, counter, input, output, len);
+                        $($kernel)::+::<ROUNDS>(keys, counter, input, output, len);
                     }
                 });
                 true
-            }
+            }};
+        }
+        match path {
             #[cfg(target_arch = "x86_64")]
-            CtrPath::AesNi => {
-                with_rounds!(self.round_keys.rounds, ROUNDS => {
-                    // SAFETY: as above.
-                    unsafe {
-                        let keys = &self.round_keys.keys;
-                        super::ctr_aesni::ctr32_xor::<ROUNDS>(keys, counter, input, output, len);
-                    }
-                });
-                true
-            }
+            CtrPath::Vaes512 => ctr_kernel!(super::ctr_vaes512::ctr32_xor),
+            #[cfg(target_arch = "x86_64")]
+            CtrPath::AesNi => ctr_kernel!(super::ctr_aesni::ctr32_xor),
             #[cfg(target_arch = "aarch64")]
-            CtrPath::Armv8 => {
-                with_rounds!(self.round_keys.rounds, ROUNDS => {
-                    // SAFETY: as above.
-                    unsafe {
-                        let keys = &self.round_keys.keys;
-                        super::ctr_armv8::ctr32_xor::<ROUNDS>(keys, counter, input, output, len);
-                    }
-                });
-                true
-            }
+            CtrPath::Armv8 => ctr_kernel!(super::ctr_armv8::ctr32_xor),
             _ => {
                 // No kernel for this path or architecture; naming the operands keeps builds
                 // for other architectures free of unused-value warnings.

@@ -1,7 +1,9 @@
 //! AES-CTR on one core: our fused kernel against `openssl speed`, measured in the same run so
 //! that clock and load conditions are shared.
 //!
-//! Run with `cargo run --release -p parcrypt-ciphers --example aes_ctr_speed`.
+//! Run with `cargo run --release -p parcrypt-ciphers --example aes_ctr_speed`; add
+//! `-- --kernels FAMILY` to hold the kernel to that family, with `OPENSSL_ia32cap` set to hold
+//! OpenSSL to the same features (see `aes_ecb_cbc_speed`).
 //!
 //! For each key size it runs `openssl speed -evp aes-N-ctr -bytes 16384 -seconds 1 -mr`, then
 //! `BlockCipher::ctr32_xor` over a 16 KiB buffer (stays in L1/L2, as OpenSSL's does) and a
@@ -15,15 +17,19 @@ use parcrypt_ciphers::BlockCipher;
 #[path = "support/timing.rs"]
 mod timing;
 
-use timing::{measure, openssl_bytes_per_second, Rate, OPENSSL_BLOCK};
+use timing::{kernel_ceiling, measure, openssl_bytes_per_second, Rate, OPENSSL_BLOCK};
 
 fn main() {
     println!("CPU: {}", parcrypt_ciphers::cpu_features());
+    let ceiling = kernel_ceiling();
+    if let Some(family) = ceiling {
+        println!("kernels: at most {family}");
+    }
     for (name, key_length) in [("aes-128-ctr", 16), ("aes-256-ctr", 32)] {
         let key: Vec<u8> = (0..key_length as u8)
             .map(|byte| byte.wrapping_mul(37) ^ 0x5A)
             .collect();
-        let cipher = FastAes::new(&key);
+        let cipher = FastAes::with_ceiling(&key, ceiling);
         let openssl = openssl_bytes_per_second(name, false);
 
         let fused_small = measure(OPENSSL_BLOCK, |data| fused(&cipher, data));

@@ -20,12 +20,12 @@
 
 use aes::cipher::{Array, BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
 use parcrypt_ciphers::aes::FastAes;
-use parcrypt_ciphers::{BlockCipher, KernelFamily};
+use parcrypt_ciphers::BlockCipher;
 
 #[path = "support/timing.rs"]
 mod timing;
 
-use timing::{measure, openssl_bytes_per_second, Rate, OPENSSL_BLOCK};
+use timing::{kernel_ceiling, measure, openssl_bytes_per_second, Rate, OPENSSL_BLOCK};
 
 const LARGE: usize = 16 << 20;
 
@@ -83,19 +83,6 @@ fn main() {
         report("aes crate ECB encrypt, 16 KiB", rate, openssl_ecb);
         let rate = measure(OPENSSL_BLOCK, |data| crate_cipher.decrypt(data));
         report("aes crate ECB decrypt, 16 KiB", rate, openssl_ecb);
-    }
-}
-
-/// The family named by `--kernels FAMILY`, if any.
-fn kernel_ceiling() -> Option<KernelFamily> {
-    let arguments: Vec<String> = std::env::args().skip(1).collect();
-    match arguments.as_slice() {
-        [] => None,
-        [flag, family] if flag == "--kernels" => {
-            let family: KernelFamily = family.parse().expect("a kernel family");
-            Some(family.check().expect("a family this CPU has"))
-        }
-        other => panic!("usage: aes_ecb_cbc_speed [--kernels FAMILY], not {other:?}"),
     }
 }
 

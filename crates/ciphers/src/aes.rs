@@ -86,6 +86,8 @@ mod ctr_aesni;
 #[cfg(target_arch = "aarch64")]
 mod ctr_armv8;
 #[cfg(target_arch = "x86_64")]
+mod ctr_vaes256;
+#[cfg(target_arch = "x86_64")]
 mod ctr_vaes512;
 #[cfg(target_arch = "x86_64")]
 mod ecb_aesni;

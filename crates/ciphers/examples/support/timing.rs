@@ -5,6 +5,8 @@ use std::hint::black_box;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use parcrypt_ciphers::KernelFamily;
+
 /// Timed runs per figure, after one warm-up run.
 pub const RUNS: usize = 9;
 /// The least time one run lasts.
@@ -63,4 +65,17 @@ pub fn openssl_bytes_per_second(cipher: &str, decrypt: bool) -> Option<f64> {
     let text = String::from_utf8_lossy(&output.stdout);
     let line = text.lines().rev().find(|line| line.starts_with("+F:"))?;
     line.rsplit(':').next()?.trim().parse().ok()
+}
+
+/// The family named by `--kernels FAMILY`, if any.
+pub fn kernel_ceiling() -> Option<KernelFamily> {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    match arguments.as_slice() {
+        [] => None,
+        [flag, family] if flag == "--kernels" => {
+            let family: KernelFamily = family.parse().expect("a kernel family");
+            Some(family.check().expect("a family this CPU has"))
+        }
+        other => panic!("usage: [--kernels FAMILY], not {other:?}"),
+    }
 }

@@ -18,10 +18,10 @@ use core::arch::x86_64::*;
 use super::fast::MAX_ROUND_KEYS;
 
 /// ymm registers in flight per step: two blocks each.
-const VECTORS_PER_STEP: usize = 8;
+pub(super) const VECTORS_PER_STEP: usize = 8;
 
 /// Bytes in one step: 16 blocks.
-const STEP_BYTES: usize = VECTORS_PER_STEP * 32;
+pub(super) const STEP_BYTES: usize = VECTORS_PER_STEP * 32;
 
 /// Encrypts every 16-byte block of `data` in place with the first `ROUNDS + 1` FIPS-197
 /// round keys, or with `DECRYPT` decrypts it with keys from
@@ -118,7 +118,7 @@ pub(super) unsafe fn cbc_decrypt<const ROUNDS: usize>(
 /// Round keys 0..=`ROUNDS`, each in both lanes of a ymm register (the rest zero).
 #[inline]
 #[target_feature(enable = "avx2")]
-fn broadcast_round_keys<const ROUNDS: usize>(
+pub(super) fn broadcast_round_keys<const ROUNDS: usize>(
     round_keys: &[[u8; 16]; MAX_ROUND_KEYS],
 ) -> [__m256i; MAX_ROUND_KEYS] {
     let mut keys = [_mm256_setzero_si256(); MAX_ROUND_KEYS];
@@ -155,7 +155,7 @@ fn store_step(step: &mut [u8; STEP_BYTES], blocks: &[__m256i; VECTORS_PER_STEP])
 /// of the equivalent inverse cipher), round by round across the step's vectors.
 #[inline]
 #[target_feature(enable = "aes,vaes,avx2")]
-fn all_but_last_round<const ROUNDS: usize, const DECRYPT: bool>(
+pub(super) fn all_but_last_round<const ROUNDS: usize, const DECRYPT: bool>(
     keys: &[__m256i; MAX_ROUND_KEYS],
     blocks: &mut [__m256i; VECTORS_PER_STEP],
 ) {

@@ -359,6 +359,9 @@ mod aesni_expansion {
 pub(super) enum CtrPath {
     /// 512-bit VAES with AVX-512BW byte shuffles and masks.
     Vaes512,
+    /// 256-bit VAES with AVX2 (no AVX-512), sixteen blocks in flight.
+    #[cfg(not(target_arch = "aarch64"))]
+    Vaes256,
     /// 128-bit AES-NI, eight blocks in flight.
     #[cfg(not(target_arch = "aarch64"))]
     AesNi,
@@ -371,7 +374,7 @@ pub(super) enum CtrPath {
 
 impl KernelPath for CtrPath {
     #[cfg(not(target_arch = "aarch64"))]
-    const PREFERENCE: &'static [Self] = &[CtrPath::Vaes512, CtrPath::AesNi];
+    const PREFERENCE: &'static [Self] = &[CtrPath::Vaes512, CtrPath::Vaes256, CtrPath::AesNi];
     #[cfg(target_arch = "aarch64")]
     const PREFERENCE: &'static [Self] = &[CtrPath::Armv8];
     const FALLBACK: Self = CtrPath::None;
@@ -379,6 +382,8 @@ impl KernelPath for CtrPath {
     fn is_available(self) -> bool {
         match self {
             CtrPath::Vaes512 => cpu_has!("aes", "vaes", "avx512f", "avx512bw"),
+            #[cfg(not(target_arch = "aarch64"))]
+            CtrPath::Vaes256 => cpu_has!("aes", "vaes", "avx2"),
             // SSSE3 for the byte shuffle that turns counters into blocks.
             #[cfg(not(target_arch = "aarch64"))]
             CtrPath::AesNi => cpu_has!("aes", "ssse3"),
@@ -391,6 +396,8 @@ impl KernelPath for CtrPath {
     fn family(self) -> KernelFamily {
         match self {
             CtrPath::Vaes512 => KernelFamily::Vaes512,
+            #[cfg(not(target_arch = "aarch64"))]
+            CtrPath::Vaes256 => KernelFamily::Vaes256,
             #[cfg(not(target_arch = "aarch64"))]
             CtrPath::AesNi => KernelFamily::AesNi,
             #[cfg(target_arch = "aarch64")]
@@ -825,6 +832,8 @@ impl FastAes {
             #[cfg(target_arch = "x86_64")]
             CtrPath::Vaes512 => ctr_kernel!(super::ctr_vaes512::ctr32_xor),
             #[cfg(target_arch = "x86_64")]
+            CtrPath::Vaes256 => ctr_kernel!(super::ctr_vaes256::ctr32_xor),
+            #[cfg(target_arch = "x86_64")]
             CtrPath::AesNi => ctr_kernel!(super::ctr_aesni::ctr32_xor),
             #[cfg(target_arch = "aarch64")]
             CtrPath::Armv8 => ctr_kernel!(super::ctr_armv8::ctr32_xor),
@@ -1035,6 +1044,7 @@ mod tests {
         if KernelFamily::Vaes256.is_supported() {
             let cipher = FastAes::with_ceiling(&key, Some(KernelFamily::Vaes256));
             assert_eq!(cipher.ecb_path, EcbPath::Vaes256);
+            assert_eq!(cipher.ctr_path, CtrPath::Vaes256);
         }
     }
 

@@ -522,6 +522,12 @@ impl KeyedCipher {
         };
         let checks_first = seen.checks_first(direction);
         if self.inline(direction, text.len()) {
+            if suite.mode == Mode::Ctr {
+                // As in `in_place`: nothing after the checks can fail.
+                let counter = Counter::new(checked_iv, CounterRule::Full);
+                ctr::apply_into(self.keys.cipher(), counter, text, &mut output[..text.len()]);
+                return Ok(text.len());
+            }
             let message = Inline {
                 direction,
                 padding: self.padding,
@@ -589,6 +595,14 @@ impl KeyedCipher {
         }
         if !inline {
             return process_in_place(self.crypter(direction, iv, aad)?, buffer, length);
+        }
+        if suite.mode == Mode::Ctr {
+            // Nothing after the checks above can fail, so there is no wipe to arrange: a
+            // short message's fixed cost, 16-byte AES-128-CTR messages 33.7 -> 24.5 ns on
+            // the VAES-512 Xeon VM (the closure and the large `Result` it moves cost 9 ns).
+            let counter = Counter::new(checked_iv, CounterRule::Full);
+            ctr::apply(self.keys.cipher(), counter, &mut buffer[..text]);
+            return Ok(text);
         }
         let message = Inline {
             direction,

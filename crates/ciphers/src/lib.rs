@@ -23,6 +23,7 @@
 
 pub mod aes;
 pub mod blowfish;
+pub mod clock;
 pub mod kernels;
 pub mod memory;
 pub mod rc6;

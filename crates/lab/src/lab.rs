@@ -200,6 +200,7 @@ impl Lab {
             host: machine::host(),
             cpu: machine::cpu_model(),
             cpu_features: parcrypt_ciphers::cpu_features(),
+            clock_hz: parcrypt_ciphers::clock::core_clock_hz(5),
             threads: options.threads,
             memory_bytes: machine::memory_bytes(),
             os: machine::os(),

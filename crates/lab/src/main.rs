@@ -190,8 +190,12 @@ fn run(args: LabArgs) -> Result<(), Failure> {
     }
     let mut lab = Lab::new(options, &command, &recorded, args.output.as_deref())?;
     let run = &lab.report().run;
+    let clock = run
+        .clock_hz
+        .map(|hz| format!("; clock {:.2} GHz measured", hz / 1e9))
+        .unwrap_or_default();
     show(format_args!(
-        "parcrypt-lab ({} level): {}; {} threads; {}",
+        "parcrypt-lab ({} level): {}; {} threads{clock}; {}",
         level.name(),
         run.cpu,
         run.threads,

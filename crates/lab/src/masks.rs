@@ -78,6 +78,15 @@ pub fn godebug(family: KernelFamily) -> Option<String> {
     Some(options.join(","))
 }
 
+/// `ours` after the caller's own `GODEBUG` settings, if any: Go takes the last setting of
+/// each name, so the family's `cpu.*=off` win and the caller's other settings stay.
+fn after_godebug(theirs: Option<&str>, ours: String) -> String {
+    match theirs {
+        Some(theirs) if !theirs.is_empty() => format!("{theirs},{ours}"),
+        _ => ours,
+    }
+}
+
 /// HotSpot flags that hold the JVM's code to `family`.
 pub fn jvm_flags(family: KernelFamily) -> Vec<&'static str> {
     match family {
@@ -123,7 +132,11 @@ impl PeerMask {
             }
             Peer::Go => {
                 if let Some(value) = godebug(family) {
-                    mask.env.push(("GODEBUG", value));
+                    // Kept after what the caller's own GODEBUG says (Go takes the last
+                    // setting of each name).
+                    let theirs = std::env::var("GODEBUG").ok();
+                    mask.env
+                        .push(("GODEBUG", after_godebug(theirs.as_deref(), value)));
                 }
             }
             Peer::Java => mask.jvm_flags = jvm_flags(family),
@@ -135,6 +148,9 @@ impl PeerMask {
     /// What the row's record says: `masked to aes-ni (OPENSSL_ia32cap=...)`, `not masked
     /// (...)`.
     pub fn describe(&self) -> String {
+        if own_family(self.family) {
+            return own_family_note(self.family);
+        }
         if !self.masked {
             return format!(
                 "not masked: no switch to hold it to {} (cpufeatures picks at run time)",
@@ -156,7 +172,21 @@ impl PeerMask {
 
 /// The record note of parcrypt's own rows under `family`.
 pub fn parcrypt_note(family: KernelFamily) -> String {
+    if own_family(family) {
+        return own_family_note(family);
+    }
     format!("masked to {family} (EngineBuilder::kernels)")
+}
+
+/// Whether `family` is at or above what this CPU has: then nothing is hidden from anyone,
+/// and no row is marked.
+fn own_family(family: KernelFamily) -> bool {
+    family >= KernelFamily::detected()
+}
+
+/// The record note of every row under the CPU's own family.
+fn own_family_note(family: KernelFamily) -> String {
+    format!("at {family}, this CPU's own family: nothing hidden")
 }
 
 /// The label a table gives a row whose record carries `note`: `[masked]`, `[not masked]`, or
@@ -173,6 +203,8 @@ pub fn row_mark(note: Option<&str>) -> Option<&'static str> {
 }
 
 #[cfg(test)]
+// Tests say on stderr what this machine could not run; libtest shows it.
+#[allow(clippy::disallowed_macros)]
 mod tests {
     use super::*;
 
@@ -226,7 +258,18 @@ mod tests {
 
     #[test]
     fn each_peer_gets_its_own_mask_and_rustcrypto_none() {
+        // Under the CPU's own family nothing is hidden, and no row is marked.
+        for peer in [Peer::Evp, Peer::RustCrypto, Peer::Go] {
+            let note = PeerMask::new(peer, KernelFamily::Vaes512).describe();
+            assert_eq!(note, "at vaes-512, this CPU's own family: nothing hidden");
+            assert_eq!(row_mark(Some(&note)), None);
+        }
+        assert_eq!(row_mark(None), None);
         let family = KernelFamily::AesNi;
+        if KernelFamily::detected() <= family {
+            eprintln!("masks: this CPU has no family above aes-ni; the masked cases skipped");
+            return;
+        }
         for peer in [Peer::AwsLcRs, Peer::Evp, Peer::Pyca] {
             let mask = PeerMask::new(peer, family);
             assert_eq!(
@@ -246,10 +289,16 @@ mod tests {
         let rust = PeerMask::new(Peer::RustCrypto, family);
         assert!(!rust.masked && rust.env.is_empty());
         assert_eq!(row_mark(Some(&rust.describe())), Some("[not masked]"));
+    }
+
+    #[test]
+    fn the_go_mask_keeps_the_callers_godebug() {
+        let ours = "cpu.avx512f=off".to_string();
+        assert_eq!(after_godebug(None, ours.clone()), ours);
+        assert_eq!(after_godebug(Some(""), ours.clone()), ours);
         assert_eq!(
-            PeerMask::new(Peer::Evp, KernelFamily::Vaes512).describe(),
-            "masked to vaes-512 (nothing above it to hide)"
+            after_godebug(Some("madvdontneed=1,cpu.aes=on"), ours),
+            "madvdontneed=1,cpu.aes=on,cpu.avx512f=off"
         );
-        assert_eq!(row_mark(None), None);
     }
 }

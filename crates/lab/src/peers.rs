@@ -1022,13 +1022,20 @@ pub fn summarize(report: &Report) -> Option<Summary> {
             if chosen.is_empty() {
                 continue;
             }
-            summary.tables.push(peer_table(cipher, direction, &chosen));
+            summary
+                .tables
+                .push(peer_table(cipher, direction, &chosen, report.run.clock_hz));
         }
     }
     Some(summary)
 }
 
-fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table {
+fn peer_table(
+    cipher: &str,
+    direction: &str,
+    records: &[&BenchRecord],
+    clock_hz: Option<f64>,
+) -> Table {
     let mut sizes = summary::distinct(records, |record| record.bytes);
     sizes.sort_unstable();
     let mut threads = summary::distinct(records, |record| record.threads);
@@ -1087,14 +1094,17 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
             }
             table.row(row);
         }
-        let mut ratio = vec!["parcrypt x fastest peer".to_string(), count.to_string()];
-        for &bytes in &sizes {
-            let ours = find(PARCRYPT, count, bytes);
-            let fastest = names
+        let fastest_peer = |bytes: u64| {
+            names
                 .iter()
                 .filter(|name| *name != PARCRYPT && !OWN_ROWS.contains(&name.as_str()))
                 .filter_map(|name| find(name, count, bytes))
-                .max_by(|a, b| a.mb_per_s.total_cmp(&b.mb_per_s));
+                .max_by(|a, b| a.mb_per_s.total_cmp(&b.mb_per_s))
+        };
+        let mut ratio = vec!["parcrypt x fastest peer".to_string(), count.to_string()];
+        for &bytes in &sizes {
+            let ours = find(PARCRYPT, count, bytes);
+            let fastest = fastest_peer(bytes);
             ratio.push(summary::or_dash(ours.zip(fastest).map(|(ours, peer)| {
                 let text = format!(
                     "{} {}",
@@ -1119,6 +1129,24 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
                 })));
             }
             table.row(share);
+        }
+        if let Some(clock_hz) = clock_hz {
+            // Cycles per byte of one core: the clock times the threads over the bytes a
+            // second of all threads together.
+            let cycles_per_byte = |record: Option<&BenchRecord>| {
+                summary::or_dash(record.map(|record| {
+                    let value = clock_hz * count as f64 / (record.mb_per_s.max(1e-12) * 1e6);
+                    format!("{value:.3}")
+                }))
+            };
+            let mut ours = vec!["parcrypt cycles/byte".to_string(), count.to_string()];
+            let mut theirs = vec!["fastest peer cycles/byte".to_string(), count.to_string()];
+            for &bytes in &sizes {
+                ours.push(cycles_per_byte(find(PARCRYPT, count, bytes)));
+                theirs.push(cycles_per_byte(fastest_peer(bytes)));
+            }
+            table.row(ours);
+            table.row(theirs);
         }
         if measured(GHASH_PASS, count) {
             // The two passes one after the other: their times add up.
@@ -1160,6 +1188,14 @@ fn peer_table(cipher: &str, direction: &str, records: &[&BenchRecord]) -> Table 
              \"{GHASH_PASS}\" and \"{CTR_PASS}\" are the two passes alone, and \"parcrypt x \
              both passes\" is parcrypt's speed over theirs one after the other (their times \
              added)."
+        ));
+    }
+    if let Some(clock_hz) = clock_hz {
+        table.note(format!(
+            "cycles/byte: per core, at the clock measured at the start of the run ({:.2} GHz, \
+             a chain of dependent additions; under wide vector code some cores run slower, \
+             which would make these figures a little high, never low).",
+            clock_hz / 1e9
         ));
     }
     if names.iter().any(|name| name == COPY) {
@@ -1243,7 +1279,7 @@ mod tests {
             })
             .collect();
         let chosen: Vec<&BenchRecord> = records.iter().collect();
-        peer_table("aes-128-gcm", direction, &chosen)
+        peer_table("aes-128-gcm", direction, &chosen, None)
     }
 
     /// [`gcm_table`] of decryption lines, every peer's library named `x`, one for each (peer,
@@ -1478,7 +1514,7 @@ mod tests {
         rust.note = Some(PeerMask::new(Peer::RustCrypto, KernelFamily::Portable).describe());
         records.push(rust);
         let chosen: Vec<&BenchRecord> = records.iter().collect();
-        let table = peer_table("aes-128-ctr", "encrypt", &chosen);
+        let table = peer_table("aes-128-ctr", "encrypt", &chosen, None);
         assert_eq!(
             first_column(&table)[..3],
             ["parcrypt [masked]", "rustcrypto [not masked]", COPY]
@@ -1488,6 +1524,53 @@ mod tests {
             .last()
             .expect("notes")
             .starts_with("--kernels: "));
+    }
+
+    /// With a measured clock, the table gives parcrypt's and the fastest peer's cycles per
+    /// byte of one core: clock x threads / rate.
+    #[test]
+    fn cycles_per_byte_come_from_the_clock() {
+        let query = PeerQuery {
+            cipher: "aes-128-ctr".into(),
+            direction: Direction::Encrypt,
+            bytes: 1024,
+            threads: 1,
+            runs: 1,
+            min_seconds: 0.0,
+            kernels: None,
+        };
+        let mut records: Vec<BenchRecord> = measure_parcrypt(&query)
+            .expect("measures")
+            .iter()
+            .map(PeerRun::record)
+            .collect();
+        records[0].mb_per_s = 2000.0;
+        let mut slower = records[0].clone();
+        slower.backend = "aws-lc-rs".into();
+        slower.mb_per_s = 1000.0;
+        let mut faster = records[0].clone();
+        faster.backend = "rustcrypto".into();
+        faster.mb_per_s = 8000.0;
+        records.extend([slower, faster]);
+        let chosen: Vec<&BenchRecord> = records.iter().collect();
+        let row = |table: &Table, label: &str| {
+            let rows = &table.rows;
+            rows.iter()
+                .find(|row| row[0] == label)
+                .map(|row| row[2].clone())
+        };
+        let table = peer_table("aes-128-ctr", "encrypt", &chosen, Some(4.0e9));
+        assert_eq!(
+            row(&table, "parcrypt cycles/byte").as_deref(),
+            Some("2.000")
+        );
+        assert_eq!(
+            row(&table, "fastest peer cycles/byte").as_deref(),
+            Some("0.500")
+        );
+        assert!(table.notes.iter().any(|note| note.contains("4.00 GHz")));
+        let table = peer_table("aes-128-ctr", "encrypt", &chosen, None);
+        assert_eq!(row(&table, "parcrypt cycles/byte"), None);
     }
 
     #[test]

@@ -214,6 +214,11 @@ pub struct RunInfo {
     pub host: String,
     pub cpu: String,
     pub cpu_features: String,
+    /// The core clock measured at the start of the run (a chain of dependent additions,
+    /// `parcrypt_ciphers::clock`), in Hz, from which cycles per byte are quoted; `None` off
+    /// x86-64 and in reports made before it was recorded.
+    #[serde(default)]
+    pub clock_hz: Option<f64>,
     pub threads: usize,
     pub memory_bytes: u64,
     pub os: String,

@@ -20,6 +20,7 @@ fn run_info() -> RunInfo {
         host: "test-host".into(),
         cpu: "Example CPU".into(),
         cpu_features: "hardware AES".into(),
+        clock_hz: Some(4.0e9),
         threads: 2,
         memory_bytes: 8 << 30,
         os: "Linux".into(),

@@ -20,8 +20,12 @@ pub fn render(report: &Report, summaries: &[Summary], plots: &[String]) -> Strin
         run.level,
         run.command
     );
+    let clock = run
+        .clock_hz
+        .map(|hz| format!("; clock {:.2} GHz measured", hz / 1e9))
+        .unwrap_or_default();
     text += &format!(
-        "- CPU: {}, {} hardware threads; {}\n",
+        "- CPU: {}, {} hardware threads{clock}; {}\n",
         run.cpu, run.threads, run.cpu_features
     );
     text += &format!(

@@ -458,6 +458,7 @@ mod tests {
             host: "test".into(),
             cpu: "test".into(),
             cpu_features: String::new(),
+            clock_hz: None,
             threads: 2,
             memory_bytes: 0,
             os: "Linux".into(),

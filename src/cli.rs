@@ -22,6 +22,7 @@ macro_rules! show {
     };
 }
 
+mod age;
 mod bench;
 mod decrypt;
 mod devices;
@@ -78,10 +79,12 @@ enum Command {
     /// One cipher and mode with an explicit key and IV, byte-compatible with `openssl enc -nosalt`
     #[command(subcommand)]
     Raw(raw::RawCommand),
-    /// Encrypt a file: Cobblestone chunks (AES-GCM) under a passphrase or a key
+    /// Encrypt a file: Cobblestone chunks (AES-GCM) under a passphrase or a key, or an age file to recipients
     Encrypt(encrypt::EncryptArgs),
-    /// Decrypt a file made by `parcrypt encrypt`, or a bare Cobblestone message
+    /// Decrypt a file made by `parcrypt encrypt`, a bare Cobblestone message, or an age file
     Decrypt(encrypt::DecryptArgs),
+    /// Make an age identity (X25519, or post-quantum with --pq) in age-keygen's layout
+    Keygen(age::KeygenArgs),
     /// List backends and devices, and why any is unavailable
     #[command(after_help = "\
 Examples:
@@ -154,12 +157,6 @@ impl Named for parcrypt::CipherSpec {
             .into_iter()
             .map(|spec| spec.to_string())
             .collect()
-    }
-}
-
-impl Named for parcrypt::Format {
-    fn names() -> Vec<String> {
-        vec!["parcrypt".into(), "cobblestone".into()]
     }
 }
 
@@ -378,6 +375,7 @@ pub fn main() -> ExitCode {
         Command::Raw(command) => raw::run(command),
         Command::Encrypt(args) => encrypt::run_encrypt(args),
         Command::Decrypt(args) => decrypt::run(args),
+        Command::Keygen(args) => age::keygen(args),
         Command::Devices => devices::run(),
         Command::Bench(args) => bench::run(args),
         Command::Tune(args) => tune::run(args),

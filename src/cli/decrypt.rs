@@ -3,7 +3,7 @@
 //! the plaintext streams through the library's pipeline, whole or as a `--range`.
 
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::path::Path;
 
 use parcrypt::errors::FormatError;
@@ -14,7 +14,7 @@ use parcrypt::SecretBytes;
 use parcrypt::StreamOptions;
 use parcrypt::{ByteRange, ChunkBatcher, Decryptor, Format, KdfLimits, UnlockedDecryptor};
 
-use super::encrypt::{run_to_output, secret_of, take_key, CommonArgs, DecryptArgs};
+use super::encrypt::{run_to_output, secret_of, take_key, CommonArgs, DecryptArgs, FileFormat};
 use super::files::{check_output, file_size, open_input, plain};
 use super::Failure;
 
@@ -22,7 +22,7 @@ pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
     let common = &mut args.common;
     let context = secrets::decode_hex("--context", common.context.as_deref().unwrap_or(""))?;
     let key = take_key(common)?;
-    if common.format == Format::Cobblestone && key.is_none() {
+    if common.format == FileFormat::Cobblestone && key.is_none() {
         return Err(Failure(
             "--format cobblestone needs --key or --key-file".into(),
         ));
@@ -34,6 +34,39 @@ pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
         common.input.as_deref(),
         common.overwrite,
     )?;
+    // An age file (by --format age or its first line) goes to the age decryption.
+    let (prefix, input) = match (range, args.common.input.as_deref()) {
+        (Some(_), Some(path)) if path != Path::new("-") => {
+            let file = File::open(path).map_err(|error| {
+                Failure(format!(
+                    "cannot open input '{}': {}",
+                    path.display(),
+                    plain(&error)
+                ))
+            })?;
+            (read_prefix(&mut (&file))?, None)
+        }
+        (_, path) => {
+            let mut input = open_input(path)?;
+            (read_prefix(&mut input)?, Some(input))
+        }
+    };
+    if args.common.format == FileFormat::Age || super::age::is_age(&prefix) {
+        if key.is_some() {
+            return Err(Failure(
+                "this is an age file: give -i IDENTITY_FILE (or a passphrase), not --key/--key-file"
+                    .into(),
+            ));
+        }
+        let input = input.unwrap_or_else(|| Box::new(io::empty()));
+        return super::age::decrypt(&args, prefix, input, range);
+    }
+    if !args.age.identities.is_empty() {
+        return Err(Failure(
+            "-i is for age files, and this is not one (no age-encryption.org/v1 line)".into(),
+        ));
+    }
+    let common = &args.common;
     let engine = common.file_engine()?;
     let decryption = Decryption {
         args: &args,
@@ -43,7 +76,10 @@ pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
     };
     // Random access needs to seek: a file, not a pipe.
     match (range, args.common.input.as_deref()) {
-        (None, path) => decryption.run(open_input(path)?, true, UnlockedDecryptor::decrypt_to),
+        (None, _) => {
+            let input = io::Cursor::new(prefix).chain(input.expect("opened above"));
+            decryption.run(input, true, UnlockedDecryptor::decrypt_to)
+        }
         (Some(range), Some(path)) if path != Path::new("-") => decryption.run(
             open_seekable(path)?,
             false,
@@ -109,7 +145,11 @@ fn unlock<R: Read>(
     context: &[u8],
     limits: KdfLimits,
 ) -> Result<(UnlockedDecryptor<R>, usize), Failure> {
-    let decryptor = match Decryptor::new(common.format, input) {
+    let format = match common.format {
+        FileFormat::Cobblestone => Format::Cobblestone,
+        _ => Format::Parcrypt,
+    };
+    let decryptor = match Decryptor::new(format, input) {
         Err(FormatError::NotParcrypt) => {
             return Err(Failure(
                 "not a parcrypt file (no parcrypt header; for a bare Cobblestone message use --format cobblestone with --key)".into(),
@@ -141,6 +181,30 @@ fn unlock<R: Read>(
     let envelope_bytes = decryptor.envelope().len();
     let unlocked = decryptor.unlock(secret_of(&key, &passphrase)?, context)?;
     Ok((unlocked, envelope_bytes))
+}
+
+/// The first bytes of the input (up to 64 past any leading whitespace, at most 1,100), to
+/// recognise an age file.
+fn read_prefix(input: &mut dyn Read) -> Result<Vec<u8>, Failure> {
+    let mut prefix = Vec::with_capacity(128);
+    let mut piece = [0u8; 64];
+    loop {
+        let start = prefix
+            .iter()
+            .position(|c: &u8| !c.is_ascii_whitespace())
+            .unwrap_or(prefix.len());
+        if prefix.len() - start >= 64 || prefix.len() > 1100 {
+            return Ok(prefix);
+        }
+        match input.read(&mut piece) {
+            Ok(0) => return Ok(prefix),
+            Ok(n) => prefix.extend_from_slice(&piece[..n]),
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => {
+                return Err(Failure(format!("cannot read input: {}", plain(&error))));
+            }
+        }
+    }
 }
 
 fn open_seekable(path: &Path) -> Result<File, Failure> {

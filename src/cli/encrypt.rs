@@ -19,6 +19,7 @@ use parcrypt::{
 use parcrypt::{Backend, Engine};
 use zeroize::Zeroize;
 
+use super::age::{AgeDecryptArgs, AgeEncryptArgs};
 use super::files::{check_output, file_size, open_input, Output};
 use super::progress::{print_stats, Progress};
 use super::Failure;
@@ -29,7 +30,10 @@ Examples:
   parcrypt encrypt --passphrase-file pass.txt notes.txt -o notes.txt.pc
   PARCRYPT_PASSPHRASE=\"$SECRET\" parcrypt encrypt notes.txt -o notes.txt.pc
   tar c photos | parcrypt encrypt --passphrase-file pass.txt -o photos.tar.pc
-  parcrypt encrypt --key-file key.bin --format cobblestone data -o data.cs";
+  parcrypt encrypt --key-file key.bin --format cobblestone data -o data.cs
+  parcrypt encrypt --format age -r age1... -r age1... data -o data.age
+  parcrypt encrypt --format age -R recipients.txt -a data -o data.age.txt
+  parcrypt encrypt --format age -p --passphrase-file pass.txt data -o data.age";
 
 const DECRYPT_EXAMPLES: &str = "\
 Examples:
@@ -37,7 +41,8 @@ Examples:
   parcrypt decrypt --passphrase-file pass.txt notes.txt.pc -o notes.txt --overwrite
   parcrypt decrypt --passphrase-file pass.txt photos.tar.pc | tar x
   parcrypt decrypt --range 1M:2M --passphrase-file pass.txt big.pc -o part
-  parcrypt decrypt --key-file key.bin --format cobblestone data.cs -o data";
+  parcrypt decrypt --key-file key.bin --format cobblestone data.cs -o data
+  parcrypt decrypt -i key.txt data.age -o data        an age file, recognised by its header";
 
 const AFTER_HELP: &str = "\
 Secrets (one of):
@@ -53,6 +58,10 @@ Formats:
   cobblestone  a bare Cobblestone message (c2sp.org/chunked-encryption) under --key or
                --key-file: 16 bytes for Cobblestone-128, 32 for Cobblestone-256.
                Other Cobblestone implementations read and write the same bytes.
+  age          an age v1 file (age-encryption.org/v1) to recipients (-r, -R: X25519
+               age1..., post-quantum age1pq1...) or a passphrase (-p, scrypt), ASCII-
+               armored with -a. age 1.3 reads it; decrypt recognises age files by their
+               first line and opens them with -i IDENTITY_FILE. docs/AGE.md.
 Safety:
   OUTPUT is checked before any prompt or key derivation: a folder, the input file itself
   (stdout included: `> INPUT` and `>> INPUT` are refused), an existing file without
@@ -78,9 +87,9 @@ pub struct CommonArgs {
     /// File holding the passphrase (less one trailing newline)
     #[arg(long, value_name = "PATH", group = "secret")]
     pub(super) passphrase_file: Option<PathBuf>,
-    /// parcrypt (header, then Cobblestone) or cobblestone (bare, needs a key)
-    #[arg(long, value_name = "NAME", default_value = "parcrypt", value_parser = super::named::<Format>(), hide_possible_values = true)]
-    pub(super) format: Format,
+    /// parcrypt (header, then Cobblestone), cobblestone (bare, needs a key) or age
+    #[arg(long, value_name = "NAME", default_value = "parcrypt", value_parser = super::named::<FileFormat>(), hide_possible_values = true)]
+    pub(super) format: FileFormat,
     /// Context in hex, bound into the key derivation; decryption must give the same
     #[arg(long, value_name = "HEX")]
     pub(super) context: Option<String>,
@@ -123,7 +132,9 @@ impl CommonArgs {
 #[command(after_help = format!("{ENCRYPT_EXAMPLES}\n{AFTER_HELP}"))]
 pub struct EncryptArgs {
     #[command(flatten)]
-    common: CommonArgs,
+    pub(super) common: CommonArgs,
+    #[command(flatten)]
+    pub(super) age: AgeEncryptArgs,
     /// aes-128-gcm (Cobblestone-128, the default) or aes-256-gcm (Cobblestone-256); a key's length decides for keys
     #[arg(long, value_name = "NAME", value_parser = parse_cipher)]
     cipher: Option<Suite>,
@@ -150,6 +161,8 @@ Key-derivation budget:
 pub struct DecryptArgs {
     #[command(flatten)]
     pub(super) common: CommonArgs,
+    #[command(flatten)]
+    pub(super) age: AgeDecryptArgs,
     /// Decrypt only plaintext bytes START:END (end excluded; -N counts from the end; K/M/G
     /// suffixes). Needs a seekable INPUT file. A range relative to the end authenticates
     /// the final chunk first.
@@ -184,8 +197,17 @@ impl DecryptArgs {
 }
 
 pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
+    let format = match args.common.format {
+        FileFormat::Age => return super::age::encrypt(&args),
+        _ if args.age.any() => {
+            return Err(Failure(
+                "-r, -R, -p and -a are options of --format age (parcrypt's own format takes a passphrase or a key)".into(),
+            ))
+        }
+        FileFormat::Parcrypt => Format::Parcrypt,
+        FileFormat::Cobblestone => Format::Cobblestone,
+    };
     let common = &mut args.common;
-    let format = common.format;
     let context = secrets::decode_hex("--context", common.context.as_deref().unwrap_or(""))?;
     let key = take_key(common)?;
     let suite = match (args.cipher, &key) {
@@ -341,6 +363,37 @@ pub(super) fn secret_of<'a>(
         (Some(key), _) => Ok(Secret::Key(key)),
         (None, Some(passphrase)) => Ok(Secret::Passphrase(passphrase)),
         (None, None) => Err(Failure("no key or passphrase".into())),
+    }
+}
+
+/// `--format`: the formats of `parcrypt-format`, and age.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileFormat {
+    /// A parcrypt header, then a Cobblestone message.
+    Parcrypt,
+    /// A bare Cobblestone message.
+    Cobblestone,
+    /// An age v1 file.
+    Age,
+}
+
+impl std::str::FromStr for FileFormat {
+    type Err = String;
+    fn from_str(name: &str) -> Result<Self, String> {
+        match name.to_ascii_lowercase().as_str() {
+            "parcrypt" => Ok(FileFormat::Parcrypt),
+            "cobblestone" => Ok(FileFormat::Cobblestone),
+            "age" => Ok(FileFormat::Age),
+            _ => Err(format!(
+                "unknown format '{name}' (choose parcrypt, cobblestone or age)"
+            )),
+        }
+    }
+}
+
+impl super::Named for FileFormat {
+    fn names() -> Vec<String> {
+        vec!["parcrypt".into(), "cobblestone".into(), "age".into()]
     }
 }
 

@@ -8,6 +8,7 @@
 use std::fmt;
 use std::io;
 
+pub use parcrypt_age::Error as AgeError;
 pub use parcrypt_engine::{EngineError, JobError};
 pub use parcrypt_format::{FormatError, SecretError};
 pub use parcrypt_gpu::GpuError;
@@ -34,6 +35,9 @@ pub enum Error {
     Suite(SpecError),
     /// A GPU could not be listed, opened or run.
     Gpu(GpuError),
+    /// An age file could not be written or opened, or an age key was refused (see
+    /// [`crate::age`]).
+    Age(AgeError),
     /// Reading or writing failed outside the calls above.
     Io(io::Error),
 }
@@ -53,6 +57,10 @@ impl Error {
                     | FormatError::TruncatedAfter { .. }
                     | FormatError::TruncatedChunk { .. }
             ),
+            Error::Age(error) => matches!(
+                error,
+                AgeError::NoMatch(_) | AgeError::HeaderMac | AgeError::Payload(_)
+            ),
             _ => false,
         }
     }
@@ -71,6 +79,7 @@ impl fmt::Display for Error {
             Error::Secret(error) => error.fmt(formatter),
             Error::Suite(error) => error.fmt(formatter),
             Error::Gpu(error) => error.fmt(formatter),
+            Error::Age(error) => error.fmt(formatter),
             Error::Io(error) => error.fmt(formatter),
         }
     }
@@ -86,6 +95,7 @@ impl std::error::Error for Error {
             Error::Secret(error) => error.source(),
             Error::Suite(error) => error.source(),
             Error::Gpu(error) => error.source(),
+            Error::Age(error) => error.source(),
             Error::Io(error) => error.source(),
         }
     }
@@ -110,6 +120,7 @@ from_inner! {
     SecretError => Secret,
     SpecError => Suite,
     GpuError => Gpu,
+    AgeError => Age,
     io::Error => Io,
 }
 

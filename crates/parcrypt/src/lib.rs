@@ -58,6 +58,8 @@
 //! - GPUs and CPU features of this machine, tuning: [`devices`].
 //! - A file split into parts for a cluster: [`parts`].
 //! - Reading keys and passphrases from files, hex or a terminal: [`secrets`].
+//! - age v1 files (X25519, post-quantum hybrid and passphrase recipients, ASCII armor), read
+//!   and written with the payload sealed and opened in parallel: [`age`].
 //! - Raw modes with your own IVs and nonces (ECB, CBC, CTR, GCM; AES, Blowfish, RC6), for
 //!   interoperating with an existing protocol: [`hazmat`]. Easy to misuse: a nonce used
 //!   twice under one key gives GCM's authentication away.
@@ -75,6 +77,7 @@
 mod error;
 mod one_call;
 
+pub mod age;
 pub mod devices;
 pub mod environment;
 pub mod files;
@@ -89,7 +92,7 @@ pub use parcrypt_bench as bench;
 /// The detailed errors that [`Error`] wraps, for a program that tells them apart.
 pub mod errors {
     pub use crate::error::{
-        EngineError, FormatError, GcmError, GpuError, JobError, SecretError, SpecError,
+        AgeError, EngineError, FormatError, GcmError, GpuError, JobError, SecretError, SpecError,
     };
 }
 

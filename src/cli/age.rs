@@ -1,0 +1,342 @@
+//! age v1 files on the command line: `parcrypt keygen`, `encrypt --format age` and the age
+//! side of `decrypt`. The library (`parcrypt::age`) does the work; this file turns the
+//! arguments into recipients and identities and reports one-line errors.
+
+use std::fs::OpenOptions;
+use std::io::{self, IsTerminal, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use parcrypt::age::{
+    self, Decryptor, Identity, Passphrase, Recipient, ScryptIdentity, ScryptRecipient,
+    SeekableReader,
+};
+use parcrypt::ByteRange;
+
+use super::encrypt::{read_passphrase, DecryptArgs, EncryptArgs};
+use super::files::{check_output, Output};
+use super::Failure;
+
+const KEYGEN_EXAMPLES: &str = "\
+Examples:
+  parcrypt keygen -o key.txt                  writes the identity (0600), prints its recipient
+  parcrypt keygen --pq -o key-pq.txt          a post-quantum (ML-KEM-768 + X25519) identity
+  parcrypt encrypt --format age -r \"$(parcrypt keygen -o key.txt)\" notes.txt -o notes.txt.age
+  parcrypt decrypt -i key.txt notes.txt.age -o notes.txt
+The file is in age-keygen's layout (# created, # public key, the secret key): age and
+age-keygen 1.3 read it, and parcrypt reads theirs.";
+
+#[derive(Args)]
+#[command(after_help = KEYGEN_EXAMPLES)]
+pub struct KeygenArgs {
+    /// Write the identity to FILE (created with mode 0600; an existing file is refused) and
+    /// print the recipient on stdout. Without it the identity file goes to stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// A post-quantum hybrid identity (ML-KEM-768 + X25519, age1pq1... recipients)
+    #[arg(long)]
+    pq: bool,
+}
+
+/// `parcrypt keygen`.
+pub fn keygen(args: KeygenArgs) -> Result<(), Failure> {
+    let (text, recipient) = age::generate_identity_file(args.pq);
+    match args
+        .output
+        .as_deref()
+        .filter(|path| *path != Path::new("-"))
+    {
+        Some(path) => {
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+                .map_err(|error| {
+                    let why = if error.kind() == io::ErrorKind::AlreadyExists {
+                        "it already exists (keygen never replaces a key)".to_string()
+                    } else {
+                        parcrypt::files::plain(&error)
+                    };
+                    Failure(format!("cannot create '{}': {why}", path.display()))
+                })?;
+            let written = file
+                .write_all(text.as_bytes())
+                .and_then(|()| file.sync_all());
+            if let Err(error) = written {
+                let _ = std::fs::remove_file(path);
+                return Err(Failure(format!(
+                    "cannot write '{}': {}",
+                    path.display(),
+                    parcrypt::files::plain(&error)
+                )));
+            }
+            show!("{recipient}")
+        }
+        None => {
+            let mut stdout = io::stdout().lock();
+            stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                .map_err(|error| {
+                    Failure(format!(
+                        "cannot write output: {}",
+                        parcrypt::files::plain(&error)
+                    ))
+                })?;
+            if !io::stdout().is_terminal() {
+                say!("Public key: {recipient}");
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The age options of `encrypt`.
+#[derive(Args)]
+pub struct AgeEncryptArgs {
+    /// age: encrypt to RECIPIENT (age1... or age1pq1...); repeatable
+    #[arg(short = 'r', long = "recipient", value_name = "RECIPIENT")]
+    pub(super) recipients: Vec<String>,
+    /// age: encrypt to every recipient in FILE (one a line, # comments); repeatable
+    #[arg(short = 'R', long = "recipients-file", value_name = "FILE")]
+    pub(super) recipients_files: Vec<PathBuf>,
+    /// age: encrypt to a passphrase (scrypt), from --passphrase-file, PARCRYPT_PASSPHRASE or
+    /// the prompt
+    #[arg(short = 'p', long = "passphrase")]
+    pub(super) passphrase: bool,
+    /// age: ASCII armor (PEM) around the file
+    #[arg(short = 'a', long = "armor")]
+    pub(super) armor: bool,
+}
+
+impl AgeEncryptArgs {
+    pub(super) fn any(&self) -> bool {
+        !self.recipients.is_empty()
+            || !self.recipients_files.is_empty()
+            || self.passphrase
+            || self.armor
+    }
+}
+
+/// The age options of `decrypt`.
+#[derive(Args)]
+pub struct AgeDecryptArgs {
+    /// age: an identity file (age-keygen's layout); repeatable, tried in order
+    #[arg(short = 'i', long = "identity", value_name = "FILE")]
+    pub(super) identities: Vec<PathBuf>,
+    /// age: the largest scrypt work factor (log2 N) a passphrase file may ask for [default: 22]
+    #[arg(long, value_name = "LOG2N", value_parser = clap::value_parser!(u8).range(1..=30))]
+    pub(super) scrypt_max_work_factor: Option<u8>,
+}
+
+/// `parcrypt encrypt --format age`.
+pub fn encrypt(args: &EncryptArgs) -> Result<(), Failure> {
+    let common = &args.common;
+    let age_args = &args.age;
+    if common.key.is_some() || common.key_file.is_some() {
+        return Err(Failure(
+            "--format age takes recipients (-r, -R) or a passphrase (-p), not --key/--key-file"
+                .into(),
+        ));
+    }
+    if common.context.is_some() {
+        return Err(Failure("--context is not part of the age format".into()));
+    }
+    let mut recipients = Vec::new();
+    for text in &age_args.recipients {
+        recipients.push(
+            text.parse::<Recipient>()
+                .map_err(|error| Failure(format!("-r: {error}")))?,
+        );
+    }
+    for path in &age_args.recipients_files {
+        let found = age::read_recipients_file(path)
+            .map_err(|error| Failure(format!("-R {}: {error}", path.display())))?;
+        recipients.extend(found);
+    }
+    if age_args.passphrase && !recipients.is_empty() {
+        return Err(Failure(
+            "a passphrase (-p) must be an age file's only recipient: drop -r/-R or -p".into(),
+        ));
+    }
+    if !age_args.passphrase && recipients.is_empty() {
+        return Err(Failure(
+            "--format age needs recipients (-r RECIPIENT, -R FILE) or a passphrase (-p)".into(),
+        ));
+    }
+    if !recipients.is_empty() {
+        Recipient::check_combination(&recipients).map_err(|error| Failure(error.to_string()))?;
+    }
+    let to_terminal = match common.output.as_deref() {
+        Some(path) if path != Path::new("-") => parcrypt::files::is_terminal(path),
+        _ => io::stdout().is_terminal(),
+    };
+    if to_terminal && !age_args.armor {
+        return Err(Failure(
+            "refusing to write encrypted bytes to the terminal: use -o FILE, a pipe or -a".into(),
+        ));
+    }
+    check_output(
+        common.output.as_deref(),
+        common.input.as_deref(),
+        common.overwrite,
+    )?;
+    let mut input = super::files::open_input(common.input.as_deref())?;
+    if age_args.passphrase {
+        let passphrase = read_passphrase(common.passphrase_file.as_deref(), true)?;
+        recipients.push(Recipient::from(ScryptRecipient::new(Passphrase::new(
+            passphrase.to_vec(),
+        ))));
+    }
+    let mut output = Output::create(
+        common.output.as_deref(),
+        common.input.as_deref(),
+        common.overwrite,
+    )?;
+    let mut writer = age::encrypt(&recipients, age_args.armor, output.writer())
+        .map_err(|error| Failure(error.to_string()))?;
+    io::copy(&mut input, &mut writer).map_err(|error| Failure(plain_io(&error)))?;
+    writer
+        .finish()
+        .map_err(|error| Failure(error.to_string()))?;
+    output.commit()
+}
+
+/// An I/O error's message, an age error inside it as its own one line.
+fn plain_io(error: &io::Error) -> String {
+    match error.get_ref() {
+        Some(inner) => inner.to_string(),
+        None => parcrypt::files::plain(error),
+    }
+}
+
+/// Reads `-i` files, warning about one that others can read (as ssh does).
+fn identities(args: &AgeDecryptArgs) -> Result<Vec<Identity>, Failure> {
+    let mut identities = Vec::new();
+    for path in &args.identities {
+        if let Ok(metadata) = std::fs::metadata(path) {
+            if metadata.permissions().mode() & 0o077 != 0 {
+                say!(
+                    "parcrypt: warning: identity file '{}' can be read by other users (chmod 600 it)",
+                    path.display()
+                );
+            }
+        }
+        let found = age::read_identity_file(path)
+            .map_err(|error| Failure(format!("-i {}: {error}", path.display())))?;
+        identities.extend(found);
+    }
+    Ok(identities)
+}
+
+/// Whether `prefix` (the first bytes of the input) is an age file.
+pub fn is_age(prefix: &[u8]) -> bool {
+    age::is_age(prefix) || {
+        let first = prefix
+            .iter()
+            .position(|c| !c.is_ascii_whitespace())
+            .unwrap_or(prefix.len());
+        prefix[first..].starts_with(b"-----BEGIN AGE")
+    }
+}
+
+/// The identities for a header: the passphrase for an scrypt file, else the `-i` files.
+fn identities_for(args: &DecryptArgs, is_passphrase: bool) -> Result<Vec<Identity>, Failure> {
+    if is_passphrase {
+        let passphrase = read_passphrase(args.common.passphrase_file.as_deref(), false)?;
+        let mut identity = ScryptIdentity::new(Passphrase::new(passphrase.to_vec()));
+        if let Some(max) = args.age.scrypt_max_work_factor {
+            identity = identity.max_work_factor(max);
+        }
+        return Ok(vec![identity.into()]);
+    }
+    let identities = identities(&args.age)?;
+    if identities.is_empty() {
+        return Err(Failure(
+            "this age file is encrypted to recipients: give -i IDENTITY_FILE".into(),
+        ));
+    }
+    Ok(identities)
+}
+
+/// `parcrypt decrypt` of an age file read from `input` (its first bytes already read into
+/// `prefix`). The file key is unwrapped and the header's MAC checked before the output is
+/// made; the output is a file that appears only if every chunk authenticated (stdout, a
+/// FIFO or a device gets authenticated 4 MiB batches, then the error).
+pub fn decrypt(
+    args: &DecryptArgs,
+    prefix: Vec<u8>,
+    input: Box<dyn Read + Send>,
+    range: Option<ByteRange>,
+) -> Result<(), Failure> {
+    let common = &args.common;
+    if common.key.is_some() || common.key_file.is_some() {
+        return Err(Failure(
+            "this is an age file: give -i IDENTITY_FILE (or a passphrase), not --key/--key-file"
+                .into(),
+        ));
+    }
+    if let Some(range) = range {
+        let path = common.input.as_deref().expect("a range has a file");
+        return decrypt_range(args, path, range);
+    }
+    let decryptor = Decryptor::new(io::Cursor::new(prefix).chain(input))
+        .map_err(|error| Failure(error.to_string()))?;
+    let identities = identities_for(args, decryptor.is_passphrase())?;
+    let reader = decryptor
+        .decrypt(&identities)
+        .map_err(|error| Failure(error.to_string()))?;
+    drop(identities);
+    let mut output = Output::create(
+        common.output.as_deref(),
+        common.input.as_deref(),
+        common.overwrite,
+    )?;
+    reader
+        .decrypt_to(output.writer())
+        .map_err(|error| Failure(error.to_string()))?;
+    output.commit()
+}
+
+/// `--range` of a binary age file: only the chunks under the range are read and opened,
+/// after the final chunk authenticated.
+fn decrypt_range(args: &DecryptArgs, path: &Path, range: ByteRange) -> Result<(), Failure> {
+    let common = &args.common;
+    let file = std::fs::File::open(path).map_err(|error| {
+        Failure(format!(
+            "cannot open input '{}': {}",
+            path.display(),
+            parcrypt::files::plain(&error)
+        ))
+    })?;
+    let is_passphrase = {
+        let decryptor = Decryptor::new(&file).map_err(|error| Failure(error.to_string()))?;
+        if decryptor.is_armored() {
+            return Err(Failure(
+                "--range needs a binary age file: an armored one must be decrypted whole".into(),
+            ));
+        }
+        decryptor.is_passphrase()
+    };
+    let identities = identities_for(args, is_passphrase)?;
+    let mut reader =
+        SeekableReader::new(file, &identities).map_err(|error| Failure(error.to_string()))?;
+    drop(identities);
+    let (start, end) = range.resolve(reader.plaintext_len());
+    let mut output = Output::create(
+        common.output.as_deref(),
+        common.input.as_deref(),
+        common.overwrite,
+    )?;
+    reader
+        .seek(SeekFrom::Start(start))
+        .map_err(|error| Failure(plain_io(&error)))?;
+    io::copy(
+        &mut (&mut reader).take(end.saturating_sub(start)),
+        output.writer(),
+    )
+    .map_err(|error| Failure(plain_io(&error)))?;
+    output.commit()
+}

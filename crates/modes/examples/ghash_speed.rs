@@ -54,7 +54,7 @@ fn main() {
         BUFFER_BYTES / 1024
     );
     println!("default implementation here: {}", Implementation::fastest());
-    for implementation in Implementation::ALL {
+    for &implementation in Implementation::ALL {
         let Some(key) = GhashKey::with_implementation(&h, implementation) else {
             println!("{:>24}: not available on this CPU", implementation.name());
             continue;

@@ -21,6 +21,7 @@
 //! - [`Implementation::Pclmul`]: x86-64 PCLMULQDQ, 16 blocks per reduction.
 //! - [`Implementation::Vpclmul`]: x86-64 AVX-512 VPCLMULQDQ, 32 blocks (4 per register) per
 //!   reduction.
+//! - `Implementation::Pmull` (aarch64 only): ARMv8 PMULL, 16 blocks per reduction.
 //!
 //! Both x86 paths sum the unreduced products of a group of blocks with H^n..H^1 and reduce
 //! once per group (aggregated reduction), and use Karatsuba (three carry-less multiplications
@@ -42,7 +43,7 @@ pub(crate) mod x86_pclmul;
 
 /// A power of H in a register with, in both halves of each 128-bit lane, the sum of its
 /// halves: the second operand of the Karatsuba middle product.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[derive(Clone, Copy)]
 pub(crate) struct Power<V> {
     pub(crate) value: V,
@@ -54,8 +55,9 @@ pub(crate) struct Power<V> {
 /// products, per lane `high * y^128 + middle * y^64 + low`), `halves_sum`,
 /// `with_halves_sum`, `product` (Karatsuba), `add`, and `$reduce`, the reduction of each
 /// lane (the caller adds the lanes where a register has more than one). The widths differ
-/// only in the intrinsics named here; every GHASH and stitched GCM kernel on x86-64 uses it.
-#[cfg(target_arch = "x86_64")]
+/// only in the intrinsics named here; every GHASH and stitched GCM kernel on x86-64 uses it,
+/// and the ARMv8 PMULL one with NEON stand-ins.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 macro_rules! karatsuba_lanes {
     (
         vector: $vector:ty,
@@ -134,8 +136,10 @@ macro_rules! karatsuba_lanes {
         }
     };
 }
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(crate) use karatsuba_lanes;
+#[cfg(target_arch = "aarch64")]
+pub(crate) mod armv8_pmull;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_vpclmul;
 
@@ -209,14 +213,27 @@ pub enum Implementation {
     Pclmul,
     /// x86-64 AVX-512 with VPCLMULQDQ on 512-bit registers.
     Vpclmul,
+    /// aarch64 ARMv8 PMULL (the Cryptography Extensions) on 128-bit registers.
+    #[cfg(target_arch = "aarch64")]
+    Pmull,
 }
 
 impl Implementation {
     /// Every implementation, slowest first.
-    pub const ALL: [Implementation; 3] = [
+    #[cfg(not(target_arch = "aarch64"))]
+    pub const ALL: &'static [Implementation] = &[
         Implementation::Soft,
         Implementation::Pclmul,
         Implementation::Vpclmul,
+    ];
+
+    /// Every implementation, slowest first.
+    #[cfg(target_arch = "aarch64")]
+    pub const ALL: &'static [Implementation] = &[
+        Implementation::Soft,
+        Implementation::Pclmul,
+        Implementation::Vpclmul,
+        Implementation::Pmull,
     ];
 
     /// Whether this CPU can run it.
@@ -227,6 +244,8 @@ impl Implementation {
             Implementation::Pclmul => x86_pclmul::is_available(),
             #[cfg(target_arch = "x86_64")]
             Implementation::Vpclmul => x86_vpclmul::is_available(),
+            #[cfg(target_arch = "aarch64")]
+            Implementation::Pmull => armv8_pmull::is_available(),
             #[cfg(not(target_arch = "x86_64"))]
             _ => false,
         }
@@ -241,7 +260,8 @@ impl Implementation {
     /// most `ceiling` (`None`: any).
     pub fn fastest_within(ceiling: Option<KernelFamily>) -> Self {
         Self::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .rev()
             .find(|implementation| {
                 implementation.family().within(ceiling) && implementation.is_available()
@@ -255,6 +275,8 @@ impl Implementation {
             Implementation::Soft => KernelFamily::Portable,
             Implementation::Pclmul => KernelFamily::AesNi,
             Implementation::Vpclmul => KernelFamily::Vaes512,
+            #[cfg(target_arch = "aarch64")]
+            Implementation::Pmull => KernelFamily::Armv8,
         }
     }
 
@@ -264,6 +286,8 @@ impl Implementation {
             Implementation::Soft => "soft",
             Implementation::Pclmul => "pclmul",
             Implementation::Vpclmul => "vpclmul",
+            #[cfg(target_arch = "aarch64")]
+            Implementation::Pmull => "pmull",
         }
     }
 }
@@ -384,6 +408,13 @@ impl GhashKey {
                 // features `x86_pclmul::fill_powers` enables.
                 unsafe { x86_pclmul::fill_powers(key.h, key.powers.get_mut()) }
             }
+            #[cfg(target_arch = "aarch64")]
+            Implementation::Pmull => {
+                // SAFETY: `is_available` (checked above) confirmed PMULL, whose Rust feature
+                // `aes` (with NEON, always present on aarch64) `armv8_pmull::fill_powers`
+                // enables.
+                unsafe { armv8_pmull::fill_powers(key.h, key.powers.get_mut()) }
+            }
             _ => fill_powers_with(key.h, key.powers.get_mut(), soft::mul_prepared),
         }
         // H^(POWERS + 1) = H * H^POWERS, the first entry of the extended table.
@@ -440,6 +471,12 @@ impl GhashKey {
                 // SAFETY: keys only get this implementation after `is_available` confirmed
                 // every CPU feature that `x86_pclmul::update` enables.
                 unsafe { x86_pclmul::update(self.powers.get(), state, blocks) }
+            }
+            #[cfg(target_arch = "aarch64")]
+            Implementation::Pmull => {
+                // SAFETY: keys only get this implementation after `is_available` confirmed
+                // PMULL, the feature (with NEON) that `armv8_pmull::update` enables.
+                unsafe { armv8_pmull::update(self.powers.get(), state, blocks) }
             }
             _ => soft::update(self.powers.get()[POWERS - 1], state, blocks),
         }
@@ -507,6 +544,12 @@ impl GhashKey {
                 // SAFETY: both implementations are only chosen after `is_available` confirmed
                 // PCLMULQDQ and SSSE3, the features `x86_pclmul::mul_prepared` enables.
                 unsafe { x86_pclmul::mul_prepared(left, right_prepared) }
+            }
+            #[cfg(target_arch = "aarch64")]
+            Implementation::Pmull => {
+                // SAFETY: only chosen after `is_available` confirmed PMULL, the feature (with
+                // NEON) that `armv8_pmull::mul_prepared` enables.
+                unsafe { armv8_pmull::mul_prepared(left, right_prepared) }
             }
             _ => soft::mul_prepared(left, right_prepared),
         }
@@ -602,15 +645,32 @@ mod tests {
 
     fn available_implementations() -> Vec<Implementation> {
         let available: Vec<_> = Implementation::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|implementation| implementation.is_available())
             .collect();
-        for implementation in Implementation::ALL {
+        for &implementation in Implementation::ALL {
             if !available.contains(&implementation) {
                 eprintln!("GHASH implementation {implementation} not available here: not tested");
             }
         }
         available
+    }
+
+    /// Where the CPU has a carry-less multiplier, keys take it: PMULL under qemu's `-cpu
+    /// max` (or Arm hardware), VPCLMULQDQ or PCLMULQDQ on x86-64.
+    #[test]
+    fn keys_take_the_cpus_multiplier() {
+        let fastest = Implementation::fastest();
+        #[cfg(target_arch = "aarch64")]
+        if std::arch::is_aarch64_feature_detected!("pmull") {
+            assert_eq!(fastest, Implementation::Pmull);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("pclmulqdq") {
+            assert_ne!(fastest, Implementation::Soft);
+        }
+        assert_eq!(GhashKey::new(&[1; 16]).implementation(), fastest);
     }
 
     fn key(h: &[u8; 16], implementation: Implementation) -> GhashKey {

@@ -96,3 +96,50 @@ fn read_key_file(path: &Path, what: &str) -> crate::Result<zeroize::Zeroizing<Ve
         .read_to_end(&mut text)?;
     Ok(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::errors::AgeError;
+
+    #[test]
+    fn files_appear_only_when_complete_and_authenticated() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        let sealed = dir.path().join("plain.age");
+        let opened = dir.path().join("opened");
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&plain, &data).unwrap();
+        let identity = X25519Identity::generate();
+        let recipients = [Recipient::from(identity.to_public())];
+        assert_eq!(
+            encrypt_file(&plain, &sealed, &recipients, false, false).unwrap(),
+            data.len() as u64
+        );
+        // An existing destination is refused without overwrite.
+        assert!(encrypt_file(&plain, &sealed, &recipients, false, false).is_err());
+        // A wrong identity is found before the destination is made.
+        let wrong = [Identity::from(X25519Identity::generate())];
+        let error = decrypt_file(&sealed, &opened, &wrong, false).unwrap_err();
+        assert!(error.is_authentication_failure(), "{error}");
+        assert!(!opened.exists());
+        // A damaged chunk: an error, and no destination.
+        let mut damaged = std::fs::read(&sealed).unwrap();
+        let middle = damaged.len() / 2;
+        damaged[middle] ^= 1;
+        let damaged_path = dir.path().join("damaged.age");
+        std::fs::write(&damaged_path, &damaged).unwrap();
+        let ids = [Identity::from(identity)];
+        let error = decrypt_file(&damaged_path, &opened, &ids, false).unwrap_err();
+        assert!(
+            matches!(error, crate::Error::Age(AgeError::Payload(_))),
+            "{error}"
+        );
+        assert!(!opened.exists());
+        assert_eq!(
+            decrypt_file(&sealed, &opened, &ids, false).unwrap(),
+            data.len() as u64
+        );
+        assert_eq!(std::fs::read(&opened).unwrap(), data);
+    }
+}

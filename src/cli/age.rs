@@ -15,7 +15,7 @@ use parcrypt::age::{
 use parcrypt::ByteRange;
 
 use super::encrypt::{read_passphrase, DecryptArgs, EncryptArgs};
-use super::files::{check_output, Output};
+use super::files::{check_output, file_size, Output};
 use super::Failure;
 
 const KEYGEN_EXAMPLES: &str = "\
@@ -195,6 +195,15 @@ pub fn encrypt(args: &EncryptArgs) -> Result<(), Failure> {
         common.input.as_deref(),
         common.overwrite,
     )?;
+    if let Some(size) = file_size(common.input.as_deref()) {
+        // The payload, a tag per 64 KiB chunk and room for the header (armor: 4/3 of it).
+        let sealed = size + size / 4096 + 4096;
+        output.reserve(if age_args.armor {
+            sealed / 3 * 4 + sealed / 48
+        } else {
+            sealed
+        });
+    }
     let mut writer = age::encrypt(&recipients, age_args.armor, output.writer())
         .map_err(|error| Failure(error.to_string()))?;
     io::copy(&mut input, &mut writer).map_err(|error| Failure(plain_io(&error)))?;
@@ -294,6 +303,9 @@ pub fn decrypt(
         common.input.as_deref(),
         common.overwrite,
     )?;
+    if let Some(size) = file_size(common.input.as_deref()) {
+        output.reserve(size);
+    }
     reader
         .decrypt_to(output.writer())
         .map_err(|error| Failure(error.to_string()))?;

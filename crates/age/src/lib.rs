@@ -187,7 +187,7 @@ impl<W: Write> Encryptor<W> {
             &mut self.sealed,
         );
         self.next += self.buffer.len().div_ceil(CHUNK_BYTES) as u64;
-        self.buffer.zeroize();
+        // Plaintext the caller gave (not key material): cleared, not wiped.
         self.buffer.clear();
         self.sink.writer().write_all(&self.sealed)
     }

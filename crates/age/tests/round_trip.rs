@@ -294,3 +294,66 @@ fn misuse_gives_one_line_errors() {
     let relaxed: Identity = ScryptIdentity::new(pass).max_work_factor(12).into();
     assert_eq!(decrypt_to_vec(&slow, &[relaxed]).unwrap(), b"x");
 }
+
+/// Every truncation and thousands of single-byte changes of small files (binary and armored,
+/// X25519 and hybrid): always an error of one line, never a panic, never plaintext.
+#[test]
+fn every_truncation_and_byte_change_is_refused() {
+    let x = X25519Identity::generate();
+    let pq = HybridIdentity::generate();
+    let data = plaintext(CHUNK_BYTES + 100);
+    let cases: [(Recipient, Identity); 2] = [
+        (x.to_public().into(), x.into()),
+        (pq.to_public().into(), pq.into()),
+    ];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for (recipient, identity) in cases {
+        let ids = [identity];
+        for armor in [false, true] {
+            let file = encrypt_to_vec(std::slice::from_ref(&recipient), armor, &data).unwrap();
+            let header = Decryptor::new(file.as_slice()).unwrap().header().len();
+            // Every truncation through the header and the nonce, then a sample of the rest.
+            let cuts = (0..file.len())
+                .filter(|&n| n <= header + 40 || n % 997 == 0 || n + 40 >= file.len());
+            for n in cuts {
+                // The armor's last line may lack its newline.
+                if armor && n + 1 == file.len() {
+                    assert!(decrypt_to_vec(&file[..n], &ids).is_ok_and(|plain| plain == data));
+                    continue;
+                }
+                match decrypt_to_vec(&file[..n], &ids) {
+                    Ok(_) => panic!("cut to {n} of {} bytes, accepted", file.len()),
+                    Err(error) => {
+                        let message = error.to_string();
+                        assert!(!message.contains('\n'), "{message:?}");
+                        assert!(!matches!(error, Error::NoMatch(_)), "cut {n}: {message}");
+                    }
+                }
+            }
+            for _ in 0..800 {
+                let mut damaged = file.clone();
+                let at = (next() % damaged.len() as u64) as usize;
+                let value = (next() % 255 + 1) as u8;
+                damaged[at] ^= value;
+                match decrypt_to_vec(&damaged, &ids) {
+                    // Armor may hide a change in the whitespace it allows at the end.
+                    Ok(plain) => assert!(
+                        armor && plain == data && at + 1 == file.len(),
+                        "byte {at} of {} changed, accepted",
+                        file.len()
+                    ),
+                    Err(error) => {
+                        let message = error.to_string();
+                        assert!(!message.contains('\n'), "{message:?}");
+                    }
+                }
+            }
+        }
+    }
+}

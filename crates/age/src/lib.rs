@@ -118,10 +118,17 @@ enum Sink<W: Write> {
 }
 
 impl<W: Write> Sink<W> {
-    fn writer(&mut self) -> &mut dyn Write {
+    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
         match self {
-            Sink::Plain(w) => w,
-            Sink::Armored(w) => w,
+            Sink::Plain(w) => w.write_all(data),
+            Sink::Armored(w) => w.write_all(data),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sink::Plain(w) => w.flush(),
+            Sink::Armored(w) => w.flush(),
         }
     }
 }
@@ -131,7 +138,11 @@ impl<W: Write> Sink<W> {
 ///
 /// Refuses an empty list, a passphrase with other recipients, and post-quantum recipients
 /// mixed with others (as age does).
-pub fn encrypt<W: Write>(recipients: &[Recipient], armor: bool, output: W) -> Result<Encryptor<W>> {
+pub fn encrypt<W: Write + Send>(
+    recipients: &[Recipient],
+    armor: bool,
+    output: W,
+) -> Result<Encryptor<W>> {
     Recipient::check_combination(recipients)?;
     let file_key = FileKey::generate();
     let stanzas = recipients
@@ -147,14 +158,15 @@ pub fn encrypt<W: Write>(recipients: &[Recipient], armor: bool, output: W) -> Re
     } else {
         Sink::Plain(output)
     };
-    sink.writer().write_all(header.as_bytes())?;
-    sink.writer().write_all(&nonce)?;
+    sink.write_all(header.as_bytes())?;
+    sink.write_all(&nonce)?;
     Ok(Encryptor {
         sink,
         key,
         next: 0,
         buffer: Vec::with_capacity(BATCH_BYTES),
         sealed: Vec::with_capacity(BATCH_CHUNKS * SEALED_CHUNK_BYTES),
+        spare: Vec::with_capacity(BATCH_CHUNKS * SEALED_CHUNK_BYTES),
     })
 }
 
@@ -166,35 +178,49 @@ pub fn encrypt_to_vec(recipients: &[Recipient], armor: bool, plaintext: &[u8]) -
 }
 
 /// The plaintext side of an age file being written ([`encrypt`]): buffers 4 MiB, seals it as
-/// 64 chunks in parallel, writes them. [`Encryptor::finish`] seals the final chunk; a writer
-/// dropped without it leaves a truncated file that no reader accepts.
+/// 64 chunks in parallel while the batch before is written out. [`Encryptor::finish`] seals
+/// the final chunk; a writer dropped without it leaves a truncated file that no reader
+/// accepts.
 pub struct Encryptor<W: Write> {
     sink: Sink<W>,
     key: PayloadKey,
     next: u64,
     buffer: Vec<u8>,
+    /// A sealed batch not written yet (empty when none).
     sealed: Vec<u8>,
+    spare: Vec<u8>,
 }
 
-impl<W: Write> Encryptor<W> {
+impl<W: Write + Send> Encryptor<W> {
+    /// Seals the buffer into `spare` while `sealed` (the batch before) is written, then
+    /// keeps the new batch in `sealed` for the next call (or `finish`) to write.
     fn seal_buffer(&mut self, final_batch: bool) -> io::Result<()> {
-        self.sealed.clear();
-        stream::seal(
-            &self.key,
-            self.next,
-            &self.buffer,
-            final_batch,
-            &mut self.sealed,
+        let Encryptor {
+            sink,
+            key,
+            next,
+            buffer,
+            sealed,
+            spare,
+        } = self;
+        spare.clear();
+        let (written, ()) = rayon::join(
+            || sink.write_all(sealed),
+            || stream::seal(key, *next, buffer, final_batch, spare),
         );
-        self.next += self.buffer.len().div_ceil(CHUNK_BYTES) as u64;
+        written?;
+        *next += buffer.len().div_ceil(CHUNK_BYTES) as u64;
         // Plaintext the caller gave (not key material): cleared, not wiped.
-        self.buffer.clear();
-        self.sink.writer().write_all(&self.sealed)
+        buffer.clear();
+        std::mem::swap(sealed, spare);
+        Ok(())
     }
 
     /// Seals the last chunk, ends the armor, flushes, and returns the output.
     pub fn finish(mut self) -> Result<W> {
         self.seal_buffer(true)?;
+        self.sink.write_all(&self.sealed)?;
+        self.sealed.clear();
         match self.sink {
             Sink::Plain(mut w) => {
                 w.flush()?;
@@ -205,7 +231,7 @@ impl<W: Write> Encryptor<W> {
     }
 }
 
-impl<W: Write> Write for Encryptor<W> {
+impl<W: Write + Send> Write for Encryptor<W> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         if data.is_empty() {
             return Ok(0);
@@ -220,7 +246,7 @@ impl<W: Write> Write for Encryptor<W> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.sink.writer().flush()
+        self.sink.flush()
     }
 }
 
@@ -458,25 +484,36 @@ impl<R: Read> StreamReader<R> {
         }
         Ok(())
     }
+}
 
-    /// Writes the plaintext to `output` batch by batch as each authenticates; returns its
-    /// length. On an error, what was written is authenticated plaintext (a destination that
-    /// must hold all or nothing is a temporary file renamed on success).
-    pub fn decrypt_to(mut self, output: &mut dyn Write) -> Result<u64> {
+impl<R: Read + Send> StreamReader<R> {
+    /// Writes the plaintext to `output` batch by batch as each authenticates (a batch is
+    /// written while the next one is read and opened); returns its length. On an error, what
+    /// was written is authenticated plaintext (a destination that must hold all or nothing is
+    /// a temporary file renamed on success).
+    pub fn decrypt_to(mut self, output: &mut (dyn Write + Send)) -> Result<u64> {
         let mut total = 0u64;
+        // What is released and not yet written: first what a reader left.
+        let mut ready = std::mem::take(&mut self.plain);
+        let mut from = self.position.min(ready.len());
         loop {
-            if self.position < self.plain.len() {
-                output.write_all(&self.plain[self.position..])?;
-                total += (self.plain.len() - self.position) as u64;
-                self.position = self.plain.len();
+            if self.done || self.failed.is_some() {
+                output.write_all(&ready[from..])?;
+                total += (ready.len() - from) as u64;
+                ready.zeroize();
+                return match self.failed.take() {
+                    Some(reason) => Err(Error::Payload(reason)),
+                    None => Ok(total),
+                };
             }
-            if let Some(reason) = self.failed.take() {
-                return Err(Error::Payload(reason));
-            }
-            if self.done {
-                return Ok(total);
-            }
-            self.next_batch()?;
+            // `self.plain` is the spare buffer here: the next batch goes into it.
+            let (written, opened) =
+                rayon::join(|| output.write_all(&ready[from..]), || self.next_batch());
+            written?;
+            opened?;
+            total += (ready.len() - from) as u64;
+            std::mem::swap(&mut ready, &mut self.plain);
+            from = 0;
         }
     }
 }

@@ -144,12 +144,15 @@ for size in $sizes; do
                 check "parcrypt->age $tag (parcrypt's key)" out age -d -i "$pc_id" -o out by-pc
             fi
 
-            # A flipped byte in the last 100 bytes (the payload) is refused by both.
+            # A byte 50 from the end (in the payload) with every bit flipped is refused by both.
             if [ "$size" = 1048576 ] && [ "$armor" = binary ]; then
                 for file in by-age by-pc; do
                     cp "$file" damaged
                     len=$(stat -c %s damaged)
-                    printf '\xff' | dd of=damaged bs=1 seek=$((len - 50)) conv=notrunc status=none
+                    byte=$(od -An -tu1 -j $((len - 50)) -N 1 damaged | tr -d ' ')
+                    # shellcheck disable=SC2059 # the format is the flipped byte
+                    printf "\\x$(printf %02x $((byte ^ 0xff)))" |
+                        dd of=damaged bs=1 seek=$((len - 50)) conv=notrunc status=none
                     if [ "$kind" = scrypt ]; then
                         STRICT=1 refuse "parcrypt refuses damaged $file $tag, leaves nothing" out \
                             "$parcrypt" decrypt --passphrase-file pass.txt damaged -o out

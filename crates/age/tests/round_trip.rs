@@ -357,3 +357,49 @@ fn every_truncation_and_byte_change_is_refused() {
         }
     }
 }
+
+/// A `Read + Seek` that counts the bytes read through it.
+struct Counting<R> {
+    inner: R,
+    read: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.set(self.read.get() + n as u64);
+        Ok(n)
+    }
+}
+
+impl<R: Seek> Seek for Counting<R> {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(to)
+    }
+}
+
+#[test]
+fn a_seek_reads_only_the_chunks_under_it() {
+    let identity = X25519Identity::generate();
+    let data = plaintext(40 * CHUNK_BYTES + 123);
+    let file = encrypt_to_vec(&[identity.to_public().into()], false, &data).unwrap();
+    let read = std::rc::Rc::new(std::cell::Cell::new(0));
+    let input = Counting {
+        inner: Cursor::new(&file),
+        read: read.clone(),
+    };
+    let mut reader = SeekableReader::new(input, &[identity.into()]).unwrap();
+    // The header (read through a buffer of up to 16 KiB), the nonce and the final chunk.
+    let opened = read.get();
+    assert!(
+        opened <= 16 * 1024 + 16 + 123 + 16,
+        "{opened} bytes to open"
+    );
+    // 1 KiB at 30.5 chunks: one chunk is read.
+    let from = 30 * CHUNK_BYTES + CHUNK_BYTES / 2;
+    reader.seek(SeekFrom::Start(from as u64)).unwrap();
+    let mut buf = vec![0u8; 1024];
+    reader.read_exact(&mut buf).unwrap();
+    assert_eq!(buf, data[from..from + 1024]);
+    assert_eq!(read.get() - opened, SEALED_CHUNK_BYTES as u64);
+}

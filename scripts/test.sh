@@ -250,6 +250,25 @@ stage "java (scripts/java-test.sh)" bash scripts/java-test.sh "$skips"
 # target's standard library, except in CI.
 stage "aarch64 under qemu (scripts/aarch64-test.sh)" bash scripts/aarch64-test.sh "$skips"
 
+# age files against the Go reference tools, age and age-keygen 1.3.2 (built once from the Go
+# module proxy into a cache): both directions, every recipient type, armored and not, sizes
+# 0 to 100 MiB, with the CLI that `cargo test` built. Without Go or the proxy it says
+# SKIPPED; under CI=true it fails instead.
+age_interop() {
+    local status=0
+    bash scripts/age-interop.sh "${CARGO_TARGET_DIR:-target}/debug/parcrypt" || status=$?
+    if [ "$status" = 2 ]; then
+        if [ "${CI:-}" = "true" ]; then
+            echo "== age interop: cannot run in CI (no Go toolchain or module proxy)" >&2
+            return 1
+        fi
+        echo "scripts/age-interop.sh: SKIPPED: no Go toolchain or module proxy" >>"$skips"
+        return 0
+    fi
+    return "$status"
+}
+stage "age interop (scripts/age-interop.sh)" age_interop
+
 # The Python tests end here.
 join_beside || beside_status=$?
 

@@ -88,6 +88,42 @@ pub fn apply(cipher: &dyn BlockCipher, counter: Counter, data: &mut [u8]) {
     }
 }
 
+/// [`apply`] from the IV block itself with the full-block counter rule
+/// (`Counter::new(iv, CounterRule::Full)`), handing a message whose counter's low word does
+/// not wrap straight to the cipher's fused kernel: a short message's fixed cost (16-byte
+/// AES-128-CTR messages through `KeyedCipher::encrypt_in_place` on the VAES-512 Xeon VM,
+/// 24.5 -> 19.3-21.5 ns, measured beside other work).
+pub fn apply_from_iv(cipher: &dyn BlockCipher, iv: &[u8], data: &mut [u8]) {
+    if let Some(block) = unwrapped_block(iv, data.len()) {
+        if cipher.ctr32_xor(block, data) {
+            return;
+        }
+    }
+    apply(cipher, Counter::new(iv, CounterRule::Full), data);
+}
+
+/// [`apply_into`] from the IV block itself, as [`apply_from_iv`].
+///
+/// # Panics
+/// If the lengths differ.
+pub fn apply_into_from_iv(cipher: &dyn BlockCipher, iv: &[u8], input: &[u8], output: &mut [u8]) {
+    if let Some(block) = unwrapped_block(iv, input.len()) {
+        if cipher.ctr32_xor_into(block, input, output) {
+            return;
+        }
+    }
+    apply_into(cipher, Counter::new(iv, CounterRule::Full), input, output);
+}
+
+/// `iv` as a 16-byte counter block when `len` bytes from it keep its low 32-bit word from
+/// wrapping (the fused kernels count in that word only).
+fn unwrapped_block(iv: &[u8], len: usize) -> Option<&[u8; 16]> {
+    let block: &[u8; 16] = iv.try_into().ok()?;
+    let low = u32::from_be_bytes([block[12], block[13], block[14], block[15]]);
+    let blocks = (len as u64).div_ceil(16);
+    (u64::from(low) + blocks <= 1 << 32).then_some(block)
+}
+
 /// How much of the input [`apply_into`] copies before running the keystream over it, for
 /// ciphers without a fused out-of-place path: small enough to stay in the L2 cache between
 /// the two, so the data passes through memory once.
@@ -192,6 +228,41 @@ fn fill_counters(counter: Counter, out: &mut [u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `apply_from_iv` and `apply_into_from_iv` give `apply`'s bytes for AES (fused kernel),
+    /// RC6 (16-byte blocks, no fused path) and Blowfish (8-byte IVs), from IVs whose low
+    /// word is at or near the wrap, at every length to 100 bytes.
+    #[test]
+    fn the_iv_shortcut_matches_the_counter_path() {
+        use parcrypt_ciphers::{new_cipher, Algorithm, Implementation};
+        for algorithm in [Algorithm::Aes128, Algorithm::Rc6_128, Algorithm::Blowfish] {
+            let key = [0x5Au8; 16];
+            let cipher = new_cipher(algorithm, Implementation::Fast, &key).expect("a key");
+            let block = cipher.block_size();
+            for low in [0u32, 1, 0xFFFF_FFF9, 0xFFFF_FFFE, 0xFFFF_FFFF] {
+                let mut iv = vec![0xC3u8; block];
+                iv[block - 4..].copy_from_slice(&low.to_be_bytes());
+                for len in 0..=100usize {
+                    let input: Vec<u8> = (0..len).map(|i| i as u8 ^ 0x77).collect();
+                    let mut expected = input.clone();
+                    apply(
+                        cipher.as_ref(),
+                        Counter::new(&iv, CounterRule::Full),
+                        &mut expected,
+                    );
+                    let mut in_place = input.clone();
+                    apply_from_iv(cipher.as_ref(), &iv, &mut in_place);
+                    assert_eq!(
+                        in_place, expected,
+                        "{algorithm:?}, low word {low:#x}, {len} B"
+                    );
+                    let mut apart = vec![0u8; len];
+                    apply_into_from_iv(cipher.as_ref(), &iv, &input, &mut apart);
+                    assert_eq!(apart, expected, "{algorithm:?}, low word {low:#x}, {len} B");
+                }
+            }
+        }
+    }
 
     #[test]
     fn full_counters_wrap_at_the_block_width() {

@@ -138,6 +138,72 @@ macro_rules! karatsuba_lanes {
 }
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(crate) use karatsuba_lanes;
+
+/// Expands, over the items of a `karatsuba_lanes!` expansion at 128 bits and the module's
+/// `load_block` (a block, byte-reversed into its integer), `load_element` and `to_element`,
+/// the GHASH entry points of a one-block-a-register module: `mul_prepared`, `fill_powers`
+/// and `update` (aggregated reduction over `$group` blocks, the accumulator joining the
+/// first). `x86_pclmul` and `armv8_pmull` differ only in those three loads and `$xor`.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+macro_rules! aggregated_update {
+    (vector: $vector:ty, features: $features:literal, xor: $xor:ident, group: $group:expr $(,)?) => {
+        /// Blocks hashed per reduction.
+        const BLOCKS_PER_GROUP: usize = $group;
+        const _: () = assert!(BLOCKS_PER_GROUP <= super::POWERS);
+
+        /// `left * right` for a `right` made by `super::prepare`.
+        #[inline]
+        #[target_feature(enable = $features)]
+        pub(super) fn mul_prepared(left: u128, right_prepared: u128) -> u128 {
+            let right = with_halves_sum(load_element(&right_prepared));
+            to_element(reduce(product(load_element(&left), right)))
+        }
+
+        /// The table of powers of H (see `super::fill_powers_with`), with the
+        /// multiplications inlined so that the independent chains overlap in the carry-less
+        /// multiplier.
+        #[target_feature(enable = $features)]
+        pub(super) fn fill_powers(h: u128, powers: &mut [u128; super::POWERS]) {
+            super::fill_powers_with(h, powers, |left, right| mul_prepared(left, right));
+        }
+
+        /// Hashes `group` (whole blocks, one per entry of `powers`) into `accumulator` with
+        /// a single reduction: block `i` is multiplied by `powers[i]`, the accumulator joins
+        /// the first block.
+        #[inline]
+        #[target_feature(enable = $features)]
+        fn hash_group(accumulator: $vector, group: &[u8], powers: &[u128]) -> $vector {
+            debug_assert_eq!(group.len(), 16 * powers.len());
+            let (first, rest) = group.split_at(16);
+            let first = $xor(load_block(first), accumulator);
+            let mut sum = product(first, with_halves_sum(load_element(&powers[0])));
+            for (block, power) in rest.chunks_exact(16).zip(&powers[1..]) {
+                let power = with_halves_sum(load_element(power));
+                sum = add(sum, product(load_block(block), power));
+            }
+            reduce(sum)
+        }
+
+        /// The running GHASH over `blocks` (whole blocks), continuing from `state`.
+        #[target_feature(enable = $features)]
+        pub(super) fn update(powers: &[u128; super::POWERS], state: &mut u128, blocks: &[u8]) {
+            let mut accumulator = load_element(state);
+            let mut groups = blocks.chunks_exact(16 * BLOCKS_PER_GROUP);
+            for group in &mut groups {
+                let powers = &powers[super::POWERS - BLOCKS_PER_GROUP..];
+                accumulator = hash_group(accumulator, group, powers);
+            }
+            let rest = groups.remainder();
+            if !rest.is_empty() {
+                let powers = &powers[super::POWERS - rest.len() / 16..];
+                accumulator = hash_group(accumulator, rest, powers);
+            }
+            *state = to_element(accumulator);
+        }
+    };
+}
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub(crate) use aggregated_update;
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod armv8_pmull;
 #[cfg(target_arch = "x86_64")]

@@ -9,10 +9,6 @@
 use core::arch::aarch64::*;
 
 use super::soft::FOLD_CONSTANT;
-use super::POWERS;
-
-const BLOCKS_PER_GROUP: usize = 16;
-const _: () = assert!(BLOCKS_PER_GROUP <= POWERS);
 
 /// Two 64-bit lanes: a field element's integer, low half in lane 0.
 type Vector = uint64x2_t;
@@ -80,48 +76,9 @@ fn to_element(vector: Vector) -> u128 {
     (u128::from(vgetq_lane_u64::<1>(vector)) << 64) | u128::from(vgetq_lane_u64::<0>(vector))
 }
 
-/// `left * right` for a `right` made by `super::prepare`.
-#[inline]
-#[target_feature(enable = "neon,aes")]
-pub(super) fn mul_prepared(left: u128, right_prepared: u128) -> u128 {
-    let right = with_halves_sum(load_element(&right_prepared));
-    to_element(reduce(product(load_element(&left), right)))
-}
-
-/// The table of powers of H (see `super::fill_powers_with`), with the multiplications
-/// inlined so that the independent chains overlap in the multiplier.
-#[target_feature(enable = "neon,aes")]
-pub(super) fn fill_powers(h: u128, powers: &mut [u128; POWERS]) {
-    super::fill_powers_with(h, powers, |left, right| mul_prepared(left, right));
-}
-
-/// Hashes `group` (whole blocks, one per entry of `powers`) into `accumulator` with a single
-/// reduction: block `i` is multiplied by `powers[i]`, the accumulator joins the first block.
-#[inline]
-#[target_feature(enable = "neon,aes")]
-fn hash_group(accumulator: Vector, group: &[u8], powers: &[u128]) -> Vector {
-    debug_assert_eq!(group.len(), 16 * powers.len());
-    let (first, rest) = group.split_at(16);
-    let first = veorq_u64(load_block(first), accumulator);
-    let mut sum = product(first, with_halves_sum(load_element(&powers[0])));
-    for (block, power) in rest.chunks_exact(16).zip(&powers[1..]) {
-        let power = with_halves_sum(load_element(power));
-        sum = add(sum, product(load_block(block), power));
-    }
-    reduce(sum)
-}
-
-/// The running GHASH over `blocks` (whole blocks), continuing from `state`.
-#[target_feature(enable = "neon,aes")]
-pub(super) fn update(powers: &[u128; POWERS], state: &mut u128, blocks: &[u8]) {
-    let mut accumulator = load_element(state);
-    let mut groups = blocks.chunks_exact(16 * BLOCKS_PER_GROUP);
-    for group in &mut groups {
-        accumulator = hash_group(accumulator, group, &powers[POWERS - BLOCKS_PER_GROUP..]);
-    }
-    let rest = groups.remainder();
-    if !rest.is_empty() {
-        accumulator = hash_group(accumulator, rest, &powers[POWERS - rest.len() / 16..]);
-    }
-    *state = to_element(accumulator);
+super::aggregated_update! {
+    vector: Vector,
+    features: "neon,aes",
+    xor: veorq_u64,
+    group: 16,
 }

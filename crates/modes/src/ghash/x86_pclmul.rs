@@ -7,10 +7,6 @@
 use core::arch::x86_64::*;
 
 use super::soft::FOLD_CONSTANT;
-use super::POWERS;
-
-const BLOCKS_PER_GROUP: usize = 16;
-const _: () = assert!(BLOCKS_PER_GROUP <= POWERS);
 
 pub(super) fn is_available() -> bool {
     is_x86_feature_detected!("pclmulqdq") && is_x86_feature_detected!("ssse3")
@@ -52,49 +48,9 @@ fn to_element(vector: __m128i) -> u128 {
     (u128::from(high) << 64) | u128::from(low)
 }
 
-/// `left * right` for a `right` made by `super::prepare`.
-#[inline]
-#[target_feature(enable = "pclmulqdq,ssse3")]
-pub(super) fn mul_prepared(left: u128, right_prepared: u128) -> u128 {
-    let right = with_halves_sum(load_element(&right_prepared));
-    to_element(reduce(product(load_element(&left), right)))
-}
-
-/// The table of powers of H (see `super::fill_powers_with`), with the multiplications
-/// inlined so that the independent chains overlap in the carry-less multiplier.
-#[target_feature(enable = "pclmulqdq,ssse3")]
-pub(super) fn fill_powers(h: u128, powers: &mut [u128; POWERS]) {
-    super::fill_powers_with(h, powers, |left, right| mul_prepared(left, right));
-}
-
-/// Hashes `group` (whole blocks, one per entry of `powers`) into `accumulator` with a single
-/// reduction: block `i` is multiplied by `powers[i]`, the accumulator joins the first block.
-#[inline]
-#[target_feature(enable = "pclmulqdq,ssse3")]
-fn hash_group(accumulator: __m128i, group: &[u8], powers: &[u128]) -> __m128i {
-    debug_assert_eq!(group.len(), 16 * powers.len());
-    let (first, rest) = group.split_at(16);
-    let first_power = load_element(&powers[0]);
-    let first = _mm_xor_si128(load_block(first), accumulator);
-    let mut sum = product(first, with_halves_sum(first_power));
-    for (block, power) in rest.chunks_exact(16).zip(&powers[1..]) {
-        let power = load_element(power);
-        sum = add(sum, product(load_block(block), with_halves_sum(power)));
-    }
-    reduce(sum)
-}
-
-/// The running GHASH over `blocks` (whole blocks), continuing from `state`.
-#[target_feature(enable = "pclmulqdq,ssse3")]
-pub(super) fn update(powers: &[u128; POWERS], state: &mut u128, blocks: &[u8]) {
-    let mut accumulator = load_element(state);
-    let mut groups = blocks.chunks_exact(16 * BLOCKS_PER_GROUP);
-    for group in &mut groups {
-        accumulator = hash_group(accumulator, group, &powers[POWERS - BLOCKS_PER_GROUP..]);
-    }
-    let rest = groups.remainder();
-    if !rest.is_empty() {
-        accumulator = hash_group(accumulator, rest, &powers[POWERS - rest.len() / 16..]);
-    }
-    *state = to_element(accumulator);
+super::aggregated_update! {
+    vector: __m128i,
+    features: "pclmulqdq,ssse3",
+    xor: _mm_xor_si128,
+    group: 16,
 }

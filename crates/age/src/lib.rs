@@ -164,9 +164,12 @@ pub fn encrypt<W: Write + Send>(
         sink,
         key,
         next: 0,
-        buffer: Vec::with_capacity(BATCH_BYTES),
-        sealed: Vec::with_capacity(BATCH_CHUNKS * SEALED_CHUNK_BYTES),
-        spare: Vec::with_capacity(BATCH_CHUNKS * SEALED_CHUNK_BYTES),
+        buffer: Vec::new(),
+        filled: 0,
+        ahead: Vec::new(),
+        sealed: Vec::new(),
+        sealed_len: 0,
+        spare: Vec::new(),
     })
 }
 
@@ -177,50 +180,187 @@ pub fn encrypt_to_vec(recipients: &[Recipient], armor: bool, plaintext: &[u8]) -
     writer.finish()
 }
 
+/// A batch of sealed chunks: 64 full chunks and their tags.
+const SEALED_BATCH_BYTES: usize = BATCH_CHUNKS * SEALED_CHUNK_BYTES;
+
+/// Makes `buffer` `len` bytes long once (zeroed pages from the allocator); it is reused after.
+fn allocate(buffer: &mut Vec<u8>, len: usize) {
+    if buffer.len() < len {
+        *buffer = vec![0; len];
+    }
+}
+
+/// Reads into `buffer` until it is full or the input ends; returns the bytes read.
+fn read_full<R: Read + ?Sized>(input: &mut R, buffer: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match input.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(filled)
+}
+
 /// The plaintext side of an age file being written ([`encrypt`]): buffers 4 MiB, seals it as
-/// 64 chunks in parallel while the batch before is written out. [`Encryptor::finish`] seals
-/// the final chunk; a writer dropped without it leaves a truncated file that no reader
-/// accepts.
+/// 64 chunks in parallel while the batch before is written out. [`Encryptor::copy_from`]
+/// reads a whole input straight into its batches and also reads the next batch while one is
+/// sealed. [`Encryptor::finish`] seals the final chunk; a writer dropped without it leaves a
+/// truncated file that no reader accepts.
 pub struct Encryptor<W: Write> {
     sink: Sink<W>,
     key: PayloadKey,
+    /// The index of the first chunk not sealed yet.
     next: u64,
+    /// Plaintext not sealed yet: `buffer[..filled]` (the buffer is a batch long once used).
     buffer: Vec<u8>,
-    /// A sealed batch not written yet (empty when none).
+    filled: usize,
+    /// Where [`Encryptor::copy_from`] reads the batch after the one being sealed.
+    ahead: Vec<u8>,
+    /// A sealed batch not written yet: `sealed[..sealed_len]`.
     sealed: Vec<u8>,
+    sealed_len: usize,
+    /// Where the next batch is sealed.
     spare: Vec<u8>,
 }
 
 impl<W: Write + Send> Encryptor<W> {
-    /// Seals the buffer into `spare` while `sealed` (the batch before) is written, then
-    /// keeps the new batch in `sealed` for the next call (or `finish`) to write.
+    /// Seals `plain` as the next chunks into `spare` while the sealed batch before is written,
+    /// then keeps the new batch as the one to write next.
+    #[allow(clippy::too_many_arguments)]
+    fn seal_step(
+        sink: &mut Sink<W>,
+        key: &PayloadKey,
+        next: &mut u64,
+        sealed: &mut Vec<u8>,
+        sealed_len: &mut usize,
+        spare: &mut Vec<u8>,
+        plain: &[u8],
+        final_batch: bool,
+    ) -> io::Result<()> {
+        allocate(spare, SEALED_BATCH_BYTES);
+        let (written, len) = rayon::join(
+            || sink.write_all(&sealed[..*sealed_len]),
+            || stream::seal_into(key, *next, plain, final_batch, spare),
+        );
+        written?;
+        *next += plain.len().div_ceil(CHUNK_BYTES) as u64;
+        std::mem::swap(sealed, spare);
+        *sealed_len = len;
+        Ok(())
+    }
+
+    /// Seals the buffered plaintext (see [`Encryptor::seal_step`]) and empties the buffer.
     fn seal_buffer(&mut self, final_batch: bool) -> io::Result<()> {
         let Encryptor {
             sink,
             key,
             next,
             buffer,
+            filled,
             sealed,
+            sealed_len,
             spare,
+            ..
         } = self;
-        spare.clear();
-        let (written, ()) = rayon::join(
-            || sink.write_all(sealed),
-            || stream::seal(key, *next, buffer, final_batch, spare),
-        );
-        written?;
-        *next += buffer.len().div_ceil(CHUNK_BYTES) as u64;
-        // Plaintext the caller gave (not key material): cleared, not wiped.
-        buffer.clear();
-        std::mem::swap(sealed, spare);
+        Self::seal_step(
+            sink,
+            key,
+            next,
+            sealed,
+            sealed_len,
+            spare,
+            &buffer[..*filled],
+            final_batch,
+        )?;
+        // Plaintext the caller gave (not key material): reused, not wiped.
+        *filled = 0;
         Ok(())
+    }
+
+    /// Encrypts everything `input` holds up to its end (the plaintext so far, then this);
+    /// returns the bytes read. Reads 4 MiB batches straight into the batch buffers, and reads
+    /// the next batch and writes the batch before while one is sealed: faster than
+    /// [`io::copy`] into this writer, which goes 8 KiB at a time through a copy. More may be
+    /// written after it; [`Encryptor::finish`] ends the file.
+    pub fn copy_from<R: Read + Send + ?Sized>(&mut self, input: &mut R) -> io::Result<u64> {
+        allocate(&mut self.buffer, BATCH_BYTES);
+        if self.filled == BATCH_BYTES {
+            // More is coming only if the input has some: look before sealing.
+            allocate(&mut self.ahead, BATCH_BYTES);
+            let n = read_full(input, &mut self.ahead[..BATCH_BYTES])?;
+            if n == 0 {
+                return Ok(0);
+            }
+            self.seal_buffer(false)?;
+            std::mem::swap(&mut self.buffer, &mut self.ahead);
+            self.filled = n;
+            if n < BATCH_BYTES {
+                return Ok(n as u64);
+            }
+            return self.copy_full(input).map(|more| more + n as u64);
+        }
+        let start = self.filled;
+        let n = read_full(input, &mut self.buffer[start..BATCH_BYTES])?;
+        self.filled += n;
+        if self.filled < BATCH_BYTES {
+            return Ok(n as u64);
+        }
+        self.copy_full(input).map(|more| more + n as u64)
+    }
+
+    /// [`Encryptor::copy_from`] with a full buffer: seals it (as not final) while the batch
+    /// before is written and the next one read. When the input turns out to end there, the
+    /// full buffer stays unsealed (the sealed copy is dropped) for [`Encryptor::finish`] to
+    /// seal as the final batch.
+    fn copy_full<R: Read + Send + ?Sized>(&mut self, input: &mut R) -> io::Result<u64> {
+        allocate(&mut self.ahead, BATCH_BYTES);
+        let mut total = 0u64;
+        loop {
+            let Encryptor {
+                sink,
+                key,
+                next,
+                buffer,
+                filled,
+                ahead,
+                sealed,
+                sealed_len,
+                spare,
+            } = &mut *self;
+            debug_assert_eq!(*filled, BATCH_BYTES);
+            allocate(spare, SEALED_BATCH_BYTES);
+            let (io, len) = rayon::join(
+                || -> io::Result<usize> {
+                    sink.write_all(&sealed[..*sealed_len])?;
+                    *sealed_len = 0;
+                    read_full(input, &mut ahead[..BATCH_BYTES])
+                },
+                || stream::seal_into(key, *next, &buffer[..BATCH_BYTES], false, spare),
+            );
+            let n = io?;
+            if n == 0 {
+                return Ok(total);
+            }
+            *next += BATCH_CHUNKS as u64;
+            std::mem::swap(sealed, spare);
+            *sealed_len = len;
+            std::mem::swap(buffer, ahead);
+            *filled = n;
+            total += n as u64;
+            if n < BATCH_BYTES {
+                return Ok(total);
+            }
+        }
     }
 
     /// Seals the last chunk, ends the armor, flushes, and returns the output.
     pub fn finish(mut self) -> Result<W> {
         self.seal_buffer(true)?;
-        self.sink.write_all(&self.sealed)?;
-        self.sealed.clear();
+        self.sink.write_all(&self.sealed[..self.sealed_len])?;
+        self.sealed_len = 0;
         match self.sink {
             Sink::Plain(mut w) => {
                 w.flush()?;
@@ -237,11 +377,36 @@ impl<W: Write + Send> Write for Encryptor<W> {
             return Ok(0);
         }
         // A full buffer is sealed only once more data shows it is not the end.
-        if self.buffer.len() == BATCH_BYTES {
+        if self.filled == BATCH_BYTES {
             self.seal_buffer(false)?;
         }
-        let take = data.len().min(BATCH_BYTES - self.buffer.len());
-        self.buffer.extend_from_slice(&data[..take]);
+        if self.filled == 0 && data.len() > BATCH_BYTES {
+            // A whole batch with more after it: sealed from the caller's bytes, no copy.
+            let Encryptor {
+                sink,
+                key,
+                next,
+                sealed,
+                sealed_len,
+                spare,
+                ..
+            } = self;
+            Self::seal_step(
+                sink,
+                key,
+                next,
+                sealed,
+                sealed_len,
+                spare,
+                &data[..BATCH_BYTES],
+                false,
+            )?;
+            return Ok(BATCH_BYTES);
+        }
+        allocate(&mut self.buffer, BATCH_BYTES);
+        let take = data.len().min(BATCH_BYTES - self.filled);
+        self.buffer[self.filled..self.filled + take].copy_from_slice(&data[..take]);
+        self.filled += take;
         Ok(take)
     }
 
@@ -373,7 +538,9 @@ impl<R: Read> Decryptor<R> {
             key: PayloadKey::new(&file_key, &nonce),
             next: 0,
             sealed: Vec::new(),
+            filled: 0,
             plain: Vec::new(),
+            plain_len: 0,
             position: 0,
             failed: None,
             done: false,
@@ -420,6 +587,39 @@ pub fn decrypt_to_vec(file: &[u8], identities: &[Identity]) -> Result<Vec<u8>> {
     }
 }
 
+/// The sealed bytes read for a batch: its 64 chunks and one byte more, which tells whether
+/// the input ends after them.
+const READ_BATCH_BYTES: usize = SEALED_BATCH_BYTES + 1;
+
+/// Reads into `sealed[*filled..]` until a batch and one byte are there or the input ends
+/// (then returns true). `filled` counts what was read, also when an error interrupts.
+fn fill_batch<R: Read>(
+    input: &mut Input<R>,
+    sealed: &mut Vec<u8>,
+    filled: &mut usize,
+) -> io::Result<bool> {
+    allocate(sealed, READ_BATCH_BYTES);
+    while *filled < READ_BATCH_BYTES {
+        match input.read(&mut sealed[*filled..READ_BATCH_BYTES]) {
+            Ok(0) => return Ok(true),
+            Ok(n) => *filled += n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(false)
+}
+
+/// The sealed bytes of a batch read by [`fill_batch`] that are opened now: all of them at
+/// the end, else the 64 chunks without the byte after them.
+fn batch_take(filled: usize, at_end: bool) -> usize {
+    if at_end {
+        filled
+    } else {
+        SEALED_BATCH_BYTES
+    }
+}
+
 /// The plaintext of an age file ([`Decryptor::decrypt`]): reads 64 chunks (4 MiB) at a time,
 /// opens them in parallel and releases them only when all of them authenticated; the chunks
 /// before a failing one are released, then the error. The end of the input without an
@@ -428,41 +628,26 @@ pub struct StreamReader<R: Read> {
     input: Input<R>,
     key: PayloadKey,
     next: u64,
+    /// Sealed bytes read and not opened yet: `sealed[..filled]` (a batch and a byte long
+    /// once used).
     sealed: Vec<u8>,
+    filled: usize,
+    /// Released plaintext: `plain[position..plain_len]` is not read yet.
     plain: Vec<u8>,
+    plain_len: usize,
     position: usize,
     failed: Option<String>,
     done: bool,
 }
 
 impl<R: Read> StreamReader<R> {
-    /// Reads the next batch into `self.plain`; sets `failed` or `done`.
+    /// Reads the next batch and opens it into `self.plain`; sets `failed` or `done`.
     fn next_batch(&mut self) -> Result<()> {
-        let target = BATCH_CHUNKS * SEALED_CHUNK_BYTES + 1;
-        let mut at_end = false;
-        let mut filled = self.sealed.len();
-        self.sealed.resize(target, 0);
-        while filled < target {
-            match self.input.read(&mut self.sealed[filled..]) {
-                Ok(0) => {
-                    at_end = true;
-                    break;
-                }
-                Ok(n) => filled += n,
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) => {
-                    self.sealed.truncate(filled);
-                    return Err(classify_io(error));
-                }
-            }
-        }
-        self.sealed.truncate(filled);
-        let take = if at_end {
-            self.sealed.len()
-        } else {
-            target - 1
-        };
-        let result = stream::open(
+        let at_end =
+            fill_batch(&mut self.input, &mut self.sealed, &mut self.filled).map_err(classify_io)?;
+        let take = batch_take(self.filled, at_end);
+        allocate(&mut self.plain, BATCH_BYTES);
+        let result = stream::open_into(
             &self.key,
             self.next,
             &self.sealed[..take],
@@ -470,50 +655,107 @@ impl<R: Read> StreamReader<R> {
             false,
             &mut self.plain,
         );
-        self.sealed.drain(..take);
+        self.carry(at_end);
         self.position = 0;
         match result {
-            Ok(()) => {
+            Ok(len) => {
+                self.plain_len = len;
                 self.next += take.div_ceil(SEALED_CHUNK_BYTES) as u64;
                 self.done = at_end;
             }
             Err(failure) => {
+                self.plain_len = failure.released;
                 self.next += failure.good as u64;
                 self.failed = Some(failure.reason);
             }
         }
         Ok(())
     }
+
+    /// After a batch was opened: the byte read after it starts the next one.
+    fn carry(&mut self, at_end: bool) {
+        if at_end {
+            self.filled = 0;
+        } else {
+            self.sealed[0] = self.sealed[SEALED_BATCH_BYTES];
+            self.filled = 1;
+        }
+    }
 }
 
 impl<R: Read + Send> StreamReader<R> {
-    /// Writes the plaintext to `output` batch by batch as each authenticates (a batch is
-    /// written while the next one is read and opened); returns its length. On an error, what
-    /// was written is authenticated plaintext (a destination that must hold all or nothing is
-    /// a temporary file renamed on success).
+    /// Writes the plaintext to `output` batch by batch as each authenticates, and returns its
+    /// length: while a batch is opened, the batch before is written and the next one read.
+    /// On an error, what was written is authenticated plaintext (a destination that must
+    /// hold all or nothing is a temporary file renamed on success).
     pub fn decrypt_to(mut self, output: &mut (dyn Write + Send)) -> Result<u64> {
-        let mut total = 0u64;
-        // What is released and not yet written: first what a reader left.
-        let mut ready = std::mem::take(&mut self.plain);
-        let mut from = self.position.min(ready.len());
+        // First what a reader left.
+        let from = self.position.min(self.plain_len);
+        output.write_all(&self.plain[from..self.plain_len])?;
+        let mut total = (self.plain_len - from) as u64;
+        self.position = self.plain_len;
+        if let Some(reason) = self.failed.take() {
+            return Err(Error::Payload(reason));
+        }
+        if self.done {
+            return Ok(total);
+        }
+        let mut at_end =
+            fill_batch(&mut self.input, &mut self.sealed, &mut self.filled).map_err(classify_io)?;
+        allocate(&mut self.plain, BATCH_BYTES);
+        // The batch read while one is opened, and the plaintext written meanwhile.
+        let mut ahead = Vec::new();
+        let mut other = zeroize::Zeroizing::new(vec![0u8; BATCH_BYTES]);
+        let mut ready = 0;
         loop {
-            if self.done || self.failed.is_some() {
-                output.write_all(&ready[from..])?;
-                total += (ready.len() - from) as u64;
-                ready.zeroize();
-                return match self.failed.take() {
-                    Some(reason) => Err(Error::Payload(reason)),
-                    None => Ok(total),
-                };
+            let take = batch_take(self.filled, at_end);
+            let StreamReader {
+                input,
+                key,
+                next,
+                sealed,
+                plain,
+                ..
+            } = &mut self;
+            let mut ahead_filled = 0;
+            let (io, opened) = rayon::join(
+                || -> io::Result<Option<io::Result<bool>>> {
+                    output.write_all(&other[..ready])?;
+                    if at_end {
+                        return Ok(None);
+                    }
+                    allocate(&mut ahead, READ_BATCH_BYTES);
+                    ahead[0] = sealed[SEALED_BATCH_BYTES];
+                    ahead_filled = 1;
+                    Ok(Some(fill_batch(input, &mut ahead, &mut ahead_filled)))
+                },
+                || stream::open_into(key, *next, &sealed[..take], at_end, false, plain),
+            );
+            let read = io?;
+            total += ready as u64;
+            let len = match opened {
+                Ok(len) => len,
+                Err(failure) => {
+                    output.write_all(&self.plain[..failure.released])?;
+                    return Err(Error::Payload(failure.reason));
+                }
+            };
+            self.next += take.div_ceil(SEALED_CHUNK_BYTES) as u64;
+            match read {
+                None => {
+                    output.write_all(&self.plain[..len])?;
+                    return Ok(total + len as u64);
+                }
+                Some(Err(error)) => {
+                    output.write_all(&self.plain[..len])?;
+                    return Err(classify_io(error));
+                }
+                Some(Ok(end)) => at_end = end,
             }
-            // `self.plain` is the spare buffer here: the next batch goes into it.
-            let (written, opened) =
-                rayon::join(|| output.write_all(&ready[from..]), || self.next_batch());
-            written?;
-            opened?;
-            total += (ready.len() - from) as u64;
-            std::mem::swap(&mut ready, &mut self.plain);
-            from = 0;
+            std::mem::swap(&mut self.sealed, &mut ahead);
+            self.filled = ahead_filled;
+            std::mem::swap(&mut self.plain, &mut *other);
+            ready = len;
         }
     }
 }
@@ -521,8 +763,8 @@ impl<R: Read + Send> StreamReader<R> {
 impl<R: Read> Read for StreamReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
-            if self.position < self.plain.len() {
-                let n = buf.len().min(self.plain.len() - self.position);
+            if self.position < self.plain_len {
+                let n = buf.len().min(self.plain_len - self.position);
                 buf[..n].copy_from_slice(&self.plain[self.position..self.position + n]);
                 self.position += n;
                 return Ok(n);

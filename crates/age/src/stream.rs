@@ -2,6 +2,7 @@
 //! chunk counter || final flag. Chunks are independent given their index, so a batch of
 //! them is sealed or opened in parallel on rayon's threads (every core).
 
+use chacha20poly1305::aead::inout::InOutBuf;
 use chacha20poly1305::aead::AeadInOut;
 use chacha20poly1305::{ChaCha20Poly1305, KeyInit};
 use hkdf::Hkdf;
@@ -42,9 +43,54 @@ fn chunk_nonce(index: u64, last: bool) -> chacha20poly1305::Nonce {
     nonce.into()
 }
 
-/// Seals `plain` as chunks `first`, `first + 1`, ... and appends them to `out`. With
-/// `final_batch`, the last chunk (possibly short, or empty when `plain` is) carries the final
-/// flag; otherwise `plain` must be whole chunks.
+/// The sealed length of a batch of `plain_len` bytes of plaintext (one chunk at least).
+pub(crate) fn sealed_len(plain_len: usize) -> usize {
+    plain_len + plain_len.div_ceil(CHUNK_BYTES).max(1) * TAG_BYTES
+}
+
+/// Seals `plain` as chunks `first`, `first + 1`, ... into the start of `out` (at least
+/// [`sealed_len`] bytes) and returns their length. With `final_batch`, the last chunk
+/// (possibly short, or empty when `plain` is) carries the final flag; otherwise `plain` must
+/// be whole chunks. Each chunk is encrypted from `plain` straight into `out` (no copy first)
+/// and its tag written after it.
+pub(crate) fn seal_into(
+    key: &PayloadKey,
+    first: u64,
+    plain: &[u8],
+    final_batch: bool,
+    out: &mut [u8],
+) -> usize {
+    let chunks = plain.len().div_ceil(CHUNK_BYTES).max(1);
+    debug_assert!(final_batch || plain.len().is_multiple_of(CHUNK_BYTES));
+    let len = sealed_len(plain.len());
+    let out = &mut out[..len];
+    let seal_one = |(i, (sealed, plain)): (usize, (&mut [u8], &[u8]))| {
+        let last = final_batch && i + 1 == chunks;
+        let (body, tag) = sealed.split_at_mut(plain.len());
+        let nonce = chunk_nonce(first + i as u64, last);
+        let computed = key
+            .0
+            .encrypt_inout_detached(
+                &nonce,
+                b"",
+                InOutBuf::new(plain, body).expect("a chunk and its body have one length"),
+            )
+            .expect("a chunk is far below ChaCha20-Poly1305's limit");
+        tag.copy_from_slice(&computed);
+    };
+    if plain.is_empty() {
+        seal_one((0, (out, &[])));
+    } else {
+        out.par_chunks_mut(SEALED_CHUNK_BYTES)
+            .zip(plain.par_chunks(CHUNK_BYTES))
+            .enumerate()
+            .for_each(seal_one);
+    }
+    len
+}
+
+/// [`seal_into`] appending to a `Vec`.
+#[cfg(test)]
 pub(crate) fn seal(
     key: &PayloadKey,
     first: u64,
@@ -52,36 +98,17 @@ pub(crate) fn seal(
     final_batch: bool,
     out: &mut Vec<u8>,
 ) {
-    let chunks = plain.len().div_ceil(CHUNK_BYTES).max(1);
-    debug_assert!(final_batch || plain.len().is_multiple_of(CHUNK_BYTES));
     let start = out.len();
-    out.resize(start + plain.len() + chunks * TAG_BYTES, 0);
-    let seal_one = |(i, (sealed, plain)): (usize, (&mut [u8], &[u8]))| {
-        let last = final_batch && i + 1 == chunks;
-        let (body, tag) = sealed.split_at_mut(plain.len());
-        body.copy_from_slice(plain);
-        let nonce = chunk_nonce(first + i as u64, last);
-        let computed = key
-            .0
-            .encrypt_inout_detached(&nonce, b"", body.into())
-            .expect("a chunk is far below ChaCha20-Poly1305's limit");
-        tag.copy_from_slice(&computed);
-    };
-    if plain.is_empty() {
-        seal_one((0, (&mut out[start..], &[])));
-        return;
-    }
-    out[start..]
-        .par_chunks_mut(SEALED_CHUNK_BYTES)
-        .zip(plain.par_chunks(CHUNK_BYTES))
-        .enumerate()
-        .for_each(seal_one);
+    out.resize(start + sealed_len(plain.len()), 0);
+    seal_into(key, first, plain, final_batch, &mut out[start..]);
 }
 
 /// Why a batch did not open: the chunks before `good` opened (their plaintext is in the
 /// output), the rest did not.
 pub(crate) struct OpenFailure {
     pub(crate) good: usize,
+    /// The plaintext bytes of the chunks before `good`.
+    pub(crate) released: usize,
     pub(crate) reason: String,
 }
 
@@ -94,15 +121,7 @@ enum Opened {
 }
 
 /// Opens `sealed` as chunks `first`, `first + 1`, ... into `out` (replacing its content).
-/// `at_end`: the last piece of `sealed` is the last of the payload (it may be short; it may be
-/// empty only when it is the payload's only chunk); otherwise `sealed` is whole chunks with
-/// more after them.
-///
-/// `strict`: each chunk's final flag is the one its position implies (random access, where
-/// the length is known). Otherwise a full chunk is tried both ways, as age's streaming reader
-/// does, so that what is released before an error is exactly what age releases: a full chunk
-/// marked final with data after it is released, then "data after the final chunk"; a payload
-/// whose last full chunk is not marked final is released, then "no final chunk".
+/// See [`open_into`].
 pub(crate) fn open(
     key: &PayloadKey,
     first: u64,
@@ -111,11 +130,49 @@ pub(crate) fn open(
     strict: bool,
     out: &mut Vec<u8>,
 ) -> Result<(), OpenFailure> {
-    // The previous batch's plaintext was released already: no need to wipe it.
+    // The plaintext is shorter than the sealed bytes.
     out.clear();
+    out.resize(sealed.len(), 0);
+    match open_into(key, first, sealed, at_end, strict, out) {
+        Ok(len) => {
+            out.truncate(len);
+            Ok(())
+        }
+        Err(failure) => {
+            out.truncate(failure.released);
+            Err(failure)
+        }
+    }
+}
+
+/// Opens `sealed` as chunks `first`, `first + 1`, ... into the start of `out` (at least as
+/// long as the plaintext) and returns the plaintext's length; on a failure, the chunks before
+/// the failing one are in `out` (`released` bytes), and nothing after them that this call
+/// wrote. Each chunk's tag is checked over its ciphertext first, then the chunk is decrypted
+/// from `sealed` straight into `out` (no copy first; nothing is written for a chunk that does
+/// not authenticate).
+///
+/// `at_end`: the last piece of `sealed` is the last of the payload (it may be short; it may
+/// be empty only when it is the payload's only chunk); otherwise `sealed` is whole chunks
+/// with more after them.
+///
+/// `strict`: each chunk's final flag is the one its position implies (random access, where
+/// the length is known). Otherwise a full chunk is tried both ways, as age's streaming reader
+/// does, so that what is released before an error is exactly what age releases: a full chunk
+/// marked final with data after it is released, then "data after the final chunk"; a payload
+/// whose last full chunk is not marked final is released, then "no final chunk".
+pub(crate) fn open_into(
+    key: &PayloadKey,
+    first: u64,
+    sealed: &[u8],
+    at_end: bool,
+    strict: bool,
+    out: &mut [u8],
+) -> Result<usize, OpenFailure> {
     if sealed.is_empty() {
         return Err(OpenFailure {
             good: 0,
+            released: 0,
             reason: if first == 0 {
                 "no chunks after the nonce: the file is truncated".into()
             } else {
@@ -143,7 +200,7 @@ pub(crate) fn open(
     };
     let at_end = at_end && tail_problem.is_none();
     let plain_len = sealed.len() - chunks * TAG_BYTES;
-    out.resize(plain_len, 0);
+    let out = &mut out[..plain_len];
     let open_one = |i: usize, plain: &mut [u8], sealed: &[u8]| -> Opened {
         let is_last = at_end && i + 1 == chunks;
         let (body, tag) = sealed.split_at(sealed.len() - TAG_BYTES);
@@ -161,11 +218,13 @@ pub(crate) fn open(
             (false, false) => &[false, true],
         };
         for &last in tries {
-            plain.copy_from_slice(body);
             let nonce = chunk_nonce(first + i as u64, last);
+            let buffer =
+                InOutBuf::new(body, &mut *plain).expect("a chunk and its body have one length");
+            // The tag is checked before anything is decrypted into `plain`.
             if key
                 .0
-                .decrypt_inout_detached(&nonce, b"", (&mut *plain).into(), &tag)
+                .decrypt_inout_detached(&nonce, b"", buffer, &tag)
                 .is_ok()
             {
                 return if last {
@@ -175,7 +234,6 @@ pub(crate) fn open(
                 };
             }
         }
-        plain.zeroize();
         Opened::Failed
     };
     let results: Vec<Opened> = if chunks == 0 {
@@ -200,18 +258,23 @@ pub(crate) fn open(
             _ => None,
         };
         if let Some((good, reason)) = failure {
-            let keep = (good * CHUNK_BYTES).min(out.len());
-            out[keep..].zeroize();
-            out.truncate(keep);
-            return Err(OpenFailure { good, reason });
+            let released = (good * CHUNK_BYTES).min(plain_len);
+            // What opened after the failing chunk is not released: wiped.
+            out[released..].zeroize();
+            return Err(OpenFailure {
+                good,
+                released,
+                reason,
+            });
         }
     }
     match tail_problem {
         Some(reason) => Err(OpenFailure {
             good: chunks,
+            released: plain_len,
             reason,
         }),
-        None => Ok(()),
+        None => Ok(plain_len),
     }
 }
 

@@ -403,3 +403,123 @@ fn a_seek_reads_only_the_chunks_under_it() {
     assert_eq!(buf, data[from..from + 1024]);
     assert_eq!(read.get() - opened, SEALED_CHUNK_BYTES as u64);
 }
+
+/// A reader that hands out at most `piece` bytes a call.
+struct Pieces<'a> {
+    data: &'a [u8],
+    piece: usize,
+}
+
+impl Read for Pieces<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.piece).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+const BATCH: usize = 64 * CHUNK_BYTES;
+
+#[test]
+fn copy_from_matches_writes_at_batch_boundaries() {
+    let identity = X25519Identity::generate();
+    let recipients = [Recipient::from(identity.to_public())];
+    let ids = [Identity::from(identity)];
+    for len in [0, 1, BATCH - 1, BATCH, BATCH + 1, 2 * BATCH, 3 * BATCH + 5] {
+        let data = plaintext(len);
+        let chunks = len.div_ceil(CHUNK_BYTES).max(1);
+        for piece in [1 << 30, 100_003] {
+            let mut writer = encrypt(&recipients, false, Vec::new()).unwrap();
+            let mut input = Pieces { data: &data, piece };
+            assert_eq!(writer.copy_from(&mut input).unwrap(), len as u64);
+            // Nothing more: the input is at its end.
+            assert_eq!(writer.copy_from(&mut input).unwrap(), 0);
+            let file = writer.finish().unwrap();
+            let header = Decryptor::new(file.as_slice()).unwrap().header().len();
+            assert_eq!(file.len(), header + 16 + len + 16 * chunks, "{len} {piece}");
+            assert_eq!(decrypt_to_vec(&file, &ids).unwrap(), data, "{len} {piece}");
+        }
+        // Writes, then a copy, then writes: one plaintext.
+        let cut = len / 3;
+        let mut writer = encrypt(&recipients, false, Vec::new()).unwrap();
+        writer.write_all(&data[..cut]).unwrap();
+        let mut input = Pieces {
+            data: &data[cut..len - len / 4],
+            piece: 65_537,
+        };
+        writer.copy_from(&mut input).unwrap();
+        writer.write_all(&data[len - len / 4..]).unwrap();
+        let file = writer.finish().unwrap();
+        assert_eq!(decrypt_to_vec(&file, &ids).unwrap(), data, "{len} mixed");
+    }
+}
+
+/// The plaintext `decrypt_to` writes before its error, and the error.
+fn released_by_decrypt_to(file: &[u8], ids: &[Identity]) -> (Vec<u8>, Option<String>) {
+    let reader = Decryptor::new(file).unwrap().decrypt(ids).unwrap();
+    let mut out = Vec::new();
+    let error = reader.decrypt_to(&mut out).err().map(|e| e.to_string());
+    (out, error)
+}
+
+/// The plaintext the streaming reader releases before its error, and the error.
+fn released_by_reads(file: &[u8], ids: &[Identity]) -> (Vec<u8>, Option<String>) {
+    let mut reader = Decryptor::new(file).unwrap().decrypt(ids).unwrap();
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 300_000];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => return (out, None),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(error) => return (out, Some(error.to_string())),
+        }
+    }
+}
+
+#[test]
+fn decrypt_to_releases_exactly_the_chunks_before_a_failure_across_batches() {
+    let identity = X25519Identity::generate();
+    let len = 3 * BATCH + 5;
+    let data = plaintext(len);
+    let file = encrypt_to_vec(&[identity.to_public().into()], false, &data).unwrap();
+    let ids = [Identity::from(identity)];
+    let payload = Decryptor::new(file.as_slice()).unwrap().header().len() + 16;
+    assert_eq!(released_by_decrypt_to(&file, &ids), (data.clone(), None));
+    // A damaged chunk in each batch, and in the final chunk: the chunks before it, then the
+    // error; the streaming reader releases the same.
+    for chunk in [0, 63, 64, 100, 128, 191, 192] {
+        let mut damaged = file.clone();
+        damaged[payload + chunk * SEALED_CHUNK_BYTES + 7] ^= 0x40;
+        let (out, error) = released_by_decrypt_to(&damaged, &ids);
+        assert_eq!(out.len(), chunk * CHUNK_BYTES, "chunk {chunk}");
+        assert_eq!(out, data[..chunk * CHUNK_BYTES]);
+        assert!(
+            error.as_deref().unwrap().contains("does not authenticate"),
+            "{error:?}"
+        );
+        assert_eq!(released_by_reads(&damaged, &ids), (out, error));
+    }
+    // Cut after whole batches or chunks: every full chunk is released, then "no final chunk".
+    for chunks in [64, 128, 130, 192] {
+        let cut = &file[..payload + chunks * SEALED_CHUNK_BYTES];
+        let (out, error) = released_by_decrypt_to(cut, &ids);
+        assert_eq!(out, data[..chunks * CHUNK_BYTES], "{chunks} chunks");
+        assert!(
+            error.as_deref().unwrap().contains("without a final chunk"),
+            "{error:?}"
+        );
+        assert_eq!(released_by_reads(cut, &ids), (out, error));
+    }
+    // Reads first, then decrypt_to: one plaintext.
+    let mut reader = Decryptor::new(file.as_slice())
+        .unwrap()
+        .decrypt(&ids)
+        .unwrap();
+    let mut start = vec![0u8; 1000];
+    reader.read_exact(&mut start).unwrap();
+    let mut rest = Vec::new();
+    assert_eq!(reader.decrypt_to(&mut rest).unwrap(), (len - 1000) as u64);
+    start.extend_from_slice(&rest);
+    assert_eq!(start, data);
+}

@@ -44,7 +44,8 @@ pub fn encrypt_file(
     let mut input = open_input(source)?;
     let mut output = OutputFile::create(destination, Some(source), overwrite)?;
     let mut writer = encrypt(recipients, armor, output.file())?;
-    let bytes = io::copy(&mut input, &mut writer)?;
+    // Read straight into the writer's batches, the next one read while one is sealed.
+    let bytes = writer.copy_from(&mut input)?;
     writer.finish()?;
     output.commit()?;
     Ok(bytes)

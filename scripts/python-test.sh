@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Python package (python/): builds the wheel (release, abi3, manylinux2014 through zig
 # when it can), installs it with numpy, pytest and pyca/cryptography in a fresh virtual
-# environment (with the `dask` extra: dask and distributed, for parcrypt.dask's tests), and
-# runs python/tests on the installed package from outside the source tree.
+# environment (with the `dask` and `s3` extras: dask, distributed, s3fs, for parcrypt.dask's
+# tests, and moto's S3 server for the object-store tests), and runs python/tests on the
+# installed package from outside the source tree.
 # The CLI tests use PARCRYPT_BIN (default target/debug/parcrypt, which `cargo test` builds).
 # Prints `== python: N passed, M failed, K skipped (wheel: TAG)`; skipped tests' reasons go to
 # the file named by $1 when given (scripts/test.sh's summary). PARCRYPT_PYTHON=0 skips it.
@@ -16,9 +17,12 @@ if [ "${PARCRYPT_PYTHON:-1}" = "0" ]; then
     exit 0
 fi
 python="${PYTHON:-python3}"
-build_venv=target/python/build-venv
-test_venv=target/python/test-venv
-wheels=target/python/wheels
+# PARCRYPT_PYTHON_DIR: where the venvs and the wheel go (default target/python), so that two
+# runs in one tree (or a CARGO_TARGET_DIR of one's own) do not share them.
+work="${PARCRYPT_PYTHON_DIR:-target/python}"
+build_venv="$work/build-venv"
+test_venv="$work/test-venv"
+wheels="$work/wheels"
 
 echo "== python: build tools (maturin, ziglang) in $build_venv"
 if [ ! -x "$build_venv/bin/maturin" ]; then
@@ -44,7 +48,8 @@ fi
 echo "== python: fresh virtual environment $test_venv"
 rm -rf "$test_venv"
 "$python" -m venv "$test_venv"
-"$test_venv/bin/pip" install --quiet --disable-pip-version-check "$wheel[dask]" numpy pytest "cryptography>=43"
+"$test_venv/bin/pip" install --quiet --disable-pip-version-check "$wheel[dask,s3]" numpy pytest \
+    "cryptography>=43" "moto[server]>=5"
 
 echo "== python: pytest on the installed package"
 run_dir="$(mktemp -d)"

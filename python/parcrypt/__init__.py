@@ -38,11 +38,10 @@ from ._parcrypt import (
     InvalidTag,
     ParcryptWarning,
     backends,
-    decrypt_file,
     devices,
-    encrypt_file,
 )
 from . import _parcrypt
+from . import _remote
 from . import parts  # one file in many parts, for other processes (parcrypt.dask)
 
 __all__ = [
@@ -155,8 +154,96 @@ class EncryptedWriter(_NativeFile):
             pass
 
 
+class _StagedReader(EncryptedReader):
+    """An :class:`EncryptedReader` over a local copy of a remote object or file object,
+    the copy removed when the reader is closed."""
+
+    def __init__(self, native: Any, name: str, folder: Any) -> None:
+        super().__init__(native, name)
+        self._folder = folder
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._folder.__exit__(None, None, None)
+
+
+class _StagedWriter(EncryptedWriter):
+    """An :class:`EncryptedWriter` into a local file that :meth:`close` hands, complete, to
+    a remote object (one upload) or a file object; :meth:`abort` leaves nothing."""
+
+    def __init__(self, native: Any, name: str, folder: Any, local: str, target: Any,
+                 storage_options: dict[str, Any] | None, overwrite: bool) -> None:
+        super().__init__(native, name)
+        self._folder, self._local, self._target = folder, local, target
+        self._storage_options, self._overwrite = storage_options, overwrite
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        try:
+            super().close()
+            _remote.publish(self._local, self._target, self._storage_options, self._overwrite)
+        finally:
+            self._folder.__exit__(None, None, None)
+
+    def abort(self) -> None:
+        try:
+            super().abort()
+        finally:
+            self._folder.__exit__(None, None, None)
+
+
+def _check_storage_options(storage_options: Any, *targets: Any) -> None:
+    if storage_options is not None and not any(_remote.is_url(target) for target in targets):
+        raise ValueError("storage_options is for fsspec URLs (s3://...), and no URL was given")
+
+
+def _file(native: Any, src: Any, dst: Any, storage_options: dict[str, Any] | None,
+          options: dict[str, Any]) -> int:
+    _check_storage_options(storage_options, src, dst)
+    if _remote.is_local(src) and _remote.is_local(dst):
+        return int(native(_remote.local_path(src), _remote.local_path(dst), **options))
+    overwrite = bool(options.pop("overwrite", False))
+    _remote.refuse_existing(dst, storage_options, overwrite)
+    with _remote.private_folder() as folder:
+        if _remote.is_local(src):
+            local_src = _remote.local_path(src)
+        else:
+            local_src = os.path.join(folder, "input")
+            _remote.fetch(src, local_src, storage_options)
+        if _remote.is_local(dst):
+            return int(native(local_src, _remote.local_path(dst), overwrite=overwrite, **options))
+        local_dst = os.path.join(folder, "output")
+        done = int(native(local_src, local_dst, **options))
+        _remote.publish(local_dst, dst, storage_options, overwrite)
+        return done
+
+
+def encrypt_file(src: Any, dst: Any, *, storage_options: dict[str, Any] | None = None,
+                 **options: Any) -> int:
+    """Encrypts ``src`` into ``dst`` as ``parcrypt encrypt``; returns the plaintext bytes.
+
+    Each of ``src`` and ``dst`` is a local path, an fsspec URL (``s3://bucket/key``, opened
+    with ``storage_options``) or a binary file object (readable for ``src``, writable for
+    ``dst``). Remote and file-object sides are staged through a private local temporary
+    folder; ``dst`` receives the encrypted file only once it is complete (a URL by one
+    upload), and nothing on failure."""
+    return _file(_parcrypt.encrypt_file, src, dst, storage_options, options)
+
+
+def decrypt_file(src: Any, dst: Any, *, storage_options: dict[str, Any] | None = None,
+                 **options: Any) -> int:
+    """Decrypts ``src`` into ``dst`` as ``parcrypt decrypt``; returns the plaintext bytes.
+    ``src`` and ``dst`` as for :func:`encrypt_file`; ``dst`` receives plaintext only once
+    every chunk authenticated (the plaintext is staged in a private local temporary folder,
+    removed afterwards, when ``dst`` is not a local path)."""
+    return _file(_parcrypt.decrypt_file, src, dst, storage_options, options)
+
+
 def open(
-    path: str | os.PathLike[str],
+    path: Any,
     mode: str = "rb",
     *,
     key: bytes | None = None,
@@ -166,6 +253,7 @@ def open(
     overwrite: bool = False,
     format: str = "parcrypt",
     context: bytes | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> EncryptedReader | EncryptedWriter:
     """Opens an encrypted file: ``"rb"`` reads its plaintext (seekable), ``"wb"`` writes a
     new one.
@@ -174,18 +262,44 @@ def open(
     become a key with ``bytes.fromhex(...)``) or ``passphrase``. The files are those of
     ``parcrypt encrypt`` / ``parcrypt decrypt``. Writing under a weak passphrase (shorter
     than 8 bytes) warns with :class:`ParcryptWarning`, as ``parcrypt encrypt`` does.
+
+    ``path`` may also be an fsspec URL (with ``storage_options``) or a binary file object
+    (readable for ``"rb"``, writable for ``"wb"``). Reading copies the encrypted object into
+    a private local temporary file first (removed on ``close``); writing writes a local
+    temporary file and hands it whole to the URL (one upload) or file object on ``close``,
+    so an aborted writer publishes nothing.
     """
-    name = os.fspath(path)
-    if mode in ("rb", "r"):
-        native = _parcrypt.open_reader(
-            path, key=key, passphrase=passphrase, backend=backend, threads=threads,
-            format=format, context=context,
-        )
-        return EncryptedReader(native, name)
-    if mode in ("wb", "w"):
+    if mode not in ("rb", "r", "wb", "w"):
+        raise ValueError(f"mode must be 'rb' or 'wb', not {mode!r}")
+    _check_storage_options(storage_options, path)
+    reading = mode in ("rb", "r")
+    if _remote.is_local(path):
+        local, name, folder = _remote.local_path(path), os.fspath(path), None
+    else:
+        name = _remote.name_of(path)
+        if not reading:
+            _remote.refuse_existing(path, storage_options, overwrite)
+        folder = _remote.private_folder()
+        local = os.path.join(folder.__enter__(), "staged")
+    try:
+        if reading:
+            if folder is not None:
+                _remote.fetch(path, local, storage_options)
+            native = _parcrypt.open_reader(
+                local, key=key, passphrase=passphrase, backend=backend, threads=threads,
+                format=format, context=context,
+            )
+            if folder is None:
+                return EncryptedReader(native, name)
+            return _StagedReader(native, name, folder)
         native = _parcrypt.open_writer(
-            path, key=key, passphrase=passphrase, backend=backend, threads=threads,
-            overwrite=overwrite, format=format, context=context,
+            local, key=key, passphrase=passphrase, backend=backend, threads=threads,
+            overwrite=overwrite if folder is None else False, format=format, context=context,
         )
-        return EncryptedWriter(native, name)
-    raise ValueError(f"mode must be 'rb' or 'wb', not {mode!r}")
+        if folder is None:
+            return EncryptedWriter(native, name)
+        return _StagedWriter(native, name, folder, local, path, storage_options, overwrite)
+    except BaseException:
+        if folder is not None:
+            folder.__exit__(None, None, None)
+        raise

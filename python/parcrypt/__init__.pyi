@@ -152,19 +152,37 @@ class _FileOptions(TypedDict, total=False):
     format: Literal["parcrypt", "cobblestone"]
     context: Buffer | None
 
+class _Readable(Protocol):
+    def read(self, size: int = ..., /) -> bytes: ...
+
+class _Writable(Protocol):
+    def write(self, data: bytes, /) -> int | None: ...
+
+#: A local path, an fsspec URL (``s3://bucket/key``, with ``storage_options``) or a binary
+#: file object.
+_Source = str | os.PathLike[str] | _Readable
+_Destination = str | os.PathLike[str] | _Writable
+
 def encrypt_file(
-    src: str | os.PathLike[str],
-    dst: str | os.PathLike[str],
+    src: _Source,
+    dst: _Destination,
+    *,
+    storage_options: dict[str, Any] | None = None,
     **options: Unpack[_FileOptions],
 ) -> int:
-    """Encrypts ``src`` into ``dst`` as ``parcrypt encrypt``; returns the plaintext bytes."""
+    """Encrypts ``src`` into ``dst`` as ``parcrypt encrypt``; returns the plaintext bytes.
+    Remote and file-object sides are staged in a private local folder; ``dst`` receives the
+    file only once complete."""
 
 def decrypt_file(
-    src: str | os.PathLike[str],
-    dst: str | os.PathLike[str],
+    src: _Source,
+    dst: _Destination,
+    *,
+    storage_options: dict[str, Any] | None = None,
     **options: Unpack[_FileOptions],
 ) -> int:
-    """Decrypts ``src`` into ``dst`` as ``parcrypt decrypt``; returns the plaintext bytes."""
+    """Decrypts ``src`` into ``dst`` as ``parcrypt decrypt``; returns the plaintext bytes.
+    ``dst`` receives plaintext only once every chunk authenticated."""
 
 class EncryptedReader(io.RawIOBase):
     name: str
@@ -176,13 +194,17 @@ class EncryptedWriter(io.RawIOBase):
 
 @overload
 def open(
-    path: str | os.PathLike[str],
+    path: _Source,
     mode: Literal["rb", "r"] = "rb",
+    *,
+    storage_options: dict[str, Any] | None = None,
     **options: Unpack[_FileOptions],
 ) -> EncryptedReader: ...
 @overload
 def open(
-    path: str | os.PathLike[str],
+    path: _Destination,
     mode: Literal["wb", "w"],
+    *,
+    storage_options: dict[str, Any] | None = None,
     **options: Unpack[_FileOptions],
 ) -> EncryptedWriter: ...

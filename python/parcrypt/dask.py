@@ -47,6 +47,7 @@ exclusively) and of mode 0600 whatever the umask.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import uuid
@@ -64,12 +65,15 @@ except ImportError as _missing:  # pragma: no cover - depends on the environment
         "parcrypt.dask needs dask and distributed: pip install 'parcrypt[dask]'"
     ) from _missing
 
+from . import _remote, _store
 from . import parts as _parts
 
 __all__ = [
     "FileReport",
     "LargeReport",
     "DaskJobError",
+    "StorageOptions",
+    "register_storage_options",
     "encrypt_files",
     "decrypt_files",
     "encrypt_large",
@@ -190,6 +194,250 @@ def _reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
+# ---- object stores (fsspec URLs) -----------------------------------------------------------
+
+try:
+    from distributed.diagnostics.plugin import WorkerPlugin as _WorkerPlugin
+except ImportError:  # pragma: no cover - older distributed
+    _WorkerPlugin = object  # type: ignore[assignment,misc]
+
+
+class StorageOptions(_WorkerPlugin):  # type: ignore[misc]
+    """A worker plugin that gives every worker the fsspec ``storage_options`` its tasks open
+    stores with (``client.register_plugin(StorageOptions({...}))``, or
+    :func:`register_storage_options`). Sent once per worker when registered, never with a
+    task; without it, workers use their environment (``AWS_*`` variables, instance roles,
+    ``AWS_ENDPOINT_URL``). Prefer credentials the workers already have: options registered
+    here travel to each worker over the cluster's connection (use TLS)."""
+
+    name = "parcrypt-storage-options"
+
+    def __init__(self, storage_options: dict[str, Any]) -> None:
+        self._options = dict(storage_options)
+
+    def setup(self, worker: Any) -> None:
+        worker._parcrypt_storage_options = dict(self._options)
+
+    def teardown(self, worker: Any) -> None:
+        worker._parcrypt_storage_options = None
+
+    def __repr__(self) -> str:  # never the options: they may hold secrets
+        return "StorageOptions(...)"
+
+
+def register_storage_options(client: Client | None, storage_options: dict[str, Any]) -> None:
+    """Registers ``storage_options`` on every worker of ``client`` (and workers that join
+    later) for the store URLs of parcrypt's tasks: :class:`StorageOptions`."""
+    _client(client).register_plugin(StorageOptions(storage_options), name=StorageOptions.name)
+
+
+def _remote_job(*targets: Any) -> bool:
+    return any(_remote.is_url(target) for target in targets)
+
+
+def _object_task(
+    encrypting: bool,
+    plan: _parts.PartPlan,
+    ref: Any,
+    dst: str,
+    overwrite: bool,
+    backend: str,
+    threads: int | None,
+) -> FileReport:
+    """Runs on a worker: one object (or file) into one object (or file), staged through a
+    private local folder; the output receives the result only once it is complete."""
+    start = time.perf_counter()
+    options = _store.worker_options()
+    try:
+        with _remote.private_folder() as folder:
+            local_src, local_dst = os.path.join(folder, "input"), os.path.join(folder, "output")
+            _store.fetch(ref, local_src, options)
+            target = local_dst if _remote.is_url(dst) else dst
+            if encrypting:
+                staged = dataclasses.replace(plan, source=_remote.identity(local_src))
+                _parts.seal_file(staged, local_src, target, overwrite=overwrite, backend=backend, threads=threads)
+            else:
+                _parts.open_file(plan, local_src, target, overwrite=overwrite, backend=backend, threads=threads)
+            if _remote.is_url(dst):
+                _remote.publish(local_dst, dst, options, overwrite)
+    except Exception as error:
+        return FileReport(ref.url, None, 0, time.perf_counter() - start, _worker_address(), _reason(error))
+    return FileReport(ref.url, dst, plan.plaintext_bytes, time.perf_counter() - start, _worker_address())
+
+
+def _expand(paths: Iterable[PathLike] | str, storage_options: dict[str, Any] | None) -> list[PathLike]:
+    """A glob (one string, a URL or a local pattern) expanded in sorted order, or the list."""
+    if not isinstance(paths, str):
+        return list(paths)
+    if not any(char in paths for char in "*?["):
+        return [paths]
+    if _remote.is_url(paths):
+        fs, pattern = _remote.filesystem(paths, storage_options)
+        protocol = paths.split("://", 1)[0]
+        found: list[PathLike] = [f"{protocol}://{name}" for name in sorted(fs.glob(pattern)) if fs.isfile(name)]
+        return found
+    import glob
+
+    return [name for name in sorted(glob.glob(paths)) if os.path.isfile(name)]
+
+
+def _object_name(src: str, dest_dir: str, encrypting: bool) -> str:
+    name = src.rstrip("/").rsplit("/", 1)[-1]
+    if encrypting:
+        name += SUFFIX
+    elif name.endswith(SUFFIX) and len(name) > len(SUFFIX):
+        name = name[: -len(SUFFIX)]
+    else:
+        name += ".decrypted"
+    if _remote.is_url(dest_dir):
+        return dest_dir.rstrip("/") + "/" + name
+    return str(Path(_remote.local_path(dest_dir)).resolve() / name)
+
+
+def _many_remote(
+    encrypting: bool,
+    sources: list[PathLike],
+    dest_dir: PathLike,
+    secret: dict[str, Any],
+    client: Client,
+    overwrite: bool,
+    backend: str,
+    threads: int | None,
+    format: str,
+    context: Any,
+    storage_options: dict[str, Any] | None,
+) -> list[FileReport]:
+    reports: dict[int, FileReport] = {}
+    futures: dict[Any, int] = {}
+    names = {index: _store.url_of(raw) for index, raw in enumerate(sources)}
+
+    def plan(index: int) -> tuple[Any, _parts.PartPlan]:
+        # On the client: argon2id runs here; the object is described, never downloaded
+        # (a decryption reads its envelope and final chunk to authenticate its length).
+        ref = _store.describe(sources[index], storage_options)
+        if encrypting:
+            return ref, _store.plan_encrypt(ref, secret, format, context, None)
+        return ref, _store.plan_decrypt(ref, secret, format, context, storage_options)
+
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as planners:
+        planned = {planners.submit(plan, index): index for index in names}
+        for done in concurrent_completed(planned):
+            index = planned[done]
+            try:
+                ref, part_plan = done.result()
+                dst = _object_name(names[index], os.fspath(dest_dir), encrypting)
+                if not overwrite:
+                    _remote.refuse_existing(dst, storage_options, False)
+            except Exception as error:
+                reports[index] = FileReport(names[index], None, 0, 0.0, None, _reason(error))
+                continue
+            future = client.submit(
+                _object_task, encrypting, part_plan, ref, dst, overwrite, backend, threads,
+                pure=False, key=f"parcrypt-{'encrypt' if encrypting else 'decrypt'}-{uuid.uuid4().hex}",
+            )
+            futures[future] = index
+    for future in as_completed(list(futures)):
+        index = futures[future]
+        try:
+            reports[index] = future.result()
+        except Exception as error:
+            reports[index] = FileReport(names[index], None, 0, 0.0, None, _reason(error))
+    return [reports[index] for index in sorted(reports)]
+
+
+def _part_task(
+    encrypting: bool,
+    plan: _parts.PartPlan,
+    ref: Any,
+    first: int,
+    end: int,
+    upload: Any,
+    number: int,
+    backend: str,
+    threads: int | None,
+) -> tuple[int, str, int, str | None]:
+    """Runs on a worker: seals (or opens) chunks ``first..end`` and uploads them as part
+    ``number``; returns ``(number, etag, plaintext bytes, worker)``. A rerun uploads the
+    same bytes again under the same number."""
+    options = _store.worker_options()
+    if encrypting:
+        data = _store.seal_range(plan, ref, first, end, backend, threads, options)
+    else:
+        data = _store.open_range(plan, ref, first, end, backend, threads, options)
+    low, high = _store.plain_span(plan, first, end)
+    etag = _store.upload_part(upload, number, data, options)
+    return number, etag, high - low, _worker_address()
+
+
+def _large_remote(
+    encrypting: bool,
+    src: PathLike,
+    dst: PathLike,
+    secret: dict[str, Any],
+    client: Client,
+    chunks_per_task: int,
+    overwrite: bool,
+    backend: str,
+    threads: int | None,
+    format: str,
+    context: Any,
+    salts: tuple[bytes, bytes] | None,
+    storage_options: dict[str, Any] | None,
+) -> LargeReport:
+    started = time.perf_counter()
+    if not _remote.is_url(dst):
+        raise ValueError(
+            f"{dst}: from a URL, one large object is written to an S3-compatible store "
+            "(s3://...); decrypt_files/encrypt_files write local files"
+        )
+    output = str(dst)
+    _store.s3(output, storage_options)  # an S3 URL, or ValueError before any work
+    _remote.refuse_existing(output, storage_options, overwrite)
+    ref = _store.describe(src, storage_options)
+    if encrypting:
+        plan = _store.plan_encrypt(ref, secret, format, context, salts)
+    else:
+        plan = _store.plan_decrypt(ref, secret, format, context, storage_options)
+    ranges = _store.part_ranges(plan, chunks_per_task)
+    upload = _store.start_upload(output, storage_options)
+    futures: list[Any] = []
+    try:
+        futures = [
+            client.submit(
+                _part_task, encrypting, plan, ref, first, end, upload, number, backend, threads,
+                pure=False, key=f"parcrypt-part-{number}-{uuid.uuid4().hex}",
+            )
+            for number, (first, end) in enumerate(ranges, start=1)
+        ]
+        wait(futures)
+        failed = [future for future in futures if future.status != "finished"]
+        if failed:
+            try:
+                failed[0].result()
+            except Exception as error:
+                raise DaskJobError(
+                    f"{len(failed)} of {len(futures)} parts of {ref.url} failed "
+                    f"({_reason(error)}); the upload was aborted: nothing was published at {output}"
+                ) from error
+            raise DaskJobError(f"{len(failed)} parts of {ref.url} did not finish; nothing was published")
+        results = [future.result() for future in futures]
+        if sum(done for _, _, done, _ in results) != plan.plaintext_bytes:
+            raise DaskJobError(f"the parts of {ref.url} did not cover it; nothing was published")
+        if not overwrite:
+            _remote.refuse_existing(output, storage_options, False)
+        _store.complete_upload(upload, [(number, etag) for number, etag, _, _ in results], storage_options)
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        try:
+            _store.abort_upload(upload, storage_options)
+        except Exception:
+            pass  # the upload stays unpublished; the store's lifecycle rules remove it
+        raise
+    workers = tuple(sorted({worker for _, _, _, worker in results if worker}))
+    return LargeReport(ref.url, output, plan.plaintext_bytes, time.perf_counter() - started, len(ranges), workers)
+
+
 # ---- one task per file --------------------------------------------------------------------
 
 
@@ -225,7 +473,7 @@ def _output_name(src: Path, dest_dir: Path, encrypting: bool) -> Path:
 
 def _many(
     encrypting: bool,
-    paths: Iterable[PathLike],
+    paths: Iterable[PathLike] | str,
     dest_dir: PathLike,
     key: Any,
     passphrase: Any,
@@ -235,8 +483,15 @@ def _many(
     threads: int | None,
     format: str,
     context: Any,
+    storage_options: dict[str, Any] | None = None,
 ) -> list[FileReport]:
     secret = _secret(key, passphrase)
+    paths = _expand(paths, storage_options)
+    if isinstance(paths, list) and (_remote_job(dest_dir, *paths) or storage_options is not None):
+        return _many_remote(
+            encrypting, paths, dest_dir, secret, _client(client), overwrite, backend, threads,
+            format, context, storage_options,
+        )
     client = _client(client)
     folder = Path(dest_dir).resolve()
     reports: dict[int, FileReport] = {}
@@ -277,7 +532,7 @@ def _many(
 
 
 def encrypt_files(
-    paths: Iterable[PathLike],
+    paths: Iterable[PathLike] | str,
     dest_dir: PathLike,
     *,
     key: Any = None,
@@ -288,16 +543,24 @@ def encrypt_files(
     threads: int | None = None,
     format: str = "parcrypt",
     context: Any = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> list[FileReport]:
     """Encrypts every file of ``paths`` into ``dest_dir/NAME.parcrypt``, one task per file;
     returns one :class:`FileReport` per path, in order. Failed files are reported (``error``)
     and leave no output; they do not stop the others. ``threads`` and ``backend`` are each
-    task's (all of a worker's cores by default)."""
-    return _many(True, paths, dest_dir, key, passphrase, client, overwrite, backend, threads, format, context)
+    task's (all of a worker's cores by default).
+
+    ``paths`` may hold fsspec URLs (``s3://bucket/prefix/a.bin``), or be one glob string
+    (``"s3://bucket/prefix/*.bin"``, ``"/data/*.bin"``); ``dest_dir`` may be a URL
+    (``s3://bucket/sealed/``). The client opens the store with ``storage_options`` to list
+    and plan (never sent to a task); workers open it with their own credentials
+    (:class:`StorageOptions`, or their environment). A task stages its object in a private
+    local folder and uploads the output whole, so an object appears only when complete."""
+    return _many(True, paths, dest_dir, key, passphrase, client, overwrite, backend, threads, format, context, storage_options)
 
 
 def decrypt_files(
-    paths: Iterable[PathLike],
+    paths: Iterable[PathLike] | str,
     dest_dir: PathLike,
     *,
     key: Any = None,
@@ -308,11 +571,13 @@ def decrypt_files(
     threads: int | None = None,
     format: str = "parcrypt",
     context: Any = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> list[FileReport]:
     """Decrypts every file of ``paths`` into ``dest_dir`` (``NAME.parcrypt`` becomes ``NAME``,
     other names get ``.decrypted``), one task per file, as :func:`encrypt_files` does. An output
-    appears only once every chunk authenticated."""
-    return _many(False, paths, dest_dir, key, passphrase, client, overwrite, backend, threads, format, context)
+    appears only once every chunk authenticated. URLs, globs and ``storage_options`` as for
+    :func:`encrypt_files`."""
+    return _many(False, paths, dest_dir, key, passphrase, client, overwrite, backend, threads, format, context, storage_options)
 
 
 # ---- one large file, many tasks -----------------------------------------------------------
@@ -349,10 +614,16 @@ def _large(
     format: str,
     context: Any,
     salts: tuple[bytes, bytes] | None,
+    storage_options: dict[str, Any] | None = None,
 ) -> LargeReport:
     started = time.perf_counter()
     secret = _secret(key, passphrase)
     client = _client(client)
+    if _remote_job(src, dst) or storage_options is not None:
+        return _large_remote(
+            encrypting, src, dst, secret, client, chunks_per_task, overwrite, backend, threads,
+            format, context, salts, storage_options,
+        )
     source, output = Path(src).resolve(), Path(dst).resolve()
     if not overwrite and output.exists():
         raise FileExistsError(f"{output} exists (pass overwrite=True to replace it)")
@@ -413,13 +684,23 @@ def encrypt_large(
     format: str = "parcrypt",
     context: Any = None,
     salts: tuple[bytes, bytes] | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> LargeReport:
     """Encrypts one file into ``dst`` with ``chunks_per_task`` chunks (16 KiB each) per task,
     byte for byte as ``parcrypt encrypt`` would. ``dst`` (mode 0600) appears only when every
     task succeeded; on failure (a changed input among them) the temporary output is removed
     and :class:`DaskJobError` raised. ``src`` must not change until the call returns.
-    ``salts`` fixes the salts for reproducible comparisons only (never reuse one)."""
-    return _large(True, src, dst, key, passphrase, client, chunks_per_task, overwrite, backend, threads, format, context, salts)
+    ``salts`` fixes the salts for reproducible comparisons only (never reuse one).
+
+    To an object store (``dst`` an ``s3://`` URL; ``src`` a URL, or a path every worker
+    sees): the client plans the object and starts a multipart upload; each task seals a run
+    of whole chunks and uploads it as one part (at least 5 MiB but the last: at least 320
+    chunks per task, and more when the object would need over 10,000 parts; the envelope in
+    the first); the client completes the upload only when every part succeeded and aborts it
+    otherwise, so a reader sees the whole object or nothing. ``storage_options`` is the
+    client's (never sent to a task); workers use their own credentials
+    (:class:`StorageOptions`)."""
+    return _large(True, src, dst, key, passphrase, client, chunks_per_task, overwrite, backend, threads, format, context, salts, storage_options)
 
 
 def decrypt_large(
@@ -435,12 +716,15 @@ def decrypt_large(
     threads: int | None = None,
     format: str = "parcrypt",
     context: Any = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> LargeReport:
     """Decrypts one encrypted file into ``dst``, chunk ranges in parallel tasks; ``dst``
     (mode 0600) appears only when every chunk, the final one included, authenticated (else
     :class:`DaskJobError`, no output; a cut or extended file raises ``parcrypt.InvalidTag``
-    while it is planned, before anything is created)."""
-    return _large(False, src, dst, key, passphrase, client, chunks_per_task, overwrite, backend, threads, format, context, None)
+    while it is planned, before anything is created). To an object store as
+    :func:`encrypt_large` (a plaintext object, published only when every part authenticated
+    and uploaded)."""
+    return _large(False, src, dst, key, passphrase, client, chunks_per_task, overwrite, backend, threads, format, context, None, storage_options)
 
 
 def decrypt_range(
@@ -456,13 +740,32 @@ def decrypt_range(
     threads: int | None = None,
     format: str = "parcrypt",
     context: Any = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> bytes:
     """Plaintext bytes ``start..end`` (clamped to the message) of the encrypted file ``src``,
     in pieces of ``bytes_per_task`` (rounded to whole chunks) decrypted by separate tasks and
     joined here: the result comes back through the client, so keep ranges to what fits in
     its memory. The file's length is authenticated when it is planned, and again by the
-    piece that reaches the end: a cut file raises ``parcrypt.InvalidTag``."""
+    piece that reaches the end: a cut file raises ``parcrypt.InvalidTag``. ``src`` may be a
+    URL: each task then reads only the chunks under its piece (and the final chunk when its
+    piece reaches the end)."""
     client = _client(client)
+    if _remote.is_url(src) or storage_options is not None:
+        ref = _store.describe(src, storage_options)
+        plan = _store.plan_decrypt(ref, _secret(key, passphrase), format, context, storage_options)
+        start, end = max(0, start), min(end, plan.plaintext_bytes)
+        if start >= end:
+            return b""
+        step = max(1, bytes_per_task // _parts.CHUNK_BYTES) * _parts.CHUNK_BYTES
+        cuts = [start, *range((start // step + 1) * step, end, step), end]
+        pieces = [
+            client.submit(
+                _range_piece, plan, ref, low, high, backend, threads, pure=False,
+                key=f"parcrypt-read-{uuid.uuid4().hex}",
+            )
+            for low, high in zip(cuts, cuts[1:])
+        ]
+        return b"".join(client.gather(pieces))
     plan = _parts.plan_decrypt(
         Path(src).resolve(), format=format, context=context, **_secret(key, passphrase)
     )
@@ -479,3 +782,7 @@ def decrypt_range(
         for low, high in zip(cuts, cuts[1:])
     ]
     return b"".join(client.gather(futures))
+
+
+def _range_piece(plan: _parts.PartPlan, ref: Any, low: int, high: int, backend: str, threads: int | None) -> bytes:
+    return _store.read_plain(plan, ref, low, high, backend, threads, _store.worker_options())

@@ -121,8 +121,9 @@ pub fn encrypt_file(
     let options = Options::take("encrypt_file", options::FILE, options)?;
     let (secrets, context) = options.secrets()?;
     let setup = secrets.setup(&options.format, context.as_ref())?;
-    // Called straight from Python (parcrypt.encrypt_file is this function).
-    secrets.warn(py, &setup, 1)?;
+    // Called by parcrypt._file, called by parcrypt.encrypt_file (which takes URLs and file
+    // objects too): the warning points at encrypt_file's caller.
+    secrets.warn(py, &setup, 3)?;
     let runtime = options.runtime()?;
     let pipeline = pipeline_options(&options);
     py.detach(|| {

@@ -1,0 +1,308 @@
+"""Objects in fsspec stores (S3 and the like) for ``parcrypt.dask`` (private).
+
+The client plans an object without holding it: a *sparse* local file of the object's size
+(plaintext: nothing written; encrypted: its first 64 KiB and last two chunks, for the
+envelope and the final chunk) is enough for ``parcrypt.parts`` to make the plan, which then
+authenticates the encrypted object's length as it does a local file's. A worker stages the
+bytes of its chunk range in sparse local files (mode 0600, in a private folder removed
+afterwards) and runs the native part functions on them unchanged, so the bytes are exactly
+``parcrypt encrypt``'s.
+
+What crosses to a worker is an :class:`ObjectRef` (URL, size, version tag), a plan (part
+keys, see :mod:`parcrypt.parts`) and integers. Workers open the store with their own
+credentials: the options registered on them (:class:`parcrypt.dask.StorageOptions`) or the
+environment; never the client's ``storage_options``.
+
+Every read of a planned object names its version: on S3 the ``ETag`` as ``If-Match``, so an
+object replaced during the job fails the read instead of mixing two versions' bytes; on
+other stores the version marker (``ETag``, ``mtime``) and size are compared before and after.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from . import _remote
+from . import parts as _parts
+
+CHUNK = _parts.CHUNK_BYTES
+SEALED_CHUNK = CHUNK + 16
+#: Bytes of an encrypted object's start that its plan reads (the envelope is far shorter).
+HEAD_BYTES = 64 * 1024
+#: S3's multipart limits.
+MIN_PART_BYTES = 5 * 1024 * 1024
+MAX_PARTS = 10_000
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """One version of one object: what a task is told to read."""
+
+    url: str
+    size: int
+    version: str | None
+
+
+def _version(info: dict[str, Any]) -> str | None:
+    for name in ("ETag", "etag", "VersionId", "mtime", "LastModified", "last_modified", "created"):
+        value = info.get(name)
+        if value is not None:
+            return str(value)
+    return None
+
+
+def is_s3(fs: Any) -> bool:
+    protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+    return "s3" in protocols and hasattr(fs, "split_path")
+
+
+def worker_options() -> dict[str, Any]:
+    """The storage options registered on this worker (none outside a worker)."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return {}
+    return dict(getattr(worker, "_parcrypt_storage_options", None) or {})
+
+
+def url_of(target: _remote.PathLike) -> str:
+    """A URL for fsspec: URLs as they are, local paths made absolute."""
+    if _remote.is_url(target):
+        return str(target)
+    return os.path.abspath(_remote.local_path(target))
+
+
+def describe(target: _remote.PathLike, storage_options: dict[str, Any] | None) -> ObjectRef:
+    url = url_of(target)
+    fs, path = _remote.filesystem(url, storage_options)
+    info = fs.info(path)
+    if info.get("type") not in (None, "file"):
+        raise IsADirectoryError(f"{url} is not an object or file")
+    return ObjectRef(url, int(info["size"]), _version(info))
+
+
+async def _s3_get(fs: Any, bucket: str, key: str, start: int, end: int, etag: str) -> bytes:
+    response = await fs._call_s3(
+        "get_object", Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}", IfMatch=etag
+    )
+    body = response["Body"]
+    try:
+        return bytes(await body.read())
+    finally:
+        body.close()
+
+
+def read_range(ref: ObjectRef, start: int, end: int, storage_options: dict[str, Any] | None) -> bytes:
+    """Bytes ``start..end`` of ``ref``'s version of the object (``OSError`` when it is no
+    longer that version or is shorter)."""
+    if end <= start:
+        return b""
+    fs, path = _remote.filesystem(ref.url, storage_options)
+    if is_s3(fs) and ref.version:
+        from fsspec.asyn import sync
+
+        bucket, key, _ = fs.split_path(path)
+        try:
+            data = sync(fs.loop, _s3_get, fs, bucket, key, start, end, ref.version)
+        except Exception as error:
+            if "PreconditionFailed" in repr(error) or "412" in str(error):
+                raise OSError(
+                    f"{ref.url} changed since it was planned (its ETag is no longer "
+                    f"{ref.version}): it must not change during a job"
+                ) from error
+            raise
+    else:
+        before = _version(fs.info(path))
+        data = fs.cat_file(path, start=start, end=end)
+        if before != ref.version or _version(fs.info(path)) != ref.version:
+            raise OSError(f"{ref.url} changed since it was planned: it must not change during a job")
+    if len(data) != end - start:
+        raise OSError(
+            f"{ref.url}: {end - start} bytes wanted at {start}, {len(data)} read "
+            "(the object is shorter than planned)"
+        )
+    return bytes(data)
+
+
+def fetch(ref: ObjectRef, local: str, storage_options: dict[str, Any] | None) -> None:
+    """The whole of ``ref``'s version into the new local file ``local`` (mode 0600), in
+    pieces of 64 MiB."""
+    _remote.sparse_file(local, 0)
+    step = 64 * 1024 * 1024
+    for start in range(0, ref.size, step):
+        _remote.write_at(local, start, read_range(ref, start, min(ref.size, start + step), storage_options))
+
+
+# ---- plans made without the object --------------------------------------------------------
+
+
+def plan_encrypt(ref: ObjectRef, secret: dict[str, Any], format: str, context: Any,
+                 salts: tuple[bytes, bytes] | None) -> _parts.PartPlan:
+    """The plan of ``ref``'s encryption, made from a sparse file of its size (no byte of it
+    read); its ``source`` is left empty: each task stages its range and names that file."""
+    with _remote.private_folder() as folder:
+        local = os.path.join(folder, "plan")
+        _remote.sparse_file(local, ref.size)
+        plan = _parts.plan_encrypt(local, format=format, context=context, salts=salts, **secret)
+    return dataclasses.replace(plan, source=None)
+
+
+def plan_decrypt(ref: ObjectRef, secret: dict[str, Any], format: str, context: Any,
+                 storage_options: dict[str, Any] | None) -> _parts.PartPlan:
+    """The plan of ``ref``'s decryption from its start and its last two chunks: the key
+    commitment is checked and the length (final chunk) authenticated, as for a file."""
+    with _remote.private_folder() as folder:
+        local = os.path.join(folder, "plan")
+        _remote.sparse_file(local, ref.size)
+        head = min(ref.size, HEAD_BYTES)
+        _remote.write_at(local, 0, read_range(ref, 0, head, storage_options))
+        tail = max(head, ref.size - 2 * SEALED_CHUNK)
+        _remote.write_at(local, tail, read_range(ref, tail, ref.size, storage_options))
+        return _parts.plan_decrypt(local, format=format, context=context, **secret)
+
+
+# ---- the spans of a chunk range -----------------------------------------------------------
+
+
+def sealed_offset(plan: _parts.PartPlan, chunk: int) -> int:
+    return plan.envelope_bytes + chunk * SEALED_CHUNK
+
+
+def sealed_span(plan: _parts.PartPlan, first: int, end: int, envelope: bool) -> tuple[int, int]:
+    """Where chunks ``first..end`` lie in the encrypted file (from 0 when ``envelope`` and
+    ``first`` is 0)."""
+    start = 0 if envelope and first == 0 else sealed_offset(plan, first)
+    stop = plan.sealed_bytes if end >= plan.chunks else sealed_offset(plan, end)
+    return start, stop
+
+
+def plain_span(plan: _parts.PartPlan, first: int, end: int) -> tuple[int, int]:
+    return first * CHUNK, min(end * CHUNK, plan.plaintext_bytes)
+
+
+# ---- worker side: one chunk range ---------------------------------------------------------
+
+
+def seal_range(plan: _parts.PartPlan, ref: ObjectRef, first: int, end: int, backend: str,
+               threads: int | None, storage_options: dict[str, Any] | None) -> bytes:
+    """The encrypted bytes of chunks ``first..end`` (the envelope first for chunk 0)."""
+    low, high = plain_span(plan, first, end)
+    data = read_range(ref, low, high, storage_options)
+    with _remote.private_folder() as folder:
+        src, dst = os.path.join(folder, "plain"), os.path.join(folder, "sealed")
+        _remote.sparse_file(src, plan.plaintext_bytes)
+        _remote.write_at(src, low, data)
+        del data
+        _parts.prepare_sealed(dst, plan)
+        staged = dataclasses.replace(plan, source=_remote.identity(src))
+        _parts.seal(staged, first, end, src, dst, backend=backend, threads=threads)
+        start, stop = sealed_span(plan, first, end, envelope=True)
+        return _remote.read_at(dst, start, stop - start)
+
+
+def _stage_sealed(plan: _parts.PartPlan, ref: ObjectRef, first: int, end: int, local: str,
+                  storage_options: dict[str, Any] | None) -> None:
+    """A sparse copy of the encrypted object with chunks ``first..end`` in place."""
+    if ref.size != plan.sealed_bytes:
+        raise OSError(f"{ref.url} is {ref.size} bytes, not the {plan.sealed_bytes} planned")
+    _remote.sparse_file(local, ref.size)
+    start, stop = sealed_span(plan, first, end, envelope=False)
+    _remote.write_at(local, start, read_range(ref, start, stop, storage_options))
+
+
+def open_range(plan: _parts.PartPlan, ref: ObjectRef, first: int, end: int, backend: str,
+               threads: int | None, storage_options: dict[str, Any] | None) -> bytes:
+    """The plaintext of chunks ``first..end``, each chunk authenticated (and the final one
+    when the range holds it)."""
+    with _remote.private_folder() as folder:
+        src, dst = os.path.join(folder, "sealed"), os.path.join(folder, "plain")
+        _stage_sealed(plan, ref, first, end, src, storage_options)
+        _parts.prepare_plain(dst, plan)
+        _parts.open_part(plan, first, end, src, dst, backend=backend, threads=threads)
+        low, high = plain_span(plan, first, end)
+        return _remote.read_at(dst, low, high - low)
+
+
+def read_plain(plan: _parts.PartPlan, ref: ObjectRef, start: int, end: int, backend: str,
+               threads: int | None, storage_options: dict[str, Any] | None) -> bytes:
+    """Plaintext bytes ``start..end``, reading only the chunks under them (and the final
+    chunk when ``end`` is the message's end)."""
+    first = start // CHUNK
+    last = plan.chunks if end >= plan.plaintext_bytes else -(-end // CHUNK)
+    with _remote.private_folder() as folder:
+        src = os.path.join(folder, "sealed")
+        _stage_sealed(plan, ref, first, last, src, storage_options)
+        return _parts.read(plan, start, end, src, backend=backend, threads=threads)
+
+
+# ---- S3 multipart uploads -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A multipart upload in progress (no credential: a task uses its worker's own)."""
+
+    url: str
+    bucket: str
+    key: str
+    upload_id: str
+
+
+def s3(url: str, storage_options: dict[str, Any] | None) -> tuple[Any, str, str]:
+    fs, path = _remote.filesystem(url, storage_options)
+    if not is_s3(fs):
+        raise ValueError(
+            f"{url}: one object in parts needs an S3-compatible store (s3://...); "
+            "other stores take whole objects (encrypt_files/decrypt_files)"
+        )
+    bucket, key, _ = fs.split_path(path)
+    if not bucket or not key:
+        raise ValueError(f"{url} names no object (s3://bucket/key)")
+    return fs, bucket, key
+
+
+def start_upload(url: str, storage_options: dict[str, Any] | None) -> Upload:
+    fs, bucket, key = s3(url, storage_options)
+    response = fs.call_s3("create_multipart_upload", Bucket=bucket, Key=key)
+    return Upload(url, bucket, key, str(response["UploadId"]))
+
+
+def upload_part(upload: Upload, number: int, data: bytes, storage_options: dict[str, Any] | None) -> str:
+    fs, _, _ = s3(upload.url, storage_options)
+    response = fs.call_s3(
+        "upload_part", Bucket=upload.bucket, Key=upload.key, UploadId=upload.upload_id,
+        PartNumber=number, Body=data,
+    )
+    return str(response["ETag"])
+
+
+def complete_upload(upload: Upload, etags: list[tuple[int, str]], storage_options: dict[str, Any] | None) -> None:
+    fs, _, _ = s3(upload.url, storage_options)
+    fs.call_s3(
+        "complete_multipart_upload", Bucket=upload.bucket, Key=upload.key,
+        UploadId=upload.upload_id,
+        MultipartUpload={"Parts": [{"PartNumber": n, "ETag": e} for n, e in sorted(etags)]},
+    )
+    fs.invalidate_cache(f"{upload.bucket}/{upload.key}")
+
+
+def abort_upload(upload: Upload, storage_options: dict[str, Any] | None) -> None:
+    fs, _, _ = s3(upload.url, storage_options)
+    fs.call_s3("abort_multipart_upload", Bucket=upload.bucket, Key=upload.key, UploadId=upload.upload_id)
+
+
+def part_ranges(plan: _parts.PartPlan, chunks_per_part: int) -> list[tuple[int, int]]:
+    """Chunk ranges for one part each: at least 320 chunks (5 MiB) but for the last, at most
+    10,000 ranges, and no empty plaintext range after another (S3 refuses parts under 5 MiB
+    but the last one)."""
+    chunks_per_part = max(chunks_per_part, -(-MIN_PART_BYTES // CHUNK), -(-plan.chunks // MAX_PARTS))
+    ranges = plan.ranges(chunks_per_part)
+    if len(ranges) > 1 and ranges[-1][0] * CHUNK >= plan.plaintext_bytes:
+        # The empty final chunk alone: it joins the range before it.
+        ranges = [*ranges[:-2], (ranges[-2][0], ranges[-1][1])]
+    return ranges

@@ -1,0 +1,522 @@
+"""parcrypt against a real S3 server over HTTP: moto's standalone server (ThreadedMotoServer
+on a free port), reached through s3fs/botocore, with a 2-process LocalCluster whose workers
+get their credentials from a worker plugin (never from the task graph). A small HTTP proxy in
+front of the server fails the uploads of chosen parts, to see what a failing store does.
+
+The large object is 64 MiB by default; PARCRYPT_S3_LARGE_MIB=512 runs the issue's 512 MiB
+(in 8 parts of 64 MiB)."""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import http.server
+import io
+import os
+import pickle
+import random
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("distributed", reason="SKIPPED: dask/distributed not installed (pip install 'parcrypt[dask]')")
+pytest.importorskip("s3fs", reason="SKIPPED: s3fs not installed (pip install 'parcrypt[s3]')")
+moto_server = pytest.importorskip("moto.server", reason="SKIPPED: moto[server] not installed (pip install 'moto[server]')")
+
+import s3fs  # noqa: E402
+from distributed import Client, LocalCluster  # noqa: E402
+
+import parcrypt  # noqa: E402
+import parcrypt.dask as pdask  # noqa: E402
+from parcrypt import parts  # noqa: E402
+
+MIB = 1024 * 1024
+LARGE_MIB = int(os.environ.get("PARCRYPT_S3_LARGE_MIB", "64"))
+SALTS = (bytes(range(24)), bytes(range(100, 116)))
+SECRET = "moto-secret-access-key-7f3e"  # the store's secret: must never enter the task graph
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class _FailingProxy:
+    """An HTTP proxy in front of the S3 server that answers 500 to the upload of every part
+    whose number is in ``fail_parts`` (``fail_times`` times each; -1: always)."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.fail_parts: set[int] = set()
+        self.fail_times = -1
+        self.failed: dict[int, int] = {}
+        # The first upload of part ``hold_part`` waits for ``release`` (``held`` set meanwhile).
+        self.hold_part: int | None = None
+        self.held, self.release = threading.Event(), threading.Event()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                number = None
+                if self.command == "PUT" and "partNumber=" in self.path:
+                    number = int(self.path.split("partNumber=")[1].split("&")[0])
+                if number is not None and number == proxy.hold_part:
+                    proxy.hold_part = None
+                    proxy.held.set()
+                    proxy.release.wait(60)
+                if number in proxy.fail_parts and (
+                    proxy.fail_times < 0 or proxy.failed.get(number, 0) < proxy.fail_times
+                ):
+                    proxy.failed[number] = proxy.failed.get(number, 0) + 1
+                    message = b"<Error><Code>InternalError</Code><Message>injected</Message></Error>"
+                    self.send_response(500)
+                    self.send_header("Content-Length", str(len(message)))
+                    self.end_headers()
+                    self.wfile.write(message)
+                    return
+                upstream = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=120)
+                headers = {name: value for name, value in self.headers.items() if name.lower() != "host"}
+                headers["Host"] = f"127.0.0.1:{upstream_port}"
+                upstream.request(self.command, self.path, body=body, headers=headers)
+                response = upstream.getresponse()
+                data = response.read()
+                self.send_response(response.status)
+                for name, value in response.getheaders():
+                    if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+                upstream.close()
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = int(self.server.server_address[1])
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _options(port: int) -> dict[str, Any]:
+    return {
+        "key": "moto-access-key",
+        "secret": SECRET,
+        "use_listings_cache": False,
+        "skip_instance_cache": True,
+        "client_kwargs": {"endpoint_url": f"http://127.0.0.1:{port}", "region_name": "us-east-1"},
+        "config_kwargs": {"retries": {"max_attempts": 3, "mode": "standard"}},
+    }
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[tuple[int, _FailingProxy]]:
+    port = _free_port()
+    moto = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    moto.start()
+    proxy = _FailingProxy(port)
+    try:
+        yield port, proxy
+    finally:
+        proxy.close()
+        moto.stop()
+
+
+@pytest.fixture(scope="module")
+def options(server: tuple[int, _FailingProxy]) -> dict[str, Any]:
+    """The client's storage options: straight to the server."""
+    return _options(server[0])
+
+
+@pytest.fixture(scope="module")
+def fs(options: dict[str, Any]) -> s3fs.S3FileSystem:
+    store = s3fs.S3FileSystem(**options)
+    store.call_s3("create_bucket", Bucket="bucket")
+    return store
+
+
+@pytest.fixture(scope="module")
+def client(server: tuple[int, _FailingProxy]) -> Iterator[Client]:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        with Client(cluster) as client:
+            # The workers reach the store through the proxy, with credentials of their own.
+            pdask.register_storage_options(client, _options(server[1].port))
+            yield client
+
+
+@pytest.fixture
+def proxy(server: tuple[int, _FailingProxy]) -> Iterator[_FailingProxy]:
+    server[1].fail_parts, server[1].fail_times, server[1].failed = set(), -1, {}
+    server[1].hold_part, server[1].held, server[1].release = None, threading.Event(), threading.Event()
+    yield server[1]
+    server[1].fail_parts, server[1].hold_part = set(), None
+    server[1].release.set()
+
+
+def _random(size: int, seed: int) -> bytes:
+    return random.Random(seed).randbytes(size)
+
+
+def _pending_uploads(fs: s3fs.S3FileSystem, bucket: str = "bucket") -> list[dict[str, Any]]:
+    return list(fs.call_s3("list_multipart_uploads", Bucket=bucket).get("Uploads", []))
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# ---- single machine: encrypt_file, decrypt_file, open over URLs ---------------------------
+
+
+def test_file_functions_over_urls_equal_the_local_bytes(fs: s3fs.S3FileSystem, options: dict[str, Any], tmp_path: Path) -> None:
+    plain = _random(3 * MIB + 7, 1)
+    key = os.urandom(32)
+    fs.pipe("bucket/single/plain.bin", plain)
+    parcrypt.encrypt_file("s3://bucket/single/plain.bin", "s3://bucket/single/sealed.pc", key=key, storage_options=options)
+    local = tmp_path / "sealed.pc"
+    local.write_bytes(fs.cat("bucket/single/sealed.pc"))
+    assert parcrypt.decrypt_file(local, tmp_path / "plain.out", key=key) == len(plain)
+    assert (tmp_path / "plain.out").read_bytes() == plain
+    parcrypt.decrypt_file("s3://bucket/single/sealed.pc", "s3://bucket/single/opened.bin", key=key, storage_options=options)
+    assert fs.cat("bucket/single/opened.bin") == plain
+    with parcrypt.open("s3://bucket/single/sealed.pc", "rb", key=key, storage_options=options) as reader:
+        reader.seek(2 * MIB)
+        assert reader.read(100) == plain[2 * MIB : 2 * MIB + 100]
+    with parcrypt.open("s3://bucket/single/written.pc", "wb", key=key, storage_options=options) as writer:
+        writer.write(plain[:1000])
+        assert not fs.exists("bucket/single/written.pc")  # nothing before close
+    with parcrypt.open("s3://bucket/single/written.pc", "rb", key=key, storage_options=options) as reader:
+        assert reader.read() == plain[:1000]
+    # An existing object is kept unless overwrite=True.
+    with pytest.raises(FileExistsError):
+        parcrypt.encrypt_file("s3://bucket/single/plain.bin", "s3://bucket/single/sealed.pc", key=key, storage_options=options)
+    with pytest.raises(FileExistsError):
+        parcrypt.open("s3://bucket/single/sealed.pc", "wb", key=key, storage_options=options)
+
+
+def test_file_functions_over_urls_publish_nothing_on_failure(fs: s3fs.S3FileSystem, options: dict[str, Any]) -> None:
+    key = os.urandom(16)
+    fs.pipe("bucket/bad/plain.bin", _random(100_000, 2))
+    parcrypt.encrypt_file("s3://bucket/bad/plain.bin", "s3://bucket/bad/sealed.pc", key=key, storage_options=options)
+    sealed = bytearray(fs.cat("bucket/bad/sealed.pc"))
+    sealed[len(sealed) // 2] ^= 0xFF
+    fs.pipe("bucket/bad/tampered.pc", bytes(sealed))
+    with pytest.raises(parcrypt.InvalidTag):
+        parcrypt.decrypt_file("s3://bucket/bad/tampered.pc", "s3://bucket/bad/opened.bin", key=key, storage_options=options)
+    with pytest.raises(parcrypt.InvalidTag):
+        parcrypt.decrypt_file("s3://bucket/bad/sealed.pc", "s3://bucket/bad/opened.bin", key=os.urandom(16), storage_options=options)
+    assert not fs.exists("bucket/bad/opened.bin")
+    with pytest.raises(FileNotFoundError):
+        parcrypt.encrypt_file("s3://bucket/bad/missing.bin", "s3://bucket/bad/x.pc", key=key, storage_options=options)
+    with pytest.raises(OSError):
+        parcrypt.encrypt_file("s3://no-such-bucket-h35/a", "s3://no-such-bucket-h35/b", key=key, storage_options=options)
+    with parcrypt.open("s3://bucket/bad/aborted.pc", "wb", key=key, storage_options=options) as writer:
+        writer.write(b"x" * 100_000)
+        writer.abort()
+    with pytest.raises(RuntimeError):
+        with parcrypt.open("s3://bucket/bad/raised.pc", "wb", key=key, storage_options=options) as writer:
+            writer.write(b"x" * 100_000)
+            raise RuntimeError("the producer failed")
+    assert not fs.exists("bucket/bad/aborted.pc") and not fs.exists("bucket/bad/raised.pc")
+    assert not fs.exists("bucket/bad/x.pc")
+
+
+def test_storage_options_without_a_url_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "p").write_bytes(b"p")
+    with pytest.raises(ValueError, match="storage_options"):
+        parcrypt.encrypt_file(tmp_path / "p", tmp_path / "s", key=bytes(16), storage_options={"anon": True})
+    assert not (tmp_path / "s").exists()
+
+
+# ---- a cluster: many objects --------------------------------------------------------------
+
+
+def test_many_objects_by_glob_round_trip_and_a_missing_one_fails_alone(
+    client: Client, fs: s3fs.S3FileSystem, options: dict[str, Any], tmp_path: Path
+) -> None:
+    generator = random.Random(3)
+    sizes = [0, 1, 16 * 1024, 5 * MIB + 3] + [generator.randrange(0, 3 * MIB) for _ in range(6)]
+    plains = {f"bucket/many/in/f{index:02}.bin": _random(size, index) for index, size in enumerate(sizes)}
+    fs.pipe(plains)
+    key = os.urandom(16)
+    reports = pdask.encrypt_files("s3://bucket/many/in/*.bin", "s3://bucket/many/sealed/", key=key, client=client, storage_options=options)
+    assert [r.path for r in reports] == [f"s3://{name}" for name in sorted(plains)]
+    assert all(r.ok for r in reports), [r.error for r in reports]
+    assert {r.worker for r in reports} and all(r.worker for r in reports)
+    # Each object is the command line's file: the single-machine decryption opens it.
+    for name, plain in plains.items():
+        sealed = fs.cat(name.replace("/in/", "/sealed/") + ".parcrypt")
+        local = tmp_path / "one.pc"
+        local.write_bytes(sealed)
+        parcrypt.decrypt_file(local, tmp_path / "one.bin", key=key, overwrite=True)
+        assert (tmp_path / "one.bin").read_bytes() == plain
+    sealed_urls = [f"s3://bucket/many/sealed/f{index:02}.bin.parcrypt" for index in range(len(sizes))]
+    reports = pdask.decrypt_files(
+        [*sealed_urls[:3], "s3://bucket/many/sealed/missing.parcrypt", *sealed_urls[3:]],
+        "s3://bucket/many/opened", key=key, client=client, storage_options=options,
+    )
+    failed = [r for r in reports if not r.ok]
+    assert [r.path for r in failed] == ["s3://bucket/many/sealed/missing.parcrypt"]
+    assert "FileNotFoundError" in (failed[0].error or "")
+    for name, plain in plains.items():
+        assert fs.cat(name.replace("/in/", "/opened/")) == plain
+    assert not fs.exists("bucket/many/opened/missing")
+    # Again without overwrite: every existing output is kept and reported.
+    again = pdask.encrypt_files("s3://bucket/many/in/f0*.bin", "s3://bucket/many/sealed/", key=key, client=client, storage_options=options)
+    assert again and all(not r.ok and "FileExistsError" in (r.error or "") for r in again)
+
+
+def test_many_objects_with_a_wrong_key_publish_nothing(client: Client, fs: s3fs.S3FileSystem, options: dict[str, Any]) -> None:
+    key = os.urandom(16)
+    fs.pipe("bucket/wrong/in/a.bin", b"a" * 50_000)
+    assert pdask.encrypt_files(["s3://bucket/wrong/in/a.bin"], "s3://bucket/wrong/sealed", key=key, client=client, storage_options=options)[0].ok
+    reports = pdask.decrypt_files(["s3://bucket/wrong/sealed/a.bin.parcrypt"], "s3://bucket/wrong/opened", key=os.urandom(16), client=client, storage_options=options)
+    assert not reports[0].ok and "InvalidTag" in (reports[0].error or "")
+    assert not fs.exists("bucket/wrong/opened/a.bin")
+
+
+# ---- a cluster: one large object in parts -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def large(fs: s3fs.S3FileSystem, tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, str, bytes]:
+    """The large plaintext (in the store as bucket/large/plain.bin), its digest, and the
+    single-machine encryption's bytes (fixed salts)."""
+    folder = tmp_path_factory.mktemp("large")
+    plain = _random(LARGE_MIB * MIB + 12345, 7)
+    (folder / "plain.bin").write_bytes(plain)
+    key = bytes(range(16))
+    parts.encrypt_with_salts(folder / "plain.bin", folder / "reference.pc", SALTS, key=key)
+    fs.pipe("bucket/large/plain.bin", plain)
+    return key, _sha(plain), (folder / "reference.pc").read_bytes()
+
+
+def _chunks_for_8_parts() -> int:
+    return max(320, (LARGE_MIB * MIB // parts.CHUNK_BYTES) // 8)
+
+
+def test_large_object_equals_the_single_machine_bytes_and_decrypts(
+    client: Client, fs: s3fs.S3FileSystem, options: dict[str, Any], large: tuple[bytes, str, bytes]
+) -> None:
+    key, digest, reference = large
+    report = pdask.encrypt_large(
+        "s3://bucket/large/plain.bin", "s3://bucket/large/sealed.pc", key=key, client=client,
+        chunks_per_task=_chunks_for_8_parts(), salts=SALTS, storage_options=options,
+    )
+    assert report.tasks >= 8 and len(report.workers) == 2
+    sealed = fs.cat("bucket/large/sealed.pc")
+    assert len(sealed) == len(reference) and _sha(sealed) == _sha(reference)
+    del sealed
+    report = pdask.decrypt_large(
+        "s3://bucket/large/sealed.pc", "s3://bucket/large/opened.bin", key=key, client=client,
+        chunks_per_task=_chunks_for_8_parts(), storage_options=options,
+    )
+    assert report.bytes == LARGE_MIB * MIB + 12345 and report.tasks >= 8
+    assert _sha(fs.cat("bucket/large/opened.bin")) == digest
+    assert _pending_uploads(fs) == []
+    # A range read touches only the chunks under it; the end one checks the final chunk.
+    plain = fs.cat_file("bucket/large/plain.bin", start=5 * MIB - 10, end=9 * MIB + 10)
+    got = pdask.decrypt_range("s3://bucket/large/sealed.pc", 5 * MIB - 10, 9 * MIB + 10, key=key, client=client, bytes_per_task=MIB, storage_options=options)
+    assert got == plain
+    size = LARGE_MIB * MIB + 12345
+    tail = pdask.decrypt_range("s3://bucket/large/sealed.pc", size - 100, size + 100, key=key, client=client, storage_options=options)
+    assert tail == fs.cat_file("bucket/large/plain.bin", start=size - 100, end=size)
+    # Existing outputs are refused before any work.
+    with pytest.raises(FileExistsError):
+        pdask.encrypt_large("s3://bucket/large/plain.bin", "s3://bucket/large/sealed.pc", key=key, client=client, storage_options=options)
+
+
+def test_small_objects_in_parts_and_tiny_part_sizes(client: Client, fs: s3fs.S3FileSystem, options: dict[str, Any], tmp_path: Path) -> None:
+    key = os.urandom(16)
+    for size in (0, 1, 16 * 1024, 5 * MIB, 12 * MIB + 1):
+        plain = _random(size, size)
+        fs.pipe(f"bucket/small/{size}.bin", plain)
+        # 1 chunk per task is raised to 320 (5 MiB), S3's smallest part but the last.
+        report = pdask.encrypt_large(f"s3://bucket/small/{size}.bin", f"s3://bucket/small/{size}.pc", key=key, client=client, chunks_per_task=1, storage_options=options)
+        assert report.tasks == max(1, -(-size // (5 * MIB)) if size % (5 * MIB) else size // (5 * MIB))
+        local = tmp_path / f"{size}.pc"
+        local.write_bytes(fs.cat(f"bucket/small/{size}.pc"))
+        assert parcrypt.decrypt_file(local, tmp_path / f"{size}.out", key=key) == size
+        assert (tmp_path / f"{size}.out").read_bytes() == plain
+        pdask.decrypt_large(f"s3://bucket/small/{size}.pc", f"s3://bucket/small/{size}.out", key=key, client=client, chunks_per_task=1, storage_options=options)
+        assert fs.cat(f"bucket/small/{size}.out") == plain
+
+
+def test_a_part_the_server_keeps_failing_aborts_the_upload(
+    client: Client, fs: s3fs.S3FileSystem, options: dict[str, Any], proxy: _FailingProxy
+) -> None:
+    fs.pipe("bucket/failing/plain.bin", _random(20 * MIB, 11))
+    proxy.fail_parts = {2}
+    with pytest.raises(pdask.DaskJobError, match="aborted: nothing was published"):
+        pdask.encrypt_large("s3://bucket/failing/plain.bin", "s3://bucket/failing/sealed.pc", key=os.urandom(16), client=client, chunks_per_task=320, storage_options=options)
+    assert proxy.failed.get(2, 0) >= 1
+    assert not fs.exists("bucket/failing/sealed.pc")
+    assert _pending_uploads(fs) == []
+
+
+def test_a_part_failing_once_is_retried_and_the_object_is_exact(
+    client: Client, fs: s3fs.S3FileSystem, options: dict[str, Any], proxy: _FailingProxy, tmp_path: Path
+) -> None:
+    plain = _random(11 * MIB, 12)
+    fs.pipe("bucket/retry/plain.bin", plain)
+    (tmp_path / "plain.bin").write_bytes(plain)
+    key = os.urandom(16)
+    parts.encrypt_with_salts(tmp_path / "plain.bin", tmp_path / "reference.pc", SALTS, key=key)
+    proxy.fail_parts, proxy.fail_times = {1, 3}, 1
+    pdask.encrypt_large("s3://bucket/retry/plain.bin", "s3://bucket/retry/sealed.pc", key=key, client=client, chunks_per_task=320, salts=SALTS, storage_options=options)
+    assert proxy.failed == {1: 1, 3: 1}
+    assert fs.cat("bucket/retry/sealed.pc") == (tmp_path / "reference.pc").read_bytes()
+
+
+def test_a_worker_killed_mid_upload_completes_exactly_or_publishes_nothing(
+    fs: s3fs.S3FileSystem, options: dict[str, Any], proxy: _FailingProxy, server: tuple[int, _FailingProxy], tmp_path: Path
+) -> None:
+    plain = _random(24 * MIB + 5, 17)
+    fs.pipe("bucket/killed/plain.bin", plain)
+    (tmp_path / "plain.bin").write_bytes(plain)
+    key = os.urandom(16)
+    parts.encrypt_with_salts(tmp_path / "plain.bin", tmp_path / "reference.pc", SALTS, key=key)
+    outcome: dict[str, Any] = {}
+    proxy.hold_part = 2
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, Client(cluster) as other:
+        pdask.register_storage_options(other, _options(proxy.port))
+        pids = other.run(os.getpid)
+
+        def job() -> None:
+            try:
+                outcome["report"] = pdask.encrypt_large(
+                    "s3://bucket/killed/plain.bin", "s3://bucket/killed/sealed.pc", key=key, client=other,
+                    chunks_per_task=320, salts=SALTS, storage_options=options,
+                )
+            except Exception as error:  # noqa: BLE001 - the outcome is checked below
+                outcome["error"] = error
+
+        runner = threading.Thread(target=job)
+        runner.start()
+        assert proxy.held.wait(60), "part 2 was never uploaded"
+        uploading = [address for address, keys in other.processing().items() if any("parcrypt-part-2-" in str(k) for k in keys)]
+        assert uploading, other.processing()
+        os.kill(pids[uploading[0]], signal.SIGKILL)  # the worker dies with its part in flight
+        proxy.release.set()
+        runner.join(timeout=180)
+        assert not runner.is_alive(), "the job hung after a worker was killed"
+    if "report" in outcome:
+        assert fs.cat("bucket/killed/sealed.pc") == (tmp_path / "reference.pc").read_bytes()
+        print("s3 fault test: a worker killed mid-upload; the job completed on the others, exact")
+    else:
+        print(f"s3 fault test: failed cleanly: {outcome['error']}")
+        assert isinstance(outcome["error"], pdask.DaskJobError), outcome["error"]
+        assert not fs.exists("bucket/killed/sealed.pc")
+    assert _pending_uploads(fs) == []
+
+
+def test_tampered_truncated_and_wrong_key_objects_publish_nothing(
+    client: Client, fs: s3fs.S3FileSystem, options: dict[str, Any]
+) -> None:
+    key = os.urandom(16)
+    fs.pipe("bucket/tamper/plain.bin", _random(12 * MIB, 13))
+    pdask.encrypt_large("s3://bucket/tamper/plain.bin", "s3://bucket/tamper/sealed.pc", key=key, client=client, chunks_per_task=320, storage_options=options)
+    sealed = bytearray(fs.cat("bucket/tamper/sealed.pc"))
+    tampered = bytearray(sealed)
+    tampered[7 * MIB] ^= 0xFF
+    fs.pipe("bucket/tamper/tampered.pc", bytes(tampered))
+    with pytest.raises(pdask.DaskJobError, match="InvalidTag"):
+        pdask.decrypt_large("s3://bucket/tamper/tampered.pc", "s3://bucket/tamper/out1", key=key, client=client, chunks_per_task=320, storage_options=options)
+    with pytest.raises(parcrypt.InvalidTag):
+        pdask.decrypt_range("s3://bucket/tamper/tampered.pc", 7 * MIB - 100, 7 * MIB + 100, key=key, client=client, storage_options=options)
+    cut = (16 * 1024 + 16) * 500 + 2000  # a chunk boundary's worth off the end
+    fs.pipe("bucket/tamper/truncated.pc", bytes(sealed[:-cut]))
+    with pytest.raises(parcrypt.InvalidTag):
+        pdask.decrypt_large("s3://bucket/tamper/truncated.pc", "s3://bucket/tamper/out2", key=key, client=client, storage_options=options)
+    with pytest.raises(parcrypt.InvalidTag):
+        pdask.decrypt_large("s3://bucket/tamper/sealed.pc", "s3://bucket/tamper/out3", key=os.urandom(16), client=client, storage_options=options)
+    for name in ("out1", "out2", "out3"):
+        assert not fs.exists(f"bucket/tamper/{name}")
+    assert _pending_uploads(fs) == []
+
+
+def test_missing_bucket_object_and_other_stores_are_clear_errors(
+    client: Client, fs: s3fs.S3FileSystem, options: dict[str, Any]
+) -> None:
+    key = os.urandom(16)
+    fs.pipe("bucket/errors/plain.bin", b"p" * 100_000)
+    with pytest.raises(FileNotFoundError):
+        pdask.encrypt_large("s3://bucket/errors/missing.bin", "s3://bucket/errors/x.pc", key=key, client=client, storage_options=options)
+    with pytest.raises(OSError, match="(?i)bucket"):
+        pdask.encrypt_large("s3://bucket/errors/plain.bin", "s3://no-such-bucket-h35/x.pc", key=key, client=client, storage_options=options)
+    with pytest.raises(ValueError, match="S3-compatible"):
+        pdask.encrypt_large("s3://bucket/errors/plain.bin", "memory://x.pc", key=key, client=client, storage_options=options)
+    with pytest.raises(ValueError, match="S3-compatible"):
+        pdask.encrypt_large("s3://bucket/errors/plain.bin", "/tmp/parcrypt-h35-local.pc", key=key, client=client, storage_options=options)
+    with pytest.raises(ValueError, match="exactly one"):
+        pdask.encrypt_large("s3://bucket/errors/plain.bin", "s3://bucket/errors/y.pc", client=client, storage_options=options)
+    assert not fs.exists("bucket/errors/x.pc") and not fs.exists("bucket/errors/y.pc")
+    assert not os.path.exists("/tmp/parcrypt-h35-local.pc")
+
+
+def test_workers_without_credentials_fail_and_publish_nothing(fs: s3fs.S3FileSystem, options: dict[str, Any], server: tuple[int, _FailingProxy]) -> None:
+    """Workers whose options name no usable store (here: a port where nothing listens) fail
+    every part; the client aborts the upload."""
+    fs.pipe("bucket/nocred/plain.bin", _random(6 * MIB, 14))
+    dead = _options(_free_port())
+    dead["config_kwargs"] = {"retries": {"max_attempts": 1}, "connect_timeout": 2}
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, Client(cluster) as other:
+        pdask.register_storage_options(other, dead)
+        with pytest.raises(pdask.DaskJobError):
+            pdask.encrypt_large("s3://bucket/nocred/plain.bin", "s3://bucket/nocred/sealed.pc", key=os.urandom(16), client=other, storage_options=options)
+    assert not fs.exists("bucket/nocred/sealed.pc")
+    assert _pending_uploads(fs) == []
+
+
+def test_no_store_secret_key_or_passphrase_enters_the_task_graph(
+    client: Client, fs: s3fs.S3FileSystem, options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[bytes] = []
+    submit = client.submit
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        sent.append(pickle.dumps((args, kwargs)))
+        return submit(*args, **kwargs)
+
+    monkeypatch.setattr(client, "submit", recording)
+    passphrase = b"correct horse battery staple h35"
+    fs.pipe("bucket/graph/plain.bin", _random(6 * MIB, 15))
+    pdask.encrypt_large("s3://bucket/graph/plain.bin", "s3://bucket/graph/sealed.pc", passphrase=passphrase, client=client, chunks_per_task=320, storage_options=options)
+    pdask.encrypt_files(["s3://bucket/graph/plain.bin"], "s3://bucket/graph/files", passphrase=passphrase, client=client, storage_options=options)
+    pdask.decrypt_large("s3://bucket/graph/sealed.pc", "s3://bucket/graph/opened.bin", passphrase=passphrase, client=client, storage_options=options)
+    assert fs.cat("bucket/graph/opened.bin") == fs.cat("bucket/graph/plain.bin")
+    assert len(sent) >= 4
+    for blob in sent:
+        assert passphrase not in blob
+        assert SECRET.encode() not in blob
+        assert b"moto-access-key" not in blob
+
+
+def test_file_objects_in_and_out(tmp_path: Path) -> None:
+    key = os.urandom(16)
+    plain = _random(100_000, 16)
+    sealed = io.BytesIO()
+    assert parcrypt.encrypt_file(io.BytesIO(plain), sealed, key=key) == len(plain)
+    (tmp_path / "s.pc").write_bytes(sealed.getvalue())
+    assert parcrypt.decrypt_file(tmp_path / "s.pc", tmp_path / "p", key=key) == len(plain)
+    assert (tmp_path / "p").read_bytes() == plain
+    opened = io.BytesIO()
+    with pytest.raises(parcrypt.InvalidTag):
+        parcrypt.decrypt_file(io.BytesIO(sealed.getvalue()[:-1]), opened, key=key)
+    assert opened.getvalue() == b""  # nothing written to a file object on failure

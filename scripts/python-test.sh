@@ -19,7 +19,7 @@ fi
 python="${PYTHON:-python3}"
 # PARCRYPT_PYTHON_DIR: where the venvs and the wheel go (default target/python), so that two
 # runs in one tree (or a CARGO_TARGET_DIR of one's own) do not share them.
-work="${PARCRYPT_PYTHON_DIR:-target/python}"
+work="$(realpath -m "${PARCRYPT_PYTHON_DIR:-target/python}")"
 build_venv="$work/build-venv"
 test_venv="$work/test-venv"
 wheels="$work/wheels"
@@ -31,10 +31,10 @@ if [ ! -x "$build_venv/bin/maturin" ]; then
 fi
 rm -rf "$wheels"
 echo "== python: maturin build --release (abi3, manylinux2014 through zig)"
-if ! PATH="$root/$build_venv/bin:$PATH" maturin build --quiet --release --zig \
+if ! PATH="$build_venv/bin:$PATH" maturin build --quiet --release --zig \
     --compatibility manylinux2014 -m python/Cargo.toml -o "$wheels"; then
     echo "== python: the zig build failed; building for this machine's glibc instead"
-    PATH="$root/$build_venv/bin:$PATH" maturin build --quiet --release \
+    PATH="$build_venv/bin:$PATH" maturin build --quiet --release \
         -m python/Cargo.toml -o "$wheels"
 fi
 wheel="$(ls "$wheels"/parcrypt-*.whl)"
@@ -57,7 +57,7 @@ log="$(mktemp)"
 trap 'rm -rf "$run_dir" "$log"' EXIT
 status=0
 (cd "$run_dir" && PARCRYPT_BIN="${PARCRYPT_BIN:-$root/target/debug/parcrypt}" \
-    "$root/$test_venv/bin/python" -m pytest -q -rs -p no:cacheprovider "$root/python/tests") \
+    "$test_venv/bin/python" -m pytest -q -rs -p no:cacheprovider "$root/python/tests") \
     2>&1 | tee "$log" || status=$?
 grep -E '^SKIPPED ' "$log" | sed 's/^SKIPPED \[[0-9]*\] /python: /' >>"$skips" || true
 last="$(grep -E '^[=]* ?[0-9]+ (passed|failed)' "$log" | tail -1 | tr -d '=' | sed 's/^ *//; s/ *$//')"

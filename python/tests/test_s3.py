@@ -17,7 +17,10 @@ import pickle
 import random
 import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -520,3 +523,76 @@ def test_file_objects_in_and_out(tmp_path: Path) -> None:
     with pytest.raises(parcrypt.InvalidTag):
         parcrypt.decrypt_file(io.BytesIO(sealed.getvalue()[:-1]), opened, key=key)
     assert opened.getvalue() == b""  # nothing written to a file object on failure
+
+
+# ---- a server that enforces IAM: a reader that may not write --------------------------------
+
+_POLICY_ALL = '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}'
+_POLICY_READ = (
+    '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": '
+    '["s3:GetObject", "s3:ListBucket"], "Resource": "*"}]}'
+)
+
+
+@pytest.fixture(scope="module")
+def iam_server() -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """A second moto server (its own process) that checks every request against IAM after
+    the 6 that make two users: a writer (s3:*) and a reader (s3:GetObject, s3:ListBucket).
+    Yields the writer's and the reader's storage options."""
+    boto3 = pytest.importorskip("boto3", reason="SKIPPED: boto3 not installed")
+    port = _free_port()
+    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="6")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    pytest.fail("moto's server did not start")
+                time.sleep(0.1)
+        endpoint = f"http://127.0.0.1:{port}"
+        iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+        users = {}
+        for name, policy in (("writer", _POLICY_ALL), ("reader", _POLICY_READ)):
+            iam.create_user(UserName=name)
+            access = iam.create_access_key(UserName=name)["AccessKey"]
+            iam.put_user_policy(UserName=name, PolicyName="s3", PolicyDocument=policy)
+            users[name] = {
+                "key": access["AccessKeyId"], "secret": access["SecretAccessKey"],
+                "use_listings_cache": False, "skip_instance_cache": True,
+                "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"},
+                "config_kwargs": {"retries": {"max_attempts": 2}},
+            }
+        yield users["writer"], users["reader"]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_no_permission_is_a_clear_error_and_publishes_nothing(iam_server: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    writer, reader = iam_server
+    store = s3fs.S3FileSystem(**writer)
+    store.call_s3("create_bucket", Bucket="locked")
+    store.pipe("locked/plain.bin", _random(6 * MIB, 21))
+    key = os.urandom(16)
+    # The reader may read but not write: the client's own upload is refused.
+    with pytest.raises(PermissionError):
+        parcrypt.encrypt_file("s3://locked/plain.bin", "s3://locked/single.pc", key=key, storage_options=reader)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, Client(cluster) as other:
+        pdask.register_storage_options(other, reader)
+        with pytest.raises(PermissionError):
+            pdask.encrypt_large("s3://locked/plain.bin", "s3://locked/sealed.pc", key=key, client=other, storage_options=reader)
+        # The client may write, its workers may not: every part is refused, the upload aborted.
+        with pytest.raises(pdask.DaskJobError, match="(?i)denied|PermissionError"):
+            pdask.encrypt_large("s3://locked/plain.bin", "s3://locked/sealed.pc", key=key, client=other, chunks_per_task=320, storage_options=writer)
+        reports = pdask.encrypt_files(["s3://locked/plain.bin"], "s3://locked/files", key=key, client=other, storage_options=writer)
+        assert not reports[0].ok and "PermissionError" in (reports[0].error or "")
+    for name in ("single.pc", "sealed.pc", "files/plain.bin.parcrypt"):
+        assert not store.exists(f"locked/{name}")
+    assert _pending_uploads(store, "locked") == []

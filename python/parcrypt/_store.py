@@ -34,6 +34,7 @@ SEALED_CHUNK = CHUNK + 16
 HEAD_BYTES = 64 * 1024
 #: S3's multipart limits.
 MIN_PART_BYTES = 5 * 1024 * 1024
+MAX_PART_BYTES = 5 * 1024 * 1024 * 1024
 MAX_PARTS = 10_000
 
 
@@ -298,8 +299,15 @@ def abort_upload(upload: Upload, storage_options: dict[str, Any] | None) -> None
 
 def part_ranges(plan: _parts.PartPlan, chunks_per_part: int) -> list[tuple[int, int]]:
     """Chunk ranges for one part each: at least 320 chunks (5 MiB) but for the last, at most
-    10,000 ranges, and no empty plaintext range after another (S3 refuses parts under 5 MiB
+    5 GiB each and 10,000 ranges, and no empty plaintext range after another (S3 refuses parts under 5 MiB
     but the last one)."""
+    largest = MAX_PART_BYTES // SEALED_CHUNK - 1
+    if -(-plan.chunks // largest) > MAX_PARTS:
+        raise ValueError(
+            f"{plan.sealed_bytes} bytes are more than one multipart upload holds "
+            "(10,000 parts of at most 5 GiB)"
+        )
+    chunks_per_part = min(chunks_per_part, largest)
     chunks_per_part = max(chunks_per_part, -(-MIN_PART_BYTES // CHUNK), -(-plan.chunks // MAX_PARTS))
     ranges = plan.ranges(chunks_per_part)
     if len(ranges) > 1 and ranges[-1][0] * CHUNK >= plan.plaintext_bytes:

@@ -38,6 +38,15 @@ so :func:`decrypt_large`, :func:`decrypt_files` and :func:`decrypt_range` never 
 return a shortened message. Every file a job creates, temporary or final, is new (created
 exclusively) and of mode 0600 whatever the umask.
 
+Object stores (``pip install parcrypt[dask,s3]``). Every function also takes fsspec URLs
+(``s3://bucket/key``; a glob string for the many-file functions) with ``storage_options``,
+which the client uses and never sends. Workers open stores with their own credentials: their
+environment, or options registered once per worker (:class:`StorageOptions`,
+:func:`register_storage_options`). One object per task is staged in a private local folder
+and uploaded whole when complete; one large object to ``s3://`` is one multipart upload whose
+parts are runs of whole chunks, completed only when every part succeeded and aborted
+otherwise (:mod:`parcrypt._store`).
+
 >>> from distributed import Client                                     # doctest: +SKIP
 >>> import parcrypt.dask as pd                                         # doctest: +SKIP
 >>> client = Client("tls://scheduler:8786", security=security)          # doctest: +SKIP

@@ -100,7 +100,9 @@ class PartPlan:
     @property
     def sealed_bytes(self) -> int:
         """Bytes of the whole encrypted file."""
-        return _parcrypt.parts_layout(self.envelope_bytes, self.plaintext_bytes, 1)[1]
+        # All chunks in one part: one range listed, whatever the size (one chunk per part
+        # would list every chunk, 4 billion tuples for 60 TiB).
+        return _parcrypt.parts_layout(self.envelope_bytes, self.plaintext_bytes, self.chunks)[1]
 
     @property
     def chunks(self) -> int:

@@ -596,3 +596,31 @@ def test_no_permission_is_a_clear_error_and_publishes_nothing(iam_server: tuple[
     for name in ("single.pc", "sealed.pc", "files/plain.bin.parcrypt"):
         assert not store.exists(f"locked/{name}")
     assert _pending_uploads(store, "locked") == []
+
+
+@pytest.mark.parametrize("plaintext", [0, 1, 5 * MIB, 5 * MIB + 1, 10 * 1024**3, 200 * 1024**3, 48 * 1024**4])
+@pytest.mark.parametrize("asked", [1, 320, 4096, 10**9])
+def test_part_ranges_keep_s3s_limits(plaintext: int, asked: int) -> None:
+    """Whatever chunks_per_task asks: 1 to 10,000 parts covering every chunk once, each at
+    least 5 MiB but the last and at most 5 GiB, the envelope's part included."""
+    from parcrypt import _store
+
+    plan = parts.PartPlan(envelope_bytes=150, plaintext_bytes=plaintext, part_keys=b"")
+    ranges = _store.part_ranges(plan, asked)
+    assert 1 <= len(ranges) <= 10_000
+    assert ranges[0][0] == 0 and ranges[-1][1] == plan.chunks
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    for index, (first, end) in enumerate(ranges):
+        start, stop = _store.sealed_span(plan, first, end, envelope=True)
+        assert stop - start <= 5 * 1024**3
+        if index < len(ranges) - 1:
+            low, high = _store.plain_span(plan, first, end)
+            assert high - low >= 5 * MIB
+
+
+def test_an_object_too_large_for_one_upload_is_refused() -> None:
+    from parcrypt import _store
+
+    plan = parts.PartPlan(envelope_bytes=150, plaintext_bytes=60 * 1024**4, part_keys=b"")
+    with pytest.raises(ValueError, match="10,000 parts"):
+        _store.part_ranges(plan, 4096)

@@ -173,7 +173,8 @@ def proxy(server: tuple[int, _FailingProxy]) -> Iterator[_FailingProxy]:
 
 
 def _random(size: int, seed: int) -> bytes:
-    return random.Random(seed).randbytes(size)
+    generator = random.Random(seed)  # randbytes takes at most 256 MiB at once
+    return b"".join(generator.randbytes(min(64 * MIB, size - at)) for at in range(0, size, 64 * MIB))
 
 
 def _pending_uploads(fs: s3fs.S3FileSystem, bucket: str = "bucket") -> list[dict[str, Any]]:
@@ -624,3 +625,29 @@ def test_an_object_too_large_for_one_upload_is_refused() -> None:
     plan = parts.PartPlan(envelope_bytes=150, plaintext_bytes=60 * 1024**4, part_keys=b"")
     with pytest.raises(ValueError, match="10,000 parts"):
         _store.part_ranges(plan, 4096)
+
+
+def test_other_fsspec_stores_take_whole_objects_and_ranges(tmp_path: Path) -> None:
+    """A store that is not S3 (fsspec's memory://, on a cluster of threads, which share it):
+    whole objects through encrypt_files/decrypt_files, ranges through decrypt_range, with the
+    version check of stores without If-Match."""
+    import fsspec
+
+    memory = fsspec.filesystem("memory")
+    plain = _random(3 * MIB + 11, 31)
+    memory.pipe("/h35/in/a.bin", plain)
+    key = os.urandom(16)
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0") as cluster, Client(cluster) as local:
+        reports = pdask.encrypt_files("memory://h35/in/*.bin", "memory://h35/sealed", key=key, client=local)
+        assert [r.ok for r in reports] == [True], reports
+        sealed = memory.cat("/h35/sealed/a.bin.parcrypt")
+        (tmp_path / "a.pc").write_bytes(sealed)
+        parcrypt.decrypt_file(tmp_path / "a.pc", tmp_path / "a.bin", key=key)
+        assert (tmp_path / "a.bin").read_bytes() == plain
+        got = pdask.decrypt_range("memory://h35/sealed/a.bin.parcrypt", MIB, 3 * MIB + 11, key=key, client=local, bytes_per_task=MIB)
+        assert got == plain[MIB:]
+        reports = pdask.decrypt_files(["memory://h35/sealed/a.bin.parcrypt"], "memory://h35/opened", key=key, client=local)
+        assert reports[0].ok and memory.cat("/h35/opened/a.bin") == plain
+        with pytest.raises(ValueError, match="S3-compatible"):
+            pdask.encrypt_large("memory://h35/in/a.bin", "memory://h35/large.pc", key=key, client=local)
+    memory.rm("/h35", recursive=True)

@@ -169,6 +169,93 @@ class _StagedReader(EncryptedReader):
             self._folder.__exit__(None, None, None)
 
 
+class _RangeReader(EncryptedReader):
+    """An :class:`EncryptedReader` over an object in a store: each read fetches only the
+    chunks under it (once; kept in a sparse private local file, removed on ``close``), and
+    every byte returned has authenticated (the final chunk, and so the length, when the
+    reader is opened)."""
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None, secret: dict[str, Any],
+                 format: str, context: Any, backend: str, threads: int | None) -> None:
+        from . import _store
+
+        super().__init__(None, url)
+        self._store, self._options = _store, storage_options
+        self._backend, self._threads = backend, threads
+        self._ref = _store.describe(url, storage_options)
+        self._plan = _store.plan_decrypt(self._ref, secret, format, context, storage_options)
+        self._folder = _remote.private_folder()
+        self._local = os.path.join(self._folder.__enter__(), "sealed")
+        try:
+            _remote.sparse_file(self._local, self._ref.size)
+        except BaseException:
+            self._folder.__exit__(None, None, None)
+            raise
+        self._fetched: set[int] = set()
+        self._position = 0
+
+    def _fetch(self, first: int, end: int) -> None:
+        missing = [chunk for chunk in range(first, end) if chunk not in self._fetched]
+        while missing:
+            run_end = 1
+            while run_end < len(missing) and missing[run_end] == missing[0] + run_end:
+                run_end += 1
+            low, high = self._store.sealed_span(self._plan, missing[0], missing[0] + run_end, envelope=False)
+            _remote.write_at(self._local, low, self._store.read_range(self._ref, low, high, self._options))
+            self._fetched.update(missing[:run_end])
+            missing = missing[run_end:]
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self.closed:
+            raise ValueError("I/O operation on closed file")
+        total = self._plan.plaintext_bytes
+        start = min(self._position, total)
+        end = total if size is None or size < 0 else min(total, start + size)
+        if start >= end:
+            return b""
+        chunk = self._store.CHUNK
+        last = self._plan.chunks if end >= total else -(-end // chunk)
+        self._fetch(start // chunk, last)
+        data = parts.read(self._plan, start, end, self._local, backend=self._backend, threads=self._threads)
+        self._position = start + len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self.read(len(view))
+        view[: len(data)] = data
+        return len(data)
+
+    def readall(self) -> bytes:
+        return self.read(-1)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_SET:
+            target = offset
+        elif whence == io.SEEK_CUR:
+            target = self._position + offset
+        elif whence == io.SEEK_END:
+            target = self._plan.plaintext_bytes + offset
+        else:
+            raise ValueError(f"invalid whence ({whence})")
+        if target < 0:
+            raise ValueError("negative seek position")
+        self._position = target
+        return target
+
+    def tell(self) -> int:
+        return self._position
+
+    def size(self) -> int:
+        return self._plan.plaintext_bytes
+
+    def close(self) -> None:
+        folder = getattr(self, "_folder", None)
+        if folder is not None and not self.closed:
+            folder.__exit__(None, None, None)
+        io.RawIOBase.close(self)
+
+
 class _StagedWriter(EncryptedWriter):
     """An :class:`EncryptedWriter` into a local file that :meth:`close` hands, complete, to
     a remote object (one upload) or a file object; :meth:`abort` leaves nothing."""
@@ -264,15 +351,21 @@ def open(
     than 8 bytes) warns with :class:`ParcryptWarning`, as ``parcrypt encrypt`` does.
 
     ``path`` may also be an fsspec URL (with ``storage_options``) or a binary file object
-    (readable for ``"rb"``, writable for ``"wb"``). Reading copies the encrypted object into
-    a private local temporary file first (removed on ``close``); writing writes a local
-    temporary file and hands it whole to the URL (one upload) or file object on ``close``,
-    so an aborted writer publishes nothing.
+    (readable for ``"rb"``, writable for ``"wb"``). Reading a URL fetches only the chunks
+    under each read (ranged reads naming the object's ETag on S3), kept in a sparse private
+    local file until ``close``; reading a file object copies it into a private local file
+    first. Writing writes a private local file and hands it whole to the URL (one upload) or
+    file object on ``close``, so an aborted writer publishes nothing.
     """
     if mode not in ("rb", "r", "wb", "w"):
         raise ValueError(f"mode must be 'rb' or 'wb', not {mode!r}")
     _check_storage_options(storage_options, path)
     reading = mode in ("rb", "r")
+    if reading and _remote.is_url(path):
+        secret = {"key": key, "passphrase": passphrase}
+        if (key is None) == (passphrase is None):
+            raise ValueError("give a key or a passphrase (exactly one)")
+        return _RangeReader(str(path), storage_options, secret, format, context, backend, threads)
     if _remote.is_local(path):
         local, name, folder = _remote.local_path(path), os.fspath(path), None
     else:

@@ -214,6 +214,37 @@ def test_file_functions_over_urls_equal_the_local_bytes(fs: s3fs.S3FileSystem, o
         parcrypt.open("s3://bucket/single/sealed.pc", "wb", key=key, storage_options=options)
 
 
+def test_open_over_a_url_reads_only_the_chunks_under_each_read(fs: s3fs.S3FileSystem, options: dict[str, Any], tmp_path: Path) -> None:
+    plain = _random(40 * 16 * 1024 + 100, 4)
+    key = os.urandom(16)
+    (tmp_path / "p").write_bytes(plain)
+    parcrypt.encrypt_file(tmp_path / "p", "s3://bucket/ranged/sealed.pc", key=key, storage_options=options)
+    sealed = bytearray(fs.cat("bucket/ranged/sealed.pc"))
+    with parcrypt.open("s3://bucket/ranged/sealed.pc", "rb", key=key, storage_options=options) as reader:
+        assert reader.size() == len(plain)
+        reader.seek(30 * 16 * 1024 + 512)
+        assert reader.read(1024) == plain[30 * 16 * 1024 + 512 : 30 * 16 * 1024 + 1536]
+        assert reader._fetched == {30}  # type: ignore[attr-defined]  # one chunk, no more
+        reader.seek(-10, io.SEEK_END)
+        assert reader.read() == plain[-10:] and reader.read() == b""
+        reader.seek(0)
+        assert reader.read() == plain
+    # A damaged chunk fails the read that needs it; other chunks still read.
+    sealed[len(sealed) // 2] ^= 0xFF
+    fs.pipe("bucket/ranged/damaged.pc", bytes(sealed))
+    with parcrypt.open("s3://bucket/ranged/damaged.pc", "rb", key=key, storage_options=options) as reader:
+        assert reader.read(100) == plain[:100]
+        with pytest.raises(parcrypt.InvalidTag):
+            reader.read()
+    with pytest.raises(parcrypt.InvalidTag):
+        parcrypt.open("s3://bucket/ranged/sealed.pc", "rb", key=os.urandom(16), storage_options=options)
+    fs.pipe("bucket/ranged/cut.pc", bytes(sealed[: -(16 * 1024 + 16)]))
+    with pytest.raises(parcrypt.InvalidTag):
+        parcrypt.open("s3://bucket/ranged/cut.pc", "rb", key=key, storage_options=options)
+    with pytest.raises(ValueError, match="exactly one"):
+        parcrypt.open("s3://bucket/ranged/sealed.pc", "rb", storage_options=options)
+
+
 def test_file_functions_over_urls_publish_nothing_on_failure(fs: s3fs.S3FileSystem, options: dict[str, Any]) -> None:
     key = os.urandom(16)
     fs.pipe("bucket/bad/plain.bin", _random(100_000, 2))

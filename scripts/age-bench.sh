@@ -9,8 +9,9 @@
 # AGE_BENCH_MIB: the plaintext's size in MiB (default 1024). AGE_BENCH_RUNS: timed runs of
 # each contender (default 5; the table gives medians). AGE_BENCH_THREADS: parcrypt's thread
 # counts (RAYON_NUM_THREADS; default "1 2"; age is single-threaded by design).
-# AGE_BENCH_BASELINE: a second parcrypt binary (say, one built before a change), timed the
-# same way as "base-N". AGE_INTEROP_CACHE: where age 1.3.2 is (built there by scripts/age-interop.sh, which this
+# AGE_BENCH_ALSO: more parcrypt binaries as "NAME=PATH ..." (say, one built before a
+# change), timed the same way as "NAME-THREADS"; AGE_BENCH_BASELINE=PATH is "base=PATH".
+# AGE_INTEROP_CACHE: where age 1.3.2 is (built there by scripts/age-interop.sh, which this
 # runs with a tiny matrix when it is missing). RAGE: a rage binary (default: rage on PATH or
 # in ~/.cache/parcrypt/rage/bin; skipped when there is none).
 #
@@ -61,10 +62,19 @@ cat plain sealed >/dev/null # pre-touch
 contenders=("copy")
 [ -n "$rage" ] && contenders+=("rage")
 contenders+=("age")
-baseline=${AGE_BENCH_BASELINE:-}
+declare -A binaries=([parcrypt]=$parcrypt)
+also=${AGE_BENCH_ALSO:-}
+[ -n "${AGE_BENCH_BASELINE:-}" ] && also="base=$AGE_BENCH_BASELINE $also"
+names=()
+for entry in $also; do
+    name=${entry%%=*}
+    binaries[$name]=$(cd "$(dirname "${entry#*=}")" && pwd)/$(basename "${entry#*=}")
+    [ -x "${binaries[$name]}" ] || { echo "age-bench: no binary at ${entry#*=}" >&2; exit 2; }
+    names+=("$name")
+done
+names+=(parcrypt)
 for t in $threads; do
-    [ -n "$baseline" ] && contenders+=("base-$t")
-    contenders+=("parcrypt-$t")
+    for name in "${names[@]}"; do contenders+=("$name-$t"); done
 done
 
 run() { # op name out
@@ -88,14 +98,13 @@ run() { # op name out
             else
                 "$rage" -d -i key.txt -o "$out" sealed
             fi ;;
-        parcrypt-* | base-*)
-            local binary=$parcrypt
-            [ "${name%%-*}" = base ] && binary=$baseline
+        *-*)
+            local binary=${binaries[${name%-*}]}
             if [ "$op" = encrypt ]; then
-                RAYON_NUM_THREADS=${name#*-} "$binary" encrypt --format age \
+                RAYON_NUM_THREADS=${name##*-} "$binary" encrypt --format age \
                     -r "$recipient" -o "$out" plain
             else
-                RAYON_NUM_THREADS=${name#*-} "$binary" decrypt -i key.txt \
+                RAYON_NUM_THREADS=${name##*-} "$binary" decrypt -i key.txt \
                     -o "$out" sealed
             fi ;;
     esac
@@ -143,7 +152,8 @@ median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2
 echo
 echo "age-bench: load average before: $load_before"
 echo "age-bench: $mib MiB in /dev/shm, median of $runs, $(nproc) CPUs ($(lscpu | sed -n 's/^Model name: *//p'))"
-echo "parcrypt: $parcrypt${baseline:+; base: $baseline}; age: $("$age" --version)${rage:+; rage: $("$rage" --version 2>/dev/null | head -n 1)}"
+for name in "${names[@]}"; do echo "$name: ${binaries[$name]}"; done
+echo "age: $("$age" --version)${rage:+; rage: $("$rage" --version 2>/dev/null | head -n 1)}"
 echo "seconds: wall clock; CPU s: user + system; MB/CPU-s: plaintext per CPU second (a core's rate)"
 printf '%-8s %-11s %8s %7s %6s %7s %9s\n' op tool seconds MB/s x-age 'CPU s' 'MB/CPU-s'
 for op in encrypt decrypt; do

@@ -20,7 +20,8 @@ pub const TAG_BYTES: usize = 16;
 pub const SEALED_CHUNK_BYTES: usize = CHUNK_BYTES + TAG_BYTES;
 /// The random nonce at the start of the payload.
 pub const NONCE_BYTES: usize = 16;
-/// Chunks sealed or opened in one parallel batch (4 MiB of plaintext).
+/// The most chunks sealed or opened in one parallel batch (4 MiB of plaintext); fewer on
+/// fewer threads (see `Batch` in lib.rs).
 pub(crate) const BATCH_CHUNKS: usize = 64;
 
 /// The payload key, derived from the file key and the payload's nonce.

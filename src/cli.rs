@@ -79,7 +79,7 @@ enum Command {
     /// One cipher and mode with an explicit key and IV, byte-compatible with `openssl enc -nosalt`
     #[command(subcommand)]
     Raw(raw::RawCommand),
-    /// Encrypt a file: Cobblestone chunks (AES-GCM) under a passphrase or a key, or an age file to recipients
+    /// Encrypt a file: Cobblestone chunks (AES-GCM) under a passphrase, a key or to public-key recipients, or an age file
     Encrypt(encrypt::EncryptArgs),
     /// Decrypt a file made by `parcrypt encrypt`, a bare Cobblestone message, or an age file
     Decrypt(encrypt::DecryptArgs),

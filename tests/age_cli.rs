@@ -287,7 +287,7 @@ fn refusals_are_one_line_and_leave_nothing() {
             "only recipient",
         ),
         (
-            vec!["encrypt", "-r", &x1, "plain", "-o", "out"],
+            vec!["encrypt", "-r", &x1, "-a", "plain", "-o", "out"],
             "options of --format age",
         ),
         (

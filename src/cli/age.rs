@@ -22,8 +22,9 @@ const KEYGEN_EXAMPLES: &str = "\
 Examples:
   parcrypt keygen -o key.txt                  writes the identity (0600), prints its recipient
   parcrypt keygen --pq -o key-pq.txt          a post-quantum (ML-KEM-768 + X25519) identity
-  parcrypt encrypt --format age -r \"$(parcrypt keygen -o key.txt)\" notes.txt -o notes.txt.age
-  parcrypt decrypt -i key.txt notes.txt.age -o notes.txt
+  parcrypt encrypt -r \"$(parcrypt keygen -o key.txt)\" notes.txt -o notes.txt.pc
+  parcrypt decrypt -i key.txt notes.txt.pc -o notes.txt
+  parcrypt encrypt --format age -r age1... notes.txt -o notes.txt.age   an age file
 The file is in age-keygen's layout (# created, # public key, the secret key): age and
 age-keygen 1.3 read it, and parcrypt reads theirs.";
 
@@ -96,10 +97,11 @@ pub fn keygen(args: KeygenArgs) -> Result<(), Failure> {
 /// The age options of `encrypt`.
 #[derive(Args)]
 pub struct AgeEncryptArgs {
-    /// age: encrypt to RECIPIENT (age1... or age1pq1...); repeatable
+    /// Encrypt to RECIPIENT (age1... or age1pq1...), in parcrypt's format or with --format
+    /// age; repeatable
     #[arg(short = 'r', long = "recipient", value_name = "RECIPIENT")]
     pub(super) recipients: Vec<String>,
-    /// age: encrypt to every recipient in FILE (one a line, # comments); repeatable
+    /// Encrypt to every recipient in FILE (one a line, # comments); repeatable
     #[arg(short = 'R', long = "recipients-file", value_name = "FILE")]
     pub(super) recipients_files: Vec<PathBuf>,
     /// age: encrypt to a passphrase (scrypt), from --passphrase-file, PARCRYPT_PASSPHRASE or
@@ -112,6 +114,11 @@ pub struct AgeEncryptArgs {
 }
 
 impl AgeEncryptArgs {
+    /// Whether `-r` or `-R` was given.
+    pub(super) fn has_recipients(&self) -> bool {
+        !self.recipients.is_empty() || !self.recipients_files.is_empty()
+    }
+
     pub(super) fn any(&self) -> bool {
         !self.recipients.is_empty()
             || !self.recipients_files.is_empty()
@@ -123,12 +130,30 @@ impl AgeEncryptArgs {
 /// The age options of `decrypt`.
 #[derive(Args)]
 pub struct AgeDecryptArgs {
-    /// age: an identity file (age-keygen's layout); repeatable, tried in order
+    /// An identity file (age-keygen's layout) for a file encrypted to recipients, parcrypt's
+    /// or age's; repeatable, tried in order
     #[arg(short = 'i', long = "identity", value_name = "FILE")]
     pub(super) identities: Vec<PathBuf>,
     /// age: the largest scrypt work factor (log2 N) a passphrase file may ask for [default: 22]
     #[arg(long, value_name = "LOG2N", value_parser = clap::value_parser!(u8).range(1..=30))]
     pub(super) scrypt_max_work_factor: Option<u8>,
+}
+
+/// The recipients of `-r` and `-R`, in order (none when neither is given).
+pub(super) fn recipients(age_args: &AgeEncryptArgs) -> Result<Vec<Recipient>, Failure> {
+    let mut recipients = Vec::new();
+    for text in &age_args.recipients {
+        recipients.push(
+            text.parse::<Recipient>()
+                .map_err(|error| Failure(format!("-r: {error}")))?,
+        );
+    }
+    for path in &age_args.recipients_files {
+        let found = age::read_recipients_file(path)
+            .map_err(|error| Failure(format!("-R {}: {error}", path.display())))?;
+        recipients.extend(found);
+    }
+    Ok(recipients)
 }
 
 /// `parcrypt encrypt --format age`.
@@ -144,18 +169,7 @@ pub fn encrypt(args: &EncryptArgs) -> Result<(), Failure> {
     if common.context.is_some() {
         return Err(Failure("--context is not part of the age format".into()));
     }
-    let mut recipients = Vec::new();
-    for text in &age_args.recipients {
-        recipients.push(
-            text.parse::<Recipient>()
-                .map_err(|error| Failure(format!("-r: {error}")))?,
-        );
-    }
-    for path in &age_args.recipients_files {
-        let found = age::read_recipients_file(path)
-            .map_err(|error| Failure(format!("-R {}: {error}", path.display())))?;
-        recipients.extend(found);
-    }
+    let mut recipients = recipients(age_args)?;
     if age_args.passphrase && !recipients.is_empty() {
         return Err(Failure(
             "a passphrase (-p) must be an age file's only recipient: drop -r/-R or -p".into(),
@@ -222,7 +236,7 @@ fn plain_io(error: &io::Error) -> String {
 }
 
 /// Reads `-i` files, warning about one that others can read (as ssh does).
-fn identities(args: &AgeDecryptArgs) -> Result<Vec<Identity>, Failure> {
+pub(super) fn identities(args: &AgeDecryptArgs) -> Result<Vec<Identity>, Failure> {
     let mut identities = Vec::new();
     for path in &args.identities {
         if let Ok(metadata) = std::fs::metadata(path) {

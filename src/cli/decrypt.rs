@@ -1,5 +1,6 @@
-//! `parcrypt decrypt`: the envelope is read first (it says whether a key or a passphrase
-//! is needed), the secret checked against its commitment, and only then is the output made;
+//! `parcrypt decrypt`: the envelope is read first (it says whether a key, a passphrase or
+//! an identity is needed), the secret checked against its commitment (and a recipient
+//! header's MAC), and only then is the output made;
 //! the plaintext streams through the library's pipeline, whole or as a `--range`.
 
 use std::fs::File;
@@ -12,9 +13,9 @@ use parcrypt::secrets;
 use parcrypt::Engine;
 use parcrypt::SecretBytes;
 use parcrypt::StreamOptions;
-use parcrypt::{ByteRange, ChunkBatcher, Decryptor, Format, KdfLimits, UnlockedDecryptor};
+use parcrypt::{ByteRange, ChunkBatcher, Decryptor, Format, KdfLimits, Secret, UnlockedDecryptor};
 
-use super::encrypt::{run_to_output, secret_of, take_key, CommonArgs, DecryptArgs, FileFormat};
+use super::encrypt::{run_to_output, secret_of, take_key, DecryptArgs, FileFormat};
 use super::files::{check_output, file_size, open_input, plain};
 use super::Failure;
 
@@ -60,11 +61,6 @@ pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
         }
         let input = input.unwrap_or_else(|| Box::new(io::empty()));
         return super::age::decrypt(&args, prefix, input, range);
-    }
-    if !args.age.identities.is_empty() {
-        return Err(Failure(
-            "-i is for age files, and this is not one (no age-encryption.org/v1 line)".into(),
-        ));
     }
     let common = &args.common;
     let engine = common.file_engine()?;
@@ -119,7 +115,7 @@ impl Decryption<'_> {
     ) -> Result<(), Failure> {
         let common = &self.args.common;
         let limits = self.args.kdf_limits();
-        let (unlocked, envelope_bytes) = unlock(common, input, self.key, &self.context, limits)?;
+        let (unlocked, envelope_bytes) = unlock(self.args, input, self.key, &self.context, limits)?;
         let plaintext_estimate = file_size(common.input.as_deref()).map(|size| {
             let sealed = size.saturating_sub(envelope_bytes as u64);
             sealed / SEALED_CHUNK_BYTES as u64 * CHUNK_BYTES as u64
@@ -136,15 +132,16 @@ impl Decryption<'_> {
     }
 }
 
-/// Reads the envelope, gets the secret it needs and checks it; returns the unlocked message
-/// and the envelope's length.
+/// Reads the envelope, gets the secret it needs (a key, a passphrase, or `-i` identities)
+/// and checks it; returns the unlocked message and the envelope's length.
 fn unlock<R: Read>(
-    common: &CommonArgs,
+    args: &DecryptArgs,
     input: R,
     key: Option<SecretBytes>,
     context: &[u8],
     limits: KdfLimits,
 ) -> Result<(UnlockedDecryptor<R>, usize), Failure> {
+    let common = &args.common;
     let format = match common.format {
         FileFormat::Cobblestone => Format::Cobblestone,
         _ => Format::Parcrypt,
@@ -158,6 +155,33 @@ fn unlock<R: Read>(
         other => other?,
     }
     .kdf_limits(limits);
+    let envelope_bytes = decryptor.envelope().len();
+    if decryptor.envelope().needs_identity() {
+        if key.is_some() {
+            return Err(Failure(
+                "this file was encrypted to recipients: give -i IDENTITY_FILE, not --key/--key-file"
+                    .into(),
+            ));
+        }
+        if args.age.identities.is_empty() {
+            return Err(Failure(
+                "this file was encrypted to recipients: give -i IDENTITY_FILE".into(),
+            ));
+        }
+        let identities = super::age::identities(&args.age)?;
+        let unlocked = decryptor.unlock(Secret::Identities(&identities), context)?;
+        return Ok((unlocked, envelope_bytes));
+    }
+    if !args.age.identities.is_empty() {
+        let kind = if decryptor.envelope().needs_passphrase() {
+            "a passphrase"
+        } else {
+            "a key"
+        };
+        return Err(Failure(format!(
+            "-i is for files encrypted to recipients, and this one was encrypted with {kind}"
+        )));
+    }
     // A header over the budget is refused before the passphrase is asked for.
     decryptor.check_kdf()?;
     let passphrase = match (decryptor.envelope().needs_passphrase(), &key) {
@@ -178,7 +202,6 @@ fn unlock<R: Read>(
         }
         (false, Some(_)) => None,
     };
-    let envelope_bytes = decryptor.envelope().len();
     let unlocked = decryptor.unlock(secret_of(&key, &passphrase)?, context)?;
     Ok((unlocked, envelope_bytes))
 }

@@ -31,6 +31,8 @@ Examples:
   PARCRYPT_PASSPHRASE=\"$SECRET\" parcrypt encrypt notes.txt -o notes.txt.pc
   tar c photos | parcrypt encrypt --passphrase-file pass.txt -o photos.tar.pc
   parcrypt encrypt --key-file key.bin --format cobblestone data -o data.cs
+  parcrypt encrypt -r age1... -r age1pq1... data -o data.pc     to public keys (parcrypt keygen)
+  parcrypt encrypt -R recipients.txt --cipher aes-256-gcm data -o data.pc
   parcrypt encrypt --format age -r age1... -r age1... data -o data.age
   parcrypt encrypt --format age -R recipients.txt -a data -o data.age.txt
   parcrypt encrypt --format age -p --passphrase-file pass.txt data -o data.age";
@@ -42,6 +44,7 @@ Examples:
   parcrypt decrypt --passphrase-file pass.txt photos.tar.pc | tar x
   parcrypt decrypt --range 1M:2M --passphrase-file pass.txt big.pc -o part
   parcrypt decrypt --key-file key.bin --format cobblestone data.cs -o data
+  parcrypt decrypt -i key.txt data.pc -o data         a file encrypted to recipients
   parcrypt decrypt -i key.txt data.age -o data        an age file, recognised by its header";
 
 const AFTER_HELP: &str = "\
@@ -52,9 +55,12 @@ Secrets (one of):
   (neither)                asked on the terminal (twice when encrypting)
   --key HEX                16 or 32 bytes in hex; visible in the process list, for testing
   --key-file PATH          16 or 32 bytes, raw or in hex
+  -r, -R / -i              public-key recipients (age1..., age1pq1...) to encrypt to, and
+                           identity files (parcrypt keygen, age-keygen) to decrypt with
 Formats:
   parcrypt     (default) a 40-byte header (AEAD, argon2id parameters and salt), then a
-               Cobblestone message whose context binds the header. docs/FORMAT.md.
+               Cobblestone message whose context binds the header; with -r/-R a header
+               of recipient stanzas and a MAC instead. docs/FORMAT.md.
   cobblestone  a bare Cobblestone message (c2sp.org/chunked-encryption) under --key or
                --key-file: 16 bytes for Cobblestone-128, 32 for Cobblestone-256.
                Other Cobblestone implementations read and write the same bytes.
@@ -199,13 +205,31 @@ impl DecryptArgs {
 pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
     let format = match args.common.format {
         FileFormat::Age => return super::age::encrypt(&args),
-        _ if args.age.any() => {
+        FileFormat::Parcrypt if args.age.passphrase || args.age.armor => {
             return Err(Failure(
-                "-r, -R, -p and -a are options of --format age (parcrypt's own format takes a passphrase or a key)".into(),
+                "-p and -a are options of --format age (parcrypt's own format asks for a passphrase when no -r, -R or key is given, and has no armor)".into(),
+            ))
+        }
+        FileFormat::Cobblestone if args.age.any() => {
+            return Err(Failure(
+                "a bare Cobblestone message takes a key only: -r, -R, -p and -a are for the parcrypt format (recipients) or --format age".into(),
             ))
         }
         FileFormat::Parcrypt => Format::Parcrypt,
         FileFormat::Cobblestone => Format::Cobblestone,
+    };
+    // -r and -R: a parcrypt file to public-key recipients (a version-2 header).
+    let recipients = if args.age.has_recipients() {
+        let common = &args.common;
+        if common.key.is_some() || common.key_file.is_some() || common.passphrase_file.is_some() {
+            return Err(Failure(
+                "-r and -R encrypt to recipients: drop --key, --key-file and --passphrase-file"
+                    .into(),
+            ));
+        }
+        Some(super::age::recipients(&args.age)?)
+    } else {
+        None
     };
     let common = &mut args.common;
     let context = secrets::decode_hex("--context", common.context.as_deref().unwrap_or(""))?;
@@ -237,7 +261,7 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
         passes: args.kdf_passes.unwrap_or(defaults.passes),
         lanes: args.kdf_lanes.unwrap_or(defaults.lanes),
     };
-    if key.is_none() {
+    if key.is_none() && recipients.is_none() {
         argon2.check()?;
     }
     let engine = common.file_engine()?;
@@ -260,9 +284,9 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
     let mut input = open_input(common.input.as_deref())?;
     // The secret comes before the output file is made, so that a prompt abandoned with
     // Ctrl-C leaves no temporary file behind.
-    let passphrase = match key {
-        Some(_) => None,
-        None => Some(read_passphrase(common.passphrase_file.as_deref(), true)?),
+    let passphrase = match (&key, &recipients) {
+        (None, None) => Some(read_passphrase(common.passphrase_file.as_deref(), true)?),
+        _ => None,
     };
     let setup = Setup {
         format,
@@ -270,7 +294,10 @@ pub fn run_encrypt(mut args: EncryptArgs) -> Result<(), Failure> {
         context: &context,
         argon2,
     };
-    let secret = secret_of(&key, &passphrase)?;
+    let secret = match &recipients {
+        Some(recipients) => Secret::Recipients(recipients),
+        None => secret_of(&key, &passphrase)?,
+    };
     for warning in setup.warnings(secret) {
         say!("parcrypt: warning: {warning}");
     }

@@ -171,7 +171,8 @@ unsafe fn file_arguments<'a>(
 fn setup_for<'a>(file: &FileSecret<'a>) -> Result<Setup<'a>, Failure> {
     let suite = match file.secret {
         Secret::Key(key) => Suite::for_key_length(key.len())?,
-        Secret::Passphrase(_) => Suite::Cobblestone128,
+        // The C ABI takes keys and passphrases only (no recipients yet).
+        _ => Suite::Cobblestone128,
     };
     let setup = Setup {
         format: file.format,

@@ -17,7 +17,7 @@ pub enum FormatError {
     #[error("not a parcrypt file (it does not start with a parcrypt header; a bare Cobblestone message needs the cobblestone format and its key)")]
     NotParcrypt,
     /// The header names a format version newer than this build reads.
-    #[error("this file was written by a newer parcrypt (format version {0}); this parcrypt reads version 1")]
+    #[error("this file was written by a newer parcrypt (format version {0}); this parcrypt reads versions 1 and 2")]
     UnsupportedVersion(u8),
     /// A header field holds a value no writer produces (which field, in words).
     #[error("damaged header: {0}")]
@@ -42,11 +42,31 @@ pub enum FormatError {
     #[error("wrong key or passphrase (key commitment mismatch)")]
     WrongKey,
     /// A key was given for a message sealed under a passphrase.
-    #[error("this file was encrypted with a passphrase, not a key: give the passphrase")]
+    #[error("this file was encrypted with a passphrase: give the passphrase")]
     NeedsPassphrase,
     /// A passphrase was given for a message sealed under a key.
-    #[error("this file was encrypted with a key, not a passphrase: give the key")]
+    #[error("this file was encrypted with a key: give the key")]
     NeedsKey,
+    /// A key or passphrase was given for a file encrypted to public-key recipients.
+    #[error("this file was encrypted to public-key recipients: give an identity (an age identity file, AGE-SECRET-KEY-...)")]
+    NeedsIdentity,
+    /// Recipients a file cannot be encrypted to (why, in words).
+    #[error("{0}")]
+    Recipients(String),
+    /// No identity unwrapped the file key from any recipient stanza (the stanza types).
+    #[error("no identity matches any recipient of this file (its stanzas: {0})")]
+    NoMatchingIdentity(String),
+    /// A recipient stanza addressed to one of the identities is malformed (why).
+    #[error("damaged header: {0}")]
+    DamagedStanza(String),
+    /// The file key was unwrapped but the header's MAC does not match: the header changed.
+    #[error("damaged header: its MAC does not match (the header was changed: a stanza swapped, dropped, added or altered)")]
+    HeaderMac,
+    /// The header of a recipient file opened (its MAC matched) but the message's key
+    /// commitment does not match: a wrong context, or a message that was not written under
+    /// this header.
+    #[error("the message does not belong to this header or context: the header opened, but the key commitment does not match (a wrong --context, or a header moved onto another file's data)")]
+    HeaderMismatch,
     /// An empty passphrase, which is refused.
     #[error("the passphrase is empty")]
     EmptyPassphrase,

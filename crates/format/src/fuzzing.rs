@@ -16,6 +16,9 @@ use crate::stream::{decrypt_chunks, encrypt_chunks, StreamOptions};
 use crate::{CpuChunks, FormatError};
 
 const KEY: [u8; 16] = [0x11; 16];
+/// The identity the properties try on recipient headers (age's specification example).
+pub const IDENTITY: &str =
+    "AGE-SECRET-KEY-1GFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPQ4EGAEX";
 
 /// A range picked from fuzz input: any mix of absolute and end-relative bounds.
 fn range_from(choices: &mut Choices<'_>, scale: usize) -> ByteRange {
@@ -36,9 +39,10 @@ fn range_from(choices: &mut Choices<'_>, scale: usize) -> ByteRange {
     ByteRange { start, end }
 }
 
-/// Arbitrary bytes as a parcrypt header, an envelope in both formats, and a chunk area.
-/// Nothing may panic, a parsed header must re-encode to the same bytes, and chunks that
-/// were never sealed under the key must not decrypt.
+/// Arbitrary bytes as a parcrypt header, an envelope in both formats (both header
+/// versions), and a chunk area. Nothing may panic, a parsed header must re-encode to the
+/// same bytes, neither the properties' key nor [`IDENTITY`] may unlock it, and chunks
+/// that were never sealed under the key must not decrypt.
 pub fn parse(data: &[u8]) {
     if let Ok(header) = ParcryptHeader::parse(data) {
         assert_eq!(
@@ -53,6 +57,12 @@ pub fn parse(data: &[u8]) {
             // The commitment was not made for this key: refused before any chunk (and a
             // passphrase header is refused for a key without running argon2id).
             assert!(envelope.unlock(Secret::Key(&KEY), b"").is_err());
+            // Nor was any recipient header made for this identity: whatever its stanzas,
+            // the file key it unwraps (if any) fails the MAC or the commitment.
+            let identity: parcrypt_age::Identity = IDENTITY.parse().expect("a valid identity");
+            assert!(envelope
+                .unlock(Secret::Identities(&[identity]), b"")
+                .is_err());
         }
     }
     // The chunk parser on its own: keys derived from the input's salt (bypassing the

@@ -24,7 +24,8 @@ use crate::error::FormatError;
 
 /// The first bytes of every parcrypt file.
 pub const MAGIC: &[u8; 8] = b"parcrypt";
-/// The only version this code writes and reads.
+/// The version of this 40-byte header (keys and passphrases). Version 2, a header with
+/// public-key recipients, is [`crate::recipients`]; [`crate::Envelope`] reads both.
 pub const VERSION: u8 = 1;
 /// Bytes of the header.
 pub const HEADER_BYTES: usize = 40;
@@ -364,8 +365,10 @@ impl ParcryptHeader {
         bytes.len() >= MAGIC.len() && &bytes[..MAGIC.len()] == MAGIC
     }
 
-    /// Parses a header, strictly: unknown values and non-zero reserved or unused fields are
-    /// refused, so that every valid header has exactly one encoding.
+    /// Parses a version-1 header, strictly: unknown values and non-zero reserved or unused
+    /// fields are refused, so that every valid header has exactly one encoding. Another
+    /// version is [`FormatError::UnsupportedVersion`] here; [`crate::Envelope::parse`]
+    /// reads version 2 ([`crate::recipients`]) as well.
     pub fn parse(bytes: &[u8]) -> Result<ParcryptHeader, FormatError> {
         if !Self::has_magic(bytes) {
             return Err(FormatError::NotParcrypt);

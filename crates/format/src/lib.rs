@@ -1,12 +1,17 @@
 //! Encrypted files people can trust: Cobblestone chunked AES-GCM
-//! (c2sp.org/chunked-encryption), with a small parcrypt header in front for passphrases.
+//! (c2sp.org/chunked-encryption), with a small parcrypt header in front for passphrases,
+//! or one with public-key recipients (age's `age1...` and `age1pq1...` keys).
 //!
 //! - [`cobblestone`]: the key derivation (HKDF-Expand-SHA-512 to key, base nonce and key
 //!   commitment), chunk geometry and nonces, exactly as the specification says.
 //! - [`header`]: the 40-byte parcrypt header (AEAD, key source, argon2id parameters), bound
 //!   into the Cobblestone context. docs/FORMAT.md specifies the bytes.
-//! - [`message`]: the [`Envelope`] before chunk 0; reading it tells whether a key or a
-//!   passphrase is needed, unlocking it checks the commitment before any chunk is touched.
+//! - [`recipients`]: the version-2 header: a random 256-bit file key wrapped for each
+//!   recipient in stanzas, a MAC over the header under a key derived from the file key, the
+//!   whole header bound into the Cobblestone context.
+//! - [`message`]: the [`Envelope`] before chunk 0; reading it tells whether a key, a
+//!   passphrase or an identity is needed ([`Secret`]), unlocking it checks the commitment
+//!   (and a recipient header's MAC) before any chunk is touched.
 //! - [`chunks`]: the [`ChunkBatcher`] trait, one call that seals or opens a batch of chunks
 //!   (the CPU backend spreads them over cores; a GPU backend runs one kernel), and
 //!   [`CpuChunks`]; [`gpu_chunks`]: the GPU backend, [`GpuChunks`].
@@ -17,7 +22,7 @@
 //!   offsets, so that many processes or machines can share one file's work.
 //!
 //! The file API over those parts, what a program calls:
-//! - [`Encryptor`] ([`writer`]): a new message under a key or a passphrase; wraps any
+//! - [`Encryptor`] ([`writer`]): a new message under a key, a passphrase or to recipients; wraps any
 //!   [`Write`] ([`EncryptingWriter`], finished by `finish()`) or streams from a reader;
 //! - [`Decryptor`] ([`reader`]): reads the envelope, unlocks it, and yields the plaintext
 //!   as a [`Read`] releasing only authenticated chunks ([`DecryptingReader`]), or over a
@@ -75,6 +80,7 @@ pub mod message;
 pub mod parts;
 pub mod range;
 pub mod reader;
+pub mod recipients;
 pub mod secrets;
 pub mod seekable;
 pub mod stream;
@@ -91,6 +97,7 @@ pub use header::{Argon2Params, KdfCost, KdfLimits, KeySource, ParcryptHeader, We
 pub use message::{Envelope, Format, Salts, Secret, Setup};
 pub use range::ByteRange;
 pub use reader::{DecryptingReader, Decryptor, UnlockedDecryptor};
+pub use recipients::RecipientHeader;
 pub use secrets::{SecretBytes, SecretError};
 pub use seekable::SeekableReader;
 pub use stream::StreamOptions;

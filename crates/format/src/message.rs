@@ -1,11 +1,13 @@
 //! What precedes the chunks: the optional parcrypt header, the salt and the commitment.
 //!
-//! Decryption reads this [`Envelope`] first, learns from it whether a key or a passphrase is
-//! needed (so a front end asks for the right one), then [`Envelope::unlock`]s it, which
-//! checks the key commitment before a single chunk is touched.
+//! Decryption reads this [`Envelope`] first, learns from it whether a key, a passphrase or
+//! an identity is needed (so a front end asks for the right one), then
+//! [`Envelope::unlock`]s it, which checks the key commitment (and, for a file encrypted to
+//! recipients, the header's MAC) before a single chunk is touched.
 
 use std::io::Read;
 
+use parcrypt_age::{Identity, Recipient};
 use parcrypt_engine::stream::pipeline::read_full;
 use zeroize::Zeroizing;
 
@@ -13,7 +15,9 @@ use crate::cobblestone::{MessageKeys, Suite, COMMITMENT_BYTES, PREFIX_BYTES, SAL
 use crate::error::FormatError;
 use crate::header::{
     Argon2Params, KdfLimits, KeySource, ParcryptHeader, Weakness, HEADER_BYTES, KDF_SALT_BYTES,
+    MAGIC,
 };
+use crate::recipients::{self, FileKey, RecipientHeader};
 
 /// How a file is laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -39,21 +43,86 @@ impl std::str::FromStr for Format {
     }
 }
 
-/// What the input key is made from.
+/// What the input key is made from: a key or a passphrase (either way, for both
+/// directions), or public-key recipients to encrypt to and the identities that decrypt.
+///
+/// ```
+/// use std::io::{Read, Write};
+/// use parcrypt_age::{Identity, Recipient, X25519Identity};
+/// use parcrypt_format::{CpuChunks, Decryptor, Encryptor, Format, Secret, Setup};
+/// use parcrypt_engine::{Backend, Engine};
+///
+/// let engine = Engine::new(Backend::Seq, None)?;
+/// let batcher = CpuChunks::new(&engine);
+/// let identity = X25519Identity::generate();
+/// let recipients = [Recipient::from(identity.to_public())]; // "age1..." parses too
+///
+/// let mut writer = Encryptor::new(&Setup::default(), Secret::Recipients(&recipients))?
+///     .wrap_output(&batcher, Vec::new())?;
+/// writer.write_all(b"for your eyes only")?;
+/// let sealed = writer.finish()?;
+///
+/// let decryptor = Decryptor::new(Format::Parcrypt, &sealed[..])?;
+/// assert!(decryptor.envelope().needs_identity());
+/// let mut plain = Vec::new();
+/// decryptor
+///     .unlock(Secret::Identities(&[Identity::from(identity)]), b"")?
+///     .reader(&batcher)
+///     .read_to_end(&mut plain)?;
+/// assert_eq!(plain, b"for your eyes only");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy)]
 pub enum Secret<'a> {
     /// The input key itself: 16 or 32 uniformly random bytes.
     Key(&'a [u8]),
     /// A passphrase, stretched with argon2id (parcrypt format only).
     Passphrase(&'a [u8]),
+    /// Encryption to public-key recipients (`age1...` X25519, `age1pq1...` post-quantum
+    /// hybrid; parcrypt format only): a random file key wrapped for each, in a version-2
+    /// header ([`crate::recipients`]). At most 1,024; post-quantum recipients are not
+    /// mixed with others, and a passphrase recipient is refused (use [`Secret::Passphrase`]).
+    Recipients(&'a [Recipient]),
+    /// Decryption of a file encrypted to recipients, with the first of these identities
+    /// that unwraps its file key.
+    Identities(&'a [Identity]),
 }
 
 /// The bytes before chunk 0, parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Envelope {
-    header: Option<ParcryptHeader>,
+    head: Head,
     salt: [u8; SALT_BYTES],
     commitment: [u8; COMMITMENT_BYTES],
+}
+
+/// What comes before the Cobblestone message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Head {
+    /// Nothing: a bare Cobblestone message.
+    Bare,
+    /// The 40-byte version-1 header (a key or a passphrase).
+    Fixed(ParcryptHeader),
+    /// The version-2 header (recipients).
+    Recipients(Box<RecipientHeader>),
+}
+
+impl Head {
+    fn bytes(&self) -> Vec<u8> {
+        match self {
+            Head::Bare => Vec::new(),
+            Head::Fixed(header) => header.to_bytes().to_vec(),
+            Head::Recipients(header) => header.as_bytes().to_vec(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Head::Bare => 0,
+            Head::Fixed(_) => HEADER_BYTES,
+            Head::Recipients(header) => header.len(),
+        }
+    }
 }
 
 /// How to set up a new message.
@@ -135,8 +204,9 @@ impl Salts {
 }
 
 impl Envelope {
-    /// Sets up a new message with random salts: returns its envelope (to be written before
-    /// the chunks) and the keys to seal the chunks with.
+    /// Sets up a new message with random salts (and, for recipients, a random file key):
+    /// returns its envelope (to be written before the chunks) and the keys to seal the
+    /// chunks with.
     pub fn create(
         setup: &Setup<'_>,
         secret: Secret<'_>,
@@ -146,62 +216,123 @@ impl Envelope {
 
     /// [`Envelope::create`] with given salts. A salt must never repeat under one key: this
     /// exists for known-answer tests (Wycheproof's vectors) and reproducible comparisons.
+    /// A file to recipients still gets a random file key (and its stanzas random shares):
+    /// [`Envelope::for_recipient_header`] builds one from given parts.
     pub fn create_with_salts(
         setup: &Setup<'_>,
         secret: Secret<'_>,
         salts: Salts,
     ) -> Result<(Envelope, MessageKeys), FormatError> {
-        let header = match (setup.format, secret) {
+        let head = match (setup.format, secret) {
             (Format::Cobblestone, Secret::Passphrase(_)) => {
                 return Err(FormatError::Kdf(
                     "a bare Cobblestone message has no room for passphrase parameters: use a key, or the parcrypt format".into(),
                 ))
             }
-            (Format::Cobblestone, Secret::Key(_)) => None,
-            (Format::Parcrypt, Secret::Key(_)) => Some(ParcryptHeader { suite: setup.suite, key_source: KeySource::Key }),
+            (Format::Cobblestone, Secret::Recipients(_)) => {
+                return Err(FormatError::Recipients(
+                    "a bare Cobblestone message has no room for recipients: use the parcrypt format".into(),
+                ))
+            }
+            (_, Secret::Identities(_)) => {
+                return Err(FormatError::Recipients(
+                    "identities decrypt; to encrypt, give their recipients (Identity::to_public)".into(),
+                ))
+            }
+            (Format::Parcrypt, Secret::Recipients(recipients)) => {
+                let file_key = FileKey::generate()?;
+                let stanzas = recipients::wrap(recipients, &file_key)?;
+                let header = RecipientHeader::seal(setup.suite, stanzas, &file_key)?;
+                return Self::for_recipient_header(header, &file_key, salts.cobblestone, setup.context);
+            }
+            (Format::Cobblestone, Secret::Key(_)) => Head::Bare,
+            (Format::Parcrypt, Secret::Key(_)) => Head::Fixed(ParcryptHeader { suite: setup.suite, key_source: KeySource::Key }),
             (Format::Parcrypt, Secret::Passphrase(passphrase)) => {
                 if passphrase.is_empty() {
                     return Err(FormatError::EmptyPassphrase);
                 }
                 setup.argon2.check()?;
-                Some(ParcryptHeader {
+                Head::Fixed(ParcryptHeader {
                     suite: setup.suite,
                     key_source: KeySource::Argon2id { params: setup.argon2, salt: salts.argon2 },
                 })
             }
         };
         let mut envelope = Envelope {
-            header,
+            head,
             salt: salts.cobblestone,
             commitment: [0; COMMITMENT_BYTES],
         };
-        let keys = envelope.derive(setup.suite, secret, setup.context)?;
+        let input_key = envelope.input_key(setup.suite, secret)?;
+        let keys = envelope.derive(setup.suite, &input_key, setup.context)?;
         envelope.commitment = *keys.commitment();
         Ok((envelope, keys))
     }
 
-    /// Reads an envelope from the start of a file. With [`Format::Parcrypt`], input that
-    /// does not start with the parcrypt magic is [`FormatError::NotParcrypt`].
-    pub fn read(format: Format, reader: &mut dyn Read) -> Result<Envelope, FormatError> {
-        let header_bytes = if format == Format::Parcrypt {
-            HEADER_BYTES
-        } else {
-            0
+    /// The envelope of a message to recipients whose header is `header`, sealed under
+    /// `file_key`, with the Cobblestone salt `salt`: the keys derived as for any such file
+    /// ([`FileKey::input_key`], then Cobblestone with the header's bytes and `context` as
+    /// the context). For known-answer tests (tests/vectors/parcrypt_v2.txt); a file key and
+    /// a salt must never be used twice.
+    pub fn for_recipient_header(
+        header: RecipientHeader,
+        file_key: &FileKey,
+        salt: [u8; SALT_BYTES],
+        context: &[u8],
+    ) -> Result<(Envelope, MessageKeys), FormatError> {
+        header.verify(file_key)?;
+        let suite = header.suite();
+        let mut envelope = Envelope {
+            head: Head::Recipients(Box::new(header)),
+            salt,
+            commitment: [0; COMMITMENT_BYTES],
         };
-        let mut bytes = [0u8; HEADER_BYTES + PREFIX_BYTES];
-        let wanted = header_bytes + PREFIX_BYTES;
-        let got = read_up_to(reader, &mut bytes[..wanted])?;
-        Self::parse(format, &bytes[..got]).map(|(envelope, _)| envelope)
+        let keys = envelope.derive(suite, &file_key.input_key(suite), context)?;
+        envelope.commitment = *keys.commitment();
+        Ok((envelope, keys))
+    }
+
+    /// Reads an envelope from the start of a file, and not a byte further. With
+    /// [`Format::Parcrypt`], input that does not start with the parcrypt magic is
+    /// [`FormatError::NotParcrypt`]. A version-2 header's length is checked against
+    /// [`recipients::MAX_HEADER_BYTES`] before it is read, and its bytes are buffered only
+    /// as they arrive.
+    pub fn read(format: Format, reader: &mut dyn Read) -> Result<Envelope, FormatError> {
+        let mut bytes = Vec::with_capacity(HEADER_BYTES + PREFIX_BYTES);
+        if format == Format::Parcrypt {
+            let mut start = [0u8; 16];
+            let got = read_up_to(reader, &mut start)?;
+            bytes.extend_from_slice(&start[..got]);
+            let header_bytes = if got > MAGIC.len()
+                && &start[..MAGIC.len()] == MAGIC
+                && start[8] == recipients::VERSION
+            {
+                RecipientHeader::declared_length(&start[..got])?
+            } else {
+                HEADER_BYTES.max(got)
+            };
+            read_more(reader, &mut bytes, header_bytes - got)?;
+        }
+        read_more(reader, &mut bytes, PREFIX_BYTES)?;
+        Self::parse(format, &bytes).map(|(envelope, _)| envelope)
     }
 
     /// Parses an envelope from the start of `bytes` and returns it with its length.
     pub fn parse(format: Format, bytes: &[u8]) -> Result<(Envelope, usize), FormatError> {
-        let (header, rest) = match format {
+        let (head, rest) = match format {
             Format::Parcrypt => {
-                let header = ParcryptHeader::parse(bytes)?;
-                (Some(header), &bytes[HEADER_BYTES..])
+                if bytes.len() > MAGIC.len()
+                    && &bytes[..MAGIC.len()] == MAGIC
+                    && bytes[8] == recipients::VERSION
+                {
+                    let (header, length) = RecipientHeader::parse(bytes)?;
+                    (Head::Recipients(Box::new(header)), &bytes[length..])
+                } else {
+                    let header = ParcryptHeader::parse(bytes)?;
+                    (Head::Fixed(header), &bytes[HEADER_BYTES..])
+                }
             }
-            Format::Cobblestone => (None, bytes),
+            Format::Cobblestone => (Head::Bare, bytes),
         };
         if rest.len() < PREFIX_BYTES {
             return Err(FormatError::TruncatedHeader("Cobblestone"));
@@ -211,7 +342,7 @@ impl Envelope {
         let mut commitment = [0u8; COMMITMENT_BYTES];
         commitment.copy_from_slice(&rest[SALT_BYTES..PREFIX_BYTES]);
         let envelope = Envelope {
-            header,
+            head,
             salt,
             commitment,
         };
@@ -222,45 +353,67 @@ impl Envelope {
     /// The envelope as written in a file.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(self.len());
-        if let Some(header) = &self.header {
-            bytes.extend_from_slice(&header.to_bytes());
-        }
+        bytes.extend_from_slice(&self.head.bytes());
         bytes.extend_from_slice(&self.salt);
         bytes.extend_from_slice(&self.commitment);
         bytes
     }
 
-    /// Bytes before chunk 0.
+    /// Bytes before chunk 0. For a file to recipients the header says its own length: it
+    /// is trusted only once the envelope is unlocked (the header's MAC checked).
     #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {
-        PREFIX_BYTES
-            + if self.header.is_some() {
-                HEADER_BYTES
-            } else {
-                0
-            }
+        PREFIX_BYTES + self.head.len()
     }
 
-    /// The parcrypt header, or `None` for a bare Cobblestone message.
+    /// The version-1 parcrypt header (a key or a passphrase); `None` for a bare Cobblestone
+    /// message and for a file to recipients ([`Envelope::recipient_header`]).
     pub fn header(&self) -> Option<&ParcryptHeader> {
-        self.header.as_ref()
+        match &self.head {
+            Head::Fixed(header) => Some(header),
+            _ => None,
+        }
     }
 
-    /// Whether unlocking takes a passphrase (rather than a key).
+    /// The version-2 header of a file encrypted to recipients, or `None`.
+    pub fn recipient_header(&self) -> Option<&RecipientHeader> {
+        match &self.head {
+            Head::Recipients(header) => Some(header),
+            _ => None,
+        }
+    }
+
+    /// The suite the header names (`None` for a bare Cobblestone message, whose key's
+    /// length says it).
+    pub fn suite(&self) -> Option<Suite> {
+        match &self.head {
+            Head::Bare => None,
+            Head::Fixed(header) => Some(header.suite),
+            Head::Recipients(header) => Some(header.suite()),
+        }
+    }
+
+    /// Whether unlocking takes a passphrase (rather than a key or identities).
     pub fn needs_passphrase(&self) -> bool {
         matches!(
-            self.header,
-            Some(ParcryptHeader {
+            self.head,
+            Head::Fixed(ParcryptHeader {
                 key_source: KeySource::Argon2id { .. },
                 ..
             })
         )
     }
 
-    /// The argon2id parameters of a passphrase-sealed message (`None` under a key).
+    /// Whether unlocking takes identities ([`Secret::Identities`]): the file was encrypted
+    /// to public-key recipients.
+    pub fn needs_identity(&self) -> bool {
+        matches!(self.head, Head::Recipients(_))
+    }
+
+    /// The argon2id parameters of a passphrase-sealed message (`None` otherwise).
     pub fn argon2(&self) -> Option<Argon2Params> {
-        match self.header {
-            Some(ParcryptHeader {
+        match self.head {
+            Head::Fixed(ParcryptHeader {
                 key_source: KeySource::Argon2id { params, .. },
                 ..
             }) => Some(params),
@@ -269,8 +422,9 @@ impl Envelope {
     }
 
     /// Refuses a header whose argon2id costs exceed `limits` ([`FormatError::KdfBudget`]);
-    /// a message under a key always passes. Cheap: a front end calls it before asking for
-    /// a passphrase, so that a hostile file is refused before anyone types anything.
+    /// a message under a key or to recipients always passes. Cheap: a front end calls it
+    /// before asking for a passphrase, so that a hostile file is refused before anyone
+    /// types anything.
     pub fn check_kdf(&self, limits: &KdfLimits) -> Result<(), FormatError> {
         match self.argon2() {
             Some(params) => limits.check(&params),
@@ -281,7 +435,9 @@ impl Envelope {
     /// Derives the message keys from `secret` and `context` and checks the commitment.
     /// A bare Cobblestone message takes its suite from the key's length. A passphrase is
     /// stretched only within the default budget, [`KdfLimits::DEFAULT`]; use
-    /// [`Envelope::unlock_within`] to allow more.
+    /// [`Envelope::unlock_within`] to allow more. A file to recipients takes
+    /// [`Secret::Identities`]: the file key is unwrapped and the header's MAC checked
+    /// first.
     pub fn unlock(&self, secret: Secret<'_>, context: &[u8]) -> Result<MessageKeys, FormatError> {
         self.unlock_within(secret, context, &KdfLimits::DEFAULT)
     }
@@ -319,75 +475,88 @@ impl Envelope {
         limits: &KdfLimits,
     ) -> Result<MessageKeys, FormatError> {
         self.check_kdf(limits)?;
-        let suite = match (suite, &self.header, secret) {
+        let suite = match (suite, self.suite(), secret) {
             (Some(suite), _, _) => suite,
-            (None, Some(header), _) => header.suite,
+            (None, Some(suite), _) => suite,
             (None, None, Secret::Key(key)) => Suite::for_key_length(key.len())?,
-            (None, None, Secret::Passphrase(_)) => return Err(FormatError::NeedsKey),
+            (None, None, _) => return Err(FormatError::NeedsKey),
         };
-        if let Some(header) = &self.header {
-            if header.suite != suite {
+        if let Some(header_suite) = self.suite() {
+            if header_suite != suite {
                 return Err(FormatError::KeySuiteMismatch {
-                    suite: header.suite.name(),
-                    expected: header.suite.key_bytes(),
+                    suite: header_suite.name(),
+                    expected: header_suite.key_bytes(),
                     got: suite.key_bytes(),
                 });
             }
         }
-        let keys = self.derive(suite, secret, context)?;
-        keys.check_commitment(&self.commitment)?;
-        Ok(keys)
+        let input_key = self.input_key(suite, secret)?;
+        let keys = self.derive(suite, &input_key, context)?;
+        match keys.check_commitment(&self.commitment) {
+            // The header's MAC matched under the file key: the key is right, and what does
+            // not match is the context or the message after the header.
+            Err(FormatError::WrongKey) if self.needs_identity() => Err(FormatError::HeaderMismatch),
+            Err(error) => Err(error),
+            Ok(()) => Ok(keys),
+        }
     }
 
-    fn derive(
+    /// The Cobblestone input key from `secret`: the key itself, argon2id of the passphrase,
+    /// or (recipients) the file key unwrapped by an identity, the header's MAC checked.
+    fn input_key(
         &self,
         suite: Suite,
         secret: Secret<'_>,
+    ) -> Result<Zeroizing<Vec<u8>>, FormatError> {
+        let header = match &self.head {
+            Head::Recipients(header) => {
+                return match secret {
+                    Secret::Identities(identities) => {
+                        Ok(header.unwrap(identities)?.input_key(suite))
+                    }
+                    _ => Err(FormatError::NeedsIdentity),
+                }
+            }
+            Head::Fixed(header) => Some(header),
+            Head::Bare => None,
+        };
+        match (header.map(|h| h.key_source), secret) {
+            (None | Some(KeySource::Key), Secret::Key(key)) => {
+                suite.check_key(key)?;
+                Ok(Zeroizing::new(key.to_vec()))
+            }
+            (Some(KeySource::Argon2id { params, salt }), Secret::Passphrase(passphrase)) => {
+                params.derive(passphrase, &salt, suite.key_bytes())
+            }
+            (Some(KeySource::Argon2id { .. }), _) => Err(FormatError::NeedsPassphrase),
+            (None | Some(KeySource::Key), _) => Err(FormatError::NeedsKey),
+        }
+    }
+
+    /// The message keys from the input key: the header is bound into the context, so no
+    /// byte of it can change unnoticed.
+    fn derive(
+        &self,
+        suite: Suite,
+        input_key: &[u8],
         context: &[u8],
     ) -> Result<MessageKeys, FormatError> {
-        let input_key: Zeroizing<Vec<u8>> = match (&self.header, secret) {
-            (None, Secret::Key(key))
-            | (
-                Some(ParcryptHeader {
-                    key_source: KeySource::Key,
-                    ..
-                }),
-                Secret::Key(key),
-            ) => {
-                suite.check_key(key)?;
-                Zeroizing::new(key.to_vec())
-            }
-            (
-                Some(ParcryptHeader {
-                    key_source: KeySource::Argon2id { params, salt },
-                    ..
-                }),
-                Secret::Passphrase(passphrase),
-            ) => params.derive(passphrase, salt, suite.key_bytes())?,
-            (
-                Some(ParcryptHeader {
-                    key_source: KeySource::Key,
-                    ..
-                }),
-                Secret::Passphrase(_),
-            )
-            | (None, Secret::Passphrase(_)) => return Err(FormatError::NeedsKey),
-            (
-                Some(ParcryptHeader {
-                    key_source: KeySource::Argon2id { .. },
-                    ..
-                }),
-                Secret::Key(_),
-            ) => return Err(FormatError::NeedsPassphrase),
-        };
-        // The header is bound into the context, so no byte of it can change unnoticed.
-        let mut full_context = Vec::with_capacity(HEADER_BYTES + context.len());
-        if let Some(header) = &self.header {
-            full_context.extend_from_slice(&header.to_bytes());
-        }
+        let mut full_context = Vec::with_capacity(self.head.len() + context.len());
+        full_context.extend_from_slice(&self.head.bytes());
         full_context.extend_from_slice(context);
-        MessageKeys::derive(suite, &input_key, &self.salt, &full_context)
+        MessageKeys::derive(suite, input_key, &self.salt, &full_context)
     }
+}
+
+/// Reads `count` more bytes onto `bytes`, growing it only as they arrive (a length read
+/// from an unauthenticated header is not trusted for an allocation); a short input is a
+/// truncated header.
+fn read_more(reader: &mut dyn Read, bytes: &mut Vec<u8>, count: usize) -> Result<(), FormatError> {
+    reader
+        .take(count as u64)
+        .read_to_end(bytes)
+        .map_err(FormatError::Read)?;
+    Ok(())
 }
 
 /// Reads until `buffer` is full or the input ends; returns the bytes read.
@@ -602,5 +771,168 @@ mod tests {
         );
         assert!(warnings[0].to_string().contains("--kdf-max-memory 1024"));
         assert!(costly.warnings(Secret::Key(&[0; 16])).is_empty());
+    }
+
+    fn x25519() -> (Identity, Recipient) {
+        let identity = parcrypt_age::X25519Identity::generate();
+        let recipient = Recipient::from(identity.to_public());
+        (Identity::from(identity), recipient)
+    }
+
+    #[test]
+    fn recipient_envelopes_round_trip_and_take_only_identities() {
+        let (alice, alice_public) = x25519();
+        let (bob, bob_public) = x25519();
+        let recipients = [alice_public, bob_public];
+        for suite in Suite::ALL {
+            let setup = Setup {
+                suite,
+                context: b"ctx",
+                ..cheap_setup()
+            };
+            let (envelope, keys) =
+                Envelope::create(&setup, Secret::Recipients(&recipients)).unwrap();
+            assert!(envelope.needs_identity() && !envelope.needs_passphrase());
+            assert_eq!(envelope.suite(), Some(suite));
+            assert!(envelope.header().is_none());
+            assert_eq!(envelope.recipient_header().unwrap().recipients(), 2);
+            let mut bytes = envelope.to_bytes();
+            assert_eq!(bytes.len(), envelope.len());
+            assert_eq!(bytes[8], 2);
+            // Read from a stream, the envelope ends where it says: the chunks stay unread.
+            bytes.extend_from_slice(b"chunks");
+            let mut input = &bytes[..];
+            let read = Envelope::read(Format::Parcrypt, &mut input).unwrap();
+            assert_eq!(input, b"chunks");
+            assert_eq!(read, envelope);
+            for identity in [&alice, &bob] {
+                let unlocked = read
+                    .unlock(Secret::Identities(std::slice::from_ref(identity)), b"ctx")
+                    .unwrap();
+                assert_eq!(unlocked.key(), keys.key());
+            }
+            let (carol, carol_public) = x25519();
+            for (secret, expected) in [
+                (Secret::Key(&[5u8; 16]), "NeedsIdentity"),
+                (Secret::Passphrase(b"pass"), "NeedsIdentity"),
+                (
+                    Secret::Recipients(std::slice::from_ref(&carol_public)),
+                    "NeedsIdentity",
+                ),
+                (Secret::Identities(&[]), "NeedsIdentity"),
+                (
+                    Secret::Identities(std::slice::from_ref(&carol)),
+                    "NoMatchingIdentity",
+                ),
+            ] {
+                let error = read.unlock(secret, b"ctx").err().unwrap();
+                assert!(format!("{error:?}").starts_with(expected), "{error:?}");
+            }
+            // The right identity, the wrong context: the header opens, the message does not.
+            assert!(matches!(
+                read.unlock(Secret::Identities(std::slice::from_ref(&alice)), b"ctX"),
+                Err(FormatError::HeaderMismatch)
+            ));
+        }
+        // Identities on files under a key or a passphrase, and identities to encrypt.
+        let (keyed, _) = Envelope::create(&cheap_setup(), Secret::Key(&[1; 16])).unwrap();
+        assert!(matches!(
+            keyed.unlock(Secret::Identities(std::slice::from_ref(&alice)), b""),
+            Err(FormatError::NeedsKey)
+        ));
+        let (locked, _) = Envelope::create(&cheap_setup(), Secret::Passphrase(b"pass")).unwrap();
+        assert!(matches!(
+            locked.unlock(Secret::Identities(std::slice::from_ref(&alice)), b""),
+            Err(FormatError::NeedsPassphrase)
+        ));
+        assert!(matches!(
+            Envelope::create(
+                &cheap_setup(),
+                Secret::Identities(std::slice::from_ref(&alice))
+            ),
+            Err(FormatError::Recipients(_))
+        ));
+        let bare = Setup {
+            format: Format::Cobblestone,
+            ..cheap_setup()
+        };
+        assert!(matches!(
+            Envelope::create(&bare, Secret::Recipients(&recipients)),
+            Err(FormatError::Recipients(_))
+        ));
+    }
+
+    #[test]
+    fn a_recipient_header_is_bound_to_its_message() {
+        let (alice, alice_public) = x25519();
+        let identities = [alice];
+        let recipients = [alice_public];
+        let (first, _) = Envelope::create(&cheap_setup(), Secret::Recipients(&recipients)).unwrap();
+        let (second, _) =
+            Envelope::create(&cheap_setup(), Secret::Recipients(&recipients)).unwrap();
+        let first = first.to_bytes();
+        let second = second.to_bytes();
+        // Every bit of the envelope (header, salt, commitment) is checked.
+        for position in 0..first.len() {
+            for bit in [0x01u8, 0x80] {
+                let mut changed = first.clone();
+                changed[position] ^= bit;
+                let refused = match Envelope::parse(Format::Parcrypt, &changed) {
+                    Err(_) => true,
+                    Ok((changed, _)) => changed
+                        .unlock(Secret::Identities(&identities), b"")
+                        .is_err(),
+                };
+                assert!(refused, "bit {bit:#x} of byte {position} went unnoticed");
+            }
+        }
+        // The first file's header on the second file's salt and commitment (its message).
+        let header = first.len() - PREFIX_BYTES;
+        let mut moved = first[..header].to_vec();
+        moved.extend_from_slice(&second[second.len() - PREFIX_BYTES..]);
+        let (moved, _) = Envelope::parse(Format::Parcrypt, &moved).unwrap();
+        assert!(matches!(
+            moved.unlock(Secret::Identities(&identities), b""),
+            Err(FormatError::HeaderMismatch)
+        ));
+        // A stanza pair of the second header in place of the first's: the MAC fails.
+        let stanzas = |bytes: &[u8]| bytes[18..bytes.len() - PREFIX_BYTES - 32].to_vec();
+        let mut swapped = first[..18].to_vec();
+        swapped.extend_from_slice(&stanzas(&second));
+        swapped.extend_from_slice(&first[header - 32..]);
+        let (swapped, _) = Envelope::parse(Format::Parcrypt, &swapped).unwrap();
+        assert!(matches!(
+            swapped.unlock(Secret::Identities(&identities), b""),
+            Err(FormatError::HeaderMac)
+        ));
+    }
+
+    #[test]
+    fn versions_and_hostile_lengths_are_refused_in_bounded_reads() {
+        let (envelope, _) = Envelope::create(&cheap_setup(), Secret::Key(&[1; 16])).unwrap();
+        let mut bytes = envelope.to_bytes();
+        bytes[8] = 3;
+        assert!(matches!(
+            Envelope::read(Format::Parcrypt, &mut &bytes[..]),
+            Err(FormatError::UnsupportedVersion(3))
+        ));
+        // A version-2 header claiming 4 MiB over a short input: refused as truncated once
+        // the input ends (the buffer grows only with what arrives).
+        let mut claim = b"parcrypt\x02\x01\x03\x00".to_vec();
+        claim.extend_from_slice(&(recipients::MAX_HEADER_BYTES as u32).to_be_bytes());
+        claim.extend_from_slice(&[0, 1]);
+        claim.extend_from_slice(&[0x41; 100]);
+        assert!(matches!(
+            Envelope::read(Format::Parcrypt, &mut &claim[..]),
+            Err(FormatError::TruncatedHeader(_))
+        ));
+        claim[12..16].copy_from_slice(&(recipients::MAX_HEADER_BYTES as u32 + 1).to_be_bytes());
+        assert!(matches!(
+            Envelope::read(Format::Parcrypt, &mut &claim[..]),
+            Err(FormatError::DamagedHeader(_))
+        ));
+        for cut in 0..12 {
+            assert!(Envelope::read(Format::Parcrypt, &mut &claim[..cut]).is_err());
+        }
     }
 }

@@ -9,7 +9,7 @@
 //! 1. A coordinator plans the file once ([`EncryptPlan`]: the envelope, the keys, the final
 //!    size and the source's [`SourceIdentity`]; or [`DecryptPlan`], which reads and unlocks
 //!    an existing file's envelope and authenticates its length). A passphrase is stretched
-//!    (argon2id) here, once per file.
+//!    (argon2id), or a file key unwrapped with an identity, here, once per file.
 //! 2. It makes the output ([`create_output`], then [`EncryptPlan::prepare_output`]: the
 //!    envelope at offset 0 and the file's final length; [`DecryptPlan::prepare_output`]:
 //!    the plaintext's length), under a temporary name.

@@ -1,6 +1,6 @@
 //! Decrypting from any [`Read`]: the [`Decryptor`] reads the envelope (and so learns whether
-//! a key or a passphrase is needed), [`Decryptor::unlock`] checks the secret against the
-//! key commitment, and the [`UnlockedDecryptor`] then yields the plaintext as a [`Read`]
+//! a key, a passphrase or an identity is needed), [`Decryptor::unlock`] checks the secret
+//! against the key commitment (and a recipient header's MAC), and the [`UnlockedDecryptor`] then yields the plaintext as a [`Read`]
 //! ([`DecryptingReader`]), as a [`Read`] + [`Seek`]
 //! ([`SeekableReader`]), or through the three-stage pipeline
 //! into a writer ([`UnlockedDecryptor::decrypt_to`], the fastest path).
@@ -106,14 +106,16 @@ impl<R: Read> Decryptor<R> {
         self.envelope.check_kdf(&self.limits)
     }
 
-    /// The envelope: [`Envelope::needs_passphrase`] says which secret to ask for.
+    /// The envelope: [`Envelope::needs_passphrase`] and [`Envelope::needs_identity`] say
+    /// which secret to ask for.
     pub fn envelope(&self) -> &Envelope {
         &self.envelope
     }
 
     /// Derives the message keys from `secret` and `context` (argon2id first for a
-    /// passphrase, within the [`Decryptor::kdf_limits`] budget) and checks them against the
-    /// key commitment, before any chunk is read.
+    /// passphrase, within the [`Decryptor::kdf_limits`] budget; for a file to recipients,
+    /// the file key unwrapped by the first identity that can and the header's MAC checked)
+    /// and checks them against the key commitment, before any chunk is read.
     pub fn unlock(
         self,
         secret: Secret<'_>,

@@ -7,6 +7,7 @@
 
 use std::time::Instant;
 
+use parcrypt_age::{HybridIdentity, Recipient, X25519Identity};
 use parcrypt_format::fuzzing;
 use parcrypt_format::{Argon2Params, Envelope, Format, Secret, Setup, Suite};
 use rand::rngs::StdRng;
@@ -55,6 +56,21 @@ fn seeds() -> Vec<Vec<u8>> {
                 .0
                 .to_bytes(),
         );
+        // Version-2 headers, to recipients other than the properties' identity.
+        let x25519 = Recipient::from(X25519Identity::generate().to_public());
+        let hybrid = Recipient::from(HybridIdentity::generate().to_public());
+        for recipients in [
+            vec![x25519.clone()],
+            vec![x25519.clone(), x25519],
+            vec![hybrid],
+        ] {
+            seeds.push(
+                Envelope::create(&setup, Secret::Recipients(&recipients))
+                    .unwrap()
+                    .0
+                    .to_bytes(),
+            );
+        }
     }
     seeds
 }

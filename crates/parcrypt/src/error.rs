@@ -44,13 +44,18 @@ pub enum Error {
 
 impl Error {
     /// Whether the data failed authentication or the secret is wrong: a tag or key
-    /// commitment mismatch, a damaged or truncated file. Nothing was released for it.
+    /// commitment mismatch, no identity for a file's recipients, a header MAC mismatch, a
+    /// damaged or truncated file. Nothing was released for it.
     pub fn is_authentication_failure(&self) -> bool {
         match self {
             Error::Cipher(error) => job_error_is_tag_mismatch(error),
             Error::File(error) => matches!(
                 error,
                 FormatError::WrongKey
+                    | FormatError::NoMatchingIdentity(_)
+                    | FormatError::HeaderMac
+                    | FormatError::HeaderMismatch
+                    | FormatError::DamagedStanza(_)
                     | FormatError::DamagedChunk { .. }
                     | FormatError::DamagedHeader(_)
                     | FormatError::TruncatedHeader(_)

@@ -5,7 +5,9 @@
 //! Files are written in parcrypt's own format: a small header, then the data in 16 KiB
 //! chunks, each authenticated on its own, so that a file is read from any offset and a
 //! damaged, truncated or reordered file is refused before any of it is released. A file is
-//! locked with a key or with a passphrase (stretched with argon2id).
+//! locked with a key, with a passphrase (stretched with argon2id), or to public-key
+//! recipients (age's `age1...` and post-quantum `age1pq1...` keys), which anyone can
+//! encrypt to while only their identities decrypt.
 //!
 //! # Encrypting a file
 //!
@@ -20,6 +22,25 @@
 //! let passphrase = b"correct horse battery staple";
 //! parcrypt::encrypt_file(&report, &sealed, Secret::Passphrase(passphrase))?;
 //! parcrypt::decrypt_file(&sealed, &opened, Secret::Passphrase(passphrase))?;
+//! # assert_eq!(std::fs::read(&opened)?, b"quarterly figures");
+//! # Ok::<(), parcrypt::Error>(())
+//! ```
+//!
+//! To public-key recipients, and back with an identity (`parcrypt keygen` makes identity
+//! files in age-keygen's layout; [`age::read_identity_file`] reads them):
+//!
+//! ```
+//! use parcrypt::{Identity, Recipient, Secret};
+//!
+//! # let folder = tempfile::tempdir()?;
+//! # let report = folder.path().join("report.txt");
+//! # let sealed = folder.path().join("report.txt.pc");
+//! # let opened = folder.path().join("report.opened.txt");
+//! # std::fs::write(&report, "quarterly figures")?;
+//! let identity = parcrypt::age::X25519Identity::generate();
+//! let recipient: Recipient = identity.to_public().to_string().parse()?; // "age1..."
+//! parcrypt::encrypt_file(&report, &sealed, Secret::Recipients(&[recipient]))?;
+//! parcrypt::decrypt_file(&sealed, &opened, Secret::Identities(&[Identity::from(identity)]))?;
 //! # assert_eq!(std::fs::read(&opened)?, b"quarterly figures");
 //! # Ok::<(), parcrypt::Error>(())
 //! ```
@@ -104,7 +125,12 @@ pub use parcrypt_engine::{
 };
 pub use parcrypt_format::{
     batcher_for, Argon2Params, ByteRange, ChunkBatcher, DecryptingReader, Decryptor,
-    EncryptingWriter, Encryptor, Envelope, Format, KdfCost, KdfLimits, Salts, SeekableReader,
-    Setup, StreamOptions, Suite, UnlockedDecryptor, Weakness,
+    EncryptingWriter, Encryptor, Envelope, Format, KdfCost, KdfLimits, RecipientHeader, Salts,
+    SeekableReader, Setup, StreamOptions, Suite, UnlockedDecryptor, Weakness,
 };
 pub use secrets::{Secret, SecretBytes};
+
+/// Whom a file is encrypted to (`age1...`, `age1pq1...`; [`Secret::Recipients`]), and what
+/// decrypts it (`AGE-SECRET-KEY-1...`, `AGE-SECRET-KEY-PQ-1...`; [`Secret::Identities`]):
+/// age's keys, for parcrypt's own files and for age files ([`age`]).
+pub use parcrypt_age::{Identity, Recipient};

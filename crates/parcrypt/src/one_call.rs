@@ -18,7 +18,8 @@ use crate::error::Result;
 ///
 /// `destination` appears only once the whole file is written: a failure leaves nothing
 /// behind. A 16-byte key suits the default suite; a passphrase of any length works (a short
-/// one is weak).
+/// one is weak); [`Secret::Recipients`] encrypts to public keys (`age1...`, `age1pq1...`),
+/// each of which can decrypt alone ([`Secret::Identities`]).
 ///
 /// ```
 /// use parcrypt::Secret;
@@ -43,8 +44,10 @@ pub fn encrypt_file(
 /// [`FileOptions`]: every core, the default limit on a passphrase's key derivation, and an
 /// existing `destination` refused. Returns the plaintext bytes.
 ///
-/// `destination` appears only once every chunk has been authenticated: a wrong key or
-/// passphrase, a damaged, truncated or extended file is refused and leaves nothing behind.
+/// `destination` appears only once every chunk has been authenticated: a wrong key,
+/// passphrase or identity, a damaged, truncated or extended file is refused and leaves
+/// nothing behind. A file encrypted to recipients takes [`Secret::Identities`], tried in
+/// order.
 ///
 /// ```
 /// use parcrypt::Secret;

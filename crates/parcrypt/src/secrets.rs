@@ -1,5 +1,6 @@
 //! Keys and passphrases: reading them from files, hex or a terminal, checking them, and
-//! the [`Secret`] a file is locked with.
+//! the [`Secret`] a file is locked with (a key, a passphrase, or recipients to encrypt to
+//! and identities to decrypt with; [`crate::age`] reads identity and recipients files).
 //!
 //! Every secret read here comes back as [`SecretBytes`], wiped from memory when dropped.
 //!

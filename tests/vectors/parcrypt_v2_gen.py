@@ -6,7 +6,8 @@ Independent of parcrypt's Rust code: X25519, ChaCha20-Poly1305 and AES-GCM come 
 Python `cryptography` package, HKDF and HMAC from the standard library, and age's X25519
 stanza is built here as c2sp.org/age specifies it, with fixed ephemeral secrets (age draws
 them at random, so a file parcrypt writes never repeats these bytes). Every fixed input is
-SHA-256 of a label, so the file can be made again:
+SHA-256 of a label (the 128-bit file key: its first 16 bytes), so the file can be made
+again:
 
     python3 tests/vectors/parcrypt_v2_gen.py > tests/vectors/parcrypt_v2.txt
 
@@ -117,8 +118,8 @@ def stanza_bytes(kind, args, body):
 def vector(name, suite, recipient_secrets, identity_index, context, plaintext, out):
     aead_id, key_bytes, aead_name = SUITES[suite]
     recipients = [x25519_public(s) for s in recipient_secrets]
-    file_key = fixed(name + " file key")
-    halves = [file_key[:16], file_key[16:]]
+    # The file key is 128 bits, as age's: one stanza per recipient wraps it.
+    file_key = fixed(name + " file key")[:16]
     fields = []
     fields.append(("aead", suite))
     fields.append(("recipients", " ".join(bech32_encode("age", r) for r in recipients)))
@@ -132,21 +133,18 @@ def vector(name, suite, recipient_secrets, identity_index, context, plaintext, o
     fields.append(("identity_secret_key", identity_secret.hex()))
     fields.append(("file_key", file_key.hex()))
     stanzas = b""
-    index = 0
-    for r_index, public in enumerate(recipients):
-        for half in halves:
-            ephemeral = fixed(f"{name} stanza {index} ephemeral")
-            share = x25519_public(ephemeral)
-            shared = x25519(ephemeral, public)
-            wrap_key = hkdf_sha256(shared, share + public, b"age-encryption.org/v1/X25519", 32)
-            body = ChaCha20Poly1305(wrap_key).encrypt(b"\0" * 12, half, b"")
-            stanzas += stanza_bytes(b"X25519", [b64(share).encode()], body)
-            fields.append((f"stanza_{index}_ephemeral_secret", ephemeral.hex()))
-            fields.append((f"stanza_{index}_share", share.hex()))
-            fields.append((f"stanza_{index}_shared_secret", shared.hex()))
-            fields.append((f"stanza_{index}_wrap_key", wrap_key.hex()))
-            fields.append((f"stanza_{index}_body", body.hex()))
-            index += 1
+    for index, public in enumerate(recipients):
+        ephemeral = fixed(f"{name} stanza {index} ephemeral")
+        share = x25519_public(ephemeral)
+        shared = x25519(ephemeral, public)
+        wrap_key = hkdf_sha256(shared, share + public, b"age-encryption.org/v1/X25519", 32)
+        body = ChaCha20Poly1305(wrap_key).encrypt(b"\0" * 12, file_key, b"")
+        stanzas += stanza_bytes(b"X25519", [b64(share).encode()], body)
+        fields.append((f"stanza_{index}_ephemeral_secret", ephemeral.hex()))
+        fields.append((f"stanza_{index}_share", share.hex()))
+        fields.append((f"stanza_{index}_shared_secret", shared.hex()))
+        fields.append((f"stanza_{index}_wrap_key", wrap_key.hex()))
+        fields.append((f"stanza_{index}_body", body.hex()))
     length = 18 + len(stanzas) + 32
     covered = (
         b"parcrypt"
@@ -192,8 +190,9 @@ def main(out):
         "# Known answers for parcrypt's version-2 header (files encrypted to public-key\n"
         "# recipients, docs/FORMAT.md), made by tests/vectors/parcrypt_v2_gen.py from the\n"
         "# specification alone (Python's cryptography and hashlib, not parcrypt's code).\n"
-        "# Every fixed input is SHA-256(\"parcrypt v2 test vector: \" || label); the X25519\n"
-        "# stanzas use fixed ephemeral secrets where age draws them at random.\n"
+        "# Every fixed input is SHA-256(\"parcrypt v2 test vector: \" || label) (the 16-byte\n"
+        "# file key: its first 16 bytes); the X25519 stanzas, one per recipient (stanza_i for\n"
+        "# recipient i), use fixed ephemeral secrets where age draws them at random.\n"
         "# Text fields: aead, recipients (space-separated), identity, identity_recipient (the\n"
         "# index of the recipient the identity opens). The rest is hex; `file` is the whole\n"
         "# file: header || Cobblestone salt || commitment || chunks.\n"

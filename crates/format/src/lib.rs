@@ -6,8 +6,8 @@
 //!   commitment), chunk geometry and nonces, exactly as the specification says.
 //! - [`header`]: the 40-byte parcrypt header (AEAD, key source, argon2id parameters), bound
 //!   into the Cobblestone context. docs/FORMAT.md specifies the bytes.
-//! - [`recipients`]: the version-2 header: a random 256-bit file key wrapped for each
-//!   recipient in stanzas, a MAC over the header under a key derived from the file key, the
+//! - [`recipients`]: the version-2 header: a random 128-bit file key wrapped for each
+//!   recipient in one stanza, a MAC over the header under a key derived from the file key, the
 //!   whole header bound into the Cobblestone context.
 //! - [`message`]: the [`Envelope`] before chunk 0; reading it tells whether a key, a
 //!   passphrase or an identity is needed ([`Secret`]), unlocking it checks the commitment

@@ -895,7 +895,7 @@ mod tests {
             moved.unlock(Secret::Identities(&identities), b""),
             Err(FormatError::HeaderMismatch)
         ));
-        // A stanza pair of the second header in place of the first's: the MAC fails.
+        // The stanza of the second header in place of the first's: the MAC fails.
         let stanzas = |bytes: &[u8]| bytes[18..bytes.len() - PREFIX_BYTES - 32].to_vec();
         let mut swapped = first[..18].to_vec();
         swapped.extend_from_slice(&stanzas(&second));

@@ -1,10 +1,11 @@
 //! The version-2 parcrypt header: public-key recipients (age's X25519 `age1...` and
 //! post-quantum hybrid `age1pq1...` keys) in front of the same Cobblestone message.
 //!
-//! A random 256-bit file key is made for each file. Every recipient wraps it in two
-//! stanzas, one per 128-bit half ([`parcrypt_age::Recipient::wrap`] wraps age's 128-bit
-//! file keys), and an identity unwraps both ([`parcrypt_age::Identity::unwrap`]). The
-//! header ends with an HMAC-SHA-256 over everything before it, under a key derived from
+//! A random 128-bit file key is made for each file, as age makes one. Every recipient wraps
+//! it in one stanza ([`parcrypt_age::Recipient::wrap`]), which an identity unwraps
+//! ([`parcrypt_age::Identity::unwrap`]). The file key is 128 bits, as age's; the AEAD key
+//! derived from it is 256 bits for Cobblestone-256; the file key bounds the security at 128
+//! bits. The header ends with an HMAC-SHA-256 over everything before it, under a key derived from
 //! the file key with HKDF, checked in constant time; the whole header (MAC included) is
 //! then the start of the Cobblestone context, and the Cobblestone input key is derived from
 //! the file key with HKDF. So no stanza can be swapped, dropped, duplicated or added, no
@@ -21,7 +22,7 @@
 //! 11       1    reserved, 0
 //! 12       4    header length H, big-endian: every byte from offset 0 through the MAC
 //! 16       2    recipients R (1 to 1024), big-endian
-//! 18            2R stanzas: recipient r's stanzas 2r (first half) and 2r+1 (second half)
+//! 18            R stanzas: stanza r wraps the file key for recipient r
 //! H-32    32    MAC = HMAC-SHA-256(HKDF-SHA-256(file key, "parcrypt v2 header MAC"),
 //!                                  bytes 0 to H-32)
 //!
@@ -39,7 +40,7 @@ use std::fmt;
 
 use hkdf::Hkdf;
 use hmac::{Hmac, KeyInit, Mac};
-use parcrypt_age::{FileKey as HalfKey, Identity, Recipient, Stanza};
+use parcrypt_age::{FileKey as AgeFileKey, Identity, Recipient, Stanza};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
@@ -56,9 +57,9 @@ pub const SOURCE_RECIPIENTS: u8 = 3;
 pub const FIXED_BYTES: usize = 18;
 /// Bytes of the MAC that ends the header.
 pub const MAC_BYTES: usize = 32;
-/// Bytes of the file key.
-pub const FILE_KEY_BYTES: usize = 32;
-/// The most recipients a header may have (each has two stanzas).
+/// Bytes of the file key: 16, age's file key.
+pub const FILE_KEY_BYTES: usize = 16;
+/// The most recipients a header may have (each has one stanza).
 pub const MAX_RECIPIENTS: usize = 1024;
 /// The largest header, in bytes (what a reader agrees to buffer before the MAC is checked).
 pub const MAX_HEADER_BYTES: usize = 4 << 20;
@@ -70,8 +71,8 @@ pub const MAX_ARGUMENTS: usize = 16;
 pub const MAX_ARGUMENT_BYTES: usize = 8192;
 /// The largest stanza body, in bytes (its length is two bytes).
 pub const MAX_BODY_BYTES: usize = u16::MAX as usize;
-/// The shortest header: two stanzas of one type byte, no arguments and an empty body.
-pub const MIN_HEADER_BYTES: usize = FIXED_BYTES + 2 * 5 + MAC_BYTES;
+/// The shortest header: one stanza of one type byte, no arguments and an empty body.
+pub const MIN_HEADER_BYTES: usize = FIXED_BYTES + 5 + MAC_BYTES;
 
 /// The HKDF info of the header's MAC key.
 pub const MAC_LABEL: &[u8] = b"parcrypt v2 header MAC";
@@ -81,7 +82,7 @@ pub const PAYLOAD_LABEL: &[u8] = b"parcrypt v2 payload key";
 const SUITE_128: u8 = 1;
 const SUITE_256: u8 = 2;
 
-/// A file's 256-bit key, wiped when dropped, compared in constant time, never printed.
+/// A file's 128-bit key (age's file key), wiped when dropped, compared in constant time, never printed.
 #[derive(Clone)]
 pub struct FileKey(Zeroizing<[u8; FILE_KEY_BYTES]>);
 
@@ -103,19 +104,14 @@ impl FileKey {
         &self.0
     }
 
-    /// The two 128-bit halves that the two stanzas of a recipient wrap.
-    fn halves(&self) -> [HalfKey; 2] {
-        let mut first = Zeroizing::new([0u8; 16]);
-        let mut second = Zeroizing::new([0u8; 16]);
-        first.copy_from_slice(&self.0[..16]);
-        second.copy_from_slice(&self.0[16..]);
-        [HalfKey::from_bytes(*first), HalfKey::from_bytes(*second)]
+    /// The same key as age's file key, which a stanza wraps.
+    fn to_age(&self) -> AgeFileKey {
+        AgeFileKey::from_bytes(*self.0)
     }
 
-    fn from_halves(first: &HalfKey, second: &HalfKey) -> FileKey {
+    fn from_age(key: &AgeFileKey) -> FileKey {
         let mut bytes = Zeroizing::new([0u8; FILE_KEY_BYTES]);
-        bytes[..16].copy_from_slice(first.as_bytes());
-        bytes[16..].copy_from_slice(second.as_bytes());
+        bytes.copy_from_slice(key.as_bytes());
         FileKey(bytes)
     }
 
@@ -178,22 +174,19 @@ pub fn check_recipients(recipients: &[Recipient]) -> Result<(), FormatError> {
         .map_err(|error| FormatError::Recipients(error.to_string()))
 }
 
-/// Wraps `file_key` for each of `recipients`: two stanzas each, the first wrapping the
-/// key's first 16 bytes, the second its last 16.
+/// Wraps `file_key` for each of `recipients`: one stanza each, in order, as age wraps its
+/// file key.
 pub fn wrap(recipients: &[Recipient], file_key: &FileKey) -> Result<Vec<Stanza>, FormatError> {
     check_recipients(recipients)?;
-    let halves = file_key.halves();
-    let mut stanzas = Vec::with_capacity(2 * recipients.len());
-    for recipient in recipients {
-        for half in &halves {
-            stanzas.push(
-                recipient
-                    .wrap(half)
-                    .map_err(|error| FormatError::Recipients(error.to_string()))?,
-            );
-        }
-    }
-    Ok(stanzas)
+    let key = file_key.to_age();
+    recipients
+        .iter()
+        .map(|recipient| {
+            recipient
+                .wrap(&key)
+                .map_err(|error| FormatError::Recipients(error.to_string()))
+        })
+        .collect()
 }
 
 fn printable(bytes: &[u8]) -> bool {
@@ -216,9 +209,9 @@ pub struct RecipientHeader {
 }
 
 impl RecipientHeader {
-    /// Encodes a header for `suite` with `stanzas` (two per recipient, as [`wrap`] makes
+    /// Encodes a header for `suite` with `stanzas` (one per recipient, as [`wrap`] makes
     /// them) and seals it with the MAC under `file_key`. Refuses stanzas the format cannot
-    /// carry (an odd count, none, more than [`MAX_RECIPIENTS`] recipients, a type or an
+    /// carry (none, more than [`MAX_RECIPIENTS`], a type or an
     /// argument that is empty, too long or not printable, too many arguments, a body over
     /// [`MAX_BODY_BYTES`], a header over [`MAX_HEADER_BYTES`]).
     pub fn seal(
@@ -227,11 +220,8 @@ impl RecipientHeader {
         file_key: &FileKey,
     ) -> Result<RecipientHeader, FormatError> {
         let refuse = |why: &str| FormatError::Recipients(format!("cannot write the header: {why}"));
-        if stanzas.is_empty()
-            || !stanzas.len().is_multiple_of(2)
-            || stanzas.len() > 2 * MAX_RECIPIENTS
-        {
-            return Err(refuse("two stanzas per recipient, 1 to 1024 recipients"));
+        if stanzas.is_empty() || stanzas.len() > MAX_RECIPIENTS {
+            return Err(refuse("one stanza per recipient, 1 to 1024 recipients"));
         }
         let mut bytes = Vec::with_capacity(256);
         bytes.extend_from_slice(MAGIC);
@@ -243,7 +233,7 @@ impl RecipientHeader {
         bytes.push(SOURCE_RECIPIENTS);
         bytes.push(0);
         bytes.extend_from_slice(&[0; 4]); // the length, below
-        bytes.extend_from_slice(&((stanzas.len() / 2) as u16).to_be_bytes());
+        bytes.extend_from_slice(&(stanzas.len() as u16).to_be_bytes());
         for stanza in &stanzas {
             let kind = stanza.kind.as_bytes();
             if !printable(kind) || kind.len() > MAX_TYPE_BYTES {
@@ -297,7 +287,7 @@ impl RecipientHeader {
         let length = u32::from_be_bytes([start[12], start[13], start[14], start[15]]) as usize;
         if !(MIN_HEADER_BYTES..=MAX_HEADER_BYTES).contains(&length) {
             return Err(FormatError::DamagedHeader(
-                "the header length is outside 60 bytes to 4 MiB",
+                "the header length is outside 55 bytes to 4 MiB",
             ));
         }
         Ok(length)
@@ -347,7 +337,7 @@ impl RecipientHeader {
         };
         // Stanzas are pushed as they parse: the count is not trusted for an allocation.
         let mut stanzas = Vec::new();
-        for _ in 0..2 * recipients {
+        for _ in 0..recipients {
             stanzas.push(cursor.stanza()?);
         }
         if cursor.at != cursor.bytes.len() {
@@ -355,13 +345,8 @@ impl RecipientHeader {
                 "the stanzas do not end where the header length says",
             ));
         }
-        for pair in stanzas.chunks(2) {
-            if pair[0].kind != pair[1].kind {
-                return Err(FormatError::DamagedHeader(
-                    "the two stanzas of a recipient have different types",
-                ));
-            }
-            if pair[0].kind == "scrypt" {
+        for stanza in &stanzas {
+            if stanza.kind == "scrypt" {
                 return Err(FormatError::DamagedHeader(
                     "a passphrase (scrypt) stanza, which parcrypt files do not use",
                 ));
@@ -382,14 +367,14 @@ impl RecipientHeader {
         self.suite
     }
 
-    /// The stanzas, two per recipient, in order.
+    /// The stanzas, one per recipient, in order.
     pub fn stanzas(&self) -> &[Stanza] {
         &self.stanzas
     }
 
     /// How many recipients the file has.
     pub fn recipients(&self) -> usize {
-        self.stanzas.len() / 2
+        self.stanzas.len()
     }
 
     /// The header's bytes, MAC included: what the file holds, and the start of the
@@ -420,8 +405,8 @@ impl RecipientHeader {
         }
     }
 
-    /// Unwraps the file key with the first of `identities` that opens a recipient's first
-    /// stanza (then its second must open too) and checks the header's MAC with it. A
+    /// Unwraps the file key with the first of `identities` that opens a recipient's stanza
+    /// (the recipients tried in order) and checks the header's MAC with it. A
     /// malformed stanza of an identity's type is an error, as a MAC that does not match;
     /// when no identity opens any stanza, [`FormatError::NoMatchingIdentity`] names the
     /// stanza types.
@@ -434,20 +419,14 @@ impl RecipientHeader {
             other => FormatError::DamagedStanza(other.to_string()),
         };
         for identity in identities {
-            for pair in self.stanzas.chunks(2) {
-                let Some(first) = identity
-                    .unwrap(std::slice::from_ref(&pair[0]))
+            for stanza in &self.stanzas {
+                let Some(key) = identity
+                    .unwrap(std::slice::from_ref(stanza))
                     .map_err(stanza_error)?
                 else {
                     continue;
                 };
-                let second = identity
-                    .unwrap(std::slice::from_ref(&pair[1]))
-                    .map_err(stanza_error)?
-                    .ok_or(FormatError::DamagedHeader(
-                        "a recipient's second stanza does not open with the identity that opened its first",
-                    ))?;
-                let file_key = FileKey::from_halves(&first, &second);
+                let file_key = FileKey::from_age(&key);
                 self.verify(&file_key)?;
                 return Ok(file_key);
             }
@@ -540,7 +519,7 @@ mod tests {
         let (bob, bob_public) = x25519();
         let file_key = FileKey::generate().unwrap();
         let stanzas = wrap(&[alice_public, bob_public], &file_key).unwrap();
-        assert_eq!(stanzas.len(), 4);
+        assert_eq!(stanzas.len(), 2);
         let header = RecipientHeader::seal(Suite::Cobblestone256, stanzas, &file_key).unwrap();
         let mut bytes = header.as_bytes().to_vec();
         assert_eq!(&bytes[..12], b"parcrypt\x02\x02\x03\x00");
@@ -659,20 +638,63 @@ mod tests {
     }
 
     #[test]
+    fn one_stanza_per_recipient_and_the_count_must_match() {
+        let (identity, recipient) = x25519();
+        let file_key = FileKey::generate().unwrap();
+        let stanzas = wrap(std::slice::from_ref(&recipient), &file_key).unwrap();
+        assert_eq!(stanzas.len(), 1);
+        let header = RecipientHeader::seal(Suite::Cobblestone256, stanzas, &file_key).unwrap();
+        // 18 fixed bytes, an 87-byte X25519 stanza, the 32-byte MAC.
+        assert_eq!(header.len(), 50 + 87);
+        assert_eq!(header.recipients(), 1);
+        assert_eq!(
+            header.unwrap(std::slice::from_ref(&identity)).unwrap(),
+            file_key
+        );
+        // A count of 2 over one stanza, or of 0: refused while parsing.
+        for count in [0u16, 2] {
+            let mut bytes = header.as_bytes().to_vec();
+            bytes[16..18].copy_from_slice(&count.to_be_bytes());
+            assert!(
+                matches!(
+                    RecipientHeader::parse(&bytes),
+                    Err(FormatError::DamagedHeader(_))
+                ),
+                "{count}"
+            );
+        }
+        // A passphrase stanza is never part of a version-2 header.
+        let scrypt = Stanza {
+            kind: "scrypt".into(),
+            args: vec!["c2FsdA".into(), "10".into()],
+            body: vec![0; 32],
+        };
+        let sealed = RecipientHeader::seal(Suite::Cobblestone128, vec![scrypt], &file_key).unwrap();
+        assert!(matches!(
+            RecipientHeader::parse(sealed.as_bytes()),
+            Err(FormatError::DamagedHeader(_))
+        ));
+    }
+
+    #[test]
     fn stanzas_that_cannot_be_written_are_refused() {
-        let file_key = FileKey::from_bytes([7; 32]);
+        let file_key = FileKey::from_bytes([7; 16]);
         let stanza = |kind: &str, args: Vec<String>, body: usize| Stanza {
             kind: kind.into(),
             args,
             body: vec![0; body],
         };
         for stanzas in [
-            vec![stanza("a", vec![], 0)],
-            vec![stanza("a b", vec![], 0), stanza("a b", vec![], 0)],
-            vec![stanza("", vec![], 0), stanza("", vec![], 0)],
-            vec![stanza("a", vec!["".into()], 0), stanza("a", vec![], 0)],
-            vec![stanza("a", vec![], 65536), stanza("a", vec![], 0)],
-            vec![stanza(&"x".repeat(65), vec![], 0), stanza("a", vec![], 0)],
+            vec![],
+            vec![stanza("a", vec![], 0); MAX_RECIPIENTS + 1],
+            vec![stanza("a b", vec![], 0)],
+            vec![stanza("", vec![], 0)],
+            vec![stanza("a", vec!["".into()], 0)],
+            vec![stanza("a", vec!["a b".into()], 0)],
+            vec![stanza("a", vec!["x".repeat(MAX_ARGUMENT_BYTES + 1)], 0)],
+            vec![stanza("a", vec!["x".into(); MAX_ARGUMENTS + 1], 0)],
+            vec![stanza("a", vec![], 65536)],
+            vec![stanza("a", vec![], 0), stanza(&"x".repeat(65), vec![], 0)],
         ] {
             assert!(matches!(
                 RecipientHeader::seal(Suite::Cobblestone128, stanzas, &file_key),
@@ -682,7 +704,7 @@ mod tests {
         // The smallest header there is parses back; unknown types are carried.
         let smallest = RecipientHeader::seal(
             Suite::Cobblestone128,
-            vec![stanza("a", vec![], 0), stanza("a", vec![], 0)],
+            vec![stanza("a", vec![], 0)],
             &file_key,
         )
         .unwrap();
@@ -693,7 +715,7 @@ mod tests {
         );
         assert!(smallest.verify(&file_key).is_ok());
         assert!(matches!(
-            smallest.verify(&FileKey::from_bytes([8; 32])),
+            smallest.verify(&FileKey::from_bytes([8; 16])),
             Err(FormatError::HeaderMac)
         ));
     }

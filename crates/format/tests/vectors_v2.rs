@@ -97,10 +97,13 @@ fn every_listed_value_is_what_parcrypt_computes() {
         assert_eq!(header.as_bytes(), &header_bytes[..]);
         assert_eq!(header.suite(), suite);
         assert_eq!(header.recipients(), recipients.len());
+        // One stanza per recipient, stanza i for recipient i.
+        assert_eq!(header.stanzas().len(), recipients.len(), "{name}");
+        assert_eq!(header_bytes.len(), 50 + 87 * recipients.len(), "{name}");
         let file_key = FileKey::from_bytes(array(vector, "file_key"));
         for (index, stanza) in header.stanzas().iter().enumerate() {
             let field = |what: &str| format!("stanza_{index}_{what}");
-            let recipient = array::<32>(vector, &format!("recipient_{}_public_key", index / 2));
+            let recipient = array::<32>(vector, &format!("recipient_{index}_public_key"));
             let ephemeral = StaticSecret::from(array::<32>(vector, &field("ephemeral_secret")));
             let share = PublicKey::from(&ephemeral);
             assert_eq!(share.as_bytes(), &array::<32>(vector, &field("share")));
@@ -116,8 +119,8 @@ fn every_listed_value_is_what_parcrypt_computes() {
                 .expand(b"age-encryption.org/v1/X25519", &mut wrap_key)
                 .unwrap();
             assert_eq!(wrap_key, array::<32>(vector, &field("wrap_key")));
-            let half = &file_key.as_bytes()[(index % 2) * 16..][..16];
-            let mut body = half.to_vec();
+            // The body wraps the whole 16-byte file key, as age's does.
+            let mut body = file_key.as_bytes().to_vec();
             let tag = ChaCha20Poly1305::new(&wrap_key.into())
                 .encrypt_inout_detached(&[0u8; 12].into(), b"", body.as_mut_slice().into())
                 .unwrap();

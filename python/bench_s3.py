@@ -60,7 +60,7 @@ def _raw_part(url: str, size: int, first: int, end: int, upload: Any, number: in
 
 
 def _raw(client: Client, src: str, size: int, dst: str, options: dict[str, Any]) -> None:
-    chunks = size // _store.CHUNK + 1
+    chunks = max(1, -(-size // _store.CHUNK))  # the raw bytes only: no final empty chunk
     ranges = [(first, min(first + PART_CHUNKS, chunks)) for first in range(0, chunks, PART_CHUNKS)]
     upload = _store.start_upload(dst, options)
     futures = [client.submit(_raw_part, src, size, a, b, upload, n, pure=False) for n, (a, b) in enumerate(ranges, 1)]

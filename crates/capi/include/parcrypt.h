@@ -74,26 +74,31 @@ enum ParcryptStatus
   // length) was NULL.
   PARCRYPT_STATUS_NULL_POINTER = 1,
   // An argument is not acceptable: a length too large, overlapping buffers, a name that
-  // is not UTF-8, unpadded input that is not whole blocks, an unknown flag.
+  // is not UTF-8, unpadded input that is not whole blocks, an unknown flag, recipients
+  // a file cannot be written to.
   PARCRYPT_STATUS_INVALID_ARGUMENT = 2,
   // The cipher or backend name is not one parcrypt knows.
   PARCRYPT_STATUS_UNKNOWN_NAME = 3,
   // The key (or passphrase) is not one the cipher or file takes: its length, or a key
-  // given where the file needs a passphrase (or the reverse).
+  // given where the file needs a passphrase (or the reverse), or either given for a file
+  // encrypted to public-key recipients (which needs an identity).
   PARCRYPT_STATUS_BAD_KEY = 4,
   // The IV is missing, has the wrong length, or was given to ECB.
   PARCRYPT_STATUS_BAD_IV = 5,
   // The output buffer is too small; `*output_length` says how many bytes it needs.
   PARCRYPT_STATUS_OUTPUT_TOO_SMALL = 6,
-  // Authentication failed: a GCM tag, or a file chunk, did not match (wrong key, IV or
-  // AAD, or modified, truncated or extended data). No plaintext was released.
+  // Authentication failed: a GCM tag, a file chunk, or the MAC of a file's recipient
+  // header did not match (wrong key, IV or AAD, or modified, truncated or extended data).
+  // No plaintext was released.
   PARCRYPT_STATUS_AUTHENTICATION_FAILED = 7,
   // Decrypted padding is not PKCS#7: wrong key or IV, or not this cipher's ciphertext.
   PARCRYPT_STATUS_BAD_PADDING = 8,
-  // The key or passphrase does not open this file (its key commitment did not match).
+  // The key, passphrase or identity does not open this file: its key commitment did not
+  // match (a wrong key, passphrase or context), or no identity opens any of its
+  // recipients.
   PARCRYPT_STATUS_WRONG_KEY = 9,
-  // Not a parcrypt file, a damaged or truncated header, a newer format version, or key
-  // derivation costs over the budget.
+  // Not a parcrypt file, a damaged or truncated header (a malformed recipient stanza
+  // included), a newer format version, or key derivation costs over the budget.
   PARCRYPT_STATUS_BAD_FORMAT = 10,
   // Reading or writing a file failed, or the output is refused (exists without
   // replace, is a folder, its folder is missing).

@@ -21,26 +21,31 @@ pub enum ParcryptStatus {
     /// length) was NULL.
     NullPointer = 1,
     /// An argument is not acceptable: a length too large, overlapping buffers, a name that
-    /// is not UTF-8, unpadded input that is not whole blocks, an unknown flag.
+    /// is not UTF-8, unpadded input that is not whole blocks, an unknown flag, recipients
+    /// a file cannot be written to.
     InvalidArgument = 2,
     /// The cipher or backend name is not one parcrypt knows.
     UnknownName = 3,
     /// The key (or passphrase) is not one the cipher or file takes: its length, or a key
-    /// given where the file needs a passphrase (or the reverse).
+    /// given where the file needs a passphrase (or the reverse), or either given for a file
+    /// encrypted to public-key recipients (which needs an identity).
     BadKey = 4,
     /// The IV is missing, has the wrong length, or was given to ECB.
     BadIv = 5,
     /// The output buffer is too small; `*output_length` says how many bytes it needs.
     OutputTooSmall = 6,
-    /// Authentication failed: a GCM tag, or a file chunk, did not match (wrong key, IV or
-    /// AAD, or modified, truncated or extended data). No plaintext was released.
+    /// Authentication failed: a GCM tag, a file chunk, or the MAC of a file's recipient
+    /// header did not match (wrong key, IV or AAD, or modified, truncated or extended data).
+    /// No plaintext was released.
     AuthenticationFailed = 7,
     /// Decrypted padding is not PKCS#7: wrong key or IV, or not this cipher's ciphertext.
     BadPadding = 8,
-    /// The key or passphrase does not open this file (its key commitment did not match).
+    /// The key, passphrase or identity does not open this file: its key commitment did not
+    /// match (a wrong key, passphrase or context), or no identity opens any of its
+    /// recipients.
     WrongKey = 9,
-    /// Not a parcrypt file, a damaged or truncated header, a newer format version, or key
-    /// derivation costs over the budget.
+    /// Not a parcrypt file, a damaged or truncated header (a malformed recipient stanza
+    /// included), a newer format version, or key derivation costs over the budget.
     BadFormat = 10,
     /// Reading or writing a file failed, or the output is refused (exists without
     /// replace, is a folder, its folder is missing).
@@ -184,6 +189,7 @@ impl From<FormatError> for Failure {
             E::NotParcrypt
             | E::UnsupportedVersion(_)
             | E::DamagedHeader(_)
+            | E::DamagedStanza(_)
             | E::TruncatedHeader(_)
             | E::KdfBudget { .. }
             | E::KdfLimits(_)
@@ -192,13 +198,18 @@ impl From<FormatError> for Failure {
             | E::KeySuiteMismatch { .. }
             | E::NeedsPassphrase
             | E::NeedsKey
+            | E::NeedsIdentity
             | E::EmptyPassphrase
             | E::Secret(_) => ParcryptStatus::BadKey,
-            E::WrongKey => ParcryptStatus::WrongKey,
-            E::DamagedChunk { .. } | E::TruncatedAfter { .. } | E::TruncatedChunk { .. } => {
-                ParcryptStatus::AuthenticationFailed
-            }
-            E::Range(_) => ParcryptStatus::InvalidArgument,
+            // A commitment that fails after a recipient header opened (a wrong context, or a
+            // header moved onto another message) is what a wrong context is for version 1; no
+            // identity for any recipient is a wrong secret.
+            E::WrongKey | E::HeaderMismatch | E::NoMatchingIdentity(_) => ParcryptStatus::WrongKey,
+            E::DamagedChunk { .. }
+            | E::TruncatedAfter { .. }
+            | E::TruncatedChunk { .. }
+            | E::HeaderMac => ParcryptStatus::AuthenticationFailed,
+            E::Range(_) | E::Recipients(_) => ParcryptStatus::InvalidArgument,
             E::Backend(_) => ParcryptStatus::Backend,
             E::Kdf(_) | E::Random(_) => ParcryptStatus::Internal,
             _ => ParcryptStatus::Io,

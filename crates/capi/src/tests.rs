@@ -446,6 +446,90 @@ fn every_suite_matches_the_library_called_directly() {
     unsafe { parcrypt_engine_free(abi_engine) };
 }
 
+/// The errors of files to public-key recipients map onto the statuses of their version-1
+/// kin: a missing identity as a missing passphrase, a header MAC as a chunk's tag, a
+/// commitment after the header opened as a wrong key, refused recipients as a bad argument.
+#[test]
+fn recipient_file_errors_have_the_statuses_of_their_kin() {
+    use parcrypt::errors::FormatError as E;
+    for (error, status) in [
+        (E::NeedsIdentity, ParcryptStatus::BadKey),
+        (E::NeedsPassphrase, ParcryptStatus::BadKey),
+        (
+            E::Recipients("no recipient".into()),
+            ParcryptStatus::InvalidArgument,
+        ),
+        (
+            E::NoMatchingIdentity("X25519".into()),
+            ParcryptStatus::WrongKey,
+        ),
+        (E::WrongKey, ParcryptStatus::WrongKey),
+        (E::HeaderMismatch, ParcryptStatus::WrongKey),
+        (
+            E::DamagedStanza("bad share".into()),
+            ParcryptStatus::BadFormat,
+        ),
+        (E::DamagedHeader("reserved byte"), ParcryptStatus::BadFormat),
+        (E::HeaderMac, ParcryptStatus::AuthenticationFailed),
+        (
+            E::DamagedChunk { index: 0, bytes: 1 },
+            ParcryptStatus::AuthenticationFailed,
+        ),
+    ] {
+        let what = format!("{error:?}");
+        assert_eq!(Failure::from(error).status, status, "{what}");
+    }
+    // Through an I/O error from a reader, as a C reader meets them.
+    let wrapped = std::io::Error::other(E::HeaderMac);
+    assert_eq!(
+        Failure::from(wrapped).status,
+        ParcryptStatus::AuthenticationFailed
+    );
+}
+
+/// A file to a public-key recipient, given to C's readers with a key or a passphrase (all C
+/// can give): refused as a bad key, nothing written, one line that asks for an identity.
+#[test]
+fn a_recipient_file_asks_c_for_an_identity() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = |name: &str| CString::new(folder.path().join(name).to_str().unwrap()).unwrap();
+    std::fs::write(folder.path().join("plain"), b"to a recipient").unwrap();
+    let identity = parcrypt::age::X25519Identity::generate();
+    let recipients = [parcrypt::Recipient::from(identity.to_public())];
+    parcrypt::encrypt_file(
+        folder.path().join("plain"),
+        folder.path().join("sealed"),
+        parcrypt::Secret::Recipients(&recipients),
+    )
+    .unwrap();
+    let engine = engine(c"seq");
+    let (sealed, out) = (path("sealed"), path("out"));
+    for flags in [0, PARCRYPT_FILE_PASSPHRASE] {
+        let status = whole_file(
+            parcrypt_decrypt_file,
+            engine,
+            [&sealed, &out],
+            &[7; 16],
+            flags,
+        );
+        assert_eq!(
+            status,
+            (ParcryptStatus::BadKey, Some(ParcryptStatus::BadKey)),
+            "{flags}"
+        );
+        assert!(!folder.path().join("out").exists());
+    }
+    let (status, message) =
+        keyed_new(parcrypt_file_decryptor_open, engine, &sealed, &[7; 16], &[]).unwrap_err();
+    assert_eq!(status, ParcryptStatus::BadKey);
+    assert!(
+        message.contains("give an identity") && !message.contains('\n'),
+        "{message}"
+    );
+    // SAFETY: a live engine, freed once.
+    unsafe { parcrypt_engine_free(engine) };
+}
+
 #[test]
 fn failures_carry_a_status_and_one_line() {
     let engine = engine(c"seq");

@@ -220,7 +220,11 @@ pub fn encrypt(args: &EncryptArgs) -> Result<(), Failure> {
     }
     let mut writer = age::encrypt(&recipients, age_args.armor, output.writer())
         .map_err(|error| Failure(error.to_string()))?;
-    io::copy(&mut input, &mut writer).map_err(|error| Failure(plain_io(&error)))?;
+    // Whole batches read straight into the writer's buffer, the next read while one is
+    // sealed (`io::copy` would feed it 8 KiB at a time and never read ahead).
+    writer
+        .copy_from(&mut input)
+        .map_err(|error| Failure(plain_io(&error)))?;
     writer
         .finish()
         .map_err(|error| Failure(error.to_string()))?;
@@ -287,7 +291,7 @@ fn identities_for(args: &DecryptArgs, is_passphrase: bool) -> Result<Vec<Identit
 /// `parcrypt decrypt` of an age file read from `input` (its first bytes already read into
 /// `prefix`). The file key is unwrapped and the header's MAC checked before the output is
 /// made; the output is a file that appears only if every chunk authenticated (stdout, a
-/// FIFO or a device gets authenticated 4 MiB batches, then the error).
+/// FIFO or a device gets authenticated batches of 1-4 MiB, then the error).
 pub fn decrypt(
     args: &DecryptArgs,
     prefix: Vec<u8>,

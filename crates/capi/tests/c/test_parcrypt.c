@@ -483,6 +483,27 @@ static void files(ParcryptEngine *engine) {
                                           &decryptor, &error);
     expect_failure("a key for a passphrase file", status, &error, PARCRYPT_STATUS_BAD_KEY);
 
+    /* A file to a public-key recipient (written by the CLI): C gives keys and passphrases
+     * only, so both are refused as a bad key, before anything is written. */
+    /* Paths of their own: scratch_path's 16 slots hold paths used further down. */
+    char identity_path[512], recipient_sealed[512], recipient_out[512];
+    snprintf(identity_path, sizeof identity_path, "%s/identity.txt", scratch);
+    snprintf(recipient_sealed, sizeof recipient_sealed, "%s/recipient.parcrypt", scratch);
+    snprintf(recipient_out, sizeof recipient_out, "%s/recipient.out", scratch);
+    snprintf(command, sizeof command,
+             "'%s' encrypt --quiet -r \"$('%s' keygen -o '%s')\" '%s' -o '%s'", parcrypt_bin,
+             parcrypt_bin, identity_path, plain_path, recipient_sealed);
+    CHECK(run(command), "the CLI cannot encrypt to a recipient: %s", command);
+    status = parcrypt_decrypt_file(engine, recipient_sealed, recipient_out, FILE_KEY, 16,
+                                   NULL, 0, 0, NULL, &error);
+    expect_failure("a key for a recipient file", status, &error, PARCRYPT_STATUS_BAD_KEY);
+    CHECK(!exists(recipient_out), "a key for a recipient file left a file");
+    status = parcrypt_file_decryptor_open(engine, recipient_sealed, (const uint8_t *)passphrase,
+                                          strlen(passphrase), NULL, 0,
+                                          PARCRYPT_FILE_PASSPHRASE, &decryptor, &error);
+    expect_failure("a passphrase for a recipient file", status, &error,
+                   PARCRYPT_STATUS_BAD_KEY);
+
     /* Freed before finishing: no file. */
     char *abandoned = scratch_path("abandoned.parcrypt");
     encryptor = NULL;

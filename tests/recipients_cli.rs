@@ -7,59 +7,14 @@
 #![cfg(unix)]
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
+#[path = "support/keys.rs"]
+mod keys;
 #[path = "support/process.rs"]
 mod process;
 
+use keys::{assert_refused, data, folder, keygen, parcrypt, run};
 use process::{assert_success, file_in, names};
-
-fn parcrypt() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_parcrypt"));
-    command.env_remove("PARCRYPT_PASSPHRASE");
-    command.stdin(Stdio::null());
-    command
-}
-
-fn run(folder: &Path, args: &[&str]) -> Output {
-    parcrypt()
-        .current_dir(folder)
-        .args(args)
-        .output()
-        .expect("run parcrypt")
-}
-
-/// Asserts a refusal: exit status 1, one line on stderr containing `reason`, and no file
-/// named `target` in `folder`.
-fn assert_refused(output: &Output, reason: &str, folder: &Path, target: &str) {
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.starts_with("parcrypt: error: "), "{stderr}");
-    assert!(stderr.contains(reason), "{stderr} lacks {reason}");
-    assert!(!folder.join(target).exists(), "{target} was left behind");
-}
-
-fn keygen(folder: &Path, name: &str, pq: bool) -> String {
-    let mut args = vec!["keygen", "-o", name];
-    if pq {
-        args.push("--pq");
-    }
-    let output = run(folder, &args);
-    assert_success(&output, "keygen");
-    String::from_utf8(output.stdout).unwrap().trim().to_string()
-}
-
-fn data(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i * 29 % 251) as u8).collect()
-}
-
-fn folder() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().to_path_buf();
-    (dir, path)
-}
 
 /// The header's length, as its bytes 12..16 say.
 fn header_len(file: &[u8]) -> usize {

@@ -240,7 +240,14 @@ impl Envelope {
                 ))
             }
             (Format::Parcrypt, Secret::Recipients(recipients)) => {
-                let file_key = FileKey::generate()?;
+                let file_key = {
+                    // The system's generator, its failure an error (age's own
+                    // `FileKey::generate` would panic).
+                    let mut bytes = Zeroizing::new([0u8; 16]);
+                    getrandom::fill(bytes.as_mut())
+                        .map_err(|error| FormatError::Random(error.to_string()))?;
+                    FileKey::from_bytes(*bytes)
+                };
                 let stanzas = recipients::wrap(recipients, &file_key)?;
                 let header = RecipientHeader::seal(setup.suite, stanzas, &file_key)?;
                 return Self::for_recipient_header(header, &file_key, salts.cobblestone, setup.context);
@@ -271,7 +278,7 @@ impl Envelope {
 
     /// The envelope of a message to recipients whose header is `header`, sealed under
     /// `file_key`, with the Cobblestone salt `salt`: the keys derived as for any such file
-    /// ([`FileKey::input_key`], then Cobblestone with the header's bytes and `context` as
+    /// ([`recipients::input_key`], then Cobblestone with the header's bytes and `context` as
     /// the context). For known-answer tests (tests/vectors/parcrypt_v2.txt); a file key and
     /// a salt must never be used twice.
     pub fn for_recipient_header(
@@ -287,7 +294,7 @@ impl Envelope {
             salt,
             commitment: [0; COMMITMENT_BYTES],
         };
-        let keys = envelope.derive(suite, &file_key.input_key(suite), context)?;
+        let keys = envelope.derive(suite, &recipients::input_key(file_key, suite), context)?;
         envelope.commitment = *keys.commitment();
         Ok((envelope, keys))
     }
@@ -512,7 +519,7 @@ impl Envelope {
             Head::Recipients(header) => {
                 return match secret {
                     Secret::Identities(identities) => {
-                        Ok(header.unwrap(identities)?.input_key(suite))
+                        Ok(recipients::input_key(&header.unwrap(identities)?, suite))
                     }
                     _ => Err(FormatError::NeedsIdentity),
                 }

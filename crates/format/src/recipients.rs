@@ -36,11 +36,9 @@
 //! ([`MAX_HEADER_BYTES`]) before it is read, the input is buffered only as it arrives, and
 //! every count and length inside is checked against what is left before it is used.
 
-use std::fmt;
-
 use hkdf::Hkdf;
 use hmac::{Hmac, KeyInit, Mac};
-use parcrypt_age::{FileKey as AgeFileKey, Identity, Recipient, Stanza};
+use parcrypt_age::{Identity, Recipient, Stanza};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
@@ -82,77 +80,33 @@ pub const PAYLOAD_LABEL: &[u8] = b"parcrypt v2 payload key";
 const SUITE_128: u8 = 1;
 const SUITE_256: u8 = 2;
 
-/// A file's 128-bit key (age's file key), wiped when dropped, compared in constant time, never printed.
-#[derive(Clone)]
-pub struct FileKey(Zeroizing<[u8; FILE_KEY_BYTES]>);
+/// A file's 128-bit key: age's own file key type (wiped when dropped, compared in constant
+/// time, never printed), which each recipient's stanza wraps.
+pub use parcrypt_age::FileKey;
 
-impl FileKey {
-    /// A new random file key from the operating system's generator.
-    pub fn generate() -> Result<FileKey, FormatError> {
-        let mut bytes = Zeroizing::new([0u8; FILE_KEY_BYTES]);
-        getrandom::fill(bytes.as_mut()).map_err(|error| FormatError::Random(error.to_string()))?;
-        Ok(FileKey(bytes))
-    }
-
-    /// A file key from its bytes (for known-answer tests).
-    pub fn from_bytes(bytes: [u8; FILE_KEY_BYTES]) -> FileKey {
-        FileKey(Zeroizing::new(bytes))
-    }
-
-    /// The key's bytes.
-    pub fn as_bytes(&self) -> &[u8; FILE_KEY_BYTES] {
-        &self.0
-    }
-
-    /// The same key as age's file key, which a stanza wraps.
-    fn to_age(&self) -> AgeFileKey {
-        AgeFileKey::from_bytes(*self.0)
-    }
-
-    fn from_age(key: &AgeFileKey) -> FileKey {
-        let mut bytes = Zeroizing::new([0u8; FILE_KEY_BYTES]);
-        bytes.copy_from_slice(key.as_bytes());
-        FileKey(bytes)
-    }
-
-    /// `HKDF-SHA-256(ikm = file key, salt = empty, info = label)`, `out.len()` bytes.
-    fn expand(&self, label: &[u8], out: &mut [u8]) {
-        Hkdf::<Sha256>::new(Some(&[]), self.0.as_slice())
-            .expand(label, out)
-            .expect("at most 32 bytes from HKDF-SHA-256");
-    }
-
-    /// The key of the header's MAC: `HKDF-SHA-256(file key, salt = "", info =`
-    /// [`MAC_LABEL`]`)`, 32 bytes.
-    pub fn mac_key(&self) -> Zeroizing<[u8; 32]> {
-        let mut key = Zeroizing::new([0u8; 32]);
-        self.expand(MAC_LABEL, key.as_mut());
-        key
-    }
-
-    /// The Cobblestone input key of `suite`: `HKDF-SHA-256(file key, salt = "", info =`
-    /// [`PAYLOAD_LABEL`]`)`, 16 or 32 bytes. Cobblestone's own derivation makes the chunk
-    /// key, base nonce and commitment from it.
-    pub fn input_key(&self, suite: Suite) -> Zeroizing<Vec<u8>> {
-        let mut key = Zeroizing::new(vec![0u8; suite.key_bytes()]);
-        self.expand(PAYLOAD_LABEL, &mut key);
-        key
-    }
+/// `HKDF-SHA-256(ikm = file key, salt = empty, info = label)`, `out.len()` bytes.
+fn expand(file_key: &FileKey, label: &[u8], out: &mut [u8]) {
+    Hkdf::<Sha256>::new(Some(&[]), file_key.as_bytes())
+        .expand(label, out)
+        .expect("at most 32 bytes from HKDF-SHA-256");
 }
 
-impl fmt::Debug for FileKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("FileKey(..)")
-    }
+/// The key of the header's MAC: `HKDF-SHA-256(file key, salt = "", info =`
+/// [`MAC_LABEL`]`)`, 32 bytes.
+pub fn mac_key(file_key: &FileKey) -> Zeroizing<[u8; 32]> {
+    let mut key = Zeroizing::new([0u8; 32]);
+    expand(file_key, MAC_LABEL, key.as_mut());
+    key
 }
 
-impl PartialEq for FileKey {
-    fn eq(&self, other: &FileKey) -> bool {
-        self.0.as_slice().ct_eq(other.0.as_slice()).into()
-    }
+/// The Cobblestone input key of `suite`: `HKDF-SHA-256(file key, salt = "", info =`
+/// [`PAYLOAD_LABEL`]`)`, 16 or 32 bytes. Cobblestone's own derivation makes the chunk key,
+/// base nonce and commitment from it.
+pub fn input_key(file_key: &FileKey, suite: Suite) -> Zeroizing<Vec<u8>> {
+    let mut key = Zeroizing::new(vec![0u8; suite.key_bytes()]);
+    expand(file_key, PAYLOAD_LABEL, &mut key);
+    key
 }
-
-impl Eq for FileKey {}
 
 /// Refuses recipients that cannot share a parcrypt file: none, more than
 /// [`MAX_RECIPIENTS`], a passphrase (parcrypt's passphrase files use argon2id, version 1),
@@ -178,12 +132,11 @@ pub fn check_recipients(recipients: &[Recipient]) -> Result<(), FormatError> {
 /// file key.
 pub fn wrap(recipients: &[Recipient], file_key: &FileKey) -> Result<Vec<Stanza>, FormatError> {
     check_recipients(recipients)?;
-    let key = file_key.to_age();
     recipients
         .iter()
         .map(|recipient| {
             recipient
-                .wrap(&key)
+                .wrap(file_key)
                 .map_err(|error| FormatError::Recipients(error.to_string()))
         })
         .collect()
@@ -268,7 +221,7 @@ impl RecipientHeader {
         }
         let length = (bytes.len() + MAC_BYTES) as u32;
         bytes[12..16].copy_from_slice(&length.to_be_bytes());
-        let mac = hmac(&file_key.mac_key(), &bytes);
+        let mac = hmac(&mac_key(file_key), &bytes);
         bytes.extend_from_slice(&mac);
         Ok(RecipientHeader {
             suite,
@@ -397,7 +350,7 @@ impl RecipientHeader {
     /// Checks the header's MAC under `file_key`, in constant time.
     pub fn verify(&self, file_key: &FileKey) -> Result<(), FormatError> {
         let covered = &self.bytes[..self.bytes.len() - MAC_BYTES];
-        let expected = hmac(&file_key.mac_key(), covered);
+        let expected = hmac(&mac_key(file_key), covered);
         if bool::from(expected.as_slice().ct_eq(self.mac())) {
             Ok(())
         } else {
@@ -426,9 +379,8 @@ impl RecipientHeader {
                 else {
                     continue;
                 };
-                let file_key = FileKey::from_age(&key);
-                self.verify(&file_key)?;
-                return Ok(file_key);
+                self.verify(&key)?;
+                return Ok(key);
             }
         }
         let mut kinds: Vec<&str> = self.stanzas.iter().map(|s| s.kind.as_str()).collect();
@@ -517,7 +469,7 @@ mod tests {
     fn a_sealed_header_parses_back_and_unwraps_for_each_recipient() {
         let (alice, alice_public) = x25519();
         let (bob, bob_public) = x25519();
-        let file_key = FileKey::generate().unwrap();
+        let file_key = FileKey::generate();
         let stanzas = wrap(&[alice_public, bob_public], &file_key).unwrap();
         assert_eq!(stanzas.len(), 2);
         let header = RecipientHeader::seal(Suite::Cobblestone256, stanzas, &file_key).unwrap();
@@ -552,7 +504,7 @@ mod tests {
     fn hybrid_recipients_and_refused_combinations() {
         let identity = HybridIdentity::generate();
         let recipient = Recipient::from(identity.to_public());
-        let file_key = FileKey::generate().unwrap();
+        let file_key = FileKey::generate();
         let stanzas = wrap(std::slice::from_ref(&recipient), &file_key).unwrap();
         assert_eq!(stanzas[0].kind, "mlkem768x25519");
         let header = RecipientHeader::seal(Suite::Cobblestone128, stanzas, &file_key).unwrap();
@@ -578,7 +530,7 @@ mod tests {
     #[test]
     fn every_byte_of_a_header_is_checked() {
         let (identity, recipient) = x25519();
-        let file_key = FileKey::generate().unwrap();
+        let file_key = FileKey::generate();
         let header = RecipientHeader::seal(
             Suite::Cobblestone128,
             wrap(&[recipient], &file_key).unwrap(),
@@ -640,7 +592,7 @@ mod tests {
     #[test]
     fn one_stanza_per_recipient_and_the_count_must_match() {
         let (identity, recipient) = x25519();
-        let file_key = FileKey::generate().unwrap();
+        let file_key = FileKey::generate();
         let stanzas = wrap(std::slice::from_ref(&recipient), &file_key).unwrap();
         assert_eq!(stanzas.len(), 1);
         let header = RecipientHeader::seal(Suite::Cobblestone256, stanzas, &file_key).unwrap();

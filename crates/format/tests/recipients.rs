@@ -375,7 +375,7 @@ fn stanzas_cannot_be_swapped_dropped_duplicated_reordered_or_added() {
     let stranger = X25519Identity::generate();
     let added = parcrypt_format::recipients::wrap(
         &[Recipient::from(stranger.to_public())],
-        &FileKey::generate().unwrap(),
+        &FileKey::generate(),
     )
     .unwrap();
     let suite = a.header.suite();

@@ -192,16 +192,18 @@ pub fn encrypt<W: Write + Send>(
     sink.write_all(header.as_bytes())?;
     sink.write_all(&nonce)?;
     Ok(Encryptor {
-        sink,
-        key,
+        sealer: Sealer {
+            sink,
+            key,
+            next: 0,
+            sealed: Vec::new(),
+            sealed_len: 0,
+            spare: Vec::new(),
+        },
         batch: Batch::for_this_pool(),
-        next: 0,
         buffer: Vec::new(),
         filled: 0,
         ahead: Vec::new(),
-        sealed: Vec::new(),
-        sealed_len: 0,
-        spare: Vec::new(),
     })
 }
 
@@ -239,16 +241,22 @@ fn read_full<R: Read + ?Sized>(input: &mut R, buffer: &mut [u8]) -> io::Result<u
 /// sealed. [`Encryptor::finish`] seals the final chunk; a writer dropped without it leaves a
 /// truncated file that no reader accepts.
 pub struct Encryptor<W: Write> {
-    sink: Sink<W>,
-    key: PayloadKey,
+    sealer: Sealer<W>,
     batch: Batch,
-    /// The index of the first chunk not sealed yet.
-    next: u64,
     /// Plaintext not sealed yet: `buffer[..filled]` (the buffer is a batch long once used).
     buffer: Vec<u8>,
     filled: usize,
     /// Where [`Encryptor::copy_from`] reads the batch after the one being sealed.
     ahead: Vec<u8>,
+}
+
+/// The sealing side of an [`Encryptor`]: the output, the payload key, the chunk count and
+/// the sealed batches.
+struct Sealer<W: Write> {
+    sink: Sink<W>,
+    key: PayloadKey,
+    /// The index of the first chunk not sealed yet.
+    next: u64,
     /// A sealed batch not written yet: `sealed[..sealed_len]`.
     sealed: Vec<u8>,
     sealed_len: usize,
@@ -256,20 +264,18 @@ pub struct Encryptor<W: Write> {
     spare: Vec<u8>,
 }
 
-impl<W: Write + Send> Encryptor<W> {
+impl<W: Write + Send> Sealer<W> {
     /// Seals `plain` as the next chunks into `spare` while the sealed batch before is written,
     /// then keeps the new batch as the one to write next.
-    #[allow(clippy::too_many_arguments)]
-    fn seal_step(
-        sink: &mut Sink<W>,
-        key: &PayloadKey,
-        next: &mut u64,
-        sealed: &mut Vec<u8>,
-        sealed_len: &mut usize,
-        spare: &mut Vec<u8>,
-        plain: &[u8],
-        final_batch: bool,
-    ) -> io::Result<()> {
+    fn seal(&mut self, plain: &[u8], final_batch: bool) -> io::Result<()> {
+        let Sealer {
+            sink,
+            key,
+            next,
+            sealed,
+            sealed_len,
+            spare,
+        } = self;
         allocate(spare, stream::sealed_len(plain.len()));
         let (written, len) = rayon::join(
             || sink.write_all(&sealed[..*sealed_len]),
@@ -281,32 +287,14 @@ impl<W: Write + Send> Encryptor<W> {
         *sealed_len = len;
         Ok(())
     }
+}
 
-    /// Seals the buffered plaintext (see [`Encryptor::seal_step`]) and empties the buffer.
+impl<W: Write + Send> Encryptor<W> {
+    /// Seals the buffered plaintext (see [`Sealer::seal`]) and empties the buffer.
     fn seal_buffer(&mut self, final_batch: bool) -> io::Result<()> {
-        let Encryptor {
-            sink,
-            key,
-            next,
-            buffer,
-            filled,
-            sealed,
-            sealed_len,
-            spare,
-            ..
-        } = self;
-        Self::seal_step(
-            sink,
-            key,
-            next,
-            sealed,
-            sealed_len,
-            spare,
-            &buffer[..*filled],
-            final_batch,
-        )?;
+        self.sealer.seal(&self.buffer[..self.filled], final_batch)?;
         // Plaintext the caller gave (not key material): reused, not wiped.
-        *filled = 0;
+        self.filled = 0;
         Ok(())
     }
 
@@ -354,15 +342,18 @@ impl<W: Write + Send> Encryptor<W> {
         let mut total = 0u64;
         loop {
             let Encryptor {
-                sink,
-                key,
-                next,
+                sealer:
+                    Sealer {
+                        sink,
+                        key,
+                        next,
+                        sealed,
+                        sealed_len,
+                        spare,
+                    },
                 buffer,
                 filled,
                 ahead,
-                sealed,
-                sealed_len,
-                spare,
                 ..
             } = &mut *self;
             debug_assert_eq!(*filled, batch_bytes);
@@ -394,9 +385,10 @@ impl<W: Write + Send> Encryptor<W> {
     /// Seals the last chunk, ends the armor, flushes, and returns the output.
     pub fn finish(mut self) -> Result<W> {
         self.seal_buffer(true)?;
-        self.sink.write_all(&self.sealed[..self.sealed_len])?;
-        self.sealed_len = 0;
-        match self.sink {
+        let sealer = &mut self.sealer;
+        sealer.sink.write_all(&sealer.sealed[..sealer.sealed_len])?;
+        sealer.sealed_len = 0;
+        match self.sealer.sink {
             Sink::Plain(mut w) => {
                 w.flush()?;
                 Ok(w)
@@ -418,25 +410,7 @@ impl<W: Write + Send> Write for Encryptor<W> {
         }
         if self.filled == 0 && data.len() > batch_bytes {
             // A whole batch with more after it: sealed from the caller's bytes, no copy.
-            let Encryptor {
-                sink,
-                key,
-                next,
-                sealed,
-                sealed_len,
-                spare,
-                ..
-            } = self;
-            Self::seal_step(
-                sink,
-                key,
-                next,
-                sealed,
-                sealed_len,
-                spare,
-                &data[..batch_bytes],
-                false,
-            )?;
+            self.sealer.seal(&data[..batch_bytes], false)?;
             return Ok(batch_bytes);
         }
         allocate(&mut self.buffer, batch_bytes);
@@ -447,7 +421,7 @@ impl<W: Write + Send> Write for Encryptor<W> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.sink.flush()
+        self.sealer.sink.flush()
     }
 }
 

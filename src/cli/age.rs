@@ -2,9 +2,7 @@
 //! side of `decrypt`. The library (`parcrypt::age`) does the work; this file turns the
 //! arguments into recipients and identities and reports one-line errors.
 
-use std::fs::OpenOptions;
 use std::io::{self, IsTerminal, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -42,40 +40,18 @@ pub struct KeygenArgs {
 
 /// `parcrypt keygen`.
 pub fn keygen(args: KeygenArgs) -> Result<(), Failure> {
-    let (text, recipient) = age::generate_identity_file(args.pq);
     match args
         .output
         .as_deref()
         .filter(|path| *path != Path::new("-"))
     {
         Some(path) => {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(path)
-                .map_err(|error| {
-                    let why = if error.kind() == io::ErrorKind::AlreadyExists {
-                        "it already exists (keygen never replaces a key)".to_string()
-                    } else {
-                        parcrypt::files::plain(&error)
-                    };
-                    Failure(format!("cannot create '{}': {why}", path.display()))
-                })?;
-            let written = file
-                .write_all(text.as_bytes())
-                .and_then(|()| file.sync_all());
-            if let Err(error) = written {
-                let _ = std::fs::remove_file(path);
-                return Err(Failure(format!(
-                    "cannot write '{}': {}",
-                    path.display(),
-                    parcrypt::files::plain(&error)
-                )));
-            }
+            let recipient = age::write_identity_file(path, args.pq)
+                .map_err(|error| Failure(error.to_string()))?;
             show!("{recipient}")
         }
         None => {
+            let (text, recipient) = age::generate_identity_file(args.pq);
             let mut stdout = io::stdout().lock();
             stdout
                 .write_all(text.as_bytes())
@@ -243,13 +219,8 @@ fn plain_io(error: &io::Error) -> String {
 pub(super) fn identities(args: &AgeDecryptArgs) -> Result<Vec<Identity>, Failure> {
     let mut identities = Vec::new();
     for path in &args.identities {
-        if let Ok(metadata) = std::fs::metadata(path) {
-            if metadata.permissions().mode() & 0o077 != 0 {
-                say!(
-                    "parcrypt: warning: identity file '{}' can be read by other users (chmod 600 it)",
-                    path.display()
-                );
-            }
+        if let Some(warning) = age::identity_file_warning(path) {
+            say!("parcrypt: warning: {warning}");
         }
         let found = age::read_identity_file(path)
             .map_err(|error| Failure(format!("-i {}: {error}", path.display())))?;

@@ -68,6 +68,70 @@ pub fn decrypt_file(
     Ok(bytes)
 }
 
+/// Makes a new identity (X25519, or with `post_quantum` the ML-KEM-768 + X25519 hybrid)
+/// and writes it to `path` in age-keygen's layout (`# created`, `# public key`, the secret
+/// key), created with mode 0600; an existing file is refused (a key is never replaced),
+/// and a file that could not be written whole is removed. Returns its recipient, the
+/// public key to give to whoever encrypts.
+pub fn write_identity_file(path: &Path, post_quantum: bool) -> crate::Result<Recipient> {
+    use std::io::Write;
+    let (text, recipient) = generate_identity_file(post_quantum);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path).map_err(|error| {
+        let why = if error.kind() == io::ErrorKind::AlreadyExists {
+            "it already exists (a key is never replaced)".to_string()
+        } else {
+            crate::files::plain(&error)
+        };
+        io::Error::new(
+            error.kind(),
+            format!("cannot create '{}': {why}", path.display()),
+        )
+    })?;
+    let written = file
+        .write_all(text.as_bytes())
+        .and_then(|()| file.sync_all());
+    if let Err(error) = written {
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return Err(io::Error::new(
+            error.kind(),
+            format!(
+                "cannot write '{}': {}",
+                path.display(),
+                crate::files::plain(&error)
+            ),
+        )
+        .into());
+    }
+    Ok(recipient)
+}
+
+/// The warning an identity file deserves, as ssh gives for a private key: `Some` when
+/// users other than its owner can read or write it (any group or other permission bit).
+/// Front ends print it and go on.
+pub fn identity_file_warning(path: &Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).ok()?.permissions().mode();
+        (mode & 0o077 != 0).then(|| {
+            format!(
+                "identity file '{}' can be read by other users (chmod 600 it)",
+                path.display()
+            )
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
 /// Reads an identity file (age-keygen's layout; at most [`MAX_KEY_FILE_BYTES`]). The
 /// file's bytes are wiped once parsed.
 pub fn read_identity_file(path: &Path) -> crate::Result<Vec<Identity>> {
@@ -102,6 +166,41 @@ fn read_key_file(path: &Path, what: &str) -> crate::Result<zeroize::Zeroizing<Ve
 mod tests {
     use super::*;
     use crate::errors::AgeError;
+
+    #[test]
+    fn identity_files_are_private_and_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        for post_quantum in [false, true] {
+            let path = dir.path().join(format!("key-{post_quantum}.txt"));
+            let recipient = write_identity_file(&path, post_quantum).unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(text.contains(&format!("# public key: {recipient}\n")));
+            let identities = read_identity_file(&path).unwrap();
+            assert_eq!(identities.len(), 1);
+            assert_eq!(
+                identities[0].to_public().unwrap().to_string(),
+                recipient.to_string()
+            );
+            assert_eq!(identity_file_warning(&path), None);
+            // A second keygen to the same path is refused and leaves the key alone.
+            let error = write_identity_file(&path, post_quantum).unwrap_err();
+            assert!(error.to_string().contains("already exists"), "{error}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+                assert_eq!(mode & 0o777, 0o600);
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+                let warning = identity_file_warning(&path).unwrap();
+                assert!(warning.contains("chmod 600"), "{warning}");
+            }
+        }
+        // A directory that does not exist: an error naming the path, nothing made.
+        let missing = dir.path().join("no/such/dir/key.txt");
+        let error = write_identity_file(&missing, false).unwrap_err();
+        assert!(error.to_string().contains("cannot create"), "{error}");
+    }
 
     #[test]
     fn files_appear_only_when_complete_and_authenticated() {

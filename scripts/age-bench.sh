@@ -15,6 +15,10 @@
 # runs with a tiny matrix when it is missing). RAGE: a rage binary (default: rage on PATH or
 # in ~/.cache/parcrypt/rage/bin; skipped when there is none).
 #
+# parcrypt's own format is timed too, at each thread count: a file under a raw key
+# (`--key-file`, "key-T") against one encrypted to the same X25519 recipient ("recipient-T"),
+# whose header costs one X25519 operation and nothing per byte.
+#
 # The contenders alternate within each round (copy, age, rage, parcrypt at each thread
 # count; encryption then decryption), after one untimed warm-up round, so that a noisy
 # machine slows them alike. Without PARCRYPT_BINARY, `cargo build --release --bin parcrypt`
@@ -56,7 +60,11 @@ head -c "$bytes" /dev/urandom >plain
 recipient=$(sed -n 's/^# public key: //p' key.txt)
 # The file every decrypter reads: age's own (parcrypt and rage read it as they read theirs).
 "$age" -e -r "$recipient" -o sealed plain
-cat plain sealed >/dev/null # pre-touch
+# parcrypt's own format: under a raw key, and to the recipient.
+head -c 32 /dev/urandom >key.bin
+"$parcrypt" encrypt --key-file key.bin plain -o sealed-key
+"$parcrypt" encrypt -r "$recipient" plain -o sealed-recipient
+cat plain sealed sealed-key sealed-recipient >/dev/null # pre-touch
 
 # name: the command, run with "$out" as the output path.
 contenders=("copy")
@@ -76,6 +84,7 @@ names+=(parcrypt)
 for t in $threads; do
     for name in "${names[@]}"; do contenders+=("$name-$t"); done
 done
+for t in $threads; do contenders+=("key-$t" "recipient-$t"); done
 
 run() { # op name out
     local op=$1 name=$2 out=$3
@@ -97,6 +106,22 @@ run() { # op name out
                 "$rage" -e -r "$recipient" -o "$out" plain
             else
                 "$rage" -d -i key.txt -o "$out" sealed
+            fi ;;
+        key-*)
+            if [ "$op" = encrypt ]; then
+                RAYON_NUM_THREADS=${name##*-} "$parcrypt" encrypt --key-file key.bin \
+                    plain -o "$out"
+            else
+                RAYON_NUM_THREADS=${name##*-} "$parcrypt" decrypt --key-file key.bin \
+                    sealed-key -o "$out"
+            fi ;;
+        recipient-*)
+            if [ "$op" = encrypt ]; then
+                RAYON_NUM_THREADS=${name##*-} "$parcrypt" encrypt -r "$recipient" \
+                    plain -o "$out"
+            else
+                RAYON_NUM_THREADS=${name##*-} "$parcrypt" decrypt -i key.txt \
+                    sealed-recipient -o "$out"
             fi ;;
         *-*)
             local binary=${binaries[${name%-*}]}
@@ -128,6 +153,18 @@ for round in $(seq 0 "$runs"); do
             if [ "$op" = decrypt ] || [ "$name" = copy ]; then
                 if [ "$name" = copy ]; then want=$([ "$op" = encrypt ] && echo plain || echo sealed); else want=plain; fi
                 [ "$round" -gt 0 ] || cmp -s out "$want" || { echo "age-bench: $name $op: wrong output" >&2; exit 1; }
+            elif [ "$round" = 0 ] && [ "${name%-*}" = key ]; then
+                "$parcrypt" decrypt --key-file key.bin -o check out && cmp -s check plain || {
+                    echo "age-bench: $name $op: parcrypt cannot read it back" >&2
+                    exit 1
+                }
+                rm -f check
+            elif [ "$round" = 0 ] && [ "${name%-*}" = recipient ]; then
+                "$parcrypt" decrypt -i key.txt -o check out && cmp -s check plain || {
+                    echo "age-bench: $name $op: parcrypt cannot read it back" >&2
+                    exit 1
+                }
+                rm -f check
             elif [ "$round" = 0 ]; then
                 "$age" -d -i key.txt -o check out && cmp -s check plain || {
                     echo "age-bench: $name $op: age cannot read it back" >&2

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Interoperability of parcrypt's age files with the reference Go tools, age and age-keygen
-# 1.3.2 (filippo.io/age): files that age writes decrypt with parcrypt, and files that
-# parcrypt writes decrypt with age, byte for byte; keys that age-keygen makes work in
-# parcrypt and the other way round.
+# 1.3.2 (filippo.io/age), and with rage (Rust, the age crate) where it is installed: files
+# that they write decrypt with parcrypt, and files that parcrypt writes decrypt with them,
+# byte for byte; keys that age-keygen makes work in parcrypt and the other way round.
 #
 #   scripts/age-interop.sh [PARCRYPT_BINARY]
 #
@@ -13,6 +13,13 @@
 # with the other tool's identity file too. Passphrases go through age-plugin-batchpass (the
 # age CLI reads a passphrase only from a terminal). A tampered file must be refused by both
 # (and leave no output file behind parcrypt).
+#
+# rage: RAGE names the binary (default: rage on PATH, else ~/.cache/parcrypt/rage/bin/rage,
+# where `cargo install --locked --root ~/.cache/parcrypt/rage rage` puts it); without one
+# the rage half is skipped, saying so. rage has no native post-quantum keys: it reaches
+# them through age-plugin-pq (built here with the Go tools; recipients as they are,
+# identities converted with `age-plugin-pq -identity`). Its passphrase prompt goes through
+# pinentry, answered here by a stand-in that replies with $AGE_PASSPHRASE.
 #
 # Needs Go (go on PATH, or /usr/local/go/bin/go) and the module proxy, once: the tools are
 # built with GOFLAGS=-mod=mod into AGE_INTEROP_CACHE (default ~/.cache/parcrypt/age-1.3.2)
@@ -29,17 +36,19 @@ started=$(date +%s)
 
 go=$(command -v go || true)
 [ -n "$go" ] || go=/usr/local/go/bin/go
-if [ ! -x "$cache/age" ] || [ ! -x "$cache/age-keygen" ] || [ ! -x "$cache/age-plugin-batchpass" ]; then
+if [ ! -x "$cache/age" ] || [ ! -x "$cache/age-keygen" ] || [ ! -x "$cache/age-plugin-batchpass" ] ||
+    [ ! -x "$cache/age-plugin-pq" ]; then
     if [ ! -x "$go" ]; then
         echo "age-interop: SKIPPED: no Go toolchain to build age $version" >&2
         exit 2
     fi
     mkdir -p "$cache"
-    echo "age-interop: building age, age-keygen and age-plugin-batchpass $version into $cache"
+    echo "age-interop: building age, age-keygen, age-plugin-batchpass and age-plugin-pq $version into $cache"
     if ! (cd "$cache" && GOFLAGS=-mod=mod GOBIN="$cache" "$go" install \
         "filippo.io/age/cmd/age@$version" \
         "filippo.io/age/cmd/age-keygen@$version" \
-        "filippo.io/age/cmd/age-plugin-batchpass@$version"); then
+        "filippo.io/age/cmd/age-plugin-batchpass@$version" \
+        "filippo.io/age/extra/age-plugin-pq@$version"); then
         echo "age-interop: cannot build age $version (is the Go module proxy reachable?)" >&2
         exit 2
     fi
@@ -106,6 +115,58 @@ age-keygen -pq -o age-pq.txt 2>/dev/null
 printf 'correct horse battery staple\n' >pass.txt
 export AGE_PASSPHRASE='correct horse battery staple'
 
+rage=${RAGE:-$(command -v rage || true)}
+[ -n "$rage" ] || rage=${XDG_CACHE_HOME:-$HOME/.cache}/parcrypt/rage/bin/rage
+tools=(age)
+if [ -x "$rage" ]; then
+    tools+=(rage)
+    echo "age-interop: and $("$rage" --version | head -n 1) ($rage)"
+    # rage's hybrid identities: the same keys as plugin identities.
+    for id in age-pq pc-pq; do age-plugin-pq -identity -o "$id.plugin" "$id.txt"; done
+    # A pinentry for rage's passphrase prompt (the Assuan protocol: a PIN for GETPIN).
+    mkdir pinentry
+    cat >pinentry/pinentry <<'PINENTRY'
+#!/bin/sh
+echo "OK ready"
+while IFS= read -r line; do
+    case $line in
+        GETPIN*) printf 'D %s\nOK\n' "$AGE_PASSPHRASE" ;;
+        BYE*) echo OK; exit 0 ;;
+        *) echo OK ;;
+    esac
+done
+PINENTRY
+    chmod +x pinentry/pinentry
+else
+    echo "age-interop: SKIPPED rage: no rage binary (set RAGE, or cargo install --locked --root ~/.cache/parcrypt/rage rage)"
+fi
+
+# TOOL (age or rage) encrypts plain into OUT for KIND, both tools' keys (X25519, hybrid) or
+# the passphrase (scrypt); the rest of the arguments (-a) go to the tool.
+seal() { # tool kind out args...
+    local tool=$1 kind=$2 out=$3
+    shift 3
+    case $tool:$kind in
+        age:scrypt) age -e -j batchpass "$@" -o "$out" plain ;;
+        rage:scrypt) PATH="$work/pinentry:$PATH" "$rage" -e -p "$@" -o "$out" plain </dev/null ;;
+        age:*) age -e -r "$(public "$age_id")" -r "$(public "$pc_id")" "$@" -o "$out" plain ;;
+        rage:*) "$rage" -e -r "$(public "$age_id")" -r "$(public "$pc_id")" "$@" -o "$out" plain ;;
+    esac
+}
+
+# TOOL decrypts IN into OUT with the identity file ID (KIND scrypt: the passphrase). rage
+# writes to stdout here: with -o it makes no file at all for an empty plaintext.
+open_with() { # tool kind id in out
+    local tool=$1 kind=$2 id=$3 in=$4 out=$5
+    case $tool:$kind in
+        age:scrypt) age -d -j batchpass -o "$out" "$in" ;;
+        rage:scrypt) PATH="$work/pinentry:$PATH" "$rage" -d "$in" </dev/null >"$out" ;;
+        age:*) age -d -i "$id" -o "$out" "$in" ;;
+        rage:hybrid) "$rage" -d -i "${id%.txt}.plugin" "$in" >"$out" ;;
+        rage:*) "$rage" -d -i "$id" "$in" >"$out" ;;
+    esac
+}
+
 for size in $sizes; do
     head -c "$size" /dev/urandom >plain
     for kind in x25519 hybrid scrypt; do
@@ -119,64 +180,78 @@ for size in $sizes; do
             [ "$armor" = armored ] && a=(-a)
             tag="$kind $armor $size"
 
-            # age encrypts, parcrypt decrypts.
-            if [ "$kind" = scrypt ]; then
-                age -e -j batchpass "${a[@]}" -o by-age plain
-                check "age->parcrypt $tag (passphrase)" out \
-                    "$parcrypt" decrypt --passphrase-file pass.txt by-age -o out
-            else
-                age -e -r "$(public "$age_id")" -r "$(public "$pc_id")" "${a[@]}" -o by-age plain
-                check "age->parcrypt $tag (parcrypt's key)" out \
-                    "$parcrypt" decrypt -i "$pc_id" by-age -o out
-                check "age->parcrypt $tag (age-keygen's key)" out \
-                    "$parcrypt" decrypt -i "$age_id" by-age -o out
-            fi
-
-            # parcrypt encrypts, age decrypts.
+            # parcrypt encrypts (once for every tool).
             if [ "$kind" = scrypt ]; then
                 "$parcrypt" encrypt --format age -p --passphrase-file pass.txt "${a[@]}" plain -o by-pc
-                check "parcrypt->age $tag (passphrase)" out \
-                    age -d -j batchpass -o out by-pc
             else
                 "$parcrypt" encrypt --format age -r "$(public "$age_id")" -r "$(public "$pc_id")" \
                     "${a[@]}" plain -o by-pc
-                check "parcrypt->age $tag (age-keygen's key)" out age -d -i "$age_id" -o out by-pc
-                check "parcrypt->age $tag (parcrypt's key)" out age -d -i "$pc_id" -o out by-pc
             fi
+            for tool in "${tools[@]}"; do
+                # The tool encrypts, parcrypt decrypts.
+                seal "$tool" "$kind" by-tool "${a[@]}"
+                if [ "$kind" = scrypt ]; then
+                    check "$tool->parcrypt $tag (passphrase)" out \
+                        "$parcrypt" decrypt --passphrase-file pass.txt by-tool -o out
+                else
+                    check "$tool->parcrypt $tag (parcrypt's key)" out \
+                        "$parcrypt" decrypt -i "$pc_id" by-tool -o out
+                    check "$tool->parcrypt $tag (age-keygen's key)" out \
+                        "$parcrypt" decrypt -i "$age_id" by-tool -o out
+                fi
 
-            # A byte 50 from the end (in the payload) with every bit flipped is refused by both.
-            if [ "$size" = 1048576 ] && [ "$armor" = binary ]; then
-                for file in by-age by-pc; do
-                    cp "$file" damaged
-                    len=$(stat -c %s damaged)
-                    byte=$(od -An -tu1 -j $((len - 50)) -N 1 damaged | tr -d ' ')
-                    # shellcheck disable=SC2059 # the format is the flipped byte
-                    printf "\\x$(printf %02x $((byte ^ 0xff)))" |
-                        dd of=damaged bs=1 seek=$((len - 50)) conv=notrunc status=none
-                    if [ "$kind" = scrypt ]; then
-                        STRICT=1 refuse "parcrypt refuses damaged $file $tag, leaves nothing" out \
-                            "$parcrypt" decrypt --passphrase-file pass.txt damaged -o out
-                        refuse "age refuses damaged $file $tag" out age -d -j batchpass -o out damaged
-                    else
-                        STRICT=1 refuse "parcrypt refuses damaged $file $tag, leaves nothing" out \
-                            "$parcrypt" decrypt -i "$pc_id" damaged -o out
-                        refuse "age refuses damaged $file $tag" out age -d -i "$age_id" -o out damaged
-                    fi
-                done
-            fi
-            rm -f by-age by-pc
+                # parcrypt's file, the tool decrypts.
+                if [ "$kind" = scrypt ]; then
+                    check "parcrypt->$tool $tag (passphrase)" out open_with "$tool" scrypt '' by-pc out
+                else
+                    check "parcrypt->$tool $tag (age-keygen's key)" out \
+                        open_with "$tool" "$kind" "$age_id" by-pc out
+                    check "parcrypt->$tool $tag (parcrypt's key)" out \
+                        open_with "$tool" "$kind" "$pc_id" by-pc out
+                fi
+
+                # A byte 50 from the end (in the payload) with every bit flipped is refused by
+                # both.
+                if [ "$size" = 1048576 ] && [ "$armor" = binary ]; then
+                    for file in by-tool by-pc; do
+                        cp "$file" damaged
+                        len=$(stat -c %s damaged)
+                        byte=$(od -An -tu1 -j $((len - 50)) -N 1 damaged | tr -d ' ')
+                        # shellcheck disable=SC2059 # the format is the flipped byte
+                        printf "\\x$(printf %02x $((byte ^ 0xff)))" |
+                            dd of=damaged bs=1 seek=$((len - 50)) conv=notrunc status=none
+                        name=${file/by-tool/by-$tool}
+                        if [ "$kind" = scrypt ]; then
+                            STRICT=1 refuse "parcrypt refuses damaged $name $tag, leaves nothing" out \
+                                "$parcrypt" decrypt --passphrase-file pass.txt damaged -o out
+                        else
+                            STRICT=1 refuse "parcrypt refuses damaged $name $tag, leaves nothing" out \
+                                "$parcrypt" decrypt -i "$pc_id" damaged -o out
+                        fi
+                        refuse "$tool refuses damaged $name $tag" out \
+                            open_with "$tool" "$kind" "$age_id" damaged out
+                    done
+                fi
+                rm -f by-tool
+            done
+            rm -f by-pc
         done
     done
 done
 
-# A file for other recipients is refused by both, with one line.
+# A file for other recipients is refused by every tool, with one line.
 head -c 1000 /dev/urandom >plain
 age-keygen -o other.txt 2>/dev/null
-age -e -r "$(public other.txt)" -o by-age plain
+age-keygen -o other2.txt 2>/dev/null
 "$parcrypt" encrypt --format age -r "$(public other.txt)" plain -o by-pc
-STRICT=1 refuse "parcrypt refuses a file for other recipients, leaves nothing" out "$parcrypt" decrypt -i pc-x.txt by-age -o out
-refuse "age refuses a parcrypt file for other recipients" out age -d -i age-x.txt -o out by-pc
+for tool in "${tools[@]}"; do
+    age_id=other.txt pc_id=other2.txt seal "$tool" x25519 by-tool
+    STRICT=1 refuse "parcrypt refuses a $tool file for other recipients, leaves nothing" out \
+        "$parcrypt" decrypt -i pc-x.txt by-tool -o out
+    refuse "$tool refuses a parcrypt file for other recipients" out \
+        open_with "$tool" x25519 age-x.txt by-pc out
+done
 
 elapsed=$(($(date +%s) - started))
-echo "age-interop: $passed passed, $failed failed ($parcrypt against age $version, ${elapsed} s)"
+echo "age-interop: $passed passed, $failed failed ($parcrypt against ${tools[*]}; age $version, ${elapsed} s)"
 [ "$failed" -eq 0 ]

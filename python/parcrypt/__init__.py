@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import io
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._parcrypt import (
     Aead,
@@ -58,9 +58,47 @@ __all__ = [
     "open",
     "EncryptedReader",
     "EncryptedWriter",
+    "keygen",
+    "recipient_of",
+    "NewIdentity",
 ]
 
 __version__ = "0.1.0"
+
+
+class NewIdentity(NamedTuple):
+    """A new identity from :func:`keygen` without a path: ``identity`` is the identity
+    file's text in age-keygen's layout (``# created``, ``# public key``, the secret
+    ``AGE-SECRET-KEY-...`` line), to store privately; ``recipient`` is its public key
+    (``age1...``, ``age1pq1...``), to give to whoever encrypts. Its repr leaves the identity
+    out. Python cannot wipe a ``str``: the text stays in memory until it is collected."""
+
+    identity: str
+    recipient: str
+
+    def __repr__(self) -> str:
+        return f"NewIdentity(identity=..., recipient={self.recipient!r})"
+
+
+def keygen(path: str | os.PathLike[str] | None = None, *, pq: bool = False) -> Any:
+    """Makes a new identity, as ``parcrypt keygen``: X25519 (``age1...``), or with ``pq``
+    the post-quantum hybrid ML-KEM-768 + X25519 (``age1pq1...``).
+
+    With ``path``, writes the identity file there (age-keygen's layout, created with mode
+    0600; an existing file raises ``FileExistsError``, a key is never replaced) and returns
+    its recipient (``str``). Without, returns a :class:`NewIdentity` ``(identity,
+    recipient)`` holding the identity file's text. age and age-keygen 1.3 read the file,
+    and parcrypt reads theirs."""
+    if path is None:
+        identity, recipient = _parcrypt.keygen_text(pq=pq)
+        return NewIdentity(identity, recipient)
+    return _parcrypt.keygen_file(os.fspath(path), pq=pq)
+
+
+def recipient_of(identity: str | bytes | os.PathLike[str]) -> str:
+    """The recipient (``age1...``, ``age1pq1...``) of one identity: its text
+    (``AGE-SECRET-KEY-...``, or an identity file's text) or an identity file's path."""
+    return _parcrypt.recipient_of(identity)
 
 
 class _NativeFile(io.RawIOBase):
@@ -312,6 +350,11 @@ def encrypt_file(src: Any, dst: Any, *, storage_options: dict[str, Any] | None =
                  **options: Any) -> int:
     """Encrypts ``src`` into ``dst`` as ``parcrypt encrypt``; returns the plaintext bytes.
 
+    The secret is exactly one of ``key``, ``passphrase`` and ``recipients`` (public keys:
+    ``age1...``/``age1pq1...`` strings or recipients files, ``os.PathLike``).
+    ``format="age"`` writes an age v1 file to ``recipients`` or a ``passphrase`` (scrypt),
+    ASCII-armored with ``armor=True``.
+
     Each of ``src`` and ``dst`` is a local path, an fsspec URL (``s3://bucket/key``, opened
     with ``storage_options``) or a binary file object (readable for ``src``, writable for
     ``dst``). Remote and file-object sides are staged through a private local temporary
@@ -323,7 +366,13 @@ def encrypt_file(src: Any, dst: Any, *, storage_options: dict[str, Any] | None =
 def decrypt_file(src: Any, dst: Any, *, storage_options: dict[str, Any] | None = None,
                  **options: Any) -> int:
     """Decrypts ``src`` into ``dst`` as ``parcrypt decrypt``; returns the plaintext bytes.
-    ``src`` and ``dst`` as for :func:`encrypt_file`; ``dst`` receives plaintext only once
+    The secret is exactly one of ``key``, ``passphrase`` and ``identities``
+    (``AGE-SECRET-KEY-...`` text, identity files' text, or identity files as
+    ``os.PathLike``; one that other users can read warns with :class:`ParcryptWarning`).
+    An age file is recognised by its first line, as ``parcrypt decrypt`` does, and opened
+    with ``identities`` (or the passphrase of a passphrase file). A wrong identity raises
+    :class:`InvalidTag` before ``dst`` is created. ``src`` and ``dst`` as for
+    :func:`encrypt_file`; ``dst`` receives plaintext only once
     every chunk authenticated (the plaintext is staged in a private local temporary folder,
     removed afterwards, when ``dst`` is not a local path)."""
     return _file(_parcrypt.decrypt_file, src, dst, storage_options, options)
@@ -335,20 +384,31 @@ def open(
     *,
     key: bytes | None = None,
     passphrase: str | bytes | None = None,
+    recipients: Any = None,
+    identities: Any = None,
     backend: str = "auto",
     threads: int | None = None,
     overwrite: bool = False,
     format: str = "parcrypt",
     context: bytes | None = None,
+    armor: bool = False,
     storage_options: dict[str, Any] | None = None,
 ) -> EncryptedReader | EncryptedWriter:
     """Opens an encrypted file: ``"rb"`` reads its plaintext (seekable), ``"wb"`` writes a
     new one.
 
     Give ``key`` (16 or 32 bytes, bytes-like: a ``str`` raises ``TypeError``, hex digits
-    become a key with ``bytes.fromhex(...)``) or ``passphrase``. The files are those of
-    ``parcrypt encrypt`` / ``parcrypt decrypt``. Writing under a weak passphrase (shorter
-    than 8 bytes) warns with :class:`ParcryptWarning`, as ``parcrypt encrypt`` does.
+    become a key with ``bytes.fromhex(...)``), ``passphrase``, or public keys: for
+    ``"wb"`` ``recipients`` (``age1...``/``age1pq1...`` strings or recipients files), for
+    ``"rb"`` ``identities`` (``AGE-SECRET-KEY-...`` text or identity files). The files are
+    those of ``parcrypt encrypt`` / ``parcrypt decrypt``. Writing under a weak passphrase
+    (shorter than 8 bytes) warns with :class:`ParcryptWarning`, as ``parcrypt encrypt``
+    does.
+
+    ``format="age"`` with ``"wb"`` writes an age v1 file (to ``recipients`` or a
+    ``passphrase``; ``armor=True`` for ASCII armor). ``"rb"`` recognises an age file by its
+    first line and reads it at random through its identities (or the passphrase of a
+    passphrase file); an armored one cannot be read at random (use :func:`decrypt_file`).
 
     ``path`` may also be an fsspec URL (with ``storage_options``) or a binary file object
     (readable for ``"rb"``, writable for ``"wb"``). Reading a URL fetches only the chunks
@@ -362,9 +422,7 @@ def open(
     _check_storage_options(storage_options, path)
     reading = mode in ("rb", "r")
     if reading and _remote.is_url(path):
-        secret = {"key": key, "passphrase": passphrase}
-        if (key is None) == (passphrase is None):
-            raise ValueError("give a key or a passphrase (exactly one)")
+        secret = parts._secret(False, key, passphrase, recipients, identities)
         return _RangeReader(str(path), storage_options, secret, format, context, backend, threads)
     if _remote.is_local(path):
         local, name, folder = _remote.local_path(path), os.fspath(path), None
@@ -378,16 +436,21 @@ def open(
         if reading:
             if folder is not None:
                 _remote.fetch(path, local, storage_options)
+            if armor:
+                raise ValueError("armor is for writing age files: an armored one is recognised when read")
             native = _parcrypt.open_reader(
-                local, key=key, passphrase=passphrase, backend=backend, threads=threads,
-                format=format, context=context,
+                local, key=key, passphrase=passphrase, recipients=recipients,
+                identities=identities, backend=backend, threads=threads, format=format,
+                context=context,
             )
             if folder is None:
                 return EncryptedReader(native, name)
             return _StagedReader(native, name, folder)
         native = _parcrypt.open_writer(
-            local, key=key, passphrase=passphrase, backend=backend, threads=threads,
+            local, key=key, passphrase=passphrase, recipients=recipients,
+            identities=identities, backend=backend, threads=threads,
             overwrite=overwrite if folder is None else False, format=format, context=context,
+            armor=armor,
         )
         if folder is None:
             return EncryptedWriter(native, name)

@@ -2,7 +2,7 @@
 
 import io
 import os
-from typing import Any, Literal, Protocol, TypedDict, Unpack, overload
+from typing import Any, Literal, NamedTuple, Protocol, TypedDict, Unpack, overload
 
 from collections.abc import Buffer
 
@@ -138,19 +138,43 @@ class DeviceArray:
     @property
     def nbytes(self) -> int: ...
 
+#: One public key or a list of them: ``age1...`` / ``age1pq1...`` text (or a recipients
+#: file's text: one a line, ``#`` comments), or a recipients file's path.
+_Recipients = str | os.PathLike[str] | list[str | os.PathLike[str]] | tuple[str | os.PathLike[str], ...]
+#: One identity or a list of them: ``AGE-SECRET-KEY-1...`` / ``AGE-SECRET-KEY-PQ-1...``
+#: text (or an identity file's text, as :func:`keygen` returns it; ``bytes`` too), or an
+#: identity file's path (which warns with :class:`ParcryptWarning` when other users can
+#: read it).
+_Identities = (
+    str
+    | bytes
+    | os.PathLike[str]
+    | list[str | bytes | os.PathLike[str]]
+    | tuple[str | bytes | os.PathLike[str], ...]
+)
+
 class _FileOptions(TypedDict, total=False):
     """The keyword options of :func:`encrypt_file`, :func:`decrypt_file` and :func:`open`,
-    all optional but the secret: exactly one of ``key`` (16 or 32 bytes) and
-    ``passphrase``. Defaults: ``backend="auto"``, ``threads=None`` (the engine's choice),
-    ``overwrite=False``, ``format="parcrypt"``, ``context=None`` (none)."""
+    all optional but the secret: exactly one of ``key`` (16 or 32 bytes), ``passphrase``
+    and public keys (``recipients`` to encrypt, ``identities`` to decrypt; the other one
+    raises ``ValueError``). Defaults: ``backend="auto"``, ``threads=None`` (the engine's
+    choice), ``overwrite=False``, ``format="parcrypt"``, ``context=None`` (none),
+    ``armor=False``.
+
+    ``format="age"`` writes an age v1 file (to ``recipients`` or a ``passphrase``, scrypt;
+    ``armor=True`` for ASCII armor; no ``key``, no ``context``). Reading recognises an age
+    file by its first line with the default format, as ``parcrypt decrypt`` does."""
 
     key: Buffer | None
     passphrase: str | bytes | None
+    recipients: _Recipients | None
+    identities: _Identities | None
     backend: str
     threads: int | None
     overwrite: bool
-    format: Literal["parcrypt", "cobblestone"]
+    format: Literal["parcrypt", "cobblestone", "age"]
     context: Buffer | None
+    armor: bool
 
 class _Readable(Protocol):
     def read(self, size: int = ..., /) -> bytes: ...
@@ -183,6 +207,29 @@ def decrypt_file(
 ) -> int:
     """Decrypts ``src`` into ``dst`` as ``parcrypt decrypt``; returns the plaintext bytes.
     ``dst`` receives plaintext only once every chunk authenticated."""
+
+class NewIdentity(NamedTuple):
+    """A new identity (:func:`keygen` without a path). ``identity``: the identity file's
+    text (age-keygen's layout, with the secret ``AGE-SECRET-KEY-...`` line): keep it
+    private. ``recipient``: its public key (``age1...``, ``age1pq1...``), to share. The repr
+    leaves the identity out."""
+
+    identity: str
+    recipient: str
+
+@overload
+def keygen(path: None = None, *, pq: bool = False) -> NewIdentity: ...
+@overload
+def keygen(path: str | os.PathLike[str], *, pq: bool = False) -> str: ...
+def keygen(path: str | os.PathLike[str] | None = None, *, pq: bool = False) -> NewIdentity | str:
+    """A new identity, as ``parcrypt keygen``: X25519 (``age1...``), or with ``pq`` the
+    post-quantum hybrid ML-KEM-768 + X25519 (``age1pq1...``). With ``path``: writes the
+    identity file (mode 0600; an existing file raises ``FileExistsError``) and returns the
+    recipient. Without: returns :class:`NewIdentity` ``(identity, recipient)``."""
+
+def recipient_of(identity: str | bytes | os.PathLike[str]) -> str:
+    """The recipient (``age1...``, ``age1pq1...``) of one identity (its text, or an
+    identity file's path). Several identities raise ``ValueError``."""
 
 class EncryptedReader(io.RawIOBase):
     name: str

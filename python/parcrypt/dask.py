@@ -15,8 +15,9 @@ Two shapes of work:
   :func:`decrypt_range` reads a byte range, its pieces decrypted by several tasks.
 
 What crosses the wire. The client plans every file (:mod:`parcrypt.parts`): a passphrase is
-stretched with argon2id there, once per file, and neither it nor a key ever leaves the
-client. Tasks receive each file's *part keys* (that message's AEAD key, base nonce and
+stretched with argon2id there, once per file, a file to public-key ``recipients`` gets its
+file key wrapped there, and ``identities`` unwrap a file's key there; neither a passphrase,
+a key nor an identity ever leaves the client. Tasks receive each file's *part keys* (that message's AEAD key, base nonce and
 public commitment, 65 or 81 bytes), paths and integers. Part keys open and could forge that
 one file, so the scheduler and workers must be trusted, and a real cluster must use TLS
 (``distributed.Security``, ``protocol="tls"``): Dask's default TCP is plaintext. Python
@@ -148,12 +149,6 @@ def _client(client: Client | None) -> Client:
     from distributed import default_client
 
     return default_client()
-
-
-def _secret(key: Any, passphrase: Any) -> dict[str, Any]:
-    if (key is None) == (passphrase is None):
-        raise ValueError("give a key or a passphrase (exactly one)")
-    return {"key": key, "passphrase": passphrase}
 
 
 def _temporary(dst: Path) -> Path:
@@ -484,8 +479,7 @@ def _many(
     encrypting: bool,
     paths: Iterable[PathLike] | str,
     dest_dir: PathLike,
-    key: Any,
-    passphrase: Any,
+    secret: dict[str, Any],
     client: Client | None,
     overwrite: bool,
     backend: str,
@@ -494,7 +488,6 @@ def _many(
     context: Any,
     storage_options: dict[str, Any] | None = None,
 ) -> list[FileReport]:
-    secret = _secret(key, passphrase)
     paths = _expand(paths, storage_options)
     if isinstance(paths, list) and (_remote_job(dest_dir, *paths) or storage_options is not None):
         return _many_remote(
@@ -546,6 +539,7 @@ def encrypt_files(
     *,
     key: Any = None,
     passphrase: Any = None,
+    recipients: Any = None,
     client: Client | None = None,
     overwrite: bool = False,
     backend: str = "auto",
@@ -565,7 +559,8 @@ def encrypt_files(
     and plan (never sent to a task); workers open it with their own credentials
     (:class:`StorageOptions`, or their environment). A task stages its object in a private
     local folder and uploads the output whole, so an object appears only when complete."""
-    return _many(True, paths, dest_dir, key, passphrase, client, overwrite, backend, threads, format, context, storage_options)
+    secret = _parts._secret(True, key, passphrase, recipients, None)
+    return _many(True, paths, dest_dir, secret, client, overwrite, backend, threads, format, context, storage_options)
 
 
 def decrypt_files(
@@ -574,6 +569,7 @@ def decrypt_files(
     *,
     key: Any = None,
     passphrase: Any = None,
+    identities: Any = None,
     client: Client | None = None,
     overwrite: bool = False,
     backend: str = "auto",
@@ -586,7 +582,8 @@ def decrypt_files(
     other names get ``.decrypted``), one task per file, as :func:`encrypt_files` does. An output
     appears only once every chunk authenticated. URLs, globs and ``storage_options`` as for
     :func:`encrypt_files`."""
-    return _many(False, paths, dest_dir, key, passphrase, client, overwrite, backend, threads, format, context, storage_options)
+    secret = _parts._secret(False, key, passphrase, None, identities)
+    return _many(False, paths, dest_dir, secret, client, overwrite, backend, threads, format, context, storage_options)
 
 
 # ---- one large file, many tasks -----------------------------------------------------------
@@ -613,8 +610,7 @@ def _large(
     encrypting: bool,
     src: PathLike,
     dst: PathLike,
-    key: Any,
-    passphrase: Any,
+    secret: dict[str, Any],
     client: Client | None,
     chunks_per_task: int,
     overwrite: bool,
@@ -626,7 +622,6 @@ def _large(
     storage_options: dict[str, Any] | None = None,
 ) -> LargeReport:
     started = time.perf_counter()
-    secret = _secret(key, passphrase)
     client = _client(client)
     if _remote_job(src, dst) or storage_options is not None:
         return _large_remote(
@@ -685,6 +680,7 @@ def encrypt_large(
     *,
     key: Any = None,
     passphrase: Any = None,
+    recipients: Any = None,
     client: Client | None = None,
     chunks_per_task: int = DEFAULT_CHUNKS_PER_TASK,
     overwrite: bool = False,
@@ -709,7 +705,8 @@ def encrypt_large(
     otherwise, so a reader sees the whole object or nothing. ``storage_options`` is the
     client's (never sent to a task); workers use their own credentials
     (:class:`StorageOptions`)."""
-    return _large(True, src, dst, key, passphrase, client, chunks_per_task, overwrite, backend, threads, format, context, salts, storage_options)
+    secret = _parts._secret(True, key, passphrase, recipients, None)
+    return _large(True, src, dst, secret, client, chunks_per_task, overwrite, backend, threads, format, context, salts, storage_options)
 
 
 def decrypt_large(
@@ -718,6 +715,7 @@ def decrypt_large(
     *,
     key: Any = None,
     passphrase: Any = None,
+    identities: Any = None,
     client: Client | None = None,
     chunks_per_task: int = DEFAULT_CHUNKS_PER_TASK,
     overwrite: bool = False,
@@ -733,7 +731,8 @@ def decrypt_large(
     while it is planned, before anything is created). To an object store as
     :func:`encrypt_large` (a plaintext object, published only when every part authenticated
     and uploaded)."""
-    return _large(False, src, dst, key, passphrase, client, chunks_per_task, overwrite, backend, threads, format, context, None, storage_options)
+    secret = _parts._secret(False, key, passphrase, None, identities)
+    return _large(False, src, dst, secret, client, chunks_per_task, overwrite, backend, threads, format, context, None, storage_options)
 
 
 def decrypt_range(
@@ -743,6 +742,7 @@ def decrypt_range(
     *,
     key: Any = None,
     passphrase: Any = None,
+    identities: Any = None,
     client: Client | None = None,
     bytes_per_task: int = DEFAULT_CHUNKS_PER_TASK * _parts.CHUNK_BYTES,
     backend: str = "auto",
@@ -758,10 +758,11 @@ def decrypt_range(
     piece that reaches the end: a cut file raises ``parcrypt.InvalidTag``. ``src`` may be a
     URL: each task then reads only the chunks under its piece (and the final chunk when its
     piece reaches the end)."""
+    secret = _parts._secret(False, key, passphrase, None, identities)
     client = _client(client)
     if _remote.is_url(src) or storage_options is not None:
         ref = _store.describe(src, storage_options)
-        plan = _store.plan_decrypt(ref, _secret(key, passphrase), format, context, storage_options)
+        plan = _store.plan_decrypt(ref, secret, format, context, storage_options)
         start, end = max(0, start), min(end, plan.plaintext_bytes)
         if start >= end:
             return b""
@@ -775,9 +776,7 @@ def decrypt_range(
             for low, high in zip(cuts, cuts[1:])
         ]
         return b"".join(client.gather(pieces))
-    plan = _parts.plan_decrypt(
-        Path(src).resolve(), format=format, context=context, **_secret(key, passphrase)
-    )
+    plan = _parts.plan_decrypt(Path(src).resolve(), format=format, context=context, **secret)
     start, end = max(0, start), min(end, plan.plaintext_bytes)
     if start >= end:
         return b""

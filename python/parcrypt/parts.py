@@ -7,8 +7,9 @@ workers seal or open disjoint chunk ranges in place; the result is byte for byte
 
 What crosses to a worker is a :class:`PartPlan`: two integers and ``part_keys``, this one
 message's AEAD key, base nonce and (public) commitment as a ``bytes`` object (65 bytes for
-AES-128, 81 for AES-256). Never the passphrase or the input key: argon2id runs once, in the
-coordinator. The part keys open and forge this message only, but they do open it: send them
+AES-128, 81 for AES-256). Never the passphrase, the input key or an identity: argon2id runs
+once, in the coordinator, and a file encrypted to public-key recipients has its file key
+unwrapped there by the identity (:func:`plan_decrypt` with ``identities``). The part keys open and forge this message only, but they do open it: send them
 over encrypted channels only (TLS for a Dask cluster), and note that Python cannot wipe a
 ``bytes`` object, so every process that received one holds a copy until it is collected.
 
@@ -110,22 +111,48 @@ class PartPlan:
         return self.plaintext_bytes // CHUNK_BYTES + 1
 
 
+def _secret(encrypting: bool, key: Any, passphrase: Any, recipients: Any, identities: Any) -> dict[str, Any]:
+    """The secret keyword arguments of one job for the planners: exactly one of ``key``,
+    ``passphrase`` and public keys (``recipients`` to encrypt, ``identities`` to decrypt)."""
+    if encrypting and identities is not None:
+        raise ValueError(
+            "identities decrypt: to encrypt to their owners give recipients=[...] "
+            "(parcrypt.recipient_of(identity) gives an identity's recipient)"
+        )
+    if not encrypting and recipients is not None:
+        raise ValueError(
+            "recipients encrypt: to decrypt give identities=[...] "
+            "(identity files, or AGE-SECRET-KEY-... text)"
+        )
+    name, public = ("recipients", recipients) if encrypting else ("identities", identities)
+    given = sum(value is not None for value in (key, passphrase, public))
+    if given != 1:
+        raise ValueError(f"give a key, a passphrase or {name} (exactly one)")
+    secret = {"key": key, "passphrase": passphrase}
+    if public is not None:
+        secret[name] = public
+    return secret
+
+
 def plan_encrypt(
     src: PathLike,
     *,
     key: Any = None,
     passphrase: Any = None,
+    recipients: Any = None,
     format: str = "parcrypt",
     context: Any = None,
     salts: tuple[bytes, bytes] | None = None,
 ) -> PartPlan:
     """Plans the encryption of the plaintext file ``src`` (its size, and its identity, which
     every seal checks: the file must not change until the job is done) under a key (16 or
-    32 bytes, or hex) or a passphrase (argon2id runs here, once). ``salts`` (Cobblestone's
-    24 bytes, argon2id's 16) are for reproducible comparisons only: never reuse a salt under
-    a key."""
+    32 bytes, or hex), a passphrase (argon2id runs here, once) or public-key ``recipients``
+    (``age1...``/``age1pq1...`` strings or recipients files; a random file key is wrapped for
+    each here, once). ``salts`` (Cobblestone's 24 bytes, argon2id's 16) are for reproducible
+    comparisons only: never reuse a salt under a key."""
     envelope, part_keys, plaintext_bytes, source = _parcrypt.parts_plan_encrypt(
-        os.fspath(src), key=key, passphrase=passphrase, format=format, context=context, salts=salts
+        os.fspath(src), key=key, passphrase=passphrase, recipients=recipients, format=format,
+        context=context, salts=salts,
     )
     return PartPlan(len(envelope), plaintext_bytes, part_keys, envelope, source)
 
@@ -135,15 +162,19 @@ def plan_decrypt(
     *,
     key: Any = None,
     passphrase: Any = None,
+    identities: Any = None,
     format: str = "parcrypt",
     context: Any = None,
 ) -> PartPlan:
-    """Reads and unlocks the envelope of the encrypted file ``path`` (the key commitment is
-    checked here: a wrong key raises ``parcrypt.InvalidTag``), measures the message and
-    authenticates its length (the final chunk): a cut or extended file raises
-    ``parcrypt.InvalidTag`` here."""
+    """Reads and unlocks the envelope of the encrypted file ``path`` with a key, a
+    passphrase or (a file encrypted to recipients) ``identities`` (``AGE-SECRET-KEY-...``
+    text or identity files), which unwrap its file key here: the plan holds only part keys.
+    The key commitment is checked here: a wrong key or identity raises
+    ``parcrypt.InvalidTag``. Measures the message and authenticates its length (the final
+    chunk): a cut or extended file raises ``parcrypt.InvalidTag`` here."""
     envelope_bytes, plaintext_bytes, part_keys = _parcrypt.parts_plan_decrypt(
-        os.fspath(path), key=key, passphrase=passphrase, format=format, context=context
+        os.fspath(path), key=key, passphrase=passphrase, identities=identities, format=format,
+        context=context,
     )
     return PartPlan(envelope_bytes, plaintext_bytes, part_keys)
 
@@ -237,6 +268,7 @@ def encrypt_with_salts(
     *,
     key: Any = None,
     passphrase: Any = None,
+    recipients: Any = None,
     format: str = "parcrypt",
     context: Any = None,
 ) -> int:
@@ -245,8 +277,8 @@ def encrypt_with_salts(
     distributed encryption is compared with byte for byte. Never reuse a salt under a key;
     for tests only."""
     return _parcrypt.parts_encrypt_with_salts(
-        os.fspath(src), os.fspath(dst), salts, key=key, passphrase=passphrase, format=format,
-        context=context,
+        os.fspath(src), os.fspath(dst), salts, key=key, passphrase=passphrase,
+        recipients=recipients, format=format, context=context,
     )
 
 

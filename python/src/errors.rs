@@ -5,7 +5,7 @@ use std::ffi::CString;
 use std::fmt::Display;
 use std::io::ErrorKind;
 
-use parcrypt::errors::GcmError;
+use parcrypt::errors::{AgeError, GcmError};
 use parcrypt::errors::{EngineError, JobError};
 use parcrypt::errors::{FormatError, SecretError};
 use pyo3::create_exception;
@@ -107,11 +107,19 @@ pub fn format(error: FormatError) -> PyErr {
         FormatError::WrongKey
         | FormatError::DamagedChunk { .. }
         | FormatError::TruncatedAfter { .. }
-        | FormatError::TruncatedChunk { .. } => InvalidTag::new_err(reason),
+        | FormatError::TruncatedChunk { .. }
+        // A file to recipients: no identity unwrapped its file key, or its header (a
+        // stanza, the MAC, the header's tie to the message) does not authenticate.
+        | FormatError::NoMatchingIdentity(_)
+        | FormatError::DamagedStanza(_)
+        | FormatError::HeaderMac
+        | FormatError::HeaderMismatch => InvalidTag::new_err(reason),
         FormatError::KeyLength(_)
         | FormatError::KeySuiteMismatch { .. }
         | FormatError::NeedsPassphrase
         | FormatError::NeedsKey
+        | FormatError::NeedsIdentity
+        | FormatError::Recipients(_)
         | FormatError::EmptyPassphrase
         | FormatError::KdfLimits(_)
         | FormatError::Range(_) => PyValueError::new_err(reason),
@@ -146,9 +154,44 @@ pub fn format(error: FormatError) -> PyErr {
     }
 }
 
-/// An I/O error from a reader or writer: the format crate's errors travel inside
-/// `io::Error`, and come back out as what they are.
+/// An age error (the `parcrypt::age` calls), its message after `prefix` (which names the
+/// argument a malformed key came from; the library's messages never quote a key).
+pub fn age(error: AgeError, prefix: &str) -> PyErr {
+    let reason = format!("{prefix}{error}");
+    match error {
+        // No identity opened the file, its header's MAC or its payload did not authenticate.
+        AgeError::NoMatch(_) | AgeError::HeaderMac | AgeError::Payload(_) => {
+            InvalidTag::new_err(reason)
+        }
+        AgeError::Key(_) | AgeError::Recipients(_) => PyValueError::new_err(reason),
+        AgeError::Io(error) => io(error),
+        _ => Error::new_err(reason),
+    }
+}
+
+/// Any error of the facade (`parcrypt::Error`), as its inner error's exception.
+pub fn any(error: parcrypt::Error) -> PyErr {
+    match error {
+        parcrypt::Error::File(error) => format(error),
+        parcrypt::Error::Secret(error) => format(FormatError::Secret(error)),
+        parcrypt::Error::Age(error) => age(error, ""),
+        parcrypt::Error::Cipher(error) => job(error),
+        parcrypt::Error::Engine(error) => engine(error),
+        parcrypt::Error::Io(error) => io(error),
+        other => Error::new_err(other.to_string()),
+    }
+}
+
+/// An I/O error from a reader or writer: the format crate's and the age crate's errors
+/// travel inside `io::Error`, and come back out as what they are; others become the
+/// `OSError` subclass of their kind.
 pub fn io(error: std::io::Error) -> PyErr {
+    if error.get_ref().is_some_and(|inner| inner.is::<AgeError>()) {
+        return match error.into_inner().map(|inner| inner.downcast::<AgeError>()) {
+            Some(Ok(inner)) => age(*inner, ""),
+            _ => Error::new_err("an I/O error without its reason"),
+        };
+    }
     if error
         .get_ref()
         .is_some_and(|inner| inner.is::<FormatError>())
@@ -161,5 +204,11 @@ pub fn io(error: std::io::Error) -> PyErr {
             _ => Error::new_err("an I/O error without its reason"),
         };
     }
-    PyOSError::new_err(error.to_string())
+    let reason = error.to_string();
+    match error.kind() {
+        ErrorKind::NotFound => PyFileNotFoundError::new_err(reason),
+        ErrorKind::PermissionDenied => PyPermissionError::new_err(reason),
+        ErrorKind::AlreadyExists => PyFileExistsError::new_err(reason),
+        _ => PyOSError::new_err(reason),
+    }
 }

@@ -4,9 +4,10 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
+use parcrypt::age;
 use parcrypt::files::{decrypt_file_with as decrypt_path, encrypt_file_with as encrypt_path};
 use parcrypt::files::{OutputFile, PipelineOptions};
 use parcrypt::hazmat::stream::pipeline::read_full;
@@ -15,6 +16,7 @@ use parcrypt::SecretBytes;
 use parcrypt::{
     Decryptor, EncryptingWriter, Encryptor, Format, Secret, SeekableReader, Setup, Suite,
 };
+use parcrypt::{Identity, Recipient};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
@@ -22,48 +24,112 @@ use zeroize::Zeroizing;
 
 use crate::buffers::{key_bytes, Input, Output};
 use crate::errors;
+use crate::keys::{self, Direction};
 use crate::options::{self, Options};
 
-/// The key (`key`, 16 or 32 bytes-like bytes; never a str) or the passphrase (str, UTF-8,
-/// or bytes): exactly one of them.
+/// The secret of one call: the key (`key`, 16 or 32 bytes-like bytes; never a str), the
+/// passphrase (str, UTF-8, or bytes), or public keys (`recipients` to encrypt, `identities`
+/// to decrypt): exactly one of them.
 pub(crate) struct Secrets {
     key: Option<SecretBytes>,
     passphrase: Option<SecretBytes>,
+    recipients: Vec<Recipient>,
+    identities: Vec<Identity>,
+}
+
+/// The error for `identities=` given to an encryption.
+fn identities_to_encrypt() -> PyErr {
+    PyValueError::new_err(
+        "identities decrypt: to encrypt to their owners give recipients=[...] (parcrypt.recipient_of(identity) gives an identity's recipient)",
+    )
+}
+
+/// The error for `recipients=` given to a decryption.
+fn recipients_to_decrypt() -> PyErr {
+    PyValueError::new_err(
+        "recipients encrypt: to decrypt give identities=[...] (identity files, or AGE-SECRET-KEY-... text)",
+    )
+}
+
+/// A passphrase as bytes (a str as UTF-8), in memory wiped when dropped.
+fn passphrase_bytes(passphrase: &Bound<'_, PyAny>) -> PyResult<SecretBytes> {
+    Ok(Zeroizing::new(match passphrase.cast::<PyString>() {
+        Ok(text) => text.to_str()?.as_bytes().to_vec(),
+        Err(_) => Input::get(passphrase)?.bytes().to_vec(),
+    }))
 }
 
 impl Secrets {
+    /// The secret of `options` for a call going `direction`; an identity file others can
+    /// read warns (`stacklevel` as [`errors::warn`]'s).
     pub(crate) fn get(
-        key: Option<&Bound<'_, PyAny>>,
-        passphrase: Option<&Bound<'_, PyAny>>,
+        py: Python<'_>,
+        options: &Options<'_>,
+        direction: Direction,
+        stacklevel: i32,
     ) -> PyResult<Self> {
-        let key = key
+        let (public, name) = match direction {
+            Direction::Encrypt if options.identities.is_some() => {
+                return Err(identities_to_encrypt())
+            }
+            Direction::Decrypt if options.recipients.is_some() => {
+                return Err(recipients_to_decrypt())
+            }
+            Direction::Encrypt => (options.recipients.as_ref(), "recipients"),
+            Direction::Decrypt => (options.identities.as_ref(), "identities"),
+        };
+        let given = [
+            options.key.is_some(),
+            options.passphrase.is_some(),
+            public.is_some(),
+        ];
+        match given.iter().filter(|given| **given).count() {
+            0 => {
+                return Err(PyValueError::new_err(format!(
+                    "give a key, a passphrase or {name} (exactly one)"
+                )))
+            }
+            1 => {}
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "give a key, a passphrase or {name}: exactly one, not several"
+                )))
+            }
+        }
+        let key = options
+            .key
+            .as_ref()
             .map(|key| -> PyResult<SecretBytes> {
                 checked_key(key_bytes("key", key)?)
                     .map_err(|error| PyValueError::new_err(error.to_string()))
             })
             .transpose()?;
-        let passphrase = passphrase
-            .map(|passphrase| -> PyResult<SecretBytes> {
-                Ok(Zeroizing::new(match passphrase.cast::<PyString>() {
-                    Ok(text) => text.to_str()?.as_bytes().to_vec(),
-                    Err(_) => Input::get(passphrase)?.bytes().to_vec(),
-                }))
-            })
+        let passphrase = options
+            .passphrase
+            .as_ref()
+            .map(passphrase_bytes)
             .transpose()?;
-        match (&key, &passphrase) {
-            (Some(_), Some(_)) => Err(PyValueError::new_err(
-                "give a key or a passphrase, not both",
-            )),
-            (None, None) => Err(PyValueError::new_err("give a key or a passphrase")),
-            _ => Ok(Secrets { key, passphrase }),
+        let (mut recipients, mut identities) = (Vec::new(), Vec::new());
+        if let Some(public) = public {
+            match direction {
+                Direction::Encrypt => recipients = keys::recipients(public)?,
+                Direction::Decrypt => identities = keys::identities(py, public, stacklevel)?,
+            }
         }
+        Ok(Secrets {
+            key,
+            passphrase,
+            recipients,
+            identities,
+        })
     }
 
     pub(crate) fn secret(&self) -> Secret<'_> {
         match (&self.key, &self.passphrase) {
             (Some(key), _) => Secret::Key(key),
             (None, Some(passphrase)) => Secret::Passphrase(passphrase),
-            (None, None) => Secret::Key(&[]),
+            (None, None) if !self.recipients.is_empty() => Secret::Recipients(&self.recipients),
+            (None, None) => Secret::Identities(&self.identities),
         }
     }
 
@@ -92,7 +158,8 @@ impl Secrets {
         })
     }
 
-    /// The suite a new file gets: the key's length decides (AES-128 for a passphrase).
+    /// The suite a new file gets: the key's length decides (AES-128 for a passphrase or
+    /// recipients, as `parcrypt encrypt` without `--cipher`).
     pub(crate) fn suite(&self) -> PyResult<Suite> {
         match &self.key {
             Some(key) => Suite::for_key_length(key.len()).map_err(errors::format),
@@ -102,7 +169,122 @@ impl Secrets {
 }
 
 pub(crate) fn parse_format(name: &str) -> PyResult<Format> {
+    if name == AGE {
+        return Err(PyValueError::new_err(
+            "format=\"age\" is for encrypt_file, decrypt_file and open: an age file is not planned in parts",
+        ));
+    }
     name.parse().map_err(PyValueError::new_err)
+}
+
+/// The name of age v1 files among the formats.
+const AGE: &str = "age";
+
+/// Whether `src` is to be read as an age file: `format="age"`, or the parcrypt default and a
+/// regular file that starts as an age file does (binary or armored), as `parcrypt decrypt`
+/// recognises one.
+fn reads_as_age(format: &str, src: &Path) -> bool {
+    if format == AGE {
+        return true;
+    }
+    if format != "parcrypt" {
+        return false;
+    }
+    let Ok(mut file) = File::open(src) else {
+        return false; // the format path reports why it cannot be opened
+    };
+    if !file.metadata().is_ok_and(|metadata| metadata.is_file()) {
+        return false; // a pipe's first bytes must not be consumed here
+    }
+    let mut prefix = [0u8; 1024];
+    let got = read_full(&mut file, &mut prefix).unwrap_or(0);
+    age::is_age(&prefix[..got])
+}
+
+/// The recipients of a new age file: `recipients=`, or `passphrase=` (scrypt) alone.
+fn age_recipients(
+    py: Python<'_>,
+    options: &Options<'_>,
+    stacklevel: i32,
+) -> PyResult<Vec<Recipient>> {
+    if options.key.is_some() {
+        return Err(PyValueError::new_err(
+            "an age file is encrypted to recipients or a passphrase, not a key",
+        ));
+    }
+    if options.identities.is_some() {
+        return Err(identities_to_encrypt());
+    }
+    if options.context.is_some() {
+        return Err(PyValueError::new_err(
+            "context is not part of the age format",
+        ));
+    }
+    match (&options.recipients, &options.passphrase) {
+        (Some(recipients), None) => keys::recipients(recipients),
+        (None, Some(passphrase)) => {
+            let passphrase = passphrase_bytes(passphrase)?;
+            if let Some(weakness) = parcrypt::secrets::passphrase_weakness(&passphrase) {
+                errors::warn(py, &weakness, stacklevel)?;
+            }
+            let passphrase = age::Passphrase::new(passphrase.to_vec());
+            Ok(vec![Recipient::from(age::ScryptRecipient::new(passphrase))])
+        }
+        (Some(_), Some(_)) => Err(PyValueError::new_err(
+            "give recipients or a passphrase (exactly one): a passphrase must be an age file's only recipient",
+        )),
+        (None, None) => Err(PyValueError::new_err(
+            "an age file needs recipients or a passphrase (exactly one)",
+        )),
+    }
+}
+
+/// The identities that open the age file `src`: the passphrase of a passphrase (scrypt)
+/// file, else `identities=`.
+fn age_identities(
+    py: Python<'_>,
+    options: &Options<'_>,
+    src: &Path,
+    stacklevel: i32,
+) -> PyResult<Vec<Identity>> {
+    if options.key.is_some() {
+        return Err(PyValueError::new_err(
+            "this is an age file: give identities=[...] (or the passphrase of a passphrase file), not a key",
+        ));
+    }
+    if options.recipients.is_some() {
+        return Err(recipients_to_decrypt());
+    }
+    if options.context.is_some() {
+        return Err(PyValueError::new_err(
+            "context is not part of the age format",
+        ));
+    }
+    if options.armor {
+        return Err(PyValueError::new_err(
+            "armor is for writing age files: an armored one is recognised when read",
+        ));
+    }
+    let input = parcrypt::files::open_input(src).map_err(errors::format)?;
+    let passphrase_file = py
+        .detach(|| age::Decryptor::new(input).map(|header| header.is_passphrase()))
+        .map_err(|error| errors::age(error, ""))?;
+    match (passphrase_file, &options.identities, &options.passphrase) {
+        (_, Some(_), Some(_)) => Err(PyValueError::new_err(
+            "give identities or a passphrase (exactly one)",
+        )),
+        (true, None, Some(passphrase)) => {
+            let passphrase = age::Passphrase::new(passphrase_bytes(passphrase)?.to_vec());
+            Ok(vec![Identity::from(age::ScryptIdentity::new(passphrase))])
+        }
+        (true, _, None) => Err(PyValueError::new_err(
+            "this age file is encrypted with a passphrase: give passphrase=",
+        )),
+        (false, Some(identities), None) => keys::identities(py, identities, stacklevel),
+        (false, None, _) => Err(PyValueError::new_err(
+            "this age file is encrypted to recipients: give identities=[...]",
+        )),
+    }
 }
 
 /// Encrypts the file `src` into `dst` as `parcrypt encrypt` does; returns the plaintext
@@ -110,7 +292,7 @@ pub(crate) fn parse_format(name: &str) -> PyResult<Format> {
 #[pyfunction]
 #[pyo3(
     signature = (src, dst, **options),
-    text_signature = "(src, dst, *, key=None, passphrase=None, backend=\"auto\", threads=None, overwrite=False, format=\"parcrypt\", context=None)"
+    text_signature = "(src, dst, *, key=None, passphrase=None, recipients=None, backend=\"auto\", threads=None, overwrite=False, format=\"parcrypt\", context=None, armor=False)"
 )]
 pub fn encrypt_file(
     py: Python<'_>,
@@ -119,7 +301,14 @@ pub fn encrypt_file(
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<u64> {
     let options = Options::take("encrypt_file", options::FILE, options)?;
-    let (secrets, context) = options.secrets()?;
+    if options.format == AGE {
+        let recipients = age_recipients(py, &options, 3)?;
+        let (armor, overwrite) = (options.armor, options.overwrite);
+        return py
+            .detach(|| age::encrypt_file(&src, &dst, &recipients, armor, overwrite))
+            .map_err(errors::any);
+    }
+    let (secrets, context) = options.secrets(py, Direction::Encrypt, 3)?;
     let setup = secrets.setup(&options.format, context.as_ref())?;
     // Called by parcrypt._file, called by parcrypt.encrypt_file (which takes URLs and file
     // objects too): the warning points at encrypt_file's caller.
@@ -138,7 +327,7 @@ pub fn encrypt_file(
 #[pyfunction]
 #[pyo3(
     signature = (src, dst, **options),
-    text_signature = "(src, dst, *, key=None, passphrase=None, backend=\"auto\", threads=None, overwrite=False, format=\"parcrypt\", context=None)"
+    text_signature = "(src, dst, *, key=None, passphrase=None, identities=None, backend=\"auto\", threads=None, overwrite=False, format=\"parcrypt\", context=None)"
 )]
 pub fn decrypt_file(
     py: Python<'_>,
@@ -147,7 +336,14 @@ pub fn decrypt_file(
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<u64> {
     let options = Options::take("decrypt_file", options::FILE, options)?;
-    let (secrets, context) = options.secrets()?;
+    if reads_as_age(&options.format, &src) {
+        let identities = age_identities(py, &options, &src, 3)?;
+        let overwrite = options.overwrite;
+        return py
+            .detach(|| age::decrypt_file(&src, &dst, &identities, overwrite))
+            .map_err(errors::any);
+    }
+    let (secrets, context) = options.secrets(py, Direction::Decrypt, 3)?;
     let format = parse_format(&options.format)?;
     let runtime = options.runtime()?;
     let pipeline = pipeline_options(&options);
@@ -241,7 +437,42 @@ impl From<Failed> for PyErr {
 /// Threads may share one: their calls take turns (see [`Handle`]).
 #[pyclass(module = "parcrypt", frozen)]
 pub struct Reader {
-    inner: Handle<SeekableReader<'static, File>>,
+    inner: Handle<Plaintext>,
+}
+
+/// The reader behind a [`Reader`]: a parcrypt (or Cobblestone) file's, or a binary age
+/// file's.
+enum Plaintext {
+    Parcrypt(SeekableReader<'static, File>),
+    Age(age::SeekableReader<File>),
+}
+
+impl Plaintext {
+    /// The plaintext's length (authenticated).
+    fn plaintext_len(&mut self) -> Result<u64, parcrypt::errors::FormatError> {
+        match self {
+            Plaintext::Parcrypt(reader) => reader.plaintext_len(),
+            Plaintext::Age(reader) => Ok(reader.plaintext_len()),
+        }
+    }
+}
+
+impl Read for Plaintext {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Plaintext::Parcrypt(reader) => reader.read(buffer),
+            Plaintext::Age(reader) => reader.read(buffer),
+        }
+    }
+}
+
+impl Seek for Plaintext {
+    fn seek(&mut self, position: SeekFrom) -> std::io::Result<u64> {
+        match self {
+            Plaintext::Parcrypt(reader) => reader.seek(position),
+            Plaintext::Age(reader) => reader.seek(position),
+        }
+    }
 }
 
 /// Opens `path` for reading its plaintext (`parcrypt.open(path, "rb")`).
@@ -253,7 +484,18 @@ pub fn open_reader(
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Reader> {
     let options = Options::take("open_reader", options::READER, options)?;
-    let (secrets, context) = options.secrets()?;
+    if reads_as_age(&options.format, &path) {
+        // Called by parcrypt.open: a warning points at its caller.
+        let identities = age_identities(py, &options, &path, 2)?;
+        let input = parcrypt::files::open_input(&path).map_err(errors::format)?;
+        let reader = py
+            .detach(|| age::SeekableReader::new(input, &identities))
+            .map_err(|error| errors::age(error, ""))?;
+        return Ok(Reader {
+            inner: Handle::new(Plaintext::Age(reader)),
+        });
+    }
+    let (secrets, context) = options.secrets(py, Direction::Decrypt, 2)?;
     let format = parse_format(&options.format)?;
     let runtime = options.runtime()?;
     let input = parcrypt::files::open_input(&path).map_err(errors::format)?;
@@ -266,7 +508,7 @@ pub fn open_reader(
         })
         .map_err(errors::format)?;
     Ok(Reader {
-        inner: Handle::new(reader),
+        inner: Handle::new(Plaintext::Parcrypt(reader)),
     })
 }
 
@@ -355,8 +597,32 @@ impl Reader {
 /// What a writer holds while open: the sealing writer over a second handle of the output
 /// file (they share the file's position), and the output to commit at the close.
 struct Writing {
-    writer: EncryptingWriter<'static, File>,
+    writer: Sealing,
     output: OutputFile,
+}
+
+/// The sealing writer of a [`Writing`]: a parcrypt (or Cobblestone) file's or an age file's.
+enum Sealing {
+    Parcrypt(EncryptingWriter<'static, File>),
+    Age(age::Encryptor<File>),
+}
+
+impl Sealing {
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Sealing::Parcrypt(writer) => writer.write_all(bytes),
+            Sealing::Age(writer) => writer.write_all(bytes),
+        }
+    }
+
+    /// Seals the last chunk and writes everything out.
+    fn finish(self) -> parcrypt::Result<()> {
+        match self {
+            Sealing::Parcrypt(writer) => drop(writer.finish()?),
+            Sealing::Age(writer) => drop(writer.finish()?),
+        }
+        Ok(())
+    }
 }
 
 /// Writes a new encrypted file; `close` seals the last chunk and makes the file appear.
@@ -375,12 +641,31 @@ pub fn open_writer(
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Writer> {
     let options = Options::take("open_writer", options::FILE, options)?;
-    let (secrets, context) = options.secrets()?;
+    let overwrite = options.overwrite;
+    if options.format == AGE {
+        // Called by parcrypt.open: a warning points at its caller.
+        let recipients = age_recipients(py, &options, 2)?;
+        let armor = options.armor;
+        let writing = py
+            .detach(|| -> parcrypt::Result<Writing> {
+                let mut output = OutputFile::create(&path, None, overwrite)?;
+                let handle = output
+                    .file()
+                    .try_clone()
+                    .map_err(parcrypt::errors::FormatError::Write)?;
+                let writer = Sealing::Age(age::encrypt(&recipients, armor, handle)?);
+                Ok(Writing { writer, output })
+            })
+            .map_err(errors::any)?;
+        return Ok(Writer {
+            inner: Handle::new(writing),
+        });
+    }
+    let (secrets, context) = options.secrets(py, Direction::Encrypt, 2)?;
     let setup = secrets.setup(&options.format, context.as_ref())?;
     // Called by parcrypt.open: the warning points at its caller.
     secrets.warn(py, &setup, 2)?;
     let runtime = options.runtime()?;
-    let overwrite = options.overwrite;
     let writing = py
         .detach(|| -> Result<Writing, parcrypt::errors::FormatError> {
             let mut output = OutputFile::create(&path, None, overwrite)?;
@@ -390,7 +675,10 @@ pub fn open_writer(
                 .map_err(parcrypt::errors::FormatError::Write)?;
             let writer = Encryptor::new(&setup, secrets.secret())?
                 .wrap_output(runtime.batcher.as_ref(), handle)?;
-            Ok(Writing { writer, output })
+            Ok(Writing {
+                writer: Sealing::Parcrypt(writer),
+                output,
+            })
         })
         .map_err(errors::format)?;
     Ok(Writer {
@@ -414,12 +702,12 @@ impl Writer {
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         // The sealing and the sync to disk run after the lock is let go.
         self.inner
-            .close(py, |Writing { writer, output }| {
-                drop(writer.finish()?);
-                output.commit()
+            .close(py, |Writing { writer, output }| -> parcrypt::Result<()> {
+                writer.finish()?;
+                Ok(output.commit()?)
             })
             .unwrap_or(Ok(()))
-            .map_err(errors::format)
+            .map_err(errors::any)
     }
 
     /// Stops writing and leaves no file behind.

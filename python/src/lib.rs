@@ -19,6 +19,7 @@ mod cipher;
 mod errors;
 mod files;
 mod gpu_arrays;
+mod keys;
 mod options;
 mod parts;
 mod runtime;
@@ -146,6 +147,9 @@ fn _parcrypt(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(files::decrypt_file, module)?)?;
     module.add_function(wrap_pyfunction!(files::open_reader, module)?)?;
     module.add_function(wrap_pyfunction!(files::open_writer, module)?)?;
+    module.add_function(wrap_pyfunction!(keys::keygen_file, module)?)?;
+    module.add_function(wrap_pyfunction!(keys::keygen_text, module)?)?;
+    module.add_function(wrap_pyfunction!(keys::recipient_of, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_plan_encrypt, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_plan_decrypt, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_layout, module)?)?;

@@ -10,19 +10,26 @@ use pyo3::types::PyDict;
 
 use crate::buffers::Input;
 use crate::files::Secrets;
+use crate::keys::Direction;
 use crate::runtime::{self, Runtime};
 
 /// The options a function was given, each at its default when not given.
 pub(crate) struct Options<'py> {
-    key: Option<Bound<'py, PyAny>>,
-    passphrase: Option<Bound<'py, PyAny>>,
+    pub(crate) key: Option<Bound<'py, PyAny>>,
+    pub(crate) passphrase: Option<Bound<'py, PyAny>>,
+    /// Public-key recipients (`age1...`, files of them), to encrypt to.
+    pub(crate) recipients: Option<Bound<'py, PyAny>>,
+    /// Identities (`AGE-SECRET-KEY-...`, identity files), to decrypt with.
+    pub(crate) identities: Option<Bound<'py, PyAny>>,
+    /// ASCII armor around an age file (`format="age"` only).
+    pub(crate) armor: bool,
     backend: String,
     threads: Option<usize>,
     /// Whether an existing output may be replaced.
     pub(crate) overwrite: bool,
     /// The file format's name (`parcrypt` or `cobblestone`).
     pub(crate) format: String,
-    context: Option<Bound<'py, PyAny>>,
+    pub(crate) context: Option<Bound<'py, PyAny>>,
     /// Fixed salts `(cobblestone, argon2)` (parts planning only).
     pub(crate) salts: Option<(Vec<u8>, Vec<u8>)>,
 }
@@ -39,6 +46,9 @@ impl<'py> Options<'py> {
         let mut taken = Options {
             key: None,
             passphrase: None,
+            recipients: None,
+            identities: None,
+            armor: false,
             backend: "auto".to_string(),
             threads: None,
             overwrite: false,
@@ -60,6 +70,9 @@ impl<'py> Options<'py> {
             match name.as_str() {
                 "key" => taken.key = object,
                 "passphrase" => taken.passphrase = object,
+                "recipients" => taken.recipients = object,
+                "identities" => taken.identities = object,
+                "armor" => taken.armor = value.extract()?,
                 "context" => taken.context = object,
                 "backend" => taken.backend = value.extract()?,
                 "threads" => taken.threads = value.extract()?,
@@ -72,9 +85,21 @@ impl<'py> Options<'py> {
         Ok(taken)
     }
 
-    /// The key or passphrase (exactly one) and the context, in that order of checking.
-    pub(crate) fn secrets(&self) -> PyResult<(Secrets, Option<Input>)> {
-        let secrets = Secrets::get(self.key.as_ref(), self.passphrase.as_ref())?;
+    /// The key, passphrase or public keys (exactly one: recipients to encrypt, identities
+    /// to decrypt) and the context, in that order of checking. An identity file others can
+    /// read warns, `stacklevel` as [`crate::errors::warn`]'s.
+    pub(crate) fn secrets(
+        &self,
+        py: Python<'_>,
+        direction: Direction,
+        stacklevel: i32,
+    ) -> PyResult<(Secrets, Option<Input>)> {
+        if self.armor {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "armor is for age files (format=\"age\")",
+            ));
+        }
+        let secrets = Secrets::get(py, self, direction, stacklevel)?;
         let context = self.context.as_ref().map(Input::get).transpose()?;
         Ok((secrets, context))
     }
@@ -89,6 +114,9 @@ impl<'py> Options<'py> {
 pub(crate) const FILE: &[&str] = &[
     "key",
     "passphrase",
+    "recipients",
+    "identities",
+    "armor",
     "backend",
     "threads",
     "overwrite",
@@ -96,10 +124,12 @@ pub(crate) const FILE: &[&str] = &[
     "context",
 ];
 
-/// What `open_reader` takes: all but `overwrite`.
+/// What `open_reader` takes: all but `overwrite` and `armor`.
 pub(crate) const READER: &[&str] = &[
     "key",
     "passphrase",
+    "recipients",
+    "identities",
     "backend",
     "threads",
     "format",

@@ -31,6 +31,7 @@ use pyo3::types::{PyBytes, PyDict};
 use crate::buffers::Input;
 use crate::errors;
 use crate::files::parse_format;
+use crate::keys::Direction;
 use crate::options::Options;
 use crate::runtime::{self, Runtime};
 
@@ -109,9 +110,17 @@ pub fn parts_plan_encrypt<'py>(
     src: PathBuf,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, u64, SourceTuple)> {
-    const ACCEPTED: &[&str] = &["key", "passphrase", "format", "context", "salts"];
+    const ACCEPTED: &[&str] = &[
+        "key",
+        "passphrase",
+        "recipients",
+        "identities",
+        "format",
+        "context",
+        "salts",
+    ];
     let options = Options::take("parts_plan_encrypt", ACCEPTED, options)?;
-    let (secrets, context) = options.secrets()?;
+    let (secrets, context) = options.secrets(py, Direction::Encrypt, 2)?;
     let setup = secrets.setup(&options.format, context.as_ref())?;
     // parcrypt.parts.plan_encrypt calls this: the warning points at its caller.
     secrets.warn(py, &setup, 2)?;
@@ -142,9 +151,17 @@ pub fn parts_plan_decrypt<'py>(
     path: PathBuf,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<(u64, u64, Bound<'py, PyBytes>)> {
-    const ACCEPTED: &[&str] = &["key", "passphrase", "format", "context"];
+    const ACCEPTED: &[&str] = &[
+        "key",
+        "passphrase",
+        "recipients",
+        "identities",
+        "format",
+        "context",
+    ];
     let options = Options::take("parts_plan_decrypt", ACCEPTED, options)?;
-    let (secrets, context) = options.secrets()?;
+    // parcrypt.parts.plan_decrypt calls this: a warning points at its caller.
+    let (secrets, context) = options.secrets(py, Direction::Decrypt, 2)?;
     let format = parse_format(&options.format)?;
     let input = File::open(&path).map_err(io_error)?;
     // One chunk to open: the sequential CPU path, never a GPU started for it.
@@ -385,13 +402,15 @@ pub fn parts_encrypt_with_salts(
     const ACCEPTED: &[&str] = &[
         "key",
         "passphrase",
+        "recipients",
+        "identities",
         "format",
         "context",
         "backend",
         "threads",
     ];
     let options = Options::take("parts_encrypt_with_salts", ACCEPTED, options)?;
-    let (secrets, context) = options.secrets()?;
+    let (secrets, context) = options.secrets(py, Direction::Encrypt, 2)?;
     let setup = secrets.setup(&options.format, context.as_ref())?;
     let salts = fixed_salts(salts)?;
     let runtime = options.runtime()?;

@@ -51,7 +51,7 @@ rm -rf "$test_venv"
 # aiobotocore named here is resolved first (it pins the botocore that moto's boto3 must match);
 # without it pip 23 backtracks through s3fs, dask and distributed releases for many minutes.
 "$test_venv/bin/pip" install --quiet --disable-pip-version-check "$wheel[dask,s3]" numpy pytest \
-    "cryptography>=43" aiobotocore "moto[server]>=5"
+    "cryptography>=43" aiobotocore "moto[server]>=5" "pyrage>=1.4"
 
 echo "== python: pytest on the installed package"
 run_dir="$(mktemp -d)"

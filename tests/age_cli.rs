@@ -314,3 +314,65 @@ fn refusals_are_one_line_and_leave_nothing() {
     assert_success(&output, "decrypt");
     assert!(String::from_utf8_lossy(&output.stderr).contains("can be read by other users"));
 }
+
+#[test]
+fn threads_and_backends_choose_where_the_payload_runs() {
+    let (_dir, folder) = folder();
+    let recipient = keygen(&folder, "x.txt", false);
+    let plain = data(3 << 20 | 5);
+    file_in(&folder, "plain", &plain);
+    // One thread (seq, --threads 1) and two make the same plaintext come back.
+    for (encrypt, decrypt) in [
+        (["--backend", "seq"], ["--threads", "2"]),
+        (["--threads", "1"], ["--backend", "seq"]),
+        (["--threads", "2"], ["--backend", "pool"]),
+    ] {
+        let mut args = vec!["encrypt", "--format", "age", "-r", &recipient, "plain"];
+        args.extend_from_slice(&encrypt);
+        args.extend_from_slice(&["-o", "sealed", "--overwrite"]);
+        assert_success(&run(&folder, &args), &args.join(" "));
+        let mut args = vec![
+            "decrypt",
+            "-i",
+            "x.txt",
+            "sealed",
+            "-o",
+            "opened",
+            "--overwrite",
+        ];
+        args.extend_from_slice(&decrypt);
+        assert_success(&run(&folder, &args), &args.join(" "));
+        assert_eq!(fs::read(folder.join("opened")).unwrap(), plain);
+    }
+    // A GPU backend is refused for age files, before anything is written.
+    let output = run(
+        &folder,
+        &[
+            "encrypt",
+            "--format",
+            "age",
+            "-r",
+            &recipient,
+            "--backend",
+            "opencl",
+            "plain",
+            "-o",
+            "gpu.age",
+        ],
+    );
+    assert_refused(&output, "on the CPU", &folder, "gpu.age");
+    let output = run(
+        &folder,
+        &[
+            "decrypt",
+            "-i",
+            "x.txt",
+            "--backend",
+            "cuda",
+            "sealed",
+            "-o",
+            "gpu.out",
+        ],
+    );
+    assert_refused(&output, "on the CPU", &folder, "gpu.out");
+}

@@ -10,9 +10,9 @@ use parcrypt::age::{
     self, Decryptor, Identity, Passphrase, Recipient, ScryptIdentity, ScryptRecipient,
     SeekableReader,
 };
-use parcrypt::ByteRange;
+use parcrypt::{Backend, ByteRange};
 
-use super::encrypt::{read_passphrase, DecryptArgs, EncryptArgs};
+use super::encrypt::{read_passphrase, CommonArgs, DecryptArgs, EncryptArgs};
 use super::files::{check_output, file_size, Output};
 use super::Failure;
 
@@ -132,8 +132,31 @@ pub(super) fn recipients(age_args: &AgeEncryptArgs) -> Result<Vec<Recipient>, Fa
     Ok(recipients)
 }
 
+/// Runs an age job on the threads `common` asks for: one for `--backend seq`, N for
+/// `--threads N`, else every core. A GPU backend is refused: age's ChaCha20-Poly1305 payload
+/// is sealed and opened on the CPU.
+fn on_threads(
+    common: &CommonArgs,
+    work: impl FnOnce() -> Result<(), Failure> + Send,
+) -> Result<(), Failure> {
+    let threads = match common.backend {
+        Backend::Seq => Some(1),
+        backend if backend.is_gpu() => {
+            return Err(Failure(format!(
+                "age files are sealed and opened on the CPU (ChaCha20-Poly1305): --backend {backend} does not apply (use seq, threads, pool or auto)"
+            )))
+        }
+        _ => common.threads,
+    };
+    age::on_threads(threads, work).map_err(|error| Failure(error.to_string()))?
+}
+
 /// `parcrypt encrypt --format age`.
 pub fn encrypt(args: &EncryptArgs) -> Result<(), Failure> {
+    on_threads(&args.common, || encrypt_here(args))
+}
+
+fn encrypt_here(args: &EncryptArgs) -> Result<(), Failure> {
     let common = &args.common;
     let age_args = &args.age;
     if common.key.is_some() || common.key_file.is_some() {
@@ -264,6 +287,15 @@ fn identities_for(args: &DecryptArgs, is_passphrase: bool) -> Result<Vec<Identit
 /// made; the output is a file that appears only if every chunk authenticated (stdout, a
 /// FIFO or a device gets authenticated batches of 1-4 MiB, then the error).
 pub fn decrypt(
+    args: &DecryptArgs,
+    prefix: Vec<u8>,
+    input: Box<dyn Read + Send>,
+    range: Option<ByteRange>,
+) -> Result<(), Failure> {
+    on_threads(&args.common, || decrypt_here(args, prefix, input, range))
+}
+
+fn decrypt_here(
     args: &DecryptArgs,
     prefix: Vec<u8>,
     input: Box<dyn Read + Send>,

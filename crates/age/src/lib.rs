@@ -67,6 +67,33 @@ pub use seekable::SeekableReader;
 use armor::{ArmorError, ArmorReader, ArmorWriter};
 use stream::{PayloadKey, BATCH_CHUNKS, CHUNK_BYTES, NONCE_BYTES, SEALED_CHUNK_BYTES};
 
+/// Runs `work` (any calls of this crate) with the payload's batches sealed or opened on
+/// `threads` threads: `None` is every core (rayon's global pool), `Some(n)` a pool of `n`
+/// threads made for this call (a command line's `--threads`; `Some(1)` is one thread, for
+/// a `seq` run). Batches are sized for the pool they run on.
+///
+/// ```
+/// use parcrypt_age::{encrypt_to_vec, on_threads, X25519Identity};
+///
+/// let identity = X25519Identity::generate();
+/// let file = on_threads(Some(1), || {
+///     assert_eq!(rayon::current_num_threads(), 1);
+///     encrypt_to_vec(&[identity.to_public().into()], false, &[7; 100_000])
+/// })??;
+/// # Ok::<(), parcrypt_age::Error>(())
+/// ```
+pub fn on_threads<R: Send>(threads: Option<usize>, work: impl FnOnce() -> R + Send) -> Result<R> {
+    let Some(threads) = threads else {
+        return Ok(work());
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .thread_name(|index| format!("parcrypt-age-{index}"))
+        .build()
+        .map_err(|error| io::Error::other(format!("cannot start {threads} threads: {error}")))?;
+    Ok(pool.install(work))
+}
+
 /// How many chunks are sealed or opened together: 8 for each of rayon's threads, at least 16
 /// and at most [`BATCH_CHUNKS`] (64). A thread's share of a batch (512 KiB of plaintext and
 /// its sealed copy) stays in its core's L2 cache between the read, the sealing and the

@@ -22,10 +22,11 @@ use std::path::Path;
 
 pub use parcrypt_age::{
     armor, decrypt_to_vec, encrypt, encrypt_to_vec, generate_identity_file, header, is_age,
-    parse_identities, parse_recipients, stream, unwrap_file_key, Decryptor, Encryptor, FileKey,
-    Header, HybridIdentity, HybridRecipient, Identity, Passphrase, Recipient, ScryptIdentity,
-    ScryptRecipient, SeekableReader, Stanza, StreamReader, X25519Identity, X25519Recipient,
-    DEFAULT_MAX_SCRYPT_WORK_FACTOR, DEFAULT_SCRYPT_WORK_FACTOR, MAX_KEY_FILE_BYTES,
+    on_threads, parse_identities, parse_recipients, stream, unwrap_file_key, Decryptor, Encryptor,
+    FileKey, Header, HybridIdentity, HybridRecipient, Identity, Passphrase, Recipient,
+    ScryptIdentity, ScryptRecipient, SeekableReader, Stanza, StreamReader, X25519Identity,
+    X25519Recipient, DEFAULT_MAX_SCRYPT_WORK_FACTOR, DEFAULT_SCRYPT_WORK_FACTOR,
+    MAX_KEY_FILE_BYTES,
 };
 
 use crate::files::{open_input, OutputFile};

@@ -52,6 +52,18 @@
 // `--format cobblestone` reads and writes.
 #define PARCRYPT_FILE_COBBLESTONE 4
 
+// File flag, for encryption only: the secret is the text of a recipients file, as
+// `parcrypt encrypt -R FILE` reads it: one public key a line (`age1...` X25519 or
+// `age1pq1...` post-quantum hybrid, not mixed), `#` comments and empty lines ignored. The
+// file is encrypted to every one of them; any one's identity opens it.
+#define PARCRYPT_FILE_RECIPIENTS 8
+
+// File flag, for decryption only: the secret is the text of an identity file, as
+// `parcrypt keygen` and age-keygen write it (`AGE-SECRET-KEY-1...` or
+// `AGE-SECRET-KEY-PQ-1...` lines, `#` comments), as `parcrypt decrypt -i FILE` reads it;
+// the first identity that opens one of the file's recipients is used.
+#define PARCRYPT_FILE_IDENTITIES 16
+
 // `parcrypt_file_decryptor_seek` origin: from the start.
 #define PARCRYPT_SEEK_SET 0
 
@@ -60,6 +72,10 @@
 
 // `parcrypt_file_decryptor_seek` origin: from the end (authenticates the final chunk).
 #define PARCRYPT_SEEK_END 2
+
+// `parcrypt_keygen` flag: a post-quantum hybrid identity (ML-KEM-768 + X25519,
+// `AGE-SECRET-KEY-PQ-1...`, recipient `age1pq1...`) instead of an X25519 one.
+#define PARCRYPT_KEYGEN_POST_QUANTUM 1
 
 // What a call did. Every fallible function returns one (as `int32_t`); 0 is success.
 // New codes may be added at the end; callers treat an unknown non-zero code as failure.
@@ -74,8 +90,9 @@ enum ParcryptStatus
   // length) was NULL.
   PARCRYPT_STATUS_NULL_POINTER = 1,
   // An argument is not acceptable: a length too large, overlapping buffers, a name that
-  // is not UTF-8, unpadded input that is not whole blocks, an unknown flag, recipients
-  // a file cannot be written to.
+  // is not UTF-8, unpadded input that is not whole blocks, an unknown flag, flags that
+  // exclude each other (two kinds of secret, recipients to decrypt, identities to
+  // encrypt), recipients a file cannot be written to.
   PARCRYPT_STATUS_INVALID_ARGUMENT = 2,
   // The cipher or backend name is not one parcrypt knows.
   PARCRYPT_STATUS_UNKNOWN_NAME = 3,
@@ -438,12 +455,17 @@ ParcryptStatus parcrypt_set_warning_callback(ParcryptWarningCallback callback,
                                              struct ParcryptError **error);
 
 // Encrypts the file `source` into `destination`, as `parcrypt encrypt` does, through the
-// streaming pipeline on `engine`. `secret`: a 16- or 32-byte key (AES-128 or AES-256), or
-// with `PARCRYPT_FILE_PASSPHRASE` a passphrase. `context`: bytes bound into the key
-// derivation (NULL, 0 for none; decryption must give the same). `flags`: any of
-// `PARCRYPT_FILE_OVERWRITE`, `PARCRYPT_FILE_PASSPHRASE`, `PARCRYPT_FILE_COBBLESTONE`. The
-// destination is checked before the key is derived, and appears only once the whole file
-// is on disk. `*plaintext_bytes` (when not NULL) gets the bytes encrypted.
+// streaming pipeline on `engine`. `secret`: a 16- or 32-byte key (AES-128 or AES-256); with
+// `PARCRYPT_FILE_PASSPHRASE` a passphrase; with `PARCRYPT_FILE_RECIPIENTS` the text of a
+// recipients file (`age1...` / `age1pq1...` public keys, one a line; AES-128 chunks under
+// a random file key wrapped for each). `context`: bytes bound into the key derivation
+// (NULL, 0 for none; decryption must give the same). `flags`: `PARCRYPT_FILE_OVERWRITE`,
+// `PARCRYPT_FILE_COBBLESTONE` and at most one of `PARCRYPT_FILE_PASSPHRASE` and
+// `PARCRYPT_FILE_RECIPIENTS` (`PARCRYPT_FILE_IDENTITIES`, two kinds of secret, or
+// recipients in a Cobblestone message are `PARCRYPT_STATUS_INVALID_ARGUMENT`; a recipient
+// that does not parse is `PARCRYPT_STATUS_BAD_KEY`, its message naming the line, never its
+// content). The destination is checked before the key is derived, and appears only once
+// the whole file is on disk. `*plaintext_bytes` (when not NULL) gets the bytes encrypted.
 //
 // # Safety
 // `engine` is NULL or live; `source` and `destination` are NULL or NUL-terminated;
@@ -462,7 +484,11 @@ ParcryptStatus parcrypt_encrypt_file(const struct ParcryptEngine *engine,
 
 // Decrypts the file `source` into `destination`, as `parcrypt decrypt` does. The
 // destination appears only once every chunk authenticated: a wrong key, a damaged or a
-// truncated file leaves nothing behind. Arguments as `parcrypt_encrypt_file`.
+// truncated file leaves nothing behind. Arguments as `parcrypt_encrypt_file`, except that
+// a file encrypted to recipients takes `PARCRYPT_FILE_IDENTITIES` and the text of an
+// identity file as its secret (`PARCRYPT_STATUS_WRONG_KEY` when none of its identities
+// opens the file), and `PARCRYPT_FILE_RECIPIENTS` is refused
+// (`PARCRYPT_STATUS_INVALID_ARGUMENT`).
 //
 // # Safety
 // As `parcrypt_encrypt_file`.
@@ -479,7 +505,7 @@ ParcryptStatus parcrypt_decrypt_file(const struct ParcryptEngine *engine,
 
 // Starts an encrypted file at `destination` (checked now: an existing file without
 // `PARCRYPT_FILE_OVERWRITE`, a folder, a missing folder are refused). Secret, context and
-// flags as `parcrypt_encrypt_file`.
+// flags as `parcrypt_encrypt_file` (recipients included).
 //
 // # Safety
 // `engine` is NULL or live; `destination` is NULL or NUL-terminated; `secret` and
@@ -522,9 +548,9 @@ void parcrypt_file_encryptor_free(struct ParcryptFileEncryptor *encryptor);
 
 // Opens the encrypted file `source`: reads its header and checks the secret against its
 // key commitment (`PARCRYPT_STATUS_WRONG_KEY` otherwise) before any chunk is read. Secret,
-// context and flags as `parcrypt_encrypt_file` (`PARCRYPT_FILE_OVERWRITE` is meaningless
-// here and ignored). A passphrase file's key derivation is held to parcrypt's default
-// budget.
+// context and flags as `parcrypt_decrypt_file` (identities for a file to recipients;
+// `PARCRYPT_FILE_OVERWRITE` is meaningless here and ignored). A passphrase file's key
+// derivation is held to parcrypt's default budget.
 //
 // # Safety
 // `engine` is NULL or live; `source` is NULL or NUL-terminated; `secret` and `context`
@@ -591,6 +617,37 @@ ParcryptStatus parcrypt_file_decryptor_length(const struct ParcryptFileDecryptor
 // # Safety
 // `decryptor` is NULL or a decryptor not freed before, with no other call on it running.
 void parcrypt_file_decryptor_free(struct ParcryptFileDecryptor *decryptor);
+
+// Makes a new identity, as `parcrypt keygen [-o PATH] [--pq]` does, through the library
+// (`parcrypt::age`). `flags`: 0 or `PARCRYPT_KEYGEN_POST_QUANTUM`.
+//
+// With a `path`, the identity file is written there (age-keygen's layout: `# created`,
+// `# public key`, the secret key) with mode 0600; an existing file is never replaced
+// (`PARCRYPT_STATUS_IO`, and the file is left as it was), and `*identity_text` (when
+// `identity_text` is not NULL) is set to NULL: the secret exists only in the file.
+// Without a path (NULL), `*identity_text` (required) gets that file's text, to store as
+// the caller sees fit; it is a secret: free it with `parcrypt_string_free`, which wipes it.
+//
+// `*recipient` (when `recipient` is not NULL) gets the public key, `age1...` or
+// `age1pq1...`, NUL-terminated, to give to whoever encrypts (`PARCRYPT_FILE_RECIPIENTS`);
+// free it with `parcrypt_string_free`. On failure both out-parameters are NULL.
+//
+// # Safety
+// `path` is NULL or NUL-terminated; `identity_text`, `recipient` and `error` are NULL or
+// valid for writing one pointer.
+ParcryptStatus parcrypt_keygen(uint32_t flags,
+                               const char *path,
+                               char **identity_text,
+                               char **recipient,
+                               struct ParcryptError **error);
+
+// Frees a string this library returned (`parcrypt_keygen`'s identity text and recipient),
+// wiping its bytes first; NULL is ignored.
+//
+// # Safety
+// `text` is NULL or a string returned by this library, not freed before, and not used
+// after this call.
+void parcrypt_string_free(char *text);
 
 // Starts one message of `input_length` bytes for `direction` (`PARCRYPT_ENCRYPT` or
 // `PARCRYPT_DECRYPT`) under `iv` (NULL, 0: the cipher's own IV) and `aad` (GCM only; NULL,

@@ -21,8 +21,9 @@ pub enum ParcryptStatus {
     /// length) was NULL.
     NullPointer = 1,
     /// An argument is not acceptable: a length too large, overlapping buffers, a name that
-    /// is not UTF-8, unpadded input that is not whole blocks, an unknown flag, recipients
-    /// a file cannot be written to.
+    /// is not UTF-8, unpadded input that is not whole blocks, an unknown flag, flags that
+    /// exclude each other (two kinds of secret, recipients to decrypt, identities to
+    /// encrypt), recipients a file cannot be written to.
     InvalidArgument = 2,
     /// The cipher or backend name is not one parcrypt knows.
     UnknownName = 3,
@@ -215,6 +216,43 @@ impl From<FormatError> for Failure {
             _ => ParcryptStatus::Io,
         };
         Failure::new(status, error.to_string())
+    }
+}
+
+impl From<parcrypt::errors::AgeError> for Failure {
+    /// A recipient or identity that does not parse (a malformed key, an empty file) is a
+    /// bad key, recipients that cannot share a file a bad argument; the messages name the
+    /// line, never its content.
+    fn from(error: parcrypt::errors::AgeError) -> Self {
+        use parcrypt::errors::AgeError as E;
+        let status = match &error {
+            E::Key(_) => ParcryptStatus::BadKey,
+            E::Recipients(_) => ParcryptStatus::InvalidArgument,
+            E::NoMatch(_) => ParcryptStatus::WrongKey,
+            E::HeaderMac | E::Payload(_) => ParcryptStatus::AuthenticationFailed,
+            E::Header(_) | E::Armor(_) | E::WorkFactor { .. } => ParcryptStatus::BadFormat,
+            E::Io(_) => ParcryptStatus::Io,
+            _ => ParcryptStatus::InvalidArgument,
+        };
+        Failure::new(status, error.to_string())
+    }
+}
+
+impl From<parcrypt::Error> for Failure {
+    /// The facade's error: each variant as the detailed error it wraps.
+    fn from(error: parcrypt::Error) -> Self {
+        match error {
+            parcrypt::Error::Engine(error) => error.into(),
+            parcrypt::Error::Cipher(error) => error.into(),
+            parcrypt::Error::File(error) => error.into(),
+            parcrypt::Error::Suite(error) => error.into(),
+            parcrypt::Error::Age(error) => error.into(),
+            parcrypt::Error::Io(error) => error.into(),
+            parcrypt::Error::Secret(error) => {
+                Failure::new(ParcryptStatus::BadKey, error.to_string())
+            }
+            other => Failure::new(ParcryptStatus::Backend, other.to_string()),
+        }
     }
 }
 

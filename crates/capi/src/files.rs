@@ -9,6 +9,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use parcrypt::age::{Identity, Recipient};
 use parcrypt::errors::FormatError;
 use parcrypt::files::{OutputFile, OutputPlan, PipelineOptions as FileOptions};
 use parcrypt::hazmat::Direction;
@@ -36,6 +37,16 @@ pub const PARCRYPT_FILE_PASSPHRASE: u32 = 2;
 /// File flag: a bare Cobblestone message (no parcrypt header; needs a key), as
 /// `--format cobblestone` reads and writes.
 pub const PARCRYPT_FILE_COBBLESTONE: u32 = 4;
+/// File flag, for encryption only: the secret is the text of a recipients file, as
+/// `parcrypt encrypt -R FILE` reads it: one public key a line (`age1...` X25519 or
+/// `age1pq1...` post-quantum hybrid, not mixed), `#` comments and empty lines ignored. The
+/// file is encrypted to every one of them; any one's identity opens it.
+pub const PARCRYPT_FILE_RECIPIENTS: u32 = 8;
+/// File flag, for decryption only: the secret is the text of an identity file, as
+/// `parcrypt keygen` and age-keygen write it (`AGE-SECRET-KEY-1...` or
+/// `AGE-SECRET-KEY-PQ-1...` lines, `#` comments), as `parcrypt decrypt -i FILE` reads it;
+/// the first identity that opens one of the file's recipients is used.
+pub const PARCRYPT_FILE_IDENTITIES: u32 = 16;
 
 /// `parcrypt_file_decryptor_seek` origin: from the start.
 pub const PARCRYPT_SEEK_SET: i32 = 0;
@@ -88,27 +99,87 @@ self_cell!(
     }
 );
 
+/// The secret a file call was given, parsed: recipients and identities are parsed from the
+/// caller's text by the library (`parcrypt::age::parse_recipients`, `parse_identities`),
+/// whose identities wipe themselves when dropped.
+enum Given<'a> {
+    Key(&'a [u8]),
+    Passphrase(&'a [u8]),
+    Recipients(Vec<Recipient>),
+    Identities(Vec<Identity>),
+}
+
 /// The file, the secret and the options every file call takes, checked.
 struct FileSecret<'a> {
-    secret: Secret<'a>,
+    given: Given<'a>,
     context: &'a [u8],
     format: Format,
     overwrite: bool,
 }
 
+impl FileSecret<'_> {
+    /// The secret as the library takes it.
+    fn secret(&self) -> Secret<'_> {
+        match &self.given {
+            Given::Key(key) => Secret::Key(key),
+            Given::Passphrase(passphrase) => Secret::Passphrase(passphrase),
+            Given::Recipients(recipients) => Secret::Recipients(recipients),
+            Given::Identities(identities) => Secret::Identities(identities),
+        }
+    }
+}
+
+/// What the flags say the secret is, checked against the direction: one kind of secret at
+/// most (a key without any), recipients to encrypt, identities to decrypt, neither in a bare
+/// Cobblestone message.
+fn secret_kind(flags: u32, direction: Direction) -> Result<u32, Failure> {
+    let known = PARCRYPT_FILE_OVERWRITE
+        | PARCRYPT_FILE_PASSPHRASE
+        | PARCRYPT_FILE_COBBLESTONE
+        | PARCRYPT_FILE_RECIPIENTS
+        | PARCRYPT_FILE_IDENTITIES;
+    if flags & !known != 0 {
+        return Err(Failure::invalid(format!("unknown file flags {flags:#x}")));
+    }
+    let kind =
+        flags & (PARCRYPT_FILE_PASSPHRASE | PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_IDENTITIES);
+    if kind.count_ones() > 1 {
+        return Err(Failure::invalid(
+            "PARCRYPT_FILE_PASSPHRASE, PARCRYPT_FILE_RECIPIENTS and PARCRYPT_FILE_IDENTITIES \
+             exclude each other: give one kind of secret",
+        ));
+    }
+    let cobblestone = flags & PARCRYPT_FILE_COBBLESTONE != 0;
+    match (kind, direction) {
+        (PARCRYPT_FILE_RECIPIENTS, Direction::Decrypt) => Err(Failure::invalid(
+            "recipients encrypt; to decrypt, give an identity file with PARCRYPT_FILE_IDENTITIES",
+        )),
+        (PARCRYPT_FILE_IDENTITIES, Direction::Encrypt) => Err(Failure::invalid(
+            "identities decrypt; to encrypt, give their recipients with PARCRYPT_FILE_RECIPIENTS",
+        )),
+        (PARCRYPT_FILE_PASSPHRASE, _) if cobblestone => Err(Failure::invalid(
+            "a bare Cobblestone message needs a key, not a passphrase",
+        )),
+        (PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_IDENTITIES, _) if cobblestone => {
+            Err(Failure::invalid(
+                "a bare Cobblestone message has no room for recipients: use the parcrypt format",
+            ))
+        }
+        _ => Ok(kind),
+    }
+}
+
 /// # Safety
 /// `secret` and `context` are NULL or readable for their lengths during `'a`.
 unsafe fn file_secret<'a>(
+    direction: Direction,
     secret: *const u8,
     secret_length: usize,
     context: *const u8,
     context_length: usize,
     flags: u32,
 ) -> Result<FileSecret<'a>, Failure> {
-    let known = PARCRYPT_FILE_OVERWRITE | PARCRYPT_FILE_PASSPHRASE | PARCRYPT_FILE_COBBLESTONE;
-    if flags & !known != 0 {
-        return Err(Failure::invalid(format!("unknown file flags {flags:#x}")));
-    }
+    let kind = secret_kind(flags, direction)?;
     // SAFETY: both are NULL or readable for their lengths (this function's contract).
     let (secret, context) = unsafe {
         (
@@ -116,23 +187,19 @@ unsafe fn file_secret<'a>(
             bytes(context, context_length, "context")?,
         )
     };
-    let secret = if flags & PARCRYPT_FILE_PASSPHRASE != 0 {
-        Secret::Passphrase(secret)
-    } else {
-        Secret::Key(secret)
+    let given = match kind {
+        PARCRYPT_FILE_PASSPHRASE => Given::Passphrase(secret),
+        PARCRYPT_FILE_RECIPIENTS => Given::Recipients(parcrypt::age::parse_recipients(secret)?),
+        PARCRYPT_FILE_IDENTITIES => Given::Identities(parcrypt::age::parse_identities(secret)?),
+        _ => Given::Key(secret),
     };
     let format = if flags & PARCRYPT_FILE_COBBLESTONE != 0 {
-        if matches!(secret, Secret::Passphrase(_)) {
-            return Err(Failure::invalid(
-                "a bare Cobblestone message needs a key, not a passphrase",
-            ));
-        }
         Format::Cobblestone
     } else {
         Format::Parcrypt
     };
     Ok(FileSecret {
-        secret,
+        given,
         context,
         format,
         overwrite: flags & PARCRYPT_FILE_OVERWRITE != 0,
@@ -141,12 +208,13 @@ unsafe fn file_secret<'a>(
 
 /// What every call that opens a file checks first: the engine, the file's name (`path`,
 /// with its parameter's name), then the secret, the context and the flags (a pointer with
-/// its length each).
+/// its length each), the flags against `direction`.
 ///
 /// # Safety
 /// `engine` is NULL or live, `path` NULL or NUL-terminated, `secret` and `context` NULL or
 /// readable for their lengths, during `'a`.
 unsafe fn file_arguments<'a>(
+    direction: Direction,
     engine: *const ParcryptEngine,
     path: (*const c_char, &str),
     secret: (*const u8, usize),
@@ -158,20 +226,19 @@ unsafe fn file_arguments<'a>(
         (
             handle(engine)?,
             crate::path(path.0, path.1)?,
-            file_secret(secret.0, secret.1, context.0, context.1, flags)?,
+            file_secret(direction, secret.0, secret.1, context.0, context.1, flags)?,
         )
     };
     Ok((&engine.engine, path, file))
 }
 
-/// How a new message is set up: AES-128 for a passphrase or a 16-byte key, AES-256 for a
-/// 32-byte key, parcrypt's default argon2id costs (as `parcrypt encrypt` does). What makes
-/// it weak (a short passphrase) goes to the warning callback, as the command line prints it
-/// (issue 31 finding 7).
+/// How a new message is set up: AES-128 for a passphrase, recipients or a 16-byte key,
+/// AES-256 for a 32-byte key, parcrypt's default argon2id costs (as `parcrypt encrypt`
+/// does). What makes it weak (a short passphrase) goes to the warning callback, as the
+/// command line prints it (issue 31 finding 7).
 fn setup_for<'a>(file: &FileSecret<'a>) -> Result<Setup<'a>, Failure> {
-    let suite = match file.secret {
-        Secret::Key(key) => Suite::for_key_length(key.len())?,
-        // The C ABI takes keys and passphrases only (no recipients yet).
+    let suite = match file.given {
+        Given::Key(key) => Suite::for_key_length(key.len())?,
         _ => Suite::Cobblestone128,
     };
     let setup = Setup {
@@ -180,7 +247,7 @@ fn setup_for<'a>(file: &FileSecret<'a>) -> Result<Setup<'a>, Failure> {
         context: file.context,
         argon2: Argon2Params::DEFAULT,
     };
-    for weakness in setup.warnings(file.secret) {
+    for weakness in setup.warnings(file.secret()) {
         warn(&weakness);
     }
     Ok(setup)
@@ -195,12 +262,17 @@ fn file_options(overwrite: bool) -> FileOptions<'static> {
 }
 
 /// Encrypts the file `source` into `destination`, as `parcrypt encrypt` does, through the
-/// streaming pipeline on `engine`. `secret`: a 16- or 32-byte key (AES-128 or AES-256), or
-/// with `PARCRYPT_FILE_PASSPHRASE` a passphrase. `context`: bytes bound into the key
-/// derivation (NULL, 0 for none; decryption must give the same). `flags`: any of
-/// `PARCRYPT_FILE_OVERWRITE`, `PARCRYPT_FILE_PASSPHRASE`, `PARCRYPT_FILE_COBBLESTONE`. The
-/// destination is checked before the key is derived, and appears only once the whole file
-/// is on disk. `*plaintext_bytes` (when not NULL) gets the bytes encrypted.
+/// streaming pipeline on `engine`. `secret`: a 16- or 32-byte key (AES-128 or AES-256); with
+/// `PARCRYPT_FILE_PASSPHRASE` a passphrase; with `PARCRYPT_FILE_RECIPIENTS` the text of a
+/// recipients file (`age1...` / `age1pq1...` public keys, one a line; AES-128 chunks under
+/// a random file key wrapped for each). `context`: bytes bound into the key derivation
+/// (NULL, 0 for none; decryption must give the same). `flags`: `PARCRYPT_FILE_OVERWRITE`,
+/// `PARCRYPT_FILE_COBBLESTONE` and at most one of `PARCRYPT_FILE_PASSPHRASE` and
+/// `PARCRYPT_FILE_RECIPIENTS` (`PARCRYPT_FILE_IDENTITIES`, two kinds of secret, or
+/// recipients in a Cobblestone message are `PARCRYPT_STATUS_INVALID_ARGUMENT`; a recipient
+/// that does not parse is `PARCRYPT_STATUS_BAD_KEY`, its message naming the line, never its
+/// content). The destination is checked before the key is derived, and appears only once
+/// the whole file is on disk. `*plaintext_bytes` (when not NULL) gets the bytes encrypted.
 ///
 /// # Safety
 /// `engine` is NULL or live; `source` and `destination` are NULL or NUL-terminated;
@@ -238,7 +310,11 @@ pub unsafe extern "C" fn parcrypt_encrypt_file(
 
 /// Decrypts the file `source` into `destination`, as `parcrypt decrypt` does. The
 /// destination appears only once every chunk authenticated: a wrong key, a damaged or a
-/// truncated file leaves nothing behind. Arguments as `parcrypt_encrypt_file`.
+/// truncated file leaves nothing behind. Arguments as `parcrypt_encrypt_file`, except that
+/// a file encrypted to recipients takes `PARCRYPT_FILE_IDENTITIES` and the text of an
+/// identity file as its secret (`PARCRYPT_STATUS_WRONG_KEY` when none of its identities
+/// opens the file), and `PARCRYPT_FILE_RECIPIENTS` is refused
+/// (`PARCRYPT_STATUS_INVALID_ARGUMENT`).
 ///
 /// # Safety
 /// As `parcrypt_encrypt_file`.
@@ -292,7 +368,14 @@ unsafe fn whole_file(
         // SAFETY: every pointer meets this function's contract.
         let ((engine, source, file), destination) = unsafe {
             (
-                file_arguments(engine, (paths[0], "source"), secret, context, flags)?,
+                file_arguments(
+                    direction,
+                    engine,
+                    (paths[0], "source"),
+                    secret,
+                    context,
+                    flags,
+                )?,
                 path(paths[1], "destination")?,
             )
         };
@@ -302,7 +385,7 @@ unsafe fn whole_file(
             Direction::Encrypt => parcrypt::files::encrypt_file_with(
                 batcher.as_ref(),
                 &setup_for(&file)?,
-                file.secret,
+                file.secret(),
                 &source,
                 &destination,
                 &options,
@@ -310,7 +393,7 @@ unsafe fn whole_file(
             Direction::Decrypt => parcrypt::files::decrypt_file_with(
                 batcher.as_ref(),
                 file.format,
-                file.secret,
+                file.secret(),
                 file.context,
                 &source,
                 &destination,
@@ -349,7 +432,7 @@ enum Writing {
 
 /// Starts an encrypted file at `destination` (checked now: an existing file without
 /// `PARCRYPT_FILE_OVERWRITE`, a folder, a missing folder are refused). Secret, context and
-/// flags as `parcrypt_encrypt_file`.
+/// flags as `parcrypt_encrypt_file` (recipients included).
 ///
 /// # Safety
 /// `engine` is NULL or live; `destination` is NULL or NUL-terminated; `secret` and
@@ -371,12 +454,19 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_new(
         let (secret, context) = ((secret, secret_length), (context, context_length));
         // SAFETY: every pointer meets the contract above.
         let (engine, destination, file) = unsafe {
-            file_arguments(engine, (destination, "destination"), secret, context, flags)
+            file_arguments(
+                Direction::Encrypt,
+                engine,
+                (destination, "destination"),
+                secret,
+                context,
+                flags,
+            )
         }?;
         let setup = setup_for(&file)?;
         // The destination is refused before the key derivation, as the command line does.
         let plan = OutputPlan::check(&destination, None, file.overwrite)?;
-        let sealer = Encryptor::new(&setup, file.secret)?;
+        let sealer = Encryptor::new(&setup, file.secret())?;
         let mut output = plan.open()?;
         let writer_file = output.file().try_clone().map_err(FormatError::Write)?;
         let cell = WriterCell::try_new(EngineChunks::of(engine), |chunks| {
@@ -508,9 +598,9 @@ impl Handle for ParcryptFileDecryptor {
 
 /// Opens the encrypted file `source`: reads its header and checks the secret against its
 /// key commitment (`PARCRYPT_STATUS_WRONG_KEY` otherwise) before any chunk is read. Secret,
-/// context and flags as `parcrypt_encrypt_file` (`PARCRYPT_FILE_OVERWRITE` is meaningless
-/// here and ignored). A passphrase file's key derivation is held to parcrypt's default
-/// budget.
+/// context and flags as `parcrypt_decrypt_file` (identities for a file to recipients;
+/// `PARCRYPT_FILE_OVERWRITE` is meaningless here and ignored). A passphrase file's key
+/// derivation is held to parcrypt's default budget.
 ///
 /// # Safety
 /// `engine` is NULL or live; `source` is NULL or NUL-terminated; `secret` and `context`
@@ -530,12 +620,20 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_open(
     let body = || {
         let (secret, context) = ((secret, secret_length), (context, context_length));
         // SAFETY: every pointer meets the contract above.
-        let (engine, source, file) =
-            unsafe { file_arguments(engine, (source, "source"), secret, context, flags) }?;
+        let (engine, source, file) = unsafe {
+            file_arguments(
+                Direction::Decrypt,
+                engine,
+                (source, "source"),
+                secret,
+                context,
+                flags,
+            )
+        }?;
         let input = open(&source)?;
         let unlocked = Decryptor::new(file.format, input)?
             .kdf_limits(KdfLimits::DEFAULT)
-            .unlock(file.secret, file.context)?;
+            .unlock(file.secret(), file.context)?;
         let cell = ReaderCell::try_new(EngineChunks::of(engine), |chunks| {
             unlocked.seekable(chunks.batcher())
         })?;

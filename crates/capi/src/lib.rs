@@ -20,8 +20,9 @@
 //! - **Threads.** Engines and ciphers may be used from many threads at once. A file
 //!   encryptor or decryptor may be called from any thread; calls on one handle take turns
 //!   (a lock). A handle must not be freed while another call on it runs.
-//! - **Secrets.** Keys and passphrases are copied only into memory the library wipes; the
-//!   caller's own copies are theirs to wipe.
+//! - **Secrets.** Keys, passphrases and identities are copied only into memory the library
+//!   wipes (an identity's text returned by `parcrypt_keygen` is wiped by
+//!   `parcrypt_string_free`); the caller's own copies are theirs to wipe.
 #![warn(missing_docs)]
 // This crate is the boundary with C: reading the caller's pointers takes `unsafe`, each
 // block with a `// SAFETY:` comment stating the contract the header puts on the caller.
@@ -32,6 +33,7 @@ mod cipher;
 mod error;
 mod files;
 mod keyed;
+mod keygen;
 mod segments;
 #[cfg(test)]
 mod tests;
@@ -51,6 +53,7 @@ pub use error::{
     ParcryptWarningCallback,
 };
 pub use files::*;
+pub use keygen::*;
 pub use segments::*;
 
 use error::Failure;

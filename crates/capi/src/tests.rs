@@ -979,3 +979,353 @@ fn replace_is_the_former_name_of_overwrite() {
     // SAFETY: a live engine, freed once.
     unsafe { parcrypt_engine_free(engine) };
 }
+
+/// `parcrypt_keygen` without a path: the identity file's text and its recipient, both
+/// freed (and wiped) with `parcrypt_string_free`.
+fn keygen_text(flags: u32) -> (String, String) {
+    let (mut text, mut recipient, mut error) = (null_mut(), null_mut(), null_mut());
+    // SAFETY: no path, writable out-parameters.
+    let status = unsafe { parcrypt_keygen(flags, null(), &mut text, &mut recipient, &mut error) };
+    outcome(status, error).expect("keygen");
+    // SAFETY: NUL-terminated strings from the library, each freed once.
+    unsafe {
+        let owned = (
+            CStr::from_ptr(text).to_str().unwrap().to_owned(),
+            CStr::from_ptr(recipient).to_str().unwrap().to_owned(),
+        );
+        parcrypt_string_free(text);
+        parcrypt_string_free(recipient);
+        owned
+    }
+}
+
+/// A whole-file call with `secret` (text) and `flags`: its outcome.
+fn file_call(
+    call: FileCall,
+    engine: *const ParcryptEngine,
+    [source, destination]: [&std::path::Path; 2],
+    secret: &[u8],
+    flags: u32,
+) -> Result<u64, (ParcryptStatus, String)> {
+    let source = CString::new(source.to_str().unwrap()).unwrap();
+    let destination = CString::new(destination.to_str().unwrap()).unwrap();
+    let (mut bytes, mut error) = (u64::MAX, null_mut());
+    // SAFETY: a live engine, NUL-terminated paths, a secret for its length, writable outs.
+    let status = unsafe {
+        call(
+            engine,
+            source.as_ptr(),
+            destination.as_ptr(),
+            secret.as_ptr(),
+            secret.len(),
+            null(),
+            0,
+            flags,
+            &mut bytes,
+            &mut error,
+        )
+    };
+    outcome(status, error).map(|()| bytes)
+}
+
+/// Files to recipients through the C calls: X25519 and hybrid identities made by
+/// `parcrypt_keygen`, several recipients in one recipients file (each identity opens the
+/// file alone), a streaming encryptor and a seekable decryptor, and the library reading
+/// what C wrote.
+#[test]
+fn files_to_recipients_open_with_each_identity() {
+    let folder = tempfile::tempdir().unwrap();
+    let at = |name: &str| folder.path().join(name);
+    let engine = engine(c"pool");
+    for flags in [0, PARCRYPT_KEYGEN_POST_QUANTUM] {
+        let (alice, alice_public) = keygen_text(flags);
+        let (bob, bob_public) = keygen_text(flags);
+        let prefix = if flags == 0 { "age1" } else { "age1pq1" };
+        assert!(alice_public.starts_with(prefix) && bob_public.starts_with(prefix));
+        assert!(alice.contains(&format!("# public key: {alice_public}\n")));
+        let recipients = format!("# two of us\n{alice_public}\n\n{bob_public}\n");
+        for size in [0usize, 1, 15, 16, 17, 65_535, 65_537] {
+            let plaintext: Vec<u8> = (0..size).map(|i| (i * 31 + size) as u8).collect();
+            std::fs::write(at("plain"), &plaintext).unwrap();
+            let sealed = at("sealed");
+            let written = file_call(
+                parcrypt_encrypt_file,
+                engine,
+                [&at("plain"), &sealed],
+                recipients.as_bytes(),
+                PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_OVERWRITE,
+            );
+            assert_eq!(written, Ok(size as u64), "{size}");
+            for identity in [&alice, &bob] {
+                let opened = file_call(
+                    parcrypt_decrypt_file,
+                    engine,
+                    [&sealed, &at("opened")],
+                    identity.as_bytes(),
+                    PARCRYPT_FILE_IDENTITIES | PARCRYPT_FILE_OVERWRITE,
+                );
+                assert_eq!(opened, Ok(size as u64), "{size}");
+                assert_eq!(std::fs::read(at("opened")).unwrap(), plaintext, "{size}");
+            }
+            // The library, called directly, reads what C wrote.
+            let identities = parcrypt::age::parse_identities(bob.as_bytes()).unwrap();
+            std::fs::remove_file(at("direct")).ok();
+            parcrypt::decrypt_file(
+                &sealed,
+                at("direct"),
+                parcrypt::Secret::Identities(&identities),
+            )
+            .unwrap();
+            assert_eq!(std::fs::read(at("direct")).unwrap(), plaintext);
+        }
+        // The streaming encryptor and the seekable decryptor.
+        let plaintext: Vec<u8> = (0..100_000u32).map(|i| (i % 253) as u8).collect();
+        let streamed = CString::new(at(&format!("streamed-{flags}")).to_str().unwrap()).unwrap();
+        let encryptor = made(|handle, error| {
+            // SAFETY: a live engine, a NUL-terminated path, text for its length, outs.
+            unsafe {
+                parcrypt_file_encryptor_new(
+                    engine,
+                    streamed.as_ptr(),
+                    recipients.as_ptr(),
+                    recipients.len(),
+                    null(),
+                    0,
+                    PARCRYPT_FILE_RECIPIENTS,
+                    handle,
+                    error,
+                )
+            }
+        })
+        .unwrap();
+        for piece in plaintext.chunks(7919) {
+            let mut error = null_mut();
+            // SAFETY: a live encryptor, a slice for its length.
+            let status = unsafe {
+                parcrypt_file_encryptor_write(encryptor, piece.as_ptr(), piece.len(), &mut error)
+            };
+            outcome(status, error).unwrap();
+        }
+        let mut error = null_mut();
+        // SAFETY: a live encryptor, freed once after.
+        unsafe {
+            let status = parcrypt_file_encryptor_finish(encryptor, &mut error);
+            outcome(status, error).unwrap();
+            parcrypt_file_encryptor_free(encryptor);
+        }
+        let decryptor = made(|handle, error| {
+            // SAFETY: as above.
+            unsafe {
+                parcrypt_file_decryptor_open(
+                    engine,
+                    streamed.as_ptr(),
+                    alice.as_ptr(),
+                    alice.len(),
+                    null(),
+                    0,
+                    PARCRYPT_FILE_IDENTITIES,
+                    handle,
+                    error,
+                )
+            }
+        })
+        .unwrap();
+        let mut buffer = vec![0u8; 1000];
+        // SAFETY: a live decryptor.
+        let (read, result) = unsafe { read_plaintext(decryptor, Some(50_000), &mut buffer) };
+        assert_eq!((read, result), (1000, Ok(())));
+        assert_eq!(buffer, plaintext[50_000..51_000]);
+        // SAFETY: a live decryptor, freed once.
+        unsafe { parcrypt_file_decryptor_free(decryptor) };
+    }
+    // SAFETY: a live engine, freed once.
+    unsafe { parcrypt_engine_free(engine) };
+}
+
+/// Flags that make no sense together, the wrong way round, or with text that does not
+/// parse: refused with the status a C caller can act on and one line that quotes no key.
+#[test]
+fn recipient_flags_refuse_misuse() {
+    let folder = tempfile::tempdir().unwrap();
+    let at = |name: &str| folder.path().join(name);
+    std::fs::write(at("plain"), b"misuse").unwrap();
+    let engine = engine(c"seq");
+    let (identity, recipient) = keygen_text(0);
+    let (_, hybrid) = keygen_text(PARCRYPT_KEYGEN_POST_QUANTUM);
+    // The start of the secret key's line, which no message may quote.
+    let secret_key = &identity.lines().last().unwrap()[..24];
+    let plain = at("plain");
+    let sealed = at("sealed");
+    let encrypt = |secret: &str, flags| {
+        file_call(
+            parcrypt_encrypt_file,
+            engine,
+            [&plain, &sealed],
+            secret.as_bytes(),
+            flags,
+        )
+    };
+    let invalid = ParcryptStatus::InvalidArgument;
+    for (flags, secret, status, words) in [
+        (
+            PARCRYPT_FILE_IDENTITIES,
+            &identity,
+            invalid,
+            "identities decrypt",
+        ),
+        (
+            PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_PASSPHRASE,
+            &recipient,
+            invalid,
+            "exclude",
+        ),
+        (
+            PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_IDENTITIES,
+            &recipient,
+            invalid,
+            "exclude",
+        ),
+        (
+            PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_COBBLESTONE,
+            &recipient,
+            invalid,
+            "Cobblestone",
+        ),
+        (
+            PARCRYPT_FILE_RECIPIENTS,
+            &identity,
+            ParcryptStatus::BadKey,
+            "line 3",
+        ),
+        (
+            PARCRYPT_FILE_RECIPIENTS,
+            &String::from("# nobody\n"),
+            ParcryptStatus::BadKey,
+            "no recipients",
+        ),
+    ] {
+        let (got, message) = encrypt(secret, flags).unwrap_err();
+        assert_eq!(got, status, "{flags:#x}: {message}");
+        assert!(
+            message.contains(words) && !message.contains('\n'),
+            "{message}"
+        );
+        assert!(
+            !message.contains(secret_key),
+            "a secret in the message: {message}"
+        );
+        assert!(!sealed.exists());
+    }
+    let malformed = format!("{}x\n", &recipient[..recipient.len() - 1]);
+    let (got, message) = encrypt(&malformed, PARCRYPT_FILE_RECIPIENTS).unwrap_err();
+    assert_eq!(got, ParcryptStatus::BadKey, "{message}");
+    assert!(
+        message.contains("line 1") && !message.contains(&malformed[..20]),
+        "{message}"
+    );
+    let (got, message) = encrypt(
+        &format!("{recipient}\n{hybrid}\n"),
+        PARCRYPT_FILE_RECIPIENTS,
+    )
+    .unwrap_err();
+    assert_eq!(got, invalid, "{message}");
+    assert!(message.contains("mixed"), "{message}");
+    // A file to X25519, then the wrong ways to open it.
+    encrypt(&recipient, PARCRYPT_FILE_RECIPIENTS).unwrap();
+    let opened = at("opened");
+    let decrypt = |secret: &str, flags| {
+        file_call(
+            parcrypt_decrypt_file,
+            engine,
+            [&sealed, &opened],
+            secret.as_bytes(),
+            flags,
+        )
+    };
+    let (other, _) = keygen_text(0);
+    for (secret, flags, status) in [
+        (&recipient, PARCRYPT_FILE_RECIPIENTS, invalid),
+        (&other, PARCRYPT_FILE_IDENTITIES, ParcryptStatus::WrongKey),
+        (
+            &identity,
+            PARCRYPT_FILE_IDENTITIES | PARCRYPT_FILE_PASSPHRASE,
+            invalid,
+        ),
+        (&recipient, PARCRYPT_FILE_IDENTITIES, ParcryptStatus::BadKey),
+        (&identity, 0, ParcryptStatus::BadKey),
+    ] {
+        let (got, message) = decrypt(secret, flags).unwrap_err();
+        assert_eq!(got, status, "{flags:#x}: {message}");
+        assert!(
+            !message.contains(secret_key) && !message.contains('\n'),
+            "{message}"
+        );
+        assert!(!opened.exists(), "{flags:#x} left a destination");
+    }
+    assert_eq!(decrypt(&identity, PARCRYPT_FILE_IDENTITIES), Ok(6));
+    // SAFETY: a live engine, freed once.
+    unsafe { parcrypt_engine_free(engine) };
+}
+
+/// `parcrypt_keygen` with a path: a 0600 file that the file calls read, the recipient back,
+/// the identity out-parameter NULL; a second call to the same path is refused and leaves
+/// the key alone.
+#[test]
+fn keygen_writes_a_private_file_once() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("key.txt");
+    let path_c = CString::new(path.to_str().unwrap()).unwrap();
+    let call = |identity: *mut *mut c_char, recipient: *mut *mut c_char| {
+        let mut error = null_mut();
+        // SAFETY: a NUL-terminated path, writable (or NULL) out-parameters.
+        let status = unsafe {
+            parcrypt_keygen(
+                PARCRYPT_KEYGEN_POST_QUANTUM,
+                path_c.as_ptr(),
+                identity,
+                recipient,
+                &mut error,
+            )
+        };
+        outcome(status, error)
+    };
+    let (mut identity, mut recipient) = (std::ptr::NonNull::dangling().as_ptr(), null_mut());
+    call(&mut identity, &mut recipient).unwrap();
+    assert!(identity.is_null());
+    // SAFETY: a string from the library, freed once.
+    let public = unsafe {
+        let public = CStr::from_ptr(recipient).to_str().unwrap().to_owned();
+        parcrypt_string_free(recipient);
+        public
+    };
+    assert!(public.starts_with("age1pq1"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(&format!("# public key: {public}\n")));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let (status, message) = call(null_mut(), &mut recipient).unwrap_err();
+    assert_eq!(status, ParcryptStatus::Io);
+    assert!(message.contains("already exists"), "{message}");
+    assert!(recipient.is_null());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    // Without a path the identity must have somewhere to go; unknown flags are refused.
+    let mut error = null_mut();
+    // SAFETY: NULL out-parameters are allowed to be checked.
+    let status = unsafe { parcrypt_keygen(0, null(), null_mut(), &mut recipient, &mut error) };
+    assert_eq!(
+        outcome(status, error).unwrap_err().0,
+        ParcryptStatus::NullPointer
+    );
+    // SAFETY: as above.
+    let status = unsafe { parcrypt_keygen(2, null(), null_mut(), null_mut(), &mut error) };
+    assert_eq!(
+        outcome(status, error).unwrap_err().0,
+        ParcryptStatus::InvalidArgument
+    );
+    // SAFETY: NULL is ignored.
+    unsafe { parcrypt_string_free(null_mut()) };
+}

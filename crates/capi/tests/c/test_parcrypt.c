@@ -612,6 +612,261 @@ static void files(ParcryptEngine *engine) {
     expect_failure("read on NULL", status, &error, PARCRYPT_STATUS_NULL_POINTER);
 }
 
+/* A failed call as expect_failure checks it, whose message must not quote `secret` (the
+ * start of a key's text). */
+static void expect_failure_without(const char *what, ParcryptStatus got, ParcryptError **slot,
+                                   ParcryptStatus want, const char *secret) {
+    const char *message = *slot ? parcrypt_error_message(*slot) : "";
+    CHECK(strstr(message, secret) == NULL, "%s: the message quotes the key: %s", what, message);
+    expect_failure(what, got, slot, want);
+}
+
+/* An identity from parcrypt_keygen without a path: its text and its recipient, freed by the
+ * caller with parcrypt_string_free. */
+static int keygen_text(uint32_t flags, char **identity, char **recipient) {
+    ParcryptError *error = NULL;
+    *identity = NULL;
+    *recipient = NULL;
+    expect_ok("keygen", parcrypt_keygen(flags, NULL, identity, recipient, &error), &error);
+    return *identity != NULL && *recipient != NULL;
+}
+
+/* The whole plaintext of `path` decrypted with the identity file text `identity`, compared
+ * with `want`. */
+static int identity_opens(ParcryptEngine *engine, const char *path, const char *identity,
+                          const uint8_t *want, size_t want_length, uint8_t *buffer) {
+    char *out = scratch_path("recipients.out");
+    uint64_t bytes = 0;
+    ParcryptError *error = NULL;
+    ParcryptStatus status = parcrypt_decrypt_file(
+        engine, path, out, (const uint8_t *)identity, strlen(identity), NULL, 0,
+        PARCRYPT_FILE_IDENTITIES | PARCRYPT_FILE_OVERWRITE, &bytes, &error);
+    expect_ok("decrypt_file with identities", status, &error);
+    return status == PARCRYPT_STATUS_OK && bytes == want_length &&
+           read_file(out, buffer, want_length + 1) == want_length &&
+           memcmp(buffer, want, want_length) == 0;
+}
+
+/* Files to public-key recipients: X25519 and post-quantum identities from parcrypt_keygen,
+ * two recipients in one recipients file (each identity opens it alone) at sizes around the
+ * block and the chunk, the streaming encryptor and the seekable decryptor, the command line
+ * both ways, and every misuse. */
+static void recipients(ParcryptEngine *engine) {
+    enum { LARGEST = (1 << 20) + 3 };
+    uint8_t *plain = malloc(LARGEST), *back = malloc(LARGEST + 1);
+    if (!plain || !back) {
+        CHECK(0, "out of memory");
+        free(plain);
+        free(back);
+        return;
+    }
+    fill(plain, LARGEST, 29, 7);
+    ParcryptError *error = NULL;
+    ParcryptStatus status;
+    char plain_path[512], sealed_path[512];
+    snprintf(plain_path, sizeof plain_path, "%s/recipients.plain", scratch);
+    snprintf(sealed_path, sizeof sealed_path, "%s/recipients.parcrypt", scratch);
+    const size_t sizes[] = {0, 1, 15, 16, 17, 65535, 65536, 65537, LARGEST};
+    const uint32_t kinds[] = {0, PARCRYPT_KEYGEN_POST_QUANTUM};
+    for (int k = 0; k < 2; k++) {
+        char *alice, *alice_public, *bob, *bob_public;
+        if (!keygen_text(kinds[k], &alice, &alice_public)) return;
+        if (!keygen_text(kinds[k], &bob, &bob_public)) return;
+        const char *prefix = kinds[k] ? "age1pq1" : "age1";
+        CHECK(strncmp(alice_public, prefix, strlen(prefix)) == 0 &&
+                  strncmp(bob_public, prefix, strlen(prefix)) == 0,
+              "keygen %u: recipient %s", kinds[k], alice_public);
+        CHECK(strstr(alice, alice_public) != NULL, "the identity file names its public key");
+        char recipients_text[8192];
+        snprintf(recipients_text, sizeof recipients_text, "# two of us\n%s\n\n%s\n", alice_public,
+                 bob_public);
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            size_t size = sizes[i];
+            CHECK(write_file(plain_path, plain, size), "cannot write %s", plain_path);
+            uint64_t bytes = 0;
+            status = parcrypt_encrypt_file(engine, plain_path, sealed_path,
+                                           (const uint8_t *)recipients_text,
+                                           strlen(recipients_text), NULL, 0,
+                                           PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_OVERWRITE,
+                                           &bytes, &error);
+            expect_ok("encrypt_file to recipients", status, &error);
+            CHECK(bytes == size, "encrypt_file to recipients: %llu bytes of %zu",
+                  (unsigned long long)bytes, size);
+            CHECK(identity_opens(engine, sealed_path, alice, plain, size, back),
+                  "keygen %u, %zu bytes: alice's identity does not open the file", kinds[k], size);
+            CHECK(identity_opens(engine, sealed_path, bob, plain, size, back),
+                  "keygen %u, %zu bytes: bob's identity does not open the file", kinds[k], size);
+        }
+
+        /* Streaming to one recipient; the seekable decryptor with the identity. */
+        char *streamed = scratch_path("recipients-stream.parcrypt");
+        ParcryptFileEncryptor *encryptor = NULL;
+        status = parcrypt_file_encryptor_new(engine, streamed, (const uint8_t *)bob_public,
+                                             strlen(bob_public), NULL, 0,
+                                             PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_OVERWRITE,
+                                             &encryptor, &error);
+        expect_ok("encryptor to a recipient", status, &error);
+        if (encryptor) {
+            for (size_t done = 0; done < PLAIN_BYTES;) {
+                size_t piece = PLAIN_BYTES - done < 7919 ? PLAIN_BYTES - done : 7919;
+                expect_ok("encryptor write",
+                          parcrypt_file_encryptor_write(encryptor, plain + done, piece, &error),
+                          &error);
+                done += piece;
+            }
+            expect_ok("encryptor finish", parcrypt_file_encryptor_finish(encryptor, &error),
+                      &error);
+            parcrypt_file_encryptor_free(encryptor);
+            CHECK(decrypted_matches(engine, streamed, (const uint8_t *)bob, strlen(bob),
+                                    PARCRYPT_FILE_IDENTITIES, plain, PLAIN_BYTES),
+                  "streamed to a recipient -> decryptor with the identity differs");
+            ParcryptFileDecryptor *decryptor = NULL;
+            status = parcrypt_file_decryptor_open(engine, streamed, (const uint8_t *)alice,
+                                                  strlen(alice), NULL, 0,
+                                                  PARCRYPT_FILE_IDENTITIES, &decryptor, &error);
+            expect_failure_without("decryptor with another's identity", status, &error,
+                                   PARCRYPT_STATUS_WRONG_KEY, strrchr(alice, '\n') - 40);
+            CHECK(decryptor == NULL, "a failed open set the handle");
+        }
+        parcrypt_string_free(alice);
+        parcrypt_string_free(alice_public);
+        parcrypt_string_free(bob);
+        parcrypt_string_free(bob_public);
+    }
+
+    /* The command line both ways: an identity file written by parcrypt_keygen (0600, never
+     * replaced) opens with `parcrypt decrypt -i`, and one written by `parcrypt keygen` opens
+     * here from its text. */
+    char key_path[512], cli_key_path[512], command[4096];
+    snprintf(key_path, sizeof key_path, "%s/abi-key.txt", scratch);
+    snprintf(cli_key_path, sizeof cli_key_path, "%s/cli-key.txt", scratch);
+    char *recipient = NULL, *identity = (char *)1;
+    status = parcrypt_keygen(PARCRYPT_KEYGEN_POST_QUANTUM, key_path, &identity, &recipient,
+                             &error);
+    expect_ok("keygen to a file", status, &error);
+    CHECK(identity == NULL, "keygen to a file returned the identity too");
+    struct stat st;
+    CHECK(stat(key_path, &st) == 0 && (st.st_mode & 0777) == 0600, "the key file's mode is %o",
+          (unsigned)(st.st_mode & 0777));
+    if (recipient) {
+        CHECK(strncmp(recipient, "age1pq1", 7) == 0, "keygen --pq recipient %.12s", recipient);
+        CHECK(write_file(plain_path, plain, PLAIN_BYTES), "cannot write %s", plain_path);
+        status = parcrypt_encrypt_file(engine, plain_path, sealed_path, (const uint8_t *)recipient,
+                                       strlen(recipient), NULL, 0,
+                                       PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_OVERWRITE, NULL,
+                                       &error);
+        expect_ok("encrypt_file to the keygen file's recipient", status, &error);
+        char *cli_back = scratch_path("recipients-cli.back");
+        snprintf(command, sizeof command, "'%s' decrypt --quiet -i '%s' '%s' -o '%s'",
+                 parcrypt_bin, key_path, sealed_path, cli_back);
+        CHECK(run(command), "the CLI cannot decrypt the ABI's recipient file: %s", command);
+        CHECK(read_file(cli_back, back, PLAIN_BYTES + 1) == PLAIN_BYTES &&
+                  memcmp(back, plain, PLAIN_BYTES) == 0,
+              "ABI recipients encrypt -> CLI decrypt -i differs");
+    }
+    parcrypt_string_free(recipient);
+    recipient = NULL;
+    static uint8_t before[4096], after[4096];
+    size_t before_length = read_file(key_path, before, sizeof before);
+    status = parcrypt_keygen(0, key_path, NULL, &recipient, &error);
+    expect_failure("keygen over an existing file", status, &error, PARCRYPT_STATUS_IO);
+    CHECK(recipient == NULL, "a failed keygen set the recipient");
+    CHECK(read_file(key_path, after, sizeof after) == before_length &&
+              memcmp(before, after, before_length) == 0,
+          "a refused keygen changed the key file");
+    status = parcrypt_keygen(0, NULL, NULL, &recipient, &error);
+    expect_failure("keygen without a path or an identity out", status, &error,
+                   PARCRYPT_STATUS_NULL_POINTER);
+    status = parcrypt_keygen(4, NULL, &identity, &recipient, &error);
+    expect_failure("keygen with an unknown flag", status, &error,
+                   PARCRYPT_STATUS_INVALID_ARGUMENT);
+
+    char *cli_sealed = scratch_path("recipients-cli.parcrypt");
+    snprintf(command, sizeof command,
+             "'%s' encrypt --quiet -r \"$('%s' keygen -o '%s')\" '%s' -o '%s'", parcrypt_bin,
+             parcrypt_bin, cli_key_path, plain_path, cli_sealed);
+    CHECK(run(command), "the CLI cannot encrypt to a recipient: %s", command);
+    static char cli_identity[4096];
+    size_t identity_length = read_file(cli_key_path, (uint8_t *)cli_identity,
+                                       sizeof cli_identity - 1);
+    CHECK(identity_length != (size_t)-1 && identity_length > 0, "cannot read %s", cli_key_path);
+    cli_identity[identity_length == (size_t)-1 ? 0 : identity_length] = '\0';
+    CHECK(identity_opens(engine, cli_sealed, cli_identity, plain, PLAIN_BYTES, back),
+          "CLI recipients encrypt -> ABI decrypt with identities differs");
+
+    /* Misuse: nothing is written, one line, no key quoted. */
+    char *never = scratch_path("recipients-never.out");
+    const char *cli_secret = strstr(cli_identity, "AGE-SECRET-KEY-");
+    char secret_start[32] = "AGE-SECRET-KEY-1";
+    if (cli_secret) snprintf(secret_start, sizeof secret_start, "%.24s", cli_secret);
+    char *other, *other_public;
+    if (keygen_text(0, &other, &other_public)) {
+        status = parcrypt_decrypt_file(engine, cli_sealed, never, (const uint8_t *)other,
+                                       strlen(other), NULL, 0, PARCRYPT_FILE_IDENTITIES, NULL,
+                                       &error);
+        expect_failure("decrypt_file with a wrong identity", status, &error,
+                       PARCRYPT_STATUS_WRONG_KEY);
+        CHECK(!exists(never), "a wrong identity left a file");
+        status = parcrypt_encrypt_file(engine, plain_path, never, (const uint8_t *)other,
+                                       strlen(other), NULL, 0, PARCRYPT_FILE_IDENTITIES, NULL,
+                                       &error);
+        expect_failure_without("identities to encrypt", status, &error,
+                               PARCRYPT_STATUS_INVALID_ARGUMENT, secret_start);
+        status = parcrypt_encrypt_file(engine, plain_path, never, (const uint8_t *)cli_identity,
+                                       identity_length, NULL, 0, PARCRYPT_FILE_RECIPIENTS, NULL,
+                                       &error);
+        expect_failure_without("an identity file given as recipients", status, &error,
+                               PARCRYPT_STATUS_BAD_KEY, secret_start);
+        status = parcrypt_decrypt_file(engine, cli_sealed, never,
+                                       (const uint8_t *)other_public, strlen(other_public), NULL,
+                                       0, PARCRYPT_FILE_RECIPIENTS, NULL, &error);
+        expect_failure("recipients to decrypt", status, &error,
+                       PARCRYPT_STATUS_INVALID_ARGUMENT);
+        ParcryptFileDecryptor *decryptor = NULL;
+        status = parcrypt_file_decryptor_open(engine, cli_sealed, (const uint8_t *)other_public,
+                                              strlen(other_public), NULL, 0,
+                                              PARCRYPT_FILE_RECIPIENTS, &decryptor, &error);
+        expect_failure("recipients to open a decryptor", status, &error,
+                       PARCRYPT_STATUS_INVALID_ARGUMENT);
+        ParcryptFileEncryptor *encryptor = NULL;
+        status = parcrypt_file_encryptor_new(engine, never, (const uint8_t *)other,
+                                             strlen(other), NULL, 0, PARCRYPT_FILE_IDENTITIES,
+                                             &encryptor, &error);
+        expect_failure("identities to start an encryptor", status, &error,
+                       PARCRYPT_STATUS_INVALID_ARGUMENT);
+        status = parcrypt_encrypt_file(engine, plain_path, never, (const uint8_t *)other_public,
+                                       strlen(other_public), NULL, 0,
+                                       PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_PASSPHRASE, NULL,
+                                       &error);
+        expect_failure("recipients and a passphrase", status, &error,
+                       PARCRYPT_STATUS_INVALID_ARGUMENT);
+        status = parcrypt_encrypt_file(engine, plain_path, never, (const uint8_t *)other_public,
+                                       strlen(other_public), NULL, 0,
+                                       PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_COBBLESTONE, NULL,
+                                       &error);
+        expect_failure("recipients in a Cobblestone message", status, &error,
+                       PARCRYPT_STATUS_INVALID_ARGUMENT);
+        char malformed[512];
+        snprintf(malformed, sizeof malformed, "%s", other_public);
+        malformed[strlen(malformed) - 1] = malformed[strlen(malformed) - 1] == 'q' ? 'p' : 'q';
+        char quoted[24];
+        snprintf(quoted, sizeof quoted, "%.20s", malformed);
+        status = parcrypt_encrypt_file(engine, plain_path, never, (const uint8_t *)malformed,
+                                       strlen(malformed), NULL, 0, PARCRYPT_FILE_RECIPIENTS,
+                                       NULL, &error);
+        expect_failure_without("a malformed recipient", status, &error, PARCRYPT_STATUS_BAD_KEY,
+                               quoted);
+        status = parcrypt_decrypt_file(engine, cli_sealed, never, FILE_KEY, 16, NULL, 0, 0, NULL,
+                                       &error);
+        expect_failure("a key for a recipient file", status, &error, PARCRYPT_STATUS_BAD_KEY);
+        CHECK(!exists(never), "a refused call left a file");
+        parcrypt_string_free(other);
+        parcrypt_string_free(other_public);
+    }
+    free(plain);
+    free(back);
+}
+
 static void cipher_errors(ParcryptEngine *engine) {
     uint8_t key[32] = {0}, iv[16] = {0}, data[64] = {0}, out[128];
     size_t out_length = 0;
@@ -1133,6 +1388,7 @@ int main(int argc, char **argv) {
     expect_ok("engine", parcrypt_engine_new(NULL, 0, &engine, &error), &error);
     if (engine) {
         files(engine);
+        recipients(engine);
         warnings_reach_the_callback(engine);
         cipher_errors(engine);
         parcrypt_engine_free(engine);

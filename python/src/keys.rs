@@ -12,6 +12,7 @@
 use std::path::PathBuf;
 
 use parcrypt::age::{self, Identity, Recipient};
+use parcrypt::errors::AgeError;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
@@ -95,13 +96,31 @@ fn type_name(object: &Bound<'_, PyAny>) -> String {
         .map_or_else(|_| "?".to_string(), |name| name.to_string())
 }
 
+/// `error` with a hint when `text` (which failed to parse) holds no key at all (no `marker`
+/// in it): a path given as a `str` is taken for key text.
+fn with_hint(error: AgeError, text: &[u8], marker: &str) -> AgeError {
+    let has_key = text
+        .windows(marker.len())
+        .any(|window| window.eq_ignore_ascii_case(marker.as_bytes()));
+    match error {
+        AgeError::Key(reason) if !has_key => AgeError::Key(format!(
+            "{reason} (a str is key text: give a key file as a pathlib.Path)"
+        )),
+        other => other,
+    }
+}
+
 /// The recipients of `recipients=`, in order.
 pub(crate) fn recipients(value: &Bound<'_, PyAny>) -> PyResult<Vec<Recipient>> {
     let mut recipients = Vec::new();
     for (index, item) in items("recipients", value)?.into_iter().enumerate() {
         let found = match item {
-            Item::Text(text) => age::parse_recipients(&text)
-                .map_err(|error| errors::age(error, &format!("recipients[{index}]: ")))?,
+            Item::Text(text) => age::parse_recipients(&text).map_err(|error| {
+                errors::age(
+                    with_hint(error, &text, "age1"),
+                    &format!("recipients[{index}]: "),
+                )
+            })?,
             Item::File(path) => age::read_recipients_file(&path).map_err(errors::any)?,
         };
         recipients.extend(found);
@@ -119,8 +138,10 @@ pub(crate) fn identities(
     let mut identities = Vec::new();
     for (index, item) in items("identities", value)?.into_iter().enumerate() {
         let found = match item {
-            Item::Text(text) => age::parse_identities(&text)
-                .map_err(|error| errors::age(error, &format!("identities[{index}]: ")))?,
+            Item::Text(text) => age::parse_identities(&text).map_err(|error| {
+                let error = with_hint(error, &text, "AGE-SECRET-KEY-");
+                errors::age(error, &format!("identities[{index}]: "))
+            })?,
             Item::File(path) => {
                 if let Some(warning) = age::identity_file_warning(&path) {
                     errors::warn(py, &warning, stacklevel)?;

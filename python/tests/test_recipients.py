@@ -279,6 +279,13 @@ def test_misuse_is_a_clear_value_error(tmp_path: Path) -> None:
         assert "\n" not in message
         assert secret[16:40] not in message and "QQQQ" not in message
         assert not out.exists()
+    # A path given as a str is key text, and the reason says how to give a file.
+    key_file = tmp_path / "key.txt"
+    key_file.write_text(owner.identity)
+    with pytest.raises(ValueError, match="pathlib.Path"):
+        parcrypt.decrypt_file(sealed, out, identities=[str(key_file)])
+    with pytest.raises(ValueError, match="pathlib.Path"):
+        parcrypt.encrypt_file(src, out, recipients=["recipients.txt"])
     with pytest.raises(TypeError):
         parcrypt.decrypt_file(sealed, out, identities=[42])
     with pytest.raises(FileNotFoundError):

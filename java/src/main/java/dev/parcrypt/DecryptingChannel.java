@@ -20,7 +20,12 @@ public final class DecryptingChannel implements SeekableByteChannel {
     private final MemorySegment buffer;
 
     DecryptingChannel(Path source, byte[] secret, FileOptions options) throws IOException {
-        decryptor = new DecryptingInputStream.FileDecryptor(source, secret, options);
+        this(source, secret, 0, options);
+    }
+
+    /** {@code kind}: as {@link FileArguments#FileArguments(byte[], int, FileOptions)}. */
+    DecryptingChannel(Path source, byte[] secret, int kind, FileOptions options) throws IOException {
+        decryptor = new DecryptingInputStream.FileDecryptor(source, secret, kind, options);
         buffer = decryptor.buffer;
     }
 

@@ -21,7 +21,12 @@ public final class DecryptingInputStream extends InputStream {
     private final MemorySegment buffer;
 
     DecryptingInputStream(Path source, byte[] secret, FileOptions options) throws IOException {
-        decryptor = new FileDecryptor(source, secret, options);
+        this(source, secret, 0, options);
+    }
+
+    /** {@code kind}: as {@link FileArguments#FileArguments(byte[], int, FileOptions)}. */
+    DecryptingInputStream(Path source, byte[] secret, int kind, FileOptions options) throws IOException {
+        decryptor = new FileDecryptor(source, secret, kind, options);
         buffer = decryptor.buffer;
     }
 
@@ -89,9 +94,9 @@ public final class DecryptingInputStream extends InputStream {
         private long position;
         private long length = -1;
 
-        FileDecryptor(Path source, byte[] secret, FileOptions options) throws IOException {
+        FileDecryptor(Path source, byte[] secret, int kind, FileOptions options) throws IOException {
             MemorySegment pointer;
-            try (FileArguments arguments = new FileArguments(secret, options)) {
+            try (FileArguments arguments = new FileArguments(secret, kind, options)) {
                 MemorySegment from = arguments.path(source);
                 pointer = Errors.handle(NativeCall.run(Errors::checkFile, s -> (int) Native.FILE_DECRYPTOR_OPEN
                         .invokeExact(arguments.engine, from, arguments.secret, arguments.secret.byteSize(),

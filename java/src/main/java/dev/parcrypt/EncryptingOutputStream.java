@@ -29,9 +29,14 @@ public final class EncryptingOutputStream extends OutputStream {
     private boolean closed;
 
     EncryptingOutputStream(Path destination, byte[] secret, FileOptions options) throws IOException {
+        this(destination, secret, 0, options);
+    }
+
+    /** {@code kind}: as {@link FileArguments#FileArguments(byte[], int, FileOptions)}. */
+    EncryptingOutputStream(Path destination, byte[] secret, int kind, FileOptions options) throws IOException {
         Warnings.install();
         MemorySegment pointer;
-        try (FileArguments arguments = new FileArguments(secret, options)) {
+        try (FileArguments arguments = new FileArguments(secret, kind, options)) {
             MemorySegment to = arguments.path(destination);
             pointer = Errors.handle(NativeCall.run(Errors::checkFile, s -> (int) Native.FILE_ENCRYPTOR_NEW.invokeExact(
                     arguments.engine, to, arguments.secret, arguments.secret.byteSize(), arguments.context,

@@ -38,6 +38,11 @@ final class Errors {
         return scratch.asSlice(24, 8);
     }
 
+    /** The slot at 16, for a second pointer written by a call (with {@link #handleSlot}). */
+    static MemorySegment secondSlot(MemorySegment scratch) {
+        return scratch.asSlice(16, 8);
+    }
+
     static long size(MemorySegment scratch) {
         return scratch.get(ValueLayout.JAVA_LONG, 8);
     }

@@ -17,6 +17,15 @@ final class FileArguments implements AutoCloseable {
     final int flags;
 
     FileArguments(byte[] secret, FileOptions options) {
+        this(secret, 0, options);
+    }
+
+    /**
+     * @param kind what the secret is beyond what the options say: 0, {@link
+     *     Native#FILE_RECIPIENTS} (recipients file text) or {@link Native#FILE_IDENTITIES}
+     *     (identity file text); the library refuses it with a passphrase
+     */
+    FileArguments(byte[] secret, int kind, FileOptions options) {
         Objects.requireNonNull(secret, "secret");
         Objects.requireNonNull(options, "options");
         this.engine = Engines.of(options.backend().engineName, options.backend().threads);
@@ -29,7 +38,7 @@ final class FileArguments implements AutoCloseable {
             this.context = arena.allocate(context.length);
             MemorySegment.copy(MemorySegment.ofArray(context), 0, this.context, 0, context.length);
         }
-        this.flags = options.flags();
+        this.flags = options.flags() | kind;
     }
 
     MemorySegment path(Path path) {

@@ -49,6 +49,9 @@ final class Native {
     static final int CIPHER_ALLOW_SHORT_GCM_IV = 2;
     static final int FILE_OVERWRITE = 1;
     static final int FILE_PASSPHRASE = 2;
+    static final int FILE_RECIPIENTS = 8;
+    static final int FILE_IDENTITIES = 16;
+    static final int KEYGEN_POST_QUANTUM = 1;
     static final int SEEK_SET = 0;
 
     private static final SymbolLookup LIBRARY = load();
@@ -115,6 +118,11 @@ final class Native {
             status(POINTER, SIZE, POINTER, SIZE, POINTER));
     static final MethodHandle FILE_DECRYPTOR_LENGTH = handle("parcrypt_file_decryptor_length", status(POINTER, POINTER));
     static final MethodHandle FILE_DECRYPTOR_FREE = handle("parcrypt_file_decryptor_free", FunctionDescriptor.ofVoid(POINTER));
+
+    /** A new identity: flags, a path or NULL, the identity text and the recipient written. */
+    static final MethodHandle KEYGEN = handle("parcrypt_keygen", status(INT, POINTER, POINTER, POINTER));
+    /** Frees (and wipes) a string the library returned. */
+    static final MethodHandle STRING_FREE = handle("parcrypt_string_free", FunctionDescriptor.ofVoid(POINTER));
 
     /**
      * The same native memory without its arena's thread confinement, for the Java

@@ -1,9 +1,12 @@
 package dev.parcrypt;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.Objects;
 
 /**
  * parcrypt from Java: ciphers over memory and authenticated files, through the library's C
@@ -19,6 +22,11 @@ import java.nio.file.Path;
  *     byte[] opened = cipher.decryptWithIv(nonce, sealed, null);
  * }
  * Parcrypt.encryptFile(Path.of("a.pdf"), Path.of("a.pdf.pc"), key32);  // as `parcrypt encrypt`
+ * String recipient = Parcrypt.keygen(Path.of("key.txt"), false);        // as `parcrypt keygen -o`
+ * Parcrypt.encryptFile(Path.of("a.pdf"), Path.of("b.pdf.pc"), Recipients.of(recipient));
+ * try (Identities me = Identities.fromFile(Path.of("key.txt"))) {
+ *     Parcrypt.decryptFile(Path.of("b.pdf.pc"), Path.of("b.pdf"), me);  // as `decrypt -i`
+ * }
  * }</pre>
  *
  * <p>What weakens a result without stopping it (a passphrase shorter than 8 bytes, as {@code
@@ -182,11 +190,129 @@ public final class Parcrypt {
         return wholeFile(Native.DECRYPT, source, destination, secret, options);
     }
 
+    /**
+     * Encrypts a file to public-key recipients, as {@code parcrypt encrypt -r RECIPIENT}
+     * does: AES-128-GCM chunks under a random file key wrapped for each recipient; any one
+     * recipient's identity opens it ({@link #decryptFile(Path, Path, Identities)}, {@code
+     * parcrypt decrypt -i}).
+     *
+     * @param source the plaintext file
+     * @param destination the encrypted file, made only once it is complete
+     * @param recipients who can open it
+     * @return the plaintext bytes encrypted
+     * @throws ParcryptFileException the source cannot be read, the destination exists, ...
+     * @throws IllegalArgumentException a recipient that does not parse (its line is named,
+     *     never its text), X25519 and post-quantum recipients mixed
+     */
+    public static long encryptFile(Path source, Path destination, Recipients recipients) throws IOException {
+        return encryptFile(source, destination, recipients, FileOptions.defaults());
+    }
+
+    /**
+     * @param source the plaintext file
+     * @param destination the encrypted file, made only once it is complete
+     * @param recipients who can open it
+     * @param options backend, overwriting, context (not a passphrase: refused with recipients)
+     * @return the plaintext bytes encrypted
+     * @throws ParcryptFileException the source cannot be read, the destination exists, ...
+     * @throws IllegalArgumentException a recipient that does not parse, recipients mixed,
+     *     options that ask for a passphrase
+     */
+    public static long encryptFile(Path source, Path destination, Recipients recipients, FileOptions options)
+            throws IOException {
+        Objects.requireNonNull(recipients, "recipients");
+        return wholeFile(Native.ENCRYPT, source, destination, recipients.text(), Native.FILE_RECIPIENTS, options);
+    }
+
+    /**
+     * Decrypts a file encrypted to recipients with the first of {@code identities} that opens
+     * it, as {@code parcrypt decrypt -i FILE} does; the destination appears only once every
+     * chunk authenticated.
+     *
+     * @param source the encrypted file
+     * @param destination the plaintext file
+     * @param identities the identities to try (an identity file's text)
+     * @return the plaintext bytes
+     * @throws ParcryptFileException none of the identities opens it ({@link Status#WRONG_KEY}),
+     *     a damaged or truncated file, ...
+     * @throws IllegalArgumentException identities that do not parse, a file under a key or
+     *     passphrase
+     */
+    public static long decryptFile(Path source, Path destination, Identities identities) throws IOException {
+        return decryptFile(source, destination, identities, FileOptions.defaults());
+    }
+
+    /**
+     * @param source the encrypted file
+     * @param destination the plaintext file
+     * @param identities the identities to try
+     * @param options backend, overwriting, context (not a passphrase)
+     * @return the plaintext bytes
+     * @throws ParcryptFileException none of the identities opens it, a damaged file, ...
+     * @throws IllegalArgumentException identities that do not parse, options that ask for a
+     *     passphrase
+     */
+    public static long decryptFile(Path source, Path destination, Identities identities, FileOptions options)
+            throws IOException {
+        Objects.requireNonNull(identities, "identities");
+        return wholeFile(Native.DECRYPT, source, destination, identities.bytes(), Native.FILE_IDENTITIES, options);
+    }
+
+    /**
+     * A new identity for files to recipients, as {@code parcrypt keygen} prints it: keep
+     * {@link NewIdentity#identity()} secret (it is wiped when closed) and give {@link
+     * NewIdentity#recipient()} to whoever encrypts.
+     *
+     * @param postQuantum a post-quantum hybrid (ML-KEM-768 + X25519, {@code age1pq1...})
+     *     identity rather than an X25519 one ({@code age1...})
+     * @return the identity and its recipient
+     */
+    public static NewIdentity keygen(boolean postQuantum) {
+        try {
+            return keygenCall(postQuantum, null);
+        } catch (IOException e) {
+            throw new ParcryptException(Status.IO, e.getMessage());
+        }
+    }
+
+    /**
+     * Writes a new identity file, as {@code parcrypt keygen -o FILE} does: age-keygen's
+     * layout, mode 0600, an existing file never replaced.
+     *
+     * @param identityFile the file to create
+     * @param postQuantum a post-quantum hybrid identity rather than an X25519 one
+     * @return its recipient, the public key to give to whoever encrypts
+     * @throws ParcryptFileException the file exists (it is left as it was), its folder is
+     *     missing, ...
+     */
+    public static String keygen(Path identityFile, boolean postQuantum) throws IOException {
+        Objects.requireNonNull(identityFile, "identityFile");
+        return keygenCall(postQuantum, identityFile).recipient();
+    }
+
+    private static NewIdentity keygenCall(boolean postQuantum, Path file) throws IOException {
+        int flags = postQuantum ? Native.KEYGEN_POST_QUANTUM : 0;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment path = file == null ? MemorySegment.NULL : arena.allocateFrom(file.toString());
+            MemorySegment scratch = NativeCall.run(Errors::checkFile, s -> (int) Native.KEYGEN.invokeExact(flags, path,
+                    Errors.handleSlot(s), Errors.secondSlot(s), Errors.errorSlot(s)));
+            MemorySegment identity = scratch.get(Native.STRING, 24);
+            MemorySegment recipient = scratch.get(Native.STRING, 16);
+            String publicKey = new String(Identities.take(recipient), StandardCharsets.UTF_8);
+            return new NewIdentity(file == null ? Identities.adopt(Identities.take(identity)) : null, publicKey);
+        }
+    }
+
     private static long wholeFile(int direction, Path source, Path destination, byte[] secret, FileOptions options)
             throws IOException {
+        return wholeFile(direction, source, destination, secret, 0, options);
+    }
+
+    private static long wholeFile(int direction, Path source, Path destination, byte[] secret, int kind,
+            FileOptions options) throws IOException {
         Warnings.install();
         MethodHandle call = direction == Native.ENCRYPT ? Native.ENCRYPT_FILE : Native.DECRYPT_FILE;
-        try (FileArguments arguments = new FileArguments(secret, options)) {
+        try (FileArguments arguments = new FileArguments(secret, kind, options)) {
             MemorySegment from = arguments.path(source);
             MemorySegment to = arguments.path(destination);
             return Errors.size(NativeCall.run(Errors::checkFile, s -> (int) call.invokeExact(arguments.engine, from, to,
@@ -215,6 +341,50 @@ public final class Parcrypt {
     public static EncryptingOutputStream newEncryptingStream(Path destination, byte[] secret, FileOptions options)
             throws IOException {
         return new EncryptingOutputStream(destination, secret, options);
+    }
+
+    /**
+     * A stream that encrypts to public-key recipients what is written to it.
+     *
+     * @param destination the encrypted file to make (when the stream closes)
+     * @param recipients who can open it
+     * @param options backend, overwriting, context (not a passphrase)
+     * @return a stream that encrypts what is written to it
+     * @throws ParcryptFileException the destination exists, its folder is missing, ...
+     * @throws IllegalArgumentException a recipient that does not parse, recipients mixed
+     */
+    public static EncryptingOutputStream newEncryptingStream(Path destination, Recipients recipients,
+            FileOptions options) throws IOException {
+        Objects.requireNonNull(recipients, "recipients");
+        return new EncryptingOutputStream(destination, recipients.text(), Native.FILE_RECIPIENTS, options);
+    }
+
+    /**
+     * @param source a file encrypted to recipients
+     * @param identities the identities to try
+     * @param options backend, context (not a passphrase)
+     * @return a stream of its plaintext
+     * @throws ParcryptFileException none of the identities opens it, not a parcrypt file, ...
+     * @throws IllegalArgumentException identities that do not parse
+     */
+    public static DecryptingInputStream newDecryptingStream(Path source, Identities identities, FileOptions options)
+            throws IOException {
+        Objects.requireNonNull(identities, "identities");
+        return new DecryptingInputStream(source, identities.bytes(), Native.FILE_IDENTITIES, options);
+    }
+
+    /**
+     * @param source a file encrypted to recipients
+     * @param identities the identities to try
+     * @param options backend, context (not a passphrase)
+     * @return random access to its plaintext
+     * @throws ParcryptFileException none of the identities opens it, not a parcrypt file, ...
+     * @throws IllegalArgumentException identities that do not parse
+     */
+    public static DecryptingChannel openDecryptingChannel(Path source, Identities identities, FileOptions options)
+            throws IOException {
+        Objects.requireNonNull(identities, "identities");
+        return new DecryptingChannel(source, identities.bytes(), Native.FILE_IDENTITIES, options);
     }
 
     /**

@@ -25,12 +25,14 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from . import _parcrypt  # type: ignore[attr-defined]  # the native module has no stub
 from . import _remote
 from . import parts as _parts
 
 CHUNK = _parts.CHUNK_BYTES
 SEALED_CHUNK = CHUNK + 16
-#: Bytes of an encrypted object's start that its plan reads (the envelope is far shorter).
+#: Bytes of an encrypted object's start that its plan reads first (the envelope is far
+#: shorter, but for a header with many recipients, which is read on to its end).
 HEAD_BYTES = 64 * 1024
 #: S3's multipart limits.
 MIN_PART_BYTES = 5 * 1024 * 1024
@@ -161,7 +163,13 @@ def plan_decrypt(ref: ObjectRef, secret: dict[str, Any], format: str, context: A
         local = os.path.join(folder, "plan")
         _remote.sparse_file(local, ref.size)
         head = min(ref.size, HEAD_BYTES)
-        _remote.write_at(local, 0, read_range(ref, 0, head, storage_options))
+        start = read_range(ref, 0, head, storage_options)
+        _remote.write_at(local, 0, start)
+        # A header with many recipients (up to 4 MiB) reaches past the first read.
+        reach = min(ref.size, _parcrypt.parts_envelope_reach(start, format))
+        if reach > head:
+            _remote.write_at(local, head, read_range(ref, head, reach, storage_options))
+            head = reach
         tail = max(head, ref.size - 2 * SEALED_CHUNK)
         _remote.write_at(local, tail, read_range(ref, tail, ref.size, storage_options))
         return _parts.plan_decrypt(local, format=format, context=context, **secret)

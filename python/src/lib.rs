@@ -153,6 +153,7 @@ fn _parcrypt(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(parts::parts_plan_encrypt, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_plan_decrypt, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_layout, module)?)?;
+    module.add_function(wrap_pyfunction!(parts::parts_envelope_reach, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_prepare_sealed, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_prepare_plain, module)?)?;
     module.add_function(wrap_pyfunction!(parts::parts_encrypt_with_salts, module)?)?;

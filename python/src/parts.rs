@@ -23,7 +23,7 @@ use parcrypt::parts::{
     Layout, PartKeys, SourceIdentity,
 };
 use parcrypt::{Backend, ChunkBatcher};
-use parcrypt::{Encryptor, KdfLimits, Salts, StreamOptions};
+use parcrypt::{Encryptor, Envelope, KdfLimits, Salts, StreamOptions};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -184,6 +184,37 @@ pub fn parts_plan_decrypt<'py>(
         layout.plaintext_bytes,
         PyBytes::new(py, &plan.keys().to_bytes()),
     ))
+}
+
+/// How many bytes from the start of an encrypted object its plan reads (its envelope: a
+/// header with recipients may be up to 4 MiB), told from `head`, the object's first bytes:
+/// the library's envelope reader is run over `head` followed by zeros and the bytes it took
+/// are counted. A plan of an object read only partly (`parcrypt._store`) must have at least
+/// this many of its first bytes.
+#[pyfunction]
+#[pyo3(signature = (head, format="parcrypt"))]
+pub fn parts_envelope_reach(head: &[u8], format: &str) -> PyResult<u64> {
+    /// Counts the bytes read through it.
+    struct Counting<R> {
+        inner: R,
+        taken: u64,
+    }
+    impl<R: std::io::Read> std::io::Read for Counting<R> {
+        fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+            let got = self.inner.read(buffer)?;
+            self.taken += got as u64;
+            Ok(got)
+        }
+    }
+    let format = parse_format(format)?;
+    let mut reader = Counting {
+        inner: std::io::Read::chain(head, std::io::repeat(0)),
+        taken: 0,
+    };
+    // Whether the bytes parse does not matter here (the plan checks them): only how many
+    // the reader asked for.
+    let _ = Envelope::read(format, &mut reader);
+    Ok(reader.taken)
 }
 
 /// The chunk ranges `(first, end)` of `chunks_per_part` chunks that cover a message of

@@ -183,7 +183,7 @@ const AGE: &str = "age";
 /// Whether `src` is to be read as an age file: `format="age"`, or the parcrypt default and a
 /// regular file that starts as an age file does (binary or armored), as `parcrypt decrypt`
 /// recognises one.
-fn reads_as_age(format: &str, src: &Path) -> bool {
+pub(crate) fn reads_as_age(format: &str, src: &Path) -> bool {
     if format == AGE {
         return true;
     }

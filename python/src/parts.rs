@@ -30,7 +30,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::buffers::Input;
 use crate::errors;
-use crate::files::parse_format;
+use crate::files::{parse_format, reads_as_age};
 use crate::keys::Direction;
 use crate::options::Options;
 use crate::runtime::{self, Runtime};
@@ -160,6 +160,11 @@ pub fn parts_plan_decrypt<'py>(
         "context",
     ];
     let options = Options::take("parts_plan_decrypt", ACCEPTED, options)?;
+    if reads_as_age(&options.format, &path) {
+        return Err(PyValueError::new_err(
+            "this is an age file: it is not planned in parts (decrypt it with parcrypt.decrypt_file or parcrypt.open)",
+        ));
+    }
     // parcrypt.parts.plan_decrypt calls this: a warning points at its caller.
     let (secrets, context) = options.secrets(py, Direction::Decrypt, 2)?;
     let format = parse_format(&options.format)?;

@@ -365,6 +365,10 @@ def test_parts_to_recipients(tmp_path: Path) -> None:
         parts.plan_decrypt(sealed, identities=[owner.identity], key=bytes(16))
     with pytest.raises(TypeError):
         parts.plan_decrypt(sealed, recipients=[owner.recipient])  # type: ignore[call-arg]
+    # An age file is not split in parts: a one-line reason.
+    parcrypt.encrypt_file(src, tmp_path / "file.age", recipients=[owner.recipient], format="age")
+    with pytest.raises(ValueError, match="age file: it is not planned in parts"):
+        parts.plan_decrypt(tmp_path / "file.age", identities=[owner.identity])
 
 
 # ---- parcrypt.dask ------------------------------------------------------------------------

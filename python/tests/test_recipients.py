@@ -314,6 +314,36 @@ def test_age_passphrase_and_armor(tmp_path: Path) -> None:
     assert record[0].filename == __file__
 
 
+@pytest.mark.parametrize("armor", [False, True], ids=["binary", "armored"])
+def test_age_files_with_rage(tmp_path: Path, armor: bool) -> None:
+    """The Python API's age files against rage's age crate (pyrage), both ways."""
+    pyrage = pytest.importorskip("pyrage", reason="SKIPPED: pyrage is not installed (pip install pyrage)")
+    theirs = pyrage.x25519.Identity.generate()
+    ours = _keygen("x25519")
+    for size in [0, 65536, 65537, 1024 * 1024 + 3]:
+        src, data = _plain(tmp_path, size, f"plain{size}")
+        by_python = tmp_path / f"py{size}.age"
+        parcrypt.encrypt_file(src, by_python, recipients=[str(theirs.to_public()), ours.recipient], format="age",
+                              armor=armor)
+        assert pyrage.decrypt(by_python.read_bytes(), [theirs]) == data
+        by_rage = tmp_path / f"rage{size}.age"
+        by_rage.write_bytes(pyrage.encrypt(data, [pyrage.x25519.Recipient.from_str(ours.recipient)], armor))
+        assert parcrypt.decrypt_file(by_rage, tmp_path / f"back{size}", identities=[ours.identity]) == size
+        assert (tmp_path / f"back{size}").read_bytes() == data
+        if not armor:
+            with parcrypt.open(by_rage, identities=ours.identity) as reader:
+                reader.seek(size // 2)
+                assert reader.read() == data[size // 2 :]
+    # scrypt passphrases, both ways.
+    src, data = _plain(tmp_path, 70_000, "plain-scrypt")
+    parcrypt.encrypt_file(src, tmp_path / "py.scrypt.age", passphrase="correct horse battery staple", format="age",
+                          armor=armor)
+    assert pyrage.passphrase.decrypt((tmp_path / "py.scrypt.age").read_bytes(), "correct horse battery staple") == data
+    (tmp_path / "rage.scrypt.age").write_bytes(pyrage.passphrase.encrypt(data, "correct horse battery staple"))
+    parcrypt.decrypt_file(tmp_path / "rage.scrypt.age", tmp_path / "scrypt.out", passphrase="correct horse battery staple")
+    assert (tmp_path / "scrypt.out").read_bytes() == data
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_cli_both_ways(cli: str, tmp_path: Path, kind: str) -> None:
     pq = ["--pq"] if kind == "pq" else []

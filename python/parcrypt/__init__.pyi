@@ -162,8 +162,9 @@ class _FileOptions(TypedDict, total=False):
     ``armor=False``.
 
     ``format="age"`` writes an age v1 file (to ``recipients`` or a ``passphrase``, scrypt;
-    ``armor=True`` for ASCII armor; no ``key``, no ``context``). Reading recognises an age
-    file by its first line with the default format, as ``parcrypt decrypt`` does."""
+    ``armor=True`` for ASCII armor; no ``key``, no ``context``; ``threads``, or one for
+    ``backend="seq"``; a GPU backend raises ``ValueError``). Reading recognises an age file
+    by its first line with the default format, as ``parcrypt decrypt`` does."""
 
     key: Buffer | None
     passphrase: str | bytes | None

@@ -201,6 +201,18 @@ pub(crate) fn reads_as_age(format: &str, src: &Path) -> bool {
     age::is_age(&prefix[..got])
 }
 
+/// Runs the whole-file age call `work` with the GIL released, its payload on `threads`
+/// ([`Options::age_threads`]).
+fn on_threads(
+    py: Python<'_>,
+    threads: Option<usize>,
+    work: impl FnOnce() -> parcrypt::Result<u64> + Send,
+) -> PyResult<u64> {
+    py.detach(|| age::on_threads(threads, work))
+        .map_err(|error| errors::age(error, ""))?
+        .map_err(errors::any)
+}
+
 /// The recipients of a new age file: `recipients=`, or `passphrase=` (scrypt) alone.
 fn age_recipients(
     py: Python<'_>,
@@ -304,9 +316,10 @@ pub fn encrypt_file(
     if options.format == AGE {
         let recipients = age_recipients(py, &options, 3)?;
         let (armor, overwrite) = (options.armor, options.overwrite);
-        return py
-            .detach(|| age::encrypt_file(&src, &dst, &recipients, armor, overwrite))
-            .map_err(errors::any);
+        let threads = options.age_threads()?;
+        return on_threads(py, threads, || {
+            age::encrypt_file(&src, &dst, &recipients, armor, overwrite)
+        });
     }
     let (secrets, context) = options.secrets(py, Direction::Encrypt, 3)?;
     let setup = secrets.setup(&options.format, context.as_ref())?;
@@ -339,9 +352,10 @@ pub fn decrypt_file(
     if reads_as_age(&options.format, &src) {
         let identities = age_identities(py, &options, &src, 3)?;
         let overwrite = options.overwrite;
-        return py
-            .detach(|| age::decrypt_file(&src, &dst, &identities, overwrite))
-            .map_err(errors::any);
+        let threads = options.age_threads()?;
+        return on_threads(py, threads, || {
+            age::decrypt_file(&src, &dst, &identities, overwrite)
+        });
     }
     let (secrets, context) = options.secrets(py, Direction::Decrypt, 3)?;
     let format = parse_format(&options.format)?;
@@ -485,6 +499,8 @@ pub fn open_reader(
 ) -> PyResult<Reader> {
     let options = Options::take("open_reader", options::READER, options)?;
     if reads_as_age(&options.format, &path) {
+        // A GPU backend does not apply; the reader runs on every core.
+        options.age_threads()?;
         // Called by parcrypt.open: a warning points at its caller.
         let identities = age_identities(py, &options, &path, 2)?;
         let input = parcrypt::files::open_input(&path).map_err(errors::format)?;
@@ -643,6 +659,8 @@ pub fn open_writer(
     let options = Options::take("open_writer", options::FILE, options)?;
     let overwrite = options.overwrite;
     if options.format == AGE {
+        // A GPU backend does not apply; the writer runs on every core.
+        options.age_threads()?;
         // Called by parcrypt.open: a warning points at its caller.
         let recipients = age_recipients(py, &options, 2)?;
         let armor = options.armor;

@@ -104,6 +104,23 @@ impl<'py> Options<'py> {
         Ok((secrets, context))
     }
 
+    /// The threads an age file's payload runs on, as `parcrypt encrypt --format age` takes
+    /// `--backend` and `--threads`: one for `seq`, `threads` else (every core when `None`).
+    /// A GPU backend is refused: age's ChaCha20-Poly1305 runs on the CPU.
+    pub(crate) fn age_threads(&self) -> PyResult<Option<usize>> {
+        let backend: parcrypt::Backend = self.backend.parse().map_err(crate::errors::engine)?;
+        if backend == parcrypt::Backend::Seq {
+            return Ok(Some(1));
+        }
+        if backend.is_gpu() {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "age files are sealed and opened on the CPU (ChaCha20-Poly1305): backend=\"{}\" does not apply (use seq, threads, pool or auto)",
+                backend.name()
+            )));
+        }
+        Ok(self.threads)
+    }
+
     /// The shared runtime for the backend and thread count asked for.
     pub(crate) fn runtime(&self) -> PyResult<&'static Runtime> {
         runtime::runtime(&self.backend, self.threads)

@@ -294,6 +294,21 @@ def test_misuse_is_a_clear_value_error(tmp_path: Path) -> None:
         parcrypt.recipient_of(owner.identity + hybrid.identity)
 
 
+@pytest.mark.parametrize("options", [{"backend": "seq"}, {"threads": 1}, {"threads": 2}, {"backend": "pool"}])
+def test_age_files_on_the_threads_asked_for(tmp_path: Path, options: dict) -> None:
+    owner = _keygen("x25519")
+    src, data = _plain(tmp_path, 5 * 65536 + 3)
+    parcrypt.encrypt_file(src, tmp_path / "sealed.age", recipients=[owner.recipient], format="age", **options)
+    parcrypt.decrypt_file(tmp_path / "sealed.age", tmp_path / "out", identities=[owner.identity], **options)
+    assert (tmp_path / "out").read_bytes() == data
+    for gpu in ("opencl", "cuda"):
+        with pytest.raises(ValueError, match="on the CPU"):
+            parcrypt.encrypt_file(src, tmp_path / gpu, recipients=[owner.recipient], format="age", backend=gpu)
+        with pytest.raises(ValueError, match="on the CPU"):
+            parcrypt.open(tmp_path / "sealed.age", identities=[owner.identity], backend=gpu)
+        assert not (tmp_path / gpu).exists()
+
+
 def test_age_passphrase_and_armor(tmp_path: Path) -> None:
     src, data = _plain(tmp_path, 300_001)
     sealed = tmp_path / "sealed.age"

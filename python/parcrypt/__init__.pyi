@@ -219,14 +219,13 @@ class NewIdentity(NamedTuple):
     recipient: str
 
 @overload
-def keygen(path: None = None, *, pq: bool = False) -> NewIdentity: ...
-@overload
-def keygen(path: str | os.PathLike[str], *, pq: bool = False) -> str: ...
-def keygen(path: str | os.PathLike[str] | None = None, *, pq: bool = False) -> NewIdentity | str:
+def keygen(path: None = None, *, pq: bool = False) -> NewIdentity:
     """A new identity, as ``parcrypt keygen``: X25519 (``age1...``), or with ``pq`` the
     post-quantum hybrid ML-KEM-768 + X25519 (``age1pq1...``). With ``path``: writes the
     identity file (mode 0600; an existing file raises ``FileExistsError``) and returns the
     recipient. Without: returns :class:`NewIdentity` ``(identity, recipient)``."""
+@overload
+def keygen(path: str | os.PathLike[str], *, pq: bool = False) -> str: ...
 
 def recipient_of(identity: str | bytes | os.PathLike[str]) -> str:
     """The recipient (``age1...``, ``age1pq1...``) of one identity (its text, or an

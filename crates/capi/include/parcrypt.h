@@ -641,6 +641,21 @@ ParcryptStatus parcrypt_keygen(uint32_t flags,
                                char **recipient,
                                struct ParcryptError **error);
 
+// Reads the identity file at `path` through the library, for `PARCRYPT_FILE_IDENTITIES`:
+// `*identity_text` gets its text (at most 16 MiB, every identity in it parsed; a secret:
+// free it with `parcrypt_string_free`, which wipes it). A file that users other than its
+// owner can read gets a warning through the warning callback (as `parcrypt decrypt -i`
+// prints one), and is read all the same. A file that cannot be read is
+// `PARCRYPT_STATUS_IO`, a key in it that does not parse `PARCRYPT_STATUS_BAD_KEY` (the
+// message names the line, never its content); `*identity_text` is then NULL.
+//
+// # Safety
+// `path` is NULL or NUL-terminated; `identity_text` and `error` are NULL or valid for
+// writing one pointer.
+ParcryptStatus parcrypt_read_identity_file(const char *path,
+                                           char **identity_text,
+                                           struct ParcryptError **error);
+
 // Frees a string this library returned (`parcrypt_keygen`'s identity text and recipient),
 // wiping its bytes first; NULL is ignored.
 //

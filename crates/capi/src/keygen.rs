@@ -92,6 +92,44 @@ pub unsafe extern "C" fn parcrypt_keygen(
     unsafe { entry(error, body) }
 }
 
+/// Reads the identity file at `path` through the library, for `PARCRYPT_FILE_IDENTITIES`:
+/// `*identity_text` gets its text (at most 16 MiB, every identity in it parsed; a secret:
+/// free it with `parcrypt_string_free`, which wipes it). A file that users other than its
+/// owner can read gets a warning through the warning callback (as `parcrypt decrypt -i`
+/// prints one), and is read all the same. A file that cannot be read is
+/// `PARCRYPT_STATUS_IO`, a key in it that does not parse `PARCRYPT_STATUS_BAD_KEY` (the
+/// message names the line, never its content); `*identity_text` is then NULL.
+///
+/// # Safety
+/// `path` is NULL or NUL-terminated; `identity_text` and `error` are NULL or valid for
+/// writing one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn parcrypt_read_identity_file(
+    path: *const c_char,
+    identity_text: *mut *mut c_char,
+    error: *mut *mut ParcryptError,
+) -> ParcryptStatus {
+    // SAFETY: NULL or writable (the contract above).
+    unsafe { write_if_wanted(identity_text, null_mut()) };
+    let body = || {
+        if identity_text.is_null() {
+            return Err(Failure::null("identity_text"));
+        }
+        // SAFETY: NULL or NUL-terminated (the contract above); NULL is refused there.
+        let path = unsafe { crate::path(path, "path") }?;
+        if let Some(warning) = parcrypt::age::identity_file_warning(&path) {
+            crate::error::warn(&warning);
+        }
+        let text = parcrypt::age::read_identity_file_text(&path)?;
+        let owned = owned_string(&text)?;
+        // SAFETY: not NULL (checked above) and writable (the contract above).
+        unsafe { identity_text.write(owned) };
+        Ok(())
+    };
+    // SAFETY: `error` is NULL or writable (the contract above).
+    unsafe { entry(error, body) }
+}
+
 /// A NUL-terminated copy of `text` that the caller frees with [`parcrypt_string_free`]. Its
 /// memory is allocated once at its final size, so that no copy of a secret is left behind
 /// by a reallocation.

@@ -1329,3 +1329,52 @@ fn keygen_writes_a_private_file_once() {
     // SAFETY: NULL is ignored.
     unsafe { parcrypt_string_free(null_mut()) };
 }
+
+#[test]
+fn identity_files_are_read_through_the_library() {
+    let folder = tempfile::tempdir().unwrap();
+    let read = |path: &std::path::Path| {
+        let path_c = CString::new(path.to_str().unwrap()).unwrap();
+        let mut text = std::ptr::NonNull::dangling().as_ptr();
+        let mut error = null_mut();
+        // SAFETY: a NUL-terminated path, a writable out-parameter.
+        let status = unsafe { parcrypt_read_identity_file(path_c.as_ptr(), &mut text, &mut error) };
+        outcome(status, error)
+            .map(|()| {
+                // SAFETY: a string from the library, freed once.
+                unsafe {
+                    let owned = CStr::from_ptr(text).to_str().unwrap().to_owned();
+                    parcrypt_string_free(text);
+                    owned
+                }
+            })
+            .map_err(|failure| {
+                assert!(text.is_null());
+                failure
+            })
+    };
+    let path = folder.path().join("key.txt");
+    parcrypt::age::write_identity_file(&path, false).unwrap();
+    assert_eq!(
+        read(&path).unwrap(),
+        std::fs::read_to_string(&path).unwrap()
+    );
+    // A key that does not parse: BAD_KEY, and the message does not quote it.
+    let bad = folder.path().join("bad.txt");
+    std::fs::write(&bad, "AGE-SECRET-KEY-1NOTAKEYATALL\n").unwrap();
+    let (status, message) = read(&bad).unwrap_err();
+    assert_eq!(status, ParcryptStatus::BadKey, "{message}");
+    assert!(!message.contains("NOTAKEY"), "{message}");
+    // A missing file: IO.
+    let (status, _) = read(&folder.path().join("missing.txt")).unwrap_err();
+    assert_eq!(status, ParcryptStatus::Io);
+    // NULL path and NULL out-parameter.
+    let mut error = null_mut();
+    let mut text = null_mut();
+    // SAFETY: NULL arguments are checked.
+    let status = unsafe { parcrypt_read_identity_file(null(), &mut text, &mut error) };
+    assert_eq!(
+        outcome(status, error).unwrap_err().0,
+        ParcryptStatus::NullPointer
+    );
+}

@@ -140,6 +140,15 @@ pub fn read_identity_file(path: &Path) -> crate::Result<Vec<Identity>> {
     Ok(parse_identities(&text)?)
 }
 
+/// The text of an identity file, for a front end that hands it on as text (the C ABI's
+/// `PARCRYPT_FILE_IDENTITIES`): read as [`read_identity_file`] reads it, and refused unless
+/// every identity in it parses. Wiped when dropped.
+pub fn read_identity_file_text(path: &Path) -> crate::Result<zeroize::Zeroizing<Vec<u8>>> {
+    let text = read_key_file(path, "identity")?;
+    parse_identities(&text)?;
+    Ok(text)
+}
+
 /// Reads a recipients file (one `age1...` or `age1pq1...` a line, `#` comments).
 pub fn read_recipients_file(path: &Path) -> crate::Result<Vec<Recipient>> {
     let text = read_key_file(path, "recipients")?;
@@ -177,6 +186,7 @@ mod tests {
             let text = std::fs::read_to_string(&path).unwrap();
             assert!(text.contains(&format!("# public key: {recipient}\n")));
             let identities = read_identity_file(&path).unwrap();
+            assert_eq!(*read_identity_file_text(&path).unwrap(), text.as_bytes());
             assert_eq!(identities.len(), 1);
             assert_eq!(
                 identities[0].to_public().unwrap().to_string(),

@@ -793,6 +793,21 @@ static void recipients(ParcryptEngine *engine) {
     cli_identity[identity_length == (size_t)-1 ? 0 : identity_length] = '\0';
     CHECK(identity_opens(engine, cli_sealed, cli_identity, plain, PLAIN_BYTES, back),
           "CLI recipients encrypt -> ABI decrypt with identities differs");
+    /* The same file's text read by the library: the same identities. */
+    char *read_back = NULL;
+    status = parcrypt_read_identity_file(cli_key_path, &read_back, &error);
+    expect_ok("read_identity_file", status, &error);
+    if (read_back) {
+        CHECK(strcmp(read_back, cli_identity) == 0, "read_identity_file gave other text");
+        CHECK(identity_opens(engine, cli_sealed, read_back, plain, PLAIN_BYTES, back),
+              "read_identity_file's text does not open the CLI's file");
+        parcrypt_string_free(read_back);
+    }
+    read_back = (char *)1;
+    status = parcrypt_read_identity_file(plain_path, &read_back, &error);
+    expect_failure("read_identity_file of a file without keys", status, &error,
+                   PARCRYPT_STATUS_BAD_KEY);
+    CHECK(read_back == NULL, "a failed read_identity_file set its out-parameter");
 
     /* Misuse: nothing is written, one line, no key quoted. */
     char *never = scratch_path("recipients-never.out");

@@ -1,13 +1,12 @@
 package dev.parcrypt;
 
 import java.io.IOException;
-import java.io.InputStream;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.CharBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Objects;
@@ -37,20 +36,26 @@ public final class Identities implements AutoCloseable {
     }
 
     /**
+     * Reads an identity file through the library, as {@code parcrypt decrypt -i} does: a file
+     * that other users can read gets a warning on the {@code dev.parcrypt} logger (as ssh
+     * gives for a private key) and is read all the same.
+     *
      * @param identityFile an identity file (at most 16 MiB); other users should not be able
      *     to read it ({@code parcrypt keygen} and {@link Parcrypt#keygen(Path, boolean)} make
      *     it 0600)
      * @return its identities
      * @throws IOException it cannot be read, or is over 16 MiB
+     * @throws IllegalArgumentException a key in it does not parse (the message names the
+     *     line, never its content)
      */
     public static Identities fromFile(Path identityFile) throws IOException {
-        try (InputStream in = Files.newInputStream(identityFile)) {
-            byte[] bytes = in.readNBytes(Recipients.MAX_FILE_BYTES + 1);
-            if (bytes.length > Recipients.MAX_FILE_BYTES) {
-                Arrays.fill(bytes, (byte) 0);
-                throw new IOException("identity file " + identityFile + " is over 16 MiB");
-            }
-            return new Identities(bytes);
+        Objects.requireNonNull(identityFile, "identityFile");
+        Warnings.install();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment path = arena.allocateFrom(identityFile.toString());
+            MemorySegment scratch = NativeCall.run(Errors::checkFile, s -> (int) Native.READ_IDENTITY_FILE.invokeExact(
+                    path, Errors.handleSlot(s), Errors.errorSlot(s)));
+            return new Identities(take(scratch.get(Native.STRING, 24)));
         }
     }
 

@@ -121,6 +121,8 @@ final class Native {
 
     /** A new identity: flags, a path or NULL, the identity text and the recipient written. */
     static final MethodHandle KEYGEN = handle("parcrypt_keygen", status(INT, POINTER, POINTER, POINTER));
+    /** An identity file's text, read and checked by the library: the path, the text written. */
+    static final MethodHandle READ_IDENTITY_FILE = handle("parcrypt_read_identity_file", status(POINTER, POINTER));
     /** Frees (and wipes) a string the library returned. */
     static final MethodHandle STRING_FREE = handle("parcrypt_string_free", FunctionDescriptor.ofVoid(POINTER));
 

@@ -60,6 +60,32 @@ class WarningsTest {
     }
 
     @Test
+    void an_identity_file_others_can_read_is_logged_and_read() throws Exception {
+        Path key = folder.resolve("key.txt");
+        String recipient = Parcrypt.keygen(key, false);
+        Path plain = folder.resolve("plain");
+        Files.write(plain, "attack at dawn".getBytes(StandardCharsets.UTF_8));
+        Parcrypt.encryptFile(plain, folder.resolve("sealed"), Recipients.of(recipient));
+        try (Identities identities = Identities.fromFile(key)) {
+            assertEquals(List.of(), warnings());
+            assertEquals("Identities[redacted]", identities.toString());
+        }
+        Files.setPosixFilePermissions(key, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+        try (Identities identities = Identities.fromFile(key)) {
+            assertEquals(1, warnings().size(), () -> "warnings: " + warnings());
+            assertTrue(warnings().get(0).contains("chmod 600"), warnings().get(0));
+            Parcrypt.decryptFile(folder.resolve("sealed"), folder.resolve("opened"), identities);
+        }
+        assertEquals("attack at dawn", Files.readString(folder.resolve("opened")));
+        // A key that does not parse is refused when the file is read, without quoting it.
+        Path bad = folder.resolve("bad.txt");
+        Files.writeString(bad, "AGE-SECRET-KEY-1NOTAKEYATALL\n");
+        IllegalArgumentException refused = org.junit.jupiter.api.Assertions.assertThrows(
+                IllegalArgumentException.class, () -> Identities.fromFile(bad));
+        assertTrue(!refused.getMessage().contains("NOTAKEY"), refused.getMessage());
+    }
+
+    @Test
     void a_short_passphrase_is_logged_as_a_warning() throws Exception {
         Path plain = folder.resolve("plain");
         Files.write(plain, "attack at dawn".getBytes(StandardCharsets.UTF_8));

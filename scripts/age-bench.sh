@@ -8,7 +8,8 @@
 #
 # AGE_BENCH_MIB: the plaintext's size in MiB (default 1024). AGE_BENCH_RUNS: timed runs of
 # each contender (default 5; the table gives medians). AGE_BENCH_THREADS: parcrypt's thread
-# counts (RAYON_NUM_THREADS; default "1 2"; age is single-threaded by design).
+# counts (RAYON_NUM_THREADS for age files, which every parcrypt binary honours; --threads for
+# parcrypt's own format; default "1 2"; age is single-threaded by design).
 # AGE_BENCH_ALSO: more parcrypt binaries as "NAME=PATH ..." (say, one built before a
 # change), timed the same way as "NAME-THREADS"; AGE_BENCH_BASELINE=PATH is "base=PATH".
 # AGE_INTEROP_CACHE: where age 1.3.2 is (built there by scripts/age-interop.sh, which this
@@ -109,25 +110,25 @@ run() { # op name out
             fi ;;
         key-*)
             if [ "$op" = encrypt ]; then
-                RAYON_NUM_THREADS=${name##*-} "$parcrypt" encrypt --key-file key.bin \
+                "$parcrypt" encrypt --threads "${name##*-}" --key-file key.bin \
                     plain -o "$out"
             else
-                RAYON_NUM_THREADS=${name##*-} "$parcrypt" decrypt --key-file key.bin \
+                "$parcrypt" decrypt --threads "${name##*-}" --key-file key.bin \
                     sealed-key -o "$out"
             fi ;;
         recipient-*)
             if [ "$op" = encrypt ]; then
-                RAYON_NUM_THREADS=${name##*-} "$parcrypt" encrypt -r "$recipient" \
+                "$parcrypt" encrypt --threads "${name##*-}" -r "$recipient" \
                     plain -o "$out"
             else
-                RAYON_NUM_THREADS=${name##*-} "$parcrypt" decrypt -i key.txt \
+                "$parcrypt" decrypt --threads "${name##*-}" -i key.txt \
                     sealed-recipient -o "$out"
             fi ;;
         *-*)
             local binary=${binaries[${name%-*}]}
             if [ "$op" = encrypt ]; then
                 RAYON_NUM_THREADS=${name##*-} "$binary" encrypt --format age \
-                    -r "$recipient" -o "$out" plain
+                    -r "$recipient" -o "$out" plain # RAYON_NUM_THREADS: older binaries too
             else
                 RAYON_NUM_THREADS=${name##*-} "$binary" decrypt -i key.txt \
                     -o "$out" sealed

@@ -252,17 +252,6 @@ pub(super) fn identities(args: &AgeDecryptArgs) -> Result<Vec<Identity>, Failure
     Ok(identities)
 }
 
-/// Whether `prefix` (the first bytes of the input) is an age file.
-pub fn is_age(prefix: &[u8]) -> bool {
-    age::is_age(prefix) || {
-        let first = prefix
-            .iter()
-            .position(|c| !c.is_ascii_whitespace())
-            .unwrap_or(prefix.len());
-        prefix[first..].starts_with(b"-----BEGIN AGE")
-    }
-}
-
 /// The identities for a header: the passphrase for an scrypt file, else the `-i` files.
 fn identities_for(args: &DecryptArgs, is_passphrase: bool) -> Result<Vec<Identity>, Failure> {
     if is_passphrase {

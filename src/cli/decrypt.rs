@@ -52,7 +52,7 @@ pub fn run(mut args: DecryptArgs) -> Result<(), Failure> {
             (read_prefix(&mut input)?, Some(input))
         }
     };
-    if args.common.format == FileFormat::Age || super::age::is_age(&prefix) {
+    if args.common.format == FileFormat::Age || parcrypt::age::is_age(&prefix) {
         if key.is_some() {
             return Err(Failure(
                 "this is an age file: give -i IDENTITY_FILE (or a passphrase), not --key/--key-file"

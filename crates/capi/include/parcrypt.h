@@ -64,6 +64,20 @@
 // the first identity that opens one of the file's recipients is used.
 #define PARCRYPT_FILE_IDENTITIES 16
 
+// File flag: an age v1 file ([age-encryption.org/v1](https://c2sp.org/age)), as
+// `parcrypt encrypt --format age` writes it, in place of parcrypt's format. To encrypt it
+// takes `PARCRYPT_FILE_RECIPIENTS` (X25519 or post-quantum hybrid recipients) or
+// `PARCRYPT_FILE_PASSPHRASE` (an scrypt file); never a raw key, a context or
+// `PARCRYPT_FILE_COBBLESTONE`. Decryption recognises an age file by its header without
+// it. Whole-file calls only; age files are sealed and opened on the CPU (the engine's
+// threads; a GPU engine is refused).
+#define PARCRYPT_FILE_AGE 32
+
+// File flag, with `PARCRYPT_FILE_AGE`: ASCII armor (PEM, `-----BEGIN AGE ENCRYPTED
+// FILE-----`) around the age file, as `parcrypt encrypt --format age -a` writes it.
+// Decryption recognises armor by itself.
+#define PARCRYPT_FILE_ARMOR 64
+
 // `parcrypt_file_decryptor_seek` origin: from the start.
 #define PARCRYPT_SEEK_SET 0
 
@@ -466,6 +480,10 @@ ParcryptStatus parcrypt_set_warning_callback(ParcryptWarningCallback callback,
 // that does not parse is `PARCRYPT_STATUS_BAD_KEY`, its message naming the line, never its
 // content). The destination is checked before the key is derived, and appears only once
 // the whole file is on disk. `*plaintext_bytes` (when not NULL) gets the bytes encrypted.
+// With `PARCRYPT_FILE_AGE` the file is an age v1 file to the recipients (or, with
+// `PARCRYPT_FILE_PASSPHRASE`, an scrypt file), armored with `PARCRYPT_FILE_ARMOR`; a raw
+// key, a context, `PARCRYPT_FILE_COBBLESTONE`, `PARCRYPT_FILE_ARMOR` without
+// `PARCRYPT_FILE_AGE` and a GPU engine are `PARCRYPT_STATUS_INVALID_ARGUMENT`.
 //
 // # Safety
 // `engine` is NULL or live; `source` and `destination` are NULL or NUL-terminated;
@@ -488,7 +506,12 @@ ParcryptStatus parcrypt_encrypt_file(const struct ParcryptEngine *engine,
 // a file encrypted to recipients takes `PARCRYPT_FILE_IDENTITIES` and the text of an
 // identity file as its secret (`PARCRYPT_STATUS_WRONG_KEY` when none of its identities
 // opens the file), and `PARCRYPT_FILE_RECIPIENTS` is refused
-// (`PARCRYPT_STATUS_INVALID_ARGUMENT`).
+// (`PARCRYPT_STATUS_INVALID_ARGUMENT`). An age file (binary or armored) is recognised by
+// its header whatever the flags, as `parcrypt decrypt` does, and opens with
+// `PARCRYPT_FILE_IDENTITIES` (or `PARCRYPT_FILE_PASSPHRASE` for an scrypt file; the other
+// kind, or a key, is `PARCRYPT_STATUS_BAD_KEY`); no identity that opens it is
+// `PARCRYPT_STATUS_WRONG_KEY`, a damaged payload `PARCRYPT_STATUS_AUTHENTICATION_FAILED`,
+// and neither leaves a destination. A context or a GPU engine is refused for an age file.
 //
 // # Safety
 // As `parcrypt_encrypt_file`.

@@ -47,6 +47,18 @@ pub const PARCRYPT_FILE_RECIPIENTS: u32 = 8;
 /// `AGE-SECRET-KEY-PQ-1...` lines, `#` comments), as `parcrypt decrypt -i FILE` reads it;
 /// the first identity that opens one of the file's recipients is used.
 pub const PARCRYPT_FILE_IDENTITIES: u32 = 16;
+/// File flag: an age v1 file ([age-encryption.org/v1](https://c2sp.org/age)), as
+/// `parcrypt encrypt --format age` writes it, in place of parcrypt's format. To encrypt it
+/// takes `PARCRYPT_FILE_RECIPIENTS` (X25519 or post-quantum hybrid recipients) or
+/// `PARCRYPT_FILE_PASSPHRASE` (an scrypt file); never a raw key, a context or
+/// `PARCRYPT_FILE_COBBLESTONE`. Decryption recognises an age file by its header without
+/// it. Whole-file calls only; age files are sealed and opened on the CPU (the engine's
+/// threads; a GPU engine is refused).
+pub const PARCRYPT_FILE_AGE: u32 = 32;
+/// File flag, with `PARCRYPT_FILE_AGE`: ASCII armor (PEM, `-----BEGIN AGE ENCRYPTED
+/// FILE-----`) around the age file, as `parcrypt encrypt --format age -a` writes it.
+/// Decryption recognises armor by itself.
+pub const PARCRYPT_FILE_ARMOR: u32 = 64;
 
 /// `parcrypt_file_decryptor_seek` origin: from the start.
 pub const PARCRYPT_SEEK_SET: i32 = 0;
@@ -115,6 +127,10 @@ struct FileSecret<'a> {
     context: &'a [u8],
     format: Format,
     overwrite: bool,
+    /// `PARCRYPT_FILE_AGE`, or (to decrypt) a source whose header says age.
+    age: bool,
+    /// `PARCRYPT_FILE_ARMOR`.
+    armor: bool,
 }
 
 impl FileSecret<'_> {
@@ -137,7 +153,9 @@ fn secret_kind(flags: u32, direction: Direction) -> Result<u32, Failure> {
         | PARCRYPT_FILE_PASSPHRASE
         | PARCRYPT_FILE_COBBLESTONE
         | PARCRYPT_FILE_RECIPIENTS
-        | PARCRYPT_FILE_IDENTITIES;
+        | PARCRYPT_FILE_IDENTITIES
+        | PARCRYPT_FILE_AGE
+        | PARCRYPT_FILE_ARMOR;
     if flags & !known != 0 {
         return Err(Failure::invalid(format!("unknown file flags {flags:#x}")));
     }
@@ -150,6 +168,29 @@ fn secret_kind(flags: u32, direction: Direction) -> Result<u32, Failure> {
         ));
     }
     let cobblestone = flags & PARCRYPT_FILE_COBBLESTONE != 0;
+    let age = flags & PARCRYPT_FILE_AGE != 0;
+    if flags & PARCRYPT_FILE_ARMOR != 0 && !age {
+        return Err(Failure::invalid(
+            "PARCRYPT_FILE_ARMOR is ASCII armor around an age file: it needs PARCRYPT_FILE_AGE",
+        ));
+    }
+    if age && cobblestone {
+        return Err(Failure::invalid(
+            "PARCRYPT_FILE_AGE and PARCRYPT_FILE_COBBLESTONE exclude each other: give one format",
+        ));
+    }
+    if age && kind == 0 {
+        return Err(Failure::invalid(match direction {
+            Direction::Encrypt => {
+                "an age file is encrypted to recipients (PARCRYPT_FILE_RECIPIENTS) or a \
+                 passphrase (PARCRYPT_FILE_PASSPHRASE), not with a raw key"
+            }
+            Direction::Decrypt => {
+                "an age file opens with identities (PARCRYPT_FILE_IDENTITIES) or a passphrase \
+                 (PARCRYPT_FILE_PASSPHRASE), not with a raw key"
+            }
+        }));
+    }
     match (kind, direction) {
         (PARCRYPT_FILE_RECIPIENTS, Direction::Decrypt) => Err(Failure::invalid(
             "recipients encrypt; to decrypt, give an identity file with PARCRYPT_FILE_IDENTITIES",
@@ -198,12 +239,18 @@ unsafe fn file_secret<'a>(
     } else {
         Format::Parcrypt
     };
-    Ok(FileSecret {
+    let file = FileSecret {
         given,
         context,
         format,
         overwrite: flags & PARCRYPT_FILE_OVERWRITE != 0,
-    })
+        age: flags & PARCRYPT_FILE_AGE != 0,
+        armor: flags & PARCRYPT_FILE_ARMOR != 0,
+    };
+    if file.age {
+        file.check_age()?;
+    }
+    Ok(file)
 }
 
 /// What every call that opens a file checks first: the engine, the file's name (`path`,
@@ -273,6 +320,10 @@ fn file_options(overwrite: bool) -> FileOptions<'static> {
 /// that does not parse is `PARCRYPT_STATUS_BAD_KEY`, its message naming the line, never its
 /// content). The destination is checked before the key is derived, and appears only once
 /// the whole file is on disk. `*plaintext_bytes` (when not NULL) gets the bytes encrypted.
+/// With `PARCRYPT_FILE_AGE` the file is an age v1 file to the recipients (or, with
+/// `PARCRYPT_FILE_PASSPHRASE`, an scrypt file), armored with `PARCRYPT_FILE_ARMOR`; a raw
+/// key, a context, `PARCRYPT_FILE_COBBLESTONE`, `PARCRYPT_FILE_ARMOR` without
+/// `PARCRYPT_FILE_AGE` and a GPU engine are `PARCRYPT_STATUS_INVALID_ARGUMENT`.
 ///
 /// # Safety
 /// `engine` is NULL or live; `source` and `destination` are NULL or NUL-terminated;
@@ -314,7 +365,12 @@ pub unsafe extern "C" fn parcrypt_encrypt_file(
 /// a file encrypted to recipients takes `PARCRYPT_FILE_IDENTITIES` and the text of an
 /// identity file as its secret (`PARCRYPT_STATUS_WRONG_KEY` when none of its identities
 /// opens the file), and `PARCRYPT_FILE_RECIPIENTS` is refused
-/// (`PARCRYPT_STATUS_INVALID_ARGUMENT`).
+/// (`PARCRYPT_STATUS_INVALID_ARGUMENT`). An age file (binary or armored) is recognised by
+/// its header whatever the flags, as `parcrypt decrypt` does, and opens with
+/// `PARCRYPT_FILE_IDENTITIES` (or `PARCRYPT_FILE_PASSPHRASE` for an scrypt file; the other
+/// kind, or a key, is `PARCRYPT_STATUS_BAD_KEY`); no identity that opens it is
+/// `PARCRYPT_STATUS_WRONG_KEY`, a damaged payload `PARCRYPT_STATUS_AUTHENTICATION_FAILED`,
+/// and neither leaves a destination. A context or a GPU engine is refused for an age file.
 ///
 /// # Safety
 /// As `parcrypt_encrypt_file`.
@@ -379,26 +435,14 @@ unsafe fn whole_file(
                 path(paths[1], "destination")?,
             )
         };
-        let batcher = batcher_for(engine);
-        let options = file_options(file.overwrite);
-        let bytes = match direction {
-            Direction::Encrypt => parcrypt::files::encrypt_file_with(
-                batcher.as_ref(),
-                &setup_for(&file)?,
-                file.secret(),
-                &source,
-                &destination,
-                &options,
-            )?,
-            Direction::Decrypt => parcrypt::files::decrypt_file_with(
-                batcher.as_ref(),
-                file.format,
-                file.secret(),
-                file.context,
-                &source,
-                &destination,
-                &options,
-            )?,
+        let mut file = file;
+        if direction == Direction::Decrypt && !file.age {
+            file.age = is_age_file(&source)?;
+        }
+        let bytes = if file.age {
+            age_file(direction, engine, &source, &destination, &file)?
+        } else {
+            parcrypt_file(direction, engine, &source, &destination, &file)?
         };
         // SAFETY: `plaintext_bytes` is NULL or writable (this function's contract).
         unsafe { write_if_wanted(plaintext_bytes, bytes) };
@@ -406,6 +450,178 @@ unsafe fn whole_file(
     };
     // SAFETY: `error` is NULL or writable (this function's contract).
     unsafe { entry(error, body) }
+}
+
+/// A whole file in parcrypt's format (or a bare Cobblestone message) through the engine's
+/// streaming pipeline; returns the plaintext's length.
+fn parcrypt_file(
+    direction: Direction,
+    engine: &Engine,
+    source: &Path,
+    destination: &Path,
+    file: &FileSecret<'_>,
+) -> Result<u64, Failure> {
+    let batcher = batcher_for(engine);
+    let options = file_options(file.overwrite);
+    Ok(match direction {
+        Direction::Encrypt => parcrypt::files::encrypt_file_with(
+            batcher.as_ref(),
+            &setup_for(file)?,
+            file.secret(),
+            source,
+            destination,
+            &options,
+        )?,
+        Direction::Decrypt => parcrypt::files::decrypt_file_with(
+            batcher.as_ref(),
+            file.format,
+            file.secret(),
+            file.context,
+            source,
+            destination,
+            &options,
+        )?,
+    })
+}
+
+impl FileSecret<'_> {
+    /// Refuses what an age file has no room for: a context, a raw key (a source recognised
+    /// as age by its header may come with one).
+    fn check_age(&self) -> Result<(), Failure> {
+        if !self.context.is_empty() {
+            return Err(Failure::invalid(
+                "an age file has no context: give NULL, 0 with PARCRYPT_FILE_AGE or an age file",
+            ));
+        }
+        if let Given::Key(_) = self.given {
+            return Err(Failure::new(
+                ParcryptStatus::BadKey,
+                "this is an age file: give its identities (PARCRYPT_FILE_IDENTITIES) or its \
+                 passphrase (PARCRYPT_FILE_PASSPHRASE), not a key",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether the file at `source` is an age file (binary or armored), by its first bytes as
+/// `parcrypt decrypt` reads them: up to 64 past leading whitespace, at most 1,100. Only a
+/// regular file is looked at (a pipe's bytes would be consumed); anything else is left to
+/// the parcrypt reader, which reports what it finds.
+fn is_age_file(source: &Path) -> Result<bool, Failure> {
+    let Ok(file) = File::open(source) else {
+        // The reader that follows reports a missing or unreadable source in its words.
+        return Ok(false);
+    };
+    if !file.metadata().is_ok_and(|metadata| metadata.is_file()) {
+        return Ok(false);
+    }
+    let mut prefix = Vec::with_capacity(128);
+    (&file)
+        .take(1100)
+        .read_to_end(&mut prefix)
+        .map_err(FormatError::Read)?;
+    Ok(parcrypt::age::is_age(&prefix))
+}
+
+/// The threads an age job runs on for `engine`, as `parcrypt --backend B --threads N` runs
+/// it: one for `seq`, the engine's threads for the other CPU backends; a GPU engine is
+/// refused (age's ChaCha20-Poly1305 payload is sealed and opened on the CPU).
+fn age_threads(engine: &Engine) -> Result<Option<usize>, Failure> {
+    let backend = engine.backend();
+    if backend.is_gpu() {
+        return Err(Failure::invalid(format!(
+            "age files are sealed and opened on the CPU (ChaCha20-Poly1305): a {} engine does \
+             not apply (use seq, threads, pool or auto)",
+            backend.name()
+        )));
+    }
+    Ok(Some(match backend {
+        parcrypt::Backend::Seq => 1,
+        _ => engine.threads(),
+    }))
+}
+
+/// A whole age file through the library (`parcrypt::age::encrypt_file`, `decrypt_file`)
+/// on the engine's threads; returns the plaintext's length. To encrypt: to the recipients,
+/// or to the passphrase (scrypt, age's default work factor). To decrypt: the identities, or
+/// the passphrase for an scrypt file (the work factor held to age's default limit); which
+/// one the file needs is read from its header first, so the wrong kind gets its own message.
+fn age_file(
+    direction: Direction,
+    engine: &Engine,
+    source: &Path,
+    destination: &Path,
+    file: &FileSecret<'_>,
+) -> Result<u64, Failure> {
+    use parcrypt::age::{Passphrase, ScryptIdentity, ScryptRecipient};
+    file.check_age()?;
+    let threads = age_threads(engine)?;
+    let passphrase = |passphrase: &[u8]| {
+        if passphrase.is_empty() {
+            return Err(Failure::new(
+                ParcryptStatus::BadKey,
+                "the passphrase is empty: an age file needs one to protect it",
+            ));
+        }
+        Ok(Passphrase::new(passphrase.to_vec()))
+    };
+    let bytes = match direction {
+        Direction::Encrypt => {
+            let scrypt;
+            let recipients: &[Recipient] = match &file.given {
+                Given::Recipients(recipients) => recipients,
+                Given::Passphrase(secret) => {
+                    scrypt = [Recipient::from(ScryptRecipient::new(passphrase(secret)?))];
+                    &scrypt
+                }
+                _ => {
+                    return Err(Failure::invalid(
+                        "an age file needs recipients or a passphrase",
+                    ))
+                }
+            };
+            parcrypt::age::on_threads(threads, || {
+                parcrypt::age::encrypt_file(
+                    source,
+                    destination,
+                    recipients,
+                    file.armor,
+                    file.overwrite,
+                )
+            })??
+        }
+        Direction::Decrypt => {
+            let is_passphrase =
+                parcrypt::age::Decryptor::new(parcrypt::files::open_input(source)?)?
+                    .is_passphrase();
+            let scrypt;
+            let identities: &[Identity] =
+                match (&file.given, is_passphrase) {
+                    (Given::Identities(identities), false) => identities,
+                    (Given::Passphrase(secret), true) => {
+                        scrypt = [Identity::from(ScryptIdentity::new(passphrase(secret)?))];
+                        &scrypt
+                    }
+                    (_, true) => {
+                        return Err(Failure::new(
+                            ParcryptStatus::BadKey,
+                            "this age file is encrypted to a passphrase: give it with \
+                         PARCRYPT_FILE_PASSPHRASE",
+                        ))
+                    }
+                    (_, false) => return Err(Failure::new(
+                        ParcryptStatus::BadKey,
+                        "this age file is encrypted to recipients: give an identity file's text \
+                         with PARCRYPT_FILE_IDENTITIES",
+                    )),
+                };
+            parcrypt::age::on_threads(threads, || {
+                parcrypt::age::decrypt_file(source, destination, identities, file.overwrite)
+            })??
+        }
+    };
+    Ok(bytes)
 }
 
 /// Writes an encrypted file from plaintext given piece by piece
@@ -463,6 +679,12 @@ pub unsafe extern "C" fn parcrypt_file_encryptor_new(
                 flags,
             )
         }?;
+        if file.age {
+            return Err(Failure::invalid(
+                "the streaming encryptor writes parcrypt files: write an age file whole with \
+                 parcrypt_encrypt_file and PARCRYPT_FILE_AGE",
+            ));
+        }
         let setup = setup_for(&file)?;
         // The destination is refused before the key derivation, as the command line does.
         let plan = OutputPlan::check(&destination, None, file.overwrite)?;
@@ -630,6 +852,12 @@ pub unsafe extern "C" fn parcrypt_file_decryptor_open(
                 flags,
             )
         }?;
+        if file.age || is_age_file(&source)? {
+            return Err(Failure::invalid(
+                "the seekable decryptor reads parcrypt files: decrypt an age file whole with \
+                 parcrypt_decrypt_file",
+            ));
+        }
         let input = open(&source)?;
         let unlocked = Decryptor::new(file.format, input)?
             .kdf_limits(KdfLimits::DEFAULT)

@@ -1375,3 +1375,406 @@ fn identity_files_are_read_through_the_library() {
         ParcryptStatus::NullPointer
     );
 }
+
+/// A whole-file call as `file_call`, with a context.
+fn file_call_with_context(
+    call: FileCall,
+    engine: *const ParcryptEngine,
+    [source, destination]: [&std::path::Path; 2],
+    secret: &[u8],
+    context: &[u8],
+    flags: u32,
+) -> Result<u64, (ParcryptStatus, String)> {
+    let source = CString::new(source.to_str().unwrap()).unwrap();
+    let destination = CString::new(destination.to_str().unwrap()).unwrap();
+    let (mut bytes, mut error) = (u64::MAX, null_mut());
+    // SAFETY: a live engine, NUL-terminated paths, byte strings for their lengths, outs.
+    let status = unsafe {
+        call(
+            engine,
+            source.as_ptr(),
+            destination.as_ptr(),
+            secret.as_ptr(),
+            secret.len(),
+            context.as_ptr(),
+            context.len(),
+            flags,
+            &mut bytes,
+            &mut error,
+        )
+    };
+    outcome(status, error).map(|()| bytes)
+}
+
+const ARMOR_BEGIN: &[u8] = b"-----BEGIN AGE ENCRYPTED FILE-----";
+
+/// age files through the C calls: X25519 and hybrid recipients from `parcrypt_keygen`,
+/// binary and armored, at sizes around age's 64 KiB chunk, on one thread (`seq`) and on a
+/// pool; each file opened by the C call without `PARCRYPT_FILE_AGE` (recognised by its
+/// header) and by the library called directly, and a file the library wrote opened by C.
+#[test]
+fn age_files_round_trip_with_recipients() {
+    let folder = tempfile::tempdir().unwrap();
+    let at = |name: &str| folder.path().join(name);
+    let (plain, sealed, opened) = (at("plain"), at("sealed.age"), at("opened"));
+    let mut round_trips = 0;
+    for backend in [c"seq", c"pool"] {
+        let engine = engine(backend);
+        for keygen_flags in [0, PARCRYPT_KEYGEN_POST_QUANTUM] {
+            let (identity, recipient) = keygen_text(keygen_flags);
+            let identities = parcrypt::age::parse_identities(identity.as_bytes()).unwrap();
+            for armor in [0, PARCRYPT_FILE_ARMOR] {
+                for size in [0usize, 1, 65_535, 65_536, 65_537, (1 << 20) + 3] {
+                    let data: Vec<u8> = (0..size).map(|i| (i * 13 + size) as u8).collect();
+                    std::fs::write(&plain, &data).unwrap();
+                    let flags = PARCRYPT_FILE_AGE
+                        | PARCRYPT_FILE_RECIPIENTS
+                        | PARCRYPT_FILE_OVERWRITE
+                        | armor;
+                    let written = file_call(
+                        parcrypt_encrypt_file,
+                        engine,
+                        [&plain, &sealed],
+                        recipient.as_bytes(),
+                        flags,
+                    );
+                    assert_eq!(written, Ok(size as u64), "{size}");
+                    let file = std::fs::read(&sealed).unwrap();
+                    assert!(parcrypt::age::is_age(&file));
+                    assert_eq!(file.starts_with(ARMOR_BEGIN), armor != 0, "{size}");
+                    assert_eq!(
+                        file.starts_with(b"age-encryption.org/v1\n"),
+                        armor == 0,
+                        "{size}"
+                    );
+                    let back = file_call(
+                        parcrypt_decrypt_file,
+                        engine,
+                        [&sealed, &opened],
+                        identity.as_bytes(),
+                        PARCRYPT_FILE_IDENTITIES | PARCRYPT_FILE_OVERWRITE,
+                    );
+                    assert_eq!(back, Ok(size as u64), "{size}");
+                    assert_eq!(std::fs::read(&opened).unwrap(), data, "{size}");
+                    // The library, called directly, reads what C wrote.
+                    assert_eq!(
+                        parcrypt::age::decrypt_to_vec(&file, &identities).unwrap(),
+                        data
+                    );
+                    // And C reads what the library wrote.
+                    let recipients = parcrypt::age::parse_recipients(recipient.as_bytes()).unwrap();
+                    let library =
+                        parcrypt::age::encrypt_to_vec(&recipients, armor != 0, &data).unwrap();
+                    std::fs::write(at("library.age"), &library).unwrap();
+                    let back = file_call(
+                        parcrypt_decrypt_file,
+                        engine,
+                        [&at("library.age"), &opened],
+                        identity.as_bytes(),
+                        PARCRYPT_FILE_AGE | PARCRYPT_FILE_IDENTITIES | PARCRYPT_FILE_OVERWRITE,
+                    );
+                    assert_eq!(back, Ok(size as u64), "{size}");
+                    assert_eq!(std::fs::read(&opened).unwrap(), data, "{size}");
+                    round_trips += 1;
+                }
+            }
+        }
+        // SAFETY: a live engine, freed once.
+        unsafe { parcrypt_engine_free(engine) };
+    }
+    assert_eq!(round_trips, 2 * 2 * 2 * 6);
+}
+
+/// age files to a passphrase (scrypt), binary and armored: each opens with the passphrase;
+/// a wrong passphrase is a wrong key, the other kind of secret a bad key, an empty
+/// passphrase refused; none leaves a destination.
+#[test]
+fn age_files_to_a_passphrase() {
+    let folder = tempfile::tempdir().unwrap();
+    let at = |name: &str| folder.path().join(name);
+    let (plain, sealed, opened) = (at("plain"), at("sealed.age"), at("opened"));
+    let engine = engine(c"pool");
+    let (identity, recipient) = keygen_text(0);
+    for (armor, size) in [(0, 65_537usize), (PARCRYPT_FILE_ARMOR, 1)] {
+        let data: Vec<u8> = (0..size).map(|i| (i * 7 + 1) as u8).collect();
+        std::fs::write(&plain, &data).unwrap();
+        let flags = PARCRYPT_FILE_AGE | PARCRYPT_FILE_PASSPHRASE | PARCRYPT_FILE_OVERWRITE | armor;
+        let written = file_call(
+            parcrypt_encrypt_file,
+            engine,
+            [&plain, &sealed],
+            b"correct horse battery staple",
+            flags,
+        );
+        assert_eq!(written, Ok(size as u64));
+        let file = std::fs::read(&sealed).unwrap();
+        assert_eq!(file.starts_with(ARMOR_BEGIN), armor != 0);
+        let decrypt = |secret: &[u8], flags| {
+            file_call(
+                parcrypt_decrypt_file,
+                engine,
+                [&sealed, &opened],
+                secret,
+                flags,
+            )
+        };
+        for (secret, flags, status) in [
+            (
+                &b"correct horse battery stapler"[..],
+                PARCRYPT_FILE_PASSPHRASE,
+                ParcryptStatus::WrongKey,
+            ),
+            (
+                identity.as_bytes(),
+                PARCRYPT_FILE_IDENTITIES,
+                ParcryptStatus::BadKey,
+            ),
+            (&[7u8; 16][..], 0, ParcryptStatus::BadKey),
+            (b"", PARCRYPT_FILE_PASSPHRASE, ParcryptStatus::BadKey),
+        ] {
+            let (got, message) = decrypt(secret, flags).unwrap_err();
+            assert_eq!(got, status, "{flags:#x}: {message}");
+            assert!(
+                !message.contains('\n') && !message.contains("horse"),
+                "{message}"
+            );
+            assert!(!opened.exists(), "{flags:#x} left a destination");
+        }
+        assert_eq!(
+            decrypt(b"correct horse battery staple", PARCRYPT_FILE_PASSPHRASE),
+            Ok(size as u64)
+        );
+        assert_eq!(std::fs::read(&opened).unwrap(), data);
+        std::fs::remove_file(&opened).unwrap();
+    }
+    // A passphrase for a file to recipients: a bad key, naming what it needs.
+    file_call(
+        parcrypt_encrypt_file,
+        engine,
+        [&plain, &sealed],
+        recipient.as_bytes(),
+        PARCRYPT_FILE_AGE | PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_OVERWRITE,
+    )
+    .unwrap();
+    let (got, message) = file_call(
+        parcrypt_decrypt_file,
+        engine,
+        [&sealed, &opened],
+        b"a passphrase",
+        PARCRYPT_FILE_PASSPHRASE,
+    )
+    .unwrap_err();
+    assert_eq!(got, ParcryptStatus::BadKey, "{message}");
+    assert!(message.contains("PARCRYPT_FILE_IDENTITIES"), "{message}");
+    // An empty passphrase protects nothing.
+    let (got, message) = file_call(
+        parcrypt_encrypt_file,
+        engine,
+        [&plain, &at("never")],
+        b"",
+        PARCRYPT_FILE_AGE | PARCRYPT_FILE_PASSPHRASE,
+    )
+    .unwrap_err();
+    assert_eq!(got, ParcryptStatus::BadKey, "{message}");
+    assert!(!opened.exists() && !at("never").exists());
+    // SAFETY: a live engine, freed once.
+    unsafe { parcrypt_engine_free(engine) };
+}
+
+/// The age flags' misuse: each refused with its status and one line, nothing written; a
+/// wrong identity and a damaged payload leave no destination.
+#[test]
+fn age_flags_refuse_misuse() {
+    let folder = tempfile::tempdir().unwrap();
+    let at = |name: &str| folder.path().join(name);
+    let (plain, sealed, never) = (at("plain"), at("sealed.age"), at("never"));
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i % 241) as u8).collect();
+    std::fs::write(&plain, &data).unwrap();
+    let engine = engine(c"pool");
+    let (identity, recipient) = keygen_text(0);
+    let invalid = ParcryptStatus::InvalidArgument;
+    let key = [9u8; 16];
+    let cases: [(&[u8], &[u8], u32, &str); 6] = [
+        (&key, b"", PARCRYPT_FILE_AGE, "raw key"),
+        (
+            &key,
+            b"",
+            PARCRYPT_FILE_AGE | PARCRYPT_FILE_COBBLESTONE,
+            "COBBLESTONE",
+        ),
+        (
+            recipient.as_bytes(),
+            b"",
+            PARCRYPT_FILE_AGE | PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_COBBLESTONE,
+            "COBBLESTONE",
+        ),
+        (
+            recipient.as_bytes(),
+            b"",
+            PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_ARMOR,
+            "needs PARCRYPT_FILE_AGE",
+        ),
+        (&key, b"", PARCRYPT_FILE_ARMOR, "needs PARCRYPT_FILE_AGE"),
+        (
+            recipient.as_bytes(),
+            b"ctx",
+            PARCRYPT_FILE_AGE | PARCRYPT_FILE_RECIPIENTS,
+            "context",
+        ),
+    ];
+    for (secret, context, flags, words) in cases {
+        let (got, message) = file_call_with_context(
+            parcrypt_encrypt_file,
+            engine,
+            [&plain, &never],
+            secret,
+            context,
+            flags,
+        )
+        .unwrap_err();
+        assert_eq!(got, invalid, "{flags:#x}: {message}");
+        assert!(
+            message.contains(words) && !message.contains('\n'),
+            "{message}"
+        );
+        assert!(!never.exists());
+    }
+    file_call(
+        parcrypt_encrypt_file,
+        engine,
+        [&plain, &sealed],
+        recipient.as_bytes(),
+        PARCRYPT_FILE_AGE | PARCRYPT_FILE_RECIPIENTS,
+    )
+    .unwrap();
+    // To decrypt: a key (with the flag, or recognised by the header), a context, the flag
+    // on a parcrypt file, the streaming encryptor and the seekable decryptor.
+    let decrypt = |source: &std::path::Path, secret: &[u8], context: &[u8], flags| {
+        file_call_with_context(
+            parcrypt_decrypt_file,
+            engine,
+            [source, &never],
+            secret,
+            context,
+            flags,
+        )
+    };
+    for (secret, context, flags, status) in [
+        (&key[..], &b""[..], PARCRYPT_FILE_AGE, invalid),
+        (&key[..], b"", 0, ParcryptStatus::BadKey),
+        (
+            identity.as_bytes(),
+            b"ctx",
+            PARCRYPT_FILE_IDENTITIES,
+            invalid,
+        ),
+        (
+            identity.as_bytes(),
+            b"ctx",
+            PARCRYPT_FILE_AGE | PARCRYPT_FILE_IDENTITIES,
+            invalid,
+        ),
+    ] {
+        let (got, message) = decrypt(&sealed, secret, context, flags).unwrap_err();
+        assert_eq!(got, status, "{flags:#x}: {message}");
+        assert!(!message.contains('\n'), "{message}");
+        assert!(!never.exists());
+    }
+    let parcrypt_file = at("sealed.parcrypt");
+    file_call(
+        parcrypt_encrypt_file,
+        engine,
+        [&plain, &parcrypt_file],
+        &key,
+        0,
+    )
+    .unwrap();
+    let (got, message) = decrypt(
+        &parcrypt_file,
+        identity.as_bytes(),
+        b"",
+        PARCRYPT_FILE_AGE | PARCRYPT_FILE_IDENTITIES,
+    )
+    .unwrap_err();
+    assert_eq!(got, ParcryptStatus::BadFormat, "{message}");
+    let never_c = CString::new(never.to_str().unwrap()).unwrap();
+    let (got, message) = made(|handle, error| {
+        // SAFETY: a live engine, a NUL-terminated path, text for its length, outs.
+        unsafe {
+            parcrypt_file_encryptor_new(
+                engine,
+                never_c.as_ptr(),
+                recipient.as_ptr(),
+                recipient.len(),
+                null(),
+                0,
+                PARCRYPT_FILE_AGE | PARCRYPT_FILE_RECIPIENTS,
+                handle,
+                error,
+            )
+        }
+    })
+    .unwrap_err();
+    assert_eq!(got, invalid, "{message}");
+    assert!(message.contains("parcrypt_encrypt_file"), "{message}");
+    let sealed_c = CString::new(sealed.to_str().unwrap()).unwrap();
+    let (got, message) = made(|handle, error| {
+        // SAFETY: as above.
+        unsafe {
+            parcrypt_file_decryptor_open(
+                engine,
+                sealed_c.as_ptr(),
+                identity.as_ptr(),
+                identity.len(),
+                null(),
+                0,
+                PARCRYPT_FILE_IDENTITIES,
+                handle,
+                error,
+            )
+        }
+    })
+    .unwrap_err();
+    assert_eq!(got, invalid, "{message}");
+    assert!(message.contains("parcrypt_decrypt_file"), "{message}");
+    // A wrong identity: found from the header, no destination.
+    let (other, _) = keygen_text(0);
+    let (got, message) =
+        decrypt(&sealed, other.as_bytes(), b"", PARCRYPT_FILE_IDENTITIES).unwrap_err();
+    assert_eq!(got, ParcryptStatus::WrongKey, "{message}");
+    assert!(
+        !message.contains(&other.lines().last().unwrap()[..24]),
+        "{message}"
+    );
+    assert!(!never.exists());
+    // A damaged payload (a byte of the second chunk, after the first's plaintext could
+    // have been written) and a cut one: authentication fails, no destination.
+    let file = std::fs::read(&sealed).unwrap();
+    for damaged in [
+        {
+            let mut damaged = file.clone();
+            let at = damaged.len() - 70_000;
+            damaged[at] ^= 0x20;
+            damaged
+        },
+        file[..file.len() - 100].to_vec(),
+    ] {
+        std::fs::write(at("damaged.age"), &damaged).unwrap();
+        let (got, message) = decrypt(
+            &at("damaged.age"),
+            identity.as_bytes(),
+            b"",
+            PARCRYPT_FILE_IDENTITIES,
+        )
+        .unwrap_err();
+        assert_eq!(got, ParcryptStatus::AuthenticationFailed, "{message}");
+        assert!(!never.exists(), "a damaged age file left a destination");
+    }
+    assert_eq!(
+        decrypt(&sealed, identity.as_bytes(), b"", PARCRYPT_FILE_IDENTITIES),
+        Ok(data.len() as u64)
+    );
+    assert_eq!(std::fs::read(&never).unwrap(), data);
+    // SAFETY: a live engine, freed once.
+    unsafe { parcrypt_engine_free(engine) };
+}

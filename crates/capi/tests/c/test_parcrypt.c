@@ -1,6 +1,6 @@
 /*
- * The C ABI from C: known-answer vectors, GCM tag failures, file round trips, interop with
- * the parcrypt command line, concurrency on one cipher, and every error path.
+ * The C ABI from C: known-answer vectors, GCM tag failures, file round trips (age files
+ * among them), interop with the parcrypt command line, concurrency on one cipher, and every error path.
  *
  * Usage: test_parcrypt PARCRYPT_BINARY SCRATCH_FOLDER
  * Prints one line per failed check, then "c api: N checks passed, M failed"; exits 1 on
@@ -882,6 +882,270 @@ static void recipients(ParcryptEngine *engine) {
     free(back);
 }
 
+/* Reads a whole file into a NUL-terminated static buffer (text such as an identity file). */
+static const char *read_text(const char *path) {
+    static char text[8192];
+    size_t length = read_file(path, (uint8_t *)text, sizeof text - 1);
+    text[length == (size_t)-1 ? 0 : length] = '\0';
+    return text;
+}
+
+/* `path` decrypted whole with `secret` and `flags` (no PARCRYPT_FILE_AGE: the header says
+ * age) equals `want`. */
+static int age_opens(ParcryptEngine *engine, const char *path, const char *secret, uint32_t flags,
+                     const uint8_t *want, size_t want_length, uint8_t *buffer) {
+    char *out = scratch_path("age.out");
+    uint64_t bytes = 0;
+    ParcryptError *error = NULL;
+    ParcryptStatus status =
+        parcrypt_decrypt_file(engine, path, out, (const uint8_t *)secret, strlen(secret), NULL, 0,
+                              flags | PARCRYPT_FILE_OVERWRITE, &bytes, &error);
+    expect_ok("decrypt_file of an age file", status, &error);
+    return status == PARCRYPT_STATUS_OK && bytes == want_length &&
+           read_file(out, buffer, want_length + 1) == want_length &&
+           memcmp(buffer, want, want_length) == 0;
+}
+
+/* Whether the file at `path` starts with `start`. */
+static int starts_with(const char *path, const char *start) {
+    char head[64] = {0};
+    size_t length = read_file(path, (uint8_t *)head, sizeof head - 1);
+    return length != (size_t)-1 && strncmp(head, start, strlen(start)) == 0;
+}
+
+/* age v1 files (PARCRYPT_FILE_AGE): X25519 and post-quantum recipients, binary and armored,
+ * at sizes around age's 64 KiB chunk; an scrypt passphrase; the command line both ways; and
+ * the misuse of the flags, a wrong identity and a damaged file leaving nothing. */
+static void age_files(ParcryptEngine *engine) {
+    enum { LARGEST = (1 << 20) + 3 };
+    uint8_t *plain = malloc(LARGEST), *back = malloc(LARGEST + 1);
+    if (!plain || !back) {
+        CHECK(0, "out of memory");
+        free(plain);
+        free(back);
+        return;
+    }
+    fill(plain, LARGEST, 37, 3);
+    ParcryptError *error = NULL;
+    ParcryptStatus status;
+    char plain_path[512], sealed_path[512], command[4096];
+    snprintf(plain_path, sizeof plain_path, "%s/age.plain", scratch);
+    snprintf(sealed_path, sizeof sealed_path, "%s/age.sealed", scratch);
+    const char *binary_start = "age-encryption.org/v1\n";
+    const char *armor_start = "-----BEGIN AGE ENCRYPTED FILE-----";
+    const size_t sizes[] = {0, 1, 65535, 65536, 65537, LARGEST};
+    const uint32_t kinds[] = {0, PARCRYPT_KEYGEN_POST_QUANTUM};
+    const uint32_t armors[] = {0, PARCRYPT_FILE_ARMOR};
+    for (int k = 0; k < 2; k++) {
+        char *identity, *recipient;
+        if (!keygen_text(kinds[k], &identity, &recipient)) continue;
+        for (int a = 0; a < 2; a++) {
+            for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+                size_t size = sizes[i];
+                CHECK(write_file(plain_path, plain, size), "cannot write %s", plain_path);
+                uint64_t bytes = 0;
+                status = parcrypt_encrypt_file(
+                    engine, plain_path, sealed_path, (const uint8_t *)recipient,
+                    strlen(recipient), NULL, 0,
+                    PARCRYPT_FILE_AGE | PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_OVERWRITE |
+                        armors[a],
+                    &bytes, &error);
+                expect_ok("encrypt_file to an age file", status, &error);
+                CHECK(bytes == size, "age encrypt: %llu bytes of %zu", (unsigned long long)bytes,
+                      size);
+                CHECK(starts_with(sealed_path, armors[a] ? armor_start : binary_start),
+                      "keygen %u, armor %u, %zu bytes: not an age file's start", kinds[k],
+                      armors[a], size);
+                CHECK(age_opens(engine, sealed_path, identity, PARCRYPT_FILE_IDENTITIES, plain,
+                                size, back),
+                      "keygen %u, armor %u, %zu bytes: the identity does not open the age file",
+                      kinds[k], armors[a], size);
+            }
+        }
+        parcrypt_string_free(identity);
+        parcrypt_string_free(recipient);
+    }
+
+    /* A passphrase (scrypt), binary and armored. */
+    const char *passphrase = "correct horse battery staple";
+    for (int a = 0; a < 2; a++) {
+        size_t size = a ? 1 : 65537;
+        CHECK(write_file(plain_path, plain, size), "cannot write %s", plain_path);
+        status = parcrypt_encrypt_file(
+            engine, plain_path, sealed_path, (const uint8_t *)passphrase, strlen(passphrase),
+            NULL, 0,
+            PARCRYPT_FILE_AGE | PARCRYPT_FILE_PASSPHRASE | PARCRYPT_FILE_OVERWRITE | armors[a],
+            NULL, &error);
+        expect_ok("encrypt_file to an age passphrase", status, &error);
+        CHECK(age_opens(engine, sealed_path, passphrase, PARCRYPT_FILE_PASSPHRASE, plain, size,
+                        back),
+              "armor %u: the passphrase does not open the age file", armors[a]);
+        char *never = scratch_path("age-never.out");
+        status = parcrypt_decrypt_file(engine, sealed_path, never,
+                                       (const uint8_t *)"correct horse battery", 21, NULL, 0,
+                                       PARCRYPT_FILE_PASSPHRASE, NULL, &error);
+        expect_failure_without("a wrong age passphrase", status, &error,
+                               PARCRYPT_STATUS_WRONG_KEY, "horse");
+        CHECK(!exists(never), "a wrong passphrase left a file");
+    }
+
+    /* The command line both ways. */
+    char key_path[512], cli_key_path[512], pass_path[512];
+    snprintf(key_path, sizeof key_path, "%s/age-abi-key.txt", scratch);
+    snprintf(cli_key_path, sizeof cli_key_path, "%s/age-cli-key.txt", scratch);
+    snprintf(pass_path, sizeof pass_path, "%s/age-passphrase.txt", scratch);
+    CHECK(write_file(pass_path, (const uint8_t *)passphrase, strlen(passphrase)),
+          "cannot write %s", pass_path);
+    CHECK(write_file(plain_path, plain, LARGEST), "cannot write %s", plain_path);
+    char *cli_out = scratch_path("age-cli.out");
+    for (int a = 0; a < 2; a++) {
+        /* CLI -> C: to a recipient from `parcrypt keygen`, and to a passphrase. */
+        char *cli_sealed = scratch_path("age-cli.age");
+        snprintf(command, sizeof command,
+                 "rm -f '%s' && '%s' encrypt --quiet --format age %s -r \"$('%s' keygen -o "
+                 "'%s')\" '%s' -o '%s' --overwrite",
+                 cli_key_path, parcrypt_bin, armors[a] ? "-a" : "", parcrypt_bin, cli_key_path,
+                 plain_path, cli_sealed);
+        CHECK(run(command), "the CLI cannot write an age file: %s", command);
+        CHECK(age_opens(engine, cli_sealed, read_text(cli_key_path), PARCRYPT_FILE_IDENTITIES,
+                        plain, LARGEST, back),
+              "armor %u: CLI age encrypt -> C decrypt differs", armors[a]);
+        snprintf(command, sizeof command,
+                 "'%s' encrypt --quiet --format age %s -p --passphrase-file '%s' '%s' -o '%s' "
+                 "--overwrite",
+                 parcrypt_bin, armors[a] ? "-a" : "", pass_path, plain_path, cli_sealed);
+        CHECK(run(command), "the CLI cannot write an age passphrase file: %s", command);
+        CHECK(age_opens(engine, cli_sealed, passphrase, PARCRYPT_FILE_PASSPHRASE, plain, LARGEST,
+                        back),
+              "armor %u: CLI age -p -> C decrypt differs", armors[a]);
+
+        /* C -> CLI: to the recipient of an identity file from parcrypt_keygen. */
+        char *recipient = NULL;
+        remove(key_path);
+        status = parcrypt_keygen(a ? PARCRYPT_KEYGEN_POST_QUANTUM : 0, key_path, NULL,
+                                 &recipient, &error);
+        expect_ok("keygen to a file", status, &error);
+        if (recipient) {
+            status = parcrypt_encrypt_file(
+                engine, plain_path, sealed_path, (const uint8_t *)recipient, strlen(recipient),
+                NULL, 0,
+                PARCRYPT_FILE_AGE | PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_OVERWRITE | armors[a],
+                NULL, &error);
+            expect_ok("encrypt_file to an age file for the CLI", status, &error);
+            snprintf(command, sizeof command,
+                     "'%s' decrypt --quiet -i '%s' '%s' -o '%s' --overwrite", parcrypt_bin,
+                     key_path, sealed_path, cli_out);
+            CHECK(run(command), "the CLI cannot decrypt the ABI's age file: %s", command);
+            CHECK(read_file(cli_out, back, LARGEST + 1) == LARGEST &&
+                      memcmp(back, plain, LARGEST) == 0,
+                  "armor %u: C age encrypt -> CLI decrypt -i differs", armors[a]);
+        }
+        parcrypt_string_free(recipient);
+        status = parcrypt_encrypt_file(
+            engine, plain_path, sealed_path, (const uint8_t *)passphrase, strlen(passphrase),
+            NULL, 0,
+            PARCRYPT_FILE_AGE | PARCRYPT_FILE_PASSPHRASE | PARCRYPT_FILE_OVERWRITE | armors[a],
+            NULL, &error);
+        expect_ok("encrypt_file to an age passphrase for the CLI", status, &error);
+        snprintf(command, sizeof command,
+                 "'%s' decrypt --quiet --passphrase-file '%s' '%s' -o '%s' --overwrite",
+                 parcrypt_bin, pass_path, sealed_path, cli_out);
+        CHECK(run(command), "the CLI cannot decrypt the ABI's age passphrase file: %s", command);
+        CHECK(read_file(cli_out, back, LARGEST + 1) == LARGEST &&
+                  memcmp(back, plain, LARGEST) == 0,
+              "armor %u: C age -p encrypt -> CLI decrypt differs", armors[a]);
+    }
+
+    /* Misuse: INVALID_ARGUMENT and one line, nothing written. */
+    char *never = scratch_path("age-never.out");
+    char *identity, *recipient, *other, *other_public;
+    if (keygen_text(0, &identity, &recipient) && keygen_text(0, &other, &other_public)) {
+        const uint8_t *r = (const uint8_t *)recipient;
+        size_t r_length = strlen(recipient);
+        status = parcrypt_encrypt_file(engine, plain_path, never, FILE_KEY, 16, NULL, 0,
+                                       PARCRYPT_FILE_AGE, NULL, &error);
+        expect_failure("age with a raw key", status, &error, PARCRYPT_STATUS_INVALID_ARGUMENT);
+        status = parcrypt_encrypt_file(engine, plain_path, never, r, r_length, NULL, 0,
+                                       PARCRYPT_FILE_AGE | PARCRYPT_FILE_RECIPIENTS |
+                                           PARCRYPT_FILE_COBBLESTONE,
+                                       NULL, &error);
+        expect_failure("age with cobblestone", status, &error, PARCRYPT_STATUS_INVALID_ARGUMENT);
+        status = parcrypt_encrypt_file(engine, plain_path, never, r, r_length, NULL, 0,
+                                       PARCRYPT_FILE_RECIPIENTS | PARCRYPT_FILE_ARMOR, NULL,
+                                       &error);
+        expect_failure("armor without age", status, &error, PARCRYPT_STATUS_INVALID_ARGUMENT);
+        status = parcrypt_encrypt_file(engine, plain_path, never, r, r_length,
+                                       (const uint8_t *)"ctx", 3,
+                                       PARCRYPT_FILE_AGE | PARCRYPT_FILE_RECIPIENTS, NULL, &error);
+        expect_failure("age with a context", status, &error, PARCRYPT_STATUS_INVALID_ARGUMENT);
+        ParcryptFileEncryptor *encryptor = NULL;
+        status = parcrypt_file_encryptor_new(engine, never, r, r_length, NULL, 0,
+                                             PARCRYPT_FILE_AGE | PARCRYPT_FILE_RECIPIENTS,
+                                             &encryptor, &error);
+        expect_failure("age in the streaming encryptor", status, &error,
+                       PARCRYPT_STATUS_INVALID_ARGUMENT);
+        CHECK(encryptor == NULL, "a refused encryptor was made");
+        CHECK(!exists(never), "a refused age call left a file");
+
+        status = parcrypt_encrypt_file(engine, plain_path, sealed_path, r, r_length, NULL, 0,
+                                       PARCRYPT_FILE_AGE | PARCRYPT_FILE_RECIPIENTS |
+                                           PARCRYPT_FILE_OVERWRITE,
+                                       NULL, &error);
+        expect_ok("encrypt_file to an age file", status, &error);
+        ParcryptFileDecryptor *decryptor = NULL;
+        status = parcrypt_file_decryptor_open(engine, sealed_path, (const uint8_t *)identity,
+                                              strlen(identity), NULL, 0,
+                                              PARCRYPT_FILE_IDENTITIES, &decryptor, &error);
+        expect_failure("an age file in the seekable decryptor", status, &error,
+                       PARCRYPT_STATUS_INVALID_ARGUMENT);
+        CHECK(decryptor == NULL, "a refused decryptor was made");
+        status = parcrypt_decrypt_file(engine, sealed_path, never, (const uint8_t *)identity,
+                                       strlen(identity), (const uint8_t *)"ctx", 3,
+                                       PARCRYPT_FILE_IDENTITIES, NULL, &error);
+        expect_failure("an age file with a context", status, &error,
+                       PARCRYPT_STATUS_INVALID_ARGUMENT);
+        status = parcrypt_decrypt_file(engine, sealed_path, never, FILE_KEY, 16, NULL, 0, 0, NULL,
+                                       &error);
+        expect_failure("an age file with a key", status, &error, PARCRYPT_STATUS_BAD_KEY);
+        status = parcrypt_decrypt_file(engine, sealed_path, never, (const uint8_t *)other,
+                                       strlen(other), NULL, 0, PARCRYPT_FILE_IDENTITIES, NULL,
+                                       &error);
+        expect_failure_without("an age file with a wrong identity", status, &error,
+                               PARCRYPT_STATUS_WRONG_KEY, strrchr(other, '\n') - 40);
+        CHECK(!exists(never), "a wrong identity left a file");
+
+        /* A damaged payload byte (in a later chunk) and a cut file: nothing written. */
+        static uint8_t sealed[LARGEST + 4096];
+        size_t length = read_file(sealed_path, sealed, sizeof sealed);
+        CHECK(length > 200000 && length != (size_t)-1, "cannot read %s", sealed_path);
+        if (length > 200000 && length != (size_t)-1) {
+            char *damaged = scratch_path("age-damaged.age");
+            sealed[length - 100000] ^= 0x04;
+            CHECK(write_file(damaged, sealed, length), "cannot write %s", damaged);
+            status = parcrypt_decrypt_file(engine, damaged, never, (const uint8_t *)identity,
+                                           strlen(identity), NULL, 0, PARCRYPT_FILE_IDENTITIES,
+                                           NULL, &error);
+            expect_failure("a damaged age file", status, &error,
+                           PARCRYPT_STATUS_AUTHENTICATION_FAILED);
+            CHECK(!exists(never), "a damaged age file left a file");
+            sealed[length - 100000] ^= 0x04;
+            CHECK(write_file(damaged, sealed, length - 17), "cannot write %s", damaged);
+            status = parcrypt_decrypt_file(engine, damaged, never, (const uint8_t *)identity,
+                                           strlen(identity), NULL, 0, PARCRYPT_FILE_IDENTITIES,
+                                           NULL, &error);
+            expect_failure("a cut age file", status, &error,
+                           PARCRYPT_STATUS_AUTHENTICATION_FAILED);
+            CHECK(!exists(never), "a cut age file left a file");
+        }
+        parcrypt_string_free(identity);
+        parcrypt_string_free(recipient);
+        parcrypt_string_free(other);
+        parcrypt_string_free(other_public);
+    }
+    free(plain);
+    free(back);
+}
+
 static void cipher_errors(ParcryptEngine *engine) {
     uint8_t key[32] = {0}, iv[16] = {0}, data[64] = {0}, out[128];
     size_t out_length = 0;
@@ -1404,6 +1668,7 @@ int main(int argc, char **argv) {
     if (engine) {
         files(engine);
         recipients(engine);
+        age_files(engine);
         warnings_reach_the_callback(engine);
         cipher_errors(engine);
         parcrypt_engine_free(engine);

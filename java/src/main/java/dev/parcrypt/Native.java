@@ -51,6 +51,8 @@ final class Native {
     static final int FILE_PASSPHRASE = 2;
     static final int FILE_RECIPIENTS = 8;
     static final int FILE_IDENTITIES = 16;
+    static final int FILE_AGE = 32;
+    static final int FILE_ARMOR = 64;
     static final int KEYGEN_POST_QUANTUM = 1;
     static final int SEEK_SET = 0;
 

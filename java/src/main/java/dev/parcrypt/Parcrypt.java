@@ -154,9 +154,14 @@ public final class Parcrypt {
      * @param source the plaintext file
      * @param destination the encrypted file, made only once it is complete
      * @param secret a 16- or 32-byte key, or a passphrase's bytes (see {@link FileOptions})
-     * @param options backend, overwriting, context, passphrase
+     * @param options backend, overwriting, context, passphrase, format: with {@link
+     *     FileFormat#AGE} and a passphrase, an age file to that passphrase (scrypt), as {@code
+     *     parcrypt encrypt --format age -p} writes it (armored with {@link
+     *     FileOptions#withArmor(boolean)})
      * @return the plaintext bytes encrypted
      * @throws ParcryptFileException the source cannot be read, the destination exists, ...
+     * @throws IllegalArgumentException an age file under a key or with a context, armor
+     *     without {@link FileFormat#AGE}, an age file on a GPU backend
      */
     public static long encryptFile(Path source, Path destination, byte[] secret, FileOptions options)
             throws IOException {
@@ -180,7 +185,8 @@ public final class Parcrypt {
     /**
      * @param source the encrypted file
      * @param destination the plaintext file
-     * @param secret the key or passphrase it was encrypted with
+     * @param secret the key or passphrase it was encrypted with (an age file recognised by
+     *     its header opens with its passphrase)
      * @param options backend, overwriting, context, passphrase
      * @return the plaintext bytes
      * @throws ParcryptFileException a wrong key, a damaged or truncated file, ...
@@ -212,11 +218,14 @@ public final class Parcrypt {
      * @param source the plaintext file
      * @param destination the encrypted file, made only once it is complete
      * @param recipients who can open it
-     * @param options backend, overwriting, context (not a passphrase: refused with recipients)
+     * @param options backend, overwriting, context (not a passphrase: refused with recipients),
+     *     format: {@link FileFormat#AGE} writes an age v1 file to them, as {@code parcrypt
+     *     encrypt --format age -r} does (armored with {@link FileOptions#withArmor(boolean)};
+     *     no context; a GPU backend refused)
      * @return the plaintext bytes encrypted
      * @throws ParcryptFileException the source cannot be read, the destination exists, ...
      * @throws IllegalArgumentException a recipient that does not parse, recipients mixed,
-     *     options that ask for a passphrase
+     *     options that ask for a passphrase, age with a context or a GPU backend
      */
     public static long encryptFile(Path source, Path destination, Recipients recipients, FileOptions options)
             throws IOException {
@@ -227,7 +236,8 @@ public final class Parcrypt {
     /**
      * Decrypts a file encrypted to recipients with the first of {@code identities} that opens
      * it, as {@code parcrypt decrypt -i FILE} does; the destination appears only once every
-     * chunk authenticated.
+     * chunk authenticated. An age file (binary or armored, from age, rage or {@code parcrypt
+     * encrypt --format age}) is recognised by its header and opened the same way.
      *
      * @param source the encrypted file
      * @param destination the plaintext file

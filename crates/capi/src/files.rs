@@ -504,8 +504,8 @@ impl FileSecret<'_> {
     }
 }
 
-/// Whether the file at `source` is an age file (binary or armored), by its first bytes as
-/// `parcrypt decrypt` reads them: up to 64 past leading whitespace, at most 1,100. Only a
+/// Whether the file at `source` is an age file (binary or armored), by its first 1,100
+/// bytes (the most `parcrypt decrypt` reads to tell, leading whitespace included). Only a
 /// regular file is looked at (a pipe's bytes would be consumed); anything else is left to
 /// the parcrypt reader, which reports what it finds.
 fn is_age_file(source: &Path) -> Result<bool, Failure> {
@@ -572,6 +572,10 @@ fn age_file(
             let recipients: &[Recipient] = match &file.given {
                 Given::Recipients(recipients) => recipients,
                 Given::Passphrase(secret) => {
+                    // A short passphrase goes to the warning callback, as in parcrypt's format.
+                    if let Some(weakness) = parcrypt::secrets::passphrase_weakness(secret) {
+                        warn(&weakness);
+                    }
                     scrypt = [Recipient::from(ScryptRecipient::new(passphrase(secret)?))];
                     &scrypt
                 }

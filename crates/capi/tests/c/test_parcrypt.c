@@ -1619,13 +1619,20 @@ static void warnings_reach_the_callback(ParcryptEngine *engine) {
     parcrypt_file_encryptor_free(encryptor);
     CHECK(seen.count == 2 && strstr(seen.last, "passphrase is only 3 bytes") != NULL,
           "3-byte passphrase: %d warning(s), last \"%s\"", seen.count, seen.last);
+    char *aged = scratch_path("warned.age");
+    expect_ok("an age file to a 2-byte passphrase",
+              parcrypt_encrypt_file(engine, plain_path, aged, (const uint8_t *)"ab", 2, NULL, 0,
+                                    PARCRYPT_FILE_AGE | PARCRYPT_FILE_PASSPHRASE, NULL, &error),
+              &error);
+    CHECK(seen.count == 3 && strstr(seen.last, "passphrase is only 2 bytes") != NULL,
+          "2-byte age passphrase: %d warning(s), last \"%s\"", seen.count, seen.last);
     /* A key warns about nothing; with the callback unset nothing is called. */
     char *keyed = scratch_path("warned-key.parcrypt");
     expect_ok("encrypt_file under a key",
               parcrypt_encrypt_file(engine, plain_path, keyed, FILE_KEY, 16, NULL, 0, 0, NULL,
                                     &error),
               &error);
-    CHECK(seen.count == 2, "a key warned: \"%s\"", seen.last);
+    CHECK(seen.count == 3, "a key warned: \"%s\"", seen.last);
     expect_ok("unset the warning callback", parcrypt_set_warning_callback(NULL, NULL, &error),
               &error);
     char *unset = scratch_path("unwarned.parcrypt");
@@ -1633,7 +1640,7 @@ static void warnings_reach_the_callback(ParcryptEngine *engine) {
               parcrypt_encrypt_file(engine, plain_path, unset, (const uint8_t *)"x", 1, NULL, 0,
                                     PARCRYPT_FILE_PASSPHRASE, NULL, &error),
               &error);
-    CHECK(seen.count == 2, "an unset callback was called");
+    CHECK(seen.count == 3, "an unset callback was called");
 }
 
 int main(int argc, char **argv) {

@@ -999,33 +999,15 @@ fn keygen_text(flags: u32) -> (String, String) {
     }
 }
 
-/// A whole-file call with `secret` (text) and `flags`: its outcome.
+/// A whole-file call with `secret` (text) and `flags`, without a context: its outcome.
 fn file_call(
     call: FileCall,
     engine: *const ParcryptEngine,
-    [source, destination]: [&std::path::Path; 2],
+    paths: [&std::path::Path; 2],
     secret: &[u8],
     flags: u32,
 ) -> Result<u64, (ParcryptStatus, String)> {
-    let source = CString::new(source.to_str().unwrap()).unwrap();
-    let destination = CString::new(destination.to_str().unwrap()).unwrap();
-    let (mut bytes, mut error) = (u64::MAX, null_mut());
-    // SAFETY: a live engine, NUL-terminated paths, a secret for its length, writable outs.
-    let status = unsafe {
-        call(
-            engine,
-            source.as_ptr(),
-            destination.as_ptr(),
-            secret.as_ptr(),
-            secret.len(),
-            null(),
-            0,
-            flags,
-            &mut bytes,
-            &mut error,
-        )
-    };
-    outcome(status, error).map(|()| bytes)
+    file_call_with_context(call, engine, paths, secret, &[], flags)
 }
 
 /// Files to recipients through the C calls: X25519 and hybrid identities made by
@@ -1376,7 +1358,7 @@ fn identity_files_are_read_through_the_library() {
     );
 }
 
-/// A whole-file call as `file_call`, with a context.
+/// A whole-file call with `secret` (text), `context` and `flags`: its outcome.
 fn file_call_with_context(
     call: FileCall,
     engine: *const ParcryptEngine,

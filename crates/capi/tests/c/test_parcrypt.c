@@ -631,20 +631,29 @@ static int keygen_text(uint32_t flags, char **identity, char **recipient) {
     return *identity != NULL && *recipient != NULL;
 }
 
+/* `path` decrypted whole with `secret` (text) and `flags` (for an age file without
+ * PARCRYPT_FILE_AGE: the header says age) equals `want`. */
+static int secret_opens(ParcryptEngine *engine, const char *path, const char *secret,
+                        uint32_t flags, const uint8_t *want, size_t want_length,
+                        uint8_t *buffer) {
+    char *out = scratch_path("decrypted.out");
+    uint64_t bytes = 0;
+    ParcryptError *error = NULL;
+    ParcryptStatus status =
+        parcrypt_decrypt_file(engine, path, out, (const uint8_t *)secret, strlen(secret), NULL, 0,
+                              flags | PARCRYPT_FILE_OVERWRITE, &bytes, &error);
+    expect_ok("decrypt_file with a secret's text", status, &error);
+    return status == PARCRYPT_STATUS_OK && bytes == want_length &&
+           read_file(out, buffer, want_length + 1) == want_length &&
+           memcmp(buffer, want, want_length) == 0;
+}
+
 /* The whole plaintext of `path` decrypted with the identity file text `identity`, compared
  * with `want`. */
 static int identity_opens(ParcryptEngine *engine, const char *path, const char *identity,
                           const uint8_t *want, size_t want_length, uint8_t *buffer) {
-    char *out = scratch_path("recipients.out");
-    uint64_t bytes = 0;
-    ParcryptError *error = NULL;
-    ParcryptStatus status = parcrypt_decrypt_file(
-        engine, path, out, (const uint8_t *)identity, strlen(identity), NULL, 0,
-        PARCRYPT_FILE_IDENTITIES | PARCRYPT_FILE_OVERWRITE, &bytes, &error);
-    expect_ok("decrypt_file with identities", status, &error);
-    return status == PARCRYPT_STATUS_OK && bytes == want_length &&
-           read_file(out, buffer, want_length + 1) == want_length &&
-           memcmp(buffer, want, want_length) == 0;
+    return secret_opens(engine, path, identity, PARCRYPT_FILE_IDENTITIES, want, want_length,
+                        buffer);
 }
 
 /* Files to public-key recipients: X25519 and post-quantum identities from parcrypt_keygen,
@@ -890,22 +899,6 @@ static const char *read_text(const char *path) {
     return text;
 }
 
-/* `path` decrypted whole with `secret` and `flags` (no PARCRYPT_FILE_AGE: the header says
- * age) equals `want`. */
-static int age_opens(ParcryptEngine *engine, const char *path, const char *secret, uint32_t flags,
-                     const uint8_t *want, size_t want_length, uint8_t *buffer) {
-    char *out = scratch_path("age.out");
-    uint64_t bytes = 0;
-    ParcryptError *error = NULL;
-    ParcryptStatus status =
-        parcrypt_decrypt_file(engine, path, out, (const uint8_t *)secret, strlen(secret), NULL, 0,
-                              flags | PARCRYPT_FILE_OVERWRITE, &bytes, &error);
-    expect_ok("decrypt_file of an age file", status, &error);
-    return status == PARCRYPT_STATUS_OK && bytes == want_length &&
-           read_file(out, buffer, want_length + 1) == want_length &&
-           memcmp(buffer, want, want_length) == 0;
-}
-
 /* Whether the file at `path` starts with `start`. */
 static int starts_with(const char *path, const char *start) {
     char head[64] = {0};
@@ -956,7 +949,7 @@ static void age_files(ParcryptEngine *engine) {
                 CHECK(starts_with(sealed_path, armors[a] ? armor_start : binary_start),
                       "keygen %u, armor %u, %zu bytes: not an age file's start", kinds[k],
                       armors[a], size);
-                CHECK(age_opens(engine, sealed_path, identity, PARCRYPT_FILE_IDENTITIES, plain,
+                CHECK(secret_opens(engine, sealed_path, identity, PARCRYPT_FILE_IDENTITIES, plain,
                                 size, back),
                       "keygen %u, armor %u, %zu bytes: the identity does not open the age file",
                       kinds[k], armors[a], size);
@@ -977,7 +970,7 @@ static void age_files(ParcryptEngine *engine) {
             PARCRYPT_FILE_AGE | PARCRYPT_FILE_PASSPHRASE | PARCRYPT_FILE_OVERWRITE | armors[a],
             NULL, &error);
         expect_ok("encrypt_file to an age passphrase", status, &error);
-        CHECK(age_opens(engine, sealed_path, passphrase, PARCRYPT_FILE_PASSPHRASE, plain, size,
+        CHECK(secret_opens(engine, sealed_path, passphrase, PARCRYPT_FILE_PASSPHRASE, plain, size,
                         back),
               "armor %u: the passphrase does not open the age file", armors[a]);
         char *never = scratch_path("age-never.out");
@@ -1007,7 +1000,7 @@ static void age_files(ParcryptEngine *engine) {
                  cli_key_path, parcrypt_bin, armors[a] ? "-a" : "", parcrypt_bin, cli_key_path,
                  plain_path, cli_sealed);
         CHECK(run(command), "the CLI cannot write an age file: %s", command);
-        CHECK(age_opens(engine, cli_sealed, read_text(cli_key_path), PARCRYPT_FILE_IDENTITIES,
+        CHECK(secret_opens(engine, cli_sealed, read_text(cli_key_path), PARCRYPT_FILE_IDENTITIES,
                         plain, LARGEST, back),
               "armor %u: CLI age encrypt -> C decrypt differs", armors[a]);
         snprintf(command, sizeof command,
@@ -1015,7 +1008,7 @@ static void age_files(ParcryptEngine *engine) {
                  "--overwrite",
                  parcrypt_bin, armors[a] ? "-a" : "", pass_path, plain_path, cli_sealed);
         CHECK(run(command), "the CLI cannot write an age passphrase file: %s", command);
-        CHECK(age_opens(engine, cli_sealed, passphrase, PARCRYPT_FILE_PASSPHRASE, plain, LARGEST,
+        CHECK(secret_opens(engine, cli_sealed, passphrase, PARCRYPT_FILE_PASSPHRASE, plain, LARGEST,
                         back),
               "armor %u: CLI age -p -> C decrypt differs", armors[a]);
 

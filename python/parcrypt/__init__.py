@@ -213,14 +213,14 @@ class _RangeReader(EncryptedReader):
     every byte returned has authenticated (the final chunk, and so the length, when the
     reader is opened)."""
 
-    def __init__(self, url: str, storage_options: dict[str, Any] | None, secret: dict[str, Any],
+    def __init__(self, ref: Any, storage_options: dict[str, Any] | None, secret: dict[str, Any],
                  format: str, context: Any, backend: str, threads: int | None) -> None:
         from . import _store
 
-        super().__init__(None, url)
+        super().__init__(None, ref.url)
         self._store, self._options = _store, storage_options
         self._backend, self._threads = backend, threads
-        self._ref = _store.describe(url, storage_options)
+        self._ref = ref
         self._plan = _store.plan_decrypt(self._ref, secret, format, context, storage_options)
         self._folder = _remote.private_folder()
         self._local = os.path.join(self._folder.__enter__(), "sealed")
@@ -410,20 +410,34 @@ def open(
     first line and reads it at random through its identities (or the passphrase of a
     passphrase file); an armored one cannot be read at random (use :func:`decrypt_file`).
 
+    ``threads`` (or ``backend="seq"``: one thread) bounds the threads an age file is sealed
+    or opened on, as in :func:`encrypt_file`; every core by default.
+
     ``path`` may also be an fsspec URL (with ``storage_options``) or a binary file object
-    (readable for ``"rb"``, writable for ``"wb"``). Reading a URL fetches only the chunks
-    under each read (ranged reads naming the object's ETag on S3), kept in a sparse private
-    local file until ``close``; reading a file object copies it into a private local file
-    first. Writing writes a private local file and hands it whole to the URL (one upload) or
-    file object on ``close``, so an aborted writer publishes nothing.
+    (readable for ``"rb"``, writable for ``"wb"``). Reading a parcrypt file at a URL fetches
+    only the chunks under each read (ranged reads naming the object's ETag on S3), kept in a
+    sparse private local file until ``close``; reading an age file at a URL, or any file
+    object, copies it whole (the version first described) into a private local file first,
+    removed on ``close``. Writing writes a private local file and hands it whole to the URL
+    (one upload; without ``overwrite``, conditional on S3: an object created meanwhile by
+    another writer raises ``FileExistsError`` and is kept) or file object on ``close``, so an
+    aborted writer publishes nothing.
     """
     if mode not in ("rb", "r", "wb", "w"):
         raise ValueError(f"mode must be 'rb' or 'wb', not {mode!r}")
     _check_storage_options(storage_options, path)
     reading = mode in ("rb", "r")
+    ref = None
     if reading and _remote.is_url(path):
-        secret = parts._secret(False, key, passphrase, recipients, identities)
-        return _RangeReader(str(path), storage_options, secret, format, context, backend, threads)
+        from . import _store
+
+        ref = _store.describe(str(path), storage_options)
+        start = _store.read_range(ref, 0, min(ref.size, 1024), storage_options)
+        if format != "age" and not (format == "parcrypt" and _parcrypt.is_age(start)):
+            secret = parts._secret(False, key, passphrase, recipients, identities)
+            return _RangeReader(ref, storage_options, secret, format, context, backend, threads)
+        # An age file is read through the library's age reader, from a private local copy
+        # of the version just described (each piece read naming it: If-Match on S3).
     if _remote.is_local(path):
         local, name, folder = _remote.local_path(path), os.fspath(path), None
     else:
@@ -434,7 +448,11 @@ def open(
         local = os.path.join(folder.__enter__(), "staged")
     try:
         if reading:
-            if folder is not None:
+            if ref is not None:
+                from . import _store
+
+                _store.fetch(ref, local, storage_options)
+            elif folder is not None:
                 _remote.fetch(path, local, storage_options)
             if armor:
                 raise ValueError("armor is for writing age files: an armored one is recognised when read")

@@ -163,8 +163,13 @@ class _FileOptions(TypedDict, total=False):
 
     ``format="age"`` writes an age v1 file (to ``recipients`` or a ``passphrase``, scrypt;
     ``armor=True`` for ASCII armor; no ``key``, no ``context``; ``threads``, or one for
-    ``backend="seq"``; a GPU backend raises ``ValueError``). Reading recognises an age file
-    by its first line with the default format, as ``parcrypt decrypt`` does."""
+    ``backend="seq"``, in every function and in the reader and writer of :func:`open`; a GPU
+    backend raises ``ValueError``). Reading recognises an age file by its first line with the
+    default format, as ``parcrypt decrypt`` does (local paths, URLs and file objects).
+
+    ``overwrite=False`` refuses an existing destination with ``FileExistsError``; to ``s3://``
+    the upload itself is conditional (``If-None-Match: *``), so an object another writer
+    creates during the call is kept and the call raises ``FileExistsError``."""
 
     key: Buffer | None
     passphrase: str | bytes | None
@@ -246,7 +251,12 @@ def open(
     *,
     storage_options: dict[str, Any] | None = None,
     **options: Unpack[_FileOptions],
-) -> EncryptedReader: ...
+) -> EncryptedReader:
+    """Reads an encrypted file's plaintext at random (a parcrypt or binary age file) from a
+    local path, an fsspec URL or a binary file object. A parcrypt file at a URL is fetched
+    chunk by chunk under each read; an age file at a URL, or any file object, is copied whole
+    into a private local file (removed on ``close``) and read through the age reader, on
+    ``threads`` (one for ``backend="seq"``; every core by default)."""
 @overload
 def open(
     path: _Destination,
@@ -254,4 +264,7 @@ def open(
     *,
     storage_options: dict[str, Any] | None = None,
     **options: Unpack[_FileOptions],
-) -> EncryptedWriter: ...
+) -> EncryptedWriter:
+    """Writes a new encrypted file (``format="age"``: an age file, sealed on ``threads``),
+    published on ``close`` only: a local file by its name, a URL by one upload (conditional
+    on S3 without ``overwrite``), a file object by writing it out."""

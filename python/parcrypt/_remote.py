@@ -111,7 +111,10 @@ def refuse_existing(target: Target, storage_options: dict[str, Any] | None, over
 
 def publish(local: str, target: Target, storage_options: dict[str, Any] | None, overwrite: bool) -> None:
     """Hands the complete local file ``local`` to ``target``: one upload to a URL (the
-    object appears when it completes), or its bytes written to a writable file object."""
+    object appears when it completes), or its bytes written to a writable file object.
+    Without ``overwrite`` an existing object raises ``FileExistsError``; on S3 the upload is
+    conditional (``If-None-Match: *``), so one created meanwhile by another writer is
+    refused by the store and kept (other stores: checked just before the upload)."""
     if is_fileobj(target):
         with open(local, "rb") as data:
             shutil.copyfileobj(data, target, COPY_BYTES)  # type: ignore[arg-type]
@@ -119,8 +122,16 @@ def publish(local: str, target: Target, storage_options: dict[str, Any] | None, 
         if flush is not None:
             flush()
         return
-    refuse_existing(target, storage_options, overwrite)
     fs, path = filesystem(str(target), storage_options)
+    if not overwrite:
+        from . import _store
+
+        if _store.is_s3(fs):
+            # Created only where no object is, by the store itself (If-None-Match): no
+            # check-then-write race with another writer.
+            _store.put_new(local, str(target), storage_options)
+            return
+    refuse_existing(target, storage_options, overwrite)
     fs.put_file(local, path)
 
 

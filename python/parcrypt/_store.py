@@ -16,12 +16,22 @@ environment; never the client's ``storage_options``.
 Every read of a planned object names its version: on S3 the ``ETag`` as ``If-Match``, so an
 object replaced during the job fails the read instead of mixing two versions' bytes; on
 other stores the version marker (``ETag``, ``mtime``) and size are compared before and after.
+
+Every write that must not replace an object (``overwrite=False``) is conditional on S3: the
+single ``PutObject`` or the ``CompleteMultipartUpload`` that publishes it carries
+``If-None-Match: *`` (S3's conditional writes, August 2024), so an object another writer
+created after the job's own existence check is refused by the store itself (HTTP 412): the
+upload is aborted, nothing is published, and ``FileExistsError`` names the URL. A store that
+ignores the header (an older S3-compatible server) still gets the check made just before the
+publish; the window between the two is then the store's.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -290,19 +300,135 @@ def upload_part(upload: Upload, number: int, data: bytes, storage_options: dict[
     return str(response["ETag"])
 
 
-def complete_upload(upload: Upload, etags: list[tuple[int, str]], storage_options: dict[str, Any] | None) -> None:
-    fs, _, _ = s3(upload.url, storage_options)
-    fs.call_s3(
-        "complete_multipart_upload", Bucket=upload.bucket, Key=upload.key,
-        UploadId=upload.upload_id,
-        MultipartUpload={"Parts": [{"PartNumber": n, "ETag": e} for n, e in sorted(etags)]},
+@functools.lru_cache(maxsize=None)
+def sends_if_none_match(operation: str) -> bool:
+    """Whether the installed botocore sends ``IfNoneMatch`` with ``operation`` (``PutObject``,
+    ``CompleteMultipartUpload``): from 1.35 (August 2024) on. s3fs drops every parameter the
+    operation's model lacks without a word, so an older botocore would make the condition
+    silently vanish."""
+    try:
+        import botocore.session
+
+        model = botocore.session.get_session().get_service_model("s3")
+        return "IfNoneMatch" in model.operation_model(operation).input_shape.members
+    except Exception:  # pragma: no cover - no botocore, or a model without the operation
+        return False
+
+
+def _if_none_match(operation: str, url: str) -> dict[str, str]:
+    """The parameters that make ``operation`` create ``url`` only where nothing is."""
+    if sends_if_none_match(operation):
+        return {"IfNoneMatch": "*"}
+    warnings.warn(
+        f"{url}: this botocore cannot make the upload conditional (If-None-Match needs "
+        "botocore 1.35 or later): the object's absence is checked just before it is "
+        "published, not by the store",
+        _parcrypt.ParcryptWarning,
+        stacklevel=4,
     )
-    fs.invalidate_cache(f"{upload.bucket}/{upload.key}")
+    return {}
+
+
+def _refused_as_existing(error: BaseException) -> bool:
+    """Whether the store refused a conditional write because the object exists (412
+    ``PreconditionFailed``), or because another conditional write to it was under way (409
+    ``ConditionalRequestConflict``). s3fs turns botocore's error into an ``OSError`` (a
+    ``FileExistsError`` when it recognises the condition) whose cause is botocore's."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, FileExistsError):
+            return True
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            code = str(response.get("Error", {}).get("Code", ""))
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code in ("PreconditionFailed", "ConditionalRequestConflict") or status == 412:
+                return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _exists_error(url: str, error: BaseException) -> FileExistsError:
+    return FileExistsError(
+        f"{url} was created by another writer while this one ran (the store refused to "
+        "replace it: If-None-Match); nothing was published (pass overwrite=True to replace it)"
+    )
+
+
+def complete_upload(upload: Upload, etags: list[tuple[int, str]], storage_options: dict[str, Any] | None,
+                    overwrite: bool = True) -> None:
+    """Publishes the upload; without ``overwrite`` only where no object is (``If-None-Match:
+    *``): ``FileExistsError`` when one is, the upload left for the caller to abort."""
+    fs, _, _ = s3(upload.url, storage_options)
+    condition = {} if overwrite else _if_none_match("CompleteMultipartUpload", upload.url)
+    try:
+        fs.call_s3(
+            "complete_multipart_upload", Bucket=upload.bucket, Key=upload.key,
+            UploadId=upload.upload_id,
+            MultipartUpload={"Parts": [{"PartNumber": n, "ETag": e} for n, e in sorted(etags)]},
+            **condition,
+        )
+    except Exception as error:
+        if condition and _refused_as_existing(error):
+            raise _exists_error(upload.url, error) from error
+        raise
+    finally:
+        fs.invalidate_cache(f"{upload.bucket}/{upload.key}")
 
 
 def abort_upload(upload: Upload, storage_options: dict[str, Any] | None) -> None:
     fs, _, _ = s3(upload.url, storage_options)
     fs.call_s3("abort_multipart_upload", Bucket=upload.bucket, Key=upload.key, UploadId=upload.upload_id)
+
+
+#: Up to this size a new object is one ``PutObject``; beyond, a multipart upload of parts
+#: of this size (more when 10,000 would not hold the file).
+SINGLE_PUT_BYTES = 64 * 1024 * 1024
+
+
+def check_absent(fs: Any, bucket: str, key: str, url: str) -> None:
+    """``FileExistsError`` when the object exists now: the early answer, and the only one on a
+    store that ignores ``If-None-Match``."""
+    if fs.exists(f"{bucket}/{key}"):
+        raise FileExistsError(f"{url} exists (pass overwrite=True to replace it)")
+
+
+def put_new(local: str, url: str, storage_options: dict[str, Any] | None) -> None:
+    """Uploads the complete local file ``local`` as the new object ``url``, created only where
+    no object is (``If-None-Match: *`` on the ``PutObject``, or on the multipart upload's
+    completion, which is aborted on any failure): ``FileExistsError`` naming ``url`` when
+    the store holds one, nothing published."""
+    fs, bucket, key = s3(url, storage_options)
+    check_absent(fs, bucket, key, url)
+    size = os.path.getsize(local)
+    if size <= SINGLE_PUT_BYTES:
+        condition = _if_none_match("PutObject", url)
+        with open(local, "rb") as source:
+            data = source.read()
+        try:
+            fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, **condition)
+        except Exception as error:
+            if condition and _refused_as_existing(error):
+                raise _exists_error(url, error) from error
+            raise
+        finally:
+            fs.invalidate_cache(f"{bucket}/{key}")
+        return
+    step = max(SINGLE_PUT_BYTES, -(-size // MAX_PARTS))
+    upload = start_upload(url, storage_options)
+    try:
+        etags = []
+        for number, start in enumerate(range(0, size, step), start=1):
+            data = _remote.read_at(local, start, min(step, size - start))
+            etags.append((number, upload_part(upload, number, data, storage_options)))
+            del data
+        complete_upload(upload, etags, storage_options, overwrite=False)
+    except BaseException:
+        try:
+            abort_upload(upload, storage_options)
+        except Exception:
+            pass  # the upload stays unpublished; the store's lifecycle rules remove it
+        raise
 
 
 def part_ranges(plan: _parts.PartPlan, chunks_per_part: int) -> list[tuple[int, int]]:

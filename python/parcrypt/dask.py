@@ -429,7 +429,9 @@ def _large_remote(
             raise DaskJobError(f"the parts of {ref.url} did not cover it; nothing was published")
         if not overwrite:
             _remote.refuse_existing(output, storage_options, False)
-        _store.complete_upload(upload, [(number, etag) for number, etag, _, _ in results], storage_options)
+        # Conditional without overwrite (If-None-Match: *): an object created since the check
+        # above is refused by the store (FileExistsError) and the upload aborted below.
+        _store.complete_upload(upload, [(number, etag) for number, etag, _, _ in results], storage_options, overwrite)
     except BaseException:
         for future in futures:
             future.cancel()
@@ -558,7 +560,9 @@ def encrypt_files(
     (``s3://bucket/sealed/``). The client opens the store with ``storage_options`` to list
     and plan (never sent to a task); workers open it with their own credentials
     (:class:`StorageOptions`, or their environment). A task stages its object in a private
-    local folder and uploads the output whole, so an object appears only when complete."""
+    local folder and uploads the output whole, so an object appears only when complete; on S3
+    without ``overwrite`` that upload is conditional (``If-None-Match: *``): an object created
+    meanwhile by another writer is kept and the file's report says ``FileExistsError``."""
     secret = _parts._secret(True, key, passphrase, recipients, None)
     return _many(True, paths, dest_dir, secret, client, overwrite, backend, threads, format, context, storage_options)
 
@@ -702,7 +706,9 @@ def encrypt_large(
     of whole chunks and uploads it as one part (at least 5 MiB but the last: at least 320
     chunks per task, and more when the object would need over 10,000 parts; the envelope in
     the first); the client completes the upload only when every part succeeded and aborts it
-    otherwise, so a reader sees the whole object or nothing. ``storage_options`` is the
+    otherwise, so a reader sees the whole object or nothing. Without ``overwrite`` the
+    completion is conditional (``If-None-Match: *``): an object another writer created during
+    the job is kept, the upload aborted and ``FileExistsError`` raised. ``storage_options`` is the
     client's (never sent to a task); workers use their own credentials
     (:class:`StorageOptions`)."""
     secret = _parts._secret(True, key, passphrase, recipients, None)

@@ -201,6 +201,13 @@ pub(crate) fn reads_as_age(format: &str, src: &Path) -> bool {
     age::is_age(&prefix[..got])
 }
 
+/// Whether `start`, a file's first bytes (1 KiB is plenty), begins an age file, binary or
+/// armored (`parcrypt.open` asks it of an object in a store before choosing its reader).
+#[pyfunction]
+pub fn is_age(start: &[u8]) -> bool {
+    age::is_age(start)
+}
+
 /// Runs the whole-file age call `work` with the GIL released, its payload on `threads`
 /// ([`Options::age_threads`]).
 fn on_threads(
@@ -435,6 +442,8 @@ enum Failed {
     Closed,
     Io(std::io::Error),
     Format(parcrypt::errors::FormatError),
+    /// The age reader's or writer's threads could not start.
+    Age(parcrypt::errors::AgeError),
 }
 
 impl From<Failed> for PyErr {
@@ -443,8 +452,21 @@ impl From<Failed> for PyErr {
             Failed::Closed => PyValueError::new_err("I/O operation on closed file"),
             Failed::Io(error) => errors::io(error),
             Failed::Format(error) => errors::format(error),
+            Failed::Age(error) => errors::age(error, ""),
         }
     }
+}
+
+/// Runs `work` (a call of an age reader or writer) on `threads` threads, as
+/// [`age::on_threads`] does for a whole file: `None` is every core (rayon's global pool, no
+/// pool made), `Some(n)` a pool of `n` threads made for this call (the library holds no
+/// pool across calls, so each call of a handle starts its `n` threads).
+/// For a parcrypt file's reader or writer `threads` is `None`: its engine has its own.
+fn age_call<R: Send>(
+    threads: Option<usize>,
+    work: impl FnOnce() -> Result<R, Failed> + Send,
+) -> Result<R, Failed> {
+    age::on_threads(threads, work).map_err(Failed::Age)?
 }
 
 /// Random access to an encrypted file's plaintext: every byte handed out has authenticated.
@@ -452,6 +474,21 @@ impl From<Failed> for PyErr {
 #[pyclass(module = "parcrypt", frozen)]
 pub struct Reader {
     inner: Handle<Plaintext>,
+    /// The threads an age file's payload is opened on ([`age_call`]).
+    threads: Option<usize>,
+}
+
+impl Reader {
+    /// Runs `work` on the open reader with the GIL released, on the reader's threads.
+    fn with<R: Send>(
+        &self,
+        py: Python<'_>,
+        work: impl FnOnce(&mut Plaintext) -> Result<R, Failed> + Send,
+    ) -> PyResult<R> {
+        let threads = self.threads;
+        self.inner
+            .with(py, |reader| age_call(threads, || work(reader)))
+    }
 }
 
 /// The reader behind a [`Reader`]: a parcrypt (or Cobblestone) file's, or a binary age
@@ -499,16 +536,20 @@ pub fn open_reader(
 ) -> PyResult<Reader> {
     let options = Options::take("open_reader", options::READER, options)?;
     if reads_as_age(&options.format, &path) {
-        // A GPU backend does not apply; the reader runs on every core.
-        options.age_threads()?;
+        // A GPU backend does not apply; the payload is opened on `threads` (every core when
+        // none), one for `seq`, as decrypt_file does.
+        let threads = options.age_threads()?;
         // Called by parcrypt.open: a warning points at its caller.
         let identities = age_identities(py, &options, &path, 2)?;
         let input = parcrypt::files::open_input(&path).map_err(errors::format)?;
+        // Made on its threads: the reader sizes its batches for the pool it starts on.
         let reader = py
-            .detach(|| age::SeekableReader::new(input, &identities))
+            .detach(|| age::on_threads(threads, || age::SeekableReader::new(input, &identities)))
+            .and_then(|made| made)
             .map_err(|error| errors::age(error, ""))?;
         return Ok(Reader {
             inner: Handle::new(Plaintext::Age(reader)),
+            threads,
         });
     }
     let (secrets, context) = options.secrets(py, Direction::Decrypt, 2)?;
@@ -525,6 +566,7 @@ pub fn open_reader(
         .map_err(errors::format)?;
     Ok(Reader {
         inner: Handle::new(Plaintext::Parcrypt(reader)),
+        threads: None,
     })
 }
 
@@ -534,8 +576,7 @@ impl Reader {
     fn readinto(&self, py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<usize> {
         let mut output = Output::get(buffer)?;
         let target = output.bytes_mut();
-        self.inner
-            .with(py, |reader| read_full(reader, target).map_err(Failed::Io))
+        self.with(py, |reader| read_full(reader, target).map_err(Failed::Io))
     }
 
     /// Reads up to `size` bytes (all the rest for a negative `size`); fewer only at the end.
@@ -547,7 +588,7 @@ impl Reader {
             ),
             _ => None,
         };
-        let bytes = self.inner.with(py, |reader| {
+        let bytes = self.with(py, |reader| {
             let Some(wanted) = wanted else {
                 let mut all = Vec::new();
                 reader.read_to_end(&mut all).map_err(Failed::Io)?;
@@ -582,20 +623,17 @@ impl Reader {
                     )))
                 }
             };
-        self.inner
-            .with(py, |reader| reader.seek(position).map_err(Failed::Io))
+        self.with(py, |reader| reader.seek(position).map_err(Failed::Io))
     }
 
     /// The current place.
     fn tell(&self, py: Python<'_>) -> PyResult<u64> {
-        self.inner
-            .with(py, |reader| reader.stream_position().map_err(Failed::Io))
+        self.with(py, |reader| reader.stream_position().map_err(Failed::Io))
     }
 
     /// The plaintext's length (the final chunk authenticates first).
     fn size(&self, py: Python<'_>) -> PyResult<u64> {
-        self.inner
-            .with(py, |reader| reader.plaintext_len().map_err(Failed::Format))
+        self.with(py, |reader| reader.plaintext_len().map_err(Failed::Format))
     }
 
     /// Closes the file; reading after it raises ValueError.
@@ -646,6 +684,8 @@ impl Sealing {
 #[pyclass(module = "parcrypt", frozen)]
 pub struct Writer {
     inner: Handle<Writing>,
+    /// The threads an age file's payload is sealed on ([`age_call`]).
+    threads: Option<usize>,
 }
 
 /// Opens `path` for writing (`parcrypt.open(path, "wb")`).
@@ -659,8 +699,9 @@ pub fn open_writer(
     let options = Options::take("open_writer", options::FILE, options)?;
     let overwrite = options.overwrite;
     if options.format == AGE {
-        // A GPU backend does not apply; the writer runs on every core.
-        options.age_threads()?;
+        // A GPU backend does not apply; the payload is sealed on `threads` (every core when
+        // none), one for `seq`, as encrypt_file does.
+        let threads = options.age_threads()?;
         // Called by parcrypt.open: a warning points at its caller.
         let recipients = age_recipients(py, &options, 2)?;
         let armor = options.armor;
@@ -671,12 +712,18 @@ pub fn open_writer(
                     .file()
                     .try_clone()
                     .map_err(parcrypt::errors::FormatError::Write)?;
-                let writer = Sealing::Age(age::encrypt(&recipients, armor, handle)?);
-                Ok(Writing { writer, output })
+                // Made on its threads: the writer sizes its batches for the pool it starts on.
+                let writer =
+                    age::on_threads(threads, || age::encrypt(&recipients, armor, handle))??;
+                Ok(Writing {
+                    writer: Sealing::Age(writer),
+                    output,
+                })
             })
             .map_err(errors::any)?;
         return Ok(Writer {
             inner: Handle::new(writing),
+            threads,
         });
     }
     let (secrets, context) = options.secrets(py, Direction::Encrypt, 2)?;
@@ -701,6 +748,7 @@ pub fn open_writer(
         .map_err(errors::format)?;
     Ok(Writer {
         inner: Handle::new(writing),
+        threads: None,
     })
 }
 
@@ -710,18 +758,23 @@ impl Writer {
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
         let input = Input::get(data)?;
         let bytes = input.bytes();
+        let threads = self.threads;
         self.inner.with(py, |writing| {
-            writing.writer.write_all(bytes).map_err(Failed::Io)
+            age_call(threads, || {
+                writing.writer.write_all(bytes).map_err(Failed::Io)
+            })
         })?;
         Ok(bytes.len())
     }
 
     /// Seals the last chunk, writes the file to disk and gives it its name.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        // The sealing and the sync to disk run after the lock is let go.
+        // The sealing and the sync to disk run after the lock is let go, the sealing on the
+        // writer's threads.
+        let threads = self.threads;
         self.inner
             .close(py, |Writing { writer, output }| -> parcrypt::Result<()> {
-                writer.finish()?;
+                age::on_threads(threads, || writer.finish())??;
                 Ok(output.commit()?)
             })
             .unwrap_or(Ok(()))

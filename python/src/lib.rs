@@ -147,6 +147,7 @@ fn _parcrypt(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(files::decrypt_file, module)?)?;
     module.add_function(wrap_pyfunction!(files::open_reader, module)?)?;
     module.add_function(wrap_pyfunction!(files::open_writer, module)?)?;
+    module.add_function(wrap_pyfunction!(files::is_age, module)?)?;
     module.add_function(wrap_pyfunction!(keys::keygen_file, module)?)?;
     module.add_function(wrap_pyfunction!(keys::keygen_text, module)?)?;
     module.add_function(wrap_pyfunction!(keys::recipient_of, module)?)?;

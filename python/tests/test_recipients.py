@@ -5,9 +5,12 @@ both ways, parcrypt.parts and parcrypt.dask (no identity ever reaches a task).""
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import stat
+import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -307,6 +310,119 @@ def test_age_files_on_the_threads_asked_for(tmp_path: Path, options: dict) -> No
         with pytest.raises(ValueError, match="on the CPU"):
             parcrypt.open(tmp_path / "sealed.age", identities=[owner.identity], backend=gpu)
         assert not (tmp_path / gpu).exists()
+
+
+def _age_threads_while(work) -> set[str]:
+    """The names of the age pools' threads (``parcrypt-age-N``) alive in this process while
+    ``work`` runs in another thread, polled from /proc (none left from earlier calls first)."""
+    def names() -> set[str]:
+        found = set()
+        for task in os.listdir("/proc/self/task"):
+            try:
+                name = Path(f"/proc/self/task/{task}/comm").read_text().strip()
+            except OSError:
+                continue  # the thread ended meanwhile
+            if name.startswith("parcrypt-age-"):
+                found.add(name)
+        return found
+
+    deadline = time.monotonic() + 10
+    while names() and time.monotonic() < deadline:
+        time.sleep(0.01)  # an earlier call's pool threads end on their own
+    assert not names(), "age pool threads outlived their calls"
+    seen: set[str] = set()
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as error:  # noqa: BLE001 - raised again below
+            failed.append(error)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    while worker.is_alive():
+        seen |= names()
+    worker.join()
+    if failed:
+        raise failed[0]
+    return seen
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="SKIPPED: no /proc to see threads in")
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"threads": 1}, {"parcrypt-age-0"}),
+        ({"backend": "seq"}, {"parcrypt-age-0"}),
+        ({"threads": 2}, {"parcrypt-age-0", "parcrypt-age-1"}),
+        ({}, set()),  # every core: rayon's global pool, no pool of its own
+    ],
+    ids=["threads=1", "seq", "threads=2", "default"],
+)
+def test_open_runs_age_files_on_the_threads_asked_for(tmp_path: Path, options: dict, expected: set) -> None:
+    """The reader and the writer behind parcrypt.open seal and open an age file's payload on
+    the threads asked for, as encrypt_file and decrypt_file do: the threads alive during
+    their calls are the pool's, and its size is the one asked for."""
+    owner = _keygen("x25519")
+    data = random.Random(5).randbytes(8 * 1024 * 1024 + 11)
+    sealed = tmp_path / "sealed.age"
+
+    def write() -> None:
+        with parcrypt.open(sealed, "wb", recipients=owner.recipient, format="age", **options) as writer:
+            for at in range(0, len(data), 512 * 1024):
+                writer.write(data[at : at + 512 * 1024])
+
+    assert _age_threads_while(write) == expected
+    got = []
+
+    def read() -> None:
+        with parcrypt.open(sealed, identities=owner.identity, **options) as reader:
+            reader.seek(len(data) // 3)
+            got.append(reader.read(100))
+            reader.seek(0)
+            got.append(b"".join(iter(lambda: reader.read(512 * 1024), b"")))
+
+    assert _age_threads_while(read) == expected
+    assert got == [data[len(data) // 3 : len(data) // 3 + 100], data]
+    assert parcrypt.decrypt_file(sealed, tmp_path / "out", identities=[owner.identity]) == len(data)
+    assert (tmp_path / "out").read_bytes() == data
+
+
+def test_age_files_read_from_file_objects(tmp_path: Path) -> None:
+    """parcrypt.open over a binary file object holding an age file (a seekable BytesIO, an
+    open file): recognised by its header, read at random; misuse refused in one line."""
+    owner = _keygen("x25519")
+    src, data = _plain(tmp_path, 3 * 65536 + 5)
+    sealed = io.BytesIO()
+    parcrypt.encrypt_file(src, sealed, recipients=[owner.recipient], format="age")
+    assert sealed.getvalue().startswith(b"age-encryption.org/v1\n")
+    for fileobj in (io.BytesIO(sealed.getvalue()), _written(tmp_path / "on-disk.age", sealed.getvalue())):
+        with fileobj, parcrypt.open(fileobj, identities=[owner.identity], threads=1) as reader:
+            assert reader.size() == len(data)
+            reader.seek(65536 - 3)
+            assert reader.read(10) == data[65536 - 3 : 65536 + 7]
+            reader.seek(-4, io.SEEK_END)
+            assert reader.read() == data[-4:]
+    with pytest.raises(parcrypt.InvalidTag):
+        parcrypt.open(io.BytesIO(sealed.getvalue()), identities=[_keygen("x25519").identity])
+    with pytest.raises(ValueError, match="give identities"):
+        parcrypt.open(io.BytesIO(sealed.getvalue()), key=bytes(16))
+    damaged = bytearray(sealed.getvalue())
+    damaged[-100] ^= 1
+    with parcrypt.open(io.BytesIO(bytes(damaged)), identities=[owner.identity]) as reader:
+        assert reader.read(1000) == data[:1000]  # the chunks before the damage read
+        with pytest.raises(parcrypt.InvalidTag):
+            reader.read()
+    armored = io.BytesIO()
+    parcrypt.encrypt_file(src, armored, recipients=[owner.recipient], format="age", armor=True)
+    with pytest.raises(parcrypt.Error, match="armored"):
+        parcrypt.open(io.BytesIO(armored.getvalue()), identities=[owner.identity])
+
+
+def _written(path: Path, data: bytes):
+    path.write_bytes(data)
+    return path.open("rb")
 
 
 def test_age_passphrase_and_armor(tmp_path: Path) -> None:

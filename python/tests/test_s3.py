@@ -272,6 +272,151 @@ def test_file_functions_over_urls_publish_nothing_on_failure(fs: s3fs.S3FileSyst
     assert not fs.exists("bucket/bad/x.pc")
 
 
+# ---- no overwrite race: the publish itself is conditional (If-None-Match: *) ---------------
+
+OTHERS = b"the other writer's object"
+
+
+def _race_after_the_check(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Makes another writer create each object right after this process's last check that
+    it is absent (``_store.check_absent``), before the upload that publishes it; returns the
+    URLs it raced."""
+    from parcrypt import _store
+
+    check, raced = _store.check_absent, []
+
+    def racing(fs: Any, bucket: str, key: str, url: str) -> None:
+        check(fs, bucket, key, url)
+        fs.pipe_file(f"{bucket}/{key}", OTHERS)
+        raced.append(url)
+
+    monkeypatch.setattr(_store, "check_absent", racing)
+    return raced
+
+
+def test_the_installed_botocore_sends_if_none_match() -> None:
+    from parcrypt import _store
+
+    assert _store.sends_if_none_match("PutObject")
+    assert _store.sends_if_none_match("CompleteMultipartUpload")
+    assert not _store.sends_if_none_match("CreateMultipartUpload")  # the model is read, not assumed
+
+
+@pytest.mark.parametrize("single_put", [64 * MIB, 5 * MIB], ids=["put", "multipart"])
+def test_an_object_created_after_the_check_is_kept_by_the_file_functions(
+    fs: s3fs.S3FileSystem, options: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, single_put: int
+) -> None:
+    """moto honours If-None-Match on PutObject and CompleteMultipartUpload as S3 does (412):
+    the other writer's object stays, FileExistsError names the URL, no upload is left."""
+    from parcrypt import _store
+
+    monkeypatch.setattr(_store, "SINGLE_PUT_BYTES", single_put)
+    plain = _random(12 * MIB + 3, 41)
+    key = os.urandom(16)
+    folder = f"bucket/race-{single_put}"
+    fs.pipe(f"{folder}/plain.bin", plain)
+    # Without a race the conditional upload publishes (in 3 parts for "multipart").
+    parcrypt.encrypt_file(f"s3://{folder}/plain.bin", f"s3://{folder}/first.pc", key=key, storage_options=options)
+    parcrypt.decrypt_file(f"s3://{folder}/first.pc", tmp_path / "first", key=key, storage_options=options)
+    assert (tmp_path / "first").read_bytes() == plain
+    raced = _race_after_the_check(monkeypatch)
+    with pytest.raises(FileExistsError, match=f"s3://{folder}/sealed.pc .*another writer"):
+        parcrypt.encrypt_file(f"s3://{folder}/plain.bin", f"s3://{folder}/sealed.pc", key=key, storage_options=options)
+    with pytest.raises(FileExistsError, match=f"s3://{folder}/opened.bin .*another writer"):
+        parcrypt.decrypt_file(f"s3://{folder}/first.pc", f"s3://{folder}/opened.bin", key=key, storage_options=options)
+    with pytest.raises(FileExistsError, match=f"s3://{folder}/written.pc .*another writer"):
+        with parcrypt.open(f"s3://{folder}/written.pc", "wb", key=key, storage_options=options) as writer:
+            writer.write(plain)
+    assert len(raced) == 3
+    for name in ("sealed.pc", "opened.bin", "written.pc"):
+        assert fs.cat(f"{folder}/{name}") == OTHERS
+    assert _pending_uploads(fs) == []
+    # overwrite=True replaces as before (no condition, no check).
+    parcrypt.encrypt_file(f"s3://{folder}/plain.bin", f"s3://{folder}/sealed.pc", key=key, overwrite=True, storage_options=options)
+    parcrypt.decrypt_file(f"s3://{folder}/sealed.pc", tmp_path / "replaced", key=key, storage_options=options)
+    assert (tmp_path / "replaced").read_bytes() == plain
+
+
+def test_a_conditional_put_refused_for_another_reason_is_not_called_existing(
+    fs: s3fs.S3FileSystem, options: dict[str, Any], tmp_path: Path
+) -> None:
+    (tmp_path / "p").write_bytes(b"p" * 1000)
+    with pytest.raises(OSError) as raised:
+        parcrypt.encrypt_file(tmp_path / "p", "s3://no-such-bucket-h35/x.pc", key=os.urandom(16), storage_options=options)
+    assert not isinstance(raised.value, FileExistsError)
+
+
+def test_a_botocore_without_if_none_match_warns_and_still_checks(
+    fs: s3fs.S3FileSystem, options: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from parcrypt import _store
+
+    monkeypatch.setattr(_store, "sends_if_none_match", lambda operation: False)
+    (tmp_path / "p").write_bytes(b"p" * 1000)
+    key = os.urandom(16)
+    with pytest.warns(parcrypt.ParcryptWarning, match="If-None-Match needs botocore 1.35"):
+        parcrypt.encrypt_file(tmp_path / "p", "s3://bucket/old-botocore/a.pc", key=key, storage_options=options)
+    first = fs.cat("bucket/old-botocore/a.pc")
+    with pytest.raises(FileExistsError, match="exists"):
+        parcrypt.encrypt_file(tmp_path / "p", "s3://bucket/old-botocore/a.pc", key=key, storage_options=options)
+    assert fs.cat("bucket/old-botocore/a.pc") == first
+
+
+# ---- age files over URLs ------------------------------------------------------------------
+
+
+def test_age_files_over_urls(fs: s3fs.S3FileSystem, options: dict[str, Any], tmp_path: Path) -> None:
+    """parcrypt.open reads an age file at a URL (recognised by its header, or named by
+    format="age") at random through the library's age reader, from a private copy of the
+    version it described; writes one to a URL on close, conditionally."""
+    owner = parcrypt.keygen()
+    plain = _random(5 * 65536 + 9, 51)
+    (tmp_path / "p").write_bytes(plain)
+    parcrypt.encrypt_file(tmp_path / "p", "s3://bucket/age/a.age", recipients=[owner.recipient], format="age",
+                          storage_options=options)
+    assert fs.cat("bucket/age/a.age").startswith(b"age-encryption.org/v1\n")
+    for format in ("parcrypt", "age"):
+        with parcrypt.open("s3://bucket/age/a.age", identities=owner.identity, format=format, threads=1,
+                           storage_options=options) as reader:
+            assert reader.size() == len(plain)
+            reader.seek(2 * 65536 - 5)
+            assert reader.read(10) == plain[2 * 65536 - 5 : 2 * 65536 + 5]
+            reader.seek(0)
+            assert reader.read() == plain
+        assert reader.closed
+    with pytest.raises(parcrypt.InvalidTag):
+        parcrypt.open("s3://bucket/age/a.age", identities=parcrypt.keygen().identity, storage_options=options)
+    with pytest.raises(ValueError, match="give identities"):
+        parcrypt.open("s3://bucket/age/a.age", key=bytes(16), storage_options=options)
+    # A damaged chunk fails the read that needs it, after the ones before it.
+    damaged = bytearray(fs.cat("bucket/age/a.age"))
+    damaged[-70_000] ^= 1
+    fs.pipe("bucket/age/damaged.age", bytes(damaged))
+    with parcrypt.open("s3://bucket/age/damaged.age", identities=owner.identity, storage_options=options) as reader:
+        assert reader.read(65536) == plain[:65536]
+        with pytest.raises(parcrypt.InvalidTag):
+            reader.read()
+    # Armored: one line, as for a local file.
+    parcrypt.encrypt_file(tmp_path / "p", "s3://bucket/age/armored.age", recipients=[owner.recipient], format="age",
+                          armor=True, storage_options=options)
+    with pytest.raises(parcrypt.Error, match="armored"):
+        parcrypt.open("s3://bucket/age/armored.age", identities=owner.identity, storage_options=options)
+    # Written to a URL: nothing before close, the whole file after; never over an object.
+    with parcrypt.open("s3://bucket/age/written.age", "wb", recipients=owner.recipient, format="age", threads=1,
+                       storage_options=options) as writer:
+        writer.write(plain)
+        assert not fs.exists("bucket/age/written.age")
+    with parcrypt.open("s3://bucket/age/written.age", identities=owner.identity, storage_options=options) as reader:
+        assert reader.read() == plain
+    with pytest.raises(FileExistsError):
+        parcrypt.open("s3://bucket/age/written.age", "wb", recipients=owner.recipient, format="age",
+                      storage_options=options)
+    # A parcrypt file named as an age file is refused by the age reader, not misread.
+    parcrypt.encrypt_file(tmp_path / "p", "s3://bucket/age/not-age.pc", key=bytes(16), storage_options=options)
+    with pytest.raises(parcrypt.Error):
+        parcrypt.open("s3://bucket/age/not-age.pc", identities=owner.identity, format="age", storage_options=options)
+
+
 def test_storage_options_without_a_url_is_refused(tmp_path: Path) -> None:
     (tmp_path / "p").write_bytes(b"p")
     with pytest.raises(ValueError, match="storage_options"):
@@ -324,6 +469,51 @@ def test_many_objects_with_a_wrong_key_publish_nothing(client: Client, fs: s3fs.
     reports = pdask.decrypt_files(["s3://bucket/wrong/sealed/a.bin.parcrypt"], "s3://bucket/wrong/opened", key=os.urandom(16), client=client, storage_options=options)
     assert not reports[0].ok and "InvalidTag" in (reports[0].error or "")
     assert not fs.exists("bucket/wrong/opened/a.bin")
+
+
+def test_objects_created_after_the_workers_check_are_kept(
+    client: Client, fs: s3fs.S3FileSystem, options: dict[str, Any]
+) -> None:
+    """Another writer creates each output object after the worker's check and before its
+    upload: the conditional PUT is refused, the file fails alone with FileExistsError, and the
+    other writer's object stays."""
+
+    def install() -> None:
+        from parcrypt import _store
+
+        check = _store.check_absent
+
+        def racing(fs: Any, bucket: str, key: str, url: str) -> None:
+            check(fs, bucket, key, url)
+            if key.startswith("race-files/"):
+                fs.pipe_file(f"{bucket}/{key}", b"the other writer's object")
+
+        _store._unraced, _store.check_absent = check, racing  # type: ignore[attr-defined]
+
+    def uninstall() -> None:
+        from parcrypt import _store
+
+        _store.check_absent = _store._unraced  # type: ignore[attr-defined]
+
+    key = os.urandom(16)
+    fs.pipe({"bucket/race-in/a.bin": b"a" * 70_000, "bucket/race-in/b.bin": b"b" * 17})
+    fs.pipe("bucket/race-in/c.bin.parcrypt", b"")
+    assert all(r.ok for r in pdask.encrypt_files(
+        ["s3://bucket/race-in/a.bin"], "s3://bucket/race-in/", key=key, client=client, storage_options=options))
+    client.run(install)
+    try:
+        reports = pdask.encrypt_files(["s3://bucket/race-in/a.bin", "s3://bucket/race-in/b.bin"],
+                                      "s3://bucket/race-files/", key=key, client=client, storage_options=options)
+        assert [r.ok for r in reports] == [False, False]
+        assert all("FileExistsError" in (r.error or "") and "another writer" in (r.error or "") for r in reports)
+        reports = pdask.decrypt_files(["s3://bucket/race-in/a.bin.parcrypt"], "s3://bucket/race-files/opened",
+                                      key=key, client=client, storage_options=options)
+        assert not reports[0].ok and "s3://bucket/race-files/opened/a.bin" in (reports[0].error or "")
+    finally:
+        client.run(uninstall)
+    for name in ("a.bin.parcrypt", "b.bin.parcrypt", "opened/a.bin"):
+        assert fs.cat(f"bucket/race-files/{name}") == OTHERS
+    assert _pending_uploads(fs) == []
 
 
 # ---- a cluster: one large object in parts -------------------------------------------------
@@ -483,6 +673,43 @@ def test_tampered_truncated_and_wrong_key_objects_publish_nothing(
         pdask.decrypt_large("s3://bucket/tamper/sealed.pc", "s3://bucket/tamper/out3", key=os.urandom(16), client=client, storage_options=options)
     for name in ("out1", "out2", "out3"):
         assert not fs.exists(f"bucket/tamper/{name}")
+    assert _pending_uploads(fs) == []
+
+
+@pytest.mark.parametrize("encrypting", [True, False], ids=["encrypt_large", "decrypt_large"])
+def test_an_object_created_during_a_large_job_is_kept(
+    client: Client, fs: s3fs.S3FileSystem, options: dict[str, Any], monkeypatch: pytest.MonkeyPatch, encrypting: bool
+) -> None:
+    """Another writer creates the destination after the job's last check and before the
+    multipart upload completes: the store refuses the completion (If-None-Match: *), the
+    upload is aborted, FileExistsError names the URL and the other writer's object stays.
+    With overwrite=True the same job replaces it."""
+    from parcrypt import _store
+
+    key = bytes(range(16, 32))
+    if not fs.exists("bucket/race-large/sealed.pc"):
+        fs.pipe("bucket/race-large/plain.bin", _random(11 * MIB + 5, 42))
+        pdask.encrypt_large("s3://bucket/race-large/plain.bin", "s3://bucket/race-large/sealed.pc", key=key,
+                            client=client, chunks_per_task=320, storage_options=options)
+    source = "s3://bucket/race-large/plain.bin" if encrypting else "s3://bucket/race-large/sealed.pc"
+    target = f"bucket/race-large/out-{encrypting}"
+    complete = _store.complete_upload
+
+    def racing(upload: Any, etags: Any, storage_options: Any, overwrite: bool = True) -> None:
+        fs.pipe_file(target, OTHERS)  # after the job's checks, before its completion
+        complete(upload, etags, storage_options, overwrite)
+
+    monkeypatch.setattr(_store, "complete_upload", racing)
+    job = pdask.encrypt_large if encrypting else pdask.decrypt_large
+    with pytest.raises(FileExistsError, match=f"s3://{target} .*another writer"):
+        job(source, f"s3://{target}", key=key, client=client, chunks_per_task=320, storage_options=options)
+    assert fs.cat(target) == OTHERS
+    assert _pending_uploads(fs) == []
+    job(source, f"s3://{target}", key=key, client=client, chunks_per_task=320, overwrite=True, storage_options=options)
+    if encrypting:
+        assert fs.cat(f"{target}")[:len(OTHERS)] != OTHERS and fs.size(target) > 11 * MIB
+    else:
+        assert fs.cat(target) == fs.cat("bucket/race-large/plain.bin")
     assert _pending_uploads(fs) == []
 
 

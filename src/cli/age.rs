@@ -10,7 +10,7 @@ use parcrypt::age::{
     self, Decryptor, Identity, Passphrase, Recipient, ScryptIdentity, ScryptRecipient,
     SeekableReader,
 };
-use parcrypt::{Backend, ByteRange};
+use parcrypt::ByteRange;
 
 use super::encrypt::{read_passphrase, CommonArgs, DecryptArgs, EncryptArgs};
 use super::files::{check_output, file_size, Output};
@@ -139,15 +139,8 @@ fn on_threads(
     common: &CommonArgs,
     work: impl FnOnce() -> Result<(), Failure> + Send,
 ) -> Result<(), Failure> {
-    let threads = match common.backend {
-        Backend::Seq => Some(1),
-        backend if backend.is_gpu() => {
-            return Err(Failure(format!(
-                "age files are sealed and opened on the CPU (ChaCha20-Poly1305): --backend {backend} does not apply (use seq, threads, pool or auto)"
-            )))
-        }
-        _ => common.threads,
-    };
+    let threads = age::threads_for(common.backend, common.threads)
+        .map_err(|error| Failure(error.to_string()))?;
     age::on_threads(threads, work).map_err(|error| Failure(error.to_string()))?
 }
 

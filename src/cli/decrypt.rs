@@ -206,28 +206,10 @@ fn unlock<R: Read>(
     Ok((unlocked, envelope_bytes))
 }
 
-/// The first bytes of the input (up to 64 past any leading whitespace, at most 1,100), to
-/// recognise an age file.
+/// The first bytes of the input, to recognise an age file (`parcrypt::age::read_prefix`).
 fn read_prefix(input: &mut dyn Read) -> Result<Vec<u8>, Failure> {
-    let mut prefix = Vec::with_capacity(128);
-    let mut piece = [0u8; 64];
-    loop {
-        let start = prefix
-            .iter()
-            .position(|c: &u8| !c.is_ascii_whitespace())
-            .unwrap_or(prefix.len());
-        if prefix.len() - start >= 64 || prefix.len() > 1100 {
-            return Ok(prefix);
-        }
-        match input.read(&mut piece) {
-            Ok(0) => return Ok(prefix),
-            Ok(n) => prefix.extend_from_slice(&piece[..n]),
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => {
-                return Err(Failure(format!("cannot read input: {}", plain(&error))));
-            }
-        }
-    }
+    parcrypt::age::read_prefix(input)
+        .map_err(|error| Failure(format!("cannot read input: {}", plain(&error))))
 }
 
 fn open_seekable(path: &Path) -> Result<File, Failure> {

@@ -504,42 +504,15 @@ impl FileSecret<'_> {
     }
 }
 
-/// Whether the file at `source` is an age file (binary or armored), by its first 1,100
-/// bytes (the most `parcrypt decrypt` reads to tell, leading whitespace included). Only a
-/// regular file is looked at (a pipe's bytes would be consumed); anything else is left to
-/// the parcrypt reader, which reports what it finds.
+/// Whether the file at `source` is an age file (`parcrypt::age::is_age_file`).
 fn is_age_file(source: &Path) -> Result<bool, Failure> {
-    let Ok(file) = File::open(source) else {
-        // The reader that follows reports a missing or unreadable source in its words.
-        return Ok(false);
-    };
-    if !file.metadata().is_ok_and(|metadata| metadata.is_file()) {
-        return Ok(false);
-    }
-    let mut prefix = Vec::with_capacity(128);
-    (&file)
-        .take(1100)
-        .read_to_end(&mut prefix)
-        .map_err(FormatError::Read)?;
-    Ok(parcrypt::age::is_age(&prefix))
+    parcrypt::age::is_age_file(source).map_err(|error| FormatError::Read(error).into())
 }
 
 /// The threads an age job runs on for `engine`, as `parcrypt --backend B --threads N` runs
-/// it: one for `seq`, the engine's threads for the other CPU backends; a GPU engine is
-/// refused (age's ChaCha20-Poly1305 payload is sealed and opened on the CPU).
+/// it (`parcrypt::age::threads_for`): a GPU engine is refused.
 fn age_threads(engine: &Engine) -> Result<Option<usize>, Failure> {
-    let backend = engine.backend();
-    if backend.is_gpu() {
-        return Err(Failure::invalid(format!(
-            "age files are sealed and opened on the CPU (ChaCha20-Poly1305): a {} engine does \
-             not apply (use seq, threads, pool or auto)",
-            backend.name()
-        )));
-    }
-    Ok(Some(match backend {
-        parcrypt::Backend::Seq => 1,
-        _ => engine.threads(),
-    }))
+    parcrypt::age::threads_for(engine.backend(), Some(engine.threads())).map_err(Into::into)
 }
 
 /// A whole age file through the library (`parcrypt::age::encrypt_file`, `decrypt_file`)

@@ -69,6 +69,65 @@ pub fn decrypt_file(
     Ok(bytes)
 }
 
+/// The first bytes of `input` that tell whether it is an age file ([`is_age`]): any leading
+/// whitespace and then 64 bytes, at most 1,100 in all (fewer at its end). The caller keeps
+/// them: from a pipe they cannot be read again.
+pub fn read_prefix(input: &mut dyn Read) -> io::Result<Vec<u8>> {
+    let mut prefix = Vec::with_capacity(128);
+    let mut piece = [0u8; 64];
+    loop {
+        let start = prefix
+            .iter()
+            .position(|c: &u8| !c.is_ascii_whitespace())
+            .unwrap_or(prefix.len());
+        if prefix.len() - start >= piece.len() || prefix.len() > 1100 {
+            return Ok(prefix);
+        }
+        match input.read(&mut piece) {
+            Ok(0) => return Ok(prefix),
+            Ok(n) => prefix.extend_from_slice(&piece[..n]),
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// Whether the file at `path` is an age file, binary or armored, by its first bytes
+/// ([`read_prefix`]). Only a regular file is looked at (a pipe's bytes would be consumed);
+/// anything else, and a path that cannot be opened, is `false`, left to the reader that
+/// follows to report in its own words.
+pub fn is_age_file(path: &Path) -> io::Result<bool> {
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return Ok(false);
+    };
+    if !file.metadata().is_ok_and(|metadata| metadata.is_file()) {
+        return Ok(false);
+    }
+    Ok(is_age(&read_prefix(&mut file)?))
+}
+
+/// The threads an age job runs on (give them to [`on_threads`]) for a front end's backend
+/// and thread count (`--backend B --threads N`, or an engine's): one for `seq`, `threads`
+/// for the other CPU backends (`None`: every core). A GPU backend is refused: age's
+/// ChaCha20-Poly1305 payload is sealed and opened on the CPU.
+pub fn threads_for(
+    backend: crate::Backend,
+    threads: Option<usize>,
+) -> crate::Result<Option<usize>> {
+    if backend.is_gpu() {
+        return Err(crate::Error::Engine(crate::errors::EngineError::Gpu {
+            backend,
+            reason: "age files are sealed and opened on the CPU (ChaCha20-Poly1305): use seq, \
+                     threads, pool or auto"
+                .into(),
+        }));
+    }
+    Ok(match backend {
+        crate::Backend::Seq => Some(1),
+        _ => threads,
+    })
+}
+
 /// Makes a new identity (X25519, or with `post_quantum` the ML-KEM-768 + X25519 hybrid)
 /// and writes it to `path` in age-keygen's layout (`# created`, `# public key`, the secret
 /// key), created with mode 0600; an existing file is refused (a key is never replaced),
@@ -176,6 +235,48 @@ fn read_key_file(path: &Path, what: &str) -> crate::Result<zeroize::Zeroizing<Ve
 mod tests {
     use super::*;
     use crate::errors::AgeError;
+
+    #[test]
+    fn age_files_are_told_by_their_first_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let identity = X25519Identity::generate();
+        let recipients = [Recipient::from(identity.to_public())];
+        for armor in [false, true] {
+            let path = dir.path().join(format!("file-{armor}.age"));
+            std::fs::write(&path, encrypt_to_vec(&recipients, armor, b"data").unwrap()).unwrap();
+            assert!(is_age_file(&path).unwrap());
+        }
+        // Armor after blank lines is found; 1,100 bytes of whitespace and then armor is not
+        // looked for (the most a reader reads to tell).
+        let armored = encrypt_to_vec(&recipients, true, b"data").unwrap();
+        let mut spaced = b"\n\n  \n".to_vec();
+        spaced.extend_from_slice(&armored);
+        assert!(is_age(&read_prefix(&mut spaced.as_slice()).unwrap()));
+        let mut far = vec![b' '; 1200];
+        far.extend_from_slice(&armored);
+        let prefix = read_prefix(&mut far.as_slice()).unwrap();
+        assert!(prefix.len() <= 1164 && !is_age(&prefix));
+        // Not age: a parcrypt file, an empty file, a folder, a missing path.
+        let other = dir.path().join("other");
+        std::fs::write(&other, b"parcrypt\x01\x01").unwrap();
+        assert!(!is_age_file(&other).unwrap());
+        std::fs::write(&other, b"").unwrap();
+        assert!(!is_age_file(&other).unwrap());
+        assert!(!is_age_file(dir.path()).unwrap());
+        assert!(!is_age_file(&dir.path().join("missing")).unwrap());
+    }
+
+    #[test]
+    fn age_jobs_run_on_the_cpu_threads_asked_for() {
+        use crate::Backend;
+        assert_eq!(threads_for(Backend::Seq, Some(4)).unwrap(), Some(1));
+        assert_eq!(threads_for(Backend::Pool, Some(3)).unwrap(), Some(3));
+        assert_eq!(threads_for(Backend::Auto, None).unwrap(), None);
+        for gpu in [Backend::Cuda, Backend::Opencl, Backend::Hip] {
+            let error = threads_for(gpu, None).unwrap_err();
+            assert!(error.to_string().contains("on the CPU"), "{error}");
+        }
+    }
 
     #[test]
     fn identity_files_are_private_and_never_replaced() {

@@ -432,7 +432,8 @@ def open(
         from . import _store
 
         ref = _store.describe(str(path), storage_options)
-        start = _store.read_range(ref, 0, min(ref.size, 1024), storage_options)
+        # As much as the library reads to tell an age file (its leading whitespace included).
+        start = _store.read_range(ref, 0, min(ref.size, 2048), storage_options)
         if format != "age" and not (format == "parcrypt" and _parcrypt.is_age(start)):
             secret = parts._secret(False, key, passphrase, recipients, identities)
             return _RangeReader(ref, storage_options, secret, format, context, backend, threads)

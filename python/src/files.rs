@@ -201,7 +201,7 @@ pub(crate) fn reads_as_age(format: &str, src: &Path) -> bool {
     age::is_age(&prefix[..got])
 }
 
-/// Whether `start`, a file's first bytes (1 KiB is plenty), begins an age file, binary or
+/// Whether `start`, a file's first bytes (2 KiB are plenty), begins an age file, binary or
 /// armored (`parcrypt.open` asks it of an object in a store before choosing its reader).
 #[pyfunction]
 pub fn is_age(start: &[u8]) -> bool {

@@ -713,6 +713,36 @@ def test_an_object_created_during_a_large_job_is_kept(
     assert _pending_uploads(fs) == []
 
 
+def test_an_object_created_while_parts_upload_is_kept(
+    client: Client, fs: s3fs.S3FileSystem, options: dict[str, Any], proxy: _FailingProxy
+) -> None:
+    """Another writer creates the destination while part 2 is held in flight: the job
+    publishes nothing over it (FileExistsError naming the URL), aborts its upload, and the
+    other writer's object stays."""
+    fs.pipe("bucket/mid-job/plain.bin", _random(11 * MIB + 5, 43))
+    outcome: dict[str, Any] = {}
+    proxy.hold_part = 2
+
+    def job() -> None:
+        try:
+            pdask.encrypt_large("s3://bucket/mid-job/plain.bin", "s3://bucket/mid-job/sealed.pc", key=os.urandom(16),
+                                client=client, chunks_per_task=320, storage_options=options)
+        except Exception as error:  # noqa: BLE001 - checked below
+            outcome["error"] = error
+
+    runner = threading.Thread(target=job)
+    runner.start()
+    assert proxy.held.wait(60), "part 2 was never uploaded"
+    fs.pipe_file("bucket/mid-job/sealed.pc", OTHERS)
+    proxy.release.set()
+    runner.join(timeout=120)
+    assert not runner.is_alive()
+    assert isinstance(outcome.get("error"), FileExistsError), outcome
+    assert "s3://bucket/mid-job/sealed.pc" in str(outcome["error"])
+    assert fs.cat("bucket/mid-job/sealed.pc") == OTHERS
+    assert _pending_uploads(fs) == []
+
+
 def test_missing_bucket_object_and_other_stores_are_clear_errors(
     client: Client, fs: s3fs.S3FileSystem, options: dict[str, Any]
 ) -> None:

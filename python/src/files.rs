@@ -184,21 +184,12 @@ const AGE: &str = "age";
 /// regular file that starts as an age file does (binary or armored), as `parcrypt decrypt`
 /// recognises one.
 pub(crate) fn reads_as_age(format: &str, src: &Path) -> bool {
-    if format == AGE {
-        return true;
+    match format {
+        AGE => true,
+        // A file that cannot be read is left to the format path, which says why.
+        "parcrypt" => age::is_age_file(src).unwrap_or(false),
+        _ => false,
     }
-    if format != "parcrypt" {
-        return false;
-    }
-    let Ok(mut file) = File::open(src) else {
-        return false; // the format path reports why it cannot be opened
-    };
-    if !file.metadata().is_ok_and(|metadata| metadata.is_file()) {
-        return false; // a pipe's first bytes must not be consumed here
-    }
-    let mut prefix = [0u8; 1024];
-    let got = read_full(&mut file, &mut prefix).unwrap_or(0);
-    age::is_age(&prefix[..got])
 }
 
 /// Whether `start`, a file's first bytes (2 KiB are plenty), begins an age file, binary or
@@ -442,8 +433,6 @@ enum Failed {
     Closed,
     Io(std::io::Error),
     Format(parcrypt::errors::FormatError),
-    /// The age reader's or writer's threads could not start.
-    Age(parcrypt::errors::AgeError),
 }
 
 impl From<Failed> for PyErr {
@@ -452,21 +441,18 @@ impl From<Failed> for PyErr {
             Failed::Closed => PyValueError::new_err("I/O operation on closed file"),
             Failed::Io(error) => errors::io(error),
             Failed::Format(error) => errors::format(error),
-            Failed::Age(error) => errors::age(error, ""),
         }
     }
 }
 
-/// Runs `work` (a call of an age reader or writer) on `threads` threads, as
-/// [`age::on_threads`] does for a whole file: `None` is every core (rayon's global pool, no
-/// pool made), `Some(n)` a pool of `n` threads made for this call (the library holds no
-/// pool across calls, so each call of a handle starts its `n` threads).
-/// For a parcrypt file's reader or writer `threads` is `None`: its engine has its own.
+/// Runs `work` (a call of an age reader or writer) on the handle's threads, kept for its
+/// life (`age::Threads`; every core when none were asked for). For a parcrypt file's reader
+/// or writer they are every core, unused: its engine has its own.
 fn age_call<R: Send>(
-    threads: Option<usize>,
+    threads: &age::Threads,
     work: impl FnOnce() -> Result<R, Failed> + Send,
 ) -> Result<R, Failed> {
-    age::on_threads(threads, work).map_err(Failed::Age)?
+    threads.install(work)
 }
 
 /// Random access to an encrypted file's plaintext: every byte handed out has authenticated.
@@ -475,7 +461,7 @@ fn age_call<R: Send>(
 pub struct Reader {
     inner: Handle<Plaintext>,
     /// The threads an age file's payload is opened on ([`age_call`]).
-    threads: Option<usize>,
+    threads: age::Threads,
 }
 
 impl Reader {
@@ -485,7 +471,7 @@ impl Reader {
         py: Python<'_>,
         work: impl FnOnce(&mut Plaintext) -> Result<R, Failed> + Send,
     ) -> PyResult<R> {
-        let threads = self.threads;
+        let threads = &self.threads;
         self.inner
             .with(py, |reader| age_call(threads, || work(reader)))
     }
@@ -538,14 +524,13 @@ pub fn open_reader(
     if reads_as_age(&options.format, &path) {
         // A GPU backend does not apply; the payload is opened on `threads` (every core when
         // none), one for `seq`, as decrypt_file does.
-        let threads = options.age_threads()?;
+        let threads = options.age_pool()?;
         // Called by parcrypt.open: a warning points at its caller.
         let identities = age_identities(py, &options, &path, 2)?;
         let input = parcrypt::files::open_input(&path).map_err(errors::format)?;
         // Made on its threads: the reader sizes its batches for the pool it starts on.
         let reader = py
-            .detach(|| age::on_threads(threads, || age::SeekableReader::new(input, &identities)))
-            .and_then(|made| made)
+            .detach(|| threads.install(|| age::SeekableReader::new(input, &identities)))
             .map_err(|error| errors::age(error, ""))?;
         return Ok(Reader {
             inner: Handle::new(Plaintext::Age(reader)),
@@ -566,7 +551,7 @@ pub fn open_reader(
         .map_err(errors::format)?;
     Ok(Reader {
         inner: Handle::new(Plaintext::Parcrypt(reader)),
-        threads: None,
+        threads: age::Threads::default(),
     })
 }
 
@@ -685,7 +670,7 @@ impl Sealing {
 pub struct Writer {
     inner: Handle<Writing>,
     /// The threads an age file's payload is sealed on ([`age_call`]).
-    threads: Option<usize>,
+    threads: age::Threads,
 }
 
 /// Opens `path` for writing (`parcrypt.open(path, "wb")`).
@@ -701,7 +686,7 @@ pub fn open_writer(
     if options.format == AGE {
         // A GPU backend does not apply; the payload is sealed on `threads` (every core when
         // none), one for `seq`, as encrypt_file does.
-        let threads = options.age_threads()?;
+        let threads = options.age_pool()?;
         // Called by parcrypt.open: a warning points at its caller.
         let recipients = age_recipients(py, &options, 2)?;
         let armor = options.armor;
@@ -713,8 +698,7 @@ pub fn open_writer(
                     .try_clone()
                     .map_err(parcrypt::errors::FormatError::Write)?;
                 // Made on its threads: the writer sizes its batches for the pool it starts on.
-                let writer =
-                    age::on_threads(threads, || age::encrypt(&recipients, armor, handle))??;
+                let writer = threads.install(|| age::encrypt(&recipients, armor, handle))?;
                 Ok(Writing {
                     writer: Sealing::Age(writer),
                     output,
@@ -748,7 +732,7 @@ pub fn open_writer(
         .map_err(errors::format)?;
     Ok(Writer {
         inner: Handle::new(writing),
-        threads: None,
+        threads: age::Threads::default(),
     })
 }
 
@@ -758,7 +742,7 @@ impl Writer {
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
         let input = Input::get(data)?;
         let bytes = input.bytes();
-        let threads = self.threads;
+        let threads = &self.threads;
         self.inner.with(py, |writing| {
             age_call(threads, || {
                 writing.writer.write_all(bytes).map_err(Failed::Io)
@@ -771,10 +755,10 @@ impl Writer {
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         // The sealing and the sync to disk run after the lock is let go, the sealing on the
         // writer's threads.
-        let threads = self.threads;
+        let threads = &self.threads;
         self.inner
             .close(py, |Writing { writer, output }| -> parcrypt::Result<()> {
-                age::on_threads(threads, || writer.finish())??;
+                threads.install(|| writer.finish())?;
                 Ok(output.commit()?)
             })
             .unwrap_or(Ok(()))

@@ -105,20 +105,19 @@ impl<'py> Options<'py> {
     }
 
     /// The threads an age file's payload runs on, as `parcrypt encrypt --format age` takes
-    /// `--backend` and `--threads`: one for `seq`, `threads` else (every core when `None`).
-    /// A GPU backend is refused: age's ChaCha20-Poly1305 runs on the CPU.
+    /// `--backend` and `--threads` (`parcrypt::age::threads_for`): one for `seq`, `threads`
+    /// else (every core when `None`). A GPU backend is a ValueError: age's
+    /// ChaCha20-Poly1305 runs on the CPU.
     pub(crate) fn age_threads(&self) -> PyResult<Option<usize>> {
         let backend: parcrypt::Backend = self.backend.parse().map_err(crate::errors::engine)?;
-        if backend == parcrypt::Backend::Seq {
-            return Ok(Some(1));
-        }
-        if backend.is_gpu() {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "age files are sealed and opened on the CPU (ChaCha20-Poly1305): backend=\"{}\" does not apply (use seq, threads, pool or auto)",
-                backend.name()
-            )));
-        }
-        Ok(self.threads)
+        parcrypt::age::threads_for(backend, self.threads)
+            .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))
+    }
+
+    /// The pool of [`Options::age_threads`], started once for a reader's or writer's life.
+    pub(crate) fn age_pool(&self) -> PyResult<parcrypt::age::Threads> {
+        parcrypt::age::Threads::new(self.age_threads()?)
+            .map_err(|error| crate::errors::age(error, ""))
     }
 
     /// The shared runtime for the backend and thread count asked for.

@@ -67,10 +67,47 @@ pub use seekable::SeekableReader;
 use armor::{ArmorError, ArmorReader, ArmorWriter};
 use stream::{PayloadKey, BATCH_CHUNKS, CHUNK_BYTES, NONCE_BYTES, SEALED_CHUNK_BYTES};
 
+/// Where the payload's batches are sealed and opened: every core (rayon's global pool), or a
+/// pool of its own, started once and kept for as long as this value lives (a reader or
+/// writer called many times holds one, rather than starting threads on every call).
+/// Cloning shares the pool.
+#[derive(Clone, Debug, Default)]
+pub struct Threads {
+    pool: Option<std::sync::Arc<rayon::ThreadPool>>,
+}
+
+impl Threads {
+    /// `None`: every core; `Some(n)`: a pool of `n` threads (at least one), started here (a
+    /// command line's `--threads`; `Some(1)` for a `seq` run).
+    pub fn new(threads: Option<usize>) -> Result<Threads> {
+        let Some(threads) = threads else {
+            return Ok(Threads::default());
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .thread_name(|index| format!("parcrypt-age-{index}"))
+            .build()
+            .map_err(|error| {
+                io::Error::other(format!("cannot start {threads} threads: {error}"))
+            })?;
+        Ok(Threads {
+            pool: Some(std::sync::Arc::new(pool)),
+        })
+    }
+
+    /// Runs `work` (any calls of this crate) with its batches on these threads; batches are
+    /// sized for the pool they run on.
+    pub fn install<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        match &self.pool {
+            Some(pool) => pool.install(work),
+            None => work(),
+        }
+    }
+}
+
 /// Runs `work` (any calls of this crate) with the payload's batches sealed or opened on
-/// `threads` threads: `None` is every core (rayon's global pool), `Some(n)` a pool of `n`
-/// threads made for this call (a command line's `--threads`; `Some(1)` is one thread, for
-/// a `seq` run). Batches are sized for the pool they run on.
+/// `threads` threads ([`Threads::new`]: `None` is every core, `Some(n)` a pool of `n` threads
+/// made for this call). A reader or writer called many times keeps a [`Threads`] instead.
 ///
 /// ```
 /// use parcrypt_age::{encrypt_to_vec, on_threads, X25519Identity};
@@ -83,15 +120,7 @@ use stream::{PayloadKey, BATCH_CHUNKS, CHUNK_BYTES, NONCE_BYTES, SEALED_CHUNK_BY
 /// # Ok::<(), parcrypt_age::Error>(())
 /// ```
 pub fn on_threads<R: Send>(threads: Option<usize>, work: impl FnOnce() -> R + Send) -> Result<R> {
-    let Some(threads) = threads else {
-        return Ok(work());
-    };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
-        .thread_name(|index| format!("parcrypt-age-{index}"))
-        .build()
-        .map_err(|error| io::Error::other(format!("cannot start {threads} threads: {error}")))?;
-    Ok(pool.install(work))
+    Ok(Threads::new(threads)?.install(work))
 }
 
 /// How many chunks are sealed or opened together: 32 for each of rayon's threads, at least 16

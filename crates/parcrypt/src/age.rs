@@ -24,7 +24,7 @@ pub use parcrypt_age::{
     armor, decrypt_to_vec, encrypt, encrypt_to_vec, generate_identity_file, header, is_age,
     on_threads, parse_identities, parse_recipients, stream, unwrap_file_key, Decryptor, Encryptor,
     FileKey, Header, HybridIdentity, HybridRecipient, Identity, Passphrase, Recipient,
-    ScryptIdentity, ScryptRecipient, SeekableReader, Stanza, StreamReader, X25519Identity,
+    ScryptIdentity, ScryptRecipient, SeekableReader, Stanza, StreamReader, Threads, X25519Identity,
     X25519Recipient, DEFAULT_MAX_SCRYPT_WORK_FACTOR, DEFAULT_SCRYPT_WORK_FACTOR,
     MAX_KEY_FILE_BYTES,
 };

@@ -198,6 +198,23 @@ def _reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
+def _all_results(futures: list[Any], what: str, failed_then: str, unfinished_then: str) -> list[Any]:
+    """Waits for every one of ``futures`` (the tasks of one job over ``what``) and returns
+    their results in order; when any failed, a :class:`DaskJobError` with the first reason and
+    what that left (``failed_then``; ``unfinished_then`` when none raised)."""
+    wait(futures)
+    failed = [future for future in futures if future.status != "finished"]
+    if failed:
+        try:
+            failed[0].result()
+        except Exception as error:
+            raise DaskJobError(
+                f"{len(failed)} of {len(futures)} {what} failed ({_reason(error)}); {failed_then}"
+            ) from error
+        raise DaskJobError(f"{len(failed)} {what} did not finish; {unfinished_then}")
+    return [future.result() for future in futures]
+
+
 # ---- object stores (fsspec URLs) -----------------------------------------------------------
 
 try:
@@ -413,18 +430,10 @@ def _large_remote(
             )
             for number, (first, end) in enumerate(ranges, start=1)
         ]
-        wait(futures)
-        failed = [future for future in futures if future.status != "finished"]
-        if failed:
-            try:
-                failed[0].result()
-            except Exception as error:
-                raise DaskJobError(
-                    f"{len(failed)} of {len(futures)} parts of {ref.url} failed "
-                    f"({_reason(error)}); the upload was aborted: nothing was published at {output}"
-                ) from error
-            raise DaskJobError(f"{len(failed)} parts of {ref.url} did not finish; nothing was published")
-        results = [future.result() for future in futures]
+        results = _all_results(
+            futures, f"parts of {ref.url}",
+            f"the upload was aborted: nothing was published at {output}", "nothing was published",
+        )
         if sum(done for _, _, done, _ in results) != plan.plaintext_bytes:
             raise DaskJobError(f"the parts of {ref.url} did not cover it; nothing was published")
         if not overwrite:
@@ -654,18 +663,10 @@ def _large(
             )
             for first, end in ranges
         ]
-        wait(futures)
-        failed = [future for future in futures if future.status != "finished"]
-        if failed:
-            try:
-                failed[0].result()
-            except Exception as error:
-                raise DaskJobError(
-                    f"{len(failed)} of {len(futures)} tasks over {source} failed "
-                    f"({_reason(error)}); no output was written to {output}"
-                ) from error
-            raise DaskJobError(f"{len(failed)} tasks over {source} did not finish; no output was written")
-        results = [future.result() for future in futures]
+        results = _all_results(
+            futures, f"tasks over {source}",
+            f"no output was written to {output}", "no output was written",
+        )
         if sum(done for done, _ in results) != plan.plaintext_bytes:
             raise DaskJobError(f"the tasks over {source} did not cover it; no output was written")
         _publish(tmp, output, overwrite)
